@@ -1,0 +1,51 @@
+/* grape: the command-line front end. Thin by design: it picks a subcommand
+ * from commands.def and hands it argv; the work lives in the modules.
+ * Results go to stdout, diagnostics to stderr. */
+#include "commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "grape/grape.h"
+
+typedef struct command_s {
+  const char* name;
+  int (*fn)(int argc, char** argv);
+  const char* summary;
+} command_t;
+
+static const command_t commands[] = {
+#define GRAPE_COMMAND(name, fn, summary) {name, fn, summary},
+#include "commands.def"
+#undef GRAPE_COMMAND
+};
+
+static void usage(FILE* to) {
+  fprintf(to, "usage: grape COMMAND [ARGS...]\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+    fprintf(to, "  %-12s %s\n", commands[i].name, commands[i].summary);
+  fprintf(to, "\n'grape COMMAND --help' describes one command.\n");
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+      strcmp(argv[1], "help") == 0) {
+    usage(stdout);
+    return 0;
+  }
+  if (strcmp(argv[1], "--version") == 0) {
+    unsigned v = grape_version();
+    printf("grape %u.%u.%u\n", v / 10000, v / 100 % 100, v % 100);
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+    if (strcmp(argv[1], commands[i].name) == 0)
+      return commands[i].fn(argc - 1, argv + 1);
+  fprintf(stderr, "grape: error: unknown command '%s'\n", argv[1]);
+  usage(stderr);
+  return 2;
+}
