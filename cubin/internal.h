@@ -22,6 +22,7 @@ struct grape_fatbin_s {
   size_t nbufs;
   size_t bufcap;
   unsigned flags;          /* GRAPE_FATBIN_* load flags */
+  int select_arch;         /* > 0: per container, keep only grape_fatbin_select's choice */
   uint8_t* scratch;        /* NO_PAYLOADS: one reused decompression buffer */
   size_t scratch_cap;
 };

@@ -89,6 +89,15 @@ GRAPE_API int grape_fatbin_parse(const void* data, size_t size, grape_fatbin_t**
 GRAPE_API int grape_image_load(const void* data, size_t size, grape_fatbin_t** out,
                                grape_cubin_err_t* err);
 
+/* grape_image_load for a device of SM version arch (e.g. 90): from each fatbin
+ * container only the image grape_fatbin_select(arch) would choose is
+ * decompressed, parsed and kept (every entry header is still validated), so
+ * registering a large multi-arch fatbin costs one image, not all. A bare cubin
+ * or PTX is kept whatever its arch. The set is empty when nothing fits.
+ * arch <= 0 keeps everything, as grape_image_load does. */
+GRAPE_API int grape_image_load_arch(const void* data, size_t size, int arch, grape_fatbin_t** out,
+                                    grape_cubin_err_t* err);
+
 /* Reads a host ELF file (executable or shared library) and parses every fatbin
  * container in its .nv_fatbin section (falling back to .nvFatBinSegment wrappers).
  * A file without any returns 0 with an empty set. */
