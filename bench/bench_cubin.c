@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
     grape_fatbin_t* fb;
     grape_cubin_err_t err;
     double t0 = now();
-    int rc = grape_fatbin_from_file_ex(path, GRAPE_FATBIN_NO_PAYLOADS, &fb, &err);
+    int rc = grape_fatbin_from_file_ex(path, GRAPE_FATBIN_NO_PAYLOADS | GRAPE_FATBIN_SCAN_DATA, &fb, &err);
     double dt = now() - t0;
     if (rc) {
       fprintf(stderr, "bench_cubin: error: %s\n", err.msg);

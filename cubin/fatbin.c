@@ -135,7 +135,10 @@ const char* grape_compression_name(grape_compression_t c) {
 }
 
 const char* grape_image_kind_name(grape_image_kind_t k) {
-  return k == GRAPE_IMAGE_ELF ? "elf" : k == GRAPE_IMAGE_PTX ? "ptx" : "unknown";
+  return k == GRAPE_IMAGE_ELF     ? "elf"
+         : k == GRAPE_IMAGE_PTX   ? "ptx"
+         : k == GRAPE_IMAGE_LTOIR ? "ltoir"
+                                  : "unknown";
 }
 
 const grape_kernel_t* grape_image_find_kernel(const grape_image_t* img, const char* name) {
@@ -275,8 +278,9 @@ static int entry_header(const uint8_t* data, size_t off, size_t end, size_t base
                       at, (unsigned long long)psize, end - off - hsize);
     return -EINVAL;
   }
-  if (kind != GRAPE_IMAGE_ELF && kind != GRAPE_IMAGE_PTX) {
-    grape__cubin_errf(err, "fatbin entry at 0x%zx: unknown kind %u (1 = PTX, 2 = ELF)", at, kind);
+  if (kind != GRAPE_IMAGE_ELF && kind != GRAPE_IMAGE_PTX && kind != GRAPE_IMAGE_LTOIR) {
+    grape__cubin_errf(err, "fatbin entry at 0x%zx: unknown kind %u (1 PTX, 2 ELF, 8 LTO IR)", at,
+                      kind);
     return -ENOTSUP;
   }
   uint32_t arch = rd32(h + 28);
@@ -328,15 +332,20 @@ static int entry_load(grape_fatbin_t* fb, ZSTD_DCtx** dctx, const entry_t* e,
     return -ENOMEM;
   }
   *img = e->img;
-  if (img->compression != GRAPE_COMPRESS_NONE) {
+  /* LTO IR is kept as stored: cuFFT's (flag 0x10000) carry the LZ4 flag but
+   * their payload is no raw LZ4 block, likely obfuscated; nothing here reads it. */
+  if (img->compression != GRAPE_COMPRESS_NONE && img->kind != GRAPE_IMAGE_LTOIR) {
     rc = decompress(fb, dctx, img, e->payload, e->csize, e->dsize, err);
   } else {
     img->data = e->payload;
     img->size = e->psize;
     rc = 0;
   }
-  if (rc == 0)
-    rc = img->kind == GRAPE_IMAGE_ELF ? grape_cubin_parse(img, err) : grape__ptx_parse(img, err);
+  /* LTO IR is NVVM bitcode: listed, not parsed. */
+  if (rc == 0 && img->kind == GRAPE_IMAGE_ELF)
+    rc = grape_cubin_parse(img, err);
+  else if (rc == 0 && img->kind == GRAPE_IMAGE_PTX)
+    rc = grape__ptx_parse(img, err);
   if (rc) {
     grape__cubin_err_prefix(err, "fatbin entry at 0x%zx (sm_%d %s)", img->offset, img->arch,
                             grape_image_kind_name(img->kind));

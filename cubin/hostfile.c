@@ -93,6 +93,68 @@ static int from_wrappers(grape_fatbin_t* fb, int fd, Elf* elf, const GElf_Shdr* 
   return 0;
 }
 
+/* Drops the images a failed parse added after the first n. */
+static void rollback(grape_fatbin_t* fb, size_t n) {
+  while (fb->nimages > n)
+    grape__image_clear(&fb->images[--fb->nimages]);
+}
+
+/* GRAPE_FATBIN_SCAN_DATA: finds containers embedded in a data section (cuFFT
+ * keeps ~24,000 in .ldata for cuModuleLoadData). A candidate is a container
+ * magic at an 8-byte aligned address with version 1 and a 16-byte header whose
+ * fat_size fits; one that then fails to parse is not a container after all
+ * and is skipped, so the scan never fails the file. */
+static int scan_section(grape_fatbin_t* fb, int fd, const GElf_Shdr* sh, grape_cubin_err_t* err) {
+  uint8_t* buf = malloc(sh->sh_size ? sh->sh_size : 1);
+  if (buf == NULL) {
+    grape__cubin_errf(err, "out of memory reading %llu bytes", (unsigned long long)sh->sh_size);
+    return -ENOMEM;
+  }
+  size_t done = 0, size = sh->sh_size;
+  while (done < size) {
+    ssize_t r = pread(fd, buf + done, size - done, (off_t)(sh->sh_offset + done));
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      break;
+    done += (size_t)r;
+  }
+  size = done;
+  static const uint8_t magic[4] = {0x50, 0xed, 0x55, 0xba};
+  size_t pos = 0;
+  int rc = 0;
+  while (rc == 0 && pos + 16 <= size) {
+    const uint8_t* hit = memmem(buf + pos, size - pos, magic, 4);
+    if (hit == NULL)
+      break;
+    pos = (size_t)(hit - buf);
+    if ((sh->sh_addr + pos) % 8 || size - pos < 16 || rd16(hit + 4) != 1 || rd16(hit + 6) != 16 ||
+        rd64(hit + 8) == 0 || rd64(hit + 8) > size - pos - 16) {
+      pos += 4;
+      continue;
+    }
+    size_t len = 16 + (size_t)rd64(hit + 8);
+    uint8_t* copy = malloc(len + 1);
+    if (copy == NULL || grape__fatbin_own(fb, copy)) {
+      grape__cubin_errf(err, "out of memory");
+      rc = -ENOMEM;
+      break;
+    }
+    memcpy(copy, hit, len);
+    copy[len] = 0;
+    size_t before = fb->nimages;
+    grape_cubin_err_t ignored;
+    if (grape__fatbin_parse_into(fb, copy, len, sh->sh_offset + pos, &ignored) == 0) {
+      pos += len;
+    } else {
+      rollback(fb, before);
+      pos += 4;
+    }
+  }
+  free(buf);
+  return rc;
+}
+
 static int from_host_elf(grape_fatbin_t* fb, int fd, uint64_t fsize, grape_cubin_err_t* err) {
   Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
   size_t shstrndx;
@@ -134,6 +196,17 @@ static int from_host_elf(grape_fatbin_t* fb, int fd, uint64_t fsize, grape_cubin
       rc = grape__fatbin_parse_into(fb, buf, fat.sh_size, fat.sh_offset, err);
   } else if (have_seg && in_range(fsize, seg.sh_offset, seg.sh_size)) {
     rc = from_wrappers(fb, fd, elf, &seg, fsize, err);
+  }
+  if (rc == 0 && (fb->flags & GRAPE_FATBIN_SCAN_DATA)) {
+    scn = NULL;
+    while (rc == 0 && (scn = elf_nextscn(elf, scn)) != NULL) {
+      GElf_Shdr sh;
+      if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type != SHT_PROGBITS ||
+          !(sh.sh_flags & SHF_ALLOC) || (sh.sh_flags & SHF_EXECINSTR) || sh.sh_size < 16 ||
+          !in_range(fsize, sh.sh_offset, sh.sh_size) || sh.sh_offset == fat.sh_offset)
+        continue;
+      rc = scan_section(fb, fd, &sh, err);
+    }
   }
 out:
   if (elf)
