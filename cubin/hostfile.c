@@ -16,6 +16,7 @@
 #include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -42,6 +43,26 @@ static int read_owned(grape_fatbin_t* fb, int fd, uint64_t off, uint64_t len, ui
   }
   buf[len] = 0;
   *out = buf;
+  return 0;
+}
+
+/* Maps [off, off + len) of fd read-only (prefaulted), for bytes nothing will
+ * point into after the call; *base and *maplen are what munmap needs. */
+static int map_range(int fd, uint64_t off, uint64_t len, const uint8_t** out, void** base,
+                     size_t* maplen, grape_cubin_err_t* err) {
+  uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+  uint64_t aoff = off & ~(page - 1);
+  size_t n = (size_t)(len + (off - aoff));
+  void* p = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, (off_t)aoff);
+  if (p == MAP_FAILED) {
+    int e = errno;
+    grape__cubin_errf(err, "mmap of %llu bytes at 0x%llx: %s", (unsigned long long)len,
+                      (unsigned long long)off, strerror(e));
+    return -e;
+  }
+  *base = p;
+  *maplen = n;
+  *out = (const uint8_t*)p + (off - aoff);
   return 0;
 }
 
@@ -105,24 +126,14 @@ static void rollback(grape_fatbin_t* fb, size_t n) {
  * fat_size fits; one that then fails to parse is not a container after all
  * and is skipped, so the scan never fails the file. */
 static int scan_section(grape_fatbin_t* fb, int fd, const GElf_Shdr* sh, grape_cubin_err_t* err) {
-  uint8_t* buf = malloc(sh->sh_size ? sh->sh_size : 1);
-  if (buf == NULL) {
-    grape__cubin_errf(err, "out of memory reading %llu bytes", (unsigned long long)sh->sh_size);
-    return -ENOMEM;
-  }
-  size_t done = 0, size = sh->sh_size;
-  while (done < size) {
-    ssize_t r = pread(fd, buf + done, size - done, (off_t)(sh->sh_offset + done));
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      break;
-    done += (size_t)r;
-  }
-  size = done;
+  const uint8_t* buf;
+  void* base;
+  size_t maplen, size = sh->sh_size, pos = 0;
+  int rc = map_range(fd, sh->sh_offset, sh->sh_size, &buf, &base, &maplen, err);
+  if (rc)
+    return rc;
+  int in_place = (fb->flags & GRAPE_FATBIN_NO_PAYLOADS) != 0;
   static const uint8_t magic[4] = {0x50, 0xed, 0x55, 0xba};
-  size_t pos = 0;
-  int rc = 0;
   while (rc == 0 && pos + 16 <= size) {
     const uint8_t* hit = memmem(buf + pos, size - pos, magic, 4);
     if (hit == NULL)
@@ -134,24 +145,29 @@ static int scan_section(grape_fatbin_t* fb, int fd, const GElf_Shdr* sh, grape_c
       continue;
     }
     size_t len = 16 + (size_t)rd64(hit + 8);
-    uint8_t* copy = malloc(len + 1);
-    if (copy == NULL || grape__fatbin_own(fb, copy)) {
-      grape__cubin_errf(err, "out of memory");
-      rc = -ENOMEM;
-      break;
+    const uint8_t* src = hit;
+    if (!in_place) {
+      /* The set keeps payloads: give it its own copy of the container. */
+      uint8_t* copy = malloc(len + 1);
+      if (copy == NULL || grape__fatbin_own(fb, copy)) {
+        grape__cubin_errf(err, "out of memory");
+        rc = -ENOMEM;
+        break;
+      }
+      memcpy(copy, hit, len);
+      copy[len] = 0;
+      src = copy;
     }
-    memcpy(copy, hit, len);
-    copy[len] = 0;
     size_t before = fb->nimages;
     grape_cubin_err_t ignored;
-    if (grape__fatbin_parse_into(fb, copy, len, sh->sh_offset + pos, &ignored) == 0) {
+    if (grape__fatbin_parse_into(fb, src, len, sh->sh_offset + pos, &ignored) == 0) {
       pos += len;
     } else {
       rollback(fb, before);
       pos += 4;
     }
   }
-  free(buf);
+  munmap(base, maplen);   /* NO_PAYLOADS: images hold no pointers into it */
   return rc;
 }
 
@@ -190,10 +206,22 @@ static int from_host_elf(grape_fatbin_t* fb, int fd, uint64_t fsize, grape_cubin
       rc = -EINVAL;
       goto out;
     }
-    uint8_t* buf;
-    rc = read_owned(fb, fd, fat.sh_offset, fat.sh_size, &buf, err);
-    if (rc == 0)
-      rc = grape__fatbin_parse_into(fb, buf, fat.sh_size, fat.sh_offset, err);
+    if (fb->flags & GRAPE_FATBIN_NO_PAYLOADS) {
+      /* Parsed in place from a mapping: no copy, no fresh pages to fault in. */
+      const uint8_t* buf;
+      void* base;
+      size_t maplen;
+      rc = map_range(fd, fat.sh_offset, fat.sh_size, &buf, &base, &maplen, err);
+      if (rc == 0) {
+        rc = grape__fatbin_parse_into(fb, buf, fat.sh_size, fat.sh_offset, err);
+        munmap(base, maplen);
+      }
+    } else {
+      uint8_t* buf;
+      rc = read_owned(fb, fd, fat.sh_offset, fat.sh_size, &buf, err);
+      if (rc == 0)
+        rc = grape__fatbin_parse_into(fb, buf, fat.sh_size, fat.sh_offset, err);
+    }
   } else if (have_seg && in_range(fsize, seg.sh_offset, seg.sh_size)) {
     rc = from_wrappers(fb, fd, elf, &seg, fsize, err);
   }
