@@ -125,7 +125,15 @@ static void rollback(grape_fatbin_t* fb, size_t n) {
  * magic at an 8-byte aligned address with version 1 and a 16-byte header whose
  * fat_size fits; one that then fails to parse is not a container after all
  * and is skipped, so the scan never fails the file. */
-static int scan_section(grape_fatbin_t* fb, int fd, const GElf_Shdr* sh, grape_cubin_err_t* err) {
+static int cmp_size(const void* a, const void* b) {
+  size_t x = *(const size_t*)a, y = *(const size_t*)b;
+  return x < y ? -1 : x > y;
+}
+
+/* known: sorted file offsets of entries parsed before the scan, so a container
+ * already read through .nv_fatbin or a wrapper is not listed twice. */
+static int scan_section(grape_fatbin_t* fb, int fd, const GElf_Shdr* sh, const size_t* known,
+                        size_t nknown, grape_cubin_err_t* err) {
   const uint8_t* buf;
   void* base;
   size_t maplen, size = sh->sh_size, pos = 0;
@@ -145,6 +153,11 @@ static int scan_section(grape_fatbin_t* fb, int fd, const GElf_Shdr* sh, grape_c
       continue;
     }
     size_t len = 16 + (size_t)rd64(hit + 8);
+    size_t first_entry = sh->sh_offset + pos + 16;
+    if (nknown && bsearch(&first_entry, known, nknown, sizeof(*known), cmp_size)) {
+      pos += len;
+      continue;
+    }
     const uint8_t* src = hit;
     if (!in_place) {
       /* The set keeps payloads: give it its own copy of the container. */
@@ -226,6 +239,16 @@ static int from_host_elf(grape_fatbin_t* fb, int fd, uint64_t fsize, grape_cubin
     rc = from_wrappers(fb, fd, elf, &seg, fsize, err);
   }
   if (rc == 0 && (fb->flags & GRAPE_FATBIN_SCAN_DATA)) {
+    size_t nknown = fb->nimages;
+    size_t* known = malloc((nknown ? nknown : 1) * sizeof(*known));
+    if (known == NULL) {
+      grape__cubin_errf(err, "out of memory");
+      rc = -ENOMEM;
+      goto out;
+    }
+    for (size_t i = 0; i < nknown; i++)
+      known[i] = fb->images[i].offset;
+    qsort(known, nknown, sizeof(*known), cmp_size);
     scn = NULL;
     while (rc == 0 && (scn = elf_nextscn(elf, scn)) != NULL) {
       GElf_Shdr sh;
@@ -233,8 +256,9 @@ static int from_host_elf(grape_fatbin_t* fb, int fd, uint64_t fsize, grape_cubin
           !(sh.sh_flags & SHF_ALLOC) || (sh.sh_flags & SHF_EXECINSTR) || sh.sh_size < 16 ||
           !in_range(fsize, sh.sh_offset, sh.sh_size) || sh.sh_offset == fat.sh_offset)
         continue;
-      rc = scan_section(fb, fd, &sh, err);
+      rc = scan_section(fb, fd, &sh, known, nknown, err);
     }
+    free(known);
   }
 out:
   if (elf)

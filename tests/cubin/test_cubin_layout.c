@@ -308,3 +308,29 @@ Test(cubin, load_for_one_arch) {
   cr_expect_eq(grape_image_load_arch(fat, n, 90, &fb, &err), -ENOTSUP, "%s", err.msg);
   free(fat);
 }
+
+/* Without .nv_fatbin, the .nvFatBinSegment wrappers lead to the containers;
+ * with SCAN_DATA the renamed section is not listed a second time. */
+Test(cubin, host_elf_through_wrappers) {
+#if HAVE_OBJCOPY
+  char path[512];
+  grape_fatbin_t* fb;
+  grape_cubin_err_t err;
+  snprintf(path, sizeof path, "%s/%s", KDIR, "prog_wrappers_only");
+  for (unsigned flags = 0; flags <= GRAPE_FATBIN_SCAN_DATA; flags += GRAPE_FATBIN_SCAN_DATA) {
+    cr_assert_eq(grape_fatbin_from_file_ex(path, flags, &fb, &err), 0, "%s", err.msg);
+    size_t with_kernels = 0;
+    for (size_t i = 0; i < grape_fatbin_count(fb); i++)
+      with_kernels += grape_fatbin_image(fb, i)->nkernels > 0;
+    /* The runtime's kernel-less cubin, then sm_90 SASS and PTX: each once. */
+    cr_expect_eq(grape_fatbin_count(fb), 3, "flags %u: %zu images", flags, grape_fatbin_count(fb));
+    cr_expect_eq(with_kernels, 2, "flags %u: %zu images with kernels", flags, with_kernels);
+    const grape_image_t* img = find_image(fb, GRAPE_IMAGE_ELF, 90);
+    cr_assert_not_null(img);
+    check_image(img, "wrappers");
+    grape_fatbin_free(fb);
+  }
+#else
+  cr_skip_test("objcopy not found");
+#endif
+}
