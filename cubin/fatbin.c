@@ -97,6 +97,14 @@ void grape__image_clear(grape_image_t* img) {
   img->nkernels = 0;
 }
 
+void grape__fatbin_release(grape_fatbin_t* fb) {
+  ZSTD_freeDCtx(fb->dctx);
+  fb->dctx = NULL;
+  free(fb->scratch);
+  fb->scratch = NULL;
+  fb->scratch_cap = 0;
+}
+
 void grape_fatbin_free(grape_fatbin_t* fb) {
   if (fb == NULL)
     return;
@@ -106,7 +114,7 @@ void grape_fatbin_free(grape_fatbin_t* fb) {
   for (size_t i = 0; i < fb->nbufs; i++)
     free(fb->bufs[i]);
   free(fb->bufs);
-  free(fb->scratch);
+  grape__fatbin_release(fb);
   free(fb);
 }
 
@@ -400,14 +408,15 @@ static int parse_container(grape_fatbin_t* fb, ZSTD_DCtx** dctx, const uint8_t* 
   return rc;
 }
 
-int grape__fatbin_parse_into(grape_fatbin_t* fb, const uint8_t* data, size_t size,
-                             size_t base_off, grape_cubin_err_t* err) {
-  ZSTD_DCtx* dctx = NULL;
-  size_t off = 0;
-  int rc = 0, ncontainers = 0;
+int grape__fatbin_split(const uint8_t* data, size_t size, size_t base_off, grape__span_t** spans,
+                        size_t* n, grape_cubin_err_t* err) {
+  size_t off = 0, cap = 0;
+  int rc = 0;
+  *spans = NULL;
+  *n = 0;
   while (off < size) {
     /* Containers in a host ELF section follow each other, padded with zeros. */
-    if (ncontainers > 0 && data[off] == 0) {
+    if (*n > 0 && data[off] == 0) {
       off++;
       continue;
     }
@@ -442,18 +451,45 @@ int grape__fatbin_parse_into(grape_fatbin_t* fb, const uint8_t* data, size_t siz
       rc = -EINVAL;
       break;
     }
-    size_t end = off + hsize + (size_t)fat;
-    rc = parse_container(fb, &dctx, data, off + hsize, end, base_off, err);
-    if (rc)
-      break;
-    ncontainers++;
-    off = end;
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 16;
+      grape__span_t* sp = realloc(*spans, cap * sizeof(*sp));
+      if (sp == NULL) {
+        grape__cubin_errf(err, "out of memory");
+        rc = -ENOMEM;
+        break;
+      }
+      *spans = sp;
+    }
+    (*spans)[*n].off = off;
+    (*spans)[*n].len = hsize + (size_t)fat;
+    (*spans)[*n].hsize = hsize;
+    (*n)++;
+    off += hsize + (size_t)fat;
   }
-  if (rc == 0 && ncontainers == 0) {
+  if (rc == 0 && *n == 0) {
     grape__cubin_errf(err, "fatbin: empty input");
     rc = -EINVAL;
   }
-  ZSTD_freeDCtx(dctx);
+  if (rc) {
+    free(*spans);
+    *spans = NULL;
+    *n = 0;
+  }
+  return rc;
+}
+
+int grape__fatbin_parse_into(grape_fatbin_t* fb, const uint8_t* data, size_t size,
+                             size_t base_off, grape_cubin_err_t* err) {
+  grape__span_t* spans;
+  size_t n;
+  int rc = grape__fatbin_split(data, size, base_off, &spans, &n, err);
+  ZSTD_DCtx* dctx = fb->dctx;
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    rc = parse_container(fb, &dctx, data, spans[i].off + spans[i].hsize,
+                         spans[i].off + spans[i].len, base_off, err);
+  fb->dctx = dctx;   /* kept for the next call; grape__fatbin_release frees it */
+  free(spans);
   return rc;
 }
 
@@ -497,6 +533,7 @@ int grape_fatbin_parse(const void* data, size_t size, grape_fatbin_t** out,
   rc = grape__fatbin_parse_into(fb, copy, size, 0, err);
   if (rc)
     goto fail;
+  grape__fatbin_release(fb);
   *out = fb;
   return 0;
 fail:
@@ -640,6 +677,7 @@ int grape_image_load_arch(const void* data, size_t size, int arch, grape_fatbin_
   }
   if (rc)
     goto fail;
+  grape__fatbin_release(fb);
   *out = fb;
   return 0;
 fail:
