@@ -674,6 +674,8 @@ int grape_image_load_arch(const void* data, size_t size, int arch, grape_fatbin_
       goto fail;
     }
     rc = load_bare(fb, p, n, GRAPE_IMAGE_PTX, err);
+    if (rc == -ENOEXEC)
+      grape__cubin_err_prefix(err, "not a fatbin, cubin or PTX image (no magic number)");
   }
   if (rc)
     goto fail;
