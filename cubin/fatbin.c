@@ -714,7 +714,8 @@ static const grape_image_t* select_in(const grape_image_t* imgs, size_t n, size_
         compat = img;
       }
     } else if (img->kind == GRAPE_IMAGE_PTX && img->arch <= arch &&
-               (img->variant == 0 || img->arch == arch) &&
+               (img->variant == 0 || img->arch == arch ||
+                (img->variant == 'f' && img->arch / 10 == arch / 10)) &&
                (ptx == NULL || img->arch > ptx->arch)) {
       ptx = img;
     }
