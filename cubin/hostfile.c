@@ -1,11 +1,14 @@
 /* Kernel images inside files: host ELF executables and shared libraries
  * (their .nv_fatbin section, or the containers their .nvFatBinSegment
- * wrappers point at), and files that are themselves a fatbin, a cubin or PTX.
+ * wrappers point at, and with GRAPE_FATBIN_SCAN_DATA containers embedded in
+ * data sections), and files that are themselves a fatbin, a cubin or PTX.
  *
- * DESIGN: libelf reads the host ELF's section table from an mmap'd file; only
- * the fatbin bytes are copied into memory the set owns (one pread), so a
- * 500 MB library costs one read of its fatbin section, not of the file.
- * Error offsets are file offsets.
+ * DESIGN: libelf reads the host ELF's section table; the sections holding
+ * containers are read into memory the set owns (one pread each) or, without
+ * payloads, mapped and parsed in place, so a 500 MB library costs a read of
+ * its fatbin bytes, not of the file. The work is planned first (one job per
+ * container) and run by grape__fatbin_run_jobs on several threads; results
+ * keep the order of the file. Error offsets are file offsets.
  */
 #include "internal.h"
 
