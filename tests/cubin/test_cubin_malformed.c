@@ -268,3 +268,22 @@ Test(cubin, scan_data_sections) {
   cr_expect(lz4 == 2 && zstd == 2, "lz4 %zu zstd %zu", lz4, zstd);   /* and one raw sm_80 */
   grape_fatbin_free(fb);
 }
+
+/* grape_cubin_parse on an image of the caller's own, released by the caller
+ * (ASan's leak check fails the test if the kernel list is not freed). */
+Test(cubin, parse_own_image) {
+  size_t n;
+  grape_cubin_err_t err;
+  uint8_t* d = slurp("sm90.cubin", &n);
+  grape_image_t img = {0};
+  img.kind = GRAPE_IMAGE_ELF;
+  img.data = d;
+  img.size = n;
+  cr_assert_eq(grape_cubin_parse(&img, &err), 0, "%s", err.msg);
+  cr_expect_eq(img.arch, 90);
+  cr_expect_eq(img.nkernels, 9);
+  grape_image_release(&img);
+  cr_expect_eq(img.nkernels, 0);
+  cr_expect_null(img.kernels);
+  free(d);
+}
