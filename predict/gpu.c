@@ -26,7 +26,7 @@
 
 typedef struct builtin_s {
   grape_gpu_spec_t s;
-  const char* alias;   /* short name, or NULL */
+  const char* alias;   /* short names separated by '|', or NULL */
 } builtin_t;
 
 #define KB 1
@@ -65,7 +65,7 @@ static const builtin_t builtin[] = {
    NULL},
   {{"NVIDIA A100-SXM4-40GB", "sm_80", 108, 1410, 1555, 40, 40, 19.492, 312, 312, 156, 65536,
     164 * KB, 163, 2048, 32, "NVIDIA A100 datasheet; GA100 whitepaper; NeuSight device JSON"},
-   "A100"},
+   "A100|A100 SXM"},
   {{"NVIDIA A100 80GB PCIe", "sm_80", 108, 1410, 1935, 40, 80, 19.492, 312, 312, 156, 65536,
     164 * KB, 163, 2048, 32, "NVIDIA A100 datasheet; GA100 whitepaper; NeuSight device JSON"},
    NULL},
@@ -94,7 +94,7 @@ static const builtin_t builtin[] = {
    * Hopper whitepaper: 50 MB L2. */
   {{"NVIDIA H100 80GB HBM3", "sm_90", 132, 1980, 3350, 50, 80, 66.908, 989.4, 989.4, 494.7, 65536,
     228 * KB, 227, 2048, 32, "NVIDIA H100 datasheet (SXM5); Hopper whitepaper; NeuSight JSON"},
-   "H100 SXM"},
+   "H100|H100 SXM"},
   /* NVIDIA H100 datasheet, PCIe: 114 SMs, 1755 MHz, 51.2 TFLOPS FP32, 378
    * TF32, 756 FP16/BF16 dense, 2000 GB/s HBM2e, 50 MB L2. */
   {{"NVIDIA H100 PCIe", "sm_90", 114, 1755, 2000, 50, 80, 51.2, 756, 756, 378, 65536, 228 * KB,
@@ -130,6 +130,23 @@ static int name_eq(const char* a, const char* b) {
   }
 }
 
+/* Matches name against each '|'-separated alias. */
+static int alias_eq(const char* aliases, const char* name) {
+  char one[64];
+  while (aliases != NULL && *aliases) {
+    const char* bar = strchr(aliases, '|');
+    size_t n = bar ? (size_t)(bar - aliases) : strlen(aliases);
+    if (n < sizeof(one)) {
+      memcpy(one, aliases, n);
+      one[n] = '\0';
+      if (name_eq(one, name))
+        return 1;
+    }
+    aliases = bar ? bar + 1 : NULL;
+  }
+  return 0;
+}
+
 const grape_gpu_spec_t* grape_gpu_find(const char* name) {
   if (name == NULL || *name == '\0')
     return NULL;
@@ -138,7 +155,7 @@ const grape_gpu_spec_t* grape_gpu_find(const char* name) {
       return loaded[i];
   for (size_t i = 0; i < NBUILTIN; i++)
     if (name_eq(builtin[i].s.name, name) ||
-        (builtin[i].alias != NULL && name_eq(builtin[i].alias, name)))
+        alias_eq(builtin[i].alias, name))
       return &builtin[i].s;
   return NULL;
 }
