@@ -14,6 +14,7 @@
  */
 #include "predict/kernel.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +22,19 @@
 _Static_assert(sizeof(grape__kprep_t) <= sizeof(grape_kernel_prep_t),
                "grape_kernel_prep_t is too small for grape__kprep_t");
 
+/* Substring test on a lower-cased name; `what` must be lower case. */
 static int has(const char* s, const char* what) {
-  return strcasestr(s, what) != NULL;
+  return strstr(s, what) != NULL;
+}
+
+/* Lower-cases up to cap-1 bytes of s into buf: one pass, so the many
+ * substring tests below can use plain (vectorised) strstr. */
+static const char* lower(const char* s, char* buf, size_t cap) {
+  size_t i = 0;
+  for (; s[i] && i + 1 < cap; i++)
+    buf[i] = (char)tolower((unsigned char)s[i]);
+  buf[i] = '\0';
+  return buf;
 }
 
 /* ---- Classification ---- */
@@ -34,9 +46,7 @@ const char* grape_kclass_name(grape_kclass_t c) {
   return (unsigned)c < GRAPE_KC_COUNT ? class_names[c] : "?";
 }
 
-static grape_kclass_t classify_name(const char* n) {
-  if (n == NULL)
-    return GRAPE_KC_OTHER;
+static grape_kclass_t classify_lower(const char* n) {
   /* cuDNN before GEMM: its kernels are often named "...sgemm..." too. */
   if (has(n, "conv") || has(n, "cudnn") || has(n, "winograd") || has(n, "fft"))
     return GRAPE_KC_CONV;
@@ -47,9 +57,16 @@ static grape_kclass_t classify_name(const char* n) {
   if (has(n, "gemm") || has(n, "cutlass") || has(n, "xmma") || has(n, "gemv") ||
       has(n, "matmul"))
     return GRAPE_KC_GEMM;
-  if (has(n, "elementwise") || has(n, "pointwise") || has(n, "Functor"))
+  if (has(n, "elementwise") || has(n, "pointwise") || has(n, "functor"))
     return GRAPE_KC_ELEMENTWISE;
   return GRAPE_KC_OTHER;
+}
+
+static grape_kclass_t classify_name(const char* name) {
+  char buf[1024];
+  if (name == NULL)
+    return GRAPE_KC_OTHER;
+  return classify_lower(lower(name, buf, sizeof(buf)));
 }
 
 grape_kclass_t grape_kernel_classify(const char* name, grape_op_t op) {
@@ -86,7 +103,7 @@ static int parse_tile(const char* s, double* tm, double* tn) {
 
 /* Math unit of a kernel: 0 FP32 SIMT, 1 TF32 tensor, 2 FP16, 3 BF16, 4 FP64. */
 static int parse_math(const char* n, double* dtype) {
-  if (has(n, "bf16") || has(n, "bfloat16") || has(n, "BFloat16")) {
+  if (has(n, "bf16") || has(n, "bfloat16") || has(n, "bfloat16")) {
     *dtype = 2;
     return 3;
   }
@@ -108,7 +125,7 @@ static int parse_math(const char* n, double* dtype) {
 static int gemm_variant(const char* n) {
   if (has(n, "gemv"))
     return 2;
-  if (has(n, "splitK") || has(n, "split_k"))
+  if (has(n, "splitk") || has(n, "split_k"))
     return 3;
   if (has(n, "tensorop") || has(n, "xmma") || has(n, "wgmma") || has(n, "1688") ||
       has(n, "16816") || has(n, "884"))
@@ -124,7 +141,7 @@ static int gemm_variant(const char* n) {
 static int gemm_layout(const char* n) {
   static const char* const l[4] = {"_nn", "_nt", "_tn", "_tt"};
   for (int i = 0; i < 4; i++)
-    for (const char* p = n; (p = strcasestr(p, l[i])) != NULL; p++)
+    for (const char* p = n; (p = strstr(p, l[i])) != NULL; p++)
       if (p[3] == '\0' || p[3] == '_' || p[3] == '(')
         return i + 1;
   return 0;
@@ -154,7 +171,7 @@ static const double ew_cost[GRAPE__NVARIANT] = {1, 1, 4, 12, 20, 16, 1, 1};
 static int softmax_variant(const char* n) {
   if (has(n, "softmax_warp"))
     return 0;
-  if (has(n, "SoftMax") || has(n, "softmax"))
+  if (has(n, "softmax") || has(n, "softmax"))
     return 1;
   return 2;
 }
@@ -192,9 +209,12 @@ static double dim(const grape_kernel_desc_t* k, int i) {
 }
 
 void grape__kernel_prep(const grape_kernel_desc_t* k, grape__kprep_t* p) {
-  const char* n = k->name != NULL ? k->name : "";
+  char buf[1024];
+  const char* raw = k->name != NULL ? k->name : "";
+  const char* n = lower(raw, buf, sizeof(buf));
   memset(p, 0, sizeof(*p));
-  grape_kclass_t cls = grape_kernel_classify(k->name, k->op);
+  grape_kclass_t cls = k->op != GRAPE_OP_UNKNOWN ? grape_kernel_classify(NULL, k->op)
+                                                 : classify_lower(n);
   p->cls = cls;
   p->blocks = 1;
   p->threads = 1;
@@ -212,7 +232,7 @@ void grape__kernel_prep(const grape_kernel_desc_t* k, grape__kprep_t* p) {
   case GRAPE_KC_GEMM:
     p->variant = gemm_variant(n);
     p->layout = gemm_layout(n);
-    if (parse_tile(strcasestr(n, "tilesize") ? strcasestr(n, "tilesize") : n, &p->tile_m,
+    if (parse_tile(strstr(n, "tilesize") ? strstr(n, "tilesize") : n, &p->tile_m,
                    &p->tile_n)) {
       /* Accumulators per thread plus addressing; 8-deep double-buffered tiles. */
       regs = fmin(255, p->tile_m * p->tile_n / p->threads + 48);
@@ -223,7 +243,7 @@ void grape__kernel_prep(const grape_kernel_desc_t* k, grape__kprep_t* p) {
     break;
   case GRAPE_KC_ELEMENTWISE:
     p->variant = ew_variant(n);
-    p->operands = parse_operands(n);
+    p->operands = parse_operands(raw);
     break;
   case GRAPE_KC_SOFTMAX: p->variant = softmax_variant(n); break;
   case GRAPE_KC_LAYERNORM: p->variant = has(n, "vectorized") ? 0 : 1; break;

@@ -28,12 +28,13 @@
 
 /* The defaults are the best leave-one-GPU-out configuration found
  * (docs/predictor.md). GRAPE_TRAIN_TREES, GRAPE_TRAIN_RATE, GRAPE_TRAIN_P and
- * GRAPE_TRAIN_RIDGE override them for experiments; read here only. */
+ * GRAPE_TRAIN_RIDGE, GRAPE_TRAIN_SELECT override them for experiments; read here only. */
 typedef struct knobs_s {
   int trees;          /* boosted trees per class on the log residual */
   double rate;        /* their shrinkage */
   double floor_p;     /* 0: no explicit floor; else t = (floor^p + work^p)^(1/p) */
   double ridge;       /* ridge on standardised linear features */
+  int select;         /* choose grape's feature set per class by inner CV */
 } knobs_t;
 
 static const knobs_t* knobs(void) {
@@ -49,6 +50,7 @@ static const knobs_t* knobs(void) {
     k.floor_p = k.floor_p >= 0 && k.floor_p <= 64 ? k.floor_p : 0;
     k.ridge = (e = getenv("GRAPE_TRAIN_RIDGE")) ? atof(e) : 1e-4;
     k.ridge = k.ridge >= 0 && k.ridge <= 100 ? k.ridge : 1e-4;
+    k.select = (e = getenv("GRAPE_TRAIN_SELECT")) ? atoi(e) : 0;
     done = 1;
   }
   return &k;
@@ -207,6 +209,7 @@ static int ls_solve(ls_t* l, double ridge, double* out) {
 /* Row selector for cross-validation: rows of `skip` GPU are left out. */
 typedef struct sel_s {
   const char* skip;         /* GPU name, or NULL */
+  const char* skip2;        /* a second one (inner folds of model selection) */
   double* floor;            /* per row: its (GPU, class) floor, ms */
   double p;                 /* floor combination exponent */
 } sel_t;
@@ -224,6 +227,8 @@ static double work_ms(const sel_t* s, size_t i, double lat) {
 
 static int selected(const row_t* r, const sel_t* s, int cls) {
   if (s->skip != NULL && strcmp(r->gpu->name, s->skip) == 0)
+    return 0;
+  if (s->skip2 != NULL && strcmp(r->gpu->name, s->skip2) == 0)
     return 0;
   return cls < 0 || (int)r->p.cls == cls;
 }
@@ -251,7 +256,7 @@ static int fit_linear(const grape_dataset_t* d, const sel_t* s, int cls, int roo
 
 /* grape's model: least absolute log error through IRLS. */
 static int fit_grape(const grape_dataset_t* d, const sel_t* s, int cls, int launch_only,
-                     const grape_model_t* m, int c, double* w) {
+                     const grape_model_t* m, int c, unsigned mask, double* w) {
   int err = 0;
   ls_t* l = malloc(sizeof(*l));
   if (l == NULL)
@@ -267,6 +272,9 @@ static int fit_grape(const grape_dataset_t* d, const sel_t* s, int cls, int laun
       grape__roof_t rf;
       grape__features(launch_only ? &r->pl : &r->p, r->gpu, launch_only, x, NULL, &rf);
       grape__stack(m, c, &rf, x);
+      for (int j = 0; j < GRAPE__NFEAT; j++)
+        if (!(mask >> j & 1))
+          x[j] = 0;
       double wk = work_ms(s, i, r->lat);
       if (wk <= 0)
         continue;
@@ -411,6 +419,66 @@ static int fit_floors(const grape_dataset_t* d, sel_t* s, grape_model_t* m) {
 }
 
 
+/* ---- Model selection ---- */
+
+/* Candidate feature sets of grape's linear part (bit j = feature j; see
+ * grape__features and grape__stack): everything; the stacked baselines
+ * alone; the wave-aware roofline terms with the launch-floor basis; the
+ * stacked baselines with that basis; the stacked baselines with log T. */
+static const unsigned candidates[] = {0x3ff, 0x301, 0x0ff, 0x3f1, 0x303};
+#define NCAND (sizeof(candidates) / sizeof(candidates[0]))
+
+/* Picks the candidate with the lowest per-kernel MAPE in an inner
+ * leave-one-GPU-out over the GPUs `s` selects, so that the choice never sees
+ * a held-out GPU. @return the mask, or a negative errno. */
+static long select_mask(const grape_dataset_t* d, const sel_t* s, int c) {
+  const char* gpus[MAXGPU];
+  int ngpu = 0;
+  for (size_t i = 0; i < d->n; i++) {
+    if (!selected(&d->rows[i], s, c))
+      continue;
+    int k = 0;
+    while (k < ngpu && strcmp(gpus[k], d->rows[i].gpu->name) != 0)
+      k++;
+    if (k == ngpu && ngpu < MAXGPU)
+      gpus[ngpu++] = d->rows[i].gpu->name;
+  }
+  if (ngpu < 3)
+    return candidates[0];
+  grape_model_t* tm = calloc(1, sizeof(*tm));
+  if (tm == NULL)
+    return -ENOMEM;
+  double best = INFINITY;
+  long pick = candidates[0];
+  for (size_t k = 0; k < NCAND; k++) {
+    double ape = 0, n = 0;
+    for (int h = 0; h < ngpu; h++) {
+      sel_t in = *s;
+      in.skip2 = gpus[h];
+      int err;
+      if ((err = fit_linear(d, &in, c, 1, tm->roof[c])) < 0 ||
+          (err = fit_linear(d, &in, c, 0, tm->li[c])) < 0 ||
+          (err = fit_grape(d, &in, c, 0, tm, c, candidates[k], tm->w[c])) < 0) {
+        free(tm);
+        return err;
+      }
+      for (size_t i = 0; i < d->n; i++) {
+        const row_t* r = &d->rows[i];
+        if (!selected(r, s, c) || strcmp(r->gpu->name, gpus[h]) != 0)
+          continue;
+        ape += fabs(grape__predict(tm, GRAPE_METHOD_GRAPE, &r->p, r->gpu) - r->lat) / r->lat;
+        n++;
+      }
+    }
+    if (n > 0 && ape / n < best) {
+      best = ape / n;
+      pick = candidates[k];
+    }
+  }
+  free(tm);
+  return pick;
+}
+
 static int train_sel(const grape_dataset_t* d, sel_t* s, grape_model_t** out) {
   grape_model_t* m = calloc(1, sizeof(*m));
   if (m == NULL)
@@ -431,10 +499,15 @@ static int train_sel(const grape_dataset_t* d, sel_t* s, grape_model_t** out) {
     size_t n = class_rows(d, s, c);
     int fc = n >= MIN_ROWS ? c : -1;
     m->rows[c] = (double)n;
+    long mask = candidates[0];
+    if (fc >= 0 && knobs()->select && (mask = select_mask(d, s, c)) < 0) {
+      err = (int)mask;
+      goto fail_fit;
+    }
     if ((err = fit_linear(d, s, fc, 1, m->roof[c])) < 0 ||
         (err = fit_linear(d, s, fc, 0, m->li[c])) < 0 ||
-        (err = fit_grape(d, s, fc, 0, m, c, m->w[c])) < 0 ||
-        (err = fit_grape(d, s, fc, 1, m, c, m->wl[c])) < 0 ||
+        (err = fit_grape(d, s, fc, 0, m, c, (unsigned)mask, m->w[c])) < 0 ||
+        (err = fit_grape(d, s, fc, 1, m, c, candidates[0], m->wl[c])) < 0 ||
         (err = fit_trees(d, s, fc, m, c)) < 0)
       goto fail_fit;
   }
@@ -448,7 +521,7 @@ fail_fit:
 }
 
 int grape_model_train(const grape_dataset_t* d, grape_model_t** out) {
-  sel_t s = {NULL, NULL, 0};
+  sel_t s = {NULL, NULL, NULL, 0};
   return train_sel(d, &s, out);
 }
 
@@ -485,7 +558,7 @@ int grape_model_crossval(const grape_dataset_t* d, FILE* out) {
   static acc_t acc[MAXGPU][NGROUP];
   memset(acc, 0, sizeof(acc));
   for (int gi = 0; gi < ngpu; gi++) {
-    sel_t s = {gpus[gi], NULL, 0};
+    sel_t s = {gpus[gi], NULL, NULL, 0};
     grape_model_t* m;
     int err = train_sel(d, &s, &m);
     if (err < 0)
