@@ -52,6 +52,12 @@ void grape__features(const grape__kprep_t* p, const grape_gpu_spec_t* g, int lau
   static const double tau[4] = {0.002, 0.006, 0.02, 0.06};
   for (int j = 0; j < 4; j++)
     x[4 + j] = log1p(tau[j] / t);
+  /* x[8], x[9]: grape__stack(). x[10..19]: the same times "_tn": GEMMs in
+   * that layout (nn.Linear's in PyTorch, with a bias epilogue, split-K on
+   * long reductions and another launch path) get their own fit. */
+  double tn = p->layout == 3;
+  for (int j = 0; j < 8; j++)
+    x[10 + j] = tn * x[j];
   if (xt == NULL)
     return;
   int i = 0;
@@ -82,6 +88,8 @@ void grape__stack(const grape_model_t* m, int c, const grape__roof_t* r, double*
   double rf = m->roof[c][0] + m->roof[c][1] * fmax(r->tc, r->tm);
   x[8] = lg(fmax(li, 1e-3));
   x[9] = lg(fmax(rf, 1e-3));
+  x[18] = x[10] * x[8];     /* x[10] is 1 for "_tn" GEMMs */
+  x[19] = x[10] * x[9];
 }
 
 double grape__predict(const grape_model_t* m, grape_method_t method, const grape__kprep_t* p,

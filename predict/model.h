@@ -7,7 +7,7 @@
 
 #include "predict/boost.h"
 
-#define GRAPE__NFEAT 10     /* linear features of grape's model, x[0] = 1 */
+#define GRAPE__NFEAT 20     /* linear features of grape's model, x[0] = 1 */
 #define GRAPE__NTF 19       /* tree features of grape's model */
 #define GRAPE__MAXTREES 200
 
