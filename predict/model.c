@@ -118,8 +118,13 @@ double grape__predict(const grape_model_t* m, grape_method_t method, const grape
     break;
   }
   }
-  /* A kernel never takes less than a microsecond; a NaN from a broken model
-   * file must not leak out either. */
+  /* No kernel beats peak FLOP/s (bandwidth is no hard bound: L2 residency
+   * lifts it; nor are a convolution's direct FLOPs: Winograd and FFT need
+   * fewer). A kernel
+   * never takes less than a microsecond; a NaN from a broken model file must
+   * not leak out either. */
+  if (c != GRAPE_KC_CONV && !(t >= r.tc))
+    t = r.tc;
   return t >= 1e-3 ? t : 1e-3;
 }
 
