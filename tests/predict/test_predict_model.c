@@ -104,6 +104,23 @@ Test(predict, training_is_deterministic_and_round_trips) {
   cr_expect(na == nb && memcmp(ta, tb, na) == 0, "two fits differ");
   char err[128];
   cr_assert_eq(grape_model_load(pa, &c, err, sizeof(err)), 0, "%s", err);
+  /* The fit fits: on its own training rows grape's model beats the roofline. */
+  grape_csv_t* csv;
+  cr_assert_eq(grape_csv_open(SUBSET_DIR "/bmm.csv.gz", NULL, 1, &csv), 0);
+  grape_csv_row_t row;
+  double ape[GRAPE_METHOD_COUNT] = {0}, rows = 0;
+  while (grape_csv_next(csv, &row) > 0) {
+    cr_assert(row.ok);
+    for (int me = 0; me < GRAPE_METHOD_COUNT; me++)
+      ape[me] += fabs(grape_predict_kernel_ms_with(a, me, row.gpu, &row.desc) - row.latency_ms) /
+                 row.latency_ms;
+    rows++;
+  }
+  grape_csv_close(csv);
+  cr_expect(ape[GRAPE_METHOD_GRAPE] / rows < 0.2, "grape in-sample MAPE %g",
+            ape[GRAPE_METHOD_GRAPE] / rows);
+  cr_expect(ape[GRAPE_METHOD_GRAPE] < ape[GRAPE_METHOD_ROOFLINE], "grape %g roofline %g",
+            ape[GRAPE_METHOD_GRAPE] / rows, ape[GRAPE_METHOD_ROOFLINE] / rows);
   grape_kernel_desc_t k = gemm(300, 500, 700);
   const grape_gpu_spec_t* g = grape_gpu_find("L4");
   for (int me = 0; me < GRAPE_METHOD_COUNT; me++)
