@@ -188,9 +188,12 @@ typedef struct grape_csv_row_s {
   char op_name[32];          /* NeuSight OPName, or "" */
 } grape_csv_row_t;
 
-/* Opens a CSV. `gpu_override` names the GPU of rows without a Device column
- * (NULL: such rows are bad). `need_latency`: rows without a positive latency
- * are bad. @return 0, -ENOENT, -EINVAL (no header / unknown GPU override). */
+/* Opens a CSV. `gpu_override`, when not NULL, is the GPU of every row (the
+ * Device column is then ignored); without it the file needs a Device column.
+ * `need_latency`: the file needs a latency column and rows without a positive
+ * latency are bad. @return 0; -ENOENT (or another errno) if the file cannot be
+ * opened; -EINVAL if the header lacks a kernel name, device or latency column
+ * that is needed; -ENODEV for an unknown `gpu_override`. */
 GRAPE_API int grape_csv_open(const char* path, const char* gpu_override, int need_latency,
                              grape_csv_t** out);
 /* The header line as read. */
