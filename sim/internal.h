@@ -269,6 +269,7 @@ CUresult grape__sim_free_now(CUdeviceptr p);
 CUresult grape__sim_stream(CUstream h, int ptds, struct CUstream_st** out);
 CUresult grape__sim_submit(struct CUstream_st* s, sim_work_t* w, const sim_dep_t* extra, int nextra);
 CUresult grape__sim_wait_stream(struct CUstream_st* s);
+int grape__sim_capturing(struct CUstream_st* s);
 CUresult grape__sim_wait_all(void);
 void grape__sim_run_work(sim_work_t* w, uint64_t* clock);
 void grape__sim_work_release(sim_work_t* w);

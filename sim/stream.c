@@ -438,6 +438,13 @@ CUresult grape__sim_wait_stream(struct CUstream_st* s) {
   return CUDA_SUCCESS;
 }
 
+int grape__sim_capturing(struct CUstream_st* s) {
+  pthread_mutex_lock(&grape__sim.lock);
+  int c = s->cap != NULL;
+  pthread_mutex_unlock(&grape__sim.lock);
+  return c;
+}
+
 CUresult grape__sim_wait_all(void) {
   pthread_mutex_lock(&grape__sim.lock);
   for (struct CUstream_st* t = grape__sim.all_streams; t != NULL; t = t->all_next) {
