@@ -177,8 +177,8 @@ struct CUevent_st {
 
 struct CUctx_st {
   int primary;
-  unsigned flags;
-  int refs;
+  _Atomic unsigned flags;
+  _Atomic int refs;              /* read without the lock by every entry point */
 };
 
 /* ---- Graphs ---- */
@@ -234,7 +234,7 @@ struct sim_capture_s {
 typedef struct sim_state_s {
   pthread_mutex_t lock;
   pthread_cond_t done_cv;
-  int initialized;
+  _Atomic int initialized;       /* read without the lock by every entry point */
   int sync_mode;                 /* SIMCU_SYNC=1 */
   struct CUstream_st* legacy;
   struct CUstream_st* all_streams;

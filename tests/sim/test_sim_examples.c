@@ -42,8 +42,10 @@ static void run(const char* name, const char* args, const char* extra_env, char*
   cr_assert_geq(fd, 0);
   close(fd);
   char cmd[8192];
-  snprintf(cmd, sizeof(cmd), "LD_LIBRARY_PATH='%s' SIMCU_REPORT='%s' %s '%s/%s' %s",
-           getenv("SIM_DIR"), rpath, extra_env, exdir(), name, args);
+  const char* preload = getenv("SIM_PRELOAD");
+  snprintf(cmd, sizeof(cmd), "LD_PRELOAD='%s' LD_LIBRARY_PATH='%s' SIMCU_REPORT='%s' %s '%s/%s' %s",
+           preload != NULL ? preload : "", getenv("SIM_DIR"), rpath, extra_env, exdir(), name,
+           args);
   FILE* p = popen(cmd, "r");
   cr_assert_not_null(p);
   line[0] = '\0';
