@@ -271,6 +271,7 @@ CUresult grape__sim_submit(struct CUstream_st* s, sim_work_t* w, const sim_dep_t
 CUresult grape__sim_wait_stream(struct CUstream_st* s);
 int grape__sim_capturing(struct CUstream_st* s);
 CUresult grape__sim_wait_all(void);
+void grape__sim_wait_all_timed(int ms);
 void grape__sim_run_work(sim_work_t* w, uint64_t* clock);
 void grape__sim_work_release(sim_work_t* w);
 int grape__sim_work_copy(sim_work_t* dst, const sim_work_t* src);
