@@ -158,6 +158,7 @@ Test(sim, events_order_work_across_streams) {
   OK(cuEventRecord(e, s1));
   OK(cuStreamWaitEvent(s2, e, 0));
   OK(copyk(s2, b, a, 10));
+  usleep(20000);   /* time enough for an s2 that did not wait to finish */
   cr_assert_eq(cuEventQuery(e), CUDA_ERROR_NOT_READY);
   cr_assert_eq(cuStreamQuery(s2), CUDA_ERROR_NOT_READY, "s2 did not wait for the event");
   sem_post(&gate);
@@ -360,6 +361,13 @@ Test(sim, capture_rejects_illegal_calls) {
   cr_assert_null(g);
   OK(cuStreamIsCapturing(s, &st));
   cr_assert_eq(st, CU_STREAM_CAPTURE_STATUS_NONE);
+
+  /* Even where unsafe calls are allowed (RELAXED), the capturing stream itself
+   * cannot be synchronised. */
+  OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+  cr_assert_eq(cuStreamSynchronize(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  cr_assert_eq(cuStreamQuery(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  cr_assert_eq(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
 
   /* Legacy-stream work while a blocking stream captures. */
   OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
