@@ -776,6 +776,8 @@ static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, int ptds) {
   c->thread = pthread_self();
   c->id = ++grape__sim.next_capture_id;
   c->nstreams = 1;
+  c->next = grape__sim.captures;
+  grape__sim.captures = c;
   s->cap = c;
   s->ncap_deps = 0;
   grape__sim.active_captures++;

@@ -227,6 +227,7 @@ struct sim_capture_s {
   int invalidated;
   unsigned long long id;
   int nstreams;                  /* streams currently in the capture */
+  struct sim_capture_s* next;    /* every capture ever begun (kept until exit) */
 };
 
 /* ---- Process state ---- */
@@ -238,6 +239,7 @@ typedef struct sim_state_s {
   int sync_mode;                 /* SIMCU_SYNC=1 */
   struct CUstream_st* legacy;
   struct CUstream_st* all_streams;
+  struct sim_capture_s* captures;
   struct CUctx_st primary;
   unsigned long long next_stream_id;
   unsigned long long next_capture_id;
