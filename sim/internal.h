@@ -51,7 +51,7 @@ extern const char* const grape__sim_sym_names[SYM__COUNT];
 /* ---- Objects ---- */
 
 enum sim_kind_e {
-  K_STREAM = 1, K_EVENT, K_MODULE, K_FUNC, K_GRAPH, K_NODE, K_EXEC, K_POOL, K_CTX,
+  K_STREAM = 1, K_EVENT, K_MODULE, K_FUNC, K_GRAPH, K_NODE, K_EXEC, K_POOL, K_CTX, K_VMEM,
 };
 
 typedef struct sim_module_s sim_module_t;

@@ -588,3 +588,35 @@ Test(sim, function_info_comes_from_the_image) {
   OK(cuMemcpyDtoH(&h, a, 4));
   cr_assert_eq(h, 42);
 }
+
+Test(sim, virtual_memory_maps_into_reserved_ranges) {
+  CUdeviceptr base;
+  CUmemGenericAllocationHandle h;
+  size_t gran;
+  unsigned type;
+  int out[4];
+  CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                              .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+  OK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  cr_assert_eq(gran, 2u << 20);
+  OK(cuMemAddressReserve(&base, 4 * gran, 0, 0, 0));
+  cr_assert_eq(base % gran, 0);
+  cr_assert_eq(cuMemsetD32(base, 1, 4), CUDA_ERROR_INVALID_VALUE, "reserved is not mapped");
+  OK(cuMemCreate(&h, gran, &prop, 0));
+  OK(cuMemMap(base + gran, gran, 0, h, 0));
+  CUmemAccessDesc acc = {.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  OK(cuMemSetAccess(base + gran, gran, &acc, 1));
+  OK(cuMemsetD32(base + gran, 5, 4));
+  OK(muladd(NULL, base + gran, 4, 2, 1));
+  OK(cuMemcpyDtoH(out, base + gran, sizeof(out)));
+  cr_assert_eq(out[3], 11);
+  OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, base + gran + 8));
+  cr_assert_eq(type, CU_MEMORYTYPE_DEVICE);
+  cr_assert_eq(cuMemMap(base + gran, gran, 0, h, 0), CUDA_ERROR_INVALID_VALUE, "double map");
+  cr_assert_eq(cuMemAddressFree(base, 4 * gran), CUDA_ERROR_INVALID_VALUE, "still mapped");
+  OK(cuMemUnmap(base + gran, gran));
+  OK(cuMemRelease(h));
+  cr_assert_eq(cuMemcpyDtoH(out, base + gran, sizeof(out)), CUDA_ERROR_INVALID_VALUE);
+  OK(cuMemAddressFree(base, 4 * gran));
+  cr_assert_eq(cuMemRelease(h), CUDA_ERROR_INVALID_VALUE);
+}
