@@ -170,6 +170,18 @@ Test(sim_examples, dynrnn_own_graphs_equal_eager) {
   cr_assert_eq(count(report, "exec_node_param_updates"), 2 * (ref.dense - 1));
 }
 
+Test(sim_examples, dynrnn_per_thread_default_stream) {
+  need_example("dynrnn_ptds");
+  char line[256], report[16384], want[64];
+  dyn_ref_t ref = dynrnn_ref(4);
+  snprintf(want, sizeof(want), "checksum %016llx\n", (unsigned long long)ref.sum);
+  run("dynrnn_ptds", "", "", line, sizeof(line), report, sizeof(report));
+  cr_assert_str_eq(line, want);
+  cr_assert_eq(count(report, "cuLaunchKernel_ptsz"), ref.launches);
+  cr_assert_eq(count(report, "cuLaunchKernel"), -1, "no launch took the legacy route");
+  cr_assert_eq(count(report, "cuStreamSynchronize_ptsz"), ref.steps);
+}
+
 /* ---- beam reference ---- */
 
 typedef struct beam_ref_s {
