@@ -201,6 +201,8 @@ struct sim_node_s {
   struct CUevent_st* ev;         /* event nodes */
   sim_node_t** deps;
   int ndeps;
+  unsigned attr_set;             /* bit per CUkernelNodeAttrID set on the node */
+  CUkernelNodeAttrValue attrs[32];
 };
 
 struct CUgraph_st {

@@ -620,3 +620,44 @@ Test(sim, virtual_memory_maps_into_reserved_ranges) {
   OK(cuMemAddressFree(base, 4 * gran));
   cr_assert_eq(cuMemRelease(h), CUDA_ERROR_INVALID_VALUE);
 }
+
+Test(sim, memset_nodes_and_node_attributes) {
+  CUstream s;
+  CUdeviceptr a;
+  CUgraph g;
+  CUgraphNode ms, k;
+  CUgraphExec x;
+  int h[4];
+  int n = 4, m = 2, c = 1;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  OK(cuMemAlloc(&a, sizeof(h)));
+  OK(cuGraphCreate(&g, 0));
+  CUDA_MEMSET_NODE_PARAMS mp = {.dst = a, .value = 3, .elementSize = 4, .width = 4, .height = 1};
+  OK(cuGraphAddMemsetNode(&ms, g, NULL, 0, &mp, NULL));
+  void* args[] = {&a, &n, &m, &c};
+  CUDA_KERNEL_NODE_PARAMS p = {.func = f_muladd, .gridDimX = 2, .gridDimY = 1, .gridDimZ = 1,
+                               .blockDimX = 2, .blockDimY = 1, .blockDimZ = 1,
+                               .kernelParams = args};
+  OK(cuGraphAddKernelNode(&k, g, &ms, 1, &p));
+  CUkernelNodeAttrValue v = {.clusterDim = {2, 1, 1}}, back;
+  OK(cuGraphKernelNodeSetAttribute(k, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v));
+  OK(cuGraphKernelNodeGetAttribute(k, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &back));
+  cr_assert_eq(back.clusterDim.x, 2);
+  v.clusterDim.x = 3;   /* does not divide the grid */
+  cr_assert_eq(cuGraphKernelNodeSetAttribute(k, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v),
+               CUDA_ERROR_INVALID_VALUE);
+  cr_assert_eq(cuGraphKernelNodeSetAttribute(ms, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v),
+               CUDA_ERROR_INVALID_VALUE, "not a kernel node");
+  OK(cuGraphInstantiate(&x, g, 0));
+  OK(cuGraphLaunch(x, s));
+  OK(cuStreamSynchronize(s));
+  OK(cuMemcpyDtoH(h, a, sizeof(h)));
+  cr_assert_eq(h[3], 7);
+  mp.value = 10;
+  OK(cuGraphExecMemsetNodeSetParams(x, ms, &mp, NULL));
+  cr_assert_eq(cuGraphExecMemsetNodeSetParams(x, k, &mp, NULL), CUDA_ERROR_INVALID_VALUE);
+  OK(cuGraphLaunch(x, s));
+  OK(cuStreamSynchronize(s));
+  OK(cuMemcpyDtoH(h, a, sizeof(h)));
+  cr_assert_eq(h[0], 21);
+}
