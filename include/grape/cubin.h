@@ -28,6 +28,7 @@ typedef struct grape_cubin_err_s {
 typedef enum grape_image_kind_e {
   GRAPE_IMAGE_ELF = 2,   /* SASS cubin (fatbin entry kind 2) */
   GRAPE_IMAGE_PTX = 1,   /* PTX text (fatbin entry kind 1) */
+  GRAPE_IMAGE_LTOIR = 8, /* NVVM IR for JIT LTO (kind 8, e.g. cuFFT callbacks): no kernels parsed */
 } grape_image_kind_t;
 
 typedef enum grape_compression_e {
@@ -89,9 +90,20 @@ GRAPE_API int grape_fatbin_parse(const void* data, size_t size, grape_fatbin_t**
 GRAPE_API int grape_image_load(const void* data, size_t size, grape_fatbin_t** out,
                                grape_cubin_err_t* err);
 
+/* grape_image_load for a device of SM version arch (e.g. 90): from each fatbin
+ * container only the image grape_fatbin_select(arch) would choose is
+ * decompressed, parsed and kept (every entry header is still validated), so
+ * registering a large multi-arch fatbin costs one image, not all. A bare cubin
+ * or PTX is kept whatever its arch. The set is empty when nothing fits.
+ * arch <= 0 keeps everything, as grape_image_load does. */
+GRAPE_API int grape_image_load_arch(const void* data, size_t size, int arch, grape_fatbin_t** out,
+                                    grape_cubin_err_t* err);
+
 /* Reads a host ELF file (executable or shared library) and parses every fatbin
- * container in its .nv_fatbin section (falling back to .nvFatBinSegment wrappers).
- * A file without any returns 0 with an empty set. */
+ * container in its .nv_fatbin section (falling back to .nvFatBinSegment wrappers);
+ * a file that is itself a fatbin, cubin or PTX is loaded as grape_image_load would.
+ * A host ELF without containers returns 0 with an empty set. Containers are
+ * parsed on up to 4 threads; the result is in file order either way. */
 GRAPE_API int grape_fatbin_from_file(const char* path, grape_fatbin_t** out,
                                      grape_cubin_err_t* err);
 
@@ -99,6 +111,10 @@ GRAPE_API int grape_fatbin_from_file(const char* path, grape_fatbin_t** out,
 #define GRAPE_FATBIN_NO_PAYLOADS 0x1u   /* parse, then drop payloads: every image's data is
                                            NULL (size kept). Lists kernels of a large library
                                            without holding its decompressed images in memory. */
+
+#define GRAPE_FATBIN_SCAN_DATA 0x2u     /* host ELF: also find containers embedded in data
+                                           sections (as cuFFT keeps them for cuModuleLoadData);
+                                           a candidate that does not parse is skipped */
 
 /* grape_fatbin_from_file with flags (GRAPE_FATBIN_*). */
 GRAPE_API int grape_fatbin_from_file_ex(const char* path, unsigned flags, grape_fatbin_t** out,
@@ -119,8 +135,14 @@ GRAPE_API const grape_kernel_t* grape_image_find_kernel(const grape_image_t* img
 GRAPE_API void grape_fatbin_free(grape_fatbin_t* fb);
 
 /* Parses one cubin ELF (already decompressed) into an image's kernel list. Used by
- * the functions above; exposed for tools and tests. img->data/size must be set. */
+ * the functions above; exposed for tools and tests. img->data/size must be set;
+ * img->arch is filled from the ELF header when 0. For an image of the caller's
+ * own (not one of a set), free the kernel list with grape_image_release. */
 GRAPE_API int grape_cubin_parse(grape_image_t* img, grape_cubin_err_t* err);
+
+/* Frees the kernel list grape_cubin_parse put in an image of the caller's own;
+ * never call it on an image of a set (grape_fatbin_free does that). */
+GRAPE_API void grape_image_release(grape_image_t* img);
 
 /* Demangles an Itanium C++ name into a malloc'd string; a copy of name when it is
  * not mangled. NULL only when out of memory. */
@@ -128,7 +150,7 @@ GRAPE_API char* grape_demangle(const char* name);
 
 GRAPE_API const char* grape_compression_name(grape_compression_t c);
 
-/* "elf" or "ptx". */
+/* "elf", "ptx" or "ltoir". */
 GRAPE_API const char* grape_image_kind_name(grape_image_kind_t k);
 
 /* The total number of kernels over all images of fb. */
