@@ -208,3 +208,25 @@ Test(sim_runtime, pointer_attributes_and_pinned_memory) {
   cr_assert_eq(cudaFreeHost(h), cudaSuccess);
   cr_assert_eq(cudaFree(d), cudaSuccess);
 }
+
+Test(sim_runtime, launch_ex_with_attributes) {
+  int* d;
+  int out[4];
+  cr_assert_eq(cudaMalloc((void**)&d, sizeof(out)), cudaSuccess);
+  cr_assert_eq(cudaMemset(d, 0, sizeof(out)), cudaSuccess);
+  cudaLaunchAttribute attr = {.id = cudaLaunchAttributeCooperative};
+  attr.val.cooperative = 1;
+  cudaLaunchConfig_t c = {.gridDim = {1, 1, 1}, .blockDim = {4, 1, 1}, .attrs = &attr,
+                          .numAttrs = 1};
+  void* args[] = {&d, &(int){4}, &(int){7}};
+  cr_assert_eq(cudaLaunchKernelExC(&c, &host_stub, args), cudaSuccess);
+  c.gridDim.x = 100000;   /* a cooperative grid must fit on the device at once */
+  cr_assert_eq(cudaLaunchKernelExC(&c, &host_stub, args), cudaErrorCooperativeLaunchTooLarge);
+  cr_assert_eq(cudaMemcpy(out, d, sizeof(out), cudaMemcpyDeviceToHost), cudaSuccess);
+  cr_assert_eq(out[3], 7);
+  cudaFunction_t f;
+  cr_assert_eq(cudaGetFuncBySymbol(&f, &host_stub), cudaSuccess);
+  struct cudaFuncAttributes fa;
+  cr_assert_eq(cudaFuncGetAttributes(&fa, &host_stub), cudaSuccess);
+  cr_assert_eq(fa.maxThreadsPerBlock, 1024);
+}
