@@ -26,7 +26,8 @@ static const char ptx[] =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
     ".visible .entry k_muladd(.param .u64 a, .param .u32 n, .param .u32 m, .param .u32 c)\n{\n ret;\n}\n"
     ".visible .entry k_copy(.param .u64 dst, .param .u64 src, .param .u32 n)\n{\n ret;\n}\n"
-    ".visible .entry k_unbound(.param .u64 a)\n{\n ret;\n}\n";
+    ".visible .entry k_unbound(.param .u64 a)\n{\n ret;\n}\n"
+    ".visible .entry k_companion(.param .u64 a)\n{\n ret;\n}\n";
 
 /* a[i] = a[i] * m + c: the result depends on the order of launches. */
 SIMCU_PARAMS(k_muladd, 8, 4, 4, 4);
@@ -660,4 +661,17 @@ Test(sim, memset_nodes_and_node_attributes) {
   OK(cuStreamSynchronize(s));
   OK(cuMemcpyDtoH(h, a, sizeof(h)));
   cr_assert_eq(h[0], 21);
+}
+
+Test(sim, bodies_from_a_companion_object) {
+  /* k_companion's body is in the object SIMCU_KERNELS names, not here. */
+  CUfunction f;
+  CUdeviceptr a;
+  int h[8];
+  cr_assert_not_null(getenv("SIMCU_KERNELS"));
+  OK(cuModuleGetFunction(&f, mod, "k_companion"));
+  OK(cuMemAlloc(&a, sizeof(h)));
+  OK(cuLaunchKernel(f, 2, 1, 1, 4, 1, 1, 0, NULL, (void*[]){&a}, NULL));
+  OK(cuMemcpyDtoH(h, a, sizeof(h)));
+  cr_assert_eq(h[7], 77);
 }
