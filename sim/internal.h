@@ -232,6 +232,11 @@ struct sim_capture_s {
   struct sim_capture_s* next;    /* every capture ever begun (kept until exit) */
 };
 
+/* A capture still in progress (ended captures keep their record, without a graph). */
+static inline int grape__sim_cap_live(const sim_capture_t* c) {
+  return c != NULL && c->g != NULL;
+}
+
 /* ---- Process state ---- */
 
 typedef struct sim_state_s {

@@ -427,7 +427,9 @@ Test(sim, capture_follows_events_across_streams) {
   OK(cuEventRecord(join, s2));
   OK(cuStreamWaitEvent(s1, join, 0));
   OK(copyk(s1, a, b, 4));
+  cr_assert_eq(cuEventQuery(join), CUDA_ERROR_CAPTURED_EVENT);
   OK(cuStreamEndCapture(s1, &g));
+  OK(cuEventQuery(join));   /* the capture is over */
   size_t n = 0;
   OK(cuGraphGetNodes(g, NULL, &n));
   cr_assert_eq(n, 3);
