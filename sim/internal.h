@@ -263,6 +263,7 @@ extern sim_state_t grape__sim;
 
 /* core.c */
 CUresult grape__sim_check_init(void);
+CUresult grape__sim_need_ctx(void);   /* init done and a current context */
 int grape__sim_reg_add(const void* p, int kind);
 void grape__sim_reg_del(const void* p);
 int grape__sim_reg_has(const void* p, int kind);   /* caller may hold the lock or not */

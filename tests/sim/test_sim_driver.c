@@ -7,6 +7,7 @@
 #include <cuda.h>
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <semaphore.h>
 #include <stdint.h>
 #include <string.h>
@@ -676,4 +677,29 @@ Test(sim, bodies_from_a_companion_object) {
   OK(cuLaunchKernel(f, 2, 1, 1, 4, 1, 1, 0, NULL, (void*[]){&a}, NULL));
   OK(cuMemcpyDtoH(h, a, sizeof(h)));
   cr_assert_eq(h[7], 77);
+}
+
+static void* contextless(void* arg) {
+  CUdeviceptr p;
+  CUcontext c = NULL;
+  CUresult* r = arg;
+  r[0] = cuMemAlloc(&p, 64);
+  r[1] = cuCtxGetCurrent(&c);
+  r[2] = c == NULL ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
+  CUcontext primary;
+  cuDevicePrimaryCtxRetain(&primary, 0);
+  cuCtxSetCurrent(primary);
+  r[3] = cuMemAlloc(&p, 64);
+  return NULL;
+}
+
+Test(sim, new_threads_have_no_current_context) {
+  CUresult r[4];
+  pthread_t t;
+  pthread_create(&t, NULL, contextless, r);
+  pthread_join(t, NULL);
+  cr_assert_eq(r[0], CUDA_ERROR_INVALID_CONTEXT);
+  cr_assert_eq(r[1], CUDA_SUCCESS);
+  cr_assert_eq(r[2], CUDA_SUCCESS, "a new thread's current context is NULL");
+  cr_assert_eq(r[3], CUDA_SUCCESS);
 }
