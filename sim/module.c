@@ -22,13 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Weak, so the sim still links while cubin/ is a stub: images are then taken
- * on trust and parameter sizes come from SIMCU_PARAMS. */
-#pragma weak grape_image_load
-#pragma weak grape_image_load_arch
-#pragma weak grape_fatbin_select
-#pragma weak grape_fatbin_free
-
 /* ---- Body binding ---- */
 
 static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -188,7 +181,7 @@ static void module_free(sim_module_t* m) {
     func_free(m->funcs[i]);
   }
   free(m->funcs);
-  if (m->fb != NULL && grape_fatbin_free != NULL)
+  if (m->fb != NULL)
     grape_fatbin_free(m->fb);
   free(m);
 }
@@ -205,53 +198,51 @@ static CUresult module_load(const void* image, int is_library, sim_module_t** ou
   if (m == NULL)
     return CUDA_ERROR_OUT_OF_MEMORY;
   m->is_library = is_library;
-  if (grape_image_load != NULL) {
-    grape_cubin_err_t err;
-    /* Only the sm_90 image is decompressed and parsed (fatbins of real
-     * libraries carry many architectures). */
-    if (grape_image_load_arch(image, 0, SIM_ARCH, &m->fb, &err) != 0) {
-      grape__sim_logf("cannot load image: %s", err.msg);
-      free(m);
-      return CUDA_ERROR_INVALID_IMAGE;
-    }
-    const grape_image_t* img = grape_fatbin_select(m->fb, SIM_ARCH);
-    if (img == NULL) {
+  grape_cubin_err_t err;
+  /* Only the sm_90 image is decompressed and parsed (fatbins of real
+   * libraries carry many architectures). */
+  if (grape_image_load_arch(image, 0, SIM_ARCH, &m->fb, &err) != 0) {
+    grape__sim_logf("cannot load image: %s", err.msg);
+    free(m);
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  const grape_image_t* img = grape_fatbin_select(m->fb, SIM_ARCH);
+  if (img == NULL) {
+    module_free(m);
+    return CUDA_ERROR_NO_BINARY_FOR_GPU;
+  }
+  for (uint32_t i = 0; i < img->nkernels; i++) {
+    const grape_kernel_t* k = &img->kernels[i];
+    struct CUfunc_st* f = func_new(m, k->name);
+    if (f == NULL || module_add_func(m, f) != 0) {
+      if (f != NULL && (m->nfuncs == 0 || m->funcs[m->nfuncs - 1] != f))
+        func_free(f);
       module_free(m);
-      return CUDA_ERROR_NO_BINARY_FOR_GPU;
+      return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    for (uint32_t i = 0; i < img->nkernels; i++) {
-      const grape_kernel_t* k = &img->kernels[i];
-      struct CUfunc_st* f = func_new(m, k->name);
-      if (f == NULL || module_add_func(m, f) != 0) {
-        if (f != NULL && (m->nfuncs == 0 || m->funcs[m->nfuncs - 1] != f))
-          func_free(f);
+    if (k->params != NULL) {
+      f->nparams = k->nparams;
+      f->poff = calloc(k->nparams ? k->nparams : 1, sizeof(uint32_t));
+      f->psize = calloc(k->nparams ? k->nparams : 1, sizeof(uint32_t));
+      if (f->poff == NULL || f->psize == NULL) {
         module_free(m);
         return CUDA_ERROR_OUT_OF_MEMORY;
       }
-      if (k->params != NULL) {
-        f->nparams = k->nparams;
-        f->poff = calloc(k->nparams ? k->nparams : 1, sizeof(uint32_t));
-        f->psize = calloc(k->nparams ? k->nparams : 1, sizeof(uint32_t));
-        if (f->poff == NULL || f->psize == NULL) {
-          module_free(m);
-          return CUDA_ERROR_OUT_OF_MEMORY;
-        }
-        for (uint32_t j = 0; j < k->nparams; j++) {
-          f->poff[j] = k->params[j].offset;
-          f->psize[j] = k->params[j].size;
-        }
-        f->param_bytes = k->param_bytes;
-        f->params_known = 1;
-      } else if (k->nparams == 0 && k->param_bytes == 0) {
-        f->params_known = 1;   /* a kernel without parameters */
+      for (uint32_t j = 0; j < k->nparams; j++) {
+        f->poff[j] = k->params[j].offset;
+        f->psize[j] = k->params[j].size;
       }
-      f->registers = k->registers;
-      f->shared_bytes = (int)k->shared_bytes;
-      f->max_threads = k->max_threads;
-      f->cuda_api_version = k->cuda_api_version;
-      if (!f->params_known)
-        params_from_body(f);
+      f->param_bytes = k->param_bytes;
+      f->params_known = 1;
+    } else if (k->nparams == 0 && k->param_bytes == 0) {
+      f->params_known = 1;   /* a kernel without parameters */
     }
+    f->registers = k->registers;
+    f->shared_bytes = (int)k->shared_bytes;
+    f->max_threads = k->max_threads;
+    f->cuda_api_version = k->cuda_api_version;
+    if (!f->params_known)
+      params_from_body(f);
   }
   if (grape__sim_reg_add(m, K_MODULE) != 0) {
     module_free(m);
@@ -274,17 +265,6 @@ static CUresult module_get(sim_module_t* m, const char* name, struct CUfunc_st**
       r = CUDA_SUCCESS;
       break;
     }
-  if (r == CUDA_ERROR_NOT_FOUND && m->fb == NULL) {
-    /* No parser: trust the name, take the layout from the body's SIMCU_PARAMS. */
-    struct CUfunc_st* f = func_new(m, name);
-    if (f == NULL || module_add_func(m, f) != 0) {
-      r = CUDA_ERROR_OUT_OF_MEMORY;
-    } else {
-      params_from_body(f);
-      *out = f;
-      r = CUDA_SUCCESS;
-    }
-  }
   pthread_mutex_unlock(&bind_lock);
   return r;
 }
