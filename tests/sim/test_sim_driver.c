@@ -522,6 +522,21 @@ Test(sim, event_times_follow_the_simulated_clock) {
   /* Two kernels of 4096 threads: 2 * (2000 + 4096/16) ns. */
   cr_assert_float_eq(ms1, 2 * (2000 + 256) / 1e6, 1e-9);
   cr_assert_float_eq(ms1, ms2, 1e-12);
+
+  /* The same two kernels as a graph: no eager launch overhead, 2 * (500 + 256) ns. */
+  CUgraph g;
+  CUgraphExec x;
+  OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  OK(muladd(s, d, 4096, 1, 1));
+  OK(muladd(s, d, 4096, 1, 1));
+  OK(cuStreamEndCapture(s, &g));
+  OK(cuGraphInstantiate(&x, g, 0));
+  OK(cuEventRecord(a, s));
+  OK(cuGraphLaunch(x, s));
+  OK(cuEventRecord(b, s));
+  OK(cuEventSynchronize(b));
+  OK(cuEventElapsedTime(&ms2, a, b));
+  cr_assert_float_eq(ms2, 2 * (500 + 256) / 1e6, 1e-9);
 }
 
 Test(sim, pointer_attributes_classify_memory) {
