@@ -15,6 +15,28 @@
 #include "internal.h"
 #include "recorder.h"
 
+static const char* const route_names[GRAPE_ROUTE_COUNT] = {
+  "runtime", "driver", "dlsym", "getprocaddress", "entrypoint",
+};
+
+/* GRAPE_LOG=debug: one line per launch with its captured parameter bytes
+ * (the first 96), which the integration tests compare with what was launched. */
+static void log_launch(grape_route_t route, const grape_func_t* f, const grape_launch_t* l,
+                       const uint8_t* p, size_t n) {
+  char hex[2 * 96 + 1];
+  static const char digits[] = "0123456789abcdef";
+  size_t k = n < 96 ? n : 96;
+  for (size_t i = 0; i < k; i++) {
+    hex[2 * i] = digits[p[i] >> 4];
+    hex[2 * i + 1] = digits[p[i] & 15];
+  }
+  hex[2 * k] = '\0';
+  grape_log_debug("launch %s route=%s grid=%u,%u,%u block=%u,%u,%u shmem=%u stream=%p layout=%s params=%s",
+                  f && f->name ? f->name : "(unnamed)", route_names[route], l->grid[0], l->grid[1],
+                  l->grid[2], l->block[0], l->block[1], l->block[2], l->shmem, l->stream,
+                  f ? f->layout_source : "none", hex);
+}
+
 void grape__on_launch(grape_route_t route, const grape_launch_t* l) {
   grape__count(&grape__counters.launches[route]);
   grape_func_t* f = grape__func_get(l->fn, (grape_handle_kind_t)l->kind);
@@ -46,6 +68,8 @@ void grape__on_launch(grape_route_t route, const grape_launch_t* l) {
   if (l->extra != NULL && l->params == NULL)
     sig.flags |= GRAPE_SIG_EXTRA;
   sig.param_bytes = (uint32_t)n;
+  if (__builtin_expect(grape__log_level() >= GRAPE_LOG_DEBUG, 0))
+    log_launch(route, f, l, buf, n);
   if (l->attrs_bytes && n + l->attrs_bytes <= cap) {
     memcpy(buf + n, l->attrs, l->attrs_bytes);
     sig.attrs = grape__fp_bytes(l->attrs, l->attrs_bytes);
