@@ -108,8 +108,18 @@ int grape__hook_by_gpa(const char* symbol, int version, int ptds) {
 void* grape__wrap(grape_slot_t slot, int h, void* real) {
   if (real == NULL || h < 0)
     return real;
+  /* A driver that resolves names through the global scope hands back the shim's
+   * own exported override: wrap the function behind it instead, so that the
+   * launch is counted under the route the caller used. */
+  for (int i = 0; i < GRAPE_HOOK_COUNT; i++)
+    if (grape__hooks[i].wrapper[GRAPE_SLOT_EXPORT] == real) {
+      real = grape__real_export((grape_hook_t)i);
+      if (real == NULL)
+        return grape__hooks[i].wrapper[GRAPE_SLOT_EXPORT];
+      break;
+    }
   if (grape__is_own(real))
-    return real;   /* already ours (a driver that resolves through the global scope) */
+    return real;   /* a route wrapper already */
   void* expected = NULL;
   if (!__atomic_compare_exchange_n(&grape__real[slot][h], &expected, real, 0, __ATOMIC_RELAXED,
                                    __ATOMIC_RELAXED) &&
