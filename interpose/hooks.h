@@ -18,6 +18,13 @@
 /* Exported overrides need default visibility: the build hides everything else. */
 #define GRAPE_EXPORT __attribute__((visibility("default")))
 
+/* For code that runs before a sanitizer runtime is initialised (dlsym). */
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+#define GRAPE_NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined")))
+#else
+#define GRAPE_NO_SANITIZE
+#endif
+
 typedef enum grape_slot_e {
   GRAPE_SLOT_EXPORT = 0,
   GRAPE_SLOT_DLSYM,
@@ -92,7 +99,7 @@ static inline void* grape__real_export(grape_hook_t h) {
 }
 
 /* The libc dlsym, found with dlvsym so that the override never calls itself. */
-void* grape__real_dlsym(void* handle, const char* name);
+GRAPE_NO_SANITIZE void* grape__real_dlsym(void* handle, const char* name);
 
 /* Row of a driver symbol by exported name (dlsym), or -1. */
 int grape__hook_by_name(const char* name);

@@ -393,9 +393,13 @@ static int runtime_row(const char* name) {
 /* The override. A name that is not cu* costs one real dlsym and two compares.
  * Limitation: dlsym(RTLD_NEXT, ...) from another object resolves relative to
  * libgrape, not to the caller (glibc finds the caller by return address). */
-GRAPE_EXPORT void* dlsym(void* handle, const char* symbol) {
+GRAPE_EXPORT GRAPE_NO_SANITIZE void* dlsym(void* handle, const char* symbol) {
   void* p = grape__real_dlsym(handle, symbol);
-  if (p == NULL || symbol[0] != 'c' || symbol[1] != 'u')
+  /* Sanitizer runtimes call dlsym before they are initialised: nothing on this
+   * path may be instrumented, and only CUDA names ("cu" + upper case, "cuda")
+   * go further. */
+  if (p == NULL || symbol[0] != 'c' || symbol[1] != 'u' ||
+      !((symbol[2] >= 'A' && symbol[2] <= 'Z') || (symbol[2] == 'd' && symbol[3] == 'a')))
     return p;
   if (!grape__active())
     return p;

@@ -8,6 +8,7 @@
  * while reading GRAPE_LOG itself). */
 #include "log.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,7 +16,28 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "report.h"
+
+int grape__expand_pid(const char* pattern, char* out, size_t cap) {
+  size_t n = 0;
+  for (const char* p = pattern; *p; p++) {
+    char num[24];
+    const char* piece = p;
+    size_t len = 1;
+    if (p[0] == '%' && p[1] == 'p') {
+      len = (size_t)snprintf(num, sizeof(num), "%ld", (long)getpid());
+      piece = num;
+      p++;
+    } else if (p[0] == '%' && p[1] == '%') {
+      p++;
+    }
+    if (n + len + 1 > cap)
+      return -ENAMETOOLONG;
+    memcpy(out + n, piece, len);
+    n += len;
+  }
+  out[n] = '\0';
+  return 0;
+}
 
 static int level_cache = -1;       /* -1: not read yet */
 static int log_fd = -1;            /* -1: not opened yet; 2 when stderr */

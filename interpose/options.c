@@ -11,6 +11,8 @@
 #include "options.h"
 
 #include <ctype.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,30 +181,43 @@ static void set_default(option_desc_t* d) {
     d->value = d->dflt_long;
 }
 
-/* Reads GRAPE_<NAME> for option d: the one place that reads the environment. */
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Reads GRAPE_<NAME> for option d: the one place that reads the environment.
+ * Serialised by init_lock (first use only); the warning for a bad value is
+ * printed after the lock is released, since the logger reads options too. */
 static void option_init(option_desc_t* d) {
   char env[64] = "GRAPE_";
   size_t n = strlen(env);
   for (const char* p = d->name; *p && n + 1 < sizeof(env); p++)
     env[n++] = (char)toupper((unsigned char)*p);
   env[n] = '\0';
+  char bad[65];
+  bad[0] = '\0';
+  pthread_mutex_lock(&init_lock);
+  if (__atomic_load_n(&d->state, __ATOMIC_ACQUIRE) != UNINIT) {
+    pthread_mutex_unlock(&init_lock);
+    return;
+  }
   set_default(d);
   const char* s = getenv(env);
-  if (s == NULL) {
-    __atomic_store_n(&d->state, DEFAULTED, __ATOMIC_RELEASE);
-    return;
+  int state = DEFAULTED;
+  if (s != NULL) {
+    if (parse_value(d, s) == 0) {
+      state = SET;
+    } else {
+      set_default(d);
+      snprintf(bad, sizeof(bad), "%s", s);
+    }
   }
-  if (parse_value(d, s) == 0) {
-    __atomic_store_n(&d->state, SET, __ATOMIC_RELEASE);
-    return;
+  __atomic_store_n(&d->state, state, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&init_lock);
+  if (s != NULL && state != SET) {
+    int len;
+    const char* acc = accepted(d, &len);
+    grape_log_warn("environment option %s has an invalid value '%s' (accepted: %.*s); using the default '%s'",
+                   env, bad, len, acc, grape__option_default((grape_option_t)(d - options)));
   }
-  set_default(d);
-  /* The state is set before warning: the logger reads options itself. */
-  __atomic_store_n(&d->state, DEFAULTED, __ATOMIC_RELEASE);
-  int len;
-  const char* acc = accepted(d, &len);
-  grape_log_warn("environment option %s has an invalid value '%.64s' (accepted: %.*s); using the default '%s'",
-                 env, s, len, acc, grape__option_default((grape_option_t)(d - options)));
 }
 
 static inline option_desc_t* desc(grape_option_t o) {
@@ -235,6 +250,7 @@ int grape__option_set(grape_option_t o, const char* s) {
 }
 
 void grape__options_reset(void) {
+  pthread_mutex_init(&init_lock, NULL);
   for (int i = 0; i < grape_option_count; i++)
     __atomic_store_n(&options[i].state, UNINIT, __ATOMIC_RELEASE);
 }

@@ -37,7 +37,7 @@ const grape_hook_desc_t grape__hooks[GRAPE_HOOK_COUNT] = {
 typedef void* (*dlsym_fn)(void*, const char*);
 static dlsym_fn libc_dlsym;
 
-void* grape__real_dlsym(void* handle, const char* name) {
+GRAPE_NO_SANITIZE void* grape__real_dlsym(void* handle, const char* name) {
   dlsym_fn f = __atomic_load_n(&libc_dlsym, __ATOMIC_RELAXED);
   if (__builtin_expect(f == NULL, 0)) {
     f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
 #include "log.h"
 #include "options.h"
 

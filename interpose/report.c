@@ -21,28 +21,6 @@
 #include "log.h"
 #include "recorder.h"
 
-int grape__expand_pid(const char* pattern, char* out, size_t cap) {
-  size_t n = 0;
-  for (const char* p = pattern; *p; p++) {
-    char num[24];
-    const char* piece = p;
-    size_t len = 1;
-    if (p[0] == '%' && p[1] == 'p') {
-      len = (size_t)snprintf(num, sizeof(num), "%ld", (long)getpid());
-      piece = num;
-      p++;
-    } else if (p[0] == '%' && p[1] == '%') {
-      p++;
-    }
-    if (n + len + 1 > cap)
-      return -ENAMETOOLONG;
-    memcpy(out + n, piece, len);
-    n += len;
-  }
-  out[n] = '\0';
-  return 0;
-}
-
 typedef struct buf_s {
   char* p;
   size_t len, cap;

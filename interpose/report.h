@@ -4,10 +4,6 @@
 
 #include <stddef.h>
 
-/* Copies pattern into out, replacing each "%p" by the pid and "%%" by "%".
- * @return 0, or -ENAMETOOLONG when it does not fit. */
-int grape__expand_pid(const char* pattern, char* out, size_t cap);
-
 /* Formats the report into a malloc'd NUL-terminated string (caller frees);
  * NULL when out of memory. */
 char* grape__report_json(void);

@@ -4,7 +4,8 @@
  * DESIGN: grape itself never loads the shim or initialises CUDA in its own
  * process, except to probe for a device (--device auto), which happens in a
  * forked child so that a broken driver cannot take grape down. The command gets
- * LD_PRELOAD (libgrape.so prepended to any existing list), the GRAPE_* options
+ * LD_PRELOAD (libgrape.so prepended to any existing list, after sanitizer
+ * runtimes, which must stay first), the GRAPE_* options
  * given on the command line, and GRAPE_REPORT pointing at a private directory
  * (or the --report path). grape forwards the usual termination signals to the
  * command, returns its exit status (128 + signal when killed), then prints a
@@ -191,6 +192,40 @@ static int prepend_env(const char* name, const char* value) {
     return -1;
   snprintf(s, n, "%s:%s", value, old);
   int rc = setenv(name, s, 1);
+  free(s);
+  return rc;
+}
+
+/* LD_PRELOAD with lib inserted first, but after any leading sanitizer
+ * runtimes: ASan and TSan insist on coming first in the library list. */
+static int preload_env(const char* lib) {
+  const char* old = getenv("LD_PRELOAD");
+  if (old == NULL || *old == '\0')
+    return setenv("LD_PRELOAD", lib, 1);
+  size_t keep = 0;   /* length of the leading sanitizer entries */
+  for (const char* p = old; *p;) {
+    const char* end = p + strcspn(p, ": ");
+    const char* base = p;
+    for (const char* q = p; q < end; q++)
+      if (*q == '/')
+        base = q + 1;
+    if (strncmp(base, "libasan", 7) && strncmp(base, "libtsan", 7) && strncmp(base, "libubsan", 8) &&
+        strncmp(base, "libclang_rt", 11))
+      break;
+    keep = (size_t)(end - old);
+    p = *end ? end + 1 : end;
+  }
+  size_t n = strlen(old) + strlen(lib) + 2;
+  char* s = malloc(n);
+  if (s == NULL)
+    return -1;
+  if (keep == 0)
+    snprintf(s, n, "%s:%s", lib, old);
+  else if (old[keep] == '\0')
+    snprintf(s, n, "%s:%s", old, lib);
+  else
+    snprintf(s, n, "%.*s:%s:%s", (int)keep, old, lib, old + keep + 1);
+  int rc = setenv("LD_PRELOAD", s, 1);
   free(s);
   return rc;
 }
@@ -402,7 +437,7 @@ int cmd_run(int argc, char** argv) {
   } else {
     snprintf(report_pattern, sizeof(report_pattern), "%s", report);
   }
-  prepend_env("LD_PRELOAD", lib);
+  preload_env(lib);
   setenv("GRAPE_REPORT", report_pattern, 1);
   if (mode)
     setenv("GRAPE_MODE", mode, 1);

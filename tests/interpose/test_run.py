@@ -20,9 +20,17 @@ def fail(msg, p=None):
     sys.exit("FAIL: " + msg)
 
 
+def sanitizer_preload(a):
+    """The sanitizer runtimes of --preload (everything but libgrape.so)."""
+    return ":".join(x for x in a.preload.split(":") if x and not x.endswith("libgrape.so"))
+
+
 def grape(a, args, **kw):
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0")
     env.update(kw.pop("env", {}))
+    san = sanitizer_preload(a)
+    if san:
+        env["LD_PRELOAD"] = san + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
     return subprocess.run([a.grape, "run"] + args, capture_output=True, text=True, timeout=60,
                           env=env, **kw)
 
@@ -44,6 +52,8 @@ def case_status(a):
 
 def case_signal(a):
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0")
+    if sanitizer_preload(a):
+        env["LD_PRELOAD"] = sanitizer_preload(a)
     proc = subprocess.Popen([a.grape, "run", "--device", "sim", "--", "sleep", "30"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(1.0)
@@ -57,7 +67,8 @@ def case_signal(a):
 def case_preload(a):
     p = grape(a, ["--device", "sim", "--", "sh", "-c", "echo \"$LD_PRELOAD\""],
               env={"LD_PRELOAD": "libm.so.6"})
-    parts = p.stdout.strip().split(":")
+    san = sanitizer_preload(a)
+    parts = p.stdout.strip().split(":")[len(san.split(":")) if san else 0:]
     if len(parts) != 2 or not parts[0].endswith("libgrape.so") or parts[1] != "libm.so.6":
         fail(f"LD_PRELOAD {p.stdout!r}", p)
 
@@ -103,6 +114,7 @@ def main():
     ap.add_argument("--optionsdef", required=True)
     ap.add_argument("--docs", required=True)
     ap.add_argument("--prog", default="-")
+    ap.add_argument("--preload", default="")
     a = ap.parse_args()
     globals()["case_" + a.case](a)
 

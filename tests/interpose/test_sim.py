@@ -26,6 +26,11 @@ def run(a, args, mode=None, preload=True, extra_env=None):
         env["LD_LIBRARY_PATH"] = a.simdir + ":" + env.get("LD_LIBRARY_PATH", "")
         env["SIMCU_REPORT"] = os.path.join(d, "sim.json")
         env.setdefault("ASAN_OPTIONS", "detect_leaks=0")
+        # Sanitizer runtimes (everything in --preload but libgrape.so) stay
+        # preloaded for the run without the shim: the sim is instrumented too.
+        san = ":".join(x for x in a.preload.split(":") if x and not x.endswith("libgrape.so"))
+        if san:
+            env["LD_PRELOAD"] = san
         if preload:
             env["LD_PRELOAD"] = a.preload
             env["GRAPE_REPORT"] = os.path.join(d, "grape.json")
