@@ -28,11 +28,11 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void** a, size_t 
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 g, dim3 b, void** a, size_t shm, cudaStream_t s);
 cudaError_t cudaLaunchKernel_ptsz(const void* f, dim3 g, dim3 b, void** a, size_t shm, cudaStream_t s);
 
-static volatile double sink;
+static long sink;   /* kernels run on many threads: atomic */
 static void body_abc(const uint8_t* p) {
   double x;
   memcpy(&x, p + 16, 8);
-  sink += x;
+  __atomic_fetch_add(&sink, (long)x, __ATOMIC_RELAXED);
 }
 
 /* k_abc(float* a, int n, double x): a hole at 12..16. */
