@@ -8,15 +8,8 @@
 
 _Static_assert(sizeof(grape_op_sig_t) == 56, "grape_op_sig_t must have no padding");
 
-uint64_t grape__fp_update(uint64_t fp, const grape_op_sig_t* s) {
-  return XXH3_64bits_withSeed(s, sizeof(*s), fp);
-}
-
 uint64_t grape__fp_ops(const grape_op_sig_t* s, size_t n) {
-  uint64_t fp = GRAPE_FP_EMPTY;
-  for (size_t i = 0; i < n; i++)
-    fp = grape__fp_update(fp, &s[i]);
-  return fp;
+  return XXH3_64bits(s, n * sizeof(*s));
 }
 
 uint64_t grape__fp_name(const char* name) {

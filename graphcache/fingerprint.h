@@ -4,9 +4,11 @@
  * (kind, function identity, grid, block, dynamic shared memory, launch
  * attributes, parameter block size), never parameter values, so two iterations
  * of the same control-flow path have equal signature arrays. A region's path
- * fingerprint is XXH3-64 chained over its signatures (each op's hash is seeded
- * with the fingerprint so far), updated as ops arrive. Signatures are plain
- * fixed-size structs with no padding, hashed as bytes. The canonical text form
+ * fingerprint is XXH3-64 of its signature array, taken in one pass when the
+ * region ends: the array is contiguous, and one pass over it costs a few
+ * instructions per op where chaining a hash per op costs fifty (the launch
+ * path's budget is a few hundred). Signatures are plain fixed-size structs
+ * with no padding, hashed as bytes. The canonical text form
  * of a fingerprint is 16 lower-case hex digits of the big-endian value, as in
  * tests/vectors/ and the exit report. */
 #ifndef GRAPE_GRAPHCACHE_FINGERPRINT_H
@@ -38,13 +40,7 @@ enum {
   GRAPE_SIG_EXTRA = 1u << 1,   /* parameters came as one 'extra' buffer */
 };
 
-/* Fingerprint of an empty region. */
-#define GRAPE_FP_EMPTY UINT64_C(0)
-
-/* Fingerprint after appending op s to a region whose fingerprint is fp. */
-uint64_t grape__fp_update(uint64_t fp, const grape_op_sig_t* s);
-
-/* Fingerprint of n ops (the same as n updates from GRAPE_FP_EMPTY). */
+/* Fingerprint of the region made of the n ops s[0..n). */
 uint64_t grape__fp_ops(const grape_op_sig_t* s, size_t n);
 
 /* Identity of a kernel by its mangled name, stable across runs. */

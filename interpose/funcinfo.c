@@ -294,7 +294,25 @@ static void resolve(grape_func_t* f, const void* h) {
   find_holes(f);
 }
 
-grape_func_t* grape__func_get(const void* h, grape_handle_kind_t kind) {
+static grape_func_t* func_get_slow(const void* h, grape_handle_kind_t kind);
+
+/* The per-thread cache of grape__func_get (funcinfo.h). */
+unsigned grape__func_generation = 1;
+__thread const void* grape__func_cache_key __attribute__((tls_model("initial-exec")));
+__thread grape_func_t* grape__func_cache_info __attribute__((tls_model("initial-exec")));
+__thread unsigned grape__func_cache_gen __attribute__((tls_model("initial-exec")));
+
+grape_func_t* grape__func_get_slow(const void* h, grape_handle_kind_t kind) {
+  grape_func_t* f = func_get_slow(h, kind);
+  if (f != NULL && __atomic_load_n(&f->resolved, __ATOMIC_ACQUIRE)) {
+    grape__func_cache_key = h;
+    grape__func_cache_info = f;
+    grape__func_cache_gen = __atomic_load_n(&grape__func_generation, __ATOMIC_RELAXED);
+  }
+  return f;
+}
+
+static grape_func_t* func_get_slow(const void* h, grape_handle_kind_t kind) {
   slot_t* t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
   if (__builtin_expect(t == NULL, 0)) {
     if (tables_init())
@@ -320,38 +338,26 @@ grape_func_t* grape__func_get(const void* h, grape_handle_kind_t kind) {
 
 /* ---- Capture ---- */
 
+size_t grape__capture_extra(void** extra, void* out, size_t cap) {
+  const void* buf = NULL;
+  size_t size = 0;
+  for (int i = 0; i < 16 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+      buf = extra[i + 1];
+    else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1] != NULL)
+      size = *(const size_t*)extra[i + 1];
+  }
+  if (buf == NULL || size > cap)
+    return 0;
+  memcpy(out, buf, size);
+  return size;
+}
+
 size_t grape__extra_size(void** extra) {
   for (int i = 0; i < 16 && extra[i] != CU_LAUNCH_PARAM_END; i += 2)
     if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1] != NULL)
       return *(const size_t*)extra[i + 1];
   return 0;
-}
-
-size_t grape__func_capture(const grape_func_t* f, void** kernelParams, void** extra, void* out,
-                           size_t cap) {
-  if (kernelParams == NULL && extra != NULL) {
-    /* {BUFFER_POINTER, p, BUFFER_SIZE, &size, END} in any order. */
-    const void* buf = NULL;
-    size_t size = 0;
-    for (int i = 0; i < 16 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
-      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
-        buf = extra[i + 1];
-      else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1] != NULL)
-        size = *(const size_t*)extra[i + 1];
-    }
-    if (buf == NULL || size > cap)
-      return 0;
-    memcpy(out, buf, size);
-    return size;
-  }
-  if (f == NULL || f->nparams < 0 || f->param_bytes > cap || kernelParams == NULL)
-    return 0;
-  uint8_t* o = out;
-  if (f->holes)
-    memset(o, 0, f->param_bytes);   /* alignment gaps stay defined */
-  for (int i = 0; i < f->nparams; i++)
-    memcpy(o + f->params[i].offset, kernelParams[i], f->params[i].size);
-  return f->param_bytes;
 }
 
 void grape__func_reset(int free_memory) {
@@ -379,6 +385,7 @@ void grape__func_reset(int free_memory) {
   }
   table = NULL;
   images = NULL;
+  __atomic_add_fetch(&grape__func_generation, 1, __ATOMIC_RELAXED);
   pthread_mutex_init(&init_lock, NULL);
   pthread_mutex_init(&resolve_lock, NULL);
 }

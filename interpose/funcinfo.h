@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <string.h>
+
 #include "grape/cubin.h"
 
 typedef enum grape_handle_kind_e {
@@ -44,8 +46,22 @@ typedef struct grape_func_s {
 } grape_func_t;
 
 /* Info of handle h, created on first sight and resolved on first call here.
- * Never NULL unless out of memory. Call after the launch succeeded. */
-grape_func_t* grape__func_get(const void* h, grape_handle_kind_t kind);
+ * Never NULL unless out of memory. Call after the launch succeeded.
+ * The last handle each thread asked for is cached (most launch sequences
+ * repeat a kernel), so a repeat costs a compare; a generation number drops the
+ * cache when the table is reset (fork child, tests). */
+grape_func_t* grape__func_get_slow(const void* h, grape_handle_kind_t kind);
+extern unsigned grape__func_generation;
+extern __thread const void* grape__func_cache_key __attribute__((tls_model("initial-exec")));
+extern __thread grape_func_t* grape__func_cache_info __attribute__((tls_model("initial-exec")));
+extern __thread unsigned grape__func_cache_gen __attribute__((tls_model("initial-exec")));
+
+static inline grape_func_t* grape__func_get(const void* h, grape_handle_kind_t kind) {
+  if (grape__func_cache_key == h &&
+      grape__func_cache_gen == __atomic_load_n(&grape__func_generation, __ATOMIC_RELAXED))
+    return grape__func_cache_info;
+  return grape__func_get_slow(h, kind);
+}
 
 /* Lookup without creating or resolving; NULL when unknown. */
 grape_func_t* grape__func_peek(const void* h);
@@ -67,8 +83,60 @@ void grape__image_register_parsed(const void* handle, grape_fatbin_t* fb);
  * f's layout: kernelParams[i] -> out + offset_i, or the 'extra' buffer as a
  * whole. @return bytes written (the parameter block size), or 0 when unknown or
  * too large. */
-size_t grape__func_capture(const grape_func_t* f, void** kernelParams, void** extra, void* out,
-                           size_t cap);
+
+/* The 'extra' form: {BUFFER_POINTER, p, BUFFER_SIZE, &size, END} in any order. */
+size_t grape__capture_extra(void** extra, void* out, size_t cap);
+
+/* (Inlined into the launch path.) */
+static inline __attribute__((always_inline)) size_t grape__func_capture(
+    const grape_func_t* f, void** kernelParams, void** extra, void* out, size_t cap) {
+  if (kernelParams == NULL && extra != NULL)
+    return grape__capture_extra(extra, out, cap);
+  if (f == NULL || f->nparams < 0 || f->param_bytes > cap || kernelParams == NULL)
+    return 0;
+  uint8_t* o = out;
+  if (f->holes) {
+    /* Alignment gaps stay defined. A constant size compiles to a few stores. */
+    if (f->param_bytes <= 64 && cap >= 64)
+      __builtin_memset(o, 0, 64);
+    else
+      memset(o, 0, f->param_bytes);
+  }
+  const grape_func_param_t* p = f->params;
+  int n = f->nparams;
+  /* Up to 8 parameters unrolled (a switch that falls through), more in a loop:
+   * 8- and 4-byte parameters (pointers, ints, floats) are one load and store
+   * each; a call to memcpy per parameter would cost more than the whole path. */
+#define GRAPE_COPY_PARAM(i)                                  \
+  do {                                                       \
+    uint8_t* d_ = o + p[i].offset;                           \
+    const void* s_ = kernelParams[i];                        \
+    uint32_t z_ = p[i].size;                                 \
+    if (z_ == 8)                                             \
+      __builtin_memcpy(d_, s_, 8);                           \
+    else if (z_ == 4)                                        \
+      __builtin_memcpy(d_, s_, 4);                           \
+    else                                                     \
+      memcpy(d_, s_, z_);                                    \
+  } while (0)
+  switch (n) {
+  default:
+    for (int i = 8; i < n; i++)
+      GRAPE_COPY_PARAM(i);
+    /* fall through */
+  case 8: GRAPE_COPY_PARAM(7); /* fall through */
+  case 7: GRAPE_COPY_PARAM(6); /* fall through */
+  case 6: GRAPE_COPY_PARAM(5); /* fall through */
+  case 5: GRAPE_COPY_PARAM(4); /* fall through */
+  case 4: GRAPE_COPY_PARAM(3); /* fall through */
+  case 3: GRAPE_COPY_PARAM(2); /* fall through */
+  case 2: GRAPE_COPY_PARAM(1); /* fall through */
+  case 1: GRAPE_COPY_PARAM(0); /* fall through */
+  case 0: break;
+  }
+#undef GRAPE_COPY_PARAM
+  return f->param_bytes;
+}
 
 /* Size of the parameter buffer of an 'extra' launch array (0 when absent). */
 size_t grape__extra_size(void** extra);

@@ -114,6 +114,11 @@ int grape__hook_by_gpa(const char* symbol, int version, int ptds);
  * already holds a different function (never mix two ABIs behind one wrapper). */
 void* grape__wrap(grape_slot_t slot, int h, void* real);
 
+/* The real function behind p when p is one of the shim's exported overrides
+ * (a driver whose cuGetProcAddress resolves through the global scope hands
+ * those back); p otherwise. */
+void* grape__unown(void* p);
+
 /* True when p is one of the shim's own functions (exported or wrapper). */
 int grape__is_own(const void* p);
 

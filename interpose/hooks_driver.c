@@ -41,8 +41,14 @@ static inline CUresult hook_cuGetProcAddress(grape_route_t route, grape_hook_t h
                                              void** pfn, int cudaVersion, cuuint64_t flags) {
   (void)route;
   (void)ptds;
-  if (!grape__active())
-    return real(symbol, pfn, cudaVersion, flags);
+  if (!grape__active()) {
+    /* Passing through: still never hand back the shim's own export, so that
+     * the caller does not pay for a second trip through the shim. */
+    CUresult r = real(symbol, pfn, cudaVersion, flags);
+    if (r == CUDA_SUCCESS && pfn != NULL && *pfn != NULL)
+      *pfn = grape__unown(*pfn);
+    return r;
+  }
   grape__count(&grape__counters.api_calls[h]);
   GRAPE_CALL(CUresult, real, (symbol, pfn, cudaVersion, flags));
   if (r_ == CUDA_SUCCESS && pfn != NULL)
@@ -57,8 +63,12 @@ static inline CUresult hook_cuGetProcAddress_v2(grape_route_t route, grape_hook_
                                                 CUdriverProcAddressQueryResult* symbolStatus) {
   (void)route;
   (void)ptds;
-  if (!grape__active())
-    return real(symbol, pfn, cudaVersion, flags, symbolStatus);
+  if (!grape__active()) {
+    CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
+    if (r == CUDA_SUCCESS && pfn != NULL && *pfn != NULL)
+      *pfn = grape__unown(*pfn);
+    return r;
+  }
   grape__count(&grape__counters.api_calls[h]);
   GRAPE_CALL(CUresult, real, (symbol, pfn, cudaVersion, flags, symbolStatus));
   if (r_ == CUDA_SUCCESS && pfn != NULL)
@@ -88,45 +98,41 @@ static inline CUresult hook_cuGetExportTable(grape_route_t route, grape_hook_t h
 
 /* ---- Launches ---- */
 
-static inline CUresult hook_cuLaunchKernel(grape_route_t route, grape_hook_t h, int ptds,
+static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernel(grape_route_t route, grape_hook_t h, int ptds,
                                            pfn_cuLaunchKernel real, CUfunction f, unsigned gx,
                                            unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                            unsigned bz, unsigned shm, CUstream s, void** params,
                                            void** extra) {
-  if (!grape__active())
-    return real(f, gx, gy, gz, bx, by, bz, shm, s, params, extra);
-  (void)h;
+  (void)h;   /* the caller checked grape__active() */
   GRAPE_CALL(CUresult, real, (f, gx, gy, gz, bx, by, bz, shm, s, params, extra));
   if (r_ == CUDA_SUCCESS) {
     grape_launch_t l = {f, GRAPE_FN_FUNCTION, {gx, gy, gz}, {bx, by, bz}, shm, s, ptds,
                         params, extra, 0, NULL, 0};
-    GRAPE_NO_REENTRY(grape__on_launch(route, &l));
+    grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
   }
   return r_;
 }
 
-static inline CUresult hook_cuLaunchCooperativeKernel(grape_route_t route, grape_hook_t h,
+static inline __attribute__((always_inline)) CUresult hook_cuLaunchCooperativeKernel(grape_route_t route, grape_hook_t h,
                                                       int ptds, pfn_cuLaunchCooperativeKernel real,
                                                       CUfunction f, unsigned gx, unsigned gy,
                                                       unsigned gz, unsigned bx, unsigned by,
                                                       unsigned bz, unsigned shm, CUstream s,
                                                       void** params) {
-  if (!grape__active())
-    return real(f, gx, gy, gz, bx, by, bz, shm, s, params);
-  (void)h;
+  (void)h;   /* the caller checked grape__active() */
   GRAPE_CALL(CUresult, real, (f, gx, gy, gz, bx, by, bz, shm, s, params));
   if (r_ == CUDA_SUCCESS) {
     grape_launch_t l = {f, GRAPE_FN_FUNCTION, {gx, gy, gz}, {bx, by, bz}, shm, s, ptds,
                         params, NULL, GRAPE_SIG_COOPERATIVE, NULL, 0};
-    GRAPE_NO_REENTRY(grape__on_launch(route, &l));
+    grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
   }
   return r_;
 }
 
-static inline CUresult hook_cuLaunchKernelEx(grape_route_t route, grape_hook_t h, int ptds,
+static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grape_route_t route, grape_hook_t h, int ptds,
                                              pfn_cuLaunchKernelEx real, const CUlaunchConfig* c,
                                              CUfunction f, void** params, void** extra) {
-  if (!grape__active() || c == NULL)
+  if (c == NULL)
     return real(c, f, params, extra);
   (void)h;
   GRAPE_CALL(CUresult, real, (c, f, params, extra));
@@ -138,7 +144,7 @@ static inline CUresult hook_cuLaunchKernelEx(grape_route_t route, grape_hook_t h
     for (unsigned i = 0; c->attrs && i < c->numAttrs; i++)
       if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative)
         l.flags |= GRAPE_SIG_COOPERATIVE;
-    GRAPE_NO_REENTRY(grape__on_launch(route, &l));
+    grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
   }
   return r_;
 }
@@ -323,28 +329,11 @@ static inline CUresult hook_cuMemUnmap(grape_route_t route, grape_hook_t h, int 
   GRAPE_GEN_BODY_##kind(ret, name, base, ptds, stream, params, args)
 #include "hooks.def"
 
-#define GRAPE_GEN_DRV_ENTRIES(ret, name, params, args)                                        \
-  GRAPE_EXPORT ret name params {                                                              \
-    pfn_##name real = (pfn_##name)grape__real_export(GRAPE_HOOK_##name);                      \
-    if (real == NULL)                                                                         \
-      return GRAPE_MISSING_##ret;                                                             \
-    return body_##name(GRAPE_ROUTE_DRIVER, real, GRAPE_UNPAREN args);                         \
-  }                                                                                           \
-  ret grape__w_##name##_dlsym params {                                                        \
-    pfn_##name real = (pfn_##name)__atomic_load_n(&grape__real[GRAPE_SLOT_DLSYM][GRAPE_HOOK_##name], \
-                                                  __ATOMIC_RELAXED);                          \
-    return body_##name(GRAPE_ROUTE_DLSYM, real, GRAPE_UNPAREN args);                          \
-  }                                                                                           \
-  ret grape__w_##name##_gpa params {                                                          \
-    pfn_##name real = (pfn_##name)__atomic_load_n(&grape__real[GRAPE_SLOT_GPA][GRAPE_HOOK_##name], \
-                                                  __ATOMIC_RELAXED);                          \
-    return body_##name(GRAPE_ROUTE_GPA, real, GRAPE_UNPAREN args);                            \
-  }                                                                                           \
-  ret grape__w_##name##_ep params {                                                           \
-    pfn_##name real = (pfn_##name)__atomic_load_n(&grape__real[GRAPE_SLOT_EP][GRAPE_HOOK_##name], \
-                                                  __ATOMIC_RELAXED);                          \
-    return body_##name(GRAPE_ROUTE_EP, real, GRAPE_UNPAREN args);                             \
-  }
+#define GRAPE_GEN_DRV_ENTRIES(ret, name, params, args)                                         \
+  GRAPE_GEN_ENTRY(GRAPE_EXPORT, ret, name, params, args, name, GRAPE_SLOT_EXPORT, GRAPE_ROUTE_DRIVER) \
+  GRAPE_GEN_ROUTE_ENTRY(ret, name, params, args, grape__w_##name##_dlsym, GRAPE_SLOT_DLSYM, GRAPE_ROUTE_DLSYM) \
+  GRAPE_GEN_ROUTE_ENTRY(ret, name, params, args, grape__w_##name##_gpa, GRAPE_SLOT_GPA, GRAPE_ROUTE_GPA) \
+  GRAPE_GEN_ROUTE_ENTRY(ret, name, params, args, grape__w_##name##_ep, GRAPE_SLOT_EP, GRAPE_ROUTE_EP)
 #define GRAPE_GEN_DRV_CUSTOM GRAPE_GEN_DRV_ENTRIES
 #define GRAPE_GEN_DRV_PLAIN GRAPE_GEN_DRV_ENTRIES
 #define GRAPE_GEN_DRV_SYNC_ALL GRAPE_GEN_DRV_ENTRIES
@@ -380,6 +369,29 @@ CUresult grape__w_cuCtxSynchronize_ep(void) {
   return ctx_sync((pfn_cuCtxSynchronize)grape__real[GRAPE_SLOT_EP][GRAPE_HOOK_cuCtxSynchronize]);
 }
 
+/* cuGetProcAddress[_v2]: every entry runs the hook, which also works when
+ * passing through (see hooks.def, MANUAL). */
+#define GPA_ENTRIES(name, params, args)                                                      \
+  static inline CUresult name##_entry(grape_slot_t slot, GRAPE_UNPAREN params) {             \
+    pfn_##name real = (pfn_##name)(slot == GRAPE_SLOT_EXPORT                                 \
+                                       ? grape__real_export(GRAPE_HOOK_##name)               \
+                                       : __atomic_load_n(&grape__real[slot][GRAPE_HOOK_##name], \
+                                                         __ATOMIC_RELAXED));                 \
+    if (real == NULL)                                                                        \
+      return CUDA_ERROR_NOT_FOUND;                                                           \
+    return hook_##name(GRAPE_ROUTE_DRIVER, GRAPE_HOOK_##name, 0, real, GRAPE_UNPAREN args);  \
+  }                                                                                          \
+  GRAPE_EXPORT CUresult name params { return name##_entry(GRAPE_SLOT_EXPORT, GRAPE_UNPAREN args); } \
+  CUresult grape__w_##name##_dlsym params { return name##_entry(GRAPE_SLOT_DLSYM, GRAPE_UNPAREN args); } \
+  CUresult grape__w_##name##_gpa params { return name##_entry(GRAPE_SLOT_GPA, GRAPE_UNPAREN args); } \
+  CUresult grape__w_##name##_ep params { return name##_entry(GRAPE_SLOT_EP, GRAPE_UNPAREN args); }
+GPA_ENTRIES(cuGetProcAddress, (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags),
+            (symbol, pfn, cudaVersion, flags))
+GPA_ENTRIES(cuGetProcAddress_v2,
+            (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
+             CUdriverProcAddressQueryResult* symbolStatus),
+            (symbol, pfn, cudaVersion, flags, symbolStatus))
+
 /* ---- dlsym ---- */
 
 /* Runtime row by name (a runtime symbol looked up by handle gets the override). */
@@ -401,6 +413,16 @@ GRAPE_EXPORT GRAPE_NO_SANITIZE void* dlsym(void* handle, const char* symbol) {
   if (p == NULL || symbol[0] != 'c' || symbol[1] != 'u' ||
       !((symbol[2] >= 'A' && symbol[2] <= 'Z') || (symbol[2] == 'd' && symbol[3] == 'a')))
     return p;
+  /* cuGetProcAddress always comes back as the shim's own, even when passing
+   * through (off mode, or the runtime resolving the driver inside a hook): it
+   * then swaps any of the shim's exports that the driver hands back (a driver
+   * resolving through the global scope does) for the real functions. */
+  if (strncmp(symbol, "cuGetProcAddress", 16) == 0 && !grape__is_own(p)) {
+    if (symbol[16] == '\0')
+      return (void*)cuGetProcAddress;
+    if (strcmp(symbol + 16, "_v2") == 0)
+      return (void*)cuGetProcAddress_v2;
+  }
   if (!grape__active())
     return p;
   if (grape__is_own(p))

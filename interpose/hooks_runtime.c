@@ -24,28 +24,26 @@ void* grape__route_entry(grape_slot_t slot, const char* symbol, void* p, int ver
 
 /* ---- Launches ---- */
 
-static inline cudaError_t hook_cudaLaunchKernel(grape_route_t route, grape_hook_t h, int ptds,
+static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernel(grape_route_t route, grape_hook_t h, int ptds,
                                                 pfn_cudaLaunchKernel real, const void* func,
                                                 dim3 g, dim3 b, void** args, size_t shm,
                                                 cudaStream_t s) {
   (void)h;
-  if (!grape__active())
-    return real(func, g, b, args, shm, s);
-  GRAPE_CALL(cudaError_t, real, (func, g, b, args, shm, s));
+    GRAPE_CALL(cudaError_t, real, (func, g, b, args, shm, s));
   if (r_ == cudaSuccess) {
     grape_launch_t l = {func, GRAPE_FN_RUNTIME, {g.x, g.y, g.z}, {b.x, b.y, b.z}, (uint32_t)shm,
                         s, ptds, args, NULL, 0, NULL, 0};
-    GRAPE_NO_REENTRY(grape__on_launch(route, &l));
+    grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
   }
   return r_;
 }
 
-static inline cudaError_t hook_cudaLaunchKernelExC(grape_route_t route, grape_hook_t h, int ptds,
+static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernelExC(grape_route_t route, grape_hook_t h, int ptds,
                                                    pfn_cudaLaunchKernelExC real,
                                                    const cudaLaunchConfig_t* c, const void* func,
                                                    void** args) {
   (void)h;
-  if (!grape__active() || c == NULL)
+  if (c == NULL)
     return real(c, func, args);
   GRAPE_CALL(cudaError_t, real, (c, func, args));
   if (r_ == cudaSuccess) {
@@ -56,7 +54,7 @@ static inline cudaError_t hook_cudaLaunchKernelExC(grape_route_t route, grape_ho
     for (unsigned i = 0; c->attrs && i < c->numAttrs; i++)
       if (c->attrs[i].id == cudaLaunchAttributeCooperative && c->attrs[i].val.cooperative)
         l.flags |= GRAPE_SIG_COOPERATIVE;
-    GRAPE_NO_REENTRY(grape__on_launch(route, &l));
+    grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
   }
   return r_;
 }
@@ -199,13 +197,8 @@ static inline cudaError_t hook_cudaMemsetAsync(grape_route_t route, grape_hook_t
   GRAPE_GEN_BODY_##kind(cudaError_t, name, base, ptds, stream, params, args)
 #include "hooks.def"
 
-#define GRAPE_GEN_RT_ENTRY(name, params, args)                                  \
-  GRAPE_EXPORT cudaError_t name params {                                        \
-    pfn_##name real = (pfn_##name)grape__real_export(GRAPE_HOOK_##name);        \
-    if (real == NULL)                                                           \
-      return GRAPE_MISSING_cudaError_t;                                         \
-    return body_##name(GRAPE_ROUTE_RUNTIME, real, GRAPE_UNPAREN args);          \
-  }
+#define GRAPE_GEN_RT_ENTRY(name, params, args) \
+  GRAPE_GEN_ENTRY(GRAPE_EXPORT, cudaError_t, name, params, args, name, GRAPE_SLOT_EXPORT, GRAPE_ROUTE_RUNTIME)
 #define GRAPE_GEN_RT_CUSTOM GRAPE_GEN_RT_ENTRY
 #define GRAPE_GEN_RT_PLAIN GRAPE_GEN_RT_ENTRY
 #define GRAPE_GEN_RT_SYNC_ALL GRAPE_GEN_RT_ENTRY

@@ -19,14 +19,14 @@ extern __thread int grape__depth __attribute__((tls_model("initial-exec")));
 
 /* Reads the options and sets grape__state. Touches libc only: never CUDA.
  * Safe to call from any thread, any number of times. @return the state. */
-int grape__init(void);
+__attribute__((cold, noinline)) int grape__init(void);
 
 /* Drops to passthrough for the rest of the run, logging why once. */
 void grape__disable(const char* why);
 
 /* True when a hook should do its work: the shim is on and this thread is not
  * already inside a hook (the runtime calling the driver from inside a wrapper). */
-static inline int grape__active(void) {
+static inline __attribute__((always_inline)) int grape__active(void) {
   int s = __atomic_load_n(&grape__state, __ATOMIC_RELAXED);
   if (__builtin_expect(s == GRAPE_STATE_UNINIT, 0))
     s = grape__init();

@@ -7,7 +7,11 @@
 #include <stdint.h>
 
 #include "funcinfo.h"
+#include "graphcache/fingerprint.h"
 #include "hooks.h"
+#include "internal.h"
+#include "recorder.h"
+#include <string.h>
 
 typedef struct grape_launch_s {
   const void* fn;           /* the handle the caller launched */
@@ -24,8 +28,51 @@ typedef struct grape_launch_s {
   size_t attrs_bytes;
 } grape_launch_t;
 
-/* Records launch l that came through route. Call only when grape__active(). */
-void grape__on_launch(grape_route_t route, const grape_launch_t* l);
+/* GRAPE_LOG=debug: one line per launch with its captured parameter bytes. */
+void grape__log_launch(grape_route_t route, const grape_func_t* f, const grape_launch_t* l,
+                       const uint8_t* p, size_t n);
+
+/* Records launch l that came through route. Call only when grape__active().
+ * Inlined into each launch hook: this is the per-launch path, and passing the
+ * launch through one more call costs as much as recording it. */
+static inline __attribute__((always_inline)) void grape__on_launch(grape_route_t route,
+                                                                  const grape_launch_t* l) {
+  grape__count(&grape__counters.launches[route]);
+  grape_func_t* f = grape__func_get(l->fn, (grape_handle_kind_t)l->kind);
+  grape_op_sig_t sig = {
+    .kind = GRAPE_OP_KERNEL,
+    .func = f ? f->id : (uint64_t)(uintptr_t)l->fn,
+    .grid = {l->grid[0], l->grid[1], l->grid[2]},
+    .block = {l->block[0], l->block[1], l->block[2]},
+    .shmem = l->shmem,
+    .flags = l->flags,
+  };
+  size_t need = (f && f->nparams >= 0 ? f->param_bytes : 0) + l->attrs_bytes;
+  int extra_form = l->extra != NULL && l->params == NULL;
+  if (extra_form)
+    need = grape__extra_size(l->extra) + l->attrs_bytes;
+  if (need < 64)
+    need = 64;   /* room for the constant-size clear in grape__func_capture */
+  void* h;
+  uint8_t* buf = grape__rec_reserve(grape__stream_key(l->stream, l->ptds), need, &h);
+  if (buf == NULL)
+    return;
+  size_t n = grape__func_capture(f, l->params, l->extra, buf, need);
+  if (n == 0 && (f == NULL || f->nparams < 0) && !extra_form)
+    grape__count(&grape__counters.param_unknown);
+  if (extra_form)
+    sig.flags |= GRAPE_SIG_EXTRA;
+  sig.param_bytes = (uint32_t)n;
+  if (__builtin_expect(grape__log_level() >= GRAPE_LOG_DEBUG, 0))
+    grape__log_launch(route, f, l, buf, n);
+  if (l->attrs_bytes && n + l->attrs_bytes <= need) {
+    memcpy(buf + n, l->attrs, l->attrs_bytes);
+    sig.attrs = grape__fp_bytes(l->attrs, l->attrs_bytes);
+    n += l->attrs_bytes;
+  }
+  grape__rec_commit(h, &sig, n);
+}
+
 
 /* Records an async memset / device-to-device copy of n bytes on stream. */
 void grape__on_memop(int op_kind, uint64_t n, uint32_t width, const void* stream, int ptds);

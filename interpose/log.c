@@ -39,27 +39,27 @@ int grape__expand_pid(const char* pattern, char* out, size_t cap) {
   return 0;
 }
 
-static int level_cache = -1;       /* -1: not read yet */
+int grape__log_level_cache = -1;     /* -1: not read yet */
 static int log_fd = -1;            /* -1: not opened yet; 2 when stderr */
 static long warnings;              /* warnings and errors printed so far */
 static grape_output_fn* out_fn;
 static void* out_arg;
-static __thread int in_log;
+static __thread int in_log __attribute__((tls_model("initial-exec")));
 
 void grape__log_set_output(grape_output_fn* fn, void* arg) {
   out_arg = arg;
   __atomic_store_n(&out_fn, fn, __ATOMIC_RELEASE);
 }
 
-int grape__log_level(void) {
-  int l = __atomic_load_n(&level_cache, __ATOMIC_RELAXED);
+int grape__log_level_slow(void) {
+  int l = __atomic_load_n(&grape__log_level_cache, __ATOMIC_RELAXED);
   if (__builtin_expect(l < 0, 0)) {
     if (in_log)
       return GRAPE_LOG_WARN;   /* option warning raised while reading GRAPE_LOG */
     in_log = 1;
     l = (int)grape__option_get(grape_option_log);
     in_log = 0;
-    __atomic_store_n(&level_cache, l, __ATOMIC_RELAXED);
+    __atomic_store_n(&grape__log_level_cache, l, __ATOMIC_RELAXED);
   }
   return l;
 }
@@ -142,7 +142,7 @@ void grape__log_emit(int level, const char* fmt, ...) {
 }
 
 void grape__log_reset(void) {
-  level_cache = -1;
+  grape__log_level_cache = -1;
   warnings = 0;
   /* A child keeps the parent's log file descriptor open: same file, same O_APPEND. */
 }

@@ -16,7 +16,12 @@ typedef void grape_output_fn(const char* msg, void* arg);
 void grape__log_set_output(grape_output_fn* fn, void* arg);
 
 /* Current level (GRAPE_LOG), cached after the first call. */
-int grape__log_level(void);
+int grape__log_level_slow(void);
+extern int grape__log_level_cache;   /* -1 until read */
+static inline int grape__log_level(void) {
+  int l = __atomic_load_n(&grape__log_level_cache, __ATOMIC_RELAXED);
+  return __builtin_expect(l >= 0, 1) ? l : grape__log_level_slow();
+}
 
 __attribute__((format(printf, 2, 3)))
 void grape__log_emit(int level, const char* fmt, ...);

@@ -131,6 +131,15 @@ void* grape__wrap(grape_slot_t slot, int h, void* real) {
   return grape__hooks[h].wrapper[slot];
 }
 
+void* grape__unown(void* p) {
+  for (int i = 0; i < GRAPE_HOOK_COUNT; i++)
+    if (grape__hooks[i].wrapper[GRAPE_SLOT_EXPORT] == p) {
+      void* real = grape__real_export((grape_hook_t)i);
+      return real ? real : p;
+    }
+  return p;
+}
+
 int grape__is_own(const void* p) {
   for (int i = 0; i < GRAPE_HOOK_COUNT; i++)
     for (int s = 0; s < GRAPE_SLOT_COUNT; s++)

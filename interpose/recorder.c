@@ -3,15 +3,32 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
 #include "options.h"
 
+/* A region's lock: a test-and-test-and-set spinlock that yields while taken.
+ * It is held for a few dozen instructions per op (a mutex costs more than the
+ * whole critical section), by the threads launching on one stream. */
+typedef struct spin_s {
+  int taken;
+} spin_t;
+
+static inline void spin_lock(spin_t* l) {
+  while (__atomic_exchange_n(&l->taken, 1, __ATOMIC_ACQUIRE))
+    while (__atomic_load_n(&l->taken, __ATOMIC_RELAXED))
+      sched_yield();
+}
+
+static inline void spin_unlock(spin_t* l) {
+  __atomic_store_n(&l->taken, 0, __ATOMIC_RELEASE);
+}
+
 typedef struct region_s {
-  pthread_mutex_t lock;
-  uint64_t fp;                 /* fingerprint of the ops so far */
+  spin_t lock;
   uint32_t nops, cap;          /* ops recorded, capacity of sigs/poff */
   grape_op_sig_t* sigs;
   uint32_t* poff;              /* each op's offset into params */
@@ -36,14 +53,14 @@ typedef struct path_s {
 static stream_slot_t* streams;       /* power-of-two table, allocated on first use */
 static size_t streams_mask;
 static pthread_mutex_t streams_init_lock = PTHREAD_MUTEX_INITIALIZER;
-static region_t overflow = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static region_t overflow;
 
 static pthread_mutex_t paths_lock = PTHREAD_MUTEX_INITIALIZER;
 static path_t* paths;                /* open addressing on fp; cap a power of two */
 static size_t paths_cap, paths_len;
 static grape_rec_stats_t stats;      /* under paths_lock, except ops (atomic) */
 
-static __thread char thread_stream_tag;   /* its address keys this thread's own stream */
+static __thread char thread_stream_tag __attribute__((tls_model("initial-exec")));   /* its address keys this thread's own stream */
 
 uintptr_t grape__stream_key(const void* stream, int ptds) {
   uintptr_t s = (uintptr_t)stream;
@@ -80,14 +97,32 @@ static int streams_init(void) {
 }
 
 static region_t* region_new(void) {
-  region_t* r = calloc(1, sizeof(*r));
-  if (r != NULL)
-    pthread_mutex_init(&r->lock, NULL);
+  return calloc(1, sizeof(region_t));
+}
+
+/* The stream this thread recorded on last (most threads feed one stream). The
+ * generation number drops it when the table is reset. */
+static unsigned generation = 1;
+static __thread uintptr_t cache_key __attribute__((tls_model("initial-exec")));
+static __thread region_t* cache_region __attribute__((tls_model("initial-exec")));
+static __thread unsigned cache_gen __attribute__((tls_model("initial-exec")));
+
+static region_t* region_lookup(uintptr_t key);
+
+/* The region of stream key, created on first sight. Lock-free. */
+static inline region_t* region_of(uintptr_t key) {
+  if (cache_key == key && cache_gen == __atomic_load_n(&generation, __ATOMIC_RELAXED))
+    return cache_region;
+  region_t* r = region_lookup(key);
+  if (r != &overflow) {
+    cache_key = key;
+    cache_region = r;
+    cache_gen = __atomic_load_n(&generation, __ATOMIC_RELAXED);
+  }
   return r;
 }
 
-/* The region of stream key, created on first sight. Lock-free. */
-static region_t* region_of(uintptr_t key) {
+static region_t* region_lookup(uintptr_t key) {
   stream_slot_t* t = __atomic_load_n(&streams, __ATOMIC_ACQUIRE);
   if (__builtin_expect(t == NULL, 0)) {
     if (streams_init())
@@ -145,6 +180,7 @@ static int paths_grow(void) {
 
 /* Counts region r's ops as one sighting of its path. Called with r->lock held. */
 static void path_add(region_t* r) {
+  uint64_t fp = grape__fp_ops(r->sigs, r->nops);
   pthread_mutex_lock(&paths_lock);
   stats.regions++;
   if (paths_len * 2 >= paths_cap && paths_grow()) {
@@ -153,12 +189,12 @@ static void path_add(region_t* r) {
     return;
   }
   size_t mask = paths_cap - 1;
-  size_t i = mix((uintptr_t)r->fp) & mask;
+  size_t i = mix((uintptr_t)fp) & mask;
   for (;; i = (i + 1) & mask) {
     path_t* p = &paths[i];
     if (p->nops == 0)
       break;
-    if (p->fp != r->fp)
+    if (p->fp != fp)
       continue;
     if (p->nops == r->nops && memcmp(p->sigs, r->sigs, r->nops * sizeof(*r->sigs)) == 0) {
       p->count++;
@@ -167,7 +203,7 @@ static void path_add(region_t* r) {
     }
     stats.collisions++;
     grape_log_warn_once("two different paths share fingerprint %016llx; kept apart",
-                        (unsigned long long)r->fp);
+                        (unsigned long long)fp);
   }
   path_t* p = &paths[i];
   p->sigs = malloc(r->nops * sizeof(*r->sigs));
@@ -185,7 +221,7 @@ static void path_add(region_t* r) {
   if (r->plen)
     memcpy(p->params, r->params, r->plen);
   p->plen = r->plen;
-  p->fp = r->fp;
+  p->fp = fp;
   p->nops = r->nops;
   p->count = 1;
   paths_len++;
@@ -200,7 +236,6 @@ static void region_end_locked(region_t* r) {
   path_add(r);
   r->nops = 0;
   r->plen = 0;
-  r->fp = GRAPE_FP_EMPTY;
 }
 
 static int region_reserve(region_t* r, size_t nbytes) {
@@ -229,8 +264,7 @@ static int region_reserve(region_t* r, size_t nbytes) {
   return 0;
 }
 
-int grape__rec_op(uintptr_t key, const grape_op_sig_t* sig, const void* params, size_t nbytes) {
-  region_t* r = region_of(key);
+static inline long chunk_limit(void) {
   static long chunk;
   long c = __atomic_load_n(&chunk, __ATOMIC_RELAXED);
   if (__builtin_expect(c == 0, 0)) {
@@ -239,31 +273,50 @@ int grape__rec_op(uintptr_t key, const grape_op_sig_t* sig, const void* params, 
       c = 1;
     __atomic_store_n(&chunk, c, __ATOMIC_RELAXED);
   }
-  pthread_mutex_lock(&r->lock);
+  return c;
+}
+
+void* grape__rec_reserve(uintptr_t key, size_t max_bytes, void** handle) {
+  region_t* r = region_of(key);
+  long c = chunk_limit();
+  spin_lock(&r->lock);
   if (__builtin_expect(r->nops >= (uint32_t)c, 0))
     region_end_locked(r);
-  if (__builtin_expect(region_reserve(r, nbytes) != 0, 0)) {
-    pthread_mutex_unlock(&r->lock);
+  if (__builtin_expect(region_reserve(r, max_bytes) != 0, 0)) {
+    spin_unlock(&r->lock);
     grape_log_warn_once("out of memory while recording a region; ops go unrecorded");
-    return -ENOMEM;
+    return NULL;
   }
+  *handle = r;
+  return r->params + r->plen;
+}
+
+void grape__rec_commit(void* handle, const grape_op_sig_t* sig, size_t nbytes) {
+  region_t* r = handle;
   r->sigs[r->nops] = *sig;
   r->poff[r->nops] = (uint32_t)r->plen;
-  if (nbytes)
-    memcpy(r->params + r->plen, params, nbytes);
   r->plen += nbytes;
   r->nops++;
-  r->fp = grape__fp_update(r->fp, sig);
-  pthread_mutex_unlock(&r->lock);
+  spin_unlock(&r->lock);
   __atomic_fetch_add(&stats.ops, 1, __ATOMIC_RELAXED);
+}
+
+int grape__rec_op(uintptr_t key, const grape_op_sig_t* sig, const void* params, size_t nbytes) {
+  void* h;
+  void* dst = grape__rec_reserve(key, nbytes, &h);
+  if (dst == NULL)
+    return -ENOMEM;
+  if (nbytes)
+    memcpy(dst, params, nbytes);
+  grape__rec_commit(h, sig, nbytes);
   return 0;
 }
 
 void grape__rec_end_stream(uintptr_t key) {
   region_t* r = region_of(key);
-  pthread_mutex_lock(&r->lock);
+  spin_lock(&r->lock);
   region_end_locked(r);
-  pthread_mutex_unlock(&r->lock);
+  spin_unlock(&r->lock);
 }
 
 void grape__rec_end_all(void) {
@@ -273,14 +326,14 @@ void grape__rec_end_all(void) {
       region_t* r = __atomic_load_n(&t[i].region, __ATOMIC_ACQUIRE);
       if (r == NULL)
         continue;
-      pthread_mutex_lock(&r->lock);
+      spin_lock(&r->lock);
       region_end_locked(r);
-      pthread_mutex_unlock(&r->lock);
+      spin_unlock(&r->lock);
     }
   }
-  pthread_mutex_lock(&overflow.lock);
+  spin_lock(&overflow.lock);
   region_end_locked(&overflow);
-  pthread_mutex_unlock(&overflow.lock);
+  spin_unlock(&overflow.lock);
 }
 
 static int path_cmp(const void* a, const void* b) {
@@ -322,7 +375,6 @@ static void region_clear(region_t* r, int free_memory) {
   r->params = NULL;
   r->nops = r->cap = 0;
   r->plen = r->pcap = 0;
-  r->fp = GRAPE_FP_EMPTY;
 }
 
 void grape__rec_reset(int free_memory) {
@@ -331,7 +383,6 @@ void grape__rec_reset(int free_memory) {
       region_t* r = streams[i].region;
       if (r != NULL && free_memory) {
         region_clear(r, 1);
-        pthread_mutex_destroy(&r->lock);
         free(r);
       }
     }
@@ -340,9 +391,10 @@ void grape__rec_reset(int free_memory) {
   }
   streams = NULL;
   streams_mask = 0;
+  __atomic_add_fetch(&generation, 1, __ATOMIC_RELAXED);
   pthread_mutex_init(&streams_init_lock, NULL);
   region_clear(&overflow, free_memory);
-  pthread_mutex_init(&overflow.lock, NULL);
+  overflow.lock.taken = 0;
   if (free_memory) {
     for (size_t i = 0; i < paths_cap; i++) {
       free(paths[i].sigs);

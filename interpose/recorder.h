@@ -27,6 +27,13 @@ uintptr_t grape__stream_key(const void* stream, int ptds);
  * @return 0, or -ENOMEM (the op is counted but not recorded). */
 int grape__rec_op(uintptr_t key, const grape_op_sig_t* sig, const void* params, size_t nbytes);
 
+/* The same in two steps, so that a launch's parameters are copied once,
+ * straight into the region: reserve locks stream key's region and returns room
+ * for max_bytes (NULL when out of memory: nothing is held); commit appends the
+ * op with the nbytes (<= max_bytes) written there and unlocks. */
+void* grape__rec_reserve(uintptr_t key, size_t max_bytes, void** handle);
+void grape__rec_commit(void* handle, const grape_op_sig_t* sig, size_t nbytes);
+
 /* Ends the open region of one stream / of every stream (sync points). */
 void grape__rec_end_stream(uintptr_t key);
 void grape__rec_end_all(void);
