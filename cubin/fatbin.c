@@ -467,6 +467,16 @@ static int load_bare(grape_fatbin_t* fb, const uint8_t* data, size_t size, grape
   return grape__ptx_parse(img, err);
 }
 
+/* Whether p starts with the 4 little-endian bytes of m (see grape_image_load). */
+static int has_magic(const uint8_t* p, size_t size, uint32_t m) {
+  if (size != 0 && size < 4)
+    return 0;
+  for (int i = 0; i < 4; i++)
+    if (p[i] != (uint8_t)(m >> (8 * i)))
+      return 0;
+  return 1;
+}
+
 int grape_image_load(const void* data, size_t size, grape_fatbin_t** out, grape_cubin_err_t* err) {
   const uint8_t* p = data;
   int rc;
@@ -475,9 +485,13 @@ int grape_image_load(const void* data, size_t size, grape_fatbin_t** out, grape_
     return -EINVAL;
   }
   *out = NULL;
+  /* Compared a byte at a time: with size 0 (unknown) the first mismatch stops
+   * the reads, and no magic has a NUL byte, so a short string is never overrun. */
   uint32_t magic = 0;
-  if (size == 0 || size >= 4)
-    magic = rd32(p);
+  if (has_magic(p, size, GRAPE__WRAPPER_MAGIC))
+    magic = GRAPE__WRAPPER_MAGIC;
+  else if (has_magic(p, size, GRAPE__FATBIN_MAGIC))
+    magic = GRAPE__FATBIN_MAGIC;
   grape_fatbin_t* fb = grape__fatbin_new();
   if (fb == NULL) {
     grape__cubin_errf(err, "out of memory");
@@ -499,13 +513,13 @@ int grape_image_load(const void* data, size_t size, grape_fatbin_t** out, grape_
     }
     p = inner;
     size = 0;
-    magic = rd32(p);
-    if (magic != GRAPE__FATBIN_MAGIC) {
-      grape__cubin_errf(err, "fatbin wrapper: data has wrong magic 0x%08x (want 0x%08x)", magic,
-                        GRAPE__FATBIN_MAGIC);
+    if (!has_magic(p, 0, GRAPE__FATBIN_MAGIC)) {
+      grape__cubin_errf(err, "fatbin wrapper: data does not start with the container magic "
+                        "0x%08x", GRAPE__FATBIN_MAGIC);
       rc = -ENOEXEC;
       goto fail;
     }
+    magic = GRAPE__FATBIN_MAGIC;
   }
 
   if (magic == GRAPE__FATBIN_MAGIC) {
@@ -529,7 +543,7 @@ int grape_image_load(const void* data, size_t size, grape_fatbin_t** out, grape_
     rc = own_copy(fb, p, size, &copy, err);
     if (rc == 0)
       rc = grape__fatbin_parse_into(fb, copy, size, 0, err);
-  } else if ((size == 0 || size >= 4) && memcmp(p, "\x7f" "ELF", 4) == 0) {
+  } else if (has_magic(p, size, 0x464c457fu)) {   /* "\x7fELF" */
     if (size == 0) {
       size = grape__elf_extent(p);
       if (size == 0) {
@@ -548,7 +562,7 @@ int grape_image_load(const void* data, size_t size, grape_fatbin_t** out, grape_
     /* PTX is text: it ends at its NUL (or at size). */
     size_t n = size ? strnlen((const char*)p, size) : strlen((const char*)p);
     if (n == 0) {
-      grape__cubin_errf(err, "image: zero length");
+      grape__cubin_errf(err, "image: zero length (empty, or a NUL first byte)");
       rc = -EINVAL;
       goto fail;
     }

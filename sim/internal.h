@@ -177,8 +177,8 @@ struct CUevent_st {
 
 struct CUctx_st {
   int primary;
-  unsigned flags;
-  int refs;
+  _Atomic unsigned flags;
+  _Atomic int refs;              /* read without the lock by every entry point */
 };
 
 /* ---- Graphs ---- */
@@ -234,7 +234,7 @@ struct sim_capture_s {
 typedef struct sim_state_s {
   pthread_mutex_t lock;
   pthread_cond_t done_cv;
-  int initialized;
+  _Atomic int initialized;       /* read without the lock by every entry point */
   int sync_mode;                 /* SIMCU_SYNC=1 */
   struct CUstream_st* legacy;
   struct CUstream_st* all_streams;
@@ -269,6 +269,7 @@ CUresult grape__sim_free_now(CUdeviceptr p);
 CUresult grape__sim_stream(CUstream h, int ptds, struct CUstream_st** out);
 CUresult grape__sim_submit(struct CUstream_st* s, sim_work_t* w, const sim_dep_t* extra, int nextra);
 CUresult grape__sim_wait_stream(struct CUstream_st* s);
+int grape__sim_capturing(struct CUstream_st* s);
 CUresult grape__sim_wait_all(void);
 void grape__sim_run_work(sim_work_t* w, uint64_t* clock);
 void grape__sim_work_release(sim_work_t* w);

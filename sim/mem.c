@@ -551,7 +551,7 @@ static CUresult alloc_async(CUdeviceptr* p, size_t n, CUmemoryPool pool, CUstrea
   r = grape__sim_stream(h, ptds, &s);
   if (r != CUDA_SUCCESS)
     return r;
-  if (s->cap != NULL)
+  if (grape__sim_capturing(s))
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;   /* memory nodes are not simulated */
   return dev_alloc(p, n, 0);
 }
@@ -582,7 +582,7 @@ static CUresult free_async(CUdeviceptr p, CUstream h, int ptds) {
   r = grape__sim_stream(h, ptds, &s);
   if (r != CUDA_SUCCESS)
     return r;
-  if (s->cap != NULL)
+  if (grape__sim_capturing(s))
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (!grape__sim_dev_range(p, 1))
     return CUDA_ERROR_INVALID_VALUE;
@@ -621,9 +621,9 @@ static CUresult copy(void* dst, const void* src, size_t n, int dir, CUstream h, 
   r = grape__sim_stream(h, ptds, &s);
   if (r != CUDA_SUCCESS)
     return r;
-  if (!async || s->cap != NULL) {
+  if (!async) {
     r = grape__sim_capture_check(s, 0);
-    if (r != CUDA_SUCCESS && !async)
+    if (r != CUDA_SUCCESS)
       return r;
   }
   int dst_dev = grape__sim_dev_range((CUdeviceptr)(uintptr_t)dst, n);
@@ -634,12 +634,14 @@ static CUresult copy(void* dst, const void* src, size_t n, int dir, CUstream h, 
   w.u.cp.dst = dst;
   w.u.cp.src = src;
   w.u.cp.n = n;
-  if (s->cap != NULL) {
-    if (dst_pageable || src_pageable)
-      return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;   /* graphs cannot hold pageable copies */
-    return grape__sim_capture_add(s, &w, N_MEMCPY, NULL);
-  }
-  if (async && src_pageable) {
+  pthread_mutex_lock(&grape__sim.lock);
+  int capturing = s->cap != NULL;
+  if (capturing && (dst_pageable || src_pageable))
+    s->cap->invalidated = 1;   /* a graph cannot hold a copy of pageable memory */
+  pthread_mutex_unlock(&grape__sim.lock);
+  if (capturing && (dst_pageable || src_pageable))
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (!capturing && async && src_pageable) {
     /* Pageable source: CUDA stages it before returning. */
     w.u.cp.owned = malloc(n);
     if (w.u.cp.owned == NULL)
@@ -650,7 +652,7 @@ static CUresult copy(void* dst, const void* src, size_t n, int dir, CUstream h, 
   r = grape__sim_submit(s, &w, NULL, 0);
   if (r != CUDA_SUCCESS)
     return r;
-  if (!async || dst_pageable)
+  if (!capturing && (!async || dst_pageable))
     r = grape__sim_wait_stream(s);
   return r;
 }
@@ -751,8 +753,6 @@ static CUresult memset_any(CUdeviceptr d, unsigned v, unsigned esize, size_t n, 
   w.u.ms.n = n;
   w.u.ms.height = height;
   w.u.ms.pitch = pitch;
-  if (s->cap != NULL)
-    return grape__sim_capture_add(s, &w, N_MEMSET, NULL);
   r = grape__sim_submit(s, &w, NULL, 0);
   if (r == CUDA_SUCCESS && !async)
     r = grape__sim_wait_stream(s);

@@ -225,7 +225,7 @@ static CUresult module_load(const void* image, int is_library, sim_module_t** ou
         module_free(m);
         return CUDA_ERROR_OUT_OF_MEMORY;
       }
-      if (img->kind == GRAPE_IMAGE_ELF && k->params != NULL) {
+      if (k->params != NULL) {
         f->nparams = k->nparams;
         f->poff = calloc(k->nparams ? k->nparams : 1, sizeof(uint32_t));
         f->psize = calloc(k->nparams ? k->nparams : 1, sizeof(uint32_t));
@@ -239,8 +239,8 @@ static CUresult module_load(const void* image, int is_library, sim_module_t** ou
         }
         f->param_bytes = k->param_bytes;
         f->params_known = 1;
-      } else if (img->kind == GRAPE_IMAGE_ELF && k->nparams == 0) {
-        f->params_known = 1;
+      } else if (k->nparams == 0 && k->param_bytes == 0) {
+        f->params_known = 1;   /* a kernel without parameters */
       }
       f->registers = k->registers;
       f->shared_bytes = (int)k->shared_bytes;

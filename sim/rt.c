@@ -490,6 +490,18 @@ RT_API cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* c, const v
   return launch_ex(c, func, args, 1);
 }
 
+RT_API cudaError_t cudaGetFuncBySymbol(cudaFunction_t* out, const void* symbol) {
+  RT_ENTER();
+  if (out == NULL)
+    return set_err(cudaErrorInvalidValue);
+  CUkernel k;
+  cudaError_t e = lookup_kernel(symbol, &k);
+  if (e != cudaSuccess)
+    return set_err(e);
+  *out = (cudaFunction_t)k;   /* a CUkernel serves as a CUfunction */
+  return cudaSuccess;
+}
+
 RT_API cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* a, const void* func) {
   RT_ENTER();
   if (a == NULL)

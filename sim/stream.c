@@ -9,7 +9,7 @@
  * prior work of blocking streams; an op on a blocking stream waits for prior
  * legacy work) and queues it. A stream's worker thread, started on its first
  * op, runs ops in order once their dependencies are done. With SIMCU_SYNC=1
- * the submitting thread runs the op itself, serialised by one recursive mutex.
+ * the submitting thread runs the op itself, in stream order.
  *
  * Simulated time: each stream has a clock; an op starts at the later of the
  * stream's clock and its dependencies' finish times and lasts a modelled
@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static pthread_mutex_t sync_exec = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static _Thread_local struct CUstream_st* tls_ptds;
 static pthread_key_t ptds_key;
 static pthread_once_t ptds_once = PTHREAD_ONCE_INIT;
@@ -372,17 +371,14 @@ static CUresult submit_locked(struct CUstream_st* s, sim_work_t* w, const sim_de
   return CUDA_SUCCESS;
 }
 
+/* Lock held. SIMCU_SYNC or no worker thread: the submitting thread runs the
+ * op once the stream's previous op and the op's dependencies are done. Waits
+ * only point at earlier submissions, each run by a thread that is already
+ * inside this function, so they cannot form a cycle. */
 static void run_inline_op(struct CUstream_st* s, sim_op_t* op) {
-  /* Lock held; sync_exec (recursive) serialises inline execution. */
-  pthread_mutex_unlock(&grape__sim.lock);
-  pthread_mutex_lock(&sync_exec);
-  pthread_mutex_lock(&grape__sim.lock);
-  while (!deps_done(op))
+  while (!deps_done(op) || s->completed + 1 != op->seq)
     pthread_cond_wait(&grape__sim.done_cv, &grape__sim.lock);
   execute_locked(s, op);
-  pthread_mutex_unlock(&grape__sim.lock);
-  pthread_mutex_unlock(&sync_exec);
-  pthread_mutex_lock(&grape__sim.lock);
 }
 
 CUresult grape__sim_submit(struct CUstream_st* s, sim_work_t* w, const sim_dep_t* extra,
@@ -436,6 +432,13 @@ CUresult grape__sim_wait_stream(struct CUstream_st* s) {
     pthread_cond_wait(&grape__sim.done_cv, &grape__sim.lock);
   pthread_mutex_unlock(&grape__sim.lock);
   return CUDA_SUCCESS;
+}
+
+int grape__sim_capturing(struct CUstream_st* s) {
+  pthread_mutex_lock(&grape__sim.lock);
+  int c = s->cap != NULL;
+  pthread_mutex_unlock(&grape__sim.lock);
+  return c;
 }
 
 CUresult grape__sim_wait_all(void) {

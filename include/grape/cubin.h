@@ -82,6 +82,9 @@ GRAPE_API int grape_fatbin_parse(const void* data, size_t size, grape_fatbin_t**
  * a fatbin container (0xBA55ED50), a cubin ELF, or NUL-terminated PTX text.
  * size may be 0 when unknown (cuModuleLoadData): the extent is then taken from
  * the headers (container fat_size, ELF section table, PTX terminator).
+ * Trust: a wrapper's data pointer is followed as is, and with size 0 the
+ * headers are believed (the driver does the same); with a size, every read is
+ * bounded by it.
  * @return 0 and *out, or a negative errno with err filled. */
 GRAPE_API int grape_image_load(const void* data, size_t size, grape_fatbin_t** out,
                                grape_cubin_err_t* err);
