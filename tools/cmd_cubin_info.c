@@ -137,18 +137,21 @@ static void print_json(const grape_fatbin_t* fb, const opts_t* o) {
 }
 
 static void print_text(const grape_fatbin_t* fb, const opts_t* o) {
-  size_t nimg = grape_fatbin_count(fb), shown = 0, kernels = 0, elf = 0;
+  size_t nimg = grape_fatbin_count(fb), shown = 0, kernels = 0, elf = 0, lto = 0;
+  char lto_s[48];
   for (size_t i = 0; i < nimg; i++) {
     const grape_image_t* img = grape_fatbin_image(fb, i);
     elf += img->kind == GRAPE_IMAGE_ELF;
+    lto += img->kind == GRAPE_IMAGE_LTOIR;
     if (!image_wanted(img, o))
       continue;
     shown++;
     for (uint32_t k = 0; k < img->nkernels; k++)
       kernels += kernel_matches(&img->kernels[k], o->kernel);
   }
-  printf("%s: %zu image%s (%zu cubin, %zu ptx), %zu kernel%s", o->path, nimg,
-         nimg == 1 ? "" : "s", elf, nimg - elf, grape_fatbin_kernel_count(fb),
+  snprintf(lto_s, sizeof lto_s, ", %zu ltoir", lto);
+  printf("%s: %zu image%s (%zu cubin, %zu ptx%s), %zu kernel%s", o->path, nimg,
+         nimg == 1 ? "" : "s", elf, nimg - elf - lto, lto ? lto_s : "", grape_fatbin_kernel_count(fb),
          grape_fatbin_kernel_count(fb) == 1 ? "" : "s");
   if (o->kernel || o->arch)
     printf("; %zu image%s and %zu kernel%s match", shown, shown == 1 ? "" : "s", kernels,
@@ -163,7 +166,7 @@ static void print_text(const grape_fatbin_t* fb, const opts_t* o) {
     char arch[16];
     snprintf(arch, sizeof arch, "sm_%d%s", img->arch,
              img->variant == 'a' ? "a" : img->variant == 'f' ? "f" : "");
-    const char* kind = img->kind == GRAPE_IMAGE_ELF ? "cubin" : "ptx";
+    const char* kind = img->kind == GRAPE_IMAGE_ELF ? "cubin" : grape_image_kind_name(img->kind);
     if (o->summary) {
       printf("  %5zu  %-7s  %-5s  %-11s  %10zu  %7u\n", i, arch, kind,
              grape_compression_name(img->compression), img->size, img->nkernels);
@@ -232,7 +235,7 @@ int cmd_cubin_info(int argc, char** argv) {
   }
   grape_fatbin_t* fb;
   grape_cubin_err_t err;
-  int rc = grape_fatbin_from_file_ex(o.path, GRAPE_FATBIN_NO_PAYLOADS, &fb, &err);
+  int rc = grape_fatbin_from_file_ex(o.path, GRAPE_FATBIN_NO_PAYLOADS | GRAPE_FATBIN_SCAN_DATA, &fb, &err);
   if (rc) {
     fprintf(stderr, "grape: error: %s\n", err.msg);
     return 1;

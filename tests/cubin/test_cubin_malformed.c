@@ -242,3 +242,26 @@ Test(cubin, demangle) {
   cr_expect_str_eq(s, "_Zbogus");
   free(s);
 }
+
+/* Containers embedded in data sections are found only when asked, and a
+ * decoy magic with garbage after it is skipped, not an error. */
+Test(cubin, scan_data_sections) {
+  grape_fatbin_t* fb;
+  grape_cubin_err_t err;
+  cr_assert_eq(grape_fatbin_from_file(EMBEDDED_LIB, &fb, &err), 0, "%s", err.msg);
+  cr_expect_eq(grape_fatbin_count(fb), 0);
+  grape_fatbin_free(fb);
+  cr_assert_eq(grape_fatbin_from_file_ex(EMBEDDED_LIB, GRAPE_FATBIN_SCAN_DATA, &fb, &err), 0,
+               "%s", err.msg);
+  cr_assert_eq(grape_fatbin_count(fb), 4, "%zu images", grape_fatbin_count(fb));
+  size_t lz4 = 0, zstd = 0;
+  for (size_t i = 0; i < 4; i++) {
+    const grape_image_t* img = grape_fatbin_image(fb, i);
+    lz4 += img->compression == GRAPE_COMPRESS_LZ4;
+    zstd += img->compression == GRAPE_COMPRESS_ZSTD;
+    cr_expect_eq(img->nkernels, 9);
+    cr_expect_not_null(grape_image_find_kernel(img, "_Z5k_big5big_sPi"));
+  }
+  cr_expect(lz4 == 2 && zstd == 2, "lz4 %zu zstd %zu", lz4, zstd);
+  grape_fatbin_free(fb);
+}

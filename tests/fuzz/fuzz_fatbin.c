@@ -52,6 +52,11 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     sink += touch(fb);
     grape_fatbin_free(fb);
   }
+  /* The one-image path (what a shim registering for one device uses). */
+  if (size > 0 && magic != 0x466243B1u && grape_image_load_arch(data, size, 90, &fb, &err) == 0) {
+    sink += touch(fb);
+    grape_fatbin_free(fb);
+  }
   (void)sink;
   return 0;
 }
