@@ -54,8 +54,8 @@ static inline __attribute__((always_inline)) void grape__on_launch(grape_route_t
   if (need < 64)
     need = 64;   /* room for the constant-size clear in grape__func_capture */
   void* h;
-  uint8_t* buf = grape__rec_reserve(grape__stream_key(l->stream, l->ptds), need, &h);
-  if (buf == NULL)
+  uint8_t* buf;
+  if (grape__rec_reserve(grape__stream_key(l->stream, l->ptds), need, &h, &buf) != 0)
     return;
   size_t n = grape__func_capture(f, l->params, l->extra, buf, need);
   if (n == 0 && (f == NULL || f->nparams < 0) && !extra_form)

@@ -276,7 +276,7 @@ static inline long chunk_limit(void) {
   return c;
 }
 
-void* grape__rec_reserve(uintptr_t key, size_t max_bytes, void** handle) {
+int grape__rec_reserve(uintptr_t key, size_t max_bytes, void** handle, uint8_t** dst) {
   region_t* r = region_of(key);
   long c = chunk_limit();
   spin_lock(&r->lock);
@@ -285,10 +285,11 @@ void* grape__rec_reserve(uintptr_t key, size_t max_bytes, void** handle) {
   if (__builtin_expect(region_reserve(r, max_bytes) != 0, 0)) {
     spin_unlock(&r->lock);
     grape_log_warn_once("out of memory while recording a region; ops go unrecorded");
-    return NULL;
+    return -ENOMEM;
   }
   *handle = r;
-  return r->params + r->plen;
+  *dst = r->params + r->plen;   /* NULL + 0 while nothing was captured yet */
+  return 0;
 }
 
 void grape__rec_commit(void* handle, const grape_op_sig_t* sig, size_t nbytes) {
@@ -303,8 +304,8 @@ void grape__rec_commit(void* handle, const grape_op_sig_t* sig, size_t nbytes) {
 
 int grape__rec_op(uintptr_t key, const grape_op_sig_t* sig, const void* params, size_t nbytes) {
   void* h;
-  void* dst = grape__rec_reserve(key, nbytes, &h);
-  if (dst == NULL)
+  uint8_t* dst;
+  if (grape__rec_reserve(key, nbytes, &h, &dst) != 0)
     return -ENOMEM;
   if (nbytes)
     memcpy(dst, params, nbytes);

@@ -28,10 +28,11 @@ uintptr_t grape__stream_key(const void* stream, int ptds);
 int grape__rec_op(uintptr_t key, const grape_op_sig_t* sig, const void* params, size_t nbytes);
 
 /* The same in two steps, so that a launch's parameters are copied once,
- * straight into the region: reserve locks stream key's region and returns room
- * for max_bytes (NULL when out of memory: nothing is held); commit appends the
- * op with the nbytes (<= max_bytes) written there and unlocks. */
-void* grape__rec_reserve(uintptr_t key, size_t max_bytes, void** handle);
+ * straight into the region: reserve locks stream key's region and points *dst
+ * at room for max_bytes (@return 0; -ENOMEM when out of memory, and then
+ * nothing is held); commit appends the op with the nbytes (<= max_bytes)
+ * written there and unlocks. */
+int grape__rec_reserve(uintptr_t key, size_t max_bytes, void** handle, uint8_t** dst);
 void grape__rec_commit(void* handle, const grape_op_sig_t* sig, size_t nbytes);
 
 /* Ends the open region of one stream / of every stream (sync points). */
