@@ -86,6 +86,42 @@ def case_checksum(a):
             fail(f"no regions recorded: {rep}", p)
 
 
+def case_example(a):
+    """An example of examples/: identical output without the shim, in off and in
+    observe mode; launches equal the kernels the sim ran; the routes the example
+    uses are seen; dynrnn's regions and ops follow its documented structure."""
+    name = os.path.basename(a.prog)
+    args = ["--iters", "2"] if name == "dynrnn" else []
+    base, _, sim0 = run(a, args, preload=False)
+    for mode in ("off", "observe"):
+        p, rep, sim = run(a, args, mode=mode)
+        if p.stdout != base.stdout or "checksum" not in p.stdout:
+            fail(f"{name}: output differs in {mode} mode:\n{p.stdout}\nvs\n{base.stdout}", p)
+        if sim["kernels_executed"] != sim0["kernels_executed"]:
+            fail(f"{name}: the sim ran {sim['kernels_executed']} kernels, {sim0['kernels_executed']} without the shim", p)
+    r = rep
+    if r["launches"] != sim["kernels_executed"]:
+        fail(f"{name}: launches {r['launches']} != kernels_executed {sim['kernels_executed']}", p)
+    routes = r["launches_by_route"]
+    want = {"dynrnn": ["runtime"], "beam": ["runtime", "entrypoint"], "mlp_train": ["runtime", "dlsym"]}
+    for route in want.get(name, []):
+        if routes[route] == 0:
+            fail(f"{name}: no launches seen through {route}: {routes}", p)
+    if name == "dynrnn":
+        # One region per step (it ends at the copy of the step's stats to the
+        # host); its ops: [memset on an iteration's first step] [renorm]
+        # (step_dense | compact, D2D copy, step_sparse) stats.
+        m = re.search(r"(\d+) iterations, (\d+) steps \((\d+) dense, (\d+) sparse, (\d+) renorm\)", p.stderr)
+        iters, steps, dense, sparse, renorm = map(int, m.groups())
+        if r["regions"] != steps:
+            fail(f"dynrnn: {r['regions']} regions for {steps} steps", p)
+        if r["ops"] != 2 * dense + 4 * sparse + renorm + iters:
+            fail(f"dynrnn: {r['ops']} ops", p)
+        top = r["top_paths"][0]
+        if top["ops"] != 2:
+            fail(f"dynrnn: the most frequent path should be dense (2 ops): {r['top_paths']}", p)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
