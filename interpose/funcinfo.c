@@ -360,6 +360,17 @@ size_t grape__extra_size(void** extra) {
   return 0;
 }
 
+void grape__func_each(void (*fn)(const grape_func_t* f, void* arg), void* arg) {
+  slot_t* t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+  if (t == NULL)
+    return;
+  for (size_t i = 0; i < TABLE_SIZE; i++) {
+    grape_func_t* f = __atomic_load_n(&t[i].info, __ATOMIC_ACQUIRE);
+    if (f != NULL && t[i].key == f->handle)
+      fn(f, arg);
+  }
+}
+
 void grape__func_reset(int free_memory) {
   if (free_memory && table != NULL) {
     for (size_t i = 0; i < TABLE_SIZE; i++) {

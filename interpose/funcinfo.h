@@ -138,6 +138,10 @@ static inline __attribute__((always_inline)) size_t grape__func_capture(
   return f->param_bytes;
 }
 
+/* Calls fn for every known function info once (aliases skipped). Not for the
+ * hot path: it scans the whole table (the exit report uses it). */
+void grape__func_each(void (*fn)(const grape_func_t* f, void* arg), void* arg);
+
 /* Size of the parameter buffer of an 'extra' launch array (0 when absent). */
 size_t grape__extra_size(void** extra);
 

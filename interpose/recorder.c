@@ -354,7 +354,7 @@ size_t grape__rec_stats(grape_rec_stats_t* st, grape_path_info_t* top, size_t n)
   if (all != NULL) {
     for (size_t i = 0; i < paths_cap; i++)
       if (paths[i].nops)
-        all[k++] = (grape_path_info_t){paths[i].fp, paths[i].nops, paths[i].count};
+        all[k++] = (grape_path_info_t){paths[i].fp, paths[i].nops, paths[i].count, paths[i].sigs};
     qsort(all, k, sizeof(*all), path_cmp);
     if (k > n)
       k = n;

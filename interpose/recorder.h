@@ -43,6 +43,7 @@ typedef struct grape_path_info_s {
   uint64_t fp;
   uint32_t nops;
   uint64_t count;
+  const grape_op_sig_t* sigs;   /* the path's ops (valid until grape__rec_reset) */
 } grape_path_info_t;
 
 typedef struct grape_rec_stats_s {

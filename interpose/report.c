@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "allocmap.h"
+#include "funcinfo.h"
 #include "grape/grape.h"
 #include "internal.h"
 #include "log.h"
@@ -67,6 +68,60 @@ static const char* mode_name(void) {
   }
 }
 
+/* Kernel names by function id, for the ops of the top paths. */
+typedef struct name_entry_s {
+  uint64_t id;
+  const char* name;
+} name_entry_t;
+
+typedef struct names_s {
+  name_entry_t* v;
+  size_t len, cap;
+} names_t;
+
+static void collect_name(const grape_func_t* f, void* arg) {
+  names_t* n = arg;
+  if (f->name == NULL)
+    return;
+  if (n->len == n->cap) {
+    size_t cap = n->cap ? n->cap * 2 : 256;
+    name_entry_t* v = realloc(n->v, cap * sizeof(*v));
+    if (v == NULL)
+      return;
+    n->v = v;
+    n->cap = cap;
+  }
+  n->v[n->len++] = (name_entry_t){f->id, f->demangled ? f->demangled : f->name};
+}
+
+static int name_cmp(const void* a, const void* b) {
+  const name_entry_t* x = a;
+  const name_entry_t* y = b;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static const char* name_of(const names_t* n, uint64_t id) {
+  name_entry_t key = {id, NULL};
+  const name_entry_t* e = n->len ? bsearch(&key, n->v, n->len, sizeof(key), name_cmp) : NULL;
+  return e ? e->name : NULL;
+}
+
+/* A JSON string of the op: the kernel's short name (demangled, without the
+ * parameter list and template arguments), "memset", "memcpy" or "?". */
+static void put_op_name(buf_t* b, const names_t* n, const grape_op_sig_t* s) {
+  const char* name = s->kind == GRAPE_OP_MEMSET   ? "memset"
+                     : s->kind == GRAPE_OP_MEMCPY ? "memcpy"
+                                                  : name_of(n, s->func);
+  if (name == NULL)
+    name = "?";
+  size_t len = strcspn(name, "(<");
+  put(b, "\"");
+  for (size_t i = 0; i < len && i < 120; i++)
+    if (name[i] != '"' && name[i] != '\\' && (unsigned char)name[i] >= 0x20)
+      put(b, "%c", name[i]);
+  put(b, "\"");
+}
+
 char* grape__report_json(void) {
   buf_t b = {malloc(4096), 0, 4096, 0};
   if (b.p == NULL)
@@ -100,13 +155,29 @@ char* grape__report_json(void) {
       (unsigned long long)st.collisions);
   put(&b, "\"launches_without_layout\":%ld,\"allocations_live\":%zu,\"top_paths\":[",
       __atomic_load_n(&grape__counters.param_unknown, __ATOMIC_RELAXED), grape__alloc_count());
+  names_t names = {NULL, 0, 0};
+  if (k > 0) {
+    grape__func_each(collect_name, &names);
+    if (names.len)
+      qsort(names.v, names.len, sizeof(*names.v), name_cmp);
+  }
   for (size_t i = 0; i < k; i++) {
     char hex[17];
     grape__fp_hex(top[i].fp, hex);
-    put(&b, "%s{\"fingerprint\":\"%s\",\"ops\":%u,\"count\":%llu}", i ? "," : "", hex, top[i].nops,
-        (unsigned long long)top[i].count);
+    put(&b, "%s{\"fingerprint\":\"%s\",\"ops\":%u,\"count\":%llu,\"kernels\":[", i ? "," : "", hex,
+        top[i].nops, (unsigned long long)top[i].count);
+    /* The first 16 ops name the path; longer ones end with "...". */
+    for (uint32_t j = 0; j < top[i].nops && j < 16 && top[i].sigs; j++) {
+      if (j)
+        put(&b, ",");
+      put_op_name(&b, &names, &top[i].sigs[j]);
+    }
+    if (top[i].nops > 16)
+      put(&b, ",\"...\"");
+    put(&b, "]}");
   }
   put(&b, "]}\n");
+  free(names.v);
   free(top);
   if (b.oom) {
     free(b.p);

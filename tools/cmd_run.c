@@ -291,8 +291,24 @@ static void summarise(const char* json, const char* where) {
     sscanf(p + 16, "%16[0-9a-f]", fp);
     long long ops = json_num(p, "ops"), count = json_num(p, "count");
     if (shown++ == 0)
-      fprintf(stderr, "grape: most frequent paths (fingerprint, ops, times seen):\n");
-    fprintf(stderr, "grape:   %s %6lld ops  x%lld\n", fp, ops, count);
+      fprintf(stderr, "grape: most frequent paths (fingerprint, times seen, ops):\n");
+    fprintf(stderr, "grape:   %s %6lldx  %lld ops:", fp, count, ops);
+    /* The kernel names: "kernels":["a","b",...] up to the closing bracket. */
+    const char* k = strstr(p, "\"kernels\":[");
+    const char* end = k ? strchr(k, ']') : NULL;
+    const char* next = strstr(p + 16, "{\"fingerprint\"");
+    if (k != NULL && end != NULL && (next == NULL || k < next)) {
+      int width = 0;
+      fputc(' ', stderr);
+      for (const char* q = k + 11; q < end && width < 90; q++)
+        if (*q != '"') {
+          fputc(*q == ',' ? ' ' : *q, stderr);
+          width++;
+        }
+      if (width == 0)
+        fputs(" -", stderr);
+    }
+    fputc('\n', stderr);
     p += 16;
   }
   if (where != NULL)
