@@ -118,8 +118,12 @@ def case_example(a):
         if r["ops"] != 2 * dense + 4 * sparse + renorm + iters:
             fail(f"dynrnn: {r['ops']} ops", p)
         top = r["top_paths"][0]
-        if top["ops"] != 2:
-            fail(f"dynrnn: the most frequent path should be dense (2 ops): {r['top_paths']}", p)
+        if top["kernels"] != ["step_dense", "stats"]:
+            fail(f"dynrnn: the most frequent path should be dense: {r['top_paths']}", p)
+        shape = re.compile(r"(memset )?(renorm )?(step_dense|compact memcpy step_sparse) stats")
+        for t in r["top_paths"]:
+            if not shape.fullmatch(" ".join(t["kernels"])) or len(t["kernels"]) != t["ops"]:
+                fail(f"dynrnn: path {t} is not one of the documented ones", p)
 
 
 def main():
