@@ -183,6 +183,36 @@ void grape__image_register_parsed(const void* handle, grape_fatbin_t* fb) {
   image_put(handle, NULL, fb);
 }
 
+/* SM version of the current device (90 for sm_90), or 0 when unknown: only
+ * the image this device loads is parsed (grape_image_load_arch). Asked of the
+ * driver once, after a launch or a module load, when a context exists. */
+static int device_arch(void) {
+  static int arch = -1;
+  if (arch >= 0)
+    return arch;
+  typedef CUresult (*ctx_dev_fn)(CUdevice*);
+  typedef CUresult (*attr_fn)(int*, CUdevice_attribute, CUdevice);
+  ctx_dev_fn ctx_dev = (ctx_dev_fn)grape__real_driver("cuCtxGetDevice");
+  attr_fn attr = (attr_fn)grape__real_driver("cuDeviceGetAttribute");
+  CUdevice dev;
+  int major = 0, minor = 0, rc = 1;
+  if (ctx_dev != NULL && attr != NULL)
+    GRAPE_NO_REENTRY(rc = ctx_dev(&dev) == CUDA_SUCCESS &&
+                          attr(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) == CUDA_SUCCESS &&
+                          attr(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) == CUDA_SUCCESS
+                      ? 0 : 1);
+  arch = rc == 0 ? major * 10 + minor : 0;
+  return arch;
+}
+
+int grape__image_load(const void* image, grape_fatbin_t** out, grape_cubin_err_t* err) {
+  int arch;
+  pthread_mutex_lock(&resolve_lock);
+  arch = device_arch();
+  pthread_mutex_unlock(&resolve_lock);
+  return grape_image_load_arch(image, 0, arch, out, err);
+}
+
 /* The parsed image of handle, parsing it now if needed. Under resolve_lock. */
 static grape_fatbin_t* image_get(const void* handle) {
   if (table == NULL || handle == NULL)
@@ -194,7 +224,7 @@ static grape_fatbin_t* image_get(const void* handle) {
   if (!im->tried) {
     im->tried = 1;
     grape_cubin_err_t err;
-    if (grape_image_load(im->raw, 0, &im->parsed, &err) != 0) {
+    if (grape_image_load_arch(im->raw, 0, device_arch(), &im->parsed, &err) != 0) {
       im->parsed = NULL;
       grape_log_debug("kernel image not parsed: %s", err.msg);
     }
@@ -241,10 +271,8 @@ static int layout_from_image(grape_func_t* f) {
   int rc = -1;
   for (size_t i = 0; i < grape_fatbin_count(fb) && rc != 0; i++) {
     const grape_image_t* img = grape_fatbin_image(fb, i);
-    if (img->kind != GRAPE_IMAGE_ELF)
-      continue;
     const grape_kernel_t* k = grape_image_find_kernel(img, f->name);
-    if (k == NULL)
+    if (k == NULL || (k->nparams > 0 && k->params == NULL))
       continue;
     f->params = k->nparams ? malloc(k->nparams * sizeof(*f->params)) : NULL;
     if (k->nparams && f->params == NULL)

@@ -79,6 +79,10 @@ void grape__func_alias(const void* alias, grape_handle_kind_t kind, const void* 
 void grape__image_register(const void* handle, const void* image);
 void grape__image_register_parsed(const void* handle, grape_fatbin_t* fb);
 
+/* Parses an image handed to the driver, keeping only what the current device
+ * loads (grape_image_load_arch with its SM version, when known). */
+int grape__image_load(const void* image, grape_fatbin_t** out, grape_cubin_err_t* err);
+
 /* Copies the parameters of one launch into out (capacity cap bytes) following
  * f's layout: kernelParams[i] -> out + offset_i, or the 'extra' buffer as a
  * whole. @return bytes written (the parameter block size), or 0 when unknown or

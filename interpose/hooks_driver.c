@@ -156,7 +156,7 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grap
 static void register_loaded_image(const void* handle, const void* image) {
   grape_fatbin_t* fb = NULL;
   grape_cubin_err_t err;
-  if (grape_image_load(image, 0, &fb, &err) != 0) {
+  if (grape__image_load(image, &fb, &err) != 0) {
     grape_log_debug("module image not parsed: %s", err.msg);
     return;
   }
