@@ -42,4 +42,12 @@ static inline int ex_iters(int argc, char** argv, int dflt) {
   return dflt;
 }
 
+/* 1 if flag is among the arguments. */
+static inline int ex_flag(int argc, char** argv, const char* flag) {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], flag) == 0)
+      return 1;
+  return 0;
+}
+
 #endif

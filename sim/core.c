@@ -697,8 +697,9 @@ static void write_report(void) {
 }
 
 __attribute__((destructor)) static void sim_fini(void) {
-  /* Let queued work finish so the counters describe everything submitted. */
+  /* Let queued work finish so the counters describe everything submitted,
+   * but never hang the exit on a host function that does not return. */
   if (grape__sim.initialized)
-    (void)grape__sim_wait_all();
+    grape__sim_wait_all_timed(2000);
   write_report();
 }

@@ -168,11 +168,22 @@ SIM_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode* out, CUgraph g, const C
   return r;
 }
 
+static CUresult memset_work_from(const CUDA_MEMSET_NODE_PARAMS* p, sim_work_t* out);
+static CUresult memcpy_work_from(const CUDA_MEMCPY3D* p, sim_work_t* out);
+
 SIM_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps,
                                          size_t ndeps, const CUDA_MEMSET_NODE_PARAMS* p,
                                          CUcontext ctx) {
   SIM_COUNT(cuGraphAddMemsetNode);
   (void)ctx;
+  sim_work_t w;
+  CUresult r = memset_work_from(p, &w);
+  if (r != CUDA_SUCCESS)
+    return r;
+  return add_node(out, g, deps, ndeps, N_MEMSET, &w, NULL);
+}
+
+static CUresult memset_work_from(const CUDA_MEMSET_NODE_PARAMS* p, sim_work_t* out) {
   if (p == NULL || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4) ||
       p->width == 0 || p->height == 0)
     return CUDA_ERROR_INVALID_VALUE;
@@ -186,7 +197,8 @@ SIM_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode* out, CUgraph g, const CUgr
   w.u.ms.n = p->width;
   w.u.ms.height = p->height;
   w.u.ms.pitch = pitch;
-  return add_node(out, g, deps, ndeps, N_MEMSET, &w, NULL);
+  *out = w;
+  return CUDA_SUCCESS;
 }
 
 static const void* copy_end(CUmemorytype t, const void* host, CUdeviceptr dev, size_t x) {
@@ -199,6 +211,14 @@ SIM_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* out, CUgraph g, const CUgr
                                          size_t ndeps, const CUDA_MEMCPY3D* p, CUcontext ctx) {
   SIM_COUNT(cuGraphAddMemcpyNode);
   (void)ctx;
+  sim_work_t w;
+  CUresult r = memcpy_work_from(p, &w);
+  if (r != CUDA_SUCCESS)
+    return r;
+  return add_node(out, g, deps, ndeps, N_MEMCPY, &w, NULL);
+}
+
+static CUresult memcpy_work_from(const CUDA_MEMCPY3D* p, sim_work_t* out) {
   if (p == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   if ((p->Height > 1 || p->Depth > 1) || p->srcMemoryType == CU_MEMORYTYPE_ARRAY ||
@@ -210,7 +230,8 @@ SIM_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* out, CUgraph g, const CUgr
   w.u.cp.n = p->WidthInBytes;
   if (w.u.cp.src == NULL || w.u.cp.dst == NULL)
     return CUDA_ERROR_INVALID_VALUE;
-  return add_node(out, g, deps, ndeps, N_MEMCPY, &w, NULL);
+  *out = w;
+  return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps,
@@ -579,6 +600,75 @@ SIM_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec x, CUgraphNode
   return r;
 }
 
+/* Replaces the work at node h's position in x, keeping its type. */
+static CUresult exec_set_work(CUgraphExec x, CUgraphNode h, int type, sim_work_t* w) {
+  sim_node_t* n = as_node(h);
+  if (!grape__sim_reg_has(x, K_EXEC) || n == NULL || n->g != x->src || n->id >= x->nids ||
+      n->type != type) {
+    grape__sim_work_release(w);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  pthread_mutex_lock(&grape__sim.lock);
+  sim_work_t* cur = &x->work[x->pos_of_id[n->id]];
+  grape__sim_work_release(cur);
+  *cur = *w;
+  pthread_mutex_unlock(&grape__sim.lock);
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec x, CUgraphNode h,
+                                                   const CUDA_MEMSET_NODE_PARAMS* p, CUcontext ctx) {
+  SIM_COUNT(cuGraphExecMemsetNodeSetParams);
+  (void)ctx;
+  sim_work_t w;
+  CUresult r = memset_work_from(p, &w);
+  return r != CUDA_SUCCESS ? r : exec_set_work(x, h, N_MEMSET, &w);
+}
+
+SIM_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec x, CUgraphNode h,
+                                                   const CUDA_MEMCPY3D* p, CUcontext ctx) {
+  SIM_COUNT(cuGraphExecMemcpyNodeSetParams);
+  (void)ctx;
+  sim_work_t w;
+  CUresult r = memcpy_work_from(p, &w);
+  return r != CUDA_SUCCESS ? r : exec_set_work(x, h, N_MEMCPY, &w);
+}
+
+/* Kernel node attributes (cluster dimensions, priority, ...) are accepted and
+ * remembered for reading back; they do not change how the sim runs a kernel. */
+SIM_EXPORT CUresult cuGraphKernelNodeSetAttribute(CUgraphNode h, CUkernelNodeAttrID attr,
+                                                  const CUkernelNodeAttrValue* v) {
+  SIM_COUNT(cuGraphKernelNodeSetAttribute);
+  sim_node_t* n = as_node(h);
+  if (n == NULL || n->type != N_KERNEL || v == NULL || (unsigned)attr >= 32)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (attr == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+    unsigned c = v->clusterDim.x * v->clusterDim.y * v->clusterDim.z;
+    if (c == 0 || c > 16 || n->w.u.k.grid[0] % v->clusterDim.x != 0)
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  pthread_mutex_lock(&grape__sim.lock);
+  n->attrs[attr] = *v;
+  n->attr_set |= 1u << attr;
+  pthread_mutex_unlock(&grape__sim.lock);
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuGraphKernelNodeGetAttribute(CUgraphNode h, CUkernelNodeAttrID attr,
+                                                  CUkernelNodeAttrValue* v) {
+  SIM_COUNT(cuGraphKernelNodeGetAttribute);
+  sim_node_t* n = as_node(h);
+  if (n == NULL || n->type != N_KERNEL || v == NULL || (unsigned)attr >= 32)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&grape__sim.lock);
+  if (n->attr_set & (1u << attr))
+    *v = n->attrs[attr];
+  else
+    memset(v, 0, sizeof(*v));
+  pthread_mutex_unlock(&grape__sim.lock);
+  return CUDA_SUCCESS;
+}
+
 SIM_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec x, CUgraph g, CUgraphExecUpdateResultInfo* info) {
   SIM_COUNT(cuGraphExecUpdate_v2);
   if (!grape__sim_reg_has(x, K_EXEC) || check_graph(g) != CUDA_SUCCESS)
@@ -776,6 +866,8 @@ static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, int ptds) {
   c->thread = pthread_self();
   c->id = ++grape__sim.next_capture_id;
   c->nstreams = 1;
+  c->next = grape__sim.captures;
+  grape__sim.captures = c;
   s->cap = c;
   s->ncap_deps = 0;
   grape__sim.active_captures++;

@@ -51,7 +51,7 @@ extern const char* const grape__sim_sym_names[SYM__COUNT];
 /* ---- Objects ---- */
 
 enum sim_kind_e {
-  K_STREAM = 1, K_EVENT, K_MODULE, K_FUNC, K_GRAPH, K_NODE, K_EXEC, K_POOL, K_CTX,
+  K_STREAM = 1, K_EVENT, K_MODULE, K_FUNC, K_GRAPH, K_NODE, K_EXEC, K_POOL, K_CTX, K_VMEM,
 };
 
 typedef struct sim_module_s sim_module_t;
@@ -201,6 +201,8 @@ struct sim_node_s {
   struct CUevent_st* ev;         /* event nodes */
   sim_node_t** deps;
   int ndeps;
+  unsigned attr_set;             /* bit per CUkernelNodeAttrID set on the node */
+  CUkernelNodeAttrValue attrs[32];
 };
 
 struct CUgraph_st {
@@ -227,6 +229,7 @@ struct sim_capture_s {
   int invalidated;
   unsigned long long id;
   int nstreams;                  /* streams currently in the capture */
+  struct sim_capture_s* next;    /* every capture ever begun (kept until exit) */
 };
 
 /* ---- Process state ---- */
@@ -238,6 +241,7 @@ typedef struct sim_state_s {
   int sync_mode;                 /* SIMCU_SYNC=1 */
   struct CUstream_st* legacy;
   struct CUstream_st* all_streams;
+  struct sim_capture_s* captures;
   struct CUctx_st primary;
   unsigned long long next_stream_id;
   unsigned long long next_capture_id;
@@ -271,6 +275,7 @@ CUresult grape__sim_submit(struct CUstream_st* s, sim_work_t* w, const sim_dep_t
 CUresult grape__sim_wait_stream(struct CUstream_st* s);
 int grape__sim_capturing(struct CUstream_st* s);
 CUresult grape__sim_wait_all(void);
+void grape__sim_wait_all_timed(int ms);
 void grape__sim_run_work(sim_work_t* w, uint64_t* clock);
 void grape__sim_work_release(sim_work_t* w);
 int grape__sim_work_copy(sim_work_t* dst, const sim_work_t* src);

@@ -110,6 +110,24 @@ static int arena_init(void) {
   return -ENOMEM;
 }
 
+/* mem_lock held: takes `need` bytes from the free list, first fit. */
+static int arena_carve(size_t need, uintptr_t* out) {
+  for (size_t i = 0; i < dev_free.n; i++) {
+    range_t* f = &dev_free.v[i];
+    if (f->size < need)
+      continue;
+    *out = f->base;
+    f->base += need;
+    f->size -= need;
+    if (f->size == 0)
+      tab_remove(&dev_free, i);
+    return 0;
+  }
+  return -ENOMEM;
+}
+
+static CUresult arena_return(uintptr_t base, size_t size);
+
 static CUresult dev_alloc(CUdeviceptr* out, size_t n, unsigned flags) {
   if (out == NULL)
     return CUDA_ERROR_INVALID_VALUE;
@@ -120,26 +138,23 @@ static CUresult dev_alloc(CUdeviceptr* out, size_t n, unsigned flags) {
   pthread_mutex_lock(&mem_lock);
   if (arena_init() != 0)
     goto out;
-  for (size_t i = 0; i < dev_free.n; i++) {
-    range_t* f = &dev_free.v[i];
-    if (f->size < need)
-      continue;
-    range_t a = {f->base, need, flags};
-    f->base += need;
-    f->size -= need;
-    if (f->size == 0)
-      tab_remove(&dev_free, i);
-    if (tab_insert(&dev_used, tab_lower(&dev_used, a.base), a) != 0)
-      goto out;
-    dev_bytes_used += need;
-    *out = (CUdeviceptr)a.base;
-    r = CUDA_SUCCESS;
-    break;
+  uintptr_t base;
+  if (arena_carve(need, &base) != 0)
+    goto out;
+  range_t a = {base, need, flags};
+  if (tab_insert(&dev_used, tab_lower(&dev_used, a.base), a) != 0) {
+    (void)arena_return(base, need);
+    goto out;
   }
+  dev_bytes_used += need;
+  *out = (CUdeviceptr)a.base;
+  r = CUDA_SUCCESS;
 out:
   pthread_mutex_unlock(&mem_lock);
   return r;
 }
+
+static CUresult arena_return(uintptr_t base, size_t size);
 
 CUresult grape__sim_free_now(CUdeviceptr p) {
   CUresult r = CUDA_SUCCESS;
@@ -152,6 +167,16 @@ CUresult grape__sim_free_now(CUdeviceptr p) {
   range_t a = dev_used.v[i];
   tab_remove(&dev_used, i);
   dev_bytes_used -= a.size;
+  r = arena_return(a.base, a.size);
+out:
+  pthread_mutex_unlock(&mem_lock);
+  return r;
+}
+
+/* mem_lock held: gives [base, base+size) back to the free list. */
+static CUresult arena_return(uintptr_t base, size_t size) {
+  CUresult r = CUDA_SUCCESS;
+  range_t a = {base, size, 0};
   /* Large blocks give their pages back, so the arena's resident size stays
    * close to what is allocated. */
   if (a.size >= (1u << 20))
@@ -170,8 +195,6 @@ CUresult grape__sim_free_now(CUdeviceptr p) {
   } else if (tab_insert(&dev_free, j, fr) != 0) {
     r = CUDA_ERROR_OUT_OF_MEMORY;   /* the block is lost to the arena, nothing else */
   }
-out:
-  pthread_mutex_unlock(&mem_lock);
   return r;
 }
 
@@ -801,4 +824,180 @@ SIM_EXPORT CUresult cuMemsetD2D32_v2_ptds(CUdeviceptr d, size_t pitch, unsigned 
                                           size_t h) {
   SIM_COUNT(cuMemsetD2D32_v2_ptds);
   return memset_any(d, v, 4, w, h, pitch, NULL, 1, 0);
+}
+
+/* ---- Virtual memory management (cuMemAddressReserve / cuMemCreate / cuMemMap) ----
+ *
+ * A reservation is a granularity-aligned range carved from the arena; mapping
+ * a physical handle into it makes that range a device allocation (for copies,
+ * launches and pointer attributes). The arena's own pages back every mapping,
+ * so one handle mapped at two addresses does not alias (not simulated). */
+
+#define VMM_GRAN ((size_t)2 << 20)
+
+typedef struct vres_s {
+  uintptr_t base, size;      /* the reserved, aligned range */
+  uintptr_t block, bsize;    /* what was carved for it */
+} vres_t;
+
+static vres_t* vres;
+static size_t nvres, capvres;
+
+struct sim_vmem_s {
+  size_t size;
+  int maps;
+};
+
+static long vres_find(uintptr_t p, size_t n) {
+  for (size_t i = 0; i < nvres; i++)
+    if (p >= vres[i].base && p + n <= vres[i].base + vres[i].size)
+      return (long)i;
+  return -1;
+}
+
+SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t* g, const CUmemAllocationProp* prop,
+                                                  CUmemAllocationGranularity_flags option) {
+  SIM_COUNT(cuMemGetAllocationGranularity);
+  (void)option;
+  if (g == NULL || prop == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  *g = VMM_GRAN;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment,
+                                        CUdeviceptr addr, unsigned long long flags) {
+  SIM_COUNT(cuMemAddressReserve);
+  (void)addr;   /* a hint only */
+  CUresult r = grape__sim_check_init();
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (ptr == NULL || size == 0 || size % VMM_GRAN != 0 || flags != 0 ||
+      (alignment & (alignment - 1)) != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  size_t al = alignment > VMM_GRAN ? alignment : VMM_GRAN;
+  r = CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&mem_lock);
+  uintptr_t block;
+  if (arena_init() != 0 || arena_carve(size + al, &block) != 0)
+    goto out;
+  if (nvres == capvres) {
+    size_t nc = capvres ? capvres * 2 : 16;
+    vres_t* nv = realloc(vres, nc * sizeof(*nv));
+    if (nv == NULL) {
+      (void)arena_return(block, size + al);
+      goto out;
+    }
+    vres = nv;
+    capvres = nc;
+  }
+  uintptr_t base = (block + al - 1) & ~(uintptr_t)(al - 1);
+  vres[nvres++] = (vres_t){base, size, block, size + al};
+  *ptr = (CUdeviceptr)base;
+  r = CUDA_SUCCESS;
+out:
+  pthread_mutex_unlock(&mem_lock);
+  return r;
+}
+
+SIM_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  SIM_COUNT(cuMemAddressFree);
+  CUresult r = CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&mem_lock);
+  for (size_t i = 0; i < nvres; i++) {
+    if (vres[i].base != (uintptr_t)ptr || vres[i].size != size)
+      continue;
+    int mapped = 0;
+    for (size_t j = 0; j < dev_used.n; j++)
+      mapped |= dev_used.v[j].base >= vres[i].base && dev_used.v[j].base < vres[i].base + size;
+    if (mapped)
+      break;   /* unmap first */
+    r = arena_return(vres[i].block, vres[i].bsize);
+    vres[i] = vres[--nvres];
+    break;
+  }
+  pthread_mutex_unlock(&mem_lock);
+  return r;
+}
+
+SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* h, size_t size,
+                                const CUmemAllocationProp* prop, unsigned long long flags) {
+  SIM_COUNT(cuMemCreate);
+  CUresult r = grape__sim_check_init();
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (h == NULL || prop == NULL || size == 0 || size % VMM_GRAN != 0 || flags != 0 ||
+      prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+      prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || prop->location.id != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct sim_vmem_s* v = calloc(1, sizeof(*v));
+  if (v == NULL)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  v->size = size;
+  if (grape__sim_reg_add(v, K_VMEM) != 0) {
+    free(v);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  *h = (CUmemGenericAllocationHandle)(uintptr_t)v;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
+  SIM_COUNT(cuMemRelease);
+  struct sim_vmem_s* v = (struct sim_vmem_s*)(uintptr_t)h;
+  if (!grape__sim_reg_has(v, K_VMEM))
+    return CUDA_ERROR_INVALID_VALUE;
+  grape__sim_reg_del(v);
+  free(v);   /* existing mappings stay valid until unmapped, as in CUDA */
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                             CUmemGenericAllocationHandle h, unsigned long long flags) {
+  SIM_COUNT(cuMemMap);
+  struct sim_vmem_s* v = (struct sim_vmem_s*)(uintptr_t)h;
+  if (!grape__sim_reg_has(v, K_VMEM) || flags != 0 || size == 0 || offset + size > v->size ||
+      (uintptr_t)ptr % VMM_GRAN != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&mem_lock);
+  if (vres_find((uintptr_t)ptr, size) < 0)
+    goto out;
+  size_t at = tab_lower(&dev_used, (uintptr_t)ptr);
+  if ((at > 0 && dev_used.v[at - 1].base + dev_used.v[at - 1].size > (uintptr_t)ptr) ||
+      (at < dev_used.n && dev_used.v[at].base < (uintptr_t)ptr + size))
+    goto out;   /* already mapped */
+  if (tab_insert(&dev_used, at, (range_t){(uintptr_t)ptr, size, 0}) != 0) {
+    r = CUDA_ERROR_OUT_OF_MEMORY;
+    goto out;
+  }
+  dev_bytes_used += size;
+  r = CUDA_SUCCESS;
+out:
+  pthread_mutex_unlock(&mem_lock);
+  return r;
+}
+
+SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  SIM_COUNT(cuMemUnmap);
+  (void)grape__sim_wait_all();   /* no queued work may still touch the range */
+  CUresult r = CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&mem_lock);
+  size_t at = tab_lower(&dev_used, (uintptr_t)ptr);
+  if (vres_find((uintptr_t)ptr, size) >= 0 && at < dev_used.n &&
+      dev_used.v[at].base == (uintptr_t)ptr && dev_used.v[at].size == size) {
+    tab_remove(&dev_used, at);
+    dev_bytes_used -= size;
+    r = CUDA_SUCCESS;
+  }
+  pthread_mutex_unlock(&mem_lock);
+  return r;
+}
+
+SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc,
+                                   size_t count) {
+  SIM_COUNT(cuMemSetAccess);
+  if (desc == NULL || count == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  return grape__sim_dev_range(ptr, size) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }

@@ -766,7 +766,7 @@ RT_API cudaError_t cudaMalloc(void** p, size_t n) {
   CUdeviceptr d = 0;
   cudaError_t e = RT_CALL(MemAlloc, &d, n);
   *p = e == cudaSuccess ? (void*)(uintptr_t)d : NULL;
-  return e == cudaErrorInvalidValue ? e : (e == cudaSuccess ? e : set_err(cudaErrorMemoryAllocation));
+  return e;   /* CUDA_ERROR_OUT_OF_MEMORY is cudaErrorMemoryAllocation (2) */
 }
 
 RT_API cudaError_t cudaMallocManaged(void** p, size_t n, unsigned int flags) {
@@ -781,8 +781,7 @@ RT_API cudaError_t cudaMallocManaged(void** p, size_t n, unsigned int flags) {
 
 RT_API cudaError_t cudaFree(void* p) {
   RT_ENTER();
-  cudaError_t e = RT_CALL(MemFree, (CUdeviceptr)(uintptr_t)p);
-  return e == cudaErrorInvalidValue ? set_err(cudaErrorInvalidDevicePointer) : e;
+  return RT_CALL(MemFree, (CUdeviceptr)(uintptr_t)p);
 }
 
 RT_API cudaError_t cudaMallocHost(void** p, size_t n) {

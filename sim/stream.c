@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static _Thread_local struct CUstream_st* tls_ptds;
 static pthread_key_t ptds_key;
@@ -432,6 +433,28 @@ CUresult grape__sim_wait_stream(struct CUstream_st* s) {
     pthread_cond_wait(&grape__sim.done_cv, &grape__sim.lock);
   pthread_mutex_unlock(&grape__sim.lock);
   return CUDA_SUCCESS;
+}
+
+/* As grape__sim_wait_all, but gives up after ms milliseconds (exit must not
+ * hang on a host function that never returns). */
+void grape__sim_wait_all_timed(int ms) {
+  struct timespec dl;
+  clock_gettime(CLOCK_REALTIME, &dl);
+  dl.tv_sec += ms / 1000;
+  dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (dl.tv_nsec >= 1000000000L) {
+    dl.tv_sec++;
+    dl.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&grape__sim.lock);
+  for (struct CUstream_st* t = grape__sim.all_streams; t != NULL; t = t->all_next) {
+    uint64_t target = t->submitted;
+    while (t->completed < target)
+      if (pthread_cond_timedwait(&grape__sim.done_cv, &grape__sim.lock, &dl) != 0)
+        goto out;
+  }
+out:
+  pthread_mutex_unlock(&grape__sim.lock);
 }
 
 int grape__sim_capturing(struct CUstream_st* s) {

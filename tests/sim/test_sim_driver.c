@@ -158,6 +158,7 @@ Test(sim, events_order_work_across_streams) {
   OK(cuEventRecord(e, s1));
   OK(cuStreamWaitEvent(s2, e, 0));
   OK(copyk(s2, b, a, 10));
+  usleep(20000);   /* time enough for an s2 that did not wait to finish */
   cr_assert_eq(cuEventQuery(e), CUDA_ERROR_NOT_READY);
   cr_assert_eq(cuStreamQuery(s2), CUDA_ERROR_NOT_READY, "s2 did not wait for the event");
   sem_post(&gate);
@@ -360,6 +361,13 @@ Test(sim, capture_rejects_illegal_calls) {
   cr_assert_null(g);
   OK(cuStreamIsCapturing(s, &st));
   cr_assert_eq(st, CU_STREAM_CAPTURE_STATUS_NONE);
+
+  /* Even where unsafe calls are allowed (RELAXED), the capturing stream itself
+   * cannot be synchronised. */
+  OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+  cr_assert_eq(cuStreamSynchronize(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  cr_assert_eq(cuStreamQuery(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  cr_assert_eq(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
 
   /* Legacy-stream work while a blocking stream captures. */
   OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
@@ -579,4 +587,77 @@ Test(sim, function_info_comes_from_the_image) {
   OK(cuLaunchKernel((CUfunction)k, 1, 1, 1, 1, 1, 1, 0, NULL, (void*[]){&a, &n, &m, &c}, NULL));
   OK(cuMemcpyDtoH(&h, a, 4));
   cr_assert_eq(h, 42);
+}
+
+Test(sim, virtual_memory_maps_into_reserved_ranges) {
+  CUdeviceptr base;
+  CUmemGenericAllocationHandle h;
+  size_t gran;
+  unsigned type;
+  int out[4];
+  CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                              .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+  OK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  cr_assert_eq(gran, 2u << 20);
+  OK(cuMemAddressReserve(&base, 4 * gran, 0, 0, 0));
+  cr_assert_eq(base % gran, 0);
+  cr_assert_eq(cuMemsetD32(base, 1, 4), CUDA_ERROR_INVALID_VALUE, "reserved is not mapped");
+  OK(cuMemCreate(&h, gran, &prop, 0));
+  OK(cuMemMap(base + gran, gran, 0, h, 0));
+  CUmemAccessDesc acc = {.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  OK(cuMemSetAccess(base + gran, gran, &acc, 1));
+  OK(cuMemsetD32(base + gran, 5, 4));
+  OK(muladd(NULL, base + gran, 4, 2, 1));
+  OK(cuMemcpyDtoH(out, base + gran, sizeof(out)));
+  cr_assert_eq(out[3], 11);
+  OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, base + gran + 8));
+  cr_assert_eq(type, CU_MEMORYTYPE_DEVICE);
+  cr_assert_eq(cuMemMap(base + gran, gran, 0, h, 0), CUDA_ERROR_INVALID_VALUE, "double map");
+  cr_assert_eq(cuMemAddressFree(base, 4 * gran), CUDA_ERROR_INVALID_VALUE, "still mapped");
+  OK(cuMemUnmap(base + gran, gran));
+  OK(cuMemRelease(h));
+  cr_assert_eq(cuMemcpyDtoH(out, base + gran, sizeof(out)), CUDA_ERROR_INVALID_VALUE);
+  OK(cuMemAddressFree(base, 4 * gran));
+  cr_assert_eq(cuMemRelease(h), CUDA_ERROR_INVALID_VALUE);
+}
+
+Test(sim, memset_nodes_and_node_attributes) {
+  CUstream s;
+  CUdeviceptr a;
+  CUgraph g;
+  CUgraphNode ms, k;
+  CUgraphExec x;
+  int h[4];
+  int n = 4, m = 2, c = 1;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  OK(cuMemAlloc(&a, sizeof(h)));
+  OK(cuGraphCreate(&g, 0));
+  CUDA_MEMSET_NODE_PARAMS mp = {.dst = a, .value = 3, .elementSize = 4, .width = 4, .height = 1};
+  OK(cuGraphAddMemsetNode(&ms, g, NULL, 0, &mp, NULL));
+  void* args[] = {&a, &n, &m, &c};
+  CUDA_KERNEL_NODE_PARAMS p = {.func = f_muladd, .gridDimX = 2, .gridDimY = 1, .gridDimZ = 1,
+                               .blockDimX = 2, .blockDimY = 1, .blockDimZ = 1,
+                               .kernelParams = args};
+  OK(cuGraphAddKernelNode(&k, g, &ms, 1, &p));
+  CUkernelNodeAttrValue v = {.clusterDim = {2, 1, 1}}, back;
+  OK(cuGraphKernelNodeSetAttribute(k, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v));
+  OK(cuGraphKernelNodeGetAttribute(k, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &back));
+  cr_assert_eq(back.clusterDim.x, 2);
+  v.clusterDim.x = 3;   /* does not divide the grid */
+  cr_assert_eq(cuGraphKernelNodeSetAttribute(k, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v),
+               CUDA_ERROR_INVALID_VALUE);
+  cr_assert_eq(cuGraphKernelNodeSetAttribute(ms, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v),
+               CUDA_ERROR_INVALID_VALUE, "not a kernel node");
+  OK(cuGraphInstantiate(&x, g, 0));
+  OK(cuGraphLaunch(x, s));
+  OK(cuStreamSynchronize(s));
+  OK(cuMemcpyDtoH(h, a, sizeof(h)));
+  cr_assert_eq(h[3], 7);
+  mp.value = 10;
+  OK(cuGraphExecMemsetNodeSetParams(x, ms, &mp, NULL));
+  cr_assert_eq(cuGraphExecMemsetNodeSetParams(x, k, &mp, NULL), CUDA_ERROR_INVALID_VALUE);
+  OK(cuGraphLaunch(x, s));
+  OK(cuStreamSynchronize(s));
+  OK(cuMemcpyDtoH(h, a, sizeof(h)));
+  cr_assert_eq(h[0], 21);
 }

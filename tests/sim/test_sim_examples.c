@@ -76,12 +76,12 @@ static long long count(const char* report, const char* key) {
 
 typedef struct dyn_ref_s {
   uint64_t sum;
-  long launches, steps, sparse;
+  long launches, steps, sparse, dense;
 } dyn_ref_t;
 
 static dyn_ref_t dynrnn_ref(int iters) {
   static int32_t len[RNN_B], x[RNN_B * RNN_T], W[RNN_H * RNN_H], h[2][RNN_B * RNN_H];
-  dyn_ref_t r = {EX_FNV_INIT, 0, 0, 0};
+  dyn_ref_t r = {EX_FNV_INIT, 0, 0, 0, 0};
   for (int it = 0; it < iters; it++) {
     uint64_t seed = 1000 + (uint64_t)it;
     for (int b = 0; b < RNN_B; b++)
@@ -104,6 +104,7 @@ static dyn_ref_t dynrnn_ref(int iters) {
               ? rnn_cell(W, h[cur] + b * RNN_H, x[b * RNN_T + t], j) : h[cur][b * RNN_H + j];
       if (active >= RNN_B / 2) {
         r.launches += 1;
+        r.dense++;
       } else {
         r.launches += 2;
         r.sparse++;
@@ -148,6 +149,37 @@ Test(sim_examples, dynrnn_inline_mode_and_iters) {
   run("dynrnn", "--iters 2", "SIMCU_SYNC=1", line, sizeof(line), report, sizeof(report));
   cr_assert_str_eq(line, want);
   cr_assert_eq(count(report, "kernels_executed"), ref.launches);
+}
+
+Test(sim_examples, dynrnn_own_graphs_equal_eager) {
+  need_example("dynrnn");
+  char line[256], report[16384], want[64];
+  dyn_ref_t ref = dynrnn_ref(4);
+  snprintf(want, sizeof(want), "checksum %016llx\n", (unsigned long long)ref.sum);
+  run("dynrnn", "--graph", "", line, sizeof(line), report, sizeof(report));
+  cr_assert_str_eq(line, want);
+  /* Each dense step is a captured graph of step_dense + stats. */
+  cr_assert_eq(count(report, "kernels_executed"), ref.launches);
+  cr_assert_eq(count(report, "graph_launches"), ref.dense);
+  cr_assert_eq(count(report, "graph_kernel_nodes_executed"), 2 * ref.dense);
+  /* Captured launches are still calls of cuLaunchKernel; they run as graph nodes. */
+  cr_assert_eq(count(report, "cuLaunchKernel"), ref.launches);
+  cr_assert_eq(count(report, "cuGraphLaunch"), ref.dense);
+  cr_assert_eq(count(report, "cuStreamBeginCapture_v2"), ref.dense);
+  cr_assert_eq(count(report, "cuGraphExecUpdate_v2"), ref.dense - 1);
+  cr_assert_eq(count(report, "exec_node_param_updates"), 2 * (ref.dense - 1));
+}
+
+Test(sim_examples, dynrnn_per_thread_default_stream) {
+  need_example("dynrnn_ptds");
+  char line[256], report[16384], want[64];
+  dyn_ref_t ref = dynrnn_ref(4);
+  snprintf(want, sizeof(want), "checksum %016llx\n", (unsigned long long)ref.sum);
+  run("dynrnn_ptds", "", "", line, sizeof(line), report, sizeof(report));
+  cr_assert_str_eq(line, want);
+  cr_assert_eq(count(report, "cuLaunchKernel_ptsz"), ref.launches);
+  cr_assert_eq(count(report, "cuLaunchKernel"), -1, "no launch took the legacy route");
+  cr_assert_eq(count(report, "cuStreamSynchronize_ptsz"), ref.steps);
 }
 
 /* ---- beam reference ---- */
