@@ -181,10 +181,10 @@ static int plan_job(plan_t* p, const uint8_t* data, size_t size, size_t base_off
   return 0;
 }
 
-/* Makes a section's bytes available as a region: mapped without payloads,
- * else read into memory the set owns. */
-static int plan_region(plan_t* p, grape_fatbin_t* fb, int fd, const GElf_Shdr* sh, size_t* idx,
-                       grape_cubin_err_t* err) {
+/* Makes a section's bytes available as a region: mapped (map_only, or without
+ * payloads), else read into memory the set owns. */
+static int plan_region(plan_t* p, grape_fatbin_t* fb, int fd, const GElf_Shdr* sh, int map_only,
+                       size_t* idx, grape_cubin_err_t* err) {
   if (p->nregions == p->rcap) {
     size_t cap = p->rcap ? p->rcap * 2 : 8;
     region_t* r = realloc(p->regions, cap * sizeof(*r));
@@ -201,7 +201,7 @@ static int plan_region(plan_t* p, grape_fatbin_t* fb, int fd, const GElf_Shdr* s
   r->addr = sh->sh_addr;
   r->off = sh->sh_offset;
   int rc;
-  if (p->in_place) {
+  if (p->in_place || map_only) {
     rc = map_range(fd, sh->sh_offset, sh->sh_size, &r->buf, &r->base, &r->maplen, err);
   } else {
     uint8_t* buf;
@@ -211,6 +211,20 @@ static int plan_region(plan_t* p, grape_fatbin_t* fb, int fd, const GElf_Shdr* s
   if (rc == 0)
     *idx = p->nregions++;
   return rc;
+}
+
+/* The bytes a job parses: in place without payloads, else a copy the set
+ * owns (the scanned section itself is only mapped while planning). */
+static const uint8_t* job_bytes(const plan_t* p, grape_fatbin_t* fb, const uint8_t* src,
+                                size_t len) {
+  if (p->in_place)
+    return src;
+  uint8_t* copy = malloc(len + 1);
+  if (copy == NULL || grape__fatbin_own(fb, copy))
+    return NULL;
+  memcpy(copy, src, len);
+  copy[len] = 0;
+  return copy;
 }
 
 static void plan_free(plan_t* p) {
@@ -243,7 +257,8 @@ static const uint8_t container_magic[4] = {0x50, 0xed, 0x55, 0xba};
  * and is skipped (scan_failed looks inside it again), so the scan never
  * fails the file. known: sorted file offsets of first entries already
  * planned, so nothing is listed twice. */
-static int plan_scan(plan_t* p, size_t ri, const size_t* known, size_t nknown) {
+static int plan_scan(plan_t* p, grape_fatbin_t* fb, size_t ri, const size_t* known,
+                     size_t nknown) {
   const region_t* r = &p->regions[ri];
   size_t pos = 0, len;
   while (pos + 16 <= r->size) {
@@ -256,9 +271,11 @@ static int plan_scan(plan_t* p, size_t ri, const size_t* known, size_t nknown) {
       continue;
     }
     size_t first_entry = r->off + pos + 16;
-    if (!(nknown && bsearch(&first_entry, known, nknown, sizeof(*known), cmp_size)) &&
-        plan_job(p, hit, len, r->off + pos, 1, ri, pos) != 0)
-      return -ENOMEM;
+    if (!(nknown && bsearch(&first_entry, known, nknown, sizeof(*known), cmp_size))) {
+      const uint8_t* bytes = job_bytes(p, fb, hit, len);
+      if (bytes == NULL || plan_job(p, bytes, len, r->off + pos, 1, ri, pos) != 0)
+        return -ENOMEM;
+    }
     pos += len;
   }
   return 0;
@@ -266,7 +283,8 @@ static int plan_scan(plan_t* p, size_t ri, const size_t* known, size_t nknown) {
 
 /* A candidate that did not parse: look for containers inside it, one at a
  * time on this thread (rare; real libraries have none). */
-static void scan_failed(grape_fatbin_t* fb, const region_t* r, size_t from, size_t to) {
+static void scan_failed(const plan_t* p, grape_fatbin_t* fb, const region_t* r, size_t from,
+                        size_t to) {
   size_t pos = from, len;
   while (pos + 16 <= to) {
     const uint8_t* hit = memmem(r->buf + pos, to - pos, container_magic, 4);
@@ -279,7 +297,8 @@ static void scan_failed(grape_fatbin_t* fb, const region_t* r, size_t from, size
     }
     size_t before = fb->nimages;
     grape_cubin_err_t ignored;
-    if (grape__fatbin_parse_into(fb, hit, len, r->off + pos, &ignored) == 0) {
+    const uint8_t* bytes = job_bytes(p, fb, hit, len);
+    if (bytes && grape__fatbin_parse_into(fb, bytes, len, r->off + pos, &ignored) == 0) {
       pos += len;
     } else {
       rollback(fb, before);
@@ -327,7 +346,7 @@ static int from_host_elf(grape_fatbin_t* fb, int fd, uint64_t fsize, grape_cubin
     }
     /* One job per container: they decompress in parallel. */
     size_t ri;
-    rc = plan_region(&plan, fb, fd, &fat, &ri, err);
+    rc = plan_region(&plan, fb, fd, &fat, 0, &ri, err);
     if (rc == 0)
       rc = grape__fatbin_split(plan.regions[ri].buf, fat.sh_size, fat.sh_offset, &spans, &nspans,
                                err);
@@ -366,11 +385,10 @@ static int from_host_elf(grape_fatbin_t* fb, int fd, uint64_t fsize, grape_cubin
           !(sh.sh_flags & SHF_ALLOC) || (sh.sh_flags & SHF_EXECINSTR) || sh.sh_size < 16 ||
           !in_range(fsize, sh.sh_offset, sh.sh_size) || (have_fat && sh.sh_offset == fat.sh_offset))
         continue;
-      /* Only sections holding the magic are worth keeping in memory. */
-      rc = plan_region(&plan, fb, fd, &sh, &ri, err);
+      rc = plan_region(&plan, fb, fd, &sh, 1, &ri, err);
       if (rc)
         goto out;
-      if (plan_scan(&plan, ri, known, nknown) != 0) {
+      if (plan_scan(&plan, fb, ri, known, nknown) != 0) {
         grape__cubin_errf(err, "out of memory");
         rc = -ENOMEM;
         goto out;
@@ -381,7 +399,7 @@ static int from_host_elf(grape_fatbin_t* fb, int fd, uint64_t fsize, grape_cubin
   for (size_t i = 0; rc == 0 && i < plan.njobs; i++)
     if (plan.jobs[i].optional && plan.jobs[i].rc != 0) {
       const region_t* r = &plan.regions[plan.job_region[i]];
-      scan_failed(fb, r, plan.job_pos[i] + 4, plan.job_pos[i] + plan.jobs[i].size);
+      scan_failed(&plan, fb, r, plan.job_pos[i] + 4, plan.job_pos[i] + plan.jobs[i].size);
     }
 out:
   free(known);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "grape/cubin.h"
 #include "layout.h"
@@ -333,4 +334,42 @@ Test(cubin, host_elf_through_wrappers) {
 #else
   cr_skip_test("objcopy not found");
 #endif
+}
+
+/* Containers are parsed on several threads: the images still come in file
+ * order, and a damaged container is reported as a sequential parse would. */
+Test(cubin, library_order_and_first_error) {
+  char path[512];
+  grape_fatbin_t* fb;
+  grape_cubin_err_t err;
+  snprintf(path, sizeof path, "%s/%s", KDIR, "libkernels.so");
+  cr_assert_eq(grape_fatbin_from_file(path, &fb, &err), 0, "%s", err.msg);
+  size_t n = grape_fatbin_count(fb);
+  cr_assert_geq(n, 4);
+  for (size_t i = 1; i < n; i++)
+    cr_expect_lt(grape_fatbin_image(fb, i - 1)->offset, grape_fatbin_image(fb, i)->offset,
+                 "image %zu out of file order", i);
+  /* The runtime's container comes first, ours last: damage one entry in each. */
+  size_t bad2 = grape_fatbin_image(fb, 1)->offset, bad1 = grape_fatbin_image(fb, n - 1)->offset;
+  cr_assert_eq(grape_fatbin_image(fb, 1)->nkernels, 0);
+  cr_assert_gt(grape_fatbin_image(fb, n - 1)->nkernels, 0);
+  grape_fatbin_free(fb);
+
+  /* The earlier container's error is reported, whichever thread got there first. */
+  size_t size;
+  uint8_t* lib = slurp("libkernels.so", &size);
+  lib[bad1] = 9;
+  lib[bad2] = 7;
+  char tmp[] = "/tmp/grape_test_libXXXXXX";
+  int fd = mkstemp(tmp);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(write(fd, lib, size), (ssize_t)size);
+  close(fd);
+  free(lib);
+  int rc = grape_fatbin_from_file(tmp, &fb, &err);
+  unlink(tmp);
+  cr_expect_eq(rc, -ENOTSUP, "%s", err.msg);
+  char want[64];
+  snprintf(want, sizeof want, "entry at 0x%zx: unknown kind 7", bad2);
+  cr_expect(strstr(err.msg, want) != NULL, "'%s' lacks '%s'", err.msg, want);
 }
