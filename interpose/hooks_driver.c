@@ -149,6 +149,41 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grap
   return r_;
 }
 
+/* ---- The program's own stream capture ---- */
+
+/* Begin: the stream's region ends first (its ops must not mix with captured
+ * work), then while any capture is open each launch asks whether its stream
+ * is capturing. */
+static inline CUresult hook_cuStreamBeginCapture_v2(grape_route_t route, grape_hook_t h, int ptds,
+                                                    pfn_cuStreamBeginCapture_v2 real, CUstream s,
+                                                    CUstreamCaptureMode mode) {
+  (void)route;
+  if (!grape__active())
+    return real(s, mode);
+  grape__count(&grape__counters.api_calls[h]);
+  grape__rec_end_stream(grape__stream_key(s, ptds));
+  GRAPE_CALL(CUresult, real, (s, mode));
+  if (r_ == CUDA_SUCCESS)
+    __atomic_add_fetch(&grape__captures, 1, __ATOMIC_RELAXED);
+  return r_;
+}
+
+static inline CUresult hook_cuStreamEndCapture(grape_route_t route, grape_hook_t h, int ptds,
+                                               pfn_cuStreamEndCapture real, CUstream s, CUgraph* g) {
+  (void)route;
+  (void)ptds;
+  if (!grape__active())
+    return real(s, g);
+  grape__count(&grape__counters.api_calls[h]);
+  GRAPE_CALL(CUresult, real, (s, g));
+  /* The capture is over whether or not it succeeded (invalidated, unjoined). */
+  int n = __atomic_load_n(&grape__captures, __ATOMIC_RELAXED);
+  while (n > 0 && !__atomic_compare_exchange_n(&grape__captures, &n, n - 1, 0, __ATOMIC_RELAXED,
+                                               __ATOMIC_RELAXED))
+    ;
+  return r_;
+}
+
 /* ---- Modules and functions ---- */
 
 /* Images handed to the driver may be freed right after the load, so they are

@@ -73,6 +73,38 @@ static inline cudaError_t hook___cudaGetKernel(grape_route_t route, grape_hook_t
   return r_;
 }
 
+/* ---- The program's own stream capture (see hooks_driver.c) ---- */
+
+static inline cudaError_t hook_cudaStreamBeginCapture(grape_route_t route, grape_hook_t h, int ptds,
+                                                      pfn_cudaStreamBeginCapture real,
+                                                      cudaStream_t s, enum cudaStreamCaptureMode mode) {
+  (void)route;
+  if (!grape__active())
+    return real(s, mode);
+  grape__count(&grape__counters.api_calls[h]);
+  grape__rec_end_stream(grape__stream_key(s, ptds));
+  GRAPE_CALL(cudaError_t, real, (s, mode));
+  if (r_ == cudaSuccess)
+    __atomic_add_fetch(&grape__captures, 1, __ATOMIC_RELAXED);
+  return r_;
+}
+
+static inline cudaError_t hook_cudaStreamEndCapture(grape_route_t route, grape_hook_t h, int ptds,
+                                                    pfn_cudaStreamEndCapture real, cudaStream_t s,
+                                                    cudaGraph_t* g) {
+  (void)route;
+  (void)ptds;
+  if (!grape__active())
+    return real(s, g);
+  grape__count(&grape__counters.api_calls[h]);
+  GRAPE_CALL(cudaError_t, real, (s, g));
+  int n = __atomic_load_n(&grape__captures, __ATOMIC_RELAXED);
+  while (n > 0 && !__atomic_compare_exchange_n(&grape__captures, &n, n - 1, 0, __ATOMIC_RELAXED,
+                                               __ATOMIC_RELAXED))
+    ;
+  return r_;
+}
+
 /* ---- Driver entry points ---- */
 
 static inline cudaError_t hook_cudaGetDriverEntryPoint(grape_route_t route, grape_hook_t h,

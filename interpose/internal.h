@@ -46,7 +46,16 @@ typedef struct grape_counters_s {
   long launches[GRAPE_ROUTE_COUNT];   /* kernel launches by route */
   long api_calls[GRAPE_HOOK_COUNT];   /* calls seen per hooked symbol (active only) */
   long param_unknown;                 /* launches whose parameter layout was unknown */
+  long captured;                      /* launches into the program's own stream capture */
 } grape_counters_t;
+
+/* Stream captures the program has begun and not ended (all threads). While it
+ * is non-zero, each launch asks the driver whether its stream is capturing. */
+extern int grape__captures;
+
+/* True when stream (as a launch names it) is being captured by the program:
+ * then its work is neither counted as launches nor recorded. */
+int grape__stream_capturing(const void* stream, int ptds);
 
 extern grape_counters_t grape__counters;
 

@@ -38,6 +38,8 @@ void grape__log_launch(grape_route_t route, const grape_func_t* f, const grape_l
 }
 
 void grape__on_memop(int op_kind, uint64_t n, uint32_t width, const void* stream, int ptds) {
+  if (__atomic_load_n(&grape__captures, __ATOMIC_RELAXED) > 0 && grape__stream_capturing(stream, ptds))
+    return;
   grape_op_sig_t sig = {.kind = (uint32_t)op_kind, .func = n, .grid = {width, 0, 0}};
   grape__rec_op(grape__stream_key(stream, ptds), &sig, NULL, 0);
 }

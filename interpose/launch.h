@@ -37,6 +37,11 @@ void grape__log_launch(grape_route_t route, const grape_func_t* f, const grape_l
  * launch through one more call costs as much as recording it. */
 static inline __attribute__((always_inline)) void grape__on_launch(grape_route_t route,
                                                                   const grape_launch_t* l) {
+  if (__builtin_expect(__atomic_load_n(&grape__captures, __ATOMIC_RELAXED) > 0, 0) &&
+      grape__stream_capturing(l->stream, l->ptds)) {
+    grape__count(&grape__counters.captured);   /* the program's own graph: not ours */
+    return;
+  }
   grape__count(&grape__counters.launches[route]);
   grape_func_t* f = grape__func_get(l->fn, (grape_handle_kind_t)l->kind);
   grape_op_sig_t sig = {

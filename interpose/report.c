@@ -153,8 +153,9 @@ char* grape__report_json(void) {
   put(&b, "},\"regions\":%llu,\"paths\":%llu,\"ops\":%llu,\"fingerprint_collisions\":%llu,",
       (unsigned long long)st.regions, (unsigned long long)st.paths, (unsigned long long)st.ops,
       (unsigned long long)st.collisions);
-  put(&b, "\"launches_without_layout\":%ld,\"allocations_live\":%zu,\"top_paths\":[",
-      __atomic_load_n(&grape__counters.param_unknown, __ATOMIC_RELAXED), grape__alloc_count());
+  put(&b, "\"launches_without_layout\":%ld,\"launches_captured\":%ld,\"allocations_live\":%zu,\"top_paths\":[",
+      __atomic_load_n(&grape__counters.param_unknown, __ATOMIC_RELAXED),
+      __atomic_load_n(&grape__counters.captured, __ATOMIC_RELAXED), grape__alloc_count());
   names_t names = {NULL, 0, 0};
   if (k > 0) {
     grape__func_each(collect_name, &names);

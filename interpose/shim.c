@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "allocmap.h"
+#include "real.h"
 #include "funcinfo.h"
 #include "recorder.h"
 #include "report.h"
@@ -23,6 +24,24 @@ int grape__state = GRAPE_STATE_UNINIT;
 int grape__mode = GRAPE_MODE_OBSERVE;
 __thread int grape__depth __attribute__((tls_model("initial-exec")));
 grape_counters_t grape__counters;
+int grape__captures;
+
+int grape__stream_capturing(const void* stream, int ptds) {
+  typedef CUresult (*is_capturing_fn)(CUstream, CUstreamCaptureStatus*);
+  static is_capturing_fn fn;
+  if (fn == NULL) {
+    fn = (is_capturing_fn)grape__real_driver("cuStreamIsCapturing");
+    if (fn == NULL)
+      return 0;
+  }
+  CUstream s = (CUstream)stream;
+  if (s == NULL && ptds)
+    s = CU_STREAM_PER_THREAD;
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUresult rc;
+  GRAPE_NO_REENTRY(rc = fn(s, &st));
+  return rc == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -64,6 +83,7 @@ void grape__disable(const char* why) {
 
 void grape__reset_child(void) {
   memset(&grape__counters, 0, sizeof(grape__counters));
+  grape__captures = 0;
   grape__rec_reset(0);
   grape__func_reset(0);
   grape__alloc_reset(0);

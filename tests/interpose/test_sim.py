@@ -126,6 +126,24 @@ def case_example(a):
                 fail(f"dynrnn: path {t} is not one of the documented ones", p)
 
 
+def case_graph(a):
+    """dynrnn --graph: the program's own stream captures pass through. Launches
+    into a capture are not counted as launches (launches_captured), so the
+    report's launches are the kernels the sim ran outside graphs."""
+    args = ["--iters", "2", "--graph"]
+    base, _, _ = run(a, ["--iters", "2"], preload=False)
+    p, r, sim = run(a, args)
+    if p.stdout != base.stdout:
+        fail("--graph output differs under the shim", p)
+    m = re.search(r"(\d+) dense", p.stderr)
+    dense = int(m.group(1))
+    if r["launches"] + sim["graph_kernel_nodes_executed"] != sim["kernels_executed"]:
+        fail(f"launches {r['launches']} + graph nodes {sim['graph_kernel_nodes_executed']} != "
+             f"kernels_executed {sim['kernels_executed']}", p)
+    if r["launches_captured"] != 2 * dense or r["api_calls"].get("cudaStreamBeginCapture") != dense:
+        fail(f"captured {r['launches_captured']}, {dense} dense steps: {r['api_calls']}", p)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
