@@ -240,7 +240,11 @@ static void mode_fork(int n) {
     check(cudaLaunchKernel(&k_abc, g, b, abc_args, 0, 0) == cudaSuccess, "parent launch");
 }
 
+int fake_ctor_ran(void);   /* fake/ctor_lib.c: 1 when its constructor launched */
+
 int main(int argc, char** argv) {
+  if (getenv("ROUTES_CTOR") != NULL && !fake_ctor_ran())
+    return 3;
   if (argc < 2) {
     fprintf(stderr, "usage: routes all|structure|params|threads|fork [N]\n");
     return 2;

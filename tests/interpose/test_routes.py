@@ -151,6 +151,15 @@ def case_badopt(a):
         fail("graph mode must say once that it runs as observe", p)
 
 
+def case_ctor(a):
+    """A library constructor launches before main (and maybe before the shim's
+    own constructor ran): the launch is counted like any other."""
+    p, reports = run(a.routes, ["structure"], a.preload, {"ROUTES_CTOR": "1"})
+    r = only_report(p, reports)
+    if r["launches"] != 16 or kernels(p) != 16:
+        fail(f"launches {r['launches']}, kernels {kernels(p)}: want 15 + 1 from the constructor", p)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
