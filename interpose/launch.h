@@ -44,40 +44,41 @@ static inline __attribute__((always_inline)) void grape__on_launch(grape_route_t
   }
   grape__count(&grape__counters.launches[route]);
   grape_func_t* f = grape__func_get(l->fn, (grape_handle_kind_t)l->kind);
-  grape_op_sig_t sig = {
-    .kind = GRAPE_OP_KERNEL,
-    .func = f ? f->id : (uint64_t)(uintptr_t)l->fn,
-    .grid = {l->grid[0], l->grid[1], l->grid[2]},
-    .block = {l->block[0], l->block[1], l->block[2]},
-    .shmem = l->shmem,
-    .flags = l->flags,
-  };
-  size_t need = (f && f->nparams >= 0 ? f->param_bytes : 0) + l->attrs_bytes;
   int extra_form = l->extra != NULL && l->params == NULL;
-  if (extra_form)
-    need = grape__extra_size(l->extra) + l->attrs_bytes;
+  size_t need = extra_form ? grape__extra_size(l->extra) : f && f->nparams >= 0 ? f->param_bytes : 0;
+  need += l->attrs_bytes;
   if (need < 64)
     need = 64;   /* room for the constant-size clear in grape__func_capture */
-  void* h;
+  grape_op_sig_t* sig;
   uint8_t* buf;
-  if (grape__rec_reserve(grape__stream_key(l->stream, l->ptds), need, &h, &buf) != 0)
+  grape_region_t* r = grape__rec_begin(grape__stream_key(l->stream, l->ptds), need, &sig, &buf);
+  if (r == NULL)
     return;
   size_t n = grape__func_capture(f, l->params, l->extra, buf, need);
   if (n == 0 && (f == NULL || f->nparams < 0) && !extra_form)
     grape__count(&grape__counters.param_unknown);
-  if (extra_form)
-    sig.flags |= GRAPE_SIG_EXTRA;
-  sig.param_bytes = (uint32_t)n;
+  /* The signature is written in place, in the region's array. */
+  sig->kind = GRAPE_OP_KERNEL;
+  sig->param_bytes = (uint32_t)n;
+  sig->func = f ? f->id : (uint64_t)(uintptr_t)l->fn;
+  sig->grid[0] = l->grid[0];
+  sig->grid[1] = l->grid[1];
+  sig->grid[2] = l->grid[2];
+  sig->block[0] = l->block[0];
+  sig->block[1] = l->block[1];
+  sig->block[2] = l->block[2];
+  sig->shmem = l->shmem;
+  sig->flags = l->flags | (extra_form ? GRAPE_SIG_EXTRA : 0);
+  sig->attrs = 0;
   if (__builtin_expect(grape__log_level() >= GRAPE_LOG_DEBUG, 0))
     grape__log_launch(route, f, l, buf, n);
   if (l->attrs_bytes && n + l->attrs_bytes <= need) {
     memcpy(buf + n, l->attrs, l->attrs_bytes);
-    sig.attrs = grape__fp_bytes(l->attrs, l->attrs_bytes);
+    sig->attrs = grape__fp_bytes(l->attrs, l->attrs_bytes);
     n += l->attrs_bytes;
   }
-  grape__rec_commit(h, &sig, n);
+  grape__rec_commit(r, n);
 }
-
 
 /* Records an async memset / device-to-device copy of n bytes on stream. */
 void grape__on_memop(int op_kind, uint64_t n, uint32_t width, const void* stream, int ptds);

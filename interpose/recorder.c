@@ -10,35 +10,9 @@
 #include "log.h"
 #include "options.h"
 
-/* A region's lock: a test-and-test-and-set spinlock that yields while taken.
- * It is held for a few dozen instructions per op (a mutex costs more than the
- * whole critical section), by the threads launching on one stream. */
-typedef struct spin_s {
-  int taken;
-} spin_t;
-
-static inline void spin_lock(spin_t* l) {
-  while (__atomic_exchange_n(&l->taken, 1, __ATOMIC_ACQUIRE))
-    while (__atomic_load_n(&l->taken, __ATOMIC_RELAXED))
-      sched_yield();
-}
-
-static inline void spin_unlock(spin_t* l) {
-  __atomic_store_n(&l->taken, 0, __ATOMIC_RELEASE);
-}
-
-typedef struct region_s {
-  spin_t lock;
-  uint32_t nops, cap;          /* ops recorded, capacity of sigs/poff */
-  grape_op_sig_t* sigs;
-  uint32_t* poff;              /* each op's offset into params */
-  uint8_t* params;             /* captured parameter bytes */
-  size_t plen, pcap;
-} region_t;
-
 typedef struct stream_slot_s {
   uintptr_t key;               /* 0 = free; claimed by CAS, never freed */
-  region_t* region;            /* published after the key (release) */
+  grape_region_t* region;            /* published after the key (release) */
 } stream_slot_t;
 
 typedef struct path_s {
@@ -53,7 +27,7 @@ typedef struct path_s {
 static stream_slot_t* streams;       /* power-of-two table, allocated on first use */
 static size_t streams_mask;
 static pthread_mutex_t streams_init_lock = PTHREAD_MUTEX_INITIALIZER;
-static region_t overflow;
+static grape_region_t overflow;
 
 static pthread_mutex_t paths_lock = PTHREAD_MUTEX_INITIALIZER;
 static path_t* paths;                /* open addressing on fp; cap a power of two */
@@ -96,33 +70,34 @@ static int streams_init(void) {
   return streams ? 0 : -ENOMEM;
 }
 
-static region_t* region_new(void) {
-  return calloc(1, sizeof(region_t));
+static grape_region_t* region_new(void) {
+  return calloc(1, sizeof(grape_region_t));
 }
 
-/* The stream this thread recorded on last (most threads feed one stream). The
- * generation number drops it when the table is reset. */
-static unsigned generation = 1;
-static __thread uintptr_t cache_key __attribute__((tls_model("initial-exec")));
-static __thread region_t* cache_region __attribute__((tls_model("initial-exec")));
-static __thread unsigned cache_gen __attribute__((tls_model("initial-exec")));
+/* The per-thread cache of the last stream (recorder.h). */
+unsigned grape__rec_generation = 1;
+__thread uintptr_t grape__rec_cache_key __attribute__((tls_model("initial-exec")));
+__thread grape_region_t* grape__rec_cache_region __attribute__((tls_model("initial-exec")));
+__thread unsigned grape__rec_cache_gen __attribute__((tls_model("initial-exec")));
+long grape__rec_chunk;
 
-static region_t* region_lookup(uintptr_t key);
+static grape_region_t* region_lookup(uintptr_t key);
 
-/* The region of stream key, created on first sight. Lock-free. */
-static inline region_t* region_of(uintptr_t key) {
-  if (cache_key == key && cache_gen == __atomic_load_n(&generation, __ATOMIC_RELAXED))
-    return cache_region;
-  region_t* r = region_lookup(key);
+grape_region_t* grape__rec_region_slow(uintptr_t key) {
+  grape_region_t* r = region_lookup(key);
   if (r != &overflow) {
-    cache_key = key;
-    cache_region = r;
-    cache_gen = __atomic_load_n(&generation, __ATOMIC_RELAXED);
+    grape__rec_cache_key = key;
+    grape__rec_cache_region = r;
+    grape__rec_cache_gen = __atomic_load_n(&grape__rec_generation, __ATOMIC_RELAXED);
   }
   return r;
 }
 
-static region_t* region_lookup(uintptr_t key) {
+static inline grape_region_t* region_of(uintptr_t key) {
+  return grape__rec_region(key);
+}
+
+static grape_region_t* region_lookup(uintptr_t key) {
   stream_slot_t* t = __atomic_load_n(&streams, __ATOMIC_ACQUIRE);
   if (__builtin_expect(t == NULL, 0)) {
     if (streams_init())
@@ -137,7 +112,7 @@ static region_t* region_lookup(uintptr_t key) {
       uintptr_t expected = 0;
       if (__atomic_compare_exchange_n(&t[i].key, &expected, key, 0, __ATOMIC_ACQ_REL,
                                       __ATOMIC_ACQUIRE)) {
-        region_t* r = region_new();
+        grape_region_t* r = region_new();
         if (r == NULL)
           r = &overflow;
         __atomic_store_n(&t[i].region, r, __ATOMIC_RELEASE);
@@ -146,7 +121,7 @@ static region_t* region_lookup(uintptr_t key) {
       k = expected;
     }
     if (k == key) {
-      region_t* r;
+      grape_region_t* r;
       while ((r = __atomic_load_n(&t[i].region, __ATOMIC_ACQUIRE)) == NULL)
         ;   /* the claiming thread is allocating it */
       return r;
@@ -179,10 +154,11 @@ static int paths_grow(void) {
 }
 
 /* Counts region r's ops as one sighting of its path. Called with r->lock held. */
-static void path_add(region_t* r) {
+static void path_add(grape_region_t* r) {
   uint64_t fp = grape__fp_ops(r->sigs, r->nops);
   pthread_mutex_lock(&paths_lock);
   stats.regions++;
+  stats.ops += r->nops;
   if (paths_len * 2 >= paths_cap && paths_grow()) {
     pthread_mutex_unlock(&paths_lock);
     grape_log_warn_once("out of memory in the path table; paths are no longer counted");
@@ -230,7 +206,7 @@ static void path_add(region_t* r) {
 }
 
 /* Ends r's region. Called with r->lock held. */
-static void region_end_locked(region_t* r) {
+static void region_end_locked(grape_region_t* r) {
   if (r->nops == 0)
     return;
   path_add(r);
@@ -238,7 +214,7 @@ static void region_end_locked(region_t* r) {
   r->plen = 0;
 }
 
-static int region_reserve(region_t* r, size_t nbytes) {
+static int region_reserve(grape_region_t* r, size_t nbytes) {
   if (r->nops == r->cap) {
     uint32_t ncap = r->cap ? r->cap * 2 : 64;
     grape_op_sig_t* s = realloc(r->sigs, ncap * sizeof(*s));
@@ -264,57 +240,40 @@ static int region_reserve(region_t* r, size_t nbytes) {
   return 0;
 }
 
-static inline long chunk_limit(void) {
-  static long chunk;
-  long c = __atomic_load_n(&chunk, __ATOMIC_RELAXED);
-  if (__builtin_expect(c == 0, 0)) {
-    c = grape__option_get(grape_option_chunk);
-    if (c <= 0)
-      c = 1;
-    __atomic_store_n(&chunk, c, __ATOMIC_RELAXED);
-  }
+long grape__rec_chunk_slow(void) {
+  long c = grape__option_get(grape_option_chunk);
+  if (c <= 0)
+    c = 1;
+  __atomic_store_n(&grape__rec_chunk, c, __ATOMIC_RELAXED);
   return c;
 }
 
-int grape__rec_reserve(uintptr_t key, size_t max_bytes, void** handle, uint8_t** dst) {
-  region_t* r = region_of(key);
-  long c = chunk_limit();
-  spin_lock(&r->lock);
-  if (__builtin_expect(r->nops >= (uint32_t)c, 0))
+int grape__rec_make_room(grape_region_t* r, size_t max_bytes) {
+  if (r->nops >= (uint32_t)grape__rec_chunk_limit())
     region_end_locked(r);
-  if (__builtin_expect(region_reserve(r, max_bytes) != 0, 0)) {
+  if (region_reserve(r, max_bytes) != 0) {
     spin_unlock(&r->lock);
     grape_log_warn_once("out of memory while recording a region; ops go unrecorded");
     return -ENOMEM;
   }
-  *handle = r;
-  *dst = r->params + r->plen;   /* NULL + 0 while nothing was captured yet */
   return 0;
 }
 
-void grape__rec_commit(void* handle, const grape_op_sig_t* sig, size_t nbytes) {
-  region_t* r = handle;
-  r->sigs[r->nops] = *sig;
-  r->poff[r->nops] = (uint32_t)r->plen;
-  r->plen += nbytes;
-  r->nops++;
-  spin_unlock(&r->lock);
-  __atomic_fetch_add(&stats.ops, 1, __ATOMIC_RELAXED);
-}
-
 int grape__rec_op(uintptr_t key, const grape_op_sig_t* sig, const void* params, size_t nbytes) {
-  void* h;
+  grape_op_sig_t* slot;
   uint8_t* dst;
-  if (grape__rec_reserve(key, nbytes, &h, &dst) != 0)
+  grape_region_t* r = grape__rec_begin(key, nbytes, &slot, &dst);
+  if (r == NULL)
     return -ENOMEM;
+  *slot = *sig;
   if (nbytes)
     memcpy(dst, params, nbytes);
-  grape__rec_commit(h, sig, nbytes);
+  grape__rec_commit(r, nbytes);
   return 0;
 }
 
 void grape__rec_end_stream(uintptr_t key) {
-  region_t* r = region_of(key);
+  grape_region_t* r = region_of(key);
   spin_lock(&r->lock);
   region_end_locked(r);
   spin_unlock(&r->lock);
@@ -324,7 +283,7 @@ void grape__rec_end_all(void) {
   stream_slot_t* t = __atomic_load_n(&streams, __ATOMIC_ACQUIRE);
   if (t != NULL) {
     for (size_t i = 0; i <= streams_mask; i++) {
-      region_t* r = __atomic_load_n(&t[i].region, __ATOMIC_ACQUIRE);
+      grape_region_t* r = __atomic_load_n(&t[i].region, __ATOMIC_ACQUIRE);
       if (r == NULL)
         continue;
       spin_lock(&r->lock);
@@ -348,7 +307,6 @@ static int path_cmp(const void* a, const void* b) {
 size_t grape__rec_stats(grape_rec_stats_t* st, grape_path_info_t* top, size_t n) {
   pthread_mutex_lock(&paths_lock);
   *st = stats;
-  st->ops = __atomic_load_n(&stats.ops, __ATOMIC_RELAXED);
   size_t k = 0;
   grape_path_info_t* all = paths_len ? malloc(paths_len * sizeof(*all)) : NULL;
   if (all != NULL) {
@@ -365,7 +323,7 @@ size_t grape__rec_stats(grape_rec_stats_t* st, grape_path_info_t* top, size_t n)
   return k;
 }
 
-static void region_clear(region_t* r, int free_memory) {
+static void region_clear(grape_region_t* r, int free_memory) {
   if (free_memory) {
     free(r->sigs);
     free(r->poff);
@@ -381,7 +339,7 @@ static void region_clear(region_t* r, int free_memory) {
 void grape__rec_reset(int free_memory) {
   if (streams != NULL) {
     for (size_t i = 0; i <= streams_mask; i++) {
-      region_t* r = streams[i].region;
+      grape_region_t* r = streams[i].region;
       if (r != NULL && free_memory) {
         region_clear(r, 1);
         free(r);
@@ -392,10 +350,11 @@ void grape__rec_reset(int free_memory) {
   }
   streams = NULL;
   streams_mask = 0;
-  __atomic_add_fetch(&generation, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&grape__rec_generation, 1, __ATOMIC_RELAXED);
   pthread_mutex_init(&streams_init_lock, NULL);
   region_clear(&overflow, free_memory);
   overflow.lock.taken = 0;
+  grape__rec_cache_key = 0;
   if (free_memory) {
     for (size_t i = 0; i < paths_cap; i++) {
       free(paths[i].sigs);
