@@ -32,7 +32,7 @@ const char* const grape__sim_sym_names[SYM__COUNT] = {
 };
 
 static _Thread_local struct CUctx_st* tls_ctx;
-static _Thread_local int tls_ctx_set;   /* 0: thread never chose; the primary is current once retained */
+static _Thread_local int tls_ctx_set;   /* the thread has called cuCtxSetCurrent/PushCurrent */
 
 void grape__sim_logf(const char* fmt, ...) {
   char buf[512];
@@ -415,12 +415,14 @@ SIM_EXPORT CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice 
 
 /* ---- Contexts ---- */
 
+/* As with the real driver, a thread has no current context until it sets one
+ * (the runtime does so on each thread's first call); calls that need one fail
+ * with CUDA_ERROR_INVALID_CONTEXT, so a missing cuCtxSetCurrent shows here as
+ * it would on a GPU. A retained-then-released primary context is not current. */
 struct CUctx_st* grape__sim_current_ctx(void) {
-  if (tls_ctx_set)
-    return tls_ctx;
-  /* The runtime's "primary context is current" convention: once retained, the
-   * primary context is what an undecided thread uses. */
-  return grape__sim.primary.refs > 0 ? &grape__sim.primary : NULL;
+  if (!tls_ctx_set || tls_ctx == NULL)
+    return NULL;
+  return grape__sim.primary.refs > 0 ? tls_ctx : NULL;
 }
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) {
@@ -481,7 +483,7 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned int* flags, 
   return CUDA_SUCCESS;
 }
 
-static CUresult need_ctx(void) {
+CUresult grape__sim_need_ctx(void) {
   CUresult r = grape__sim_check_init();
   if (r != CUDA_SUCCESS)
     return r;
@@ -538,7 +540,7 @@ SIM_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext* c) {
 
 SIM_EXPORT CUresult cuCtxGetDevice(CUdevice* d) {
   SIM_COUNT(cuCtxGetDevice);
-  CUresult r = need_ctx();
+  CUresult r = grape__sim_need_ctx();
   if (r != CUDA_SUCCESS)
     return r;
   if (d == NULL)
@@ -549,7 +551,7 @@ SIM_EXPORT CUresult cuCtxGetDevice(CUdevice* d) {
 
 SIM_EXPORT CUresult cuCtxSynchronize(void) {
   SIM_COUNT(cuCtxSynchronize);
-  CUresult r = need_ctx();
+  CUresult r = grape__sim_need_ctx();
   if (r != CUDA_SUCCESS)
     return r;
   r = grape__sim_unsafe_call();
@@ -569,7 +571,7 @@ SIM_EXPORT CUresult cuCtxGetApiVersion(CUcontext c, unsigned int* v) {
 
 SIM_EXPORT CUresult cuCtxGetFlags(unsigned int* flags) {
   SIM_COUNT(cuCtxGetFlags);
-  CUresult r = need_ctx();
+  CUresult r = grape__sim_need_ctx();
   if (r != CUDA_SUCCESS)
     return r;
   if (flags == NULL)
@@ -670,9 +672,21 @@ SIM_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVer
 /* ---- Exit report ---- */
 
 static void write_report(void) {
-  const char* path = getenv("SIMCU_REPORT");
-  if (path == NULL || path[0] == '\0')
+  const char* env = getenv("SIMCU_REPORT");
+  if (env == NULL || env[0] == '\0')
     return;
+  /* "%p" becomes the process id, so programs that spawn others keep one file each. */
+  char path[4096];
+  size_t k = 0;
+  for (const char* c = env; *c != '\0' && k + 24 < sizeof(path); c++) {
+    if (c[0] == '%' && c[1] == 'p') {
+      k += (size_t)snprintf(path + k, sizeof(path) - k, "%ld", (long)getpid());
+      c++;
+    } else {
+      path[k++] = *c;
+    }
+  }
+  path[k] = '\0';
   FILE* f = fopen(path, "w");
   if (f == NULL) {
     grape__sim_logf("cannot write SIMCU_REPORT file %s", path);

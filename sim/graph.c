@@ -746,10 +746,6 @@ out:
 
 /* ---- Stream capture ---- */
 
-static int cap_active(const sim_capture_t* c) {
-  return c != NULL && c->g != NULL;
-}
-
 /* Lock held. Takes ownership of *w (when w is not NULL). */
 CUresult grape__sim_capture_add(struct CUstream_st* s, sim_work_t* w, int type,
                                 struct CUevent_st* ev) {
@@ -795,7 +791,7 @@ CUresult grape__sim_capture_record_event(struct CUstream_st* s, struct CUevent_s
 
 /* Lock held. */
 CUresult grape__sim_capture_wait_event(struct CUstream_st* s, struct CUevent_st* e) {
-  int ecap = cap_active(e->cap) && !e->cap->invalidated ? 1 : 0;
+  int ecap = grape__sim_cap_live(e->cap) && !e->cap->invalidated ? 1 : 0;
   if (!ecap) {
     if (s->cap != NULL) {
       if (e->s == NULL || e->s->completed >= e->seq)

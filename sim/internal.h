@@ -232,6 +232,11 @@ struct sim_capture_s {
   struct sim_capture_s* next;    /* every capture ever begun (kept until exit) */
 };
 
+/* A capture still in progress (ended captures keep their record, without a graph). */
+static inline int grape__sim_cap_live(const sim_capture_t* c) {
+  return c != NULL && c->g != NULL;
+}
+
 /* ---- Process state ---- */
 
 typedef struct sim_state_s {
@@ -258,6 +263,7 @@ extern sim_state_t grape__sim;
 
 /* core.c */
 CUresult grape__sim_check_init(void);
+CUresult grape__sim_need_ctx(void);   /* init done and a current context */
 int grape__sim_reg_add(const void* p, int kind);
 void grape__sim_reg_del(const void* p);
 int grape__sim_reg_has(const void* p, int kind);   /* caller may hold the lock or not */

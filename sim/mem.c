@@ -222,7 +222,7 @@ static int in_arena(uintptr_t p) {
 
 SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) {
   SIM_COUNT(cuMemAlloc_v2);
-  CUresult r = grape__sim_check_init();
+  CUresult r = grape__sim_need_ctx();
   if (r == CUDA_SUCCESS)
     r = grape__sim_unsafe_call();
   if (r != CUDA_SUCCESS)
@@ -232,7 +232,7 @@ SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) {
 
 SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* p, size_t n, unsigned int flags) {
   SIM_COUNT(cuMemAllocManaged);
-  CUresult r = grape__sim_check_init();
+  CUresult r = grape__sim_need_ctx();
   if (r != CUDA_SUCCESS)
     return r;
   if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
@@ -242,7 +242,7 @@ SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* p, size_t n, unsigned int fla
 
 SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
   SIM_COUNT(cuMemFree_v2);
-  CUresult r = grape__sim_check_init();
+  CUresult r = grape__sim_need_ctx();
   if (r == CUDA_SUCCESS)
     r = grape__sim_unsafe_call();
   if (r != CUDA_SUCCESS)
@@ -316,7 +316,7 @@ static CUresult host_del(void* p, unsigned want_flags) {
 }
 
 static CUresult host_alloc(void** pp, size_t n) {
-  CUresult r = grape__sim_check_init();
+  CUresult r = grape__sim_need_ctx();
   if (r != CUDA_SUCCESS)
     return r;
   if (pp == NULL)

@@ -25,6 +25,7 @@
 /* Weak, so the sim still links while cubin/ is a stub: images are then taken
  * on trust and parameter sizes come from SIMCU_PARAMS. */
 #pragma weak grape_image_load
+#pragma weak grape_image_load_arch
 #pragma weak grape_fatbin_select
 #pragma weak grape_fatbin_free
 
@@ -206,7 +207,9 @@ static CUresult module_load(const void* image, int is_library, sim_module_t** ou
   m->is_library = is_library;
   if (grape_image_load != NULL) {
     grape_cubin_err_t err;
-    if (grape_image_load(image, 0, &m->fb, &err) != 0) {
+    /* Only the sm_90 image is decompressed and parsed (fatbins of real
+     * libraries carry many architectures). */
+    if (grape_image_load_arch(image, 0, SIM_ARCH, &m->fb, &err) != 0) {
       grape__sim_logf("cannot load image: %s", err.msg);
       free(m);
       return CUDA_ERROR_INVALID_IMAGE;

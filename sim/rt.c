@@ -122,7 +122,11 @@
   D(pt_StreamBeginCapture, "cuStreamBeginCapture", PFN_cuStreamBeginCapture_v10010, 1) \
   D(pt_StreamEndCapture, "cuStreamEndCapture", PFN_cuStreamEndCapture_v10000, 1)    \
   D(pt_StreamIsCapturing, "cuStreamIsCapturing", PFN_cuStreamIsCapturing_v10000, 1) \
-  D(pt_LaunchHostFunc, "cuLaunchHostFunc", PFN_cuLaunchHostFunc_v10000, 1)
+  D(pt_LaunchHostFunc, "cuLaunchHostFunc", PFN_cuLaunchHostFunc_v10000, 1)             \
+  D(pt_StreamGetCaptureInfo, "cuStreamGetCaptureInfo", PFN_cuStreamGetCaptureInfo_v12030, 1) \
+  D(pt_StreamGetFlags, "cuStreamGetFlags", PFN_cuStreamGetFlags_v5050, 1)          \
+  D(pt_StreamGetPriority, "cuStreamGetPriority", PFN_cuStreamGetPriority_v5050, 1) \
+  D(pt_EventRecordWithFlags, "cuEventRecordWithFlags", PFN_cuEventRecordWithFlags_v11010, 1)
 
 static struct {
 #define D(field, name, type, pt) type field;
@@ -999,6 +1003,26 @@ RT_API cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, enum cudaStreamCaptu
   RT_ENTER();
   return RT_CALL(StreamGetCaptureInfo, s, (CUstreamCaptureStatus*)st, (cuuint64_t*)id, g,
                  (const CUgraphNode**)deps, (const CUgraphEdgeData**)edges, n);
+}
+RT_API cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t s, enum cudaStreamCaptureStatus* st,
+                                                 unsigned long long* id, cudaGraph_t* g,
+                                                 const cudaGraphNode_t** deps,
+                                                 const cudaGraphEdgeData** edges, size_t* n) {
+  RT_ENTER();
+  return RT_CALL(pt_StreamGetCaptureInfo, s, (CUstreamCaptureStatus*)st, (cuuint64_t*)id, g,
+                 (const CUgraphNode**)deps, (const CUgraphEdgeData**)edges, n);
+}
+RT_API cudaError_t cudaStreamGetFlags_ptsz(cudaStream_t s, unsigned int* flags) {
+  RT_ENTER();
+  return RT_CALL(pt_StreamGetFlags, s, flags);
+}
+RT_API cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t s, int* prio) {
+  RT_ENTER();
+  return RT_CALL(pt_StreamGetPriority, s, prio);
+}
+RT_API cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t e, cudaStream_t s, unsigned int flags) {
+  RT_ENTER();
+  return RT_CALL(pt_EventRecordWithFlags, e, s, flags);
 }
 RT_API cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode* mode) {
   RT_ENTER();

@@ -648,7 +648,7 @@ static CUresult stream_wait_event(CUstream h, CUevent e, unsigned flags, int ptd
   if (!grape__sim_reg_has(e, K_EVENT))
     return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&grape__sim.lock);
-  if (e->cap != NULL || s->cap != NULL) {
+  if (grape__sim_cap_live(e->cap) || s->cap != NULL) {
     r = grape__sim_capture_wait_event(s, e);
     pthread_mutex_unlock(&grape__sim.lock);
     return r;
@@ -845,7 +845,7 @@ SIM_EXPORT CUresult cuEventQuery(CUevent e) {
     return CUDA_ERROR_INVALID_HANDLE;
   CUresult r;
   pthread_mutex_lock(&grape__sim.lock);
-  if (e->cap != NULL)
+  if (grape__sim_cap_live(e->cap))
     r = CUDA_ERROR_CAPTURED_EVENT;
   else
     r = e->s == NULL || e->s->completed >= e->seq ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
@@ -859,7 +859,7 @@ SIM_EXPORT CUresult cuEventSynchronize(CUevent e) {
     return CUDA_ERROR_INVALID_HANDLE;
   CUresult r = CUDA_SUCCESS;
   pthread_mutex_lock(&grape__sim.lock);
-  if (e->cap != NULL) {
+  if (grape__sim_cap_live(e->cap)) {
     r = CUDA_ERROR_CAPTURED_EVENT;
   } else if (e->s != NULL) {
     struct CUstream_st* s = e->s;

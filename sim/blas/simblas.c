@@ -35,6 +35,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int init_err = CUDA_ERROR_NOT_INITIALIZED;
 static CUmodule mod;
 static CUfunction f_gemm, f_axpy;
+static CUcontext lib_ctx;   /* the context current at initialisation */
 
 static void init(void) {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -65,6 +66,7 @@ static void init(void) {
     if (r == CUDA_SUCCESS)
       r = cu.CtxSetCurrent(c);
   }
+  lib_ctx = c;
   if (r == CUDA_SUCCESS)
     r = cu.ModuleLoadData(&mod, grape__simblas_image);
   if (r == CUDA_SUCCESS)
@@ -79,10 +81,26 @@ __attribute__((visibility("default"))) int simblas_init(void) {
   return init_err;
 }
 
+static _Thread_local int thread_ready;   /* this thread has a current context */
+
+/* Like a vendor library: work on the caller's context, or the library's own
+ * when the calling thread has none. */
+static int enter(void) {
+  int r = simblas_init();
+  if (r != 0 || thread_ready)
+    return r;
+  CUcontext c = NULL;
+  r = (int)cu.CtxGetCurrent(&c);
+  if (r == 0 && c == NULL)
+    r = (int)cu.CtxSetCurrent(lib_ctx);
+  thread_ready = r == 0;
+  return r;
+}
+
 static int gemm(void* stream, int ta, int tb, int m, int n, int k, float alpha, const float* A,
                 int lda, long long sa, const float* B, int ldb, long long sb, float beta, float* C,
                 int ldc, long long sc, int batch, int ex) {
-  int r = simblas_init();
+  int r = enter();
   if (r != 0)
     return r;
   if (m <= 0 || n <= 0 || k <= 0 || batch <= 0)
@@ -116,7 +134,7 @@ __attribute__((visibility("default"))) int simblas_sgemm_strided_batched(
 
 __attribute__((visibility("default"))) int simblas_saxpy(void* stream, int n, float alpha,
                                                           const float* x, float* y) {
-  int r = simblas_init();
+  int r = enter();
   if (r != 0)
     return r;
   if (n <= 0)

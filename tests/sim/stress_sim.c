@@ -51,6 +51,8 @@ static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
     }                                                                              \
   } while (0)
 
+static CUcontext ctx;
+
 static void* worker(void* arg) {
   int id = (int)(long)arg;
   CUstream s;
@@ -58,6 +60,7 @@ static void* worker(void* arg) {
   CUgraph g;
   CUgraphExec x;
   int n = N, h[N];
+  CK(cuCtxSetCurrent(ctx));   /* a new thread has no current context */
   CK(cuStreamCreate(&s, id % 2 ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT));
   CK(cuMemAlloc(&a, sizeof(h)));
   CK(cuMemsetD32Async(a, 0, N, s));
@@ -94,10 +97,9 @@ static void* worker(void* arg) {
 }
 
 int main(void) {
-  CUcontext c;
   CUmodule m;
-  if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&c, 0) != CUDA_SUCCESS ||
-      cuCtxSetCurrent(c) != CUDA_SUCCESS || cuModuleLoadData(&m, ptx) != CUDA_SUCCESS ||
+  if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS ||
+      cuCtxSetCurrent(ctx) != CUDA_SUCCESS || cuModuleLoadData(&m, ptx) != CUDA_SUCCESS ||
       cuModuleGetFunction(&f, m, "k_inc") != CUDA_SUCCESS)
     return 1;
   for (int i = 0; i < THREADS; i++)

@@ -7,6 +7,7 @@
 #include <cuda.h>
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <semaphore.h>
 #include <stdint.h>
 #include <string.h>
@@ -26,7 +27,8 @@ static const char ptx[] =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
     ".visible .entry k_muladd(.param .u64 a, .param .u32 n, .param .u32 m, .param .u32 c)\n{\n ret;\n}\n"
     ".visible .entry k_copy(.param .u64 dst, .param .u64 src, .param .u32 n)\n{\n ret;\n}\n"
-    ".visible .entry k_unbound(.param .u64 a)\n{\n ret;\n}\n";
+    ".visible .entry k_unbound(.param .u64 a)\n{\n ret;\n}\n"
+    ".visible .entry k_companion(.param .u64 a)\n{\n ret;\n}\n";
 
 /* a[i] = a[i] * m + c: the result depends on the order of launches. */
 SIMCU_PARAMS(k_muladd, 8, 4, 4, 4);
@@ -426,7 +428,9 @@ Test(sim, capture_follows_events_across_streams) {
   OK(cuEventRecord(join, s2));
   OK(cuStreamWaitEvent(s1, join, 0));
   OK(copyk(s1, a, b, 4));
+  cr_assert_eq(cuEventQuery(join), CUDA_ERROR_CAPTURED_EVENT);
   OK(cuStreamEndCapture(s1, &g));
+  OK(cuEventQuery(join));   /* the capture is over */
   size_t n = 0;
   OK(cuGraphGetNodes(g, NULL, &n));
   cr_assert_eq(n, 3);
@@ -660,4 +664,42 @@ Test(sim, memset_nodes_and_node_attributes) {
   OK(cuStreamSynchronize(s));
   OK(cuMemcpyDtoH(h, a, sizeof(h)));
   cr_assert_eq(h[0], 21);
+}
+
+Test(sim, bodies_from_a_companion_object) {
+  /* k_companion's body is in the object SIMCU_KERNELS names, not here. */
+  CUfunction f;
+  CUdeviceptr a;
+  int h[8];
+  cr_assert_not_null(getenv("SIMCU_KERNELS"));
+  OK(cuModuleGetFunction(&f, mod, "k_companion"));
+  OK(cuMemAlloc(&a, sizeof(h)));
+  OK(cuLaunchKernel(f, 2, 1, 1, 4, 1, 1, 0, NULL, (void*[]){&a}, NULL));
+  OK(cuMemcpyDtoH(h, a, sizeof(h)));
+  cr_assert_eq(h[7], 77);
+}
+
+static void* contextless(void* arg) {
+  CUdeviceptr p;
+  CUcontext c = NULL;
+  CUresult* r = arg;
+  r[0] = cuMemAlloc(&p, 64);
+  r[1] = cuCtxGetCurrent(&c);
+  r[2] = c == NULL ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
+  CUcontext primary;
+  cuDevicePrimaryCtxRetain(&primary, 0);
+  cuCtxSetCurrent(primary);
+  r[3] = cuMemAlloc(&p, 64);
+  return NULL;
+}
+
+Test(sim, new_threads_have_no_current_context) {
+  CUresult r[4];
+  pthread_t t;
+  pthread_create(&t, NULL, contextless, r);
+  pthread_join(t, NULL);
+  cr_assert_eq(r[0], CUDA_ERROR_INVALID_CONTEXT);
+  cr_assert_eq(r[1], CUDA_SUCCESS);
+  cr_assert_eq(r[2], CUDA_SUCCESS, "a new thread's current context is NULL");
+  cr_assert_eq(r[3], CUDA_SUCCESS);
 }
