@@ -45,12 +45,14 @@ static const option_row_t option_rows[] = {
 static void usage(FILE* to) {
   fprintf(to,
           "usage: grape run [--mode off|observe|graph] [--report FILE] [--log LEVEL]\n"
-          "                 [--device auto|cuda|sim] -- COMMAND [ARGS...]\n\n"
+          "                 [--device auto|cuda|sim] [--predict-gpu NAME] -- COMMAND [ARGS...]\n\n"
           "Runs COMMAND with libgrape.so preloaded, then prints a summary of what the\n"
           "shim saw (to stderr). Returns COMMAND's exit status.\n\n"
           "  --mode M      GRAPE_MODE for the command\n"
           "  --report FILE keep the JSON exit report at FILE (%%p = pid of the process)\n"
           "  --log LEVEL   GRAPE_LOG for the command\n"
+          "  --predict-gpu NAME  GRAPE_PREDICT_GPU: predicted path times on GPU NAME\n"
+          "                in the report and the summary ('grape gpus' lists them)\n"
           "  --device D    auto (default): the real driver when it loads and reports a\n"
           "                device, else the simulated device; cuda; sim\n\n"
           "Environment options read by libgrape.so (see docs/configuration.md):\n");
@@ -311,6 +313,20 @@ static void summarise(const char* json, const char* where) {
     fputc('\n', stderr);
     p += 16;
   }
+  const char* pred = strstr(json, "\"predicted\":");
+  if (pred != NULL && strncmp(pred + 12, "null", 4) == 0) {
+    fprintf(stderr, "grape: predicted: none (unknown GPU)\n");
+  } else if (pred != NULL) {
+    char gpu[128] = "?";
+    const char* g = strstr(pred, "\"gpu\":\"");
+    if (g != NULL)
+      sscanf(g + 7, "%127[^\"]", gpu);
+    const char* te = strstr(pred, "\"total_eager_ms\":");
+    const char* tg = strstr(pred, "\"total_graph_ms\":");
+    double e = te ? strtod(te + 17, NULL) : 0, gr = tg ? strtod(tg + 17, NULL) : 0;
+    fprintf(stderr, "grape: predicted on %s: %.3f ms eager, %.3f ms as graphs (%.1f%% less)\n",
+            gpu, e, gr, e > 0 ? 100 * (e - gr) / e : 0.0);
+  }
   if (where != NULL)
     fprintf(stderr, "grape: report: %s\n", where);
 }
@@ -375,6 +391,7 @@ int cmd_run(int argc, char** argv) {
   const char* mode = NULL;
   const char* report = NULL;
   const char* log = NULL;
+  const char* predict_gpu = NULL;
   const char* device = "auto";
   int i = 1;
   for (; i < argc; i++) {
@@ -391,6 +408,7 @@ int cmd_run(int argc, char** argv) {
                        : strcmp(a, "--report") == 0 ? &report
                        : strcmp(a, "--log") == 0    ? &log
                        : strcmp(a, "--device") == 0 ? &device
+                       : strcmp(a, "--predict-gpu") == 0 ? &predict_gpu
                                                     : NULL;
     if (dst != NULL) {
       if (i + 1 >= argc) {
@@ -459,6 +477,8 @@ int cmd_run(int argc, char** argv) {
     setenv("GRAPE_MODE", mode, 1);
   if (log)
     setenv("GRAPE_LOG", log, 1);
+  if (predict_gpu)
+    setenv("GRAPE_PREDICT_GPU", predict_gpu, 1);
 
   struct sigaction sa;
   memset(&sa, 0, sizeof(sa));

@@ -55,8 +55,13 @@ def only_report(p, reports):
 
 
 def case_all(a):
+    for env in ({}, {"FAKE_GPA_GLOBAL": "1"}):
+        all_routes(a, env)
+
+
+def all_routes(a, env):
     n = 4
-    p, reports = run(a.routes, ["all", str(n)], a.preload)
+    p, reports = run(a.routes, ["all", str(n)], a.preload, env)
     r = only_report(p, reports)
     want = {m[0]: int(m[1]) for m in re.findall(r"^route (\w+) (\d+)$", p.stdout, re.M)}
     if r["launches_by_route"] != want:

@@ -95,6 +95,25 @@ def case_summary(a):
             fail(f"report {r}", p)
 
 
+def case_predict(a):
+    """--predict-gpu sets GRAPE_PREDICT_GPU; the summary gives the report's totals."""
+    if a.prog == "-":
+        print("skipped: built without nvcc")
+        sys.exit(77)
+    with tempfile.TemporaryDirectory() as d:
+        rep = os.path.join(d, "r.json")
+        p = grape(a, ["--device", "sim", "--report", rep, "--predict-gpu", "T4", "--", a.prog, "all", "2"])
+        if p.returncode != 0:
+            fail("command failed", p)
+        with open(rep) as f:
+            pr = json.load(f)["predicted"]
+        m = re.search(r"predicted on (.+): ([0-9.]+) ms eager, ([0-9.]+) ms as graphs", p.stderr)
+        if not m or m.group(1) != pr["gpu"] or pr["gpu"] != "Tesla T4" or \
+                abs(float(m.group(2)) - pr["total_eager_ms"]) > 0.0006 or \
+                abs(float(m.group(3)) - pr["total_graph_ms"]) > 0.0006:
+            fail(f"summary vs report {pr}", p)
+
+
 def case_options(a):
     names = re.findall(r"^GRAPE_OPTION\((\w+),", open(a.optionsdef).read(), re.M)
     p = subprocess.run([a.grape, "run", "--help"], capture_output=True, text=True)

@@ -144,12 +144,68 @@ def case_graph(a):
         fail(f"captured {r['launches_captured']}, {dense} dense steps: {r['api_calls']}", p)
 
 
+def case_predict(a):
+    """GRAPE_PREDICT_GPU: dynrnn's report has positive predicted times, graph <=
+    eager per path, each top path's times equal what the public predictor API
+    (grape_predict_path, in the helper) gives for the kernels the report lists,
+    and the totals are the count-weighted sums over every path. An unknown GPU:
+    one warning naming the variable and the known GPUs, "predicted": null, and
+    the program's output unchanged."""
+    args = ["--iters", "2"]
+    base, _, _ = run(a, args, preload=False)
+    p, r, _ = run(a, args, extra_env={"GRAPE_PREDICT_GPU": "H100", "GRAPE_TOP_PATHS": "1000"})
+    if p.stdout != base.stdout:
+        fail("output differs with GRAPE_PREDICT_GPU", p)
+    pr = r.get("predicted")
+    if not pr or "H100" not in pr["gpu"] or pr["model"] != "grape":
+        fail(f"no predicted section: {pr}", p)
+    paths = pr["paths"]
+    if len(paths) != r["paths"] or pr["paths_predicted"] != r["paths"] or len(r["top_paths"]) != len(paths):
+        fail(f"{len(paths)} predicted paths, {r['paths']} paths", p)
+    text = ""
+    for t, q in zip(r["top_paths"], paths):
+        if t["fingerprint"] != q["fingerprint"] or t["predicted_eager_ms"] != q["eager_ms"] or \
+                t["predicted_graph_ms"] != q["graph_ms"]:
+            fail(f"top path {t} vs predicted {q}", p)
+        if not 0 < q["graph_ms"] <= q["eager_ms"]:
+            fail(f"path times {q}", p)
+        # Kernels only: memsets and copies are not modelled.
+        nk = sum(1 for k in t["kernels"] if k not in ("memset", "memcpy"))
+        if len(q["kernels"]) != nk or nk == 0:
+            fail(f"path {t} lists {len(q['kernels'])} kernels", p)
+        for k in q["kernels"]:
+            if k["ms"] <= 0 or not k["name"]:
+                fail(f"kernel {k}", p)
+            text += " ".join(map(str, k["grid"] + k["block"] + [k["smem"]])) + "\t" + k["name"] + "\n"
+        text += "end\n"
+    h = subprocess.run([a.helper, "H100"], input=text, capture_output=True, text=True, timeout=60)
+    if h.returncode != 0:
+        fail(f"helper failed: {h.stderr}")
+    want = [tuple(map(float, l.split())) for l in h.stdout.splitlines()]
+    close = lambda x, y: abs(x - y) <= 1e-9 * max(abs(x), abs(y))
+    for q, (e, g) in zip(paths, want):
+        if not (close(q["eager_ms"], e) and close(q["graph_ms"], g)):
+            fail(f"path {q['fingerprint']}: report {q['eager_ms']}/{q['graph_ms']}, API {e}/{g}", p)
+    te = sum(q["count"] * q["eager_ms"] for q in paths)
+    tg = sum(q["count"] * q["graph_ms"] for q in paths)
+    if not (close(te, pr["total_eager_ms"]) and close(tg, pr["total_graph_ms"])) or \
+            not 0 < pr["total_graph_ms"] < pr["total_eager_ms"]:
+        fail(f"totals {pr['total_eager_ms']}/{pr['total_graph_ms']} vs {te}/{tg}", p)
+    p, r, _ = run(a, args, extra_env={"GRAPE_PREDICT_GPU": "NoSuchGPU"})
+    if p.stdout != base.stdout or r.get("predicted", 0) is not None:
+        fail(f"unknown GPU: predicted {r.get('predicted', 'missing')}", p)
+    warn = [l for l in p.stderr.splitlines() if "GRAPE_PREDICT_GPU" in l]
+    if len(warn) != 1 or "NoSuchGPU" not in warn[0] or "NVIDIA H100 80GB HBM3" not in warn[0]:
+        fail(f"unknown GPU warning: {warn}", p)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
     ap.add_argument("--preload", required=True)
     ap.add_argument("--simdir", required=True)
     ap.add_argument("--prog", required=True)
+    ap.add_argument("--helper")
     a = ap.parse_args()
     if a.prog == "-":
         print("skipped: built without nvcc")

@@ -2,7 +2,12 @@
  * (streams, events across threads, captures, graph launches, the legacy and
  * per-thread streams). Exits 0 when every thread got the results that stream
  * order demands. A plain program, not Criterion, so it also runs under TSan
- * (Criterion's runner does not). */
+ * (Criterion's runner does not).
+ *
+ * Every capture ends before any thread touches the legacy stream (a barrier):
+ * a legacy-stream op while another thread captures on a blocking stream is
+ * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT and invalidates that capture, as in CUDA,
+ * so without the barrier the outcome would depend on thread timing. */
 #include <cuda.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -39,6 +44,7 @@ static CUevent shared_ev[THREADS];
 static int failures;
 static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* On failure: counts it, and returns CK_RET from the enclosing function. */
 #define CK(call)                                                                   \
   do {                                                                             \
     CUresult r_ = (call);                                                          \
@@ -47,30 +53,45 @@ static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
       pthread_mutex_lock(&fail_lock);                                              \
       failures++;                                                                  \
       pthread_mutex_unlock(&fail_lock);                                            \
-      return NULL;                                                                 \
+      return CK_RET;                                                               \
     }                                                                              \
   } while (0)
 
 static CUcontext ctx;
+static pthread_barrier_t captured;   /* every thread's capture has ended */
+
+/* Captures its graph: 0, or -1 after counting a failure. */
+static int setup(CUstream* s, CUdeviceptr* a, CUgraph* g, CUgraphExec* x, int id, int* n) {
+#undef CK_RET
+#define CK_RET -1
+  CK(cuCtxSetCurrent(ctx));   /* a new thread has no current context */
+  CK(cuStreamCreate(s, id % 2 ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT));
+  CK(cuMemAlloc(a, N * sizeof(int)));
+  CK(cuMemsetD32Async(*a, 0, N, *s));
+  void* args[] = {a, n};
+  /* A captured graph of 3 increments, launched every round. */
+  CK(cuStreamBeginCapture(*s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  for (int k = 0; k < 3; k++)
+    CK(cuLaunchKernel(f, 1, 1, 1, N, 1, 1, 0, *s, args, NULL));
+  CK(cuStreamEndCapture(*s, g));
+  CK(cuGraphInstantiate(x, *g, 0));
+  return 0;
+}
 
 static void* worker(void* arg) {
+#undef CK_RET
+#define CK_RET NULL
   int id = (int)(long)arg;
   CUstream s;
   CUdeviceptr a;
   CUgraph g;
   CUgraphExec x;
   int n = N, h[N];
-  CK(cuCtxSetCurrent(ctx));   /* a new thread has no current context */
-  CK(cuStreamCreate(&s, id % 2 ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT));
-  CK(cuMemAlloc(&a, sizeof(h)));
-  CK(cuMemsetD32Async(a, 0, N, s));
+  int ok = setup(&s, &a, &g, &x, id, &n) == 0;
+  pthread_barrier_wait(&captured);
+  if (!ok)
+    return NULL;
   void* args[] = {&a, &n};
-  /* A captured graph of 3 increments, launched every round. */
-  CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-  for (int k = 0; k < 3; k++)
-    CK(cuLaunchKernel(f, 1, 1, 1, N, 1, 1, 0, s, args, NULL));
-  CK(cuStreamEndCapture(s, &g));
-  CK(cuGraphInstantiate(&x, g, 0));
   for (int r = 0; r < ROUNDS; r++) {
     CK(cuLaunchKernel(f, 2, 1, 1, N / 2, 1, 1, 0, s, args, NULL));
     CK(cuGraphLaunch(x, s));
@@ -105,6 +126,8 @@ int main(void) {
   for (int i = 0; i < THREADS; i++)
     if (cuEventCreate(&shared_ev[i], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
       return 1;
+  if (pthread_barrier_init(&captured, NULL, THREADS) != 0)
+    return 1;
   pthread_t t[THREADS];
   for (long i = 0; i < THREADS; i++)
     pthread_create(&t[i], NULL, worker, (void*)i);
@@ -114,6 +137,7 @@ int main(void) {
     return 1;
   for (int i = 0; i < THREADS; i++)
     cuEventDestroy(shared_ev[i]);
+  pthread_barrier_destroy(&captured);
   printf("stress: %d threads x %d rounds, %d failures\n", THREADS, ROUNDS, failures);
   return failures != 0;
 }

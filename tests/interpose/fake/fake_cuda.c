@@ -104,9 +104,14 @@ EXPORT CUresult cuGetProcAddress_v2(const char* sym, void** pfn, int ver, cuuint
                                     CUdriverProcAddressQueryResult* st) {
   (void)ver;
   char name[128];
-  /* The driver's own table: look in this library only, never the global scope. */
+  /* The driver's own table: look in this library only, never the global scope
+   * (NVIDIA's driver). FAKE_GPA_GLOBAL=1: the global scope, where a preloaded
+   * shim's exports win (a driver whose table binds &symbol without
+   * -Bsymbolic): the shim must still count the caller's route. */
   static void* self;
-  if (self == NULL) {
+  if (self == NULL && getenv("FAKE_GPA_GLOBAL") != NULL) {
+    self = RTLD_DEFAULT;
+  } else if (self == NULL) {
     Dl_info info;
     dladdr((void*)cuInit, &info);
     self = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
