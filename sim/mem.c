@@ -625,6 +625,15 @@ SIM_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
 
 /* ---- Copies ---- */
 
+/* The stream a copy or memset goes to; a synchronous one may not be issued
+ * while that stream captures. */
+static CUresult op_stream(CUstream h, int ptds, int async, struct CUstream_st** s) {
+  CUresult r = grape__sim_stream(h, ptds, s);
+  if (r == CUDA_SUCCESS && !async)
+    r = grape__sim_capture_check(*s, 0);
+  return r;
+}
+
 enum dir_e { D_ANY, D_HTOD, D_DTOH, D_DTOD };
 
 static CUresult copy(void* dst, const void* src, size_t n, int dir, CUstream h, int ptds,
@@ -641,14 +650,9 @@ static CUresult copy(void* dst, const void* src, size_t n, int dir, CUstream h, 
   if ((dir == D_DTOH || dir == D_DTOD) && !grape__sim_dev_range((CUdeviceptr)(uintptr_t)src, n))
     return CUDA_ERROR_INVALID_VALUE;
   struct CUstream_st* s;
-  r = grape__sim_stream(h, ptds, &s);
+  r = op_stream(h, ptds, async, &s);
   if (r != CUDA_SUCCESS)
     return r;
-  if (!async) {
-    r = grape__sim_capture_check(s, 0);
-    if (r != CUDA_SUCCESS)
-      return r;
-  }
   int dst_dev = grape__sim_dev_range((CUdeviceptr)(uintptr_t)dst, n);
   int src_dev = grape__sim_dev_range((CUdeviceptr)(uintptr_t)src, n);
   int dst_pageable = !dst_dev && !grape__sim_host_range(dst, n);
@@ -761,14 +765,9 @@ static CUresult memset_any(CUdeviceptr d, unsigned v, unsigned esize, size_t n, 
   if ((d % esize) != 0 || !grape__sim_dev_range(d, pitch * (height - 1) + n * esize))
     return CUDA_ERROR_INVALID_VALUE;
   struct CUstream_st* s;
-  r = grape__sim_stream(h, ptds, &s);
+  r = op_stream(h, ptds, async, &s);
   if (r != CUDA_SUCCESS)
     return r;
-  if (!async) {
-    r = grape__sim_capture_check(s, 0);
-    if (r != CUDA_SUCCESS)
-      return r;
-  }
   sim_work_t w = {.kind = OP_MEMSET};
   w.u.ms.dst = P(d);
   w.u.ms.value = v;
