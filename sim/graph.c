@@ -28,14 +28,7 @@ void grape__sim_capture_thread_account(CUstreamCaptureMode mode, int delta);
 /* ---- Graph and node objects ---- */
 
 static struct CUgraph_st* graph_new(void) {
-  struct CUgraph_st* g = calloc(1, sizeof(*g));
-  if (g == NULL)
-    return NULL;
-  if (grape__sim_reg_add(g, K_GRAPH) != 0) {
-    free(g);
-    return NULL;
-  }
-  return g;
+  return grape__sim_reg_new(sizeof(struct CUgraph_st), K_GRAPH);
 }
 
 /* Lock not required; event references are taken by the caller under the lock. */

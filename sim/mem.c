@@ -508,13 +508,9 @@ SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* pr
   SIM_COUNT(cuMemPoolCreate);
   if (pool == NULL || props == NULL)
     return CUDA_ERROR_INVALID_VALUE;
-  struct CUmemPoolHandle_st* p = calloc(1, sizeof(*p));
+  struct CUmemPoolHandle_st* p = grape__sim_reg_new(sizeof(*p), K_POOL);
   if (p == NULL)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  if (grape__sim_reg_add(p, K_POOL) != 0) {
-    free(p);
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
   *pool = p;
   return CUDA_SUCCESS;
 }
@@ -929,14 +925,10 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* h, size_t size,
       prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
       prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || prop->location.id != 0)
     return CUDA_ERROR_INVALID_VALUE;
-  struct sim_vmem_s* v = calloc(1, sizeof(*v));
+  struct sim_vmem_s* v = grape__sim_reg_new(sizeof(*v), K_VMEM);
   if (v == NULL)
     return CUDA_ERROR_OUT_OF_MEMORY;
   v->size = size;
-  if (grape__sim_reg_add(v, K_VMEM) != 0) {
-    free(v);
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
   *h = (CUmemGenericAllocationHandle)(uintptr_t)v;
   return CUDA_SUCCESS;
 }
