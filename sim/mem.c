@@ -800,26 +800,15 @@ MEMSET_ASYNC_API(cuMemsetD16Async_ptsz, unsigned short, 2, 1)
 MEMSET_ASYNC_API(cuMemsetD32Async, unsigned int, 4, 0)
 MEMSET_ASYNC_API(cuMemsetD32Async_ptsz, unsigned int, 4, 1)
 
-SIM_EXPORT CUresult cuMemsetD2D8_v2(CUdeviceptr d, size_t pitch, unsigned char v, size_t w,
-                                    size_t h) {
-  SIM_COUNT(cuMemsetD2D8_v2);
-  return memset_any(d, v, 1, w, h, pitch, NULL, 0, 0);
-}
-SIM_EXPORT CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr d, size_t pitch, unsigned char v, size_t w,
-                                         size_t h) {
-  SIM_COUNT(cuMemsetD2D8_v2_ptds);
-  return memset_any(d, v, 1, w, h, pitch, NULL, 1, 0);
-}
-SIM_EXPORT CUresult cuMemsetD2D32_v2(CUdeviceptr d, size_t pitch, unsigned int v, size_t w,
-                                     size_t h) {
-  SIM_COUNT(cuMemsetD2D32_v2);
-  return memset_any(d, v, 4, w, h, pitch, NULL, 0, 0);
-}
-SIM_EXPORT CUresult cuMemsetD2D32_v2_ptds(CUdeviceptr d, size_t pitch, unsigned int v, size_t w,
-                                          size_t h) {
-  SIM_COUNT(cuMemsetD2D32_v2_ptds);
-  return memset_any(d, v, 4, w, h, pitch, NULL, 1, 0);
-}
+#define MEMSET2D_API(name, T, es, ptds)                                            \
+  SIM_EXPORT CUresult name(CUdeviceptr d, size_t pitch, T v, size_t w, size_t h) { \
+    SIM_COUNT(name);                                                               \
+    return memset_any(d, v, es, w, h, pitch, NULL, ptds, 0);                       \
+  }
+MEMSET2D_API(cuMemsetD2D8_v2, unsigned char, 1, 0)
+MEMSET2D_API(cuMemsetD2D8_v2_ptds, unsigned char, 1, 1)
+MEMSET2D_API(cuMemsetD2D32_v2, unsigned int, 4, 0)
+MEMSET2D_API(cuMemsetD2D32_v2_ptds, unsigned int, 4, 1)
 
 /* ---- Virtual memory management (cuMemAddressReserve / cuMemCreate / cuMemMap) ----
  *
