@@ -484,8 +484,9 @@ struct CUmemPoolHandle_st {
 };
 static struct CUmemPoolHandle_st default_pool = {1, 0};
 
-SIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice d) {
-  SIM_COUNT(cuDeviceGetDefaultMemPool);
+/* There is no cuDeviceSetMemPool here, so a device's current pool is always
+ * its default one. */
+static CUresult device_pool(CUmemoryPool* pool, CUdevice d) {
   if (pool == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   if (d != 0)
@@ -494,14 +495,14 @@ SIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice d) {
   return CUDA_SUCCESS;
 }
 
+SIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice d) {
+  SIM_COUNT(cuDeviceGetDefaultMemPool);
+  return device_pool(pool, d);
+}
+
 SIM_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice d) {
   SIM_COUNT(cuDeviceGetMemPool);
-  if (pool == NULL)
-    return CUDA_ERROR_INVALID_VALUE;
-  if (d != 0)
-    return CUDA_ERROR_INVALID_DEVICE;
-  *pool = &default_pool;
-  return CUDA_SUCCESS;
+  return device_pool(pool, d);
 }
 
 SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
