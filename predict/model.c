@@ -59,14 +59,19 @@ void grape__features(const grape__kprep_t* p, const grape_gpu_spec_t* g, int lau
   double tn = p->layout == 3;
   for (int j = 0; j < 8; j++)
     x[10 + j] = tn * x[j];
-  /* Power: low-TDP boards (T4, P4) cannot hold their boost clock through
-   * long kernels: how far below a 250 W board the TDP is, times the share of
-   * the time long enough to throttle (t / (t + 1 ms)). Only the "_tn" fit
-   * takes it: on the batched GEMMs it did worse held out (docs/predictor.md).
-   * x[20] is free for another term. */
+  /* nn.Linear GEMMs only (the same terms on the batched GEMMs did worse
+   * held out; docs/predictor.md):
+   * x[20]: the tile's arithmetic intensity, log(tm tn / (tm + tn) / 32): the
+   * small-tile cuBLAS kernels Pascal GPUs pick for long nn.Linear
+   * reductions (maxwell_sgemm_32x128_tn) run far below peak;
+   * x[21]: board power: low-TDP boards (T4, P4) cannot hold their boost
+   * clock through long kernels: log(250 W / TDP) times the share of the time
+   * long enough to throttle, t / (t + 1 ms). */
   double tdp = grape__gpu_tdp_w(g);
   double lp = tdp > 0 ? log(250.0 / tdp) : 0;
-  x[20] = 0;
+  double ai = p->tile_m > 0 && p->tile_n > 0
+                  ? lg(p->tile_m * p->tile_n / (p->tile_m + p->tile_n) / 32) : 0;
+  x[20] = launch_only ? 0 : tn * ai;
   x[21] = launch_only ? 0 : tn * lp * t / (t + 1.0);
   if (xt == NULL)
     return;

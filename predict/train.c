@@ -36,6 +36,7 @@ typedef struct knobs_s {
   double floor_p;     /* 0: no explicit floor; else t = (floor^p + work^p)^(1/p) */
   double ridge;       /* ridge on standardised linear features */
   int select;         /* choose grape's feature set per class by inner CV */
+  int crit;           /* inner-CV score: 0 pooled MAPE, 1 worst GPU's MAPE */
 } knobs_t;
 
 static const knobs_t* knobs(void) {
@@ -52,6 +53,7 @@ static const knobs_t* knobs(void) {
     k.ridge = (e = getenv("GRAPE_TRAIN_RIDGE")) ? atof(e) : 1e-4;
     k.ridge = k.ridge >= 0 && k.ridge <= 100 ? k.ridge : 1e-4;
     k.select = (e = getenv("GRAPE_TRAIN_SELECT")) ? atoi(e) : 1;
+    k.crit = (e = getenv("GRAPE_TRAIN_CRIT")) ? atoi(e) : 0;
     done = 1;
   }
   return &k;
@@ -527,8 +529,9 @@ static int select_cand(const grape_dataset_t* d, const sel_t* s, int c) {
   int pick = 0;
   double score[NCAND] = {0};
   for (size_t k = 0; k < NCAND; k++) {
-    double ape = 0, n = 0;
+    double ape = 0, n = 0, worst = 0;
     for (int h = 0; h < ngpu; h++) {
+      double fape = 0, fn = 0;
       sel_t in = *s;
       in.skip2 = gpus[h];
       int err;
@@ -542,13 +545,17 @@ static int select_cand(const grape_dataset_t* d, const sel_t* s, int c) {
         const row_t* r = &d->rows[i];
         if (!selected(r, s, c) || strcmp(r->gpu->name, gpus[h]) != 0)
           continue;
-        ape += fabs(grape__predict(tm, GRAPE_METHOD_GRAPE, &r->p, r->gpu) - r->lat) / r->lat;
-        n++;
+        fape += fabs(grape__predict(tm, GRAPE_METHOD_GRAPE, &r->p, r->gpu) - r->lat) / r->lat;
+        fn++;
       }
+      ape += fape;
+      n += fn;
+      if (fn > 0 && fape / fn > worst)
+        worst = fape / fn;
     }
-    score[k] = n > 0 ? ape / n : INFINITY;
-    if (n > 0 && ape / n < best) {
-      best = ape / n;
+    score[k] = n == 0 ? INFINITY : knobs()->crit ? worst : ape / n;
+    if (score[k] < best) {
+      best = score[k];
       pick = (int)k;
     }
   }
