@@ -270,34 +270,45 @@ typedef struct cand_s {
  * c0 + c3 max(Tc, Tm) (form 1, the roofline's), fitted for least absolute
  * relative error (per-kernel MAPE) by IRLS rather than least squares. */
 static int fit_lin_l1(const grape_dataset_t* d, const sel_t* s, int cls, int form, double* g) {
+  /* The rows' (1, Tc or max, Tm, t), computed once: features are the cost. */
+  size_t n = 0;
+  double* v = malloc((d->n + 1) * 4 * sizeof(double));
+  if (v == NULL)
+    return -ENOMEM;
+  for (size_t i = 0; i < d->n; i++) {
+    const row_t* r = &d->rows[i];
+    if (!selected(r, s, cls))
+      continue;
+    double x[GRAPE__NFEAT];
+    grape__roof_t rf;
+    grape__features(&r->p, r->gpu, 0, x, NULL, &rf);
+    double* o = &v[4 * n++];
+    o[0] = 1;
+    o[1] = form ? fmax(rf.tc, rf.tm) : rf.tc;
+    o[2] = rf.tm;
+    o[3] = r->lat;
+  }
   double w[3] = {0, 0, 0};
-  int err = 0;
-  for (int round = 0; round < 2 * IRLS_ROUNDS; round++) {
+  int err = n ? 0 : -ENODATA;
+  for (int round = 0; round < 2 * IRLS_ROUNDS && err == 0; round++) {
     ls_t l;
-    int n = form ? 2 : 3;
-    ls_init(&l, n);
-    for (size_t i = 0; i < d->n; i++) {
-      const row_t* r = &d->rows[i];
-      if (!selected(r, s, cls))
-        continue;
-      double x[GRAPE__NFEAT];
-      grape__roof_t rf;
-      grape__features(&r->p, r->gpu, 0, x, NULL, &rf);
-      double v[3] = {1, form ? fmax(rf.tc, rf.tm) : rf.tc, rf.tm};
-      double y = r->lat, wt = 1 / (y * y);
+    ls_init(&l, form ? 2 : 3);
+    for (size_t i = 0; i < n; i++) {
+      const double* o = &v[4 * i];
+      double y = o[3], wt = 1 / (y * y);
       if (round > 0) {
-        double p = w[0] + w[1] * v[1] + (form ? 0 : w[2] * v[2]);
+        double p = w[0] + w[1] * o[1] + (form ? 0 : w[2] * o[2]);
         wt = 1 / (y * fmax(fabs(p - y), 1e-3 * y));
       }
-      ls_add(&l, v, y, wt);
+      ls_add(&l, o, y, wt);
     }
-    if (l.sw == 0)
-      return -ENODATA;
     double nw[3] = {0, 0, 0};
-    if ((err = ls_solve(&l, 1e-9, nw)) < 0)
-      return err;
-    memcpy(w, nw, sizeof(w));
+    if ((err = ls_solve(&l, 1e-9, nw)) == 0)
+      memcpy(w, nw, sizeof(w));
   }
+  free(v);
+  if (err < 0)
+    return err;
   g[0] = 1;
   g[1] = w[0];
   g[2] = form ? 0 : w[1];
