@@ -4,6 +4,7 @@
 
 #include "grape/predict.h"
 #include "predict/kernel.h"
+#include "predict/model.h"
 
 Test(predict, kernel_names_classify) {
   static const struct {
@@ -108,4 +109,28 @@ Test(predict, kernel_occupancy_and_waves) {
   grape__kernel_prep(&k, &p);
   grape__occupancy(&p, t4, &o);
   cr_expect_eq(o.per_sm, 1, "64 KiB of shared memory per SM on T4");
+}
+
+/* nn.Linear GEMMs ("_tn") carry their tile's arithmetic intensity and the
+ * board's power; other GEMMs and launch-only features do not. */
+Test(predict, kernel_linear_gemm_tile_and_power_features) {
+  grape_kernel_desc_t k = {.name = "maxwell_sgemm_32x128_tn", .grid = {8, 32, 1},
+                           .block = {256, 1, 1}, .regs = -1, .op = GRAPE_OP_GEMM,
+                           .dims = {1, 4096, 1024, 8192}};
+  grape__kprep_t p;
+  grape__kernel_prep(&k, &p);
+  double x[GRAPE__NFEAT], xt[GRAPE__NTF];
+  grape__roof_t r[1];
+  const grape_gpu_spec_t* t4 = grape_gpu_find("T4");
+  grape__features(&p, t4, 0, x, xt, r);
+  cr_expect_float_eq(x[20], log(32.0 * 128 / 160 / 32), 1e-12);
+  cr_expect(x[21] > 0.5 * log(250.0 / 70) && x[21] < log(250.0 / 70), "%g", x[21]);
+  grape__features(&p, grape_gpu_find("NVIDIA A100-PCIE-40GB"), 0, x, xt, r);
+  cr_expect_float_eq(x[21], 0, 1e-12, "a 250 W board does not throttle");
+  grape__features(&p, t4, 1, x, NULL, r);
+  cr_expect(x[20] == 0 && x[21] == 0, "launch-only: %g %g", x[20], x[21]);
+  k.name = "maxwell_sgemm_32x128_nn";
+  grape__kernel_prep(&k, &p);
+  grape__features(&p, t4, 0, x, xt, r);
+  cr_expect(x[20] == 0 && x[21] == 0, "not _tn: %g %g", x[20], x[21]);
 }
