@@ -21,28 +21,46 @@
   ret r_;                           \
   GRAPE_NO_REENTRY(r_ = (real) args)
 
-#define GRAPE_BODY_PLAIN(ret, name, ptds, stream, real, args)          \
-  if (!grape__active())                                                \
-    return real args;                                                  \
-  grape__count(&grape__counters.api_calls[GRAPE_HOOK_##name]);         \
-  GRAPE_CALL(ret, real, args);                                         \
+/* The shape of every hook: pass through while inactive, count the call as
+ * row hk, run `before`, call real with the guard raised, run `after` (which
+ * sees the result r_), return r_. */
+#define GRAPE_HOOK_BODY(ret, hk, real, args, before, after) \
+  if (!grape__active())                                    \
+    return real args;                                      \
+  grape__count(&grape__counters.api_calls[hk]);            \
+  before;                                                  \
+  GRAPE_CALL(ret, real, args);                             \
+  after;                                                   \
   return r_;
 
-#define GRAPE_BODY_SYNC_ALL(ret, name, ptds, stream, real, args)       \
-  if (!grape__active())                                                \
-    return real args;                                                  \
-  grape__count(&grape__counters.api_calls[GRAPE_HOOK_##name]);         \
-  grape__rec_end_all();                                                \
-  GRAPE_CALL(ret, real, args);                                         \
-  return r_;
+/* A hand-written hook_<base> of that shape, for rows whose work is only
+ * `before` and `after`. */
+#define GRAPE_HOOK_DEF(ret, base, params, args, before, after)                            \
+  static inline ret hook_##base(grape_route_t route, grape_hook_t h, int ptds,            \
+                                pfn_##base real, GRAPE_UNPAREN params) {                  \
+    (void)route;                                                                          \
+    (void)ptds;                                                                           \
+    GRAPE_HOOK_BODY(ret, h, real, args, before, after)                                    \
+  }
 
-#define GRAPE_BODY_SYNC_STREAM(ret, name, ptds, stream, real, args)    \
-  if (!grape__active())                                                \
-    return real args;                                                  \
-  grape__count(&grape__counters.api_calls[GRAPE_HOOK_##name]);         \
-  grape__rec_end_stream(grape__stream_key((const void*)(stream), ptds)); \
-  GRAPE_CALL(ret, real, args);                                         \
-  return r_;
+/* What the generic kinds do before the real call. */
+#define GRAPE_BEFORE_PLAIN(ptds, stream)
+#define GRAPE_BEFORE_SYNC_ALL(ptds, stream) grape__rec_end_all()
+#define GRAPE_BEFORE_SYNC_STREAM(ptds, stream) \
+  grape__rec_end_stream(grape__stream_key((const void*)(stream), ptds))
+
+/* The program's own stream capture: while any is open, each launch asks
+ * whether its stream is capturing. An end closes the capture whether or not
+ * it succeeded (invalidated, unjoined). */
+static inline void grape__capture_begun(void) {
+  __atomic_add_fetch(&grape__captures, 1, __ATOMIC_RELAXED);
+}
+static inline void grape__capture_ended(void) {
+  int n = __atomic_load_n(&grape__captures, __ATOMIC_RELAXED);
+  while (n > 0 && !__atomic_compare_exchange_n(&grape__captures, &n, n - 1, 0, __ATOMIC_RELAXED,
+                                               __ATOMIC_RELAXED))
+    ;
+}
 
 /* body_<name>(route, real, params...) for each kind. */
 #define GRAPE_GEN_BODY_CUSTOM(ret, name, base, ptds, stream, params, args)                 \
@@ -53,7 +71,7 @@
 #define GRAPE_GEN_BODY_GENERIC(K, ret, name, base, ptds, stream, params, args)            \
   static inline __attribute__((always_inline)) ret body_##name(grape_route_t route, pfn_##name real, GRAPE_UNPAREN params) { \
     (void)route;                                                                         \
-    GRAPE_BODY_##K(ret, name, ptds, stream, real, args)                                  \
+    GRAPE_HOOK_BODY(ret, GRAPE_HOOK_##name, real, args, GRAPE_BEFORE_##K(ptds, stream), ) \
   }
 /* One entry point: fname (exported or a route wrapper) reaching body_<name>.
  * The entry itself only tests for off mode and jumps to the real function; all
