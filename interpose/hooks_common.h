@@ -73,16 +73,20 @@ static inline void grape__capture_ended(void) {
     (void)route;                                                                         \
     GRAPE_HOOK_BODY(ret, GRAPE_HOOK_##name, real, args, GRAPE_BEFORE_##K(ptds, stream), ) \
   }
+/* Row name's real function for an entry of slot: the exported override's is
+ * looked up on first use, a route wrapper's was stored when it was handed out. */
+#define GRAPE_REAL_AT(name, slot)                                                        \
+  ((pfn_##name)((slot) == GRAPE_SLOT_EXPORT                                              \
+                    ? grape__real_export(GRAPE_HOOK_##name)                              \
+                    : __atomic_load_n(&grape__real[slot][GRAPE_HOOK_##name], __ATOMIC_RELAXED)))
+
 /* One entry point: fname (exported or a route wrapper) reaching body_<name>.
  * The entry itself only tests for off mode and jumps to the real function; all
  * else (a missing real function, init, re-entry, the work) is in fname_slow,
  * reached by a jump with the same arguments, so the entry needs no frame. */
 #define GRAPE_GEN_ENTRY(attrs, ret, name, params, args, fname, SLOT, ROUTE)                   \
   static __attribute__((noinline)) ret fname##_slow params {                                  \
-    pfn_##name real = (pfn_##name)(SLOT == GRAPE_SLOT_EXPORT                                  \
-                                       ? grape__real_export(GRAPE_HOOK_##name)                \
-                                       : __atomic_load_n(&grape__real[SLOT][GRAPE_HOOK_##name], \
-                                                         __ATOMIC_RELAXED));                  \
+    pfn_##name real = GRAPE_REAL_AT(name, SLOT);                                              \
     if (real == NULL)                                                                         \
       return GRAPE_MISSING_##ret;                                                             \
     if (!grape__active())                                                                     \

@@ -235,27 +235,18 @@ static inline CUresult ctx_sync(pfn_cuCtxSynchronize real) {
   GRAPE_HOOK_BODY(CUresult, GRAPE_HOOK_cuCtxSynchronize, real, (), grape__rec_end_all(), )
 }
 
-GRAPE_EXPORT CUresult cuCtxSynchronize(void) {
-  return ctx_sync((pfn_cuCtxSynchronize)grape__real_export(GRAPE_HOOK_cuCtxSynchronize));
-}
-CUresult grape__w_cuCtxSynchronize_dlsym(void) {
-  return ctx_sync((pfn_cuCtxSynchronize)grape__real[GRAPE_SLOT_DLSYM][GRAPE_HOOK_cuCtxSynchronize]);
-}
-CUresult grape__w_cuCtxSynchronize_gpa(void) {
-  return ctx_sync((pfn_cuCtxSynchronize)grape__real[GRAPE_SLOT_GPA][GRAPE_HOOK_cuCtxSynchronize]);
-}
-CUresult grape__w_cuCtxSynchronize_ep(void) {
-  return ctx_sync((pfn_cuCtxSynchronize)grape__real[GRAPE_SLOT_EP][GRAPE_HOOK_cuCtxSynchronize]);
-}
+#define CTX_SYNC_ENTRY(fname, slot) \
+  CUresult fname(void) { return ctx_sync(GRAPE_REAL_AT(cuCtxSynchronize, slot)); }
+GRAPE_EXPORT CTX_SYNC_ENTRY(cuCtxSynchronize, GRAPE_SLOT_EXPORT)
+CTX_SYNC_ENTRY(grape__w_cuCtxSynchronize_dlsym, GRAPE_SLOT_DLSYM)
+CTX_SYNC_ENTRY(grape__w_cuCtxSynchronize_gpa, GRAPE_SLOT_GPA)
+CTX_SYNC_ENTRY(grape__w_cuCtxSynchronize_ep, GRAPE_SLOT_EP)
 
 /* cuGetProcAddress[_v2]: every entry runs the hook, which also works when
  * passing through (see hooks.def, MANUAL). */
 #define GPA_ENTRIES(name, params, args)                                                      \
   static inline CUresult name##_entry(grape_slot_t slot, GRAPE_UNPAREN params) {             \
-    pfn_##name real = (pfn_##name)(slot == GRAPE_SLOT_EXPORT                                 \
-                                       ? grape__real_export(GRAPE_HOOK_##name)               \
-                                       : __atomic_load_n(&grape__real[slot][GRAPE_HOOK_##name], \
-                                                         __ATOMIC_RELAXED));                 \
+    pfn_##name real = GRAPE_REAL_AT(name, slot);                                             \
     if (real == NULL)                                                                        \
       return CUDA_ERROR_NOT_FOUND;                                                           \
     return hook_##name(GRAPE_ROUTE_DRIVER, GRAPE_HOOK_##name, 0, real, GRAPE_UNPAREN args);  \

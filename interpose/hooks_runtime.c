@@ -165,8 +165,7 @@ GRAPE_HOOK_DEF(cudaError_t, cudaMemsetAsync, (void* p, int v, size_t n, cudaStre
 #include "hooks.def"
 
 GRAPE_EXPORT cudaError_t cudaDeviceSynchronize(void) {
-  pfn_cudaDeviceSynchronize real =
-      (pfn_cudaDeviceSynchronize)grape__real_export(GRAPE_HOOK_cudaDeviceSynchronize);
+  pfn_cudaDeviceSynchronize real = GRAPE_REAL_AT(cudaDeviceSynchronize, GRAPE_SLOT_EXPORT);
   if (real == NULL)
     return GRAPE_MISSING_cudaError_t;
   GRAPE_HOOK_BODY(cudaError_t, GRAPE_HOOK_cudaDeviceSynchronize, real, (), grape__rec_end_all(), )
