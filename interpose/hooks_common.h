@@ -5,7 +5,9 @@
  * by. Generic kinds count the call, end regions where the row says, and call
  * the real function with the re-entry guard raised; CUSTOM rows call the
  * hand-written hook_<base>(route, row, ptds, real, args...) defined before the
- * generator is expanded. Bodies are inlined into each entry's out-of-line slow
+ * generator is expanded; most of those only add work before or after the real
+ * call and are written with GRAPE_HOOK_DEF, so every hook shares one shape
+ * (GRAPE_HOOK_BODY). Bodies are inlined into each entry's out-of-line slow
  * part (GRAPE_GEN_ENTRY), so that the entry itself stays small: off mode costs
  * a few loads, a branch and a tail jump to the real function. */
 #ifndef GRAPE_INTERPOSE_HOOKS_COMMON_H
