@@ -5,7 +5,9 @@
  * by. Generic kinds count the call, end regions where the row says, and call
  * the real function with the re-entry guard raised; CUSTOM rows call the
  * hand-written hook_<base>(route, row, ptds, real, args...) defined before the
- * generator is expanded. Bodies are inlined into each entry's out-of-line slow
+ * generator is expanded; most of those only add work before or after the real
+ * call and are written with GRAPE_HOOK_DEF, so every hook shares one shape
+ * (GRAPE_HOOK_BODY). Bodies are inlined into each entry's out-of-line slow
  * part (GRAPE_GEN_ENTRY), so that the entry itself stays small: off mode costs
  * a few loads, a branch and a tail jump to the real function. */
 #ifndef GRAPE_INTERPOSE_HOOKS_COMMON_H
@@ -21,28 +23,46 @@
   ret r_;                           \
   GRAPE_NO_REENTRY(r_ = (real) args)
 
-#define GRAPE_BODY_PLAIN(ret, name, ptds, stream, real, args)          \
-  if (!grape__active())                                                \
-    return real args;                                                  \
-  grape__count(&grape__counters.api_calls[GRAPE_HOOK_##name]);         \
-  GRAPE_CALL(ret, real, args);                                         \
+/* The shape of every hook: pass through while inactive, count the call as
+ * row hk, run `before`, call real with the guard raised, run `after` (which
+ * sees the result r_), return r_. */
+#define GRAPE_HOOK_BODY(ret, hk, real, args, before, after) \
+  if (!grape__active())                                    \
+    return real args;                                      \
+  grape__count(&grape__counters.api_calls[hk]);            \
+  before;                                                  \
+  GRAPE_CALL(ret, real, args);                             \
+  after;                                                   \
   return r_;
 
-#define GRAPE_BODY_SYNC_ALL(ret, name, ptds, stream, real, args)       \
-  if (!grape__active())                                                \
-    return real args;                                                  \
-  grape__count(&grape__counters.api_calls[GRAPE_HOOK_##name]);         \
-  grape__rec_end_all();                                                \
-  GRAPE_CALL(ret, real, args);                                         \
-  return r_;
+/* A hand-written hook_<base> of that shape, for rows whose work is only
+ * `before` and `after`. */
+#define GRAPE_HOOK_DEF(ret, base, params, args, before, after)                            \
+  static inline ret hook_##base(grape_route_t route, grape_hook_t h, int ptds,            \
+                                pfn_##base real, GRAPE_UNPAREN params) {                  \
+    (void)route;                                                                          \
+    (void)ptds;                                                                           \
+    GRAPE_HOOK_BODY(ret, h, real, args, before, after)                                    \
+  }
 
-#define GRAPE_BODY_SYNC_STREAM(ret, name, ptds, stream, real, args)    \
-  if (!grape__active())                                                \
-    return real args;                                                  \
-  grape__count(&grape__counters.api_calls[GRAPE_HOOK_##name]);         \
-  grape__rec_end_stream(grape__stream_key((const void*)(stream), ptds)); \
-  GRAPE_CALL(ret, real, args);                                         \
-  return r_;
+/* What the generic kinds do before the real call. */
+#define GRAPE_BEFORE_PLAIN(ptds, stream)
+#define GRAPE_BEFORE_SYNC_ALL(ptds, stream) grape__rec_end_all()
+#define GRAPE_BEFORE_SYNC_STREAM(ptds, stream) \
+  grape__rec_end_stream(grape__stream_key((const void*)(stream), ptds))
+
+/* The program's own stream capture: while any is open, each launch asks
+ * whether its stream is capturing. An end closes the capture whether or not
+ * it succeeded (invalidated, unjoined). */
+static inline void grape__capture_begun(void) {
+  __atomic_add_fetch(&grape__captures, 1, __ATOMIC_RELAXED);
+}
+static inline void grape__capture_ended(void) {
+  int n = __atomic_load_n(&grape__captures, __ATOMIC_RELAXED);
+  while (n > 0 && !__atomic_compare_exchange_n(&grape__captures, &n, n - 1, 0, __ATOMIC_RELAXED,
+                                               __ATOMIC_RELAXED))
+    ;
+}
 
 /* body_<name>(route, real, params...) for each kind. */
 #define GRAPE_GEN_BODY_CUSTOM(ret, name, base, ptds, stream, params, args)                 \
@@ -53,18 +73,22 @@
 #define GRAPE_GEN_BODY_GENERIC(K, ret, name, base, ptds, stream, params, args)            \
   static inline __attribute__((always_inline)) ret body_##name(grape_route_t route, pfn_##name real, GRAPE_UNPAREN params) { \
     (void)route;                                                                         \
-    GRAPE_BODY_##K(ret, name, ptds, stream, real, args)                                  \
+    GRAPE_HOOK_BODY(ret, GRAPE_HOOK_##name, real, args, GRAPE_BEFORE_##K(ptds, stream), ) \
   }
+/* Row name's real function for an entry of slot: the exported override's is
+ * looked up on first use, a route wrapper's was stored when it was handed out. */
+#define GRAPE_REAL_AT(name, slot)                                                        \
+  ((pfn_##name)((slot) == GRAPE_SLOT_EXPORT                                              \
+                    ? grape__real_export(GRAPE_HOOK_##name)                              \
+                    : __atomic_load_n(&grape__real[slot][GRAPE_HOOK_##name], __ATOMIC_RELAXED)))
+
 /* One entry point: fname (exported or a route wrapper) reaching body_<name>.
  * The entry itself only tests for off mode and jumps to the real function; all
  * else (a missing real function, init, re-entry, the work) is in fname_slow,
  * reached by a jump with the same arguments, so the entry needs no frame. */
 #define GRAPE_GEN_ENTRY(attrs, ret, name, params, args, fname, SLOT, ROUTE)                   \
   static __attribute__((noinline)) ret fname##_slow params {                                  \
-    pfn_##name real = (pfn_##name)(SLOT == GRAPE_SLOT_EXPORT                                  \
-                                       ? grape__real_export(GRAPE_HOOK_##name)                \
-                                       : __atomic_load_n(&grape__real[SLOT][GRAPE_HOOK_##name], \
-                                                         __ATOMIC_RELAXED));                  \
+    pfn_##name real = GRAPE_REAL_AT(name, SLOT);                                              \
     if (real == NULL)                                                                         \
       return GRAPE_MISSING_##ret;                                                             \
     if (!grape__active())                                                                     \

@@ -36,65 +36,48 @@ void* grape__route_entry(grape_slot_t slot, const char* symbol, void* p, int ver
   return grape__wrap(slot, grape__hook_by_gpa(symbol, version, ptds), p);
 }
 
-static inline CUresult hook_cuGetProcAddress(grape_route_t route, grape_hook_t h, int ptds,
-                                             pfn_cuGetProcAddress real, const char* symbol,
-                                             void** pfn, int cudaVersion, cuuint64_t flags) {
-  (void)route;
-  (void)ptds;
-  if (!grape__active()) {
-    /* Passing through: still never hand back the shim's own export, so that
-     * the caller does not pay for a second trip through the shim. */
-    CUresult r = real(symbol, pfn, cudaVersion, flags);
-    if (r == CUDA_SUCCESS && pfn != NULL && *pfn != NULL)
-      *pfn = grape__unown(*pfn);
-    return r;
+/* Both cuGetProcAddress forms: the real lookup, its result swapped for the
+ * matching wrapper. Passing through, the hook still never hands back the
+ * shim's own export, so that the caller does not pay for a second trip
+ * through the shim. */
+#define GPA_HOOK(name, params, args)                                                      \
+  static inline CUresult hook_##name(grape_route_t route, grape_hook_t h, int ptds,       \
+                                     pfn_##name real, GRAPE_UNPAREN params) {             \
+    (void)route;                                                                          \
+    (void)ptds;                                                                           \
+    if (!grape__active()) {                                                               \
+      CUresult r = real args;                                                             \
+      if (r == CUDA_SUCCESS && pfn != NULL && *pfn != NULL)                               \
+        *pfn = grape__unown(*pfn);                                                        \
+      return r;                                                                           \
+    }                                                                                     \
+    grape__count(&grape__counters.api_calls[h]);                                          \
+    GRAPE_CALL(CUresult, real, args);                                                     \
+    if (r_ == CUDA_SUCCESS && pfn != NULL)                                                \
+      *pfn = grape__route_entry(GRAPE_SLOT_GPA, symbol, *pfn, cudaVersion,                \
+                                (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0); \
+    return r_;                                                                            \
   }
-  grape__count(&grape__counters.api_calls[h]);
-  GRAPE_CALL(CUresult, real, (symbol, pfn, cudaVersion, flags));
-  if (r_ == CUDA_SUCCESS && pfn != NULL)
-    *pfn = grape__route_entry(GRAPE_SLOT_GPA, symbol, *pfn, cudaVersion,
-                              (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
-  return r_;
+GPA_HOOK(cuGetProcAddress, (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags),
+         (symbol, pfn, cudaVersion, flags))
+GPA_HOOK(cuGetProcAddress_v2,
+         (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
+          CUdriverProcAddressQueryResult* symbolStatus),
+         (symbol, pfn, cudaVersion, flags, symbolStatus))
+
+/* Export tables are passed through; at debug level their ids are logged. */
+static void log_export_table(const CUuuid* id) {
+  if (id == NULL || grape__log_level() < GRAPE_LOG_DEBUG)
+    return;
+  const unsigned char* u = (const unsigned char*)id->bytes;
+  grape_log_debug("cuGetExportTable %02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x"
+                  " (passed through)",
+                  u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+                  u[13], u[14], u[15]);
 }
 
-static inline CUresult hook_cuGetProcAddress_v2(grape_route_t route, grape_hook_t h, int ptds,
-                                                pfn_cuGetProcAddress_v2 real, const char* symbol,
-                                                void** pfn, int cudaVersion, cuuint64_t flags,
-                                                CUdriverProcAddressQueryResult* symbolStatus) {
-  (void)route;
-  (void)ptds;
-  if (!grape__active()) {
-    CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
-    if (r == CUDA_SUCCESS && pfn != NULL && *pfn != NULL)
-      *pfn = grape__unown(*pfn);
-    return r;
-  }
-  grape__count(&grape__counters.api_calls[h]);
-  GRAPE_CALL(CUresult, real, (symbol, pfn, cudaVersion, flags, symbolStatus));
-  if (r_ == CUDA_SUCCESS && pfn != NULL)
-    *pfn = grape__route_entry(GRAPE_SLOT_GPA, symbol, *pfn, cudaVersion,
-                              (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
-  return r_;
-}
-
-static inline CUresult hook_cuGetExportTable(grape_route_t route, grape_hook_t h, int ptds,
-                                             pfn_cuGetExportTable real, const void** table,
-                                             const CUuuid* id) {
-  (void)route;
-  (void)ptds;
-  if (!grape__active())
-    return real(table, id);
-  grape__count(&grape__counters.api_calls[h]);
-  if (id != NULL && grape__log_level() >= GRAPE_LOG_DEBUG) {
-    const unsigned char* u = (const unsigned char*)id->bytes;
-    grape_log_debug("cuGetExportTable %02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x"
-                    " (passed through)",
-                    u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
-                    u[13], u[14], u[15]);
-  }
-  GRAPE_CALL(CUresult, real, (table, id));
-  return r_;
-}
+GRAPE_HOOK_DEF(CUresult, cuGetExportTable, (const void** table, const CUuuid* id), (table, id),
+               log_export_table(id), )
 
 /* ---- Launches ---- */
 
@@ -152,37 +135,12 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grap
 /* ---- The program's own stream capture ---- */
 
 /* Begin: the stream's region ends first (its ops must not mix with captured
- * work), then while any capture is open each launch asks whether its stream
- * is capturing. */
-static inline CUresult hook_cuStreamBeginCapture_v2(grape_route_t route, grape_hook_t h, int ptds,
-                                                    pfn_cuStreamBeginCapture_v2 real, CUstream s,
-                                                    CUstreamCaptureMode mode) {
-  (void)route;
-  if (!grape__active())
-    return real(s, mode);
-  grape__count(&grape__counters.api_calls[h]);
-  grape__rec_end_stream(grape__stream_key(s, ptds));
-  GRAPE_CALL(CUresult, real, (s, mode));
-  if (r_ == CUDA_SUCCESS)
-    __atomic_add_fetch(&grape__captures, 1, __ATOMIC_RELAXED);
-  return r_;
-}
-
-static inline CUresult hook_cuStreamEndCapture(grape_route_t route, grape_hook_t h, int ptds,
-                                               pfn_cuStreamEndCapture real, CUstream s, CUgraph* g) {
-  (void)route;
-  (void)ptds;
-  if (!grape__active())
-    return real(s, g);
-  grape__count(&grape__counters.api_calls[h]);
-  GRAPE_CALL(CUresult, real, (s, g));
-  /* The capture is over whether or not it succeeded (invalidated, unjoined). */
-  int n = __atomic_load_n(&grape__captures, __ATOMIC_RELAXED);
-  while (n > 0 && !__atomic_compare_exchange_n(&grape__captures, &n, n - 1, 0, __ATOMIC_RELAXED,
-                                               __ATOMIC_RELAXED))
-    ;
-  return r_;
-}
+ * work); see grape__capture_begun. */
+GRAPE_HOOK_DEF(CUresult, cuStreamBeginCapture_v2, (CUstream s, CUstreamCaptureMode mode), (s, mode),
+               grape__rec_end_stream(grape__stream_key(s, ptds)),
+               if (r_ == CUDA_SUCCESS) grape__capture_begun())
+GRAPE_HOOK_DEF(CUresult, cuStreamEndCapture, (CUstream s, CUgraph* g), (s, g), ,
+               grape__capture_ended())
 
 /* ---- Modules and functions ---- */
 
@@ -198,137 +156,39 @@ static void register_loaded_image(const void* handle, const void* image) {
   grape__image_register_parsed(handle, fb);
 }
 
-static inline CUresult hook_cuModuleLoadData(grape_route_t route, grape_hook_t h, int ptds,
-                                             pfn_cuModuleLoadData real, CUmodule* m,
-                                             const void* image) {
-  (void)route;
-  (void)ptds;
-  if (!grape__active())
-    return real(m, image);
-  grape__count(&grape__counters.api_calls[h]);
-  GRAPE_CALL(CUresult, real, (m, image));
-  if (r_ == CUDA_SUCCESS && m != NULL)
-    GRAPE_NO_REENTRY(register_loaded_image(*m, image));
-  return r_;
-}
+/* Loads: the image of a loaded module or library is parsed and registered. */
+#define LOAD_HOOK(base, params, args, out, image)                              \
+  GRAPE_HOOK_DEF(CUresult, base, params, args, ,                               \
+                 if (r_ == CUDA_SUCCESS && (out) != NULL)                      \
+                     GRAPE_NO_REENTRY(register_loaded_image(*(out), image)))
+LOAD_HOOK(cuModuleLoadData, (CUmodule* m, const void* image), (m, image), m, image)
+LOAD_HOOK(cuModuleLoadDataEx, (CUmodule* m, const void* image, unsigned n, CUjit_option* o, void** v),
+          (m, image, n, o, v), m, image)
+LOAD_HOOK(cuModuleLoadFatBinary, (CUmodule* m, const void* image), (m, image), m, image)
+LOAD_HOOK(cuLibraryLoadData,
+          (CUlibrary* lib, const void* code, CUjit_option* jo, void** jv, unsigned nj,
+           CUlibraryOption* lo, void** lv, unsigned nl),
+          (lib, code, jo, jv, nj, lo, lv, nl), lib, code)
 
-static inline CUresult hook_cuModuleLoadDataEx(grape_route_t route, grape_hook_t h, int ptds,
-                                               pfn_cuModuleLoadDataEx real, CUmodule* m,
-                                               const void* image, unsigned n, CUjit_option* o,
-                                               void** v) {
-  (void)route;
-  (void)ptds;
-  if (!grape__active())
-    return real(m, image, n, o, v);
-  grape__count(&grape__counters.api_calls[h]);
-  GRAPE_CALL(CUresult, real, (m, image, n, o, v));
-  if (r_ == CUDA_SUCCESS && m != NULL)
-    GRAPE_NO_REENTRY(register_loaded_image(*m, image));
-  return r_;
-}
-
-static inline CUresult hook_cuModuleLoadFatBinary(grape_route_t route, grape_hook_t h, int ptds,
-                                                  pfn_cuModuleLoadFatBinary real, CUmodule* m,
-                                                  const void* image) {
-  (void)route;
-  (void)ptds;
-  if (!grape__active())
-    return real(m, image);
-  grape__count(&grape__counters.api_calls[h]);
-  GRAPE_CALL(CUresult, real, (m, image));
-  if (r_ == CUDA_SUCCESS && m != NULL)
-    GRAPE_NO_REENTRY(register_loaded_image(*m, image));
-  return r_;
-}
-
-static inline CUresult hook_cuLibraryLoadData(grape_route_t route, grape_hook_t h, int ptds,
-                                              pfn_cuLibraryLoadData real, CUlibrary* lib,
-                                              const void* code, CUjit_option* jo, void** jv,
-                                              unsigned nj, CUlibraryOption* lo, void** lv,
-                                              unsigned nl) {
-  (void)route;
-  (void)ptds;
-  if (!grape__active())
-    return real(lib, code, jo, jv, nj, lo, lv, nl);
-  grape__count(&grape__counters.api_calls[h]);
-  GRAPE_CALL(CUresult, real, (lib, code, jo, jv, nj, lo, lv, nl));
-  if (r_ == CUDA_SUCCESS && lib != NULL)
-    GRAPE_NO_REENTRY(register_loaded_image(*lib, code));
-  return r_;
-}
-
-static inline CUresult hook_cuModuleGetFunction(grape_route_t route, grape_hook_t h, int ptds,
-                                                pfn_cuModuleGetFunction real, CUfunction* f,
-                                                CUmodule m, const char* name) {
-  (void)route;
-  (void)ptds;
-  if (!grape__active())
-    return real(f, m, name);
-  grape__count(&grape__counters.api_calls[h]);
-  GRAPE_CALL(CUresult, real, (f, m, name));
-  if (r_ == CUDA_SUCCESS && f != NULL)
-    GRAPE_NO_REENTRY(grape__func_register(*f, GRAPE_FN_FUNCTION, name, m));
-  return r_;
-}
-
-static inline CUresult hook_cuLibraryGetKernel(grape_route_t route, grape_hook_t h, int ptds,
-                                               pfn_cuLibraryGetKernel real, CUkernel* k,
-                                               CUlibrary lib, const char* name) {
-  (void)route;
-  (void)ptds;
-  if (!grape__active())
-    return real(k, lib, name);
-  grape__count(&grape__counters.api_calls[h]);
-  GRAPE_CALL(CUresult, real, (k, lib, name));
-  if (r_ == CUDA_SUCCESS && k != NULL)
-    GRAPE_NO_REENTRY(grape__func_register(*k, GRAPE_FN_KERNEL, name, lib));
-  return r_;
-}
-
-static inline CUresult hook_cuKernelGetFunction(grape_route_t route, grape_hook_t h, int ptds,
-                                                pfn_cuKernelGetFunction real, CUfunction* f,
-                                                CUkernel k) {
-  (void)route;
-  (void)ptds;
-  if (!grape__active())
-    return real(f, k);
-  grape__count(&grape__counters.api_calls[h]);
-  GRAPE_CALL(CUresult, real, (f, k));
-  if (r_ == CUDA_SUCCESS && f != NULL)
-    GRAPE_NO_REENTRY(grape__func_alias(*f, GRAPE_FN_FUNCTION, k));
-  return r_;
-}
+GRAPE_HOOK_DEF(CUresult, cuModuleGetFunction, (CUfunction* f, CUmodule m, const char* name), (f, m, name), ,
+               if (r_ == CUDA_SUCCESS && f != NULL)
+                   GRAPE_NO_REENTRY(grape__func_register(*f, GRAPE_FN_FUNCTION, name, m)))
+GRAPE_HOOK_DEF(CUresult, cuLibraryGetKernel, (CUkernel* k, CUlibrary lib, const char* name), (k, lib, name), ,
+               if (r_ == CUDA_SUCCESS && k != NULL)
+                   GRAPE_NO_REENTRY(grape__func_register(*k, GRAPE_FN_KERNEL, name, lib)))
+GRAPE_HOOK_DEF(CUresult, cuKernelGetFunction, (CUfunction* f, CUkernel k), (f, k), ,
+               if (r_ == CUDA_SUCCESS && f != NULL)
+                   GRAPE_NO_REENTRY(grape__func_alias(*f, GRAPE_FN_FUNCTION, k)))
 
 /* ---- Allocations ---- */
 
-#define ALLOC_HOOK(base, kind, call_args, params_decl, ptr_expr, size_expr)          \
-  static inline CUresult hook_##base(grape_route_t route, grape_hook_t h, int ptds,  \
-                                     pfn_##base real, GRAPE_UNPAREN params_decl) {   \
-    (void)route;                                                                     \
-    (void)ptds;                                                                      \
-    if (!grape__active())                                                            \
-      return real call_args;                                                         \
-    grape__count(&grape__counters.api_calls[h]);                                     \
-    GRAPE_CALL(CUresult, real, call_args);                                           \
-    if (r_ == CUDA_SUCCESS)                                                          \
-      grape__alloc_add((uint64_t)(uintptr_t)(ptr_expr), (size_expr), kind);          \
-    return r_;                                                                       \
-  }
-#define FREE_HOOK(base, sync, call_args, params_decl, ptr_expr)                      \
-  static inline CUresult hook_##base(grape_route_t route, grape_hook_t h, int ptds,  \
-                                     pfn_##base real, GRAPE_UNPAREN params_decl) {   \
-    (void)route;                                                                     \
-    (void)ptds;                                                                      \
-    if (!grape__active())                                                            \
-      return real call_args;                                                         \
-    grape__count(&grape__counters.api_calls[h]);                                     \
-    if (sync)                                                                        \
-      grape__rec_end_all();                                                          \
-    GRAPE_CALL(CUresult, real, call_args);                                           \
-    if (r_ == CUDA_SUCCESS)                                                          \
-      grape__alloc_remove((uint64_t)(uintptr_t)(ptr_expr));                         \
-    return r_;                                                                       \
-  }
+#define ALLOC_HOOK(base, kind, call_args, params_decl, ptr_expr, size_expr)             \
+  GRAPE_HOOK_DEF(CUresult, base, params_decl, call_args, ,                                \
+                 if (r_ == CUDA_SUCCESS)                                                  \
+                     grape__alloc_add((uint64_t)(uintptr_t)(ptr_expr), (size_expr), kind))
+#define FREE_HOOK(base, sync, call_args, params_decl, ptr_expr)                           \
+  GRAPE_HOOK_DEF(CUresult, base, params_decl, call_args, if (sync) grape__rec_end_all(),  \
+                 if (r_ == CUDA_SUCCESS) grape__alloc_remove((uint64_t)(uintptr_t)(ptr_expr)))
 
 ALLOC_HOOK(cuMemAlloc_v2, GRAPE_ALLOC_DEVICE, (p, n), (CUdeviceptr* p, size_t n), *p, n)
 ALLOC_HOOK(cuMemAllocManaged, GRAPE_ALLOC_MANAGED, (p, n, fl), (CUdeviceptr* p, size_t n, unsigned fl), *p, n)
@@ -344,19 +204,8 @@ FREE_HOOK(cuMemFreeAsync, 0, (p, s), (CUdeviceptr p, CUstream s), p)
 FREE_HOOK(cuMemFreeHost, 1, (p), (void* p), p)
 FREE_HOOK(cuMemHostUnregister, 1, (p), (void* p), p)
 
-static inline CUresult hook_cuMemUnmap(grape_route_t route, grape_hook_t h, int ptds,
-                                       pfn_cuMemUnmap real, CUdeviceptr p, size_t n) {
-  (void)route;
-  (void)ptds;
-  if (!grape__active())
-    return real(p, n);
-  grape__count(&grape__counters.api_calls[h]);
-  grape__rec_end_all();
-  GRAPE_CALL(CUresult, real, (p, n));
-  if (r_ == CUDA_SUCCESS)
-    grape__alloc_remove_range((uint64_t)p, n);
-  return r_;
-}
+GRAPE_HOOK_DEF(CUresult, cuMemUnmap, (CUdeviceptr p, size_t n), (p, n), grape__rec_end_all(),
+               if (r_ == CUDA_SUCCESS) grape__alloc_remove_range((uint64_t)p, n))
 
 /* ---- Generated: bodies, exported overrides, route wrappers ---- */
 
@@ -383,35 +232,21 @@ static inline CUresult hook_cuMemUnmap(grape_route_t route, grape_hook_t h, int 
 static inline CUresult ctx_sync(pfn_cuCtxSynchronize real) {
   if (real == NULL)
     return GRAPE_MISSING_CUresult;
-  if (!grape__active())
-    return real();
-  grape__count(&grape__counters.api_calls[GRAPE_HOOK_cuCtxSynchronize]);
-  grape__rec_end_all();
-  GRAPE_CALL(CUresult, real, ());
-  return r_;
+  GRAPE_HOOK_BODY(CUresult, GRAPE_HOOK_cuCtxSynchronize, real, (), grape__rec_end_all(), )
 }
 
-GRAPE_EXPORT CUresult cuCtxSynchronize(void) {
-  return ctx_sync((pfn_cuCtxSynchronize)grape__real_export(GRAPE_HOOK_cuCtxSynchronize));
-}
-CUresult grape__w_cuCtxSynchronize_dlsym(void) {
-  return ctx_sync((pfn_cuCtxSynchronize)grape__real[GRAPE_SLOT_DLSYM][GRAPE_HOOK_cuCtxSynchronize]);
-}
-CUresult grape__w_cuCtxSynchronize_gpa(void) {
-  return ctx_sync((pfn_cuCtxSynchronize)grape__real[GRAPE_SLOT_GPA][GRAPE_HOOK_cuCtxSynchronize]);
-}
-CUresult grape__w_cuCtxSynchronize_ep(void) {
-  return ctx_sync((pfn_cuCtxSynchronize)grape__real[GRAPE_SLOT_EP][GRAPE_HOOK_cuCtxSynchronize]);
-}
+#define CTX_SYNC_ENTRY(fname, slot) \
+  CUresult fname(void) { return ctx_sync(GRAPE_REAL_AT(cuCtxSynchronize, slot)); }
+GRAPE_EXPORT CTX_SYNC_ENTRY(cuCtxSynchronize, GRAPE_SLOT_EXPORT)
+CTX_SYNC_ENTRY(grape__w_cuCtxSynchronize_dlsym, GRAPE_SLOT_DLSYM)
+CTX_SYNC_ENTRY(grape__w_cuCtxSynchronize_gpa, GRAPE_SLOT_GPA)
+CTX_SYNC_ENTRY(grape__w_cuCtxSynchronize_ep, GRAPE_SLOT_EP)
 
 /* cuGetProcAddress[_v2]: every entry runs the hook, which also works when
  * passing through (see hooks.def, MANUAL). */
 #define GPA_ENTRIES(name, params, args)                                                      \
   static inline CUresult name##_entry(grape_slot_t slot, GRAPE_UNPAREN params) {             \
-    pfn_##name real = (pfn_##name)(slot == GRAPE_SLOT_EXPORT                                 \
-                                       ? grape__real_export(GRAPE_HOOK_##name)               \
-                                       : __atomic_load_n(&grape__real[slot][GRAPE_HOOK_##name], \
-                                                         __ATOMIC_RELAXED));                 \
+    pfn_##name real = GRAPE_REAL_AT(name, slot);                                             \
     if (real == NULL)                                                                        \
       return CUDA_ERROR_NOT_FOUND;                                                           \
     return hook_##name(GRAPE_ROUTE_DRIVER, GRAPE_HOOK_##name, 0, real, GRAPE_UNPAREN args);  \

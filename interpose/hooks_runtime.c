@@ -59,117 +59,49 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernelEx
   return r_;
 }
 
-static inline cudaError_t hook___cudaGetKernel(grape_route_t route, grape_hook_t h, int ptds,
-                                               pfn___cudaGetKernel real, cudaKernel_t* k,
-                                               const void* hostFun) {
-  (void)route;
-  (void)ptds;
-  if (!grape__active())
-    return real(k, hostFun);
-  grape__count(&grape__counters.api_calls[h]);
-  GRAPE_CALL(cudaError_t, real, (k, hostFun));
-  if (r_ == cudaSuccess && k != NULL)
-    GRAPE_NO_REENTRY(grape__func_alias(*k, GRAPE_FN_RUNTIME, hostFun));
-  return r_;
-}
+GRAPE_HOOK_DEF(cudaError_t, __cudaGetKernel, (cudaKernel_t* k, const void* hostFun), (k, hostFun), ,
+               if (r_ == cudaSuccess && k != NULL)
+                   GRAPE_NO_REENTRY(grape__func_alias(*k, GRAPE_FN_RUNTIME, hostFun)))
 
 /* ---- The program's own stream capture (see hooks_driver.c) ---- */
 
-static inline cudaError_t hook_cudaStreamBeginCapture(grape_route_t route, grape_hook_t h, int ptds,
-                                                      pfn_cudaStreamBeginCapture real,
-                                                      cudaStream_t s, enum cudaStreamCaptureMode mode) {
-  (void)route;
-  if (!grape__active())
-    return real(s, mode);
-  grape__count(&grape__counters.api_calls[h]);
-  grape__rec_end_stream(grape__stream_key(s, ptds));
-  GRAPE_CALL(cudaError_t, real, (s, mode));
-  if (r_ == cudaSuccess)
-    __atomic_add_fetch(&grape__captures, 1, __ATOMIC_RELAXED);
-  return r_;
-}
-
-static inline cudaError_t hook_cudaStreamEndCapture(grape_route_t route, grape_hook_t h, int ptds,
-                                                    pfn_cudaStreamEndCapture real, cudaStream_t s,
-                                                    cudaGraph_t* g) {
-  (void)route;
-  (void)ptds;
-  if (!grape__active())
-    return real(s, g);
-  grape__count(&grape__counters.api_calls[h]);
-  GRAPE_CALL(cudaError_t, real, (s, g));
-  int n = __atomic_load_n(&grape__captures, __ATOMIC_RELAXED);
-  while (n > 0 && !__atomic_compare_exchange_n(&grape__captures, &n, n - 1, 0, __ATOMIC_RELAXED,
-                                               __ATOMIC_RELAXED))
-    ;
-  return r_;
-}
+GRAPE_HOOK_DEF(cudaError_t, cudaStreamBeginCapture, (cudaStream_t s, enum cudaStreamCaptureMode mode),
+               (s, mode), grape__rec_end_stream(grape__stream_key(s, ptds)),
+               if (r_ == cudaSuccess) grape__capture_begun())
+GRAPE_HOOK_DEF(cudaError_t, cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t* g), (s, g), ,
+               grape__capture_ended())
 
 /* ---- Driver entry points ---- */
 
-static inline cudaError_t hook_cudaGetDriverEntryPoint(grape_route_t route, grape_hook_t h,
-                                                       int ptds, pfn_cudaGetDriverEntryPoint real,
-                                                       const char* sym, void** fp,
-                                                       unsigned long long flags,
-                                                       enum cudaDriverEntryPointQueryResult* st) {
-  (void)route;
-  if (!grape__active())
-    return real(sym, fp, flags, st);
-  grape__count(&grape__counters.api_calls[h]);
-  GRAPE_CALL(cudaError_t, real, (sym, fp, flags, st));
-  if (r_ == cudaSuccess && fp != NULL) {
-    int pt = (flags & cudaEnablePerThreadDefaultStream) || (ptds && !(flags & cudaEnableLegacyStream));
-    *fp = grape__route_entry(GRAPE_SLOT_EP, sym, *fp, CUDART_VERSION, pt);
-  }
-  return r_;
+/* The entry point's wrapper for the route: per-thread default stream when the
+ * flags ask for it, or when they leave it open and the call was a _ptsz one. */
+static inline void* ep_route(const char* sym, void* p, int version, unsigned long long flags,
+                             int ptds) {
+  int pt = (flags & cudaEnablePerThreadDefaultStream) || (ptds && !(flags & cudaEnableLegacyStream));
+  return grape__route_entry(GRAPE_SLOT_EP, sym, p, version, pt);
 }
 
-static inline cudaError_t hook_cudaGetDriverEntryPointByVersion(
-    grape_route_t route, grape_hook_t h, int ptds, pfn_cudaGetDriverEntryPointByVersion real,
-    const char* sym, void** fp, unsigned ver, unsigned long long flags,
-    enum cudaDriverEntryPointQueryResult* st) {
-  (void)route;
-  if (!grape__active())
-    return real(sym, fp, ver, flags, st);
-  grape__count(&grape__counters.api_calls[h]);
-  GRAPE_CALL(cudaError_t, real, (sym, fp, ver, flags, st));
-  if (r_ == cudaSuccess && fp != NULL) {
-    int pt = (flags & cudaEnablePerThreadDefaultStream) || (ptds && !(flags & cudaEnableLegacyStream));
-    *fp = grape__route_entry(GRAPE_SLOT_EP, sym, *fp, (int)ver, pt);
-  }
-  return r_;
-}
+GRAPE_HOOK_DEF(cudaError_t, cudaGetDriverEntryPoint,
+               (const char* sym, void** fp, unsigned long long flags,
+                enum cudaDriverEntryPointQueryResult* st),
+               (sym, fp, flags, st), ,
+               if (r_ == cudaSuccess && fp != NULL) *fp = ep_route(sym, *fp, CUDART_VERSION, flags, ptds))
+GRAPE_HOOK_DEF(cudaError_t, cudaGetDriverEntryPointByVersion,
+               (const char* sym, void** fp, unsigned ver, unsigned long long flags,
+                enum cudaDriverEntryPointQueryResult* st),
+               (sym, fp, ver, flags, st), ,
+               if (r_ == cudaSuccess && fp != NULL) *fp = ep_route(sym, *fp, (int)ver, flags, ptds))
 
 /* ---- Allocations ---- */
 
-#define RT_ALLOC_HOOK(base, kind, call_args, params_decl, ptr_expr, size_expr)             \
-  static inline cudaError_t hook_##base(grape_route_t route, grape_hook_t h, int ptds,     \
-                                        pfn_##base real, GRAPE_UNPAREN params_decl) {      \
-    (void)route;                                                                           \
-    (void)ptds;                                                                            \
-    if (!grape__active())                                                                  \
-      return real call_args;                                                               \
-    grape__count(&grape__counters.api_calls[h]);                                           \
-    GRAPE_CALL(cudaError_t, real, call_args);                                              \
-    if (r_ == cudaSuccess)                                                                 \
-      grape__alloc_add((uint64_t)(uintptr_t)(ptr_expr), (size_expr), kind);               \
-    return r_;                                                                             \
-  }
-#define RT_FREE_HOOK(base, sync, call_args, params_decl, ptr_expr)                         \
-  static inline cudaError_t hook_##base(grape_route_t route, grape_hook_t h, int ptds,     \
-                                        pfn_##base real, GRAPE_UNPAREN params_decl) {      \
-    (void)route;                                                                           \
-    (void)ptds;                                                                            \
-    if (!grape__active())                                                                  \
-      return real call_args;                                                               \
-    grape__count(&grape__counters.api_calls[h]);                                           \
-    if (sync)                                                                              \
-      grape__rec_end_all();                                                                \
-    GRAPE_CALL(cudaError_t, real, call_args);                                              \
-    if (r_ == cudaSuccess && (ptr_expr) != NULL)                                           \
-      grape__alloc_remove((uint64_t)(uintptr_t)(ptr_expr));                               \
-    return r_;                                                                             \
-  }
+#define RT_ALLOC_HOOK(base, kind, call_args, params_decl, ptr_expr, size_expr)              \
+  GRAPE_HOOK_DEF(cudaError_t, base, params_decl, call_args, ,                               \
+                 if (r_ == cudaSuccess)                                                     \
+                     grape__alloc_add((uint64_t)(uintptr_t)(ptr_expr), (size_expr), kind))
+#define RT_FREE_HOOK(base, sync, call_args, params_decl, ptr_expr)                          \
+  GRAPE_HOOK_DEF(cudaError_t, base, params_decl, call_args, if (sync) grape__rec_end_all(), \
+                 if (r_ == cudaSuccess && (ptr_expr) != NULL)                               \
+                     grape__alloc_remove((uint64_t)(uintptr_t)(ptr_expr)))
 
 RT_ALLOC_HOOK(cudaMalloc, GRAPE_ALLOC_DEVICE, (p, n), (void** p, size_t n), *p, n)
 RT_ALLOC_HOOK(cudaMallocManaged, GRAPE_ALLOC_MANAGED, (p, n, fl), (void** p, size_t n, unsigned fl), *p, n)
@@ -210,18 +142,9 @@ static inline cudaError_t hook_cudaMemcpyAsync(grape_route_t route, grape_hook_t
   return r_;
 }
 
-static inline cudaError_t hook_cudaMemsetAsync(grape_route_t route, grape_hook_t h, int ptds,
-                                               pfn_cudaMemsetAsync real, void* p, int v, size_t n,
-                                               cudaStream_t s) {
-  (void)route;
-  if (!grape__active())
-    return real(p, v, n, s);
-  grape__count(&grape__counters.api_calls[h]);
-  GRAPE_CALL(cudaError_t, real, (p, v, n, s));
-  if (r_ == cudaSuccess)
-    GRAPE_NO_REENTRY(grape__on_memop(GRAPE_OP_MEMSET, n, 1, s, ptds));
-  return r_;
-}
+GRAPE_HOOK_DEF(cudaError_t, cudaMemsetAsync, (void* p, int v, size_t n, cudaStream_t s), (p, v, n, s), ,
+               if (r_ == cudaSuccess)
+                   GRAPE_NO_REENTRY(grape__on_memop(GRAPE_OP_MEMSET, n, 1, s, ptds)))
 
 /* ---- Generated: bodies and exported overrides ---- */
 
@@ -242,16 +165,10 @@ static inline cudaError_t hook_cudaMemsetAsync(grape_route_t route, grape_hook_t
 #include "hooks.def"
 
 GRAPE_EXPORT cudaError_t cudaDeviceSynchronize(void) {
-  pfn_cudaDeviceSynchronize real =
-      (pfn_cudaDeviceSynchronize)grape__real_export(GRAPE_HOOK_cudaDeviceSynchronize);
+  pfn_cudaDeviceSynchronize real = GRAPE_REAL_AT(cudaDeviceSynchronize, GRAPE_SLOT_EXPORT);
   if (real == NULL)
     return GRAPE_MISSING_cudaError_t;
-  if (!grape__active())
-    return real();
-  grape__count(&grape__counters.api_calls[GRAPE_HOOK_cudaDeviceSynchronize]);
-  grape__rec_end_all();
-  GRAPE_CALL(cudaError_t, real, ());
-  return r_;
+  GRAPE_HOOK_BODY(cudaError_t, GRAPE_HOOK_cudaDeviceSynchronize, real, (), grape__rec_end_all(), )
 }
 
 /* ---- Registration (written out: void and handle results) ---- */

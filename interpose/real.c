@@ -52,17 +52,22 @@ GRAPE_NO_SANITIZE void* grape__real_dlsym(void* handle, const char* name) {
 
 /* ---- Exported overrides' real functions ---- */
 
-void* grape__real_export_slow(grape_hook_t h) {
-  const char* name = grape__hooks[h].name;
+/* The next definition of name, else the one in lib if it is loaded already. */
+static void* lookup(const char* name, const char* lib) {
   void* p = grape__real_dlsym(RTLD_NEXT, name);
   if (p == NULL) {
-    const char* lib = grape__hooks[h].gpa ? "libcuda.so.1" : "libcudart.so.13";
     void* lh = dlopen(lib, RTLD_LAZY | RTLD_NOLOAD);
     if (lh != NULL) {
       p = grape__real_dlsym(lh, name);
       dlclose(lh);
     }
   }
+  return p;
+}
+
+void* grape__real_export_slow(grape_hook_t h) {
+  const char* name = grape__hooks[h].name;
+  void* p = lookup(name, grape__hooks[h].gpa ? "libcuda.so.1" : "libcudart.so.13");
   if (p == NULL || p == grape__hooks[h].wrapper[GRAPE_SLOT_EXPORT]) {
     grape_log_warn("no real %s found; the call fails with a not-found error", name);
     return NULL;
@@ -149,18 +154,6 @@ int grape__is_own(const void* p) {
 }
 
 /* ---- Functions the shim calls for itself ---- */
-
-static void* lookup(const char* name, const char* lib) {
-  void* p = grape__real_dlsym(RTLD_NEXT, name);
-  if (p == NULL) {
-    void* lh = dlopen(lib, RTLD_LAZY | RTLD_NOLOAD);
-    if (lh != NULL) {
-      p = grape__real_dlsym(lh, name);
-      dlclose(lh);
-    }
-  }
-  return p;
-}
 
 void* grape__real_runtime(const char* name) {
   return lookup(name, "libcudart.so.13");

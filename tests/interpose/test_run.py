@@ -25,6 +25,13 @@ def sanitizer_preload(a):
     return ":".join(x for x in a.preload.split(":") if x and not x.endswith("libgrape.so"))
 
 
+def need_prog(a):
+    """Cases that run a CUDA program are skipped when it was not built (no nvcc)."""
+    if a.prog == "-":
+        print("skipped: built without nvcc")
+        sys.exit(77)
+
+
 def grape(a, args, **kw):
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0")
     env.update(kw.pop("env", {}))
@@ -74,9 +81,7 @@ def case_preload(a):
 
 
 def case_summary(a):
-    if a.prog == "-":
-        print("skipped: built without nvcc")
-        sys.exit(77)
+    need_prog(a)
     with tempfile.TemporaryDirectory() as d:
         rep = os.path.join(d, "r.%p.json")
         p = grape(a, ["--device", "sim", "--report", rep, "--", a.prog, "all", "2"])
@@ -97,9 +102,7 @@ def case_summary(a):
 
 def case_predict(a):
     """--predict-gpu sets GRAPE_PREDICT_GPU; the summary gives the report's totals."""
-    if a.prog == "-":
-        print("skipped: built without nvcc")
-        sys.exit(77)
+    need_prog(a)
     with tempfile.TemporaryDirectory() as d:
         rep = os.path.join(d, "r.json")
         p = grape(a, ["--device", "sim", "--report", rep, "--predict-gpu", "T4", "--", a.prog, "all", "2"])
