@@ -91,17 +91,15 @@ int grape__image_load(const void* image, grape_fatbin_t** out, grape_cubin_err_t
 /* The 'extra' form: {BUFFER_POINTER, p, BUFFER_SIZE, &size, END} in any order. */
 size_t grape__capture_extra(void** extra, void* out, size_t cap);
 
-/* (Inlined into the launch path.) */
-static inline __attribute__((always_inline)) size_t grape__func_capture(
-    const grape_func_t* f, void** kernelParams, void** extra, void* out, size_t cap) {
-  if (kernelParams == NULL && extra != NULL)
-    return grape__capture_extra(extra, out, cap);
-  if (f == NULL || f->nparams < 0 || f->param_bytes > cap || kernelParams == NULL)
-    return 0;
+/* Copies kernelParams into out following f's layout (f->nparams >= 0) and
+ * returns f->param_bytes. out must hold max(f->param_bytes, 64) bytes: the
+ * launch path reserves that, so nothing is checked here. Inlined into it. */
+static inline __attribute__((always_inline)) size_t grape__func_copy_params(
+    const grape_func_t* f, void** kernelParams, void* out) {
   uint8_t* o = out;
   if (f->holes) {
     /* Alignment gaps stay defined. A constant size compiles to a few stores. */
-    if (f->param_bytes <= 64 && cap >= 64)
+    if (f->param_bytes <= 64)
       __builtin_memset(o, 0, 64);
     else
       memset(o, 0, f->param_bytes);

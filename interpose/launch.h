@@ -45,18 +45,23 @@ static inline __attribute__((always_inline)) void grape__on_launch(grape_route_t
   grape__count(&grape__counters.launches[route]);
   grape_func_t* f = grape__func_get(l->fn, (grape_handle_kind_t)l->kind);
   int extra_form = l->extra != NULL && l->params == NULL;
-  size_t need = extra_form ? grape__extra_size(l->extra) : f && f->nparams >= 0 ? f->param_bytes : 0;
+  int layout = f != NULL && f->nparams >= 0;
+  size_t need = extra_form ? grape__extra_size(l->extra) : layout ? f->param_bytes : 0;
   need += l->attrs_bytes;
   if (need < 64)
-    need = 64;   /* room for the constant-size clear in grape__func_capture */
+    need = 64;   /* room for the constant-size clear in grape__func_copy_params */
   grape_op_sig_t* sig;
   uint8_t* buf;
   grape_region_t* r = grape__rec_begin(grape__stream_key(l->stream, l->ptds), need, &sig, &buf);
   if (r == NULL)
     return;
-  size_t n = grape__func_capture(f, l->params, l->extra, buf, need);
-  if (n == 0 && (f == NULL || f->nparams < 0) && !extra_form)
+  size_t n = 0;
+  if (extra_form)
+    n = grape__capture_extra(l->extra, buf, need);
+  else if (!layout)
     grape__count(&grape__counters.param_unknown);
+  else if (l->params != NULL)
+    n = grape__func_copy_params(f, l->params, buf);
   /* The signature is written in place, in the region's array. */
   sig->kind = GRAPE_OP_KERNEL;
   sig->param_bytes = (uint32_t)n;
