@@ -10,13 +10,14 @@
 #   1 routes  2 correctness  3 torch workloads  4 costs  5 predictor
 # so a run cut short still answers the first questions. Every feature of grape
 # is probed before use (a CLI subcommand, a report field): what has not landed
-# is reported "not available yet", never a failure. Results: $OUT/results.json,
+# is reported "not available yet", never a failure. Results: $OUT/<date>-<gpu>.json,
 # $OUT/<date>-<gpu>.md (commit both to bench/results/), run.log, logs.tar.gz.
 #
-# Usage: bench/gpu/run.sh [--sim] [--quick] [--build DIR] [--budget S] [--only LIST] [--skip LIST]
+# Usage: bench/gpu/run.sh [--sim] [--quick] [--build DIR | --carried] [--budget S] [--only LIST] [--skip LIST]
 #   --sim      dry run on the simulated device (build/sim); no GPU, torch if it imports
 #   --quick    smaller iteration counts and budget (about 3 minutes on a GPU)
 #   --build    use this existing build directory, do not build
+#   --carried  use the carried build (build-carry/, made by pack.sh) without building
 #   --budget   whole-run budget in seconds (GPU default 450, --sim 100)
 #   --only / --skip   comma list of checks: probe,routes,correctness,workloads,costs,predictor
 # Env: OUT (results folder; default $GPUKIT_WORK/out), GPUKIT_WORK (scratch,
@@ -33,6 +34,7 @@ while [ $# -gt 0 ]; do
     --sim) SIM=1 ;;
     --quick) QUICK=1 ;;
     --build) BUILD=$2; shift ;;
+    --carried) BUILD=${GPUKIT_CARRY:-$ROOT/build-carry} ;;
     --budget) BUDGET=$2; shift ;;
     --only) ONLY=$2; shift ;;
     --skip) SKIP=$2; shift ;;
@@ -147,7 +149,7 @@ echo "build_source=$BUILD_SRC" >> "$W/env.txt"
 # ---------------------------------------------------------------- 2. the shared probe (routes, grape-independent)
 # ../shared does not travel to the device: the README's recipe copies it to .probe/.
 PROBE=""
-for d in "$ROOT/.probe" "$ROOT/shared/device/probe" "$ROOT/../shared/device/probe"; do
+for d in "$ROOT/.probe" "$ROOT/shared/device/probe" "$ROOT/../shared/device/probe" "$ROOT/../../shared/device/probe"; do
   [ -x "$d/run.sh" ] && PROBE=$d && break
 done
 if [ $SIM = 1 ]; then
