@@ -26,9 +26,14 @@ __global__ void kit_empty(int x) {
     asm volatile("trap;");
 }
 
-/* CPU body for grape's simulated device, bound by the kernel's mangled name; a real
- * GPU never calls it. */
-extern "C" void simcu_body__Z9kit_emptyi(void** params) { (void)params; }
+/* CPU body for grape's simulated device (sim/simcu.h: "simcu_body_" + mangled name,
+ * exported with --export-dynamic); a real GPU never calls it. */
+extern "C" __attribute__((visibility("default"))) void simcu_body__Z9kit_emptyi(const void* blk, void** args) {
+  (void)blk;
+  (void)args;
+}
+
+static char last_err[256];
 
 static double now_ns(void) {
   struct timespec t;
@@ -36,10 +41,23 @@ static double now_ns(void) {
   return t.tv_sec * 1e9 + t.tv_nsec;
 }
 
+/* On failure: remember what failed (main reports it as that measurement's error) and return 1. */
 #define CK_RT(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-  fprintf(stderr, "costs: %s: %s\n", #x, cudaGetErrorString(e_)); return 1; } } while (0)
+  snprintf(last_err, sizeof last_err, "%s: %s", #x, cudaGetErrorString(e_)); return 1; } } while (0)
 #define CK_DRV(x) do { CUresult e_ = (x); if (e_ != CUDA_SUCCESS) { const char* s_ = "?"; \
-  cuGetErrorString(e_, &s_); fprintf(stderr, "costs: %s: %s\n", #x, s_); return 1; } } while (0)
+  cuGetErrorString(e_, &s_); snprintf(last_err, sizeof last_err, "%s: %s", #x, s_ ? s_ : "?"); return 1; } } while (0)
+
+/* A measurement that could not run: one JSON line saying why, then carry on. */
+static void failed(const char* name) {
+  char clean[256];
+  size_t j = 0;
+  for (size_t i = 0; last_err[i] && j + 1 < sizeof clean; i++)
+    clean[j++] = (last_err[i] == '"' || last_err[i] == '\\') ? '\'' : last_err[i];
+  clean[j] = 0;
+  printf("{\"name\":\"%s\",\"error\":\"%s\"}\n", name, clean);
+  fflush(stdout);
+  fprintf(stderr, "costs: %s: %s\n", name, last_err);
+}
 
 static void emit(const char* name, long n, double host_ns, double total_ns, const char* extra) {
   printf("{\"name\":\"%s\",\"n\":%ld,\"ns_per_call\":%.1f,\"ns_per_call_sync\":%.1f%s%s}\n", name, n,
@@ -128,9 +146,15 @@ static int graph_launch(cudaStream_t s, int nodes, long n, int set_params) {
   return 0;
 }
 
+static int setup(cudaStream_t* s) {
+  CK_RT(cudaSetDevice(0));
+  CK_RT(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+  return 0;
+}
+
 int main(int argc, char** argv) {
   long n = 20000;
-  int only_launch = 0, sim = 0;
+  int only_launch = 0, sim = 0, bad = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--n") == 0 && i + 1 < argc) n = atol(argv[++i]);
     else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only_launch = strcmp(argv[++i], "launch") == 0;
@@ -142,24 +166,32 @@ int main(int argc, char** argv) {
   }
   if (n < 1) n = 1;
   cudaStream_t s;
-  CK_RT(cudaSetDevice(0));
-  CK_RT(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  if (launch_runtime(s, n)) return 1;
-  CUfunction f = NULL;
-  if (cudaGetFuncBySymbol(&f, (const void*)kit_empty) != cudaSuccess || f == NULL) {
-    cudaGetLastError();
-    fprintf(stderr, "costs: cudaGetFuncBySymbol failed: launch_driver not measured\n");
-  } else if (launch_driver(f, (CUstream)s, n)) {
+  if (setup(&s)) {
+    failed("setup");
     return 1;
   }
-  if (only_launch) return 0;
+  if (launch_runtime(s, n)) failed("launch_runtime"), bad++;
+  CUfunction f = NULL;
+  cudaError_t fe = cudaGetFuncBySymbol(&f, (const void*)kit_empty);
+  if (fe != cudaSuccess || f == NULL) {
+    cudaGetLastError();
+    snprintf(last_err, sizeof last_err, "cudaGetFuncBySymbol: %s", cudaGetErrorString(fe));
+    failed("launch_driver");
+  } else if (launch_driver(f, (CUstream)s, n)) {
+    failed("launch_driver"), bad++;
+  }
+  if (only_launch) return bad ? 1 : 0;
   int sizes[] = {1, 10, 100, 1000};
   for (int i = 0; i < 4; i++) {
     int nodes = sim ? sizes[i] / 10 + 1 : sizes[i];
     long reps = n / nodes > 20 ? n / nodes : 20;
-    if (graph_launch(s, nodes, reps, 0)) return 1;
+    if (graph_launch(s, nodes, reps, 0)) {
+      char name[64];
+      snprintf(name, sizeof name, "graph_launch_%d", nodes);
+      failed(name);
+    }
   }
-  if (graph_launch(s, 10, n, 1)) return 1;
-  CK_RT(cudaStreamDestroy(s));
-  return 0;
+  if (graph_launch(s, 10, n, 1)) failed("exec_set_params");
+  cudaStreamDestroy(s);
+  return bad ? 1 : 0;
 }
