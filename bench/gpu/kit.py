@@ -553,7 +553,7 @@ class Kit:
         out = [f"# GPU kit run {stem}", "",
                f"- machine: {e.get('gpu', '?')}; {e.get('os', '?')}; {e.get('glibc', '?')}; {e.get('host', '?')}",
                f"- toolchain: nvcc {e.get('nvcc', '?')}; python {e.get('python', '?')}; torch {e.get('torch', '?')}",
-               f"- grape build: {e.get('build_source', '?')} ({e.get('build_dir', '?')}); "
+               f"- grape build: commit {e.get('commit', '?')}, {e.get('build_source', '?')} ({e.get('build_dir', '?')}); "
                f"commands: {', '.join(sorted(self.commands)) or 'none'}; libgrape.so: {self.have_shim()}",
                f"- headers: " + ", ".join(f"{k[7:]}={'yes' if v != 'missing' else 'no'}"
                                           for k, v in e.items() if k.startswith("header_")),

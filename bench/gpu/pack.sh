@@ -33,6 +33,7 @@ while read -r f; do
   mkdir -p "build-carry/$(dirname "$f")"
   cp -a "$SRC/$f" "build-carry/$f"
 done
+git -C "$ROOT" describe --always --dirty > build-carry/SOURCE 2>/dev/null || echo unknown > build-carry/SOURCE
 # the dependencies that stayed dynamic: copy their runtime libraries
 find build-carry -type f \( -name '*.so*' -o -perm -u+x \) ! -path '*/deplibs/*' |
 while read -r f; do

@@ -99,6 +99,8 @@ say "machine"
     kv "lib_$l" "$(ldconfig -p 2>/dev/null | awk -v n="$l" '$1 == n {print $NF; exit}')"
   done
   kv cuda_h "$([ -e "$CUDA_HOME/include/cuda.h" ] && echo "$CUDA_HOME/include/cuda.h" || echo missing)"
+  # the device gets a copy of the work tree without .git: pack.sh leaves the commit in build-carry/SOURCE
+  kv commit "$(git -C "$ROOT" describe --always --dirty 2>/dev/null || cat "${GPUKIT_CARRY:-$ROOT/build-carry}/SOURCE" 2>/dev/null || echo unknown)"
 } > "$W/env.txt" 2>/dev/null
 sed 's/^/   /' "$W/env.txt" | tee -a "$LOG"
 
