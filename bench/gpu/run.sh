@@ -184,6 +184,7 @@ args=(--work "$W" --out "$OUTDIR" --root "$ROOT" --build "$BUILD" --deadline $((
 [ $QUICK = 1 ] && args+=(--quick)
 [ -n "$ONLY" ] && args+=(--only "$ONLY")
 [ -n "$SKIP" ] && args+=(--skip "$SKIP")
+[ -n "${GPUKIT_FAKE_WORKLOADS:-}" ] && args+=(--fake-workloads "$GPUKIT_FAKE_WORKLOADS")  # tests only
 [ -n "$NVCC" ] && args+=(--nvcc "$NVCC" --cuda-home "$CUDA_HOME")
 PYTHONUNBUFFERED=1 timeout -k 5 $(( k > 20 ? k : 20 )) "$PY" "$HERE/kit.py" "${args[@]}" 2>&1 | tee -a "$LOG"
 rc=${PIPESTATUS[0]}
