@@ -56,6 +56,10 @@ def setup_torch():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.use_deterministic_algorithms(True, warn_only=True)
+    try:  # deterministic mode would also fill every torch.empty: extra kernels in the timings
+        torch.utils.deterministic.fill_uninitialized_memory = False
+    except AttributeError:
+        pass
     return torch
 
 
@@ -345,6 +349,9 @@ def run_workloads(a):
                     rec.update(status="ok", iters=len(ts), median_ms=round(statistics.median(ts), 4),
                                p10_ms=round(sorted(ts)[len(ts) // 10], 4), p90_ms=round(sorted(ts)[len(ts) * 9 // 10], 4),
                                first_ms=round(times[0] * 1e3, 3), digest=dig.hex(), wall_s=round(time.time() - t, 2))
+                    if v == "eager" and a.repeat_eager:
+                        # is eager itself bit-reproducible? if not, a digest mismatch elsewhere proves nothing
+                        rec["digest_repeat"] = WORKLOADS[w](torch, v, a.warmup + a.iters, dev)[1].hex()
             except Exception as e:  # one failure must not stop the others
                 rec.update(status="error", why=f"{type(e).__name__}: {str(e)[:300]}")
                 traceback.print_exc()
@@ -540,6 +547,7 @@ def main():
     p.add_argument("--routes", default="", help="native|cublas|cudnn|triton")
     p.add_argument("--opbench", default="", help="folder for the per-op CSVs")
     p.add_argument("--per-op", type=int, default=30)
+    p.add_argument("--repeat-eager", action="store_true", help="run eager twice, report both digests")
     a = p.parse_args()
     a.workloads = [w for w in a.workloads.split(",") if w]
     a.variants = [v for v in a.variants.split(",") if v]

@@ -20,6 +20,7 @@ p.add_argument("--deadline", type=float, default=0)
 p.add_argument("--routes", default="")
 p.add_argument("--opbench", default="")
 p.add_argument("--per-op", type=int, default=30)
+p.add_argument("--repeat-eager", action="store_true")
 a = p.parse_args()
 
 
@@ -46,4 +47,5 @@ else:
             bad = label == "grape" and os.environ.get("FAKE_DIGEST_BAD") == "1"
             emit({"kind": "workload", "workload": wl, "variant": v, "label": a.label, "status": "ok",
                   "iters": a.iters, "median_ms": 1.0 if label == "eager" else 0.5,
-                  "digest": "bad" if bad else "d" + wl})
+                  "digest": "bad" if bad else "d" + wl,
+                  **({"digest_repeat": "d" + wl} if a.repeat_eager and v == "eager" else {})})
