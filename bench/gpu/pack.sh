@@ -6,7 +6,7 @@
 # xxhash, lz4, zstd headers), so run.sh falls back to binaries built here. This
 # script builds them with -Dstatic_deps=true (dependencies linked statically where
 # their archives allow, the rest bundled in build-carry/deplibs and found through a
-# $ORIGIN/../deplibs RUNPATH), copies only the built programs and libraries, with
+# $ORIGIN/../deplibs RPATH), copies only the built programs and libraries, with
 # their paths, into build-carry/ (ignored by git: /build*/), and copies the shared
 # probe kit into .probe/ (also ignored). Then: run(..., carry=[".probe", "build-carry"]).
 # Usage: bench/gpu/pack.sh [--jobs N]     (from anywhere; writes into the repo root)
@@ -50,7 +50,7 @@ echo "pack: build-carry/ $(du -sh build-carry | cut -f1), .probe/ $(du -sh .prob
 echo "pack: deplibs: $(ls build-carry/deplibs | tr '\n' ' ')"
 for f in build-carry/tools/grape build-carry/interpose/libgrape.so build-carry/sim/libcuda.so.1; do
   [ -e "$f" ] || continue
-  echo "pack: $f: RUNPATH $(readelf -d "$f" | sed -n 's/.*RUNPATH.*\[\(.*\)\]/\1/p'); dynamic deps: $(ldd "$f" | awk '$3 ~ /^\// {print $1}' | tr '\n' ' ')"
+  echo "pack: $f: RPATH $(readelf -d "$f" | sed -n 's/.*R\(UN\)\{0,1\}PATH.*\[\(.*\)\]/\2/p'); dynamic deps: $(ldd "$f" | awk '$3 ~ /^\// {print $1}' | tr '\n' ' ')"
 done
 build-carry/tools/grape --version
 echo 'pack: now run(command="bash bench/gpu/run.sh", carry=[".probe", "build-carry"], timeout_s=540)'
