@@ -1,11 +1,234 @@
-/* grape cubin-info: placeholder until the cubin parser lands. */
+/* grape cubin-info: lists the kernel images in a host ELF (executable or
+ * shared library), a fatbin, a cubin or a PTX file, and their kernels with
+ * parameter layouts, registers and static shared memory.
+ *
+ * DESIGN: all parsing is cubin/'s (grape_fatbin_from_file); this file only
+ * filters and prints. --json prints one object, schema in docs/cubin.md.
+ */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "commands.h"
+#include "grape/cubin.h"
+
+typedef struct opts_s {
+  const char* path;
+  const char* kernel;   /* only kernels with this mangled, demangled or base name */
+  int arch;             /* only images of this SM (0 = all) */
+  int json;
+} opts_t;
+
+static void usage(FILE* to) {
+  fprintf(to,
+          "usage: grape cubin-info FILE [--kernel NAME] [--arch SM] [--json]\n"
+          "\n"
+          "Lists the kernel images (arch, kind, compression) in FILE -- a host\n"
+          "executable or shared library, a fatbin, a cubin or PTX -- and each\n"
+          "image's kernels with registers, static shared memory and parameter\n"
+          "layout (offset:size in bytes).\n"
+          "\n"
+          "  --kernel NAME  only kernels whose mangled name, demangled name or\n"
+          "                 unqualified function name is NAME\n"
+          "  --arch SM      only images for that SM (e.g. 90)\n"
+          "  --json         one JSON object {\"images\":[...]} (docs/cubin.md)\n");
+}
+
+/* Whether kernel k is the one --kernel asked for. */
+static int kernel_matches(const grape_kernel_t* k, const char* want) {
+  if (want == NULL)
+    return 1;
+  if (strcmp(k->name, want) == 0 || strcmp(k->demangled, want) == 0)
+    return 1;
+  /* The function name without return type and parameters: "ns::f<int, 4>" of
+   * "void ns::f<int, 4>(int*)". Spaces inside <...> belong to the name. */
+  const char* d = k->demangled;
+  const char* paren = strchr(d, '(');
+  const char* end = paren ? paren : d + strlen(d);
+  const char* start = end;
+  int depth = 0;
+  while (start > d) {
+    char c = start[-1];
+    if (c == '>')
+      depth++;
+    else if (c == '<')
+      depth--;
+    else if (c == ' ' && depth == 0)
+      break;
+    start--;
+  }
+  size_t n = (size_t)(end - start);
+  return strlen(want) == n && strncmp(start, want, n) == 0;
+}
+
+static int image_wanted(const grape_image_t* img, const opts_t* o) {
+  if (o->arch && img->arch != o->arch)
+    return 0;
+  if (o->kernel == NULL)
+    return 1;
+  for (uint32_t k = 0; k < img->nkernels; k++)
+    if (kernel_matches(&img->kernels[k], o->kernel))
+      return 1;
+  return 0;
+}
+
+static void json_str(FILE* f, const char* s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(f, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(f, "\\u%04x", c);
+    else
+      fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+static void json_int(FILE* f, long v) {
+  if (v < 0)
+    fputs("null", f);
+  else
+    fprintf(f, "%ld", v);
+}
+
+static void print_json(const grape_fatbin_t* fb, const opts_t* o) {
+  FILE* f = stdout;
+  int first_img = 1;
+  fputs("{\"images\":[", f);
+  for (size_t i = 0; i < grape_fatbin_count(fb); i++) {
+    const grape_image_t* img = grape_fatbin_image(fb, i);
+    if (!image_wanted(img, o))
+      continue;
+    fprintf(f, "%s\n{\"arch\":%d,\"variant\":\"%s\",\"kind\":\"%s\",\"compression\":\"%s\","
+               "\"size\":%zu,\"kernels\":[",
+            first_img ? "" : ",", img->arch, img->variant == 'a' ? "a" : img->variant == 'f' ? "f" : "",
+            grape_image_kind_name(img->kind), grape_compression_name(img->compression), img->size);
+    first_img = 0;
+    int first_k = 1;
+    for (uint32_t k = 0; k < img->nkernels; k++) {
+      const grape_kernel_t* kr = &img->kernels[k];
+      if (!kernel_matches(kr, o->kernel))
+        continue;
+      fputs(first_k ? "{\"name\":" : ",{\"name\":", f);
+      first_k = 0;
+      json_str(f, kr->name);
+      fputs(",\"demangled\":", f);
+      json_str(f, kr->demangled);
+      fputs(",\"params\":[", f);
+      for (uint32_t p = 0; p < kr->nparams; p++)
+        fprintf(f, "%s{\"offset\":%u,\"size\":%u}", p ? "," : "", kr->params[p].offset,
+                kr->params[p].size);
+      fprintf(f, "],\"param_bytes\":%u,\"registers\":", kr->param_bytes);
+      json_int(f, kr->registers);
+      fprintf(f, ",\"shared_bytes\":%u,\"max_threads\":", kr->shared_bytes);
+      json_int(f, kr->max_threads);
+      fputs(",\"cuda_api_version\":", f);
+      json_int(f, kr->cuda_api_version);
+      fputc('}', f);
+    }
+    fputs("]}", f);
+  }
+  fputs("\n]}\n", f);
+}
+
+static void print_text(const grape_fatbin_t* fb, const opts_t* o) {
+  size_t shown = 0, kernels = 0;
+  for (size_t i = 0; i < grape_fatbin_count(fb); i++) {
+    const grape_image_t* img = grape_fatbin_image(fb, i);
+    if (!image_wanted(img, o))
+      continue;
+    shown++;
+    printf("image %zu: sm_%d%s %s, %s, %zu bytes, %u kernel%s\n", i, img->arch,
+           img->variant == 'a' ? "a" : img->variant == 'f' ? "f" : "",
+           img->kind == GRAPE_IMAGE_ELF ? "cubin" : "ptx", grape_compression_name(img->compression),
+           img->size, img->nkernels, img->nkernels == 1 ? "" : "s");
+    for (uint32_t k = 0; k < img->nkernels; k++) {
+      const grape_kernel_t* kr = &img->kernels[k];
+      if (!kernel_matches(kr, o->kernel))
+        continue;
+      kernels++;
+      printf("  %s\n", kr->demangled);
+      if (strcmp(kr->name, kr->demangled) != 0)
+        printf("      mangled  %s\n", kr->name);
+      printf("      ");
+      if (kr->registers >= 0)
+        printf("%d regs, ", kr->registers);
+      printf("%u B shared", kr->shared_bytes);
+      if (kr->max_threads >= 0)
+        printf(", max %d threads", kr->max_threads);
+      printf("\n      params   %u B:", kr->param_bytes);
+      if (kr->nparams == 0)
+        printf(" none");
+      for (uint32_t p = 0; p < kr->nparams; p++)
+        printf(" %u:%u", kr->params[p].offset, kr->params[p].size);
+      printf("\n");
+    }
+  }
+  printf("%zu image%s shown of %zu, %zu kernel%s\n", shown, shown == 1 ? "" : "s",
+         grape_fatbin_count(fb), kernels, kernels == 1 ? "" : "s");
+}
 
 int cmd_cubin_info(int argc, char** argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "grape: error: cubin-info is not built yet\n");
-  return 1;
+  opts_t o = {0};
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (strcmp(argv[i], "--json") == 0) {
+      o.json = 1;
+    } else if (strcmp(argv[i], "--kernel") == 0 && i + 1 < argc) {
+      o.kernel = argv[++i];
+    } else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) {
+      char* end;
+      const char* a = argv[++i];
+      if (strncmp(a, "sm_", 3) == 0)
+        a += 3;
+      long v = strtol(a, &end, 10);
+      if (*end != '\0' || v <= 0 || v > 1000) {
+        fprintf(stderr, "grape: error: cubin-info: bad --arch '%s'\n", argv[i]);
+        return 2;
+      }
+      o.arch = (int)v;
+    } else if (argv[i][0] == '-' || o.path != NULL) {
+      fprintf(stderr, "grape: error: cubin-info: unexpected argument '%s'\n", argv[i]);
+      usage(stderr);
+      return 2;
+    } else {
+      o.path = argv[i];
+    }
+  }
+  if (o.path == NULL) {
+    usage(stderr);
+    return 2;
+  }
+  grape_fatbin_t* fb;
+  grape_cubin_err_t err;
+  int rc = grape_fatbin_from_file_ex(o.path, GRAPE_FATBIN_NO_PAYLOADS, &fb, &err);
+  if (rc) {
+    fprintf(stderr, "grape: error: %s\n", err.msg);
+    return 1;
+  }
+  static char outbuf[1 << 16];
+  setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
+  if (o.json)
+    print_json(fb, &o);
+  else
+    print_text(fb, &o);
+  int found = 1;
+  if (o.kernel) {
+    found = 0;
+    for (size_t i = 0; i < grape_fatbin_count(fb) && !found; i++)
+      found = image_wanted(grape_fatbin_image(fb, i), &o);
+    if (!found)
+      fprintf(stderr, "grape: error: cubin-info: no kernel named '%s'\n", o.kernel);
+  }
+  grape_fatbin_free(fb);
+  if (fflush(stdout) != 0) {
+    fprintf(stderr, "grape: error: cubin-info: writing output: %s\n", strerror(errno));
+    return 1;
+  }
+  return found ? 0 : 1;
 }

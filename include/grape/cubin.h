@@ -63,6 +63,9 @@ typedef struct grape_image_s {
   size_t size;
   uint32_t nkernels;                 /* ELF: kernels parsed from the cubin; PTX: from .entry lines */
   grape_kernel_t* kernels;
+  char variant;                      /* 'a' arch-specific (sm_90a), 'f' family (sm_100f), else 0 */
+  uint64_t flags;                    /* fatbin entry flags as stored (0 for a bare cubin/PTX) */
+  size_t offset;                     /* entry header offset in the parsed input; 0 for bare images */
 } grape_image_t;
 
 /* An ordered set of images: one or more fatbin containers, a cubin, or PTX. */
@@ -89,6 +92,15 @@ GRAPE_API int grape_image_load(const void* data, size_t size, grape_fatbin_t** o
 GRAPE_API int grape_fatbin_from_file(const char* path, grape_fatbin_t** out,
                                      grape_cubin_err_t* err);
 
+/* Flags of grape_fatbin_from_file_ex. */
+#define GRAPE_FATBIN_NO_PAYLOADS 0x1u   /* parse, then drop payloads: every image's data is
+                                           NULL (size kept). Lists kernels of a large library
+                                           without holding its decompressed images in memory. */
+
+/* grape_fatbin_from_file with flags (GRAPE_FATBIN_*). */
+GRAPE_API int grape_fatbin_from_file_ex(const char* path, unsigned flags, grape_fatbin_t** out,
+                                        grape_cubin_err_t* err);
+
 GRAPE_API size_t grape_fatbin_count(const grape_fatbin_t* fb);
 GRAPE_API const grape_image_t* grape_fatbin_image(const grape_fatbin_t* fb, size_t i);
 
@@ -112,6 +124,12 @@ GRAPE_API int grape_cubin_parse(grape_image_t* img, grape_cubin_err_t* err);
 GRAPE_API char* grape_demangle(const char* name);
 
 GRAPE_API const char* grape_compression_name(grape_compression_t c);
+
+/* "elf" or "ptx". */
+GRAPE_API const char* grape_image_kind_name(grape_image_kind_t k);
+
+/* The total number of kernels over all images of fb. */
+GRAPE_API size_t grape_fatbin_kernel_count(const grape_fatbin_t* fb);
 
 #ifdef __cplusplus
 }

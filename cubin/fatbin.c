@@ -1,0 +1,598 @@
+/* Fatbin containers: walking their entries, decompressing LZ4 and zstd
+ * payloads, detecting the form of an image handed to the driver, and
+ * choosing the image a device would load.
+ *
+ * DESIGN: a parse first copies the caller's bytes into one buffer the set
+ * owns, then walks that copy; uncompressed entries point into it and
+ * compressed ones into their own decompressed buffers, all freed with the set.
+ * Every header field that is a size or an offset is checked against the bytes
+ * that remain before it is used, and a decompressed size must match what the
+ * decompressor produced exactly, so a lying header is reported, never trusted.
+ * The container layout (verified on nvcc 13 output, see docs/cubin.md):
+ *   container: u32 magic 0xBA55ED50, u16 version 1, u16 header_size, u64 fat_size
+ *   entry:     u16 kind, u16 version, u32 header_size, u64 payload_size,
+ *              u32 compressed_size @16, u32 arch @28, u64 flags @40,
+ *              u64 decompressed_size @56 (header_size 64, 80, 96 or 112).
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <lz4.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <zstd.h>
+
+#define ENTRY_MIN_HEADER 64u
+
+/* ---- Errors and the set ---- */
+
+void grape__cubin_errf(grape_cubin_err_t* err, const char* fmt, ...) {
+  va_list ap;
+  if (err == NULL)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  va_end(ap);
+}
+
+void grape__cubin_err_prefix(grape_cubin_err_t* err, const char* fmt, ...) {
+  char head[128];
+  va_list ap;
+  if (err == NULL)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(head, sizeof head, fmt, ap);
+  va_end(ap);
+  size_t hl = strlen(head) + 2;   /* "head: " */
+  if (hl >= sizeof err->msg)
+    return;
+  memmove(err->msg + hl, err->msg, sizeof err->msg - hl);
+  memcpy(err->msg, head, hl - 2);
+  memcpy(err->msg + hl - 2, ": ", 2);
+  err->msg[sizeof err->msg - 1] = '\0';
+}
+
+grape_fatbin_t* grape__fatbin_new(void) {
+  return calloc(1, sizeof(grape_fatbin_t));
+}
+
+int grape__fatbin_own(grape_fatbin_t* fb, void* buf) {
+  if (fb->nbufs == fb->bufcap) {
+    size_t cap = fb->bufcap ? fb->bufcap * 2 : 8;
+    void** b = realloc(fb->bufs, cap * sizeof(*b));
+    if (b == NULL) {
+      free(buf);
+      return -ENOMEM;
+    }
+    fb->bufs = b;
+    fb->bufcap = cap;
+  }
+  fb->bufs[fb->nbufs++] = buf;
+  return 0;
+}
+
+grape_image_t* grape__fatbin_push(grape_fatbin_t* fb) {
+  if (fb->nimages == fb->cap) {
+    size_t cap = fb->cap ? fb->cap * 2 : 8;
+    grape_image_t* im = realloc(fb->images, cap * sizeof(*im));
+    if (im == NULL)
+      return NULL;
+    fb->images = im;
+    fb->cap = cap;
+  }
+  grape_image_t* img = &fb->images[fb->nimages++];
+  memset(img, 0, sizeof(*img));
+  return img;
+}
+
+void grape__image_clear(grape_image_t* img) {
+  for (uint32_t k = 0; k < img->nkernels; k++) {
+    free(img->kernels[k].name);
+    free(img->kernels[k].demangled);
+    free(img->kernels[k].params);
+  }
+  free(img->kernels);
+  img->kernels = NULL;
+  img->nkernels = 0;
+}
+
+void grape_fatbin_free(grape_fatbin_t* fb) {
+  if (fb == NULL)
+    return;
+  for (size_t i = 0; i < fb->nimages; i++)
+    grape__image_clear(&fb->images[i]);
+  free(fb->images);
+  for (size_t i = 0; i < fb->nbufs; i++)
+    free(fb->bufs[i]);
+  free(fb->bufs);
+  free(fb->scratch);
+  free(fb);
+}
+
+size_t grape_fatbin_count(const grape_fatbin_t* fb) {
+  return fb ? fb->nimages : 0;
+}
+
+const grape_image_t* grape_fatbin_image(const grape_fatbin_t* fb, size_t i) {
+  return fb && i < fb->nimages ? &fb->images[i] : NULL;
+}
+
+size_t grape_fatbin_kernel_count(const grape_fatbin_t* fb) {
+  size_t n = 0;
+  for (size_t i = 0; fb && i < fb->nimages; i++)
+    n += fb->images[i].nkernels;
+  return n;
+}
+
+const char* grape_compression_name(grape_compression_t c) {
+  switch (c) {
+    case GRAPE_COMPRESS_NONE: return "none";
+    case GRAPE_COMPRESS_LZ4: return "lz4";
+    case GRAPE_COMPRESS_ZSTD: return "zstd";
+  }
+  return "unknown";
+}
+
+const char* grape_image_kind_name(grape_image_kind_t k) {
+  return k == GRAPE_IMAGE_ELF ? "elf" : k == GRAPE_IMAGE_PTX ? "ptx" : "unknown";
+}
+
+const grape_kernel_t* grape_image_find_kernel(const grape_image_t* img, const char* name) {
+  if (img == NULL || name == NULL)
+    return NULL;
+  for (uint32_t k = 0; k < img->nkernels; k++)
+    if (strcmp(img->kernels[k].name, name) == 0)
+      return &img->kernels[k];
+  return NULL;
+}
+
+/* ---- Entries ---- */
+
+/* Decompresses one entry payload into a buffer owned by fb. */
+static int decompress(grape_fatbin_t* fb, ZSTD_DCtx** dctx, grape_image_t* img,
+                      const uint8_t* src, uint64_t csize, uint64_t dsize,
+                      grape_cubin_err_t* err) {
+  if (dsize == 0 || dsize > GRAPE__MAX_ENTRY_BYTES) {
+    grape__cubin_errf(err, "decompressed size %llu is %s", (unsigned long long)dsize,
+                      dsize == 0 ? "zero" : "over the 512 MiB limit");
+    return -EINVAL;
+  }
+  if (img->compression == GRAPE_COMPRESS_ZSTD) {
+    unsigned long long fcs = ZSTD_getFrameContentSize(src, csize);
+    if (fcs == ZSTD_CONTENTSIZE_ERROR) {
+      grape__cubin_errf(err, "payload flagged zstd is not a zstd frame");
+      return -EBADMSG;
+    }
+    if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != dsize) {
+      grape__cubin_errf(err, "zstd frame holds %llu bytes, header says %llu", fcs,
+                        (unsigned long long)dsize);
+      return -EBADMSG;
+    }
+  } else if (dsize > csize * 255 + 16) {
+    /* LZ4 cannot expand more than 255:1, so a larger claim is a lie. */
+    grape__cubin_errf(err, "decompressed size %llu impossible for %llu LZ4 bytes",
+                      (unsigned long long)dsize, (unsigned long long)csize);
+    return -EBADMSG;
+  }
+  /* One spare NUL byte keeps PTX text terminated. Without payloads, one
+   * scratch buffer serves every entry: no fresh pages to fault in each time. */
+  int scratch = (fb->flags & GRAPE_FATBIN_NO_PAYLOADS) != 0;
+  uint8_t* dst;
+  if (scratch) {
+    if (fb->scratch_cap < dsize + 1) {
+      free(fb->scratch);
+      fb->scratch_cap = 0;
+      fb->scratch = malloc(dsize + 1 + dsize / 2);
+      if (fb->scratch)
+        fb->scratch_cap = dsize + 1 + dsize / 2;
+    }
+    dst = fb->scratch;
+  } else {
+    dst = malloc(dsize + 1);
+  }
+  if (dst == NULL) {
+    grape__cubin_errf(err, "out of memory for %llu decompressed bytes", (unsigned long long)dsize);
+    return -ENOMEM;
+  }
+  dst[dsize] = 0;
+  if (img->compression == GRAPE_COMPRESS_ZSTD) {
+    if (*dctx == NULL && (*dctx = ZSTD_createDCtx()) == NULL) {
+      if (!scratch)
+        free(dst);
+      grape__cubin_errf(err, "out of memory for a zstd context");
+      return -ENOMEM;
+    }
+    size_t r = ZSTD_decompressDCtx(*dctx, dst, dsize, src, csize);
+    if (ZSTD_isError(r) || r != dsize) {
+      if (ZSTD_isError(r))
+        grape__cubin_errf(err, "zstd: %s", ZSTD_getErrorName(r));
+      else
+        grape__cubin_errf(err, "zstd payload gives %zu bytes, header says %llu", r,
+                          (unsigned long long)dsize);
+      if (!scratch)
+        free(dst);
+      return -EBADMSG;
+    }
+  } else {
+    int r = LZ4_decompress_safe((const char*)src, (char*)dst, (int)csize, (int)dsize);
+    if (r < 0 || (uint64_t)r != dsize) {
+      if (r < 0)
+        grape__cubin_errf(err, "LZ4 payload is corrupt");
+      else
+        grape__cubin_errf(err, "LZ4 payload gives %d bytes, header says %llu", r,
+                          (unsigned long long)dsize);
+      if (!scratch)
+        free(dst);
+      return -EBADMSG;
+    }
+  }
+  if (!scratch) {
+    int rc = grape__fatbin_own(fb, dst);
+    if (rc) {
+      grape__cubin_errf(err, "out of memory");
+      return rc;
+    }
+  }
+  img->data = dst;
+  img->size = dsize;
+  return 0;
+}
+
+/* Parses the entry at data[off, end) (end is the container end) and sets *next. */
+static int parse_entry(grape_fatbin_t* fb, ZSTD_DCtx** dctx, const uint8_t* data, size_t off,
+                       size_t end, size_t base_off, size_t* next, grape_cubin_err_t* err) {
+  size_t at = base_off + off;
+  if (end - off < 16) {
+    grape__cubin_errf(err, "fatbin entry at 0x%zx: header truncated (%zu bytes left)", at,
+                      end - off);
+    return -EINVAL;
+  }
+  const uint8_t* h = data + off;
+  uint16_t kind = rd16(h);
+  uint32_t hsize = rd32(h + 4);
+  uint64_t psize = rd64(h + 8);
+  if (hsize < ENTRY_MIN_HEADER || hsize > end - off) {
+    grape__cubin_errf(err, "fatbin entry at 0x%zx: header size %u %s", at, hsize,
+                      hsize < ENTRY_MIN_HEADER ? "below 64" : "runs past the container end");
+    return -EINVAL;
+  }
+  if (psize > end - off - hsize) {
+    grape__cubin_errf(err,
+                      "fatbin entry at 0x%zx: payload size %llu runs past the container end "
+                      "(%zu bytes left)",
+                      at, (unsigned long long)psize, end - off - hsize);
+    return -EINVAL;
+  }
+  if (kind != GRAPE_IMAGE_ELF && kind != GRAPE_IMAGE_PTX) {
+    grape__cubin_errf(err, "fatbin entry at 0x%zx: unknown kind %u (1 = PTX, 2 = ELF)", at, kind);
+    return -ENOTSUP;
+  }
+  uint32_t csize = rd32(h + 16);
+  uint32_t arch = rd32(h + 28);
+  uint64_t flags = rd64(h + 40);
+  uint64_t dsize = rd64(h + 56);
+  const uint8_t* payload = h + hsize;
+
+  grape_image_t* img = grape__fatbin_push(fb);
+  if (img == NULL) {
+    grape__cubin_errf(err, "out of memory");
+    return -ENOMEM;
+  }
+  img->kind = (grape_image_kind_t)kind;
+  img->arch = (int)(arch > 10000 ? 0 : arch);
+  img->flags = flags;
+  img->offset = at;
+  img->variant = (flags & GRAPE__FLAG_ARCH_SPECIFIC) ? 'a' : (flags & GRAPE__FLAG_FAMILY) ? 'f' : 0;
+  if (arch == 0 || arch > 10000) {
+    grape__cubin_errf(err, "fatbin entry at 0x%zx: implausible arch %u", at, arch);
+    return -EINVAL;
+  }
+
+  int nflags = !!(flags & GRAPE__FLAG_LZ4) + !!(flags & GRAPE__FLAG_ZSTD) +
+               !!(flags & GRAPE__FLAG_LZ4_OLD);
+  if (nflags > 1) {
+    grape__cubin_errf(err, "fatbin entry at 0x%zx: flags 0x%llx name several compressions", at,
+                      (unsigned long long)flags);
+    return -EINVAL;
+  }
+  if (flags & GRAPE__FLAG_LZ4_OLD) {
+    grape__cubin_errf(err, "fatbin entry at 0x%zx: old compression scheme (flag 0x1000) "
+                      "is not supported", at);
+    return -ENOTSUP;
+  }
+  int rc;
+  if (flags & (GRAPE__FLAG_LZ4 | GRAPE__FLAG_ZSTD)) {
+    img->compression = (flags & GRAPE__FLAG_LZ4) ? GRAPE_COMPRESS_LZ4 : GRAPE_COMPRESS_ZSTD;
+    if (csize == 0 || csize > psize) {
+      grape__cubin_errf(err, "fatbin entry at 0x%zx: compressed size %u %s payload size %llu",
+                        at, csize, csize ? "exceeds" : "is zero with", (unsigned long long)psize);
+      return -EINVAL;
+    }
+    rc = decompress(fb, dctx, img, payload, csize, dsize, err);
+    if (rc) {
+      grape__cubin_err_prefix(err, "fatbin entry at 0x%zx (sm_%u %s)", at, arch, grape_image_kind_name(img->kind));
+      return rc;
+    }
+  } else {
+    img->compression = GRAPE_COMPRESS_NONE;
+    img->data = payload;
+    img->size = psize;
+  }
+
+  if (img->kind == GRAPE_IMAGE_ELF)
+    rc = grape_cubin_parse(img, err);
+  else
+    rc = grape__ptx_parse(img, err);
+  if (rc) {
+    grape__cubin_err_prefix(err, "fatbin entry at 0x%zx (sm_%u %s)", at, arch, grape_image_kind_name(img->kind));
+    return rc;
+  }
+  if (fb->flags & GRAPE_FATBIN_NO_PAYLOADS)
+    img->data = NULL;
+  *next = off + hsize + psize;
+  return 0;
+}
+
+int grape__fatbin_parse_into(grape_fatbin_t* fb, const uint8_t* data, size_t size,
+                             size_t base_off, grape_cubin_err_t* err) {
+  ZSTD_DCtx* dctx = NULL;
+  size_t off = 0;
+  int rc = 0, ncontainers = 0;
+  while (off < size) {
+    /* Containers in a host ELF section follow each other, padded with zeros. */
+    if (ncontainers > 0 && data[off] == 0) {
+      off++;
+      continue;
+    }
+    size_t at = base_off + off;
+    if (size - off < 16) {
+      grape__cubin_errf(err, "fatbin container at 0x%zx: header truncated (%zu bytes left)", at,
+                        size - off);
+      rc = -EINVAL;
+      break;
+    }
+    const uint8_t* h = data + off;
+    uint32_t magic = rd32(h);
+    uint16_t hsize = rd16(h + 6);
+    uint64_t fat = rd64(h + 8);
+    if (magic != GRAPE__FATBIN_MAGIC) {
+      grape__cubin_errf(err, "fatbin container at 0x%zx: wrong magic 0x%08x (want 0x%08x)", at,
+                        magic, GRAPE__FATBIN_MAGIC);
+      rc = -ENOEXEC;
+      break;
+    }
+    if (hsize < 16 || hsize > size - off) {
+      grape__cubin_errf(err, "fatbin container at 0x%zx: header size %u is %s", at, hsize,
+                        hsize < 16 ? "below 16" : "past the end");
+      rc = -EINVAL;
+      break;
+    }
+    if (fat > size - off - hsize) {
+      grape__cubin_errf(err,
+                        "fatbin container at 0x%zx: fat size %llu runs past the end "
+                        "(%zu bytes left)",
+                        at, (unsigned long long)fat, size - off - hsize);
+      rc = -EINVAL;
+      break;
+    }
+    size_t end = off + hsize + (size_t)fat;
+    size_t e = off + hsize;
+    while (e < end && rc == 0)
+      rc = parse_entry(fb, &dctx, data, e, end, base_off, &e, err);
+    if (rc)
+      break;
+    ncontainers++;
+    off = end;
+  }
+  if (rc == 0 && ncontainers == 0) {
+    grape__cubin_errf(err, "fatbin: empty input");
+    rc = -EINVAL;
+  }
+  ZSTD_freeDCtx(dctx);
+  return rc;
+}
+
+/* ---- Public entry points ---- */
+
+/* Makes fb own a copy of data[0, size). */
+static int own_copy(grape_fatbin_t* fb, const void* data, size_t size, uint8_t** out,
+                    grape_cubin_err_t* err) {
+  uint8_t* copy = malloc(size + 1);
+  if (copy == NULL || grape__fatbin_own(fb, copy)) {   /* own() frees copy on failure */
+    grape__cubin_errf(err, "out of memory copying %zu bytes", size);
+    return -ENOMEM;
+  }
+  memcpy(copy, data, size);
+  copy[size] = 0;
+  *out = copy;
+  return 0;
+}
+
+int grape_fatbin_parse(const void* data, size_t size, grape_fatbin_t** out,
+                       grape_cubin_err_t* err) {
+  uint8_t* copy;
+  int rc;
+  if (out == NULL || (data == NULL && size)) {
+    grape__cubin_errf(err, "fatbin: invalid argument");
+    return -EINVAL;
+  }
+  *out = NULL;
+  if (size == 0) {
+    grape__cubin_errf(err, "fatbin: zero length");
+    return -EINVAL;
+  }
+  grape_fatbin_t* fb = grape__fatbin_new();
+  if (fb == NULL) {
+    grape__cubin_errf(err, "out of memory");
+    return -ENOMEM;
+  }
+  rc = own_copy(fb, data, size, &copy, err);
+  if (rc)
+    goto fail;
+  rc = grape__fatbin_parse_into(fb, copy, size, 0, err);
+  if (rc)
+    goto fail;
+  *out = fb;
+  return 0;
+fail:
+  grape_fatbin_free(fb);
+  return rc;
+}
+
+/* Arch of a bare cubin from e_flags (bits 8-15 hold the SM number). */
+static int elf_arch(const uint8_t* data) {
+  return (int)((rd32(data + 48) >> 8) & 0xff);
+}
+
+static int load_bare(grape_fatbin_t* fb, const uint8_t* data, size_t size, grape_image_kind_t kind,
+                     grape_cubin_err_t* err) {
+  uint8_t* copy;
+  int rc = own_copy(fb, data, size, &copy, err);
+  if (rc)
+    return rc;
+  grape_image_t* img = grape__fatbin_push(fb);
+  if (img == NULL) {
+    grape__cubin_errf(err, "out of memory");
+    return -ENOMEM;
+  }
+  img->kind = kind;
+  img->compression = GRAPE_COMPRESS_NONE;
+  img->data = copy;
+  img->size = size;
+  if (kind == GRAPE_IMAGE_ELF) {
+    img->arch = elf_arch(copy);
+    return grape_cubin_parse(img, err);
+  }
+  return grape__ptx_parse(img, err);
+}
+
+int grape_image_load(const void* data, size_t size, grape_fatbin_t** out, grape_cubin_err_t* err) {
+  const uint8_t* p = data;
+  int rc;
+  if (out == NULL || data == NULL) {
+    grape__cubin_errf(err, "image: invalid argument (NULL)");
+    return -EINVAL;
+  }
+  *out = NULL;
+  uint32_t magic = 0;
+  if (size == 0 || size >= 4)
+    magic = rd32(p);
+  grape_fatbin_t* fb = grape__fatbin_new();
+  if (fb == NULL) {
+    grape__cubin_errf(err, "out of memory");
+    return -ENOMEM;
+  }
+
+  if (magic == GRAPE__WRAPPER_MAGIC) {
+    /* __fatBinC_Wrapper_t {int magic; int version; const u64* data; void* filename_or_fatbins} */
+    if (size != 0 && size < 24) {
+      grape__cubin_errf(err, "fatbin wrapper: truncated (%zu of 24 bytes)", size);
+      rc = -EINVAL;
+      goto fail;
+    }
+    const uint8_t* inner = (const uint8_t*)(uintptr_t)rd64(p + 8);
+    if (inner == NULL) {
+      grape__cubin_errf(err, "fatbin wrapper: NULL data pointer");
+      rc = -EINVAL;
+      goto fail;
+    }
+    p = inner;
+    size = 0;
+    magic = rd32(p);
+    if (magic != GRAPE__FATBIN_MAGIC) {
+      grape__cubin_errf(err, "fatbin wrapper: data has wrong magic 0x%08x (want 0x%08x)", magic,
+                        GRAPE__FATBIN_MAGIC);
+      rc = -ENOEXEC;
+      goto fail;
+    }
+  }
+
+  if (magic == GRAPE__FATBIN_MAGIC) {
+    if (size == 0) {
+      /* Extent from the header: one container, as the driver reads it. */
+      uint64_t ext = (uint64_t)rd16(p + 6) + rd64(p + 8);
+      if (rd16(p + 6) < 16 || ext > ((uint64_t)4 << 30)) {
+        grape__cubin_errf(err, "fatbin container: implausible header (header size %u, fat size %llu)",
+                          rd16(p + 6), (unsigned long long)rd64(p + 8));
+        rc = -EINVAL;
+        goto fail;
+      }
+      size = (size_t)ext;
+    }
+    if (size < 16) {
+      grape__cubin_errf(err, "fatbin container: truncated (%zu of 16 header bytes)", size);
+      rc = -EINVAL;
+      goto fail;
+    }
+    uint8_t* copy;
+    rc = own_copy(fb, p, size, &copy, err);
+    if (rc == 0)
+      rc = grape__fatbin_parse_into(fb, copy, size, 0, err);
+  } else if ((size == 0 || size >= 4) && memcmp(p, "\x7f" "ELF", 4) == 0) {
+    if (size == 0) {
+      size = grape__elf_extent(p);
+      if (size == 0) {
+        grape__cubin_errf(err, "cubin: not a 64-bit little-endian ELF header");
+        rc = -ENOEXEC;
+        goto fail;
+      }
+    }
+    if (size < 64) {
+      grape__cubin_errf(err, "cubin: truncated ELF header (%zu of 64 bytes)", size);
+      rc = -EINVAL;
+      goto fail;
+    }
+    rc = load_bare(fb, p, size, GRAPE_IMAGE_ELF, err);
+  } else {
+    /* PTX is text: it ends at its NUL (or at size). */
+    size_t n = size ? strnlen((const char*)p, size) : strlen((const char*)p);
+    if (n == 0) {
+      grape__cubin_errf(err, "image: zero length");
+      rc = -EINVAL;
+      goto fail;
+    }
+    rc = load_bare(fb, p, n, GRAPE_IMAGE_PTX, err);
+  }
+  if (rc)
+    goto fail;
+  *out = fb;
+  return 0;
+fail:
+  grape_fatbin_free(fb);
+  return rc;
+}
+
+/* ---- Choosing an image ---- */
+
+/* Whether a SASS image built for img->arch runs on a device of arch dev. */
+static int sass_runs_on(const grape_image_t* img, int dev) {
+  if (img->arch == dev)
+    return 1;
+  if (img->variant == 'a')
+    return 0;   /* arch-specific: that SM only */
+  return img->arch / 10 == dev / 10 && img->arch < dev;
+}
+
+const grape_image_t* grape_fatbin_select(const grape_fatbin_t* fb, int arch) {
+  const grape_image_t *exact = NULL, *compat = NULL, *ptx = NULL;
+  if (fb == NULL)
+    return NULL;
+  for (size_t i = 0; i < fb->nimages; i++) {
+    const grape_image_t* img = &fb->images[i];
+    if (img->kind == GRAPE_IMAGE_ELF) {
+      if (img->arch == arch) {
+        /* Prefer the generic build over sm_XXa when both exist: same SASS family. */
+        if (exact == NULL || (exact->variant && !img->variant))
+          exact = img;
+      } else if (sass_runs_on(img, arch) && (compat == NULL || img->arch > compat->arch)) {
+        compat = img;
+      }
+    } else if (img->kind == GRAPE_IMAGE_PTX && img->arch <= arch &&
+               (img->variant == 0 || img->arch == arch) &&
+               (ptx == NULL || img->arch > ptx->arch)) {
+      ptx = img;
+    }
+  }
+  return exact ? exact : compat ? compat : ptx;
+}

@@ -1,0 +1,233 @@
+/* PTX text: the target arch, the kernels (.entry) it defines and their
+ * parameter layouts, computed from the .param declarations the way ptxas
+ * lays them out (each parameter aligned to its .align or element size).
+ *
+ * DESIGN: a single forward scan over bounded text; a PTX image that is not
+ * text (control bytes) or has no .version directive is rejected, so a binary
+ * payload mislabelled as PTX is an error. Registers and shared memory are not
+ * known before ptxas runs: they stay -1 and 0.
+ */
+#include "internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+
+typedef struct scan_s {
+  const char* p;
+  const char* end;
+} scan_t;
+
+static void skip_space(scan_t* s) {
+  while (s->p < s->end) {
+    if (isspace((unsigned char)*s->p)) {
+      s->p++;
+    } else if (s->end - s->p >= 2 && s->p[0] == '/' && s->p[1] == '/') {
+      while (s->p < s->end && *s->p != '\n')
+        s->p++;
+    } else if (s->end - s->p >= 2 && s->p[0] == '/' && s->p[1] == '*') {
+      s->p += 2;
+      while (s->end - s->p >= 2 && !(s->p[0] == '*' && s->p[1] == '/'))
+        s->p++;
+      s->p = s->end - s->p >= 2 ? s->p + 2 : s->end;
+    } else {
+      return;
+    }
+  }
+}
+
+static int ident_char(char c) {
+  return isalnum((unsigned char)c) || c == '_' || c == '$' || c == '.' || c == '%';
+}
+
+/* The next token: an identifier/directive, or one punctuation character. */
+static size_t token(scan_t* s, const char** tok) {
+  skip_space(s);
+  *tok = s->p;
+  if (s->p >= s->end)
+    return 0;
+  if (!ident_char(*s->p)) {
+    s->p++;
+    return 1;
+  }
+  while (s->p < s->end && ident_char(*s->p))
+    s->p++;
+  return (size_t)(s->p - *tok);
+}
+
+static int tok_is(const char* t, size_t n, const char* word) {
+  return n == strlen(word) && memcmp(t, word, n) == 0;
+}
+
+/* Bytes of a PTX scalar type such as .u64 or .f32; 0 if not one. */
+static uint32_t type_size(const char* t, size_t n) {
+  if (n < 3 || t[0] != '.')
+    return 0;
+  if (tok_is(t, n, ".pred"))
+    return 1;
+  char c = t[1];
+  if (c != 'u' && c != 's' && c != 'b' && c != 'f')
+    return 0;
+  long bits = strtol(t + 2, NULL, 10);
+  if ((size_t)(2 + (bits >= 10 ? 2 : 1)) != n)
+    return 0;
+  return bits == 8 || bits == 16 || bits == 32 || bits == 64 ? (uint32_t)bits / 8 : 0;
+}
+
+/* Parses "( .param ... , ... )" after an entry name into k's parameters. */
+static int parse_params(scan_t* s, grape_kernel_t* k) {
+  const char* t;
+  size_t n = token(s, &t);
+  if (!tok_is(t, n, "("))
+    return 0;   /* no parameter list */
+  uint32_t off = 0, cap = 0;
+  for (;;) {
+    n = token(s, &t);
+    if (n == 0)
+      return -EINVAL;
+    if (tok_is(t, n, ")"))
+      break;
+    if (tok_is(t, n, ","))
+      continue;
+    if (!tok_is(t, n, ".param"))
+      return -EINVAL;
+    uint32_t esize = 0, align = 0, count = 1;
+    /* Directives up to the parameter name, then an optional [N]. */
+    for (;;) {
+      n = token(s, &t);
+      if (n == 0)
+        return -EINVAL;
+      if (tok_is(t, n, ".align")) {
+        n = token(s, &t);
+        long a = n ? strtol(t, NULL, 10) : 0;
+        if (a <= 0 || a > 4096 || (a & (a - 1)))
+          return -EINVAL;
+        align = (uint32_t)a;
+      } else if (t[0] == '.') {
+        uint32_t sz = type_size(t, n);
+        if (sz)
+          esize = sz;
+      } else {
+        break;   /* the name */
+      }
+    }
+    const char* save = s->p;
+    n = token(s, &t);
+    if (tok_is(t, n, "[")) {
+      n = token(s, &t);
+      long c = n ? strtol(t, NULL, 10) : 0;
+      if (c <= 0 || c > 65536)
+        return -EINVAL;
+      count = (uint32_t)c;
+      n = token(s, &t);
+      if (!tok_is(t, n, "]"))
+        return -EINVAL;
+    } else {
+      s->p = save;
+    }
+    if (esize == 0)
+      return -EINVAL;
+    if (align == 0)
+      align = esize;
+    off = (off + align - 1) & ~(align - 1);
+    if (k->nparams == cap) {
+      cap = cap ? cap * 2 : 8;
+      grape_kparam_t* p = realloc(k->params, cap * sizeof(*p));
+      if (p == NULL)
+        return -ENOMEM;
+      k->params = p;
+    }
+    k->params[k->nparams].offset = off;
+    k->params[k->nparams].size = esize * count;
+    k->nparams++;
+    off += esize * count;
+    if (off > 1u << 20)
+      return -EINVAL;
+  }
+  k->param_bytes = off;
+  return 0;
+}
+
+/* PTX puts .version first (after comments); a payload without it in its first
+ * bytes is not PTX. Only that prefix is checked for control bytes: a full scan
+ * would cost more than the rest of the parse on large libraries. */
+#define PTX_HEAD 4096
+
+int grape__ptx_parse(grape_image_t* img, grape_cubin_err_t* err) {
+  const char* text = (const char*)img->data;
+  size_t size = strnlen(text, img->size);
+  size_t head = size < PTX_HEAD ? size : PTX_HEAD;
+  uint32_t cap = 0;
+  int rc = 0;
+  for (size_t i = 0; i < head; i++) {
+    unsigned char ch = (unsigned char)text[i];
+    if (ch < 0x20 && ch != '\n' && ch != '\t' && ch != '\r' && ch != '\f' && ch != '\v') {
+      grape__cubin_errf(err, "ptx: control byte 0x%02x at offset %zu: not PTX text", ch, i);
+      return -ENOEXEC;
+    }
+  }
+  if (memmem(text, head, ".version", 8) == NULL) {
+    grape__cubin_errf(err, "ptx: no .version directive in the first %zu bytes: not PTX text",
+                      head);
+    return -ENOEXEC;
+  }
+  const char* t;
+  size_t n;
+  const char* target = memmem(text, head, ".target", 7);
+  if (target && img->arch == 0) {
+    scan_t s = {target + 7, text + size};
+    n = token(&s, &t);
+    if (n > 3 && memcmp(t, "sm_", 3) == 0)
+      img->arch = (int)strtol(t + 3, NULL, 10);
+  }
+  /* Kernels: every ".entry" directive (memmem is much faster than tokenising). */
+  const char* p = text;
+  const char* end = text + size;
+  while ((p = memmem(p, (size_t)(end - p), ".entry", 6)) != NULL) {
+    const char* after = p + 6;
+    int word = (p == text || isspace((unsigned char)p[-1])) && after < end &&
+               isspace((unsigned char)*after);
+    p = after;
+    if (!word)
+      continue;
+    scan_t s = {after, end};
+    n = token(&s, &t);
+    if (n == 0 || !ident_char(*t)) {
+      grape__cubin_errf(err, "ptx: .entry without a name at offset %zu", (size_t)(t - text));
+      rc = -EINVAL;
+      goto fail;
+    }
+    if (img->nkernels == cap) {
+      cap = cap ? cap * 2 : 8;
+      grape_kernel_t* ks = realloc(img->kernels, cap * sizeof(*ks));
+      if (ks == NULL) {
+        rc = -ENOMEM;
+        grape__cubin_errf(err, "out of memory");
+        goto fail;
+      }
+      img->kernels = ks;
+    }
+    grape_kernel_t* k = &img->kernels[img->nkernels++];
+    memset(k, 0, sizeof(*k));
+    k->registers = k->max_threads = k->cuda_api_version = -1;
+    k->name = strndup(t, n);
+    k->demangled = k->name ? grape_demangle(k->name) : NULL;
+    if (k->demangled == NULL) {
+      rc = -ENOMEM;
+      grape__cubin_errf(err, "out of memory");
+      goto fail;
+    }
+    size_t at = (size_t)(s.p - text);
+    rc = parse_params(&s, k);
+    if (rc) {
+      grape__cubin_errf(err, "ptx: kernel %s: %s in its parameter list at offset %zu", k->name,
+                        rc == -ENOMEM ? "out of memory" : "syntax error", at);
+      goto fail;
+    }
+    p = s.p;
+  }
+  return 0;
+fail:
+  grape__image_clear(img);
+  return rc;
+}

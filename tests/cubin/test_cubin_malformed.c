@@ -1,0 +1,243 @@
+/* Bad input: truncation at every offset, bit flips, lying sizes, wrong
+ * magic, unknown kinds and non-ELF payloads must give a negative errno and
+ * a message naming the problem, never a crash or an out-of-bounds read (the
+ * suite also runs under ASan+UBSan). The inputs are the small nvcc outputs
+ * committed as the fuzz seed corpus, so these tests need no nvcc. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grape/cubin.h"
+
+#ifndef SEEDDIR
+#error SEEDDIR must be defined
+#endif
+
+static uint8_t* slurp(const char* name, size_t* size) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", SEEDDIR, name);
+  FILE* f = fopen(path, "rb");
+  cr_assert_not_null(f, "%s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t* buf = malloc((size_t)n);
+  cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  *size = (size_t)n;
+  return buf;
+}
+
+/* Parses a private heap copy of exactly n bytes so ASan sees any overread. */
+static int parse_exact(const uint8_t* data, size_t n, int as_image, grape_cubin_err_t* err) {
+  uint8_t* copy = malloc(n ? n : 1);
+  memcpy(copy, data, n);
+  grape_fatbin_t* fb = NULL;
+  memset(err->msg, 0, sizeof err->msg);
+  int rc = as_image ? grape_image_load(copy, n, &fb, err) : grape_fatbin_parse(copy, n, &fb, err);
+  if (rc == 0) {
+    cr_assert_not_null(fb);
+    /* Touch everything the set hands out. */
+    for (size_t i = 0; i < grape_fatbin_count(fb); i++) {
+      const grape_image_t* img = grape_fatbin_image(fb, i);
+      for (uint32_t k = 0; k < img->nkernels; k++) {
+        cr_assert_not_null(img->kernels[k].name);
+        cr_assert_not_null(img->kernels[k].demangled);
+        for (uint32_t p = 0; p < img->kernels[k].nparams; p++)
+          (void)img->kernels[k].params[p].size;
+      }
+    }
+    grape_fatbin_free(fb);
+  } else {
+    cr_assert_lt(rc, 0);
+    cr_assert_null(fb);
+    cr_assert_gt(strlen(err->msg), 0, "rc %d without a message", rc);
+  }
+  free(copy);
+  return rc;
+}
+
+static const char* seeds[] = {"sm90_zstd.fatbin", "sm90_lz4.fatbin", "sm80_plain.fatbin"};
+
+Test(cubin, seeds_parse) {
+  grape_cubin_err_t err;
+  for (size_t s = 0; s < 3; s++) {
+    size_t n;
+    uint8_t* d = slurp(seeds[s], &n);
+    cr_expect_eq(parse_exact(d, n, 0, &err), 0, "%s: %s", seeds[s], err.msg);
+    free(d);
+  }
+}
+
+Test(cubin, truncated_fatbin_at_every_offset) {
+  grape_cubin_err_t err;
+  for (size_t s = 0; s < 3; s++) {
+    size_t n;
+    uint8_t* d = slurp(seeds[s], &n);
+    size_t step = n > 8000 ? 7 : 1;
+    for (size_t cut = 0; cut < n; cut += step) {
+      int rc = parse_exact(d, cut, 0, &err);
+      cr_assert_lt(rc, 0, "%s cut at %zu parsed", seeds[s], cut);
+    }
+    free(d);
+  }
+}
+
+Test(cubin, truncated_cubin_and_ptx) {
+  grape_cubin_err_t err;
+  size_t n;
+  uint8_t* d = slurp("sm90.cubin", &n);
+  for (size_t cut = 0; cut < n; cut += 5) {
+    int rc = parse_exact(d, cut, 1, &err);
+    cr_assert_lt(rc, 0, "cubin cut at %zu parsed", cut);
+  }
+  free(d);
+  /* PTX cut anywhere is either still valid text or an error: never a crash. */
+  d = slurp("sm90.ptx", &n);
+  for (size_t cut = 0; cut < n; cut += 3)
+    parse_exact(d, cut, 1, &err);
+  free(d);
+}
+
+Test(cubin, bit_flips) {
+  grape_cubin_err_t err;
+  const char* files[] = {"sm90_zstd.fatbin", "sm90_lz4.fatbin", "sm90.cubin"};
+  unsigned seed = 12345;
+  for (size_t s = 0; s < 3; s++) {
+    size_t n;
+    uint8_t* d = slurp(files[s], &n);
+    /* Every bit of the first 256 bytes (headers), then random bits anywhere. */
+    for (size_t bit = 0; bit < 256 * 8 + 3000; bit++) {
+      size_t b = bit < 256 * 8 ? bit : (size_t)rand_r(&seed) % (n * 8);
+      d[b / 8] ^= (uint8_t)(1u << (b % 8));
+      parse_exact(d, n, s == 2, &err);
+      d[b / 8] ^= (uint8_t)(1u << (b % 8));
+    }
+    free(d);
+  }
+}
+
+/* Little-endian field writers for crafting lies. */
+static void put32(uint8_t* p, uint32_t v) { memcpy(p, &v, 4); }
+static void put64(uint8_t* p, uint64_t v) { memcpy(p, &v, 8); }
+
+/* Runs one lie on a copy of the zstd seed and checks the message. */
+static void lie(size_t off, int width, uint64_t value, int want_rc, const char* want_msg) {
+  size_t n;
+  grape_cubin_err_t err;
+  uint8_t* d = slurp("sm90_zstd.fatbin", &n);
+  if (width == 2) {
+    uint16_t v = (uint16_t)value;
+    memcpy(d + off, &v, 2);
+  } else if (width == 4) {
+    put32(d + off, (uint32_t)value);
+  } else {
+    put64(d + off, value);
+  }
+  int rc = parse_exact(d, n, 0, &err);
+  cr_expect_eq(rc, want_rc, "field at %zu = %llu: rc %d (%s)", off, (unsigned long long)value, rc,
+               err.msg);
+  cr_expect(strstr(err.msg, want_msg) != NULL, "message '%s' lacks '%s'", err.msg, want_msg);
+  free(d);
+}
+
+/* The first entry header starts at 16 (after the 16-byte container header). */
+Test(cubin, lying_sizes) {
+  lie(0, 4, 0x12345678, -ENOEXEC, "wrong magic");
+  lie(8, 8, 1ull << 40, -EINVAL, "fat size");
+  lie(6, 2, 4, -EINVAL, "header size");
+  lie(16 + 4, 4, 8, -EINVAL, "header size 8 below 64");
+  lie(16 + 8, 8, 1ull << 33, -EINVAL, "payload size");
+  lie(16 + 16, 4, 0xffffff, -EINVAL, "compressed size");
+  lie(16 + 16, 4, 0, -EINVAL, "compressed size 0");
+  lie(16 + 56, 8, 1ull << 40, -EINVAL, "512 MiB");
+  lie(16 + 56, 8, 0, -EINVAL, "zero");
+  lie(16 + 0, 2, 7, -ENOTSUP, "unknown kind 7");
+  lie(16 + 28, 4, 0, -EINVAL, "arch 0");
+}
+
+Test(cubin, decompressed_size_lies) {
+  size_t n;
+  uint8_t* d = slurp("sm90_zstd.fatbin", &n);
+  uint64_t real;
+  memcpy(&real, d + 16 + 56, 8);
+  free(d);
+  lie(16 + 56, 8, real + 1, -EBADMSG, "header says");
+  lie(16 + 56, 8, real - 1, -EBADMSG, "header says");
+  /* LZ4 keeps no size of its own: the decompressor's count must match. */
+  d = slurp("sm90_lz4.fatbin", &n);
+  grape_cubin_err_t err;
+  memcpy(&real, d + 16 + 56, 8);
+  for (int delta = -1; delta <= 1; delta += 2) {
+    put64(d + 16 + 56, real + (uint64_t)delta);
+    cr_expect_eq(parse_exact(d, n, 0, &err), -EBADMSG, "lz4 size %+d: %s", delta, err.msg);
+  }
+  free(d);
+}
+
+Test(cubin, zero_length_and_null) {
+  grape_cubin_err_t err;
+  grape_fatbin_t* fb = (grape_fatbin_t*)1;
+  cr_expect_eq(grape_fatbin_parse("", 0, &fb, &err), -EINVAL);
+  cr_expect_null(fb);
+  cr_expect(strstr(err.msg, "zero length") != NULL, "%s", err.msg);
+  cr_expect_eq(grape_image_load(NULL, 0, &fb, &err), -EINVAL);
+  cr_expect_eq(grape_image_load("", 0, &fb, &err), -EINVAL);
+  cr_expect(strstr(err.msg, "zero length") != NULL, "%s", err.msg);
+}
+
+/* A kind-2 entry whose payload is not ELF, with the offset of the entry. */
+Test(cubin, non_elf_payload) {
+  size_t n;
+  grape_cubin_err_t err;
+  uint8_t* d = slurp("sm80_plain.fatbin", &n);   /* uncompressed cubins */
+  cr_assert_eq(d[16 + 64], 0x7f);
+  memcpy(d + 16 + 64, "hello world", 11);
+  cr_expect_eq(parse_exact(d, n, 0, &err), -ENOEXEC, "%s", err.msg);
+  cr_expect(strstr(err.msg, "fatbin entry at 0x10") != NULL, "%s", err.msg);
+  cr_expect(strstr(err.msg, "not an ELF") != NULL, "%s", err.msg);
+  free(d);
+  /* Binary garbage handed to cuModuleLoadData is neither ELF nor PTX. */
+  uint8_t junk[64];
+  for (size_t i = 0; i < sizeof junk; i++)
+    junk[i] = (uint8_t)(i * 37 + 1);
+  cr_expect_lt(parse_exact(junk, sizeof junk, 1, &err), 0);
+  cr_expect(strstr(err.msg, "not PTX") != NULL, "%s", err.msg);
+}
+
+/* Codes grape does not know are skipped: rename one and the result is unchanged. */
+Test(cubin, unknown_attribute_codes_skipped) {
+  size_t n;
+  grape_cubin_err_t err;
+  uint8_t* d = slurp("sm90.cubin", &n);
+  size_t changed = 0;
+  /* EIATTR_SPARSE_MMA_MASK (fmt 3, code 0x50) records become code 0x7e. */
+  for (size_t i = 0; i + 4 <= n; i++)
+    if (d[i] == 0x03 && d[i + 1] == 0x50 && d[i + 2] == 0 && d[i + 3] == 0) {
+      d[i + 1] = 0x7e;
+      changed++;
+    }
+  cr_assert_gt(changed, 0);
+  grape_fatbin_t* fb;
+  cr_assert_eq(grape_image_load(d, n, &fb, &err), 0, "%s", err.msg);
+  const grape_kernel_t* k =
+      grape_image_find_kernel(grape_fatbin_image(fb, 0), "_Z9k_scalarsidcscxPi");
+  cr_assert_not_null(k);
+  cr_expect_eq(k->nparams, 7);
+  grape_fatbin_free(fb);
+  free(d);
+}
+
+Test(cubin, demangle) {
+  char* s = grape_demangle("_Z6k_tmplIdLi4EEvPT_S0_s");
+  cr_expect_str_eq(s, "void k_tmpl<double, 4>(double*, double, short)");
+  free(s);
+  s = grape_demangle("k_plain");
+  cr_expect_str_eq(s, "k_plain");
+  free(s);
+  s = grape_demangle("_Zbogus");   /* not valid: returned as is */
+  cr_expect_str_eq(s, "_Zbogus");
+  free(s);
+}
