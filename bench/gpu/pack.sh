@@ -53,4 +53,20 @@ for f in build-carry/tools/grape build-carry/interpose/libgrape.so build-carry/s
   echo "pack: $f: RPATH $(readelf -d "$f" | sed -n 's/.*R\(UN\)\{0,1\}PATH.*\[\(.*\)\]/\2/p'); dynamic deps: $(ldd "$f" | awk '$3 ~ /^\// {print $1}' | tr '\n' ' ')"
 done
 build-carry/tools/grape --version
+# Proof that the carried binaries need none of the libraries they bundle: hide the
+# system's copies in a private mount namespace (root only) and run grape there.
+hide=""
+for l in libelf.so.1 libz.so.1 libzstd.so.1 liblz4.so.1 libxxhash.so.0; do
+  p=$(ldconfig -p | awk -v n="$l" '$1 == n {print $NF; exit}')
+  [ -n "$p" ] && hide="$hide $(readlink -f "$p")"
+done
+if [ "$(id -u)" = 0 ] && command -v unshare > /dev/null; then
+  # shellcheck disable=SC2016
+  if unshare -m bash -c 'for f in $0; do mount --bind /dev/null "$f" || exit 3; done; "$1" cubin-info "$1" > /dev/null 2>&1 || "$1" --version' \
+      "$hide" "$ROOT/build-carry/tools/grape" > /dev/null 2>&1; then
+    echo "pack: build-carry/tools/grape runs with the system's$hide hidden"
+  else
+    echo "pack: warning: build-carry/tools/grape did not run with the system's dependency libraries hidden" >&2
+  fi
+fi
 echo 'pack: now run(command="bash bench/gpu/run.sh", carry=[".probe", "build-carry"], timeout_s=540)'
