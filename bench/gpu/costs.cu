@@ -4,7 +4,8 @@
  * grape replaces N kernel launches by one graph launch plus the parameter updates that
  * differ, so it wins when cost(N launches) > cost(cuGraphLaunch of N nodes) + updates.
  * This program measures each term with an empty kernel (so only launch overhead shows),
- * as host time per call over n calls after a warm-up, and with the final synchronise:
+ * as host time per call over n calls after a warm-up, and with the final synchronise
+ * (launches: the median of 5 repetitions):
  *   launch_runtime       k<<<1,1>>>(i)              (CUDA 13: __cudaLaunchKernel)
  *   launch_driver        cuLaunchKernel              (the route cuBLAS and Triton take)
  *   graph_launch_<N>     cuGraphLaunch of a captured N-node chain, per launch and per node
@@ -69,31 +70,53 @@ static void emit(const char* name, long n, double host_ns, double total_ns, cons
   fflush(stdout);
 }
 
+#define REPS 5 /* each launch measurement is repeated; the median is reported */
+
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double* v, int n) {
+  qsort(v, (size_t)n, sizeof(*v), cmp_double);
+  return v[n / 2];
+}
+
 static int launch_runtime(cudaStream_t s, long n) {
+  double host[REPS], total[REPS];
   for (int i = 0; i < 100; i++) kit_empty<<<1, 1, 0, s>>>(i);
   CK_RT(cudaStreamSynchronize(s));
-  double t0 = now_ns();
-  for (long i = 0; i < n; i++) kit_empty<<<1, 1, 0, s>>>((int)i);
-  double t1 = now_ns();
-  CK_RT(cudaStreamSynchronize(s));
-  CK_RT(cudaGetLastError());
-  emit("launch_runtime", n, t1 - t0, now_ns() - t0, NULL);
+  for (int r = 0; r < REPS; r++) {
+    double t0 = now_ns();
+    for (long i = 0; i < n; i++) kit_empty<<<1, 1, 0, s>>>((int)i);
+    double t1 = now_ns();
+    CK_RT(cudaStreamSynchronize(s));
+    CK_RT(cudaGetLastError());
+    host[r] = t1 - t0;
+    total[r] = now_ns() - t0;
+  }
+  emit("launch_runtime", n, median(host, REPS), median(total, REPS), "\"reps\":5");
   return 0;
 }
 
 static int launch_driver(CUfunction f, CUstream s, long n) {
   int arg = 0;
   void* params[] = {&arg};
+  double host[REPS], total[REPS];
   for (int i = 0; i < 100; i++) CK_DRV(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
   CK_DRV(cuStreamSynchronize(s));
-  double t0 = now_ns();
-  for (long i = 0; i < n; i++) {
-    arg = (int)i;
-    CK_DRV(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+  for (int r = 0; r < REPS; r++) {
+    double t0 = now_ns();
+    for (long i = 0; i < n; i++) {
+      arg = (int)i;
+      CK_DRV(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    }
+    double t1 = now_ns();
+    CK_DRV(cuStreamSynchronize(s));
+    host[r] = t1 - t0;
+    total[r] = now_ns() - t0;
   }
-  double t1 = now_ns();
-  CK_DRV(cuStreamSynchronize(s));
-  emit("launch_driver", n, t1 - t0, now_ns() - t0, NULL);
+  emit("launch_driver", n, median(host, REPS), median(total, REPS), "\"reps\":5");
   return 0;
 }
 

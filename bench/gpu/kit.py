@@ -104,10 +104,23 @@ class Kit:
         """Environment for a program on the device under test: the real GPU, or the sim."""
         if self.sim:
             return {"LD_LIBRARY_PATH": join_path(self.simdir, os.environ.get("LD_LIBRARY_PATH"))}
+        paths = [self.sim_extras()]
         lib = os.path.join(self.a.cuda_home or "/usr/local/cuda", "lib64")
         if os.path.exists(os.path.join(lib, "libcudart.so.13")):
-            return {"LD_LIBRARY_PATH": join_path(os.environ.get("LD_LIBRARY_PATH"), lib)}
-        return {}
+            paths.append(lib)
+        return {"LD_LIBRARY_PATH": join_path(os.environ.get("LD_LIBRARY_PATH"), *paths)}
+
+    def sim_extras(self):
+        """A folder with build/sim's libraries other than the CUDA stand-ins (libsimblas:
+        real kernels, runs on a GPU too), so examples find them on the real driver."""
+        d = os.path.join(self.w, "simextras")
+        if not os.path.isdir(d):
+            os.makedirs(d, exist_ok=True)
+            for f in glob.glob(os.path.join(self.simdir, "*.so*")):
+                b = os.path.basename(f)
+                if not b.startswith(("libcuda.", "libcudart.")):
+                    os.symlink(os.path.abspath(f), os.path.join(d, b))
+        return d
 
     def sim_env(self, report=None):
         e = {"LD_LIBRARY_PATH": join_path(self.simdir, os.environ.get("LD_LIBRARY_PATH"))}
