@@ -48,7 +48,8 @@ if [ -z "$BUDGET" ]; then
 fi
 W=${GPUKIT_WORK:-/tmp/gpukit}
 OUTDIR=${OUT:-$W/out}
-rm -rf "$W/logs" "$W/env.txt"
+# results of an earlier run must not be mistaken for this one's
+rm -rf "$W/logs" "$W/env.txt" "$W/reports" "$W/ops" "$W/simextras" "$W/probe_out" "$W/costs"
 mkdir -p "$W/logs" "$OUTDIR" || exit 1
 LOG=$W/logs/run.log
 : > "$LOG"
