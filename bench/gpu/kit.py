@@ -58,6 +58,10 @@ class Kit:
 
     # ------------------------------------------------------------------ plumbing
     def left(self, reserve=0):
+        """Seconds to the deadline, less `reserve` kept for the later checks (on a GPU;
+        a dry run's steps take seconds, so it keeps at most 10)."""
+        if self.sim:
+            reserve = min(reserve, 10)
         return self.a.deadline - time.time() - reserve
 
     def budget(self, cap, reserve=0):
@@ -362,7 +366,7 @@ class Kit:
             collect(jl, "grape")
             reports[w] = load_report(rep)
         # torch.compile(mode="reduce-overhead"): slow to compile, so last and budgeted
-        t = self.budget(150, 20 if self.sim else 80)  # keep time for costs and predictor
+        t = self.budget(150, 80)  # keep time for costs and predictor
         if t >= 40:
             jl = os.path.join(self.reports, "wl_compile.jsonl")
             self.run("wl_compile", [self.py, self.wl(), "--workloads", "mlp,lstm,gpt,moe", "--variants", "compile",
