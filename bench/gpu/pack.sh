@@ -60,13 +60,21 @@ for l in libelf.so.1 libz.so.1 libzstd.so.1 liblz4.so.1 libxxhash.so.0; do
   p=$(ldconfig -p | awk -v n="$l" '$1 == n {print $NF; exit}')
   [ -n "$p" ] && hide="$hide $(readlink -f "$p")"
 done
+# What is checked: the CLI, and (once the sim, the shim and the examples exist) dynrnn on
+# the carried sim under the carried shim, which loads cubin/ (libelf) in both libraries.
 if [ "$(id -u)" = 0 ] && command -v unshare > /dev/null; then
+  C=$ROOT/build-carry
   # shellcheck disable=SC2016
-  if unshare -m bash -c 'for f in $0; do mount --bind /dev/null "$f" || exit 3; done; "$1" cubin-info "$1" > /dev/null 2>&1 || "$1" --version' \
-      "$hide" "$ROOT/build-carry/tools/grape" > /dev/null 2>&1; then
-    echo "pack: build-carry/tools/grape runs with the system's$hide hidden"
+  probe='for f in $0; do mount --bind /dev/null "$f" || exit 3; done
+    "$1/tools/grape" --version || exit 4
+    [ -x "$1/examples/dynrnn" ] && [ -e "$1/sim/libcuda.so.1" ] && [ -e "$1/interpose/libgrape.so" ] || exit 0
+    LD_LIBRARY_PATH="$1/sim" LD_PRELOAD="$1/interpose/libgrape.so" GRAPE_MODE=observe "$1/examples/dynrnn" --iters 1 | grep -q "^checksum" || exit 5
+    echo "dynrnn ran"'
+  if out=$(unshare -m bash -c "$probe" "$hide" "$C" 2>&1); then
+    echo "pack: with the system's$hide hidden: grape runs$(echo "$out" | grep -q 'dynrnn ran' && echo ', and dynrnn runs on the carried sim under the carried shim')"
   else
-    echo "pack: warning: build-carry/tools/grape did not run with the system's dependency libraries hidden" >&2
+    echo "pack: warning: the carried build did not run with the system's dependency libraries hidden:" >&2
+    echo "$out" | tail -3 >&2
   fi
 fi
 echo 'pack: now run(command="bash bench/gpu/run.sh", carry=[".probe", "build-carry"], timeout_s=540)'
