@@ -77,4 +77,13 @@ if [ "$(id -u)" = 0 ] && command -v unshare > /dev/null; then
     echo "$out" | tail -3 >&2
   fi
 fi
+# the kit's own dry run on the carried build: what the device will fall back to must pass
+if [ -e build-carry/sim/libcuda.so.1 ]; then
+  if GPUKIT_WORK=/tmp/gpukit-pack OUT=/tmp/gpukit-pack/out bash bench/gpu/run.sh --sim --build build-carry > /tmp/gpukit-pack.log 2>&1; then
+    echo "pack: dry run on build-carry: $(grep '^totals:' /tmp/gpukit-pack.log)"
+  else
+    echo "pack: warning: the dry run on build-carry failed (see /tmp/gpukit-pack.log):" >&2
+    grep -E '^[a-z]+ +.* (fail|error) ' /tmp/gpukit-pack.log | head -5 >&2
+  fi
+fi
 echo 'pack: now run(command="bash bench/gpu/run.sh", carry=[".probe", "build-carry"], timeout_s=540)'
