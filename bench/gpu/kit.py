@@ -198,6 +198,9 @@ class Kit:
             rc, out, err = self.run(f"routes_{ex}", [exe, "--iters", str(self.iters_ex)], env,
                                     timeout=self.budget(60))
             r = load_report(rep)
+            if rc != 0 and self.plain_checksum(ex) is None:
+                self.add("routes", f"{ex} observe", "error", why=f"{ex} fails without grape too", stderr=tail(err))
+                continue
             if rc != 0 or r is None:
                 self.add("routes", f"{ex} observe", "fail" if rc != 0 else "n/a",
                          why=f"rc={rc}" if rc != 0 else f"exit report {NA}", stderr=tail(err))
@@ -275,6 +278,18 @@ class Kit:
                 self._simsum[ex] = checksum(out) if rc == 0 else None
         return k[ex]
 
+    def plain_checksum(self, ex):
+        """The example's checksum without grape on the device under test (None: it failed)."""
+        if not hasattr(self, "_plain"):
+            self._plain, self.plain_err = {}, {}
+        if ex not in self._plain:
+            base = self.sim_env() if self.sim else self.dev_env()
+            rc, out, err = self.run(f"plain_{ex}", [self.example(ex), "--iters", str(self.iters_ex)], base,
+                                    timeout=self.budget(60))
+            self._plain[ex] = checksum(out) if rc == 0 else None
+            self.plain_err[ex] = tail(err)
+        return self._plain[ex]
+
     # ------------------------------------------------------------------ 2. correctness
     def check_correctness(self):
         for ex in EXAMPLES:
@@ -284,9 +299,10 @@ class Kit:
                 continue
             sums, info = {}, {}
             base = self.sim_env() if self.sim else self.dev_env()
-            rc, out, err = self.run(f"corr_{ex}_plain", [exe, "--iters", str(self.iters_ex)], base,
-                                    timeout=self.budget(60))
-            sums["plain"] = checksum(out) if rc == 0 else f"rc={rc}"
+            sums["plain"] = self.plain_checksum(ex)
+            if sums["plain"] is None:  # the device or the program is broken, not grape
+                self.add("correctness", ex, "error", why=f"{ex} fails without grape", stderr=self.plain_err.get(ex))
+                continue
             for mode in ("observe", "graph"):
                 if not self.have_shim():
                     sums[mode] = None
@@ -316,9 +332,12 @@ class Kit:
                                     + ["--", self.example("dynrnn"), "--iters", str(self.iters_ex)],
                                     self.sim_env() if self.sim else self.dev_env(), timeout=self.budget(60))
             r = load_report(rep)
-            ok = rc == 0 and checksum(out) is not None and r is not None
-            self.add("correctness", "grape run dynrnn", "pass" if ok else "fail", rc=rc, report=r is not None,
-                     why="" if ok else "grape run failed or wrote no report")
+            want = self.plain_checksum("dynrnn")
+            ok = rc == 0 and checksum(out) == want and r is not None
+            st = "pass" if ok else ("fail" if want else "error")
+            self.add("correctness", "grape run dynrnn", st, rc=rc, report=r is not None,
+                     why="" if ok else ("grape run failed, changed the checksum or wrote no report" if want
+                                        else "dynrnn fails without grape"))
         else:
             self.add("correctness", "grape run dynrnn", "n/a", why=f"grape run {NA}")
 
