@@ -534,27 +534,45 @@ class Kit:
             if outs and have_predict:
                 self.predict_csvs("replay", outs)
 
+    def predict_methods(self):
+        """The models `grape predict --method` offers (first = the default), or [None]."""
+        m = re.search(r"^\s+--method\s+\S+\s+(.*)$", self.cmd_help("predict"), re.M)
+        names = [w for w in re.findall(r"[a-z][a-z0-9_-]*", m.group(1)) if w not in ("default", "or", "and")] if m else []
+        return names or [None]
+
     def predict_csvs(self, label, files):
-        cls = {}
+        """grape predict on measured CSVs: MAPE and median APE per class, for each model."""
+        errs = {}  # class -> method -> [APE]
+        methods = self.predict_methods()
         for f in files:
-            if f.endswith(".pred.csv"):
+            if ".pred" in f:
                 continue
-            o = f[:-4] + ".pred.csv"
-            rc, out, err = self.run("predict_" + os.path.basename(f), [self.grape, "predict", "--csv", f, "-o", o],
-                                    timeout=self.budget(30, 5))
-            if rc != 0 or not os.path.exists(o):
-                self.add("predictor", f"predict {os.path.basename(f)}", "error", rc=rc, why=tail(err, 3))
-                continue
-            for row in csv.DictReader(open(o)):
-                try:
-                    m, p = float(row["Latency"]), float(row["predicted_ms"])
-                except (KeyError, ValueError):
+            for meth in methods:
+                o = f[:-4] + (f".{meth}" if meth else "") + ".pred.csv"
+                cmd = [self.grape, "predict", "--csv", f, "-o", o] + (["--method", meth] if meth else [])
+                rc, out, err = self.run(f"predict_{meth}_" + os.path.basename(f), cmd, timeout=self.budget(30, 5))
+                if rc != 0 or not os.path.exists(o):
+                    self.add("predictor", f"predict {meth or ''} {os.path.basename(f)}", "error", rc=rc, why=tail(err, 3))
                     continue
-                if m > 0:
-                    cls.setdefault(op_class(row.get("OPName", "?")), []).append(abs(p - m) / m)
-        for c, errs in sorted(cls.items()):
-            self.add("predictor", f"{label} MAPE {c}", "info", n=len(errs), mape_pct=round(100 * statistics.mean(errs), 1),
-                     median_ape_pct=round(100 * statistics.median(errs), 1))
+                with open(o, newline="") as fh:
+                    for row in csv.DictReader(fh):
+                        try:
+                            m, p = float(row["Latency"]), float(row["predicted_ms"])
+                        except (KeyError, TypeError, ValueError):  # no prediction for this row
+                            continue
+                        if m > 0:
+                            errs.setdefault(op_class(row.get("OPName", "?")), {}).setdefault(meth, []).append(abs(p - m) / m)
+        for c, by in sorted(errs.items()):
+            kw = {}
+            for meth in methods:
+                e = by.get(meth)
+                if e:
+                    kw[f"mape_{meth or 'pct'}"] = round(100 * statistics.mean(e), 1)
+            first = by.get(methods[0]) or []
+            kw["n"] = len(first)
+            if first:
+                kw["median_ape"] = round(100 * statistics.median(first), 1)
+            self.add("predictor", f"{label} MAPE% {c}", "info", **kw)
 
     # ------------------------------------------------------------------ report
     def finish(self):
