@@ -619,9 +619,9 @@ class Kit:
                f"- toolchain: nvcc {e.get('nvcc', '?')}; python {e.get('python', '?')}; torch {e.get('torch', '?')}",
                f"- grape build: commit {e.get('commit', '?')}, {e.get('build_source', '?')} ({e.get('build_dir', '?')}); "
                f"commands: {', '.join(sorted(self.commands)) or 'none'}; libgrape.so: {self.have_shim()}",
-               f"- headers: " + ", ".join(f"{k[7:]}={'yes' if v != 'missing' else 'no'}"
+               "- headers: " + ", ".join(f"{k[7:]}={'yes' if v != 'missing' else 'no'}"
                                           for k, v in e.items() if k.startswith("header_")),
-               f"- totals: " + ", ".join(f"{k} {v}" for k, v in sorted(self.counts().items())), ""]
+               "- totals: " + ", ".join(f"{k} {v}" for k, v in sorted(self.counts().items())), ""]
         for ch in CHECKS:
             rows = [r for r in self.rows if r["check"] == ch]
             if not rows:

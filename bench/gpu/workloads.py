@@ -84,6 +84,20 @@ def gen(torch, seed):
     return g
 
 
+def capture(torch, fn):
+    """A CUDA graph of fn() as the CUDA graphs docs ask: warm-up on a side stream first
+    (lazy initialisation, cuBLAS workspaces), then capture. Returns (graph, fn's output)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = fn()
+    return g, out
+
+
 # --------------------------------------------------------------------------- mlp
 def wl_mlp(torch, variant, iters, dev):
     nn = torch.nn
@@ -182,11 +196,7 @@ def wl_lstm(torch, variant, iters, dev):
                 t = time.perf_counter()
                 sx.copy_(x)
                 if n not in graphs:
-                    seq(cell, sx, n)  # warm-up for this shape
-                    gr = torch.cuda.CUDAGraph()
-                    with torch.cuda.graph(gr):
-                        out = seq(cell, sx, n)
-                    graphs[n] = (gr, out)
+                    graphs[n] = capture(torch, lambda: seq(cell, sx, n))
                 gr, out = graphs[n]
                 gr.replay()
                 torch.cuda.synchronize()
@@ -293,12 +303,10 @@ def wl_moe(torch, variant, iters, dev):
                     e = int(router(sx).mean(0).argmax().item())
                     chosen.append(e)
                     if e not in graphs:
-                        so = sx + 0.5 * experts[e](sx)  # warm-up
-                        gr = torch.cuda.CUDAGraph()
-                        with torch.cuda.graph(gr):
-                            so = sx + 0.5 * experts[e](sx)
-                            so = so / so.norm(dim=-1, keepdim=True)
-                        graphs[e] = (gr, so)
+                        def body(f=experts[e]):
+                            so = sx + 0.5 * f(sx)
+                            return so / so.norm(dim=-1, keepdim=True)
+                        graphs[e] = capture(torch, body)
                     gr, so = graphs[e]
                     gr.replay()
                     sx.copy_(so)
