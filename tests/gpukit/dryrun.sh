@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # dryrun.sh - the GPU kit's CI checks (tests/gpukit/meson.build).
-#   dryrun.sh syntax                    bash -n on the scripts, Python compiles
+#   dryrun.sh syntax                    bash -n on the scripts, Python compiles, pyflakes
 #   dryrun.sh dryrun BUILD plain|sanitized   bench/gpu/run.sh --sim on BUILD, then the results
 #                                       must hold a row for every check and no fail or error;
 #                                       again with a stand-in for workloads.py (no torch here),
@@ -14,6 +14,14 @@ syntax)
   python3 -c 'import sys
 for f in sys.argv[1:]:
     compile(open(f).read(), f, "exec")' "$KIT"/*.py || exit 1
+  # names too: most of workloads.py runs only on a GPU, so CI must catch what it can here
+  lint=$(command -v pyflakes3 || true)
+  if [ -z "$lint" ] && python3 -c 'import pyflakes' 2>/dev/null; then lint="python3 -m pyflakes"; fi
+  if [ -n "$lint" ]; then
+    $lint "$KIT"/*.py "$(dirname "$0")"/*.py || { echo "pyflakes found problems"; exit 1; }
+  else
+    echo "note: pyflakes not installed (python3-pyflakes): names in the Python files not checked"
+  fi
   echo "syntax ok: $(ls "$KIT"/*.sh "$KIT"/*.py | wc -l) files"
   ;;
 dryrun)
