@@ -589,7 +589,9 @@ class Kit:
         ops = os.path.join(self.w, "ops")
         if glob.glob(os.path.join(ops, "*.csv")) and not self.sim:
             subprocess.run(["tar", "czf", os.path.join(self.a.out, "ops.tar.gz"), "-C", self.w, "ops"])
-        print("\n" + self.table())
+        table = self.table()
+        with open(os.path.join(self.w, "table.txt"), "w") as f:  # run.sh prints it last
+            f.write(table + "\n")
         # a dry run also fails when the kit itself could not measure: that is how it rots
         bad = ("fail", "error") if self.sim else ("fail",)
         return 1 if any(r["status"] in bad for r in self.rows) else 0

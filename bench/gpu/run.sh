@@ -49,7 +49,7 @@ fi
 W=${GPUKIT_WORK:-/tmp/gpukit}
 OUTDIR=${OUT:-$W/out}
 # results of an earlier run must not be mistaken for this one's
-rm -rf "$W/logs" "$W/env.txt" "$W/reports" "$W/ops" "$W/simextras" "$W/probe_out" "$W/costs"
+rm -rf "$W/logs" "$W/env.txt" "$W/reports" "$W/ops" "$W/simextras" "$W/probe_out" "$W/costs" "$W/table.txt"
 mkdir -p "$W/logs" "$OUTDIR" || exit 1
 LOG=$W/logs/run.log
 : > "$LOG"
@@ -195,6 +195,13 @@ rc=${PIPESTATUS[0]}
 # ---------------------------------------------------------------- 4. collect ($OUT: at most 8 files)
 cp "$W/env.txt" "$OUTDIR/env.txt" 2>/dev/null
 (cd "$W" && tar czf "$OUTDIR/logs.tar.gz" --ignore-failed-read logs probe_out reports ops 2>/dev/null)
-say "done in $(elapsed)s; results in $OUTDIR: $(ls "$OUTDIR" | tr '\n' ' ')"
+if [ "$(stat -c %s "$OUTDIR/logs.tar.gz" 2>/dev/null || echo 0)" -gt 15000000 ]; then
+  # a file over 16 MiB does not come back: leave out the probe's own archive and big logs
+  (cd "$W" && find logs reports -size -2M -type f -print0 | tar czf "$OUTDIR/logs.tar.gz" --null -T - probe_out/summary.txt 2>/dev/null)
+  say "logs.tar.gz was over 15 MB: kept logs under 2 MB each and the probe's summary"
+fi
+say "done in $(elapsed)s; results in $OUTDIR: $(ls "$OUTDIR" | tr '\n' ' ') run.log"
 cp "$LOG" "$OUTDIR/run.log"
+# the table last, so the device tool's output_tail ends with it
+[ -s "$W/table.txt" ] && { echo; cat "$W/table.txt"; }
 exit "$rc"
