@@ -97,6 +97,14 @@ void grape__image_clear(grape_image_t* img) {
   img->nkernels = 0;
 }
 
+void grape__fatbin_release(grape_fatbin_t* fb) {
+  ZSTD_freeDCtx(fb->dctx);
+  fb->dctx = NULL;
+  free(fb->scratch);
+  fb->scratch = NULL;
+  fb->scratch_cap = 0;
+}
+
 void grape_fatbin_free(grape_fatbin_t* fb) {
   if (fb == NULL)
     return;
@@ -106,7 +114,7 @@ void grape_fatbin_free(grape_fatbin_t* fb) {
   for (size_t i = 0; i < fb->nbufs; i++)
     free(fb->bufs[i]);
   free(fb->bufs);
-  free(fb->scratch);
+  grape__fatbin_release(fb);
   free(fb);
 }
 
@@ -135,7 +143,10 @@ const char* grape_compression_name(grape_compression_t c) {
 }
 
 const char* grape_image_kind_name(grape_image_kind_t k) {
-  return k == GRAPE_IMAGE_ELF ? "elf" : k == GRAPE_IMAGE_PTX ? "ptx" : "unknown";
+  return k == GRAPE_IMAGE_ELF     ? "elf"
+         : k == GRAPE_IMAGE_PTX   ? "ptx"
+         : k == GRAPE_IMAGE_LTOIR ? "ltoir"
+                                  : "unknown";
 }
 
 const grape_kernel_t* grape_image_find_kernel(const grape_image_t* img, const char* name) {
@@ -239,10 +250,21 @@ static int decompress(grape_fatbin_t* fb, ZSTD_DCtx** dctx, grape_image_t* img,
   return 0;
 }
 
-/* Parses the entry at data[off, end) (end is the container end) and sets *next. */
-static int parse_entry(grape_fatbin_t* fb, ZSTD_DCtx** dctx, const uint8_t* data, size_t off,
-                       size_t end, size_t base_off, size_t* next, grape_cubin_err_t* err) {
+/* One validated entry header: the image fields known before decompression,
+ * and where its payload is. */
+typedef struct entry_s {
+  grape_image_t img;        /* kind, arch, variant, flags, offset, compression */
+  const uint8_t* payload;
+  uint64_t psize;           /* stored bytes */
+  uint32_t csize;           /* compressed bytes (compressed entries) */
+  uint64_t dsize;           /* decompressed bytes (compressed entries) */
+} entry_t;
+
+/* Validates the entry header at data[off, end) (end is the container end). */
+static int entry_header(const uint8_t* data, size_t off, size_t end, size_t base_off, entry_t* e,
+                        grape_cubin_err_t* err) {
   size_t at = base_off + off;
+  memset(e, 0, sizeof(*e));
   if (end - off < 16) {
     grape__cubin_errf(err, "fatbin entry at 0x%zx: header truncated (%zu bytes left)", at,
                       end - off);
@@ -264,34 +286,20 @@ static int parse_entry(grape_fatbin_t* fb, ZSTD_DCtx** dctx, const uint8_t* data
                       at, (unsigned long long)psize, end - off - hsize);
     return -EINVAL;
   }
-  if (kind != GRAPE_IMAGE_ELF && kind != GRAPE_IMAGE_PTX) {
-    grape__cubin_errf(err, "fatbin entry at 0x%zx: unknown kind %u (1 = PTX, 2 = ELF)", at, kind);
+  if (kind != GRAPE_IMAGE_ELF && kind != GRAPE_IMAGE_PTX && kind != GRAPE_IMAGE_LTOIR) {
+    grape__cubin_errf(err, "fatbin entry at 0x%zx: unknown kind %u (1 PTX, 2 ELF, 8 LTO IR)", at,
+                      kind);
     return -ENOTSUP;
   }
-  uint32_t csize = rd32(h + 16);
   uint32_t arch = rd32(h + 28);
   uint64_t flags = rd64(h + 40);
-  uint64_t dsize = rd64(h + 56);
-  const uint8_t* payload = h + hsize;
-
-  grape_image_t* img = grape__fatbin_push(fb);
-  if (img == NULL) {
-    grape__cubin_errf(err, "out of memory");
-    return -ENOMEM;
-  }
-  img->kind = (grape_image_kind_t)kind;
-  img->arch = (int)(arch > 10000 ? 0 : arch);
-  img->flags = flags;
-  img->offset = at;
-  img->variant = (flags & GRAPE__FLAG_ARCH_SPECIFIC) ? 'a' : (flags & GRAPE__FLAG_FAMILY) ? 'f' : 0;
   if (arch == 0 || arch > 10000) {
     grape__cubin_errf(err, "fatbin entry at 0x%zx: implausible arch %u", at, arch);
     return -EINVAL;
   }
-
-  int nflags = !!(flags & GRAPE__FLAG_LZ4) + !!(flags & GRAPE__FLAG_ZSTD) +
-               !!(flags & GRAPE__FLAG_LZ4_OLD);
-  if (nflags > 1) {
+  int ncomp = !!(flags & GRAPE__FLAG_LZ4) + !!(flags & GRAPE__FLAG_ZSTD) +
+              !!(flags & GRAPE__FLAG_LZ4_OLD);
+  if (ncomp > 1) {
     grape__cubin_errf(err, "fatbin entry at 0x%zx: flags 0x%llx name several compressions", at,
                       (unsigned long long)flags);
     return -EINVAL;
@@ -301,47 +309,114 @@ static int parse_entry(grape_fatbin_t* fb, ZSTD_DCtx** dctx, const uint8_t* data
                       "is not supported", at);
     return -ENOTSUP;
   }
-  int rc;
-  if (flags & (GRAPE__FLAG_LZ4 | GRAPE__FLAG_ZSTD)) {
-    img->compression = (flags & GRAPE__FLAG_LZ4) ? GRAPE_COMPRESS_LZ4 : GRAPE_COMPRESS_ZSTD;
-    if (csize == 0 || csize > psize) {
-      grape__cubin_errf(err, "fatbin entry at 0x%zx: compressed size %u %s payload size %llu",
-                        at, csize, csize ? "exceeds" : "is zero with", (unsigned long long)psize);
-      return -EINVAL;
-    }
-    rc = decompress(fb, dctx, img, payload, csize, dsize, err);
-    if (rc) {
-      grape__cubin_err_prefix(err, "fatbin entry at 0x%zx (sm_%u %s)", at, arch, grape_image_kind_name(img->kind));
-      return rc;
-    }
-  } else {
-    img->compression = GRAPE_COMPRESS_NONE;
-    img->data = payload;
-    img->size = psize;
+  e->img.kind = (grape_image_kind_t)kind;
+  e->img.arch = (int)arch;
+  e->img.flags = flags;
+  e->img.offset = at;
+  e->img.variant = (flags & GRAPE__FLAG_ARCH_SPECIFIC) ? 'a' : (flags & GRAPE__FLAG_FAMILY) ? 'f' : 0;
+  e->img.compression = (flags & GRAPE__FLAG_LZ4)    ? GRAPE_COMPRESS_LZ4
+                       : (flags & GRAPE__FLAG_ZSTD) ? GRAPE_COMPRESS_ZSTD
+                                                    : GRAPE_COMPRESS_NONE;
+  e->img.size = psize;
+  e->payload = h + hsize;
+  e->psize = psize;
+  e->csize = rd32(h + 16);
+  e->dsize = rd64(h + 56);
+  if (e->img.compression != GRAPE_COMPRESS_NONE && (e->csize == 0 || e->csize > psize)) {
+    grape__cubin_errf(err, "fatbin entry at 0x%zx: compressed size %u %s payload size %llu", at,
+                      e->csize, e->csize ? "exceeds" : "is zero with", (unsigned long long)psize);
+    return -EINVAL;
   }
+  return 0;
+}
 
-  if (img->kind == GRAPE_IMAGE_ELF)
+/* Adds the entry's image to fb: decompresses it and parses its kernels. */
+static int entry_load(grape_fatbin_t* fb, ZSTD_DCtx** dctx, const entry_t* e,
+                      grape_cubin_err_t* err) {
+  grape_image_t* img = grape__fatbin_push(fb);
+  int rc;
+  if (img == NULL) {
+    grape__cubin_errf(err, "out of memory");
+    return -ENOMEM;
+  }
+  *img = e->img;
+  /* LTO IR is kept as stored: cuFFT's (flag 0x10000) carry the LZ4 flag but
+   * their payload is no raw LZ4 block, likely obfuscated; nothing here reads it. */
+  if (img->compression != GRAPE_COMPRESS_NONE && img->kind != GRAPE_IMAGE_LTOIR) {
+    rc = decompress(fb, dctx, img, e->payload, e->csize, e->dsize, err);
+  } else {
+    img->data = e->payload;
+    img->size = e->psize;
+    rc = 0;
+  }
+  /* LTO IR is NVVM bitcode: listed, not parsed. */
+  if (rc == 0 && img->kind == GRAPE_IMAGE_ELF)
     rc = grape_cubin_parse(img, err);
-  else
+  else if (rc == 0 && img->kind == GRAPE_IMAGE_PTX)
     rc = grape__ptx_parse(img, err);
   if (rc) {
-    grape__cubin_err_prefix(err, "fatbin entry at 0x%zx (sm_%u %s)", at, arch, grape_image_kind_name(img->kind));
+    grape__cubin_err_prefix(err, "fatbin entry at 0x%zx (sm_%d %s)", img->offset, img->arch,
+                            grape_image_kind_name(img->kind));
     return rc;
   }
   if (fb->flags & GRAPE_FATBIN_NO_PAYLOADS)
     img->data = NULL;
-  *next = off + hsize + psize;
   return 0;
 }
 
-int grape__fatbin_parse_into(grape_fatbin_t* fb, const uint8_t* data, size_t size,
-                             size_t base_off, grape_cubin_err_t* err) {
-  ZSTD_DCtx* dctx = NULL;
-  size_t off = 0;
-  int rc = 0, ncontainers = 0;
+static const grape_image_t* select_in(const grape_image_t* imgs, size_t n, size_t stride,
+                                      int arch);
+
+/* Walks the entries of one container, data[off, end): all of them, or with
+ * fb->select_arch set only the one a device of that arch would load (every
+ * header is still validated). */
+static int parse_container(grape_fatbin_t* fb, ZSTD_DCtx** dctx, const uint8_t* data, size_t off,
+                           size_t end, size_t base_off, grape_cubin_err_t* err) {
+  entry_t one, *all = NULL;
+  size_t n = 0, cap = 0;
+  int rc = 0;
+  while (off < end) {
+    entry_t* e = &one;
+    if (fb->select_arch) {
+      if (n == cap) {
+        cap = cap ? cap * 2 : 8;
+        entry_t* a = realloc(all, cap * sizeof(*a));
+        if (a == NULL) {
+          grape__cubin_errf(err, "out of memory");
+          rc = -ENOMEM;
+          break;
+        }
+        all = a;
+      }
+      e = &all[n];
+    }
+    rc = entry_header(data, off, end, base_off, e, err);
+    if (rc)
+      break;
+    off = (size_t)(e->payload - data) + e->psize;
+    if (fb->select_arch)
+      n++;
+    else if ((rc = entry_load(fb, dctx, e, err)) != 0)
+      break;
+  }
+  if (rc == 0 && fb->select_arch && n) {
+    const grape_image_t* best = select_in(&all[0].img, n, sizeof(entry_t), fb->select_arch);
+    if (best)
+      rc = entry_load(fb, dctx, (const entry_t*)(const void*)best, err);
+  }
+  free(all);
+  return rc;
+}
+
+int grape__fatbin_split(const uint8_t* data, size_t size, size_t base_off, grape__span_t** spans,
+                        size_t* n, grape_cubin_err_t* err) {
+  size_t off = 0, cap = 0;
+  int rc = 0;
+  *spans = NULL;
+  *n = 0;
   while (off < size) {
     /* Containers in a host ELF section follow each other, padded with zeros. */
-    if (ncontainers > 0 && data[off] == 0) {
+    if (*n > 0 && data[off] == 0) {
       off++;
       continue;
     }
@@ -376,20 +451,45 @@ int grape__fatbin_parse_into(grape_fatbin_t* fb, const uint8_t* data, size_t siz
       rc = -EINVAL;
       break;
     }
-    size_t end = off + hsize + (size_t)fat;
-    size_t e = off + hsize;
-    while (e < end && rc == 0)
-      rc = parse_entry(fb, &dctx, data, e, end, base_off, &e, err);
-    if (rc)
-      break;
-    ncontainers++;
-    off = end;
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 16;
+      grape__span_t* sp = realloc(*spans, cap * sizeof(*sp));
+      if (sp == NULL) {
+        grape__cubin_errf(err, "out of memory");
+        rc = -ENOMEM;
+        break;
+      }
+      *spans = sp;
+    }
+    (*spans)[*n].off = off;
+    (*spans)[*n].len = hsize + (size_t)fat;
+    (*spans)[*n].hsize = hsize;
+    (*n)++;
+    off += hsize + (size_t)fat;
   }
-  if (rc == 0 && ncontainers == 0) {
+  if (rc == 0 && *n == 0) {
     grape__cubin_errf(err, "fatbin: empty input");
     rc = -EINVAL;
   }
-  ZSTD_freeDCtx(dctx);
+  if (rc) {
+    free(*spans);
+    *spans = NULL;
+    *n = 0;
+  }
+  return rc;
+}
+
+int grape__fatbin_parse_into(grape_fatbin_t* fb, const uint8_t* data, size_t size,
+                             size_t base_off, grape_cubin_err_t* err) {
+  grape__span_t* spans;
+  size_t n;
+  int rc = grape__fatbin_split(data, size, base_off, &spans, &n, err);
+  ZSTD_DCtx* dctx = fb->dctx;
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    rc = parse_container(fb, &dctx, data, spans[i].off + spans[i].hsize,
+                         spans[i].off + spans[i].len, base_off, err);
+  fb->dctx = dctx;   /* kept for the next call; grape__fatbin_release frees it */
+  free(spans);
   return rc;
 }
 
@@ -433,6 +533,7 @@ int grape_fatbin_parse(const void* data, size_t size, grape_fatbin_t** out,
   rc = grape__fatbin_parse_into(fb, copy, size, 0, err);
   if (rc)
     goto fail;
+  grape__fatbin_release(fb);
   *out = fb;
   return 0;
 fail:
@@ -467,7 +568,22 @@ static int load_bare(grape_fatbin_t* fb, const uint8_t* data, size_t size, grape
   return grape__ptx_parse(img, err);
 }
 
+/* Whether p starts with the 4 little-endian bytes of m (see grape_image_load). */
+static int has_magic(const uint8_t* p, size_t size, uint32_t m) {
+  if (size != 0 && size < 4)
+    return 0;
+  for (int i = 0; i < 4; i++)
+    if (p[i] != (uint8_t)(m >> (8 * i)))
+      return 0;
+  return 1;
+}
+
 int grape_image_load(const void* data, size_t size, grape_fatbin_t** out, grape_cubin_err_t* err) {
+  return grape_image_load_arch(data, size, 0, out, err);
+}
+
+int grape_image_load_arch(const void* data, size_t size, int arch, grape_fatbin_t** out,
+                          grape_cubin_err_t* err) {
   const uint8_t* p = data;
   int rc;
   if (out == NULL || data == NULL) {
@@ -475,14 +591,19 @@ int grape_image_load(const void* data, size_t size, grape_fatbin_t** out, grape_
     return -EINVAL;
   }
   *out = NULL;
+  /* Compared a byte at a time: with size 0 (unknown) the first mismatch stops
+   * the reads, and no magic has a NUL byte, so a short string is never overrun. */
   uint32_t magic = 0;
-  if (size == 0 || size >= 4)
-    magic = rd32(p);
+  if (has_magic(p, size, GRAPE__WRAPPER_MAGIC))
+    magic = GRAPE__WRAPPER_MAGIC;
+  else if (has_magic(p, size, GRAPE__FATBIN_MAGIC))
+    magic = GRAPE__FATBIN_MAGIC;
   grape_fatbin_t* fb = grape__fatbin_new();
   if (fb == NULL) {
     grape__cubin_errf(err, "out of memory");
     return -ENOMEM;
   }
+  fb->select_arch = arch > 0 ? arch : 0;
 
   if (magic == GRAPE__WRAPPER_MAGIC) {
     /* __fatBinC_Wrapper_t {int magic; int version; const u64* data; void* filename_or_fatbins} */
@@ -499,13 +620,13 @@ int grape_image_load(const void* data, size_t size, grape_fatbin_t** out, grape_
     }
     p = inner;
     size = 0;
-    magic = rd32(p);
-    if (magic != GRAPE__FATBIN_MAGIC) {
-      grape__cubin_errf(err, "fatbin wrapper: data has wrong magic 0x%08x (want 0x%08x)", magic,
-                        GRAPE__FATBIN_MAGIC);
+    if (!has_magic(p, 0, GRAPE__FATBIN_MAGIC)) {
+      grape__cubin_errf(err, "fatbin wrapper: data does not start with the container magic "
+                        "0x%08x", GRAPE__FATBIN_MAGIC);
       rc = -ENOEXEC;
       goto fail;
     }
+    magic = GRAPE__FATBIN_MAGIC;
   }
 
   if (magic == GRAPE__FATBIN_MAGIC) {
@@ -529,7 +650,7 @@ int grape_image_load(const void* data, size_t size, grape_fatbin_t** out, grape_
     rc = own_copy(fb, p, size, &copy, err);
     if (rc == 0)
       rc = grape__fatbin_parse_into(fb, copy, size, 0, err);
-  } else if ((size == 0 || size >= 4) && memcmp(p, "\x7f" "ELF", 4) == 0) {
+  } else if (has_magic(p, size, 0x464c457fu)) {   /* "\x7fELF" */
     if (size == 0) {
       size = grape__elf_extent(p);
       if (size == 0) {
@@ -548,14 +669,17 @@ int grape_image_load(const void* data, size_t size, grape_fatbin_t** out, grape_
     /* PTX is text: it ends at its NUL (or at size). */
     size_t n = size ? strnlen((const char*)p, size) : strlen((const char*)p);
     if (n == 0) {
-      grape__cubin_errf(err, "image: zero length");
+      grape__cubin_errf(err, "image: zero length (empty, or a NUL first byte)");
       rc = -EINVAL;
       goto fail;
     }
     rc = load_bare(fb, p, n, GRAPE_IMAGE_PTX, err);
+    if (rc == -ENOEXEC)
+      grape__cubin_err_prefix(err, "not a fatbin, cubin or PTX image (no magic number)");
   }
   if (rc)
     goto fail;
+  grape__fatbin_release(fb);
   *out = fb;
   return 0;
 fail:
@@ -574,12 +698,13 @@ static int sass_runs_on(const grape_image_t* img, int dev) {
   return img->arch / 10 == dev / 10 && img->arch < dev;
 }
 
-const grape_image_t* grape_fatbin_select(const grape_fatbin_t* fb, int arch) {
+/* The best of n images laid out stride bytes apart (see grape_fatbin_select). */
+static const grape_image_t* select_in(const grape_image_t* imgs, size_t n, size_t stride,
+                                      int arch) {
   const grape_image_t *exact = NULL, *compat = NULL, *ptx = NULL;
-  if (fb == NULL)
-    return NULL;
-  for (size_t i = 0; i < fb->nimages; i++) {
-    const grape_image_t* img = &fb->images[i];
+  for (size_t i = 0; i < n; i++) {
+    const grape_image_t* img =
+        (const grape_image_t*)(const void*)((const char*)imgs + i * stride);
     if (img->kind == GRAPE_IMAGE_ELF) {
       if (img->arch == arch) {
         /* Prefer the generic build over sm_XXa when both exist: same SASS family. */
@@ -589,10 +714,17 @@ const grape_image_t* grape_fatbin_select(const grape_fatbin_t* fb, int arch) {
         compat = img;
       }
     } else if (img->kind == GRAPE_IMAGE_PTX && img->arch <= arch &&
-               (img->variant == 0 || img->arch == arch) &&
+               (img->variant == 0 || img->arch == arch ||
+                (img->variant == 'f' && img->arch / 10 == arch / 10)) &&
                (ptx == NULL || img->arch > ptx->arch)) {
       ptx = img;
     }
   }
   return exact ? exact : compat ? compat : ptx;
+}
+
+const grape_image_t* grape_fatbin_select(const grape_fatbin_t* fb, int arch) {
+  if (fb == NULL || fb->nimages == 0)
+    return NULL;
+  return select_in(fb->images, fb->nimages, sizeof(grape_image_t), arch);
 }

@@ -22,9 +22,30 @@ struct grape_fatbin_s {
   size_t nbufs;
   size_t bufcap;
   unsigned flags;          /* GRAPE_FATBIN_* load flags */
+  int select_arch;         /* > 0: per container, keep only grape_fatbin_select's choice */
   uint8_t* scratch;        /* NO_PAYLOADS: one reused decompression buffer */
   size_t scratch_cap;
+  void* dctx;              /* ZSTD_DCtx reused across entries; freed by grape__fatbin_release */
 };
+
+/* One container found in a byte range: [off, off + len) with its header size. */
+typedef struct grape__span_s {
+  size_t off;
+  size_t len;
+  uint16_t hsize;
+} grape__span_t;
+
+/* A unit of parallel work: parse data[0, size) (one or more containers) into a
+ * set of its own, merged into the caller's set in job order. */
+typedef struct grape__job_s {
+  const uint8_t* data;
+  size_t size;
+  size_t base_off;         /* offset of data in the file, for messages */
+  int optional;            /* a scan candidate: failing means "not a container", not an error */
+  grape_fatbin_t* out;     /* filled by the worker */
+  int rc;
+  grape_cubin_err_t err;
+} grape__job_t;
 
 /* Magic numbers (CUDA-NOTES.md, "Fatbin containers"). */
 #define GRAPE__FATBIN_MAGIC 0xBA55ED50u
@@ -60,6 +81,22 @@ grape_image_t* grape__fatbin_push(grape_fatbin_t* fb);
  * messages. data must stay valid as long as fb (the caller makes it owned). */
 int grape__fatbin_parse_into(grape_fatbin_t* fb, const uint8_t* data, size_t size,
                              size_t base_off, grape_cubin_err_t* err);
+
+/* Splits data[0, size) into containers (zero padding between them allowed),
+ * validating each container header. *spans is malloc'd; *n may be 0 only
+ * with an error. */
+int grape__fatbin_split(const uint8_t* data, size_t size, size_t base_off, grape__span_t** spans,
+                        size_t* n, grape_cubin_err_t* err);
+
+/* Runs jobs on up to as many threads as there are CPUs (at most 4), then
+ * moves their images into fb in job order. Returns the first non-optional
+ * job's error in job order; failed optional jobs keep rc for the caller. */
+int grape__fatbin_run_jobs(grape_fatbin_t* fb, grape__job_t* jobs, size_t n,
+                           grape_cubin_err_t* err);
+
+/* Frees fb's decompression context and scratch buffer (kept between entries
+ * and containers of one call). */
+void grape__fatbin_release(grape_fatbin_t* fb);
 
 /* The extent of a cubin ELF from its headers (section and program header
  * tables and every section's end), or 0 if data does not start with a

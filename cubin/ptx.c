@@ -55,6 +55,20 @@ static size_t token(scan_t* s, const char** tok) {
   return (size_t)(s->p - *tok);
 }
 
+/* The decimal number t[0, n) (a token, not NUL-terminated); -1 if it is not
+ * all digits or too large. */
+static long tok_num(const char* t, size_t n) {
+  long v = 0;
+  if (n == 0 || n > 9)
+    return -1;
+  for (size_t i = 0; i < n; i++) {
+    if (t[i] < '0' || t[i] > '9')
+      return -1;
+    v = v * 10 + (t[i] - '0');
+  }
+  return v;
+}
+
 static int tok_is(const char* t, size_t n, const char* word) {
   return n == strlen(word) && memcmp(t, word, n) == 0;
 }
@@ -68,9 +82,7 @@ static uint32_t type_size(const char* t, size_t n) {
   char c = t[1];
   if (c != 'u' && c != 's' && c != 'b' && c != 'f')
     return 0;
-  long bits = strtol(t + 2, NULL, 10);
-  if ((size_t)(2 + (bits >= 10 ? 2 : 1)) != n)
-    return 0;
+  long bits = tok_num(t + 2, n - 2);
   return bits == 8 || bits == 16 || bits == 32 || bits == 64 ? (uint32_t)bits / 8 : 0;
 }
 
@@ -99,7 +111,7 @@ static int parse_params(scan_t* s, grape_kernel_t* k) {
         return -EINVAL;
       if (tok_is(t, n, ".align")) {
         n = token(s, &t);
-        long a = n ? strtol(t, NULL, 10) : 0;
+        long a = tok_num(t, n);
         if (a <= 0 || a > 4096 || (a & (a - 1)))
           return -EINVAL;
         align = (uint32_t)a;
@@ -115,7 +127,7 @@ static int parse_params(scan_t* s, grape_kernel_t* k) {
     n = token(s, &t);
     if (tok_is(t, n, "[")) {
       n = token(s, &t);
-      long c = n ? strtol(t, NULL, 10) : 0;
+      long c = tok_num(t, n);
       if (c <= 0 || c > 65536)
         return -EINVAL;
       count = (uint32_t)c;
@@ -177,8 +189,15 @@ int grape__ptx_parse(grape_image_t* img, grape_cubin_err_t* err) {
   if (target && img->arch == 0) {
     scan_t s = {target + 7, text + size};
     n = token(&s, &t);
-    if (n > 3 && memcmp(t, "sm_", 3) == 0)
-      img->arch = (int)strtol(t + 3, NULL, 10);
+    size_t m = 3;   /* "sm_90", "sm_90a", "sm_100f" */
+    while (m < n && t[m] >= '0' && t[m] <= '9')
+      m++;
+    long a = n > 3 && memcmp(t, "sm_", 3) == 0 ? tok_num(t + 3, m - 3) : -1;
+    if (a > 0 && a < 10000) {
+      img->arch = (int)a;
+      if (m + 1 == n && (t[m] == 'a' || t[m] == 'f'))
+        img->variant = t[m];
+    }
   }
   /* Kernels: every ".entry" directive (memmem is much faster than tokenising). */
   const char* p = text;

@@ -18,11 +18,12 @@ typedef struct opts_s {
   const char* kernel;   /* only kernels with this mangled, demangled or base name */
   int arch;             /* only images of this SM (0 = all) */
   int json;
+  int summary;          /* images only, one line each */
 } opts_t;
 
 static void usage(FILE* to) {
   fprintf(to,
-          "usage: grape cubin-info FILE [--kernel NAME] [--arch SM] [--json]\n"
+          "usage: grape cubin-info FILE [--kernel NAME] [--arch SM] [--summary] [--json]\n"
           "\n"
           "Lists the kernel images (arch, kind, compression) in FILE -- a host\n"
           "executable or shared library, a fatbin, a cubin or PTX -- and each\n"
@@ -32,6 +33,7 @@ static void usage(FILE* to) {
           "  --kernel NAME  only kernels whose mangled name, demangled name or\n"
           "                 unqualified function name is NAME\n"
           "  --arch SM      only images for that SM (e.g. 90)\n"
+          "  --summary      one line per image, no kernels\n"
           "  --json         one JSON object {\"images\":[...]} (docs/cubin.md)\n");
 }
 
@@ -135,21 +137,48 @@ static void print_json(const grape_fatbin_t* fb, const opts_t* o) {
 }
 
 static void print_text(const grape_fatbin_t* fb, const opts_t* o) {
-  size_t shown = 0, kernels = 0;
-  for (size_t i = 0; i < grape_fatbin_count(fb); i++) {
+  size_t nimg = grape_fatbin_count(fb), shown = 0, kernels = 0, elf = 0, lto = 0;
+  char lto_s[48];
+  for (size_t i = 0; i < nimg; i++) {
     const grape_image_t* img = grape_fatbin_image(fb, i);
+    elf += img->kind == GRAPE_IMAGE_ELF;
+    lto += img->kind == GRAPE_IMAGE_LTOIR;
     if (!image_wanted(img, o))
       continue;
     shown++;
-    printf("image %zu: sm_%d%s %s, %s, %zu bytes, %u kernel%s\n", i, img->arch,
-           img->variant == 'a' ? "a" : img->variant == 'f' ? "f" : "",
-           img->kind == GRAPE_IMAGE_ELF ? "cubin" : "ptx", grape_compression_name(img->compression),
-           img->size, img->nkernels, img->nkernels == 1 ? "" : "s");
+    for (uint32_t k = 0; k < img->nkernels; k++)
+      kernels += kernel_matches(&img->kernels[k], o->kernel);
+  }
+  snprintf(lto_s, sizeof lto_s, ", %zu ltoir", lto);
+  printf("%s: %zu image%s (%zu cubin, %zu ptx%s), %zu kernel%s", o->path, nimg,
+         nimg == 1 ? "" : "s", elf, nimg - elf - lto, lto ? lto_s : "", grape_fatbin_kernel_count(fb),
+         grape_fatbin_kernel_count(fb) == 1 ? "" : "s");
+  if (o->kernel || o->arch)
+    printf("; %zu image%s and %zu kernel%s match", shown, shown == 1 ? "" : "s", kernels,
+           kernels == 1 ? "" : "s");
+  printf("\n");
+  if (shown && o->summary)
+    printf("\n  image  arch     kind   compression       bytes  kernels\n");
+  for (size_t i = 0; i < nimg; i++) {
+    const grape_image_t* img = grape_fatbin_image(fb, i);
+    if (!image_wanted(img, o))
+      continue;
+    char arch[16];
+    snprintf(arch, sizeof arch, "sm_%d%s", img->arch,
+             img->variant == 'a' ? "a" : img->variant == 'f' ? "f" : "");
+    const char* kind = img->kind == GRAPE_IMAGE_ELF ? "cubin" : grape_image_kind_name(img->kind);
+    if (o->summary) {
+      printf("  %5zu  %-7s  %-5s  %-11s  %10zu  %7u\n", i, arch, kind,
+             grape_compression_name(img->compression), img->size, img->nkernels);
+      continue;
+    }
+    printf("\nimage %zu: %s %s, %s, %zu bytes, %u kernel%s\n", i, arch, kind,
+           grape_compression_name(img->compression), img->size, img->nkernels,
+           img->nkernels == 1 ? "" : "s");
     for (uint32_t k = 0; k < img->nkernels; k++) {
       const grape_kernel_t* kr = &img->kernels[k];
       if (!kernel_matches(kr, o->kernel))
         continue;
-      kernels++;
       printf("  %s\n", kr->demangled);
       if (strcmp(kr->name, kr->demangled) != 0)
         printf("      mangled  %s\n", kr->name);
@@ -167,8 +196,6 @@ static void print_text(const grape_fatbin_t* fb, const opts_t* o) {
       printf("\n");
     }
   }
-  printf("%zu image%s shown of %zu, %zu kernel%s\n", shown, shown == 1 ? "" : "s",
-         grape_fatbin_count(fb), kernels, kernels == 1 ? "" : "s");
 }
 
 int cmd_cubin_info(int argc, char** argv) {
@@ -179,6 +206,8 @@ int cmd_cubin_info(int argc, char** argv) {
       return 0;
     } else if (strcmp(argv[i], "--json") == 0) {
       o.json = 1;
+    } else if (strcmp(argv[i], "--summary") == 0) {
+      o.summary = 1;
     } else if (strcmp(argv[i], "--kernel") == 0 && i + 1 < argc) {
       o.kernel = argv[++i];
     } else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) {
@@ -206,7 +235,7 @@ int cmd_cubin_info(int argc, char** argv) {
   }
   grape_fatbin_t* fb;
   grape_cubin_err_t err;
-  int rc = grape_fatbin_from_file_ex(o.path, GRAPE_FATBIN_NO_PAYLOADS, &fb, &err);
+  int rc = grape_fatbin_from_file_ex(o.path, GRAPE_FATBIN_NO_PAYLOADS | GRAPE_FATBIN_SCAN_DATA, &fb, &err);
   if (rc) {
     fprintf(stderr, "grape: error: %s\n", err.msg);
     return 1;

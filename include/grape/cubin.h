@@ -28,6 +28,7 @@ typedef struct grape_cubin_err_s {
 typedef enum grape_image_kind_e {
   GRAPE_IMAGE_ELF = 2,   /* SASS cubin (fatbin entry kind 2) */
   GRAPE_IMAGE_PTX = 1,   /* PTX text (fatbin entry kind 1) */
+  GRAPE_IMAGE_LTOIR = 8, /* NVVM IR for JIT LTO (kind 8, e.g. cuFFT callbacks): no kernels parsed */
 } grape_image_kind_t;
 
 typedef enum grape_compression_e {
@@ -82,9 +83,21 @@ GRAPE_API int grape_fatbin_parse(const void* data, size_t size, grape_fatbin_t**
  * a fatbin container (0xBA55ED50), a cubin ELF, or NUL-terminated PTX text.
  * size may be 0 when unknown (cuModuleLoadData): the extent is then taken from
  * the headers (container fat_size, ELF section table, PTX terminator).
+ * Trust: a wrapper's data pointer is followed as is, and with size 0 the
+ * headers are believed (the driver does the same); with a size, every read is
+ * bounded by it.
  * @return 0 and *out, or a negative errno with err filled. */
 GRAPE_API int grape_image_load(const void* data, size_t size, grape_fatbin_t** out,
                                grape_cubin_err_t* err);
+
+/* grape_image_load for a device of SM version arch (e.g. 90): from each fatbin
+ * container only the image grape_fatbin_select(arch) would choose is
+ * decompressed, parsed and kept (every entry header is still validated), so
+ * registering a large multi-arch fatbin costs one image, not all. A bare cubin
+ * or PTX is kept whatever its arch. The set is empty when nothing fits.
+ * arch <= 0 keeps everything, as grape_image_load does. */
+GRAPE_API int grape_image_load_arch(const void* data, size_t size, int arch, grape_fatbin_t** out,
+                                    grape_cubin_err_t* err);
 
 /* Reads a host ELF file (executable or shared library) and parses every fatbin
  * container in its .nv_fatbin section (falling back to .nvFatBinSegment wrappers).
@@ -96,6 +109,10 @@ GRAPE_API int grape_fatbin_from_file(const char* path, grape_fatbin_t** out,
 #define GRAPE_FATBIN_NO_PAYLOADS 0x1u   /* parse, then drop payloads: every image's data is
                                            NULL (size kept). Lists kernels of a large library
                                            without holding its decompressed images in memory. */
+
+#define GRAPE_FATBIN_SCAN_DATA 0x2u     /* host ELF: also find containers embedded in data
+                                           sections (as cuFFT keeps them for cuModuleLoadData);
+                                           a candidate that does not parse is skipped */
 
 /* grape_fatbin_from_file with flags (GRAPE_FATBIN_*). */
 GRAPE_API int grape_fatbin_from_file_ex(const char* path, unsigned flags, grape_fatbin_t** out,
@@ -125,7 +142,7 @@ GRAPE_API char* grape_demangle(const char* name);
 
 GRAPE_API const char* grape_compression_name(grape_compression_t c);
 
-/* "elf" or "ptx". */
+/* "elf", "ptx" or "ltoir". */
 GRAPE_API const char* grape_image_kind_name(grape_image_kind_t k);
 
 /* The total number of kernels over all images of fb. */

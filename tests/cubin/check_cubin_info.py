@@ -45,7 +45,12 @@ run("--kernel", "no_such_kernel", fat, rc=1)
 text = run(os.path.join(kdir, "libkernels.so")).stdout
 assert "k_scalars(int, double, char, short, char, long long, int*)" in text, text
 assert "params   40 B: 0:4 8:8 16:1 18:2 20:1 24:8 32:8" in text, text
-assert text.rstrip().endswith("5 images shown of 5, 27 kernels"), text[-200:]
+assert text.startswith(os.path.join(kdir, "libkernels.so") +
+                       ": 5 images (4 cubin, 1 ptx), 27 kernels\n"), text[:200]
+summary = run("--summary", "--arch", "90", fat).stdout.splitlines()
+assert summary[0].endswith("3 images (2 cubin, 1 ptx), 27 kernels; 2 images and 18 kernels match")
+row = summary[3].split()
+assert row[1:4] == ["sm_90", "cubin", "zstd"] and row[5] == "9", summary
 
 # Bad input: an error naming the file, nothing on stdout.
 with tempfile.NamedTemporaryFile(suffix=".fatbin") as f:

@@ -2,8 +2,13 @@
 // tests compare with the host C layout (layout.h). Built by nvcc at build time.
 #include "layout.h"
 
+// A device function that stays a function symbol: not a kernel (no STO_CUDA_ENTRY).
+__device__ __noinline__ int helper(const int* b) {
+  return b[0] * 3 + b[1];
+}
+
 extern "C" __global__ void k_ptrs(float* a, const int* b, double* c) {
-  a[0] = (float)(b[0] + c[0]);
+  a[0] = (float)(helper(b) + c[0]);
 }
 
 __global__ void k_scalars(int a, double b, char c, short d, char e, long long f, int* out) {

