@@ -512,6 +512,8 @@ class Kit:
                      rows=r.get("rows"), why=r.get("why", ""))
         if not have_predict:
             self.add("predictor", "grape predict", "n/a", why=f"grape predict {NA}")
+        elif not glob.glob(os.path.join(ops_dir, "*.csv")):
+            self.add("predictor", "grape predict", "skip", why="no measured ops to predict")
         else:
             self.predict_csvs("ops", sorted(glob.glob(os.path.join(ops_dir, "*.csv"))))
         # grape's own timings of traced paths (grape replay --time) vs its predictions
