@@ -51,6 +51,10 @@ class Kit:
         self.simdir = os.path.join(self.b, "sim")
         self.exdir = os.path.join(self.b, "examples")
         self.commands = self.grape_commands()
+        # the three the issue names, then any other example the build has (dynrnn_ptds...)
+        extra = sorted(os.path.basename(f) for f in glob.glob(os.path.join(self.exdir, "*"))
+                       if os.path.isfile(f) and os.access(f, os.X_OK) and "." not in os.path.basename(f))
+        self.examples = EXAMPLES + [e for e in extra if e not in EXAMPLES]
         self.iters_ex = 3 if (a.quick or self.sim) else 8
         self.py = sys.executable or "python3"
         self.torch = None
@@ -184,7 +188,7 @@ class Kit:
     def check_routes(self):
         self.probe_summary()
         # the shim on the examples: every launch counted once, routes add up
-        for ex in EXAMPLES:
+        for ex in self.examples:
             exe = self.example(ex)
             if exe is None:
                 self.add("routes", f"{ex} observe", "n/a", why=f"examples/{ex} {NA}")
@@ -292,7 +296,7 @@ class Kit:
 
     # ------------------------------------------------------------------ 2. correctness
     def check_correctness(self):
-        for ex in EXAMPLES:
+        for ex in self.examples:
             exe = self.example(ex)
             if exe is None:
                 self.add("correctness", ex, "n/a", why=f"examples/{ex} {NA}")
@@ -601,7 +605,7 @@ class Kit:
     def feature_list(self):
         return {"grape_commands": sorted(self.commands), "libgrape.so": self.have_shim(),
                 "sim": os.path.exists(os.path.join(self.simdir, "libcuda.so.1")),
-                "examples": [e for e in EXAMPLES if self.example(e)], "torch": self.torch or "ok"}
+                "examples": [e for e in self.examples if self.example(e)], "torch": self.torch or "ok"}
 
     def counts(self):
         c = {}
