@@ -104,6 +104,7 @@ say "machine"
   kv commit "$(git -C "$ROOT" describe --always --dirty 2>/dev/null || cat "${GPUKIT_CARRY:-$ROOT/build-carry}/SOURCE" 2>/dev/null || echo unknown)"
 } > "$W/env.txt" 2>/dev/null
 sed 's/^/   /' "$W/env.txt" | tee -a "$LOG"
+timeout 20 nvidia-smi -q > "$W/logs/nvidia-smi.txt" 2>&1 || rm -f "$W/logs/nvidia-smi.txt"
 
 # ---------------------------------------------------------------- 1. build grape
 BUILD_SRC=""
