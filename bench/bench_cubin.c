@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   if (argc <= 3 || strcmp(argv[3], "nv_fatbin") != 0)
     flags |= GRAPE_FATBIN_SCAN_DATA;
   double best = 1e30, best_cpu = 1e30;
-  size_t images = 0, kernels = 0, elf = 0, ptx = 0, bytes = 0;
+  size_t images = 0, kernels = 0, elf = 0, ptx = 0, lto = 0, bytes = 0;
   for (int r = 0; r < (reps > 0 ? reps : 1); r++) {
     grape_fatbin_t* fb;
     grape_cubin_err_t err;
@@ -41,16 +41,16 @@ int main(int argc, char** argv) {
       best_cpu = dc;
     images = grape_fatbin_count(fb);
     kernels = grape_fatbin_kernel_count(fb);
-    elf = ptx = bytes = 0;
+    elf = ptx = lto = bytes = 0;
     for (size_t i = 0; i < images; i++) {
       const grape_image_t* img = grape_fatbin_image(fb, i);
-      *(img->kind == GRAPE_IMAGE_ELF ? &elf : &ptx) += 1;
+      *(img->kind == GRAPE_IMAGE_ELF ? &elf : img->kind == GRAPE_IMAGE_PTX ? &ptx : &lto) += 1;
       bytes += img->size;
     }
     grape_fatbin_free(fb);
   }
-  printf("%s: %zu images (%zu cubin, %zu ptx), %zu kernels, %.1f MB decompressed, "
+  printf("%s: %zu images (%zu cubin, %zu ptx, %zu ltoir), %zu kernels, %.1f MB in images, "
          "best of %d: %.3f s wall, %.3f s CPU\n",
-         path, images, elf, ptx, kernels, bytes / 1e6, reps, best, best_cpu);
+         path, images, elf, ptx, lto, kernels, bytes / 1e6, reps, best, best_cpu);
   return 0;
 }

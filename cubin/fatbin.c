@@ -97,6 +97,11 @@ void grape__image_clear(grape_image_t* img) {
   img->nkernels = 0;
 }
 
+void grape_image_release(grape_image_t* img) {
+  if (img)
+    grape__image_clear(img);
+}
+
 void grape__fatbin_release(grape_fatbin_t* fb) {
   ZSTD_freeDCtx(fb->dctx);
   fb->dctx = NULL;

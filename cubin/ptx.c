@@ -104,7 +104,10 @@ static int parse_params(scan_t* s, grape_kernel_t* k) {
     if (!tok_is(t, n, ".param"))
       return -EINVAL;
     uint32_t esize = 0, align = 0, count = 1;
-    /* Directives up to the parameter name, then an optional [N]. */
+    int ptr = 0;
+    /* Directives up to the parameter name, then an optional [N]. After .ptr,
+     * ".align N" is the alignment of the memory pointed to, not of the
+     * parameter (".param .u64 .ptr .align 1 p" is an 8-aligned pointer). */
     for (;;) {
       n = token(s, &t);
       if (n == 0)
@@ -114,7 +117,10 @@ static int parse_params(scan_t* s, grape_kernel_t* k) {
         long a = tok_num(t, n);
         if (a <= 0 || a > 4096 || (a & (a - 1)))
           return -EINVAL;
-        align = (uint32_t)a;
+        if (!ptr)
+          align = (uint32_t)a;
+      } else if (tok_is(t, n, ".ptr")) {
+        ptr = 1;
       } else if (t[0] == '.') {
         uint32_t sz = type_size(t, n);
         if (sz)

@@ -182,13 +182,17 @@ static void print_text(const grape_fatbin_t* fb, const opts_t* o) {
       printf("  %s\n", kr->demangled);
       if (strcmp(kr->name, kr->demangled) != 0)
         printf("      mangled  %s\n", kr->name);
-      printf("      ");
-      if (kr->registers >= 0)
-        printf("%d regs, ", kr->registers);
-      printf("%u B shared", kr->shared_bytes);
-      if (kr->max_threads >= 0)
-        printf(", max %d threads", kr->max_threads);
-      printf("\n      params   %u B:", kr->param_bytes);
+      /* PTX has no registers or shared memory before ptxas: no line for them. */
+      if (img->kind == GRAPE_IMAGE_ELF) {
+        printf("      ");
+        if (kr->registers >= 0)
+          printf("%d regs, ", kr->registers);
+        printf("%u B shared", kr->shared_bytes);
+        if (kr->max_threads >= 0)
+          printf(", max %d threads", kr->max_threads);
+        printf("\n");
+      }
+      printf("      params   %u B:", kr->param_bytes);
       if (kr->nparams == 0)
         printf(" none");
       for (uint32_t p = 0; p < kr->nparams; p++)

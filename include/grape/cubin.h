@@ -100,8 +100,10 @@ GRAPE_API int grape_image_load_arch(const void* data, size_t size, int arch, gra
                                     grape_cubin_err_t* err);
 
 /* Reads a host ELF file (executable or shared library) and parses every fatbin
- * container in its .nv_fatbin section (falling back to .nvFatBinSegment wrappers).
- * A file without any returns 0 with an empty set. */
+ * container in its .nv_fatbin section (falling back to .nvFatBinSegment wrappers);
+ * a file that is itself a fatbin, cubin or PTX is loaded as grape_image_load would.
+ * A host ELF without containers returns 0 with an empty set. Containers are
+ * parsed on up to 4 threads; the result is in file order either way. */
 GRAPE_API int grape_fatbin_from_file(const char* path, grape_fatbin_t** out,
                                      grape_cubin_err_t* err);
 
@@ -133,8 +135,14 @@ GRAPE_API const grape_kernel_t* grape_image_find_kernel(const grape_image_t* img
 GRAPE_API void grape_fatbin_free(grape_fatbin_t* fb);
 
 /* Parses one cubin ELF (already decompressed) into an image's kernel list. Used by
- * the functions above; exposed for tools and tests. img->data/size must be set. */
+ * the functions above; exposed for tools and tests. img->data/size must be set;
+ * img->arch is filled from the ELF header when 0. For an image of the caller's
+ * own (not one of a set), free the kernel list with grape_image_release. */
 GRAPE_API int grape_cubin_parse(grape_image_t* img, grape_cubin_err_t* err);
+
+/* Frees the kernel list grape_cubin_parse put in an image of the caller's own;
+ * never call it on an image of a set (grape_fatbin_free does that). */
+GRAPE_API void grape_image_release(grape_image_t* img);
 
 /* Demangles an Itanium C++ name into a malloc'd string; a copy of name when it is
  * not mangled. NULL only when out of memory. */

@@ -268,3 +268,49 @@ Test(cubin, scan_data_sections) {
   cr_expect(lz4 == 2 && zstd == 2, "lz4 %zu zstd %zu", lz4, zstd);   /* and one raw sm_80 */
   grape_fatbin_free(fb);
 }
+
+/* grape_cubin_parse on an image of the caller's own, released by the caller
+ * (ASan's leak check fails the test if the kernel list is not freed). */
+Test(cubin, parse_own_image) {
+  size_t n;
+  grape_cubin_err_t err;
+  uint8_t* d = slurp("sm90.cubin", &n);
+  grape_image_t img = {0};
+  img.kind = GRAPE_IMAGE_ELF;
+  img.data = d;
+  img.size = n;
+  cr_assert_eq(grape_cubin_parse(&img, &err), 0, "%s", err.msg);
+  cr_expect_eq(img.arch, 90);
+  cr_expect_eq(img.nkernels, 9);
+  grape_image_release(&img);
+  cr_expect_eq(img.nkernels, 0);
+  cr_expect_null(img.kernels);
+  free(d);
+}
+
+/* PTX from older toolchains (cuRAND's) marks pointers ".ptr .align 1": that
+ * is the pointee's alignment; the parameter is still 8-aligned. */
+Test(cubin, ptx_ptr_align_is_pointee_alignment) {
+  static const char ptx[] =
+      ".version 8.0\n.target sm_90\n.address_size 64\n"
+      ".visible .entry k(\n"
+      ".param .u64 k_param_0,\n"
+      ".param .u32 k_param_1,\n"
+      ".param .u64 .ptr .align 1 k_param_2,\n"
+      ".param .align 4 .b8 k_param_3[60],\n"
+      ".param .u64 .ptr .global .align 16 k_param_4\n"
+      ")\n{\nret;\n}\n";
+  static const grape_kparam_t want[] = {{0, 8}, {8, 4}, {16, 8}, {24, 60}, {88, 8}};
+  grape_fatbin_t* fb;
+  grape_cubin_err_t err;
+  cr_assert_eq(grape_image_load(ptx, 0, &fb, &err), 0, "%s", err.msg);
+  const grape_kernel_t* k = grape_image_find_kernel(grape_fatbin_image(fb, 0), "k");
+  cr_assert_not_null(k);
+  cr_assert_eq(k->nparams, 5);
+  for (uint32_t i = 0; i < 5; i++)
+    cr_expect(k->params[i].offset == want[i].offset && k->params[i].size == want[i].size,
+              "param %u: %u:%u, want %u:%u", i, k->params[i].offset, k->params[i].size,
+              want[i].offset, want[i].size);
+  cr_expect_eq(grape_fatbin_image(fb, 0)->arch, 90);
+  grape_fatbin_free(fb);
+}

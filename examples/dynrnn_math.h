@@ -1,0 +1,33 @@
+/* dynrnn_math.h: the cell arithmetic of dynrnn, shared by the CUDA kernels
+ * and their CPU bodies so both compute bit-identical results (integers only:
+ * no float rounding can differ between a GPU and the sim). */
+#ifndef DYNRNN_MATH_H
+#define DYNRNN_MATH_H
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define EX_HD __host__ __device__ static inline
+#else
+#define EX_HD static inline
+#endif
+
+#define RNN_B 64    /* sequences per batch */
+#define RNN_H 32    /* hidden units */
+#define RNN_T 48    /* longest sequence */
+#define RNN_CLAMP 1024
+#define RNN_RENORM_AT 512
+
+/* One hidden unit j of one sequence: clamp((x*(j+1) + W[j,:] . h) / 8). */
+EX_HD int32_t rnn_cell(const int32_t* W, const int32_t* h, int32_t x, int j) {
+  int64_t acc = (int64_t)x * (j + 1);
+  for (int k = 0; k < RNN_H; k++)
+    acc += (int64_t)W[j * RNN_H + k] * h[k];
+  acc /= 8;
+  if (acc > RNN_CLAMP)
+    acc = RNN_CLAMP;
+  if (acc < -RNN_CLAMP)
+    acc = -RNN_CLAMP;
+  return (int32_t)acc;
+}
+
+#endif

@@ -1,2 +1,0 @@
-/* placeholder until the graphcache module lands */
-typedef int grape__graphcache_placeholder_t;

@@ -1,0 +1,233 @@
+/* grape predictor API: GPU spec table, kernel-time prediction, training data.
+ *
+ * Predicts how long a CUDA kernel takes on a target GPU from what the shim sees
+ * at launch: the demangled kernel name, grid, block, dynamic shared memory,
+ * registers per thread (when known) and, when known, the operation's
+ * dimensions. Three models share one text model file: a roofline, Li et al.'s
+ * per-class linear model (MICRO'23) as a baseline, and grape's own (wave-aware,
+ * spec-normalised log-space regression per kernel class; docs/predictor.md).
+ *
+ * For the shim's exit report (GRAPE_PREDICT_GPU=<name>), five calls suffice:
+ *
+ *   grape_model_t* m;
+ *   if (grape_model_load_default(&m) < 0) ...;            // built-in model
+ *   const grape_gpu_spec_t* g = grape_gpu_find(getenv("GRAPE_PREDICT_GPU"));
+ *   if (g == NULL) ... grape_gpu_list(stderr) ...;       // unknown name
+ *   grape_kernel_desc_t k = {.name = "ampere_sgemm_128x64_tn",
+ *                            .grid = {8, 16, 1}, .block = {128, 1, 1},
+ *                            .regs = -1};              // op = GRAPE_OP_UNKNOWN
+ *   double ms = grape_predict_kernel_ms(m, g, &k);
+ *   grape_predict_path(m, g, kernels, n, &eager_ms, &graph_ms);
+ *   grape_model_free(m);
+ *
+ * DESIGN: all functions are pure computations over read-only data, so they are
+ * thread-safe, except grape_gpu_load_json(), which edits the process-wide GPU
+ * table and must not race with lookups. Errors are negative errno values. A
+ * kernel the model cannot place (no name, no grid) still gets a prediction:
+ * the class "other" with launch-only features; predictions are never NaN and
+ * never below the model's launch floor.
+ */
+#ifndef GRAPE_PREDICT_H
+#define GRAPE_PREDICT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "grape/grape.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever a public struct below changes layout. */
+#define GRAPE_PREDICT_API_VERSION 1
+/* Version written on the first line of model files; others are refused. */
+#define GRAPE_MODEL_FORMAT_VERSION 1
+
+/* ---- GPU specs ---- */
+
+/* One GPU's datasheet numbers. Read-only; pointers stay valid for the process
+ * lifetime (entries loaded from JSON are never freed). Peaks are dense (no
+ * sparsity), in TFLOP/s; 0 means the GPU has no such unit. */
+typedef struct grape_gpu_spec_s {
+  const char* name;          /* as nvidia-smi / torch.cuda.get_device_name() prints it */
+  const char* arch;          /* "sm_80" */
+  int sm_count;              /* streaming multiprocessors */
+  int clock_mhz;             /* boost clock */
+  double mem_bw_gbs;         /* DRAM bandwidth, GB/s */
+  double l2_mb;              /* L2 cache, MiB */
+  double mem_gb;             /* device memory, GB */
+  double fp32_tflops;        /* non-tensor FP32 */
+  double fp16_tflops;        /* FP16 tensor core (FP32 accumulate), else FP16 SIMT */
+  double bf16_tflops;        /* BF16 tensor core */
+  double tf32_tflops;        /* TF32 tensor core */
+  int regs_per_sm;           /* 32-bit registers */
+  int smem_per_sm_kb;        /* shared memory per SM usable by blocks, KiB */
+  int smem_per_block_kb;     /* max shared memory per block, KiB */
+  int max_threads_per_sm;
+  int max_blocks_per_sm;
+  const char* source;        /* where the numbers come from */
+} grape_gpu_spec_t;
+
+/* @return the GPU whose name matches, case-insensitive, ignoring spaces,
+ * dashes and underscores ("Tesla T4", "tesla_t4", "T4"...); NULL if none. */
+GRAPE_API const grape_gpu_spec_t* grape_gpu_find(const char* name);
+/* @return the number of known GPUs; grape_gpu_at(i) for i below it. */
+GRAPE_API size_t grape_gpu_count(void);
+GRAPE_API const grape_gpu_spec_t* grape_gpu_at(size_t i);
+/* Writes the known names, one a line, to `to` (for "unknown GPU" errors). */
+GRAPE_API void grape_gpu_list(FILE* to);
+/* Adds or overrides a GPU from a NeuSight device JSON (Device, Mem_Bw GB/s,
+ * Num_Sm, Core_Per_SM, Freq MHz, SingleFLOPs GFLOP/s, L2Cache MB, Dev_Mem GB).
+ * Fields the JSON lacks keep the built-in values of the GPU it overrides, or
+ * defaults from its nearest known generation. Not thread-safe.
+ * @return 0 and *out, or -ENOENT / -EINVAL / -ENOMEM. */
+GRAPE_API int grape_gpu_load_json(const char* path, const grape_gpu_spec_t** out);
+
+/* ---- Kernels ---- */
+
+/* What `dims` of a kernel describe. */
+typedef enum grape_op_e {
+  GRAPE_OP_UNKNOWN = 0,      /* no dims: predict from the launch alone */
+  GRAPE_OP_GEMM,             /* dims: batch, M, N, K; C[b,M,N] = A[b,M,K]·B[b,K,N] */
+  GRAPE_OP_ELEMENTWISE,      /* dims: numel, operands (inputs + outputs, 0 = from the name) */
+  GRAPE_OP_SOFTMAX,          /* dims: rows, cols (reduces over cols) */
+  GRAPE_OP_LAYERNORM,        /* dims: rows, cols (reduces over cols) */
+  GRAPE_OP_CONV,             /* dims: batch, in ch, out ch, kernel size, input size, stride, padding */
+} grape_op_t;
+
+typedef struct grape_kernel_desc_s {
+  const char* name;          /* demangled kernel name; NULL = unknown */
+  unsigned grid[3];          /* 0 counts as 1 */
+  unsigned block[3];
+  size_t dyn_smem;           /* dynamic shared memory, bytes */
+  int regs;                  /* registers per thread, -1 = unknown */
+  grape_op_t op;
+  double dims[8];
+  int dtype_bytes;           /* element size; 0 = from the name, else 4 */
+} grape_kernel_desc_t;
+
+/* Kernel classes the models fit separately. */
+typedef enum grape_kclass_e {
+  GRAPE_KC_GEMM = 0,         /* cuBLAS / CUTLASS / xmma GEMMs */
+  GRAPE_KC_ELEMENTWISE,
+  GRAPE_KC_SOFTMAX,          /* softmax and other row reductions */
+  GRAPE_KC_LAYERNORM,
+  GRAPE_KC_CONV,             /* cuDNN convolutions (op-level: all their kernels) */
+  GRAPE_KC_OTHER,
+  GRAPE_KC_COUNT
+} grape_kclass_t;
+
+/* @return "gemm", "elementwise", ... for a class. */
+GRAPE_API const char* grape_kclass_name(grape_kclass_t c);
+/* @return the class of a kernel from its name, refined by `op` when known. */
+GRAPE_API grape_kclass_t grape_kernel_classify(const char* name, grape_op_t op);
+
+/* ---- Models ---- */
+
+typedef struct grape_model_s grape_model_t;
+
+typedef enum grape_method_e {
+  GRAPE_METHOD_ROOFLINE = 0,  /* max(FLOPs/peak, bytes/bandwidth) x per-class scale */
+  GRAPE_METHOD_LI,            /* Li et al.: per-class linear in FLOPs and bytes */
+  GRAPE_METHOD_GRAPE,         /* grape's model (default) */
+  GRAPE_METHOD_COUNT
+} grape_method_t;
+
+/* Loads the model built into the library (trained on the NeuSight data;
+ * data/default_model.txt). @return 0 and *out (free with grape_model_free). */
+GRAPE_API int grape_model_load_default(grape_model_t** out);
+/* Loads a model file written by grape_model_save(). A file of another format
+ * version fails with -EPROTO; a damaged one with -EINVAL (and a message
+ * naming the line in `err` when err != NULL, err_len > 0). */
+GRAPE_API int grape_model_load(const char* path, grape_model_t** out, char* err, size_t err_len);
+GRAPE_API int grape_model_parse(const char* text, size_t len, grape_model_t** out, char* err,
+                                size_t err_len);
+GRAPE_API int grape_model_save(const grape_model_t* m, const char* path);
+GRAPE_API void grape_model_free(grape_model_t* m);
+
+/* Predicted kernel time in milliseconds with grape's model. */
+GRAPE_API double grape_predict_kernel_ms(const grape_model_t* m, const grape_gpu_spec_t* gpu,
+                                         const grape_kernel_desc_t* k);
+GRAPE_API double grape_predict_kernel_ms_with(const grape_model_t* m, grape_method_t method,
+                                              const grape_gpu_spec_t* gpu,
+                                              const grape_kernel_desc_t* k);
+
+/* A kernel with its name already parsed, for callers that predict the same
+ * launch shape often (the shim: once per function). Plain data, no pointers. */
+typedef struct grape_kernel_prep_s {
+  double v[24];              /* opaque */
+} grape_kernel_prep_t;
+GRAPE_API void grape_kernel_prepare(const grape_kernel_desc_t* k, grape_kernel_prep_t* out);
+GRAPE_API double grape_predict_prepared_ms(const grape_model_t* m, grape_method_t method,
+                                           const grape_gpu_spec_t* gpu,
+                                           const grape_kernel_prep_t* p);
+
+/* A path's time: the sum of its kernels' predicted times plus launch gaps,
+ * once launched one by one (eager) and once as one CUDA graph. Gaps are the
+ * model's per-launch overheads (docs/predictor.md). @return 0, or -EINVAL. */
+GRAPE_API int grape_predict_path(const grape_model_t* m, const grape_gpu_spec_t* gpu,
+                                 const grape_kernel_desc_t* k, size_t n, double* eager_ms,
+                                 double* graph_ms);
+
+/* ---- Measured timings (training and evaluation data) ---- */
+
+/* A CSV of measured kernel times: NeuSight's format or grape's own timings
+ * (docs/predictor.md lists the columns). Plain or gzip, read through zlib. */
+typedef struct grape_csv_s grape_csv_t;
+
+typedef struct grape_csv_row_s {
+  const char* line;          /* the raw line, without its newline; valid until the next call */
+  size_t line_no;            /* 1-based; the header is line 1 */
+  int ok;                    /* 1 if desc/gpu/latency below are usable */
+  const char* why;           /* when !ok: what is wrong */
+  grape_kernel_desc_t desc;  /* desc.name points into the reader; valid until the next call */
+  const grape_gpu_spec_t* gpu;
+  double latency_ms;         /* measured; 0 when the file has none (prediction input) */
+  int group;                 /* evaluation group: a grape_kclass_t, or GEMM split by op name */
+  char op_name[32];          /* NeuSight OPName, or "" */
+} grape_csv_row_t;
+
+/* Opens a CSV. `gpu_override`, when not NULL, is the GPU of every row (the
+ * Device column is then ignored); without it the file needs a Device column.
+ * `need_latency`: the file needs a latency column and rows without a positive
+ * latency are bad. @return 0; -ENOENT (or another errno) if the file cannot be
+ * opened; -EINVAL if the header lacks a kernel name, device or latency column
+ * that is needed; -ENODEV for an unknown `gpu_override`. */
+GRAPE_API int grape_csv_open(const char* path, const char* gpu_override, int need_latency,
+                             grape_csv_t** out);
+/* The header line as read. */
+GRAPE_API const char* grape_csv_header(const grape_csv_t* c);
+/* Reads the next row: 1 and *row, 0 at the end, or a negative errno. */
+GRAPE_API int grape_csv_next(grape_csv_t* c, grape_csv_row_t* row);
+GRAPE_API void grape_csv_close(grape_csv_t* c);
+
+/* Training data: rows from any number of CSVs. */
+typedef struct grape_dataset_s grape_dataset_t;
+
+typedef struct grape_load_stats_s {
+  size_t used[GRAPE_KC_COUNT];
+  size_t skipped[GRAPE_KC_COUNT];   /* bad rows whose class is known */
+  size_t skipped_unclassified;      /* bad rows with no usable kernel name */
+} grape_load_stats_t;
+
+GRAPE_API int grape_dataset_new(grape_dataset_t** out);
+GRAPE_API void grape_dataset_free(grape_dataset_t* d);
+/* Adds a file's good rows; counts bad ones in *st (accumulates) and writes
+ * the first `max_named` of them, with line numbers, to `diag` (may be NULL). */
+GRAPE_API int grape_dataset_add_file(grape_dataset_t* d, const char* path,
+                                     const char* gpu_override, grape_load_stats_t* st,
+                                     FILE* diag, int max_named);
+GRAPE_API size_t grape_dataset_size(const grape_dataset_t* d);
+
+/* Fits all three models on every row. Deterministic. */
+GRAPE_API int grape_model_train(const grape_dataset_t* d, grape_model_t** out);
+/* Leave-one-GPU-out cross-validation of all three models: for each GPU in the
+ * data, fit on the others, predict its rows; writes a table of per-kernel
+ * MAPE and NeuSight-style summed error per evaluation group to `out`. */
+GRAPE_API int grape_model_crossval(const grape_dataset_t* d, FILE* out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

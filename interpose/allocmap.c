@@ -1,0 +1,138 @@
+/* Allocation map (see allocmap.h for the design). */
+#include "allocmap.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
+static grape_alloc_t* iv;          /* sorted by start, disjoint */
+static size_t len, cap;
+static uint64_t serial;
+
+/* Index of the first interval with start > addr. */
+static size_t upper(uint64_t addr) {
+  size_t lo = 0, hi = len;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (iv[mid].start <= addr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* Index of the interval containing addr, or -1. Lock held. */
+static long containing(uint64_t addr) {
+  size_t u = upper(addr);
+  if (u == 0)
+    return -1;
+  const grape_alloc_t* a = &iv[u - 1];
+  return addr - a->start < a->size ? (long)(u - 1) : -1;
+}
+
+static void erase(size_t i, size_t n) {
+  memmove(&iv[i], &iv[i + n], (len - i - n) * sizeof(*iv));
+  len -= n;
+}
+
+int grape__alloc_add(uint64_t start, uint64_t size, grape_alloc_kind_t kind) {
+  if (size == 0 || start + size < start)
+    return -EINVAL;
+  pthread_rwlock_wrlock(&lock);
+  /* Drop stale intervals overlapping the new one. */
+  size_t i = upper(start);
+  if (i > 0 && iv[i - 1].start + iv[i - 1].size > start)
+    i--;
+  size_t j = i;
+  while (j < len && iv[j].start < start + size)
+    j++;
+  erase(i, j - i);
+  if (len == cap) {
+    size_t ncap = cap ? cap * 2 : 256;
+    grape_alloc_t* n = realloc(iv, ncap * sizeof(*n));
+    if (n == NULL) {
+      pthread_rwlock_unlock(&lock);
+      return -ENOMEM;
+    }
+    iv = n;
+    cap = ncap;
+  }
+  memmove(&iv[i + 1], &iv[i], (len - i) * sizeof(*iv));
+  iv[i] = (grape_alloc_t){start, size, kind, ++serial};
+  len++;
+  pthread_rwlock_unlock(&lock);
+  return 0;
+}
+
+int grape__alloc_remove(uint64_t start) {
+  pthread_rwlock_wrlock(&lock);
+  size_t u = upper(start);
+  int rc = -ENOENT;
+  if (u > 0 && iv[u - 1].start == start) {
+    erase(u - 1, 1);
+    rc = 0;
+  }
+  pthread_rwlock_unlock(&lock);
+  return rc;
+}
+
+int grape__alloc_remove_range(uint64_t start, uint64_t size) {
+  pthread_rwlock_wrlock(&lock);
+  size_t i = upper(start);
+  if (i > 0 && iv[i - 1].start >= start)
+    i--;
+  while (i < len && iv[i].start < start)
+    i++;
+  size_t j = i;
+  while (j < len && iv[j].start + iv[j].size <= start + size)
+    j++;
+  erase(i, j - i);
+  pthread_rwlock_unlock(&lock);
+  return (int)(j - i);
+}
+
+int grape__alloc_find(uint64_t addr, grape_alloc_t* out) {
+  pthread_rwlock_rdlock(&lock);
+  long k = containing(addr);
+  if (k >= 0)
+    *out = iv[k];
+  pthread_rwlock_unlock(&lock);
+  return k >= 0 ? 0 : -ENOENT;
+}
+
+int grape__alloc_pointer_words(const void* params, size_t nbytes, uint64_t* mask) {
+  size_t words = nbytes / 8;
+  memset(mask, 0, ((words + 63) / 64) * sizeof(*mask));
+  int n = 0;
+  pthread_rwlock_rdlock(&lock);
+  for (size_t w = 0; w < words; w++) {
+    uint64_t v;
+    memcpy(&v, (const uint8_t*)params + 8 * w, 8);
+    long k = containing(v);
+    if (k >= 0) {
+      mask[w / 64] |= UINT64_C(1) << (w % 64);
+      n++;
+    }
+  }
+  pthread_rwlock_unlock(&lock);
+  return n;
+}
+
+size_t grape__alloc_count(void) {
+  pthread_rwlock_rdlock(&lock);
+  size_t n = len;
+  pthread_rwlock_unlock(&lock);
+  return n;
+}
+
+void grape__alloc_reset(int free_memory) {
+  if (free_memory)
+    free(iv);
+  iv = NULL;
+  len = cap = 0;
+  serial = 0;
+  pthread_rwlock_init(&lock, NULL);
+}

@@ -1,0 +1,52 @@
+/* Allocation map: which address ranges are device (or device-visible) memory.
+ *
+ * DESIGN: a sorted array of disjoint intervals under a reader-writer lock.
+ * Allocation calls are rare next to launches and never on the launch path;
+ * queries (the trace writer, the replayer, tests) take the read lock. A new
+ * interval that overlaps stale ones (a free the shim did not see) replaces them.
+ * Host-pinned and registered ranges are kept too, marked as host. */
+#ifndef GRAPE_INTERPOSE_ALLOCMAP_H
+#define GRAPE_INTERPOSE_ALLOCMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum grape_alloc_kind_e {
+  GRAPE_ALLOC_DEVICE = 1,     /* cuMemAlloc / cudaMalloc */
+  GRAPE_ALLOC_ASYNC,          /* stream-ordered (cuMemAllocAsync / cudaMallocAsync) */
+  GRAPE_ALLOC_MANAGED,        /* unified memory */
+  GRAPE_ALLOC_MAPPED,         /* cuMemMap of a reserved range (expandable segments) */
+  GRAPE_ALLOC_HOST_PINNED,    /* cuMemHostAlloc / cudaMallocHost */
+  GRAPE_ALLOC_HOST_REGISTERED /* cuMemHostRegister / cudaHostRegister */
+} grape_alloc_kind_t;
+
+typedef struct grape_alloc_s {
+  uint64_t start;
+  uint64_t size;
+  int kind;                   /* grape_alloc_kind_t */
+  uint64_t id;                /* allocation serial number (segment id in traces) */
+} grape_alloc_t;
+
+/* Adds [start, start+size). @return 0 or -ENOMEM / -EINVAL (size 0). */
+int grape__alloc_add(uint64_t start, uint64_t size, grape_alloc_kind_t kind);
+
+/* Removes the interval that starts at start. @return 0 or -ENOENT. */
+int grape__alloc_remove(uint64_t start);
+
+/* Removes every interval inside [start, start+size) (cuMemUnmap). @return how many. */
+int grape__alloc_remove_range(uint64_t start, uint64_t size);
+
+/* The interval containing addr into *out. @return 0 or -ENOENT. */
+int grape__alloc_find(uint64_t addr, grape_alloc_t* out);
+
+/* Which 8-byte-aligned words of a parameter block hold device-visible pointers
+ * (an address inside any interval; grape__alloc_find tells its kind): bit i of mask[i / 64] for the word at
+ * offset 8*i. mask must hold (nbytes/8 + 63)/64 words. @return how many. */
+int grape__alloc_pointer_words(const void* params, size_t nbytes, uint64_t* mask);
+
+size_t grape__alloc_count(void);
+
+/* Forgets every interval (fork child keeps memory; tests free it). */
+void grape__alloc_reset(int free_memory);
+
+#endif

@@ -1,0 +1,155 @@
+/* Function info: name and parameter layout of every kernel handle a launch names.
+ *
+ * DESIGN: one lock-free open-addressing table maps a handle (runtime host stub,
+ * cudaKernel_t, CUfunction or CUkernel: all are pointers, all distinct) to its
+ * info. Registration calls (__cudaRegisterFunction, __cudaGetKernel,
+ * cuModuleGetFunction, cuLibraryGetKernel, cuKernelGetFunction) insert names and
+ * image pointers only; the layout is resolved on the handle's first launch,
+ * after the real launch has loaded the function (lazy loading), from
+ * cuFuncGetParamInfo / cuKernelGetParamInfo / cudaFuncGetParamInfo, falling back
+ * to the .nv.info records of the image (cubin/). Later launches find a resolved
+ * info with one probe: no parsing on the hot path. Infos live until exit. */
+#ifndef GRAPE_INTERPOSE_FUNCINFO_H
+#define GRAPE_INTERPOSE_FUNCINFO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <string.h>
+
+#include "grape/cubin.h"
+
+typedef enum grape_handle_kind_e {
+  GRAPE_FN_RUNTIME = 1,    /* host stub or cudaKernel_t: ask the runtime */
+  GRAPE_FN_FUNCTION = 2,   /* CUfunction */
+  GRAPE_FN_KERNEL = 3,     /* CUkernel (also accepted where a CUfunction is) */
+} grape_handle_kind_t;
+
+typedef struct grape_func_param_s {
+  uint32_t offset;
+  uint32_t size;
+} grape_func_param_t;
+
+typedef struct grape_func_s {
+  int kind;                    /* grape_handle_kind_t */
+  int resolved;                /* 1 once the layout below is final (acquire) */
+  const char* name;            /* mangled name (owned), NULL when unknown */
+  char* demangled;             /* owned, NULL when unknown */
+  uint64_t id;                 /* grape__fp_name(name), or the handle when unknown */
+  const void* image;           /* handle of the image it came from (fatbin handle, module, library) */
+  int nparams;                 /* -1: layout unknown */
+  uint32_t param_bytes;        /* size of the parameter block */
+  grape_func_param_t* params;  /* nparams entries in ordinal order (owned) */
+  const char* layout_source;   /* "driver", "runtime", "cubin" or "none" */
+  const void* handle;          /* the handle this info was created for (aliases share it) */
+  int holes;                   /* the parameters leave alignment gaps (zeroed on capture) */
+} grape_func_t;
+
+/* Info of handle h, created on first sight and resolved on first call here.
+ * Never NULL unless out of memory. Call after the launch succeeded.
+ * The last handle each thread asked for is cached (most launch sequences
+ * repeat a kernel), so a repeat costs a compare; a generation number drops the
+ * cache when the table is reset (fork child, tests). */
+grape_func_t* grape__func_get_slow(const void* h, grape_handle_kind_t kind);
+extern unsigned grape__func_generation;
+extern __thread const void* grape__func_cache_key __attribute__((tls_model("initial-exec")));
+extern __thread grape_func_t* grape__func_cache_info __attribute__((tls_model("initial-exec")));
+extern __thread unsigned grape__func_cache_gen __attribute__((tls_model("initial-exec")));
+
+static inline grape_func_t* grape__func_get(const void* h, grape_handle_kind_t kind) {
+  if (grape__func_cache_key == h &&
+      grape__func_cache_gen == __atomic_load_n(&grape__func_generation, __ATOMIC_RELAXED))
+    return grape__func_cache_info;
+  return grape__func_get_slow(h, kind);
+}
+
+/* Lookup without creating or resolving; NULL when unknown. */
+grape_func_t* grape__func_peek(const void* h);
+
+/* Records a handle's name and image at registration (name is copied). */
+void grape__func_register(const void* h, grape_handle_kind_t kind, const char* name,
+                          const void* image);
+
+/* Makes handle alias share the info of handle of (same name, same layout). */
+void grape__func_alias(const void* alias, grape_handle_kind_t kind, const void* of);
+
+/* Remembers the image behind a fatbin handle (__cudaRegisterFatBinary: the
+ * wrapper is static data, parsed on the first launch that needs it) or a module
+ * / library (parsed at load: the caller may free its buffer; fb is adopted). */
+void grape__image_register(const void* handle, const void* image);
+void grape__image_register_parsed(const void* handle, grape_fatbin_t* fb);
+
+/* Parses an image handed to the driver, keeping only what the current device
+ * loads (grape_image_load_arch with its SM version, when known). */
+int grape__image_load(const void* image, grape_fatbin_t** out, grape_cubin_err_t* err);
+
+/* Copies the parameters of one launch into out (capacity cap bytes) following
+ * f's layout: kernelParams[i] -> out + offset_i, or the 'extra' buffer as a
+ * whole. @return bytes written (the parameter block size), or 0 when unknown or
+ * too large. */
+
+/* The 'extra' form: {BUFFER_POINTER, p, BUFFER_SIZE, &size, END} in any order. */
+size_t grape__capture_extra(void** extra, void* out, size_t cap);
+
+/* (Inlined into the launch path.) */
+static inline __attribute__((always_inline)) size_t grape__func_capture(
+    const grape_func_t* f, void** kernelParams, void** extra, void* out, size_t cap) {
+  if (kernelParams == NULL && extra != NULL)
+    return grape__capture_extra(extra, out, cap);
+  if (f == NULL || f->nparams < 0 || f->param_bytes > cap || kernelParams == NULL)
+    return 0;
+  uint8_t* o = out;
+  if (f->holes) {
+    /* Alignment gaps stay defined. A constant size compiles to a few stores. */
+    if (f->param_bytes <= 64 && cap >= 64)
+      __builtin_memset(o, 0, 64);
+    else
+      memset(o, 0, f->param_bytes);
+  }
+  const grape_func_param_t* p = f->params;
+  int n = f->nparams;
+  /* Up to 8 parameters unrolled (a switch that falls through), more in a loop:
+   * 8- and 4-byte parameters (pointers, ints, floats) are one load and store
+   * each; a call to memcpy per parameter would cost more than the whole path. */
+#define GRAPE_COPY_PARAM(i)                                  \
+  do {                                                       \
+    uint8_t* d_ = o + p[i].offset;                           \
+    const void* s_ = kernelParams[i];                        \
+    uint32_t z_ = p[i].size;                                 \
+    if (z_ == 8)                                             \
+      __builtin_memcpy(d_, s_, 8);                           \
+    else if (z_ == 4)                                        \
+      __builtin_memcpy(d_, s_, 4);                           \
+    else                                                     \
+      memcpy(d_, s_, z_);                                    \
+  } while (0)
+  switch (n) {
+  default:
+    for (int i = 8; i < n; i++)
+      GRAPE_COPY_PARAM(i);
+    /* fall through */
+  case 8: GRAPE_COPY_PARAM(7); /* fall through */
+  case 7: GRAPE_COPY_PARAM(6); /* fall through */
+  case 6: GRAPE_COPY_PARAM(5); /* fall through */
+  case 5: GRAPE_COPY_PARAM(4); /* fall through */
+  case 4: GRAPE_COPY_PARAM(3); /* fall through */
+  case 3: GRAPE_COPY_PARAM(2); /* fall through */
+  case 2: GRAPE_COPY_PARAM(1); /* fall through */
+  case 1: GRAPE_COPY_PARAM(0); /* fall through */
+  case 0: break;
+  }
+#undef GRAPE_COPY_PARAM
+  return f->param_bytes;
+}
+
+/* Calls fn for every known function info once (aliases skipped). Not for the
+ * hot path: it scans the whole table (the exit report uses it). */
+void grape__func_each(void (*fn)(const grape_func_t* f, void* arg), void* arg);
+
+/* Size of the parameter buffer of an 'extra' launch array (0 when absent). */
+size_t grape__extra_size(void** extra);
+
+/* Forgets every info (fork child / tests; memory is kept in the child). */
+void grape__func_reset(int free_memory);
+
+#endif

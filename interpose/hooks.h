@@ -1,0 +1,125 @@
+/* The hook table generated from hooks.def: indices, routes, function types and
+ * the real_* slots.
+ *
+ * DESIGN: a hooked symbol reaches the program through one of five routes, and
+ * each route needs the real function the caller would otherwise have called:
+ *   EXPORT  the shim's exported override; real = next definition (RTLD_NEXT)
+ *   DLSYM   a wrapper returned by the dlsym override; real = what dlsym found
+ *   GPA     a wrapper returned by cuGetProcAddress[_v2]; real = what it returned
+ *   EP      a wrapper returned by cudaGetDriverEntryPoint[ByVersion]
+ * so every row has one real slot per route, and one wrapper per route that
+ * calls hook_<base>(route, ptds, real, args...). _ptsz rows are separate rows
+ * with ptds = 1: one wrapper per (symbol, per-thread flag). */
+#ifndef GRAPE_INTERPOSE_HOOKS_H
+#define GRAPE_INTERPOSE_HOOKS_H
+
+#include "cuda_types.h"
+
+/* Exported overrides need default visibility: the build hides everything else. */
+#define GRAPE_EXPORT __attribute__((visibility("default")))
+
+/* For code that runs before a sanitizer runtime is initialised (dlsym). */
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+#define GRAPE_NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined")))
+#else
+#define GRAPE_NO_SANITIZE
+#endif
+
+typedef enum grape_slot_e {
+  GRAPE_SLOT_EXPORT = 0,
+  GRAPE_SLOT_DLSYM,
+  GRAPE_SLOT_GPA,
+  GRAPE_SLOT_EP,
+  GRAPE_SLOT_COUNT
+} grape_slot_t;
+
+/* Report routes of a launch (launches_by_route). */
+typedef enum grape_route_e {
+  GRAPE_ROUTE_RUNTIME = 0,
+  GRAPE_ROUTE_DRIVER,
+  GRAPE_ROUTE_DLSYM,
+  GRAPE_ROUTE_GPA,
+  GRAPE_ROUTE_EP,
+  GRAPE_ROUTE_COUNT
+} grape_route_t;
+
+typedef enum grape_hook_e {
+#define GRAPE_DRV(ret, name, base, gpa, ver, ptds, kind, stream, params, args) GRAPE_HOOK_##name,
+#define GRAPE_RT(name, base, ptds, kind, stream, params, args) GRAPE_HOOK_##name,
+#define GRAPE_RT_OWN(name) GRAPE_HOOK_##name,
+#include "hooks.def"
+  GRAPE_HOOK_COUNT
+} grape_hook_t;
+
+typedef struct grape_hook_desc_s {
+  const char* name;        /* exported symbol */
+  const char* gpa;         /* name asked of cuGetProcAddress; NULL for runtime rows */
+  int version;             /* lowest cudaVersion of this row's ABI */
+  int ptds;                /* per-thread default stream variant */
+  void* wrapper[GRAPE_SLOT_COUNT];   /* the shim's function per route (NULL: none) */
+} grape_hook_desc_t;
+
+/* The per-route wrappers of driver rows (hidden; handed out by pointer). */
+#define GRAPE_DRV(ret, name, base, gpa, ver, ptds, kind, stream, params, args) \
+  ret grape__w_##name##_dlsym params;                                          \
+  ret grape__w_##name##_gpa params;                                            \
+  ret grape__w_##name##_ep params;
+#include "hooks.def"
+
+/* The exported overrides (declared again here with default visibility). */
+#define GRAPE_DRV(ret, name, base, gpa, ver, ptds, kind, stream, params, args) GRAPE_EXPORT ret name params;
+#define GRAPE_RT(name, base, ptds, kind, stream, params, args) GRAPE_EXPORT cudaError_t name params;
+#include "hooks.def"
+GRAPE_EXPORT void** __cudaRegisterFatBinary(void* fatCubin);
+GRAPE_EXPORT void __cudaRegisterFatBinaryEnd(void** fatCubinHandle);
+GRAPE_EXPORT void __cudaUnregisterFatBinary(void** fatCubinHandle);
+GRAPE_EXPORT void __cudaRegisterFunction(void** fatCubinHandle, const char* hostFun, char* deviceFun,
+                                         const char* deviceName, int thread_limit, uint3* tid, uint3* bid,
+                                         dim3* bDim, dim3* gDim, int* wSize);
+
+/* Result of a call whose real function is missing. */
+#define GRAPE_MISSING_CUresult CUDA_ERROR_NOT_FOUND
+#define GRAPE_MISSING_cudaError_t cudaErrorSymbolNotFound
+
+extern const grape_hook_desc_t grape__hooks[GRAPE_HOOK_COUNT];
+
+/* Real functions, one slot per route. EXPORT slots fill lazily; the others are
+ * filled when the routing call hands a wrapper out. Read with relaxed loads. */
+extern void* grape__real[GRAPE_SLOT_COUNT][GRAPE_HOOK_COUNT];
+
+/* The real function behind the exported override of hook h: RTLD_NEXT, then the
+ * already-loaded libcuda.so.1 / libcudart.so.13. NULL if none (logged once). */
+void* grape__real_export_slow(grape_hook_t h);
+
+static inline void* grape__real_export(grape_hook_t h) {
+  void* p = __atomic_load_n(&grape__real[GRAPE_SLOT_EXPORT][h], __ATOMIC_RELAXED);
+  if (__builtin_expect(p == NULL, 0))
+    p = grape__real_export_slow(h);
+  return p;
+}
+
+/* The libc dlsym, found with dlvsym so that the override never calls itself. */
+GRAPE_NO_SANITIZE void* grape__real_dlsym(void* handle, const char* name);
+
+/* Row of a driver symbol by exported name (dlsym), or -1. */
+int grape__hook_by_name(const char* name);
+
+/* Row that cuGetProcAddress(symbol, version, flags) should wrap: same gpa name,
+ * same per-thread flag (else the flag-less row), the highest version <= version.
+ * -1 when the shim has no wrapper for it. */
+int grape__hook_by_gpa(const char* symbol, int version, int ptds);
+
+/* Wraps a real pointer for route slot (DLSYM, GPA, EP): stores it in the slot
+ * and returns the shim's wrapper, or returns real unchanged when the slot
+ * already holds a different function (never mix two ABIs behind one wrapper). */
+void* grape__wrap(grape_slot_t slot, int h, void* real);
+
+/* The real function behind p when p is one of the shim's exported overrides
+ * (a driver whose cuGetProcAddress resolves through the global scope hands
+ * those back); p otherwise. */
+void* grape__unown(void* p);
+
+/* True when p is one of the shim's own functions (exported or wrapper). */
+int grape__is_own(const void* p);
+
+#endif

@@ -1,0 +1,473 @@
+/* Driver overrides: exported cu* functions, the wrappers handed out by dlsym,
+ * cuGetProcAddress and cudaGetDriverEntryPoint, and the dlsym override itself.
+ *
+ * DESIGN: every row of hooks.def becomes four functions (exported override and
+ * three route wrappers) around one body; see hooks.h for the routes. The
+ * routing calls (dlsym, cuGetProcAddress[_v2]) call the real function with the
+ * caller's arguments unchanged (version and flags included), then swap the
+ * result for the wrapper of the matching row, which calls exactly the pointer
+ * the real call returned. A request for "cuGetProcAddress" itself gets the
+ * shim's own, so later lookups stay visible. While a hook is running on this
+ * thread (the runtime resolving the driver inside a runtime override) or in
+ * off mode, everything is handed back unwrapped. */
+#include <dlfcn.h>
+#include <string.h>
+
+#include "allocmap.h"
+#include "funcinfo.h"
+#include "grape/cubin.h"
+#include "hooks_common.h"
+#include "launch.h"
+
+/* Function types, one per row. */
+#define GRAPE_DRV(ret, name, base, gpa, ver, ptds, kind, stream, params, args) \
+  typedef ret (*pfn_##name) params;
+#include "hooks.def"
+
+/* ---- Entry-point routing ---- */
+
+/* What cuGetProcAddress (slot GPA) or cudaGetDriverEntryPoint (slot EP) should
+ * hand back for symbol, given the real result p. */
+void* grape__route_entry(grape_slot_t slot, const char* symbol, void* p, int version, int ptds) {
+  if (p == NULL || symbol == NULL)
+    return p;
+  if (strcmp(symbol, "cuGetProcAddress") == 0)
+    return version >= 12000 ? (void*)cuGetProcAddress_v2 : (void*)cuGetProcAddress;
+  return grape__wrap(slot, grape__hook_by_gpa(symbol, version, ptds), p);
+}
+
+static inline CUresult hook_cuGetProcAddress(grape_route_t route, grape_hook_t h, int ptds,
+                                             pfn_cuGetProcAddress real, const char* symbol,
+                                             void** pfn, int cudaVersion, cuuint64_t flags) {
+  (void)route;
+  (void)ptds;
+  if (!grape__active()) {
+    /* Passing through: still never hand back the shim's own export, so that
+     * the caller does not pay for a second trip through the shim. */
+    CUresult r = real(symbol, pfn, cudaVersion, flags);
+    if (r == CUDA_SUCCESS && pfn != NULL && *pfn != NULL)
+      *pfn = grape__unown(*pfn);
+    return r;
+  }
+  grape__count(&grape__counters.api_calls[h]);
+  GRAPE_CALL(CUresult, real, (symbol, pfn, cudaVersion, flags));
+  if (r_ == CUDA_SUCCESS && pfn != NULL)
+    *pfn = grape__route_entry(GRAPE_SLOT_GPA, symbol, *pfn, cudaVersion,
+                              (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
+  return r_;
+}
+
+static inline CUresult hook_cuGetProcAddress_v2(grape_route_t route, grape_hook_t h, int ptds,
+                                                pfn_cuGetProcAddress_v2 real, const char* symbol,
+                                                void** pfn, int cudaVersion, cuuint64_t flags,
+                                                CUdriverProcAddressQueryResult* symbolStatus) {
+  (void)route;
+  (void)ptds;
+  if (!grape__active()) {
+    CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
+    if (r == CUDA_SUCCESS && pfn != NULL && *pfn != NULL)
+      *pfn = grape__unown(*pfn);
+    return r;
+  }
+  grape__count(&grape__counters.api_calls[h]);
+  GRAPE_CALL(CUresult, real, (symbol, pfn, cudaVersion, flags, symbolStatus));
+  if (r_ == CUDA_SUCCESS && pfn != NULL)
+    *pfn = grape__route_entry(GRAPE_SLOT_GPA, symbol, *pfn, cudaVersion,
+                              (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
+  return r_;
+}
+
+static inline CUresult hook_cuGetExportTable(grape_route_t route, grape_hook_t h, int ptds,
+                                             pfn_cuGetExportTable real, const void** table,
+                                             const CUuuid* id) {
+  (void)route;
+  (void)ptds;
+  if (!grape__active())
+    return real(table, id);
+  grape__count(&grape__counters.api_calls[h]);
+  if (id != NULL && grape__log_level() >= GRAPE_LOG_DEBUG) {
+    const unsigned char* u = (const unsigned char*)id->bytes;
+    grape_log_debug("cuGetExportTable %02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x"
+                    " (passed through)",
+                    u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+                    u[13], u[14], u[15]);
+  }
+  GRAPE_CALL(CUresult, real, (table, id));
+  return r_;
+}
+
+/* ---- Launches ---- */
+
+static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernel(grape_route_t route, grape_hook_t h, int ptds,
+                                           pfn_cuLaunchKernel real, CUfunction f, unsigned gx,
+                                           unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                           unsigned bz, unsigned shm, CUstream s, void** params,
+                                           void** extra) {
+  (void)h;   /* the caller checked grape__active() */
+  GRAPE_CALL(CUresult, real, (f, gx, gy, gz, bx, by, bz, shm, s, params, extra));
+  if (r_ == CUDA_SUCCESS) {
+    grape_launch_t l = {f, GRAPE_FN_FUNCTION, {gx, gy, gz}, {bx, by, bz}, shm, s, ptds,
+                        params, extra, 0, NULL, 0};
+    grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
+  }
+  return r_;
+}
+
+static inline __attribute__((always_inline)) CUresult hook_cuLaunchCooperativeKernel(grape_route_t route, grape_hook_t h,
+                                                      int ptds, pfn_cuLaunchCooperativeKernel real,
+                                                      CUfunction f, unsigned gx, unsigned gy,
+                                                      unsigned gz, unsigned bx, unsigned by,
+                                                      unsigned bz, unsigned shm, CUstream s,
+                                                      void** params) {
+  (void)h;   /* the caller checked grape__active() */
+  GRAPE_CALL(CUresult, real, (f, gx, gy, gz, bx, by, bz, shm, s, params));
+  if (r_ == CUDA_SUCCESS) {
+    grape_launch_t l = {f, GRAPE_FN_FUNCTION, {gx, gy, gz}, {bx, by, bz}, shm, s, ptds,
+                        params, NULL, GRAPE_SIG_COOPERATIVE, NULL, 0};
+    grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
+  }
+  return r_;
+}
+
+static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grape_route_t route, grape_hook_t h, int ptds,
+                                             pfn_cuLaunchKernelEx real, const CUlaunchConfig* c,
+                                             CUfunction f, void** params, void** extra) {
+  if (c == NULL)
+    return real(c, f, params, extra);
+  (void)h;
+  GRAPE_CALL(CUresult, real, (c, f, params, extra));
+  if (r_ == CUDA_SUCCESS) {
+    grape_launch_t l = {f, GRAPE_FN_FUNCTION, {c->gridDimX, c->gridDimY, c->gridDimZ},
+                        {c->blockDimX, c->blockDimY, c->blockDimZ}, c->sharedMemBytes,
+                        c->hStream, ptds, params, extra, 0, c->attrs,
+                        c->attrs ? c->numAttrs * sizeof(*c->attrs) : 0};
+    for (unsigned i = 0; c->attrs && i < c->numAttrs; i++)
+      if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative)
+        l.flags |= GRAPE_SIG_COOPERATIVE;
+    grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
+  }
+  return r_;
+}
+
+/* ---- The program's own stream capture ---- */
+
+/* Begin: the stream's region ends first (its ops must not mix with captured
+ * work), then while any capture is open each launch asks whether its stream
+ * is capturing. */
+static inline CUresult hook_cuStreamBeginCapture_v2(grape_route_t route, grape_hook_t h, int ptds,
+                                                    pfn_cuStreamBeginCapture_v2 real, CUstream s,
+                                                    CUstreamCaptureMode mode) {
+  (void)route;
+  if (!grape__active())
+    return real(s, mode);
+  grape__count(&grape__counters.api_calls[h]);
+  grape__rec_end_stream(grape__stream_key(s, ptds));
+  GRAPE_CALL(CUresult, real, (s, mode));
+  if (r_ == CUDA_SUCCESS)
+    __atomic_add_fetch(&grape__captures, 1, __ATOMIC_RELAXED);
+  return r_;
+}
+
+static inline CUresult hook_cuStreamEndCapture(grape_route_t route, grape_hook_t h, int ptds,
+                                               pfn_cuStreamEndCapture real, CUstream s, CUgraph* g) {
+  (void)route;
+  (void)ptds;
+  if (!grape__active())
+    return real(s, g);
+  grape__count(&grape__counters.api_calls[h]);
+  GRAPE_CALL(CUresult, real, (s, g));
+  /* The capture is over whether or not it succeeded (invalidated, unjoined). */
+  int n = __atomic_load_n(&grape__captures, __ATOMIC_RELAXED);
+  while (n > 0 && !__atomic_compare_exchange_n(&grape__captures, &n, n - 1, 0, __ATOMIC_RELAXED,
+                                               __ATOMIC_RELAXED))
+    ;
+  return r_;
+}
+
+/* ---- Modules and functions ---- */
+
+/* Images handed to the driver may be freed right after the load, so they are
+ * parsed now (the parse owns copies) and kept by module handle. */
+static void register_loaded_image(const void* handle, const void* image) {
+  grape_fatbin_t* fb = NULL;
+  grape_cubin_err_t err;
+  if (grape__image_load(image, &fb, &err) != 0) {
+    grape_log_debug("module image not parsed: %s", err.msg);
+    return;
+  }
+  grape__image_register_parsed(handle, fb);
+}
+
+static inline CUresult hook_cuModuleLoadData(grape_route_t route, grape_hook_t h, int ptds,
+                                             pfn_cuModuleLoadData real, CUmodule* m,
+                                             const void* image) {
+  (void)route;
+  (void)ptds;
+  if (!grape__active())
+    return real(m, image);
+  grape__count(&grape__counters.api_calls[h]);
+  GRAPE_CALL(CUresult, real, (m, image));
+  if (r_ == CUDA_SUCCESS && m != NULL)
+    GRAPE_NO_REENTRY(register_loaded_image(*m, image));
+  return r_;
+}
+
+static inline CUresult hook_cuModuleLoadDataEx(grape_route_t route, grape_hook_t h, int ptds,
+                                               pfn_cuModuleLoadDataEx real, CUmodule* m,
+                                               const void* image, unsigned n, CUjit_option* o,
+                                               void** v) {
+  (void)route;
+  (void)ptds;
+  if (!grape__active())
+    return real(m, image, n, o, v);
+  grape__count(&grape__counters.api_calls[h]);
+  GRAPE_CALL(CUresult, real, (m, image, n, o, v));
+  if (r_ == CUDA_SUCCESS && m != NULL)
+    GRAPE_NO_REENTRY(register_loaded_image(*m, image));
+  return r_;
+}
+
+static inline CUresult hook_cuModuleLoadFatBinary(grape_route_t route, grape_hook_t h, int ptds,
+                                                  pfn_cuModuleLoadFatBinary real, CUmodule* m,
+                                                  const void* image) {
+  (void)route;
+  (void)ptds;
+  if (!grape__active())
+    return real(m, image);
+  grape__count(&grape__counters.api_calls[h]);
+  GRAPE_CALL(CUresult, real, (m, image));
+  if (r_ == CUDA_SUCCESS && m != NULL)
+    GRAPE_NO_REENTRY(register_loaded_image(*m, image));
+  return r_;
+}
+
+static inline CUresult hook_cuLibraryLoadData(grape_route_t route, grape_hook_t h, int ptds,
+                                              pfn_cuLibraryLoadData real, CUlibrary* lib,
+                                              const void* code, CUjit_option* jo, void** jv,
+                                              unsigned nj, CUlibraryOption* lo, void** lv,
+                                              unsigned nl) {
+  (void)route;
+  (void)ptds;
+  if (!grape__active())
+    return real(lib, code, jo, jv, nj, lo, lv, nl);
+  grape__count(&grape__counters.api_calls[h]);
+  GRAPE_CALL(CUresult, real, (lib, code, jo, jv, nj, lo, lv, nl));
+  if (r_ == CUDA_SUCCESS && lib != NULL)
+    GRAPE_NO_REENTRY(register_loaded_image(*lib, code));
+  return r_;
+}
+
+static inline CUresult hook_cuModuleGetFunction(grape_route_t route, grape_hook_t h, int ptds,
+                                                pfn_cuModuleGetFunction real, CUfunction* f,
+                                                CUmodule m, const char* name) {
+  (void)route;
+  (void)ptds;
+  if (!grape__active())
+    return real(f, m, name);
+  grape__count(&grape__counters.api_calls[h]);
+  GRAPE_CALL(CUresult, real, (f, m, name));
+  if (r_ == CUDA_SUCCESS && f != NULL)
+    GRAPE_NO_REENTRY(grape__func_register(*f, GRAPE_FN_FUNCTION, name, m));
+  return r_;
+}
+
+static inline CUresult hook_cuLibraryGetKernel(grape_route_t route, grape_hook_t h, int ptds,
+                                               pfn_cuLibraryGetKernel real, CUkernel* k,
+                                               CUlibrary lib, const char* name) {
+  (void)route;
+  (void)ptds;
+  if (!grape__active())
+    return real(k, lib, name);
+  grape__count(&grape__counters.api_calls[h]);
+  GRAPE_CALL(CUresult, real, (k, lib, name));
+  if (r_ == CUDA_SUCCESS && k != NULL)
+    GRAPE_NO_REENTRY(grape__func_register(*k, GRAPE_FN_KERNEL, name, lib));
+  return r_;
+}
+
+static inline CUresult hook_cuKernelGetFunction(grape_route_t route, grape_hook_t h, int ptds,
+                                                pfn_cuKernelGetFunction real, CUfunction* f,
+                                                CUkernel k) {
+  (void)route;
+  (void)ptds;
+  if (!grape__active())
+    return real(f, k);
+  grape__count(&grape__counters.api_calls[h]);
+  GRAPE_CALL(CUresult, real, (f, k));
+  if (r_ == CUDA_SUCCESS && f != NULL)
+    GRAPE_NO_REENTRY(grape__func_alias(*f, GRAPE_FN_FUNCTION, k));
+  return r_;
+}
+
+/* ---- Allocations ---- */
+
+#define ALLOC_HOOK(base, kind, call_args, params_decl, ptr_expr, size_expr)          \
+  static inline CUresult hook_##base(grape_route_t route, grape_hook_t h, int ptds,  \
+                                     pfn_##base real, GRAPE_UNPAREN params_decl) {   \
+    (void)route;                                                                     \
+    (void)ptds;                                                                      \
+    if (!grape__active())                                                            \
+      return real call_args;                                                         \
+    grape__count(&grape__counters.api_calls[h]);                                     \
+    GRAPE_CALL(CUresult, real, call_args);                                           \
+    if (r_ == CUDA_SUCCESS)                                                          \
+      grape__alloc_add((uint64_t)(uintptr_t)(ptr_expr), (size_expr), kind);          \
+    return r_;                                                                       \
+  }
+#define FREE_HOOK(base, sync, call_args, params_decl, ptr_expr)                      \
+  static inline CUresult hook_##base(grape_route_t route, grape_hook_t h, int ptds,  \
+                                     pfn_##base real, GRAPE_UNPAREN params_decl) {   \
+    (void)route;                                                                     \
+    (void)ptds;                                                                      \
+    if (!grape__active())                                                            \
+      return real call_args;                                                         \
+    grape__count(&grape__counters.api_calls[h]);                                     \
+    if (sync)                                                                        \
+      grape__rec_end_all();                                                          \
+    GRAPE_CALL(CUresult, real, call_args);                                           \
+    if (r_ == CUDA_SUCCESS)                                                          \
+      grape__alloc_remove((uint64_t)(uintptr_t)(ptr_expr));                         \
+    return r_;                                                                       \
+  }
+
+ALLOC_HOOK(cuMemAlloc_v2, GRAPE_ALLOC_DEVICE, (p, n), (CUdeviceptr* p, size_t n), *p, n)
+ALLOC_HOOK(cuMemAllocManaged, GRAPE_ALLOC_MANAGED, (p, n, fl), (CUdeviceptr* p, size_t n, unsigned fl), *p, n)
+ALLOC_HOOK(cuMemAllocAsync, GRAPE_ALLOC_ASYNC, (p, n, s), (CUdeviceptr* p, size_t n, CUstream s), *p, n)
+ALLOC_HOOK(cuMemMap, GRAPE_ALLOC_MAPPED, (p, n, off, mh, fl),
+           (CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle mh, unsigned long long fl), p, n)
+ALLOC_HOOK(cuMemHostAlloc, GRAPE_ALLOC_HOST_PINNED, (p, n, fl), (void** p, size_t n, unsigned fl), *p, n)
+ALLOC_HOOK(cuMemAllocHost_v2, GRAPE_ALLOC_HOST_PINNED, (p, n), (void** p, size_t n), *p, n)
+ALLOC_HOOK(cuMemHostRegister_v2, GRAPE_ALLOC_HOST_REGISTERED, (p, n, fl), (void* p, size_t n, unsigned fl), p, n)
+/* cuMemFree synchronises implicitly; cuMemFreeAsync is stream-ordered. */
+FREE_HOOK(cuMemFree_v2, 1, (p), (CUdeviceptr p), p)
+FREE_HOOK(cuMemFreeAsync, 0, (p, s), (CUdeviceptr p, CUstream s), p)
+FREE_HOOK(cuMemFreeHost, 1, (p), (void* p), p)
+FREE_HOOK(cuMemHostUnregister, 1, (p), (void* p), p)
+
+static inline CUresult hook_cuMemUnmap(grape_route_t route, grape_hook_t h, int ptds,
+                                       pfn_cuMemUnmap real, CUdeviceptr p, size_t n) {
+  (void)route;
+  (void)ptds;
+  if (!grape__active())
+    return real(p, n);
+  grape__count(&grape__counters.api_calls[h]);
+  grape__rec_end_all();
+  GRAPE_CALL(CUresult, real, (p, n));
+  if (r_ == CUDA_SUCCESS)
+    grape__alloc_remove_range((uint64_t)p, n);
+  return r_;
+}
+
+/* ---- Generated: bodies, exported overrides, route wrappers ---- */
+
+#define GRAPE_DRV(ret, name, base, gpa, ver, ptds, kind, stream, params, args) \
+  GRAPE_GEN_BODY_##kind(ret, name, base, ptds, stream, params, args)
+#include "hooks.def"
+
+#define GRAPE_GEN_DRV_ENTRIES(ret, name, params, args)                                         \
+  GRAPE_GEN_ENTRY(GRAPE_EXPORT, ret, name, params, args, name, GRAPE_SLOT_EXPORT, GRAPE_ROUTE_DRIVER) \
+  GRAPE_GEN_ROUTE_ENTRY(ret, name, params, args, grape__w_##name##_dlsym, GRAPE_SLOT_DLSYM, GRAPE_ROUTE_DLSYM) \
+  GRAPE_GEN_ROUTE_ENTRY(ret, name, params, args, grape__w_##name##_gpa, GRAPE_SLOT_GPA, GRAPE_ROUTE_GPA) \
+  GRAPE_GEN_ROUTE_ENTRY(ret, name, params, args, grape__w_##name##_ep, GRAPE_SLOT_EP, GRAPE_ROUTE_EP)
+#define GRAPE_GEN_DRV_CUSTOM GRAPE_GEN_DRV_ENTRIES
+#define GRAPE_GEN_DRV_PLAIN GRAPE_GEN_DRV_ENTRIES
+#define GRAPE_GEN_DRV_SYNC_ALL GRAPE_GEN_DRV_ENTRIES
+#define GRAPE_GEN_DRV_SYNC_STREAM GRAPE_GEN_DRV_ENTRIES
+#define GRAPE_GEN_DRV_MANUAL(ret, name, params, args)
+
+#define GRAPE_DRV(ret, name, base, gpa, ver, ptds, kind, stream, params, args) \
+  GRAPE_GEN_DRV_##kind(ret, name, params, args)
+#include "hooks.def"
+
+/* cuCtxSynchronize: no arguments, so written out (see hooks.def, MANUAL). */
+static inline CUresult ctx_sync(pfn_cuCtxSynchronize real) {
+  if (real == NULL)
+    return GRAPE_MISSING_CUresult;
+  if (!grape__active())
+    return real();
+  grape__count(&grape__counters.api_calls[GRAPE_HOOK_cuCtxSynchronize]);
+  grape__rec_end_all();
+  GRAPE_CALL(CUresult, real, ());
+  return r_;
+}
+
+GRAPE_EXPORT CUresult cuCtxSynchronize(void) {
+  return ctx_sync((pfn_cuCtxSynchronize)grape__real_export(GRAPE_HOOK_cuCtxSynchronize));
+}
+CUresult grape__w_cuCtxSynchronize_dlsym(void) {
+  return ctx_sync((pfn_cuCtxSynchronize)grape__real[GRAPE_SLOT_DLSYM][GRAPE_HOOK_cuCtxSynchronize]);
+}
+CUresult grape__w_cuCtxSynchronize_gpa(void) {
+  return ctx_sync((pfn_cuCtxSynchronize)grape__real[GRAPE_SLOT_GPA][GRAPE_HOOK_cuCtxSynchronize]);
+}
+CUresult grape__w_cuCtxSynchronize_ep(void) {
+  return ctx_sync((pfn_cuCtxSynchronize)grape__real[GRAPE_SLOT_EP][GRAPE_HOOK_cuCtxSynchronize]);
+}
+
+/* cuGetProcAddress[_v2]: every entry runs the hook, which also works when
+ * passing through (see hooks.def, MANUAL). */
+#define GPA_ENTRIES(name, params, args)                                                      \
+  static inline CUresult name##_entry(grape_slot_t slot, GRAPE_UNPAREN params) {             \
+    pfn_##name real = (pfn_##name)(slot == GRAPE_SLOT_EXPORT                                 \
+                                       ? grape__real_export(GRAPE_HOOK_##name)               \
+                                       : __atomic_load_n(&grape__real[slot][GRAPE_HOOK_##name], \
+                                                         __ATOMIC_RELAXED));                 \
+    if (real == NULL)                                                                        \
+      return CUDA_ERROR_NOT_FOUND;                                                           \
+    return hook_##name(GRAPE_ROUTE_DRIVER, GRAPE_HOOK_##name, 0, real, GRAPE_UNPAREN args);  \
+  }                                                                                          \
+  GRAPE_EXPORT CUresult name params { return name##_entry(GRAPE_SLOT_EXPORT, GRAPE_UNPAREN args); } \
+  CUresult grape__w_##name##_dlsym params { return name##_entry(GRAPE_SLOT_DLSYM, GRAPE_UNPAREN args); } \
+  CUresult grape__w_##name##_gpa params { return name##_entry(GRAPE_SLOT_GPA, GRAPE_UNPAREN args); } \
+  CUresult grape__w_##name##_ep params { return name##_entry(GRAPE_SLOT_EP, GRAPE_UNPAREN args); }
+GPA_ENTRIES(cuGetProcAddress, (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags),
+            (symbol, pfn, cudaVersion, flags))
+GPA_ENTRIES(cuGetProcAddress_v2,
+            (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
+             CUdriverProcAddressQueryResult* symbolStatus),
+            (symbol, pfn, cudaVersion, flags, symbolStatus))
+
+/* ---- dlsym ---- */
+
+/* Runtime row by name (a runtime symbol looked up by handle gets the override). */
+static int runtime_row(const char* name) {
+  for (int i = 0; i < GRAPE_HOOK_COUNT; i++)
+    if (grape__hooks[i].gpa == NULL && strcmp(grape__hooks[i].name, name) == 0)
+      return i;
+  return -1;
+}
+
+/* The override. A name that is not cu* costs one real dlsym and two compares.
+ * Limitation: dlsym(RTLD_NEXT, ...) from another object resolves relative to
+ * libgrape, not to the caller (glibc finds the caller by return address). */
+GRAPE_EXPORT GRAPE_NO_SANITIZE void* dlsym(void* handle, const char* symbol) {
+  void* p = grape__real_dlsym(handle, symbol);
+  /* Sanitizer runtimes call dlsym before they are initialised: nothing on this
+   * path may be instrumented, and only CUDA names ("cu" + upper case, "cuda")
+   * go further. */
+  if (p == NULL || symbol[0] != 'c' || symbol[1] != 'u' ||
+      !((symbol[2] >= 'A' && symbol[2] <= 'Z') || (symbol[2] == 'd' && symbol[3] == 'a')))
+    return p;
+  /* cuGetProcAddress always comes back as the shim's own, even when passing
+   * through (off mode, or the runtime resolving the driver inside a hook): it
+   * then swaps any of the shim's exports that the driver hands back (a driver
+   * resolving through the global scope does) for the real functions. */
+  if (strncmp(symbol, "cuGetProcAddress", 16) == 0 && !grape__is_own(p)) {
+    if (symbol[16] == '\0')
+      return (void*)cuGetProcAddress;
+    if (strcmp(symbol + 16, "_v2") == 0)
+      return (void*)cuGetProcAddress_v2;
+  }
+  if (!grape__active())
+    return p;
+  if (grape__is_own(p))
+    return p;
+  if (strncmp(symbol, "cuda", 4) == 0) {
+    int r = runtime_row(symbol);
+    return r >= 0 ? grape__hooks[r].wrapper[GRAPE_SLOT_EXPORT] : p;
+  }
+  int h = grape__hook_by_name(symbol);
+  if (h < 0)
+    return p;
+  return grape__wrap(GRAPE_SLOT_DLSYM, h, p);
+}

@@ -1,0 +1,312 @@
+/* Runtime overrides: launches (cudaLaunchKernel, cudaLaunchKernelExC and the
+ * __cudaLaunchKernel that CUDA 13 nvcc emits for <<<>>>), kernel registration,
+ * cudaGetDriverEntryPoint[ByVersion], allocations, syncs, copies and memsets.
+ *
+ * DESIGN: runtime overrides are reached only as exported symbols (the dlsym
+ * override hands these out for runtime names too), so each row has one function,
+ * which calls the next definition (RTLD_NEXT, see real.c). The runtime then
+ * calls the driver on this thread with the re-entry guard raised, so a launch
+ * made here is counted once, as "runtime". Registration calls are written out
+ * by hand: their results are void or a handle, not an error code. */
+#include <string.h>
+
+#include "allocmap.h"
+#include "funcinfo.h"
+#include "hooks_common.h"
+#include "launch.h"
+
+/* Function types, one per row. */
+#define GRAPE_RT(name, base, ptds, kind, stream, params, args) \
+  typedef cudaError_t (*pfn_##name) params;
+#include "hooks.def"
+
+void* grape__route_entry(grape_slot_t slot, const char* symbol, void* p, int version, int ptds);
+
+/* ---- Launches ---- */
+
+static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernel(grape_route_t route, grape_hook_t h, int ptds,
+                                                pfn_cudaLaunchKernel real, const void* func,
+                                                dim3 g, dim3 b, void** args, size_t shm,
+                                                cudaStream_t s) {
+  (void)h;
+    GRAPE_CALL(cudaError_t, real, (func, g, b, args, shm, s));
+  if (r_ == cudaSuccess) {
+    grape_launch_t l = {func, GRAPE_FN_RUNTIME, {g.x, g.y, g.z}, {b.x, b.y, b.z}, (uint32_t)shm,
+                        s, ptds, args, NULL, 0, NULL, 0};
+    grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
+  }
+  return r_;
+}
+
+static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernelExC(grape_route_t route, grape_hook_t h, int ptds,
+                                                   pfn_cudaLaunchKernelExC real,
+                                                   const cudaLaunchConfig_t* c, const void* func,
+                                                   void** args) {
+  (void)h;
+  if (c == NULL)
+    return real(c, func, args);
+  GRAPE_CALL(cudaError_t, real, (c, func, args));
+  if (r_ == cudaSuccess) {
+    grape_launch_t l = {func, GRAPE_FN_RUNTIME, {c->gridDim.x, c->gridDim.y, c->gridDim.z},
+                        {c->blockDim.x, c->blockDim.y, c->blockDim.z}, (uint32_t)c->dynamicSmemBytes,
+                        c->stream, ptds, args, NULL, 0, c->attrs,
+                        c->attrs ? c->numAttrs * sizeof(*c->attrs) : 0};
+    for (unsigned i = 0; c->attrs && i < c->numAttrs; i++)
+      if (c->attrs[i].id == cudaLaunchAttributeCooperative && c->attrs[i].val.cooperative)
+        l.flags |= GRAPE_SIG_COOPERATIVE;
+    grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
+  }
+  return r_;
+}
+
+static inline cudaError_t hook___cudaGetKernel(grape_route_t route, grape_hook_t h, int ptds,
+                                               pfn___cudaGetKernel real, cudaKernel_t* k,
+                                               const void* hostFun) {
+  (void)route;
+  (void)ptds;
+  if (!grape__active())
+    return real(k, hostFun);
+  grape__count(&grape__counters.api_calls[h]);
+  GRAPE_CALL(cudaError_t, real, (k, hostFun));
+  if (r_ == cudaSuccess && k != NULL)
+    GRAPE_NO_REENTRY(grape__func_alias(*k, GRAPE_FN_RUNTIME, hostFun));
+  return r_;
+}
+
+/* ---- The program's own stream capture (see hooks_driver.c) ---- */
+
+static inline cudaError_t hook_cudaStreamBeginCapture(grape_route_t route, grape_hook_t h, int ptds,
+                                                      pfn_cudaStreamBeginCapture real,
+                                                      cudaStream_t s, enum cudaStreamCaptureMode mode) {
+  (void)route;
+  if (!grape__active())
+    return real(s, mode);
+  grape__count(&grape__counters.api_calls[h]);
+  grape__rec_end_stream(grape__stream_key(s, ptds));
+  GRAPE_CALL(cudaError_t, real, (s, mode));
+  if (r_ == cudaSuccess)
+    __atomic_add_fetch(&grape__captures, 1, __ATOMIC_RELAXED);
+  return r_;
+}
+
+static inline cudaError_t hook_cudaStreamEndCapture(grape_route_t route, grape_hook_t h, int ptds,
+                                                    pfn_cudaStreamEndCapture real, cudaStream_t s,
+                                                    cudaGraph_t* g) {
+  (void)route;
+  (void)ptds;
+  if (!grape__active())
+    return real(s, g);
+  grape__count(&grape__counters.api_calls[h]);
+  GRAPE_CALL(cudaError_t, real, (s, g));
+  int n = __atomic_load_n(&grape__captures, __ATOMIC_RELAXED);
+  while (n > 0 && !__atomic_compare_exchange_n(&grape__captures, &n, n - 1, 0, __ATOMIC_RELAXED,
+                                               __ATOMIC_RELAXED))
+    ;
+  return r_;
+}
+
+/* ---- Driver entry points ---- */
+
+static inline cudaError_t hook_cudaGetDriverEntryPoint(grape_route_t route, grape_hook_t h,
+                                                       int ptds, pfn_cudaGetDriverEntryPoint real,
+                                                       const char* sym, void** fp,
+                                                       unsigned long long flags,
+                                                       enum cudaDriverEntryPointQueryResult* st) {
+  (void)route;
+  if (!grape__active())
+    return real(sym, fp, flags, st);
+  grape__count(&grape__counters.api_calls[h]);
+  GRAPE_CALL(cudaError_t, real, (sym, fp, flags, st));
+  if (r_ == cudaSuccess && fp != NULL) {
+    int pt = (flags & cudaEnablePerThreadDefaultStream) || (ptds && !(flags & cudaEnableLegacyStream));
+    *fp = grape__route_entry(GRAPE_SLOT_EP, sym, *fp, CUDART_VERSION, pt);
+  }
+  return r_;
+}
+
+static inline cudaError_t hook_cudaGetDriverEntryPointByVersion(
+    grape_route_t route, grape_hook_t h, int ptds, pfn_cudaGetDriverEntryPointByVersion real,
+    const char* sym, void** fp, unsigned ver, unsigned long long flags,
+    enum cudaDriverEntryPointQueryResult* st) {
+  (void)route;
+  if (!grape__active())
+    return real(sym, fp, ver, flags, st);
+  grape__count(&grape__counters.api_calls[h]);
+  GRAPE_CALL(cudaError_t, real, (sym, fp, ver, flags, st));
+  if (r_ == cudaSuccess && fp != NULL) {
+    int pt = (flags & cudaEnablePerThreadDefaultStream) || (ptds && !(flags & cudaEnableLegacyStream));
+    *fp = grape__route_entry(GRAPE_SLOT_EP, sym, *fp, (int)ver, pt);
+  }
+  return r_;
+}
+
+/* ---- Allocations ---- */
+
+#define RT_ALLOC_HOOK(base, kind, call_args, params_decl, ptr_expr, size_expr)             \
+  static inline cudaError_t hook_##base(grape_route_t route, grape_hook_t h, int ptds,     \
+                                        pfn_##base real, GRAPE_UNPAREN params_decl) {      \
+    (void)route;                                                                           \
+    (void)ptds;                                                                            \
+    if (!grape__active())                                                                  \
+      return real call_args;                                                               \
+    grape__count(&grape__counters.api_calls[h]);                                           \
+    GRAPE_CALL(cudaError_t, real, call_args);                                              \
+    if (r_ == cudaSuccess)                                                                 \
+      grape__alloc_add((uint64_t)(uintptr_t)(ptr_expr), (size_expr), kind);               \
+    return r_;                                                                             \
+  }
+#define RT_FREE_HOOK(base, sync, call_args, params_decl, ptr_expr)                         \
+  static inline cudaError_t hook_##base(grape_route_t route, grape_hook_t h, int ptds,     \
+                                        pfn_##base real, GRAPE_UNPAREN params_decl) {      \
+    (void)route;                                                                           \
+    (void)ptds;                                                                            \
+    if (!grape__active())                                                                  \
+      return real call_args;                                                               \
+    grape__count(&grape__counters.api_calls[h]);                                           \
+    if (sync)                                                                              \
+      grape__rec_end_all();                                                                \
+    GRAPE_CALL(cudaError_t, real, call_args);                                              \
+    if (r_ == cudaSuccess && (ptr_expr) != NULL)                                           \
+      grape__alloc_remove((uint64_t)(uintptr_t)(ptr_expr));                               \
+    return r_;                                                                             \
+  }
+
+RT_ALLOC_HOOK(cudaMalloc, GRAPE_ALLOC_DEVICE, (p, n), (void** p, size_t n), *p, n)
+RT_ALLOC_HOOK(cudaMallocManaged, GRAPE_ALLOC_MANAGED, (p, n, fl), (void** p, size_t n, unsigned fl), *p, n)
+RT_ALLOC_HOOK(cudaMallocAsync, GRAPE_ALLOC_ASYNC, (p, n, s), (void** p, size_t n, cudaStream_t s), *p, n)
+RT_ALLOC_HOOK(cudaMallocHost, GRAPE_ALLOC_HOST_PINNED, (p, n), (void** p, size_t n), *p, n)
+RT_ALLOC_HOOK(cudaHostAlloc, GRAPE_ALLOC_HOST_PINNED, (p, n, fl), (void** p, size_t n, unsigned fl), *p, n)
+RT_ALLOC_HOOK(cudaHostRegister, GRAPE_ALLOC_HOST_REGISTERED, (p, n, fl), (void* p, size_t n, unsigned fl), p, n)
+RT_FREE_HOOK(cudaFree, 1, (p), (void* p), p)
+RT_FREE_HOOK(cudaFreeAsync, 0, (p, s), (void* p, cudaStream_t s), p)
+RT_FREE_HOOK(cudaFreeHost, 1, (p), (void* p), p)
+RT_FREE_HOOK(cudaHostUnregister, 1, (p), (void* p), p)
+
+/* ---- Copies and memsets on a stream ---- */
+
+/* True when both ends are device memory the shim knows of (cudaMemcpyDefault). */
+static int both_device(const void* dst, const void* src) {
+  grape_alloc_t a;
+  return grape__alloc_find((uint64_t)(uintptr_t)dst, &a) == 0 && a.kind <= GRAPE_ALLOC_MAPPED &&
+         grape__alloc_find((uint64_t)(uintptr_t)src, &a) == 0 && a.kind <= GRAPE_ALLOC_MAPPED;
+}
+
+static inline cudaError_t hook_cudaMemcpyAsync(grape_route_t route, grape_hook_t h, int ptds,
+                                               pfn_cudaMemcpyAsync real, void* dst,
+                                               const void* src, size_t n,
+                                               enum cudaMemcpyKind kind, cudaStream_t s) {
+  (void)route;
+  if (!grape__active())
+    return real(dst, src, n, kind, s);
+  grape__count(&grape__counters.api_calls[h]);
+  /* A device-to-device copy is an op of the region; one that touches host
+   * memory is a point where the host sees results: it ends the region. */
+  int d2d = kind == cudaMemcpyDeviceToDevice || (kind == cudaMemcpyDefault && both_device(dst, src));
+  if (!d2d)
+    grape__rec_end_stream(grape__stream_key(s, ptds));
+  GRAPE_CALL(cudaError_t, real, (dst, src, n, kind, s));
+  if (d2d && r_ == cudaSuccess)
+    GRAPE_NO_REENTRY(grape__on_memop(GRAPE_OP_MEMCPY, n, 1, s, ptds));
+  return r_;
+}
+
+static inline cudaError_t hook_cudaMemsetAsync(grape_route_t route, grape_hook_t h, int ptds,
+                                               pfn_cudaMemsetAsync real, void* p, int v, size_t n,
+                                               cudaStream_t s) {
+  (void)route;
+  if (!grape__active())
+    return real(p, v, n, s);
+  grape__count(&grape__counters.api_calls[h]);
+  GRAPE_CALL(cudaError_t, real, (p, v, n, s));
+  if (r_ == cudaSuccess)
+    GRAPE_NO_REENTRY(grape__on_memop(GRAPE_OP_MEMSET, n, 1, s, ptds));
+  return r_;
+}
+
+/* ---- Generated: bodies and exported overrides ---- */
+
+#define GRAPE_RT(name, base, ptds, kind, stream, params, args) \
+  GRAPE_GEN_BODY_##kind(cudaError_t, name, base, ptds, stream, params, args)
+#include "hooks.def"
+
+#define GRAPE_GEN_RT_ENTRY(name, params, args) \
+  GRAPE_GEN_ENTRY(GRAPE_EXPORT, cudaError_t, name, params, args, name, GRAPE_SLOT_EXPORT, GRAPE_ROUTE_RUNTIME)
+#define GRAPE_GEN_RT_CUSTOM GRAPE_GEN_RT_ENTRY
+#define GRAPE_GEN_RT_PLAIN GRAPE_GEN_RT_ENTRY
+#define GRAPE_GEN_RT_SYNC_ALL GRAPE_GEN_RT_ENTRY
+#define GRAPE_GEN_RT_SYNC_STREAM GRAPE_GEN_RT_ENTRY
+#define GRAPE_GEN_RT_MANUAL(name, params, args)
+
+#define GRAPE_RT(name, base, ptds, kind, stream, params, args) \
+  GRAPE_GEN_RT_##kind(name, params, args)
+#include "hooks.def"
+
+GRAPE_EXPORT cudaError_t cudaDeviceSynchronize(void) {
+  pfn_cudaDeviceSynchronize real =
+      (pfn_cudaDeviceSynchronize)grape__real_export(GRAPE_HOOK_cudaDeviceSynchronize);
+  if (real == NULL)
+    return GRAPE_MISSING_cudaError_t;
+  if (!grape__active())
+    return real();
+  grape__count(&grape__counters.api_calls[GRAPE_HOOK_cudaDeviceSynchronize]);
+  grape__rec_end_all();
+  GRAPE_CALL(cudaError_t, real, ());
+  return r_;
+}
+
+/* ---- Registration (written out: void and handle results) ---- */
+
+typedef void** (*pfn_register_fatbin)(void*);
+typedef void (*pfn_fatbin_handle)(void**);
+typedef void (*pfn_register_function)(void**, const char*, char*, const char*, int, uint3*, uint3*,
+                                      dim3*, dim3*, int*);
+
+GRAPE_EXPORT void** __cudaRegisterFatBinary(void* fatCubin) {
+  pfn_register_fatbin real =
+      (pfn_register_fatbin)grape__real_export(GRAPE_HOOK___cudaRegisterFatBinary);
+  if (real == NULL)
+    return NULL;
+  if (!grape__active())
+    return real(fatCubin);
+  grape__count(&grape__counters.api_calls[GRAPE_HOOK___cudaRegisterFatBinary]);
+  void** handle;
+  GRAPE_NO_REENTRY(handle = real(fatCubin));
+  if (handle != NULL)
+    GRAPE_NO_REENTRY(grape__image_register(handle, fatCubin));
+  return handle;
+}
+
+GRAPE_EXPORT void __cudaRegisterFatBinaryEnd(void** handle) {
+  pfn_fatbin_handle real = (pfn_fatbin_handle)grape__real_export(GRAPE_HOOK___cudaRegisterFatBinaryEnd);
+  if (real == NULL)
+    return;
+  if (grape__active())
+    grape__count(&grape__counters.api_calls[GRAPE_HOOK___cudaRegisterFatBinaryEnd]);
+  GRAPE_NO_REENTRY(real(handle));
+}
+
+GRAPE_EXPORT void __cudaUnregisterFatBinary(void** handle) {
+  pfn_fatbin_handle real = (pfn_fatbin_handle)grape__real_export(GRAPE_HOOK___cudaUnregisterFatBinary);
+  if (real == NULL)
+    return;
+  if (grape__active()) {
+    grape__count(&grape__counters.api_calls[GRAPE_HOOK___cudaUnregisterFatBinary]);
+    grape__rec_end_all();
+  }
+  GRAPE_NO_REENTRY(real(handle));
+}
+
+GRAPE_EXPORT void __cudaRegisterFunction(void** handle, const char* hostFun, char* deviceFun,
+                                         const char* deviceName, int thread_limit, uint3* tid,
+                                         uint3* bid, dim3* bDim, dim3* gDim, int* wSize) {
+  pfn_register_function real =
+      (pfn_register_function)grape__real_export(GRAPE_HOOK___cudaRegisterFunction);
+  if (real == NULL)
+    return;
+  int active = grape__active();
+  GRAPE_NO_REENTRY(real(handle, hostFun, deviceFun, deviceName, thread_limit, tid, bid, bDim, gDim, wSize));
+  if (active) {
+    grape__count(&grape__counters.api_calls[GRAPE_HOOK___cudaRegisterFunction]);
+    GRAPE_NO_REENTRY(grape__func_register(hostFun, GRAPE_FN_RUNTIME, deviceFun, handle));
+  }
+}

@@ -1,0 +1,69 @@
+/* State shared by the shim's files: on/off, the re-entry guard, counters.
+ *
+ * DESIGN: the per-call test is one load of grape__state plus one thread-local
+ * load (grape__depth). State moves UNINIT -> ON | OFF once (init), and ON -> OFF
+ * when an internal failure makes the shim fall back to passthrough for the rest
+ * of the run. Counters are relaxed atomics: they are read once, at exit. */
+#ifndef GRAPE_INTERPOSE_INTERNAL_H
+#define GRAPE_INTERPOSE_INTERNAL_H
+
+#include "hooks.h"
+#include "log.h"
+#include "options.h"
+
+enum { GRAPE_STATE_UNINIT = 0, GRAPE_STATE_OFF = 1, GRAPE_STATE_ON = 2 };
+
+extern int grape__state;
+extern int grape__mode;   /* GRAPE_MODE_*, valid once state != UNINIT */
+extern __thread int grape__depth __attribute__((tls_model("initial-exec")));
+
+/* Reads the options and sets grape__state. Touches libc only: never CUDA.
+ * Safe to call from any thread, any number of times. @return the state. */
+__attribute__((cold, noinline)) int grape__init(void);
+
+/* Drops to passthrough for the rest of the run, logging why once. */
+void grape__disable(const char* why);
+
+/* True when a hook should do its work: the shim is on and this thread is not
+ * already inside a hook (the runtime calling the driver from inside a wrapper). */
+static inline __attribute__((always_inline)) int grape__active(void) {
+  int s = __atomic_load_n(&grape__state, __ATOMIC_RELAXED);
+  if (__builtin_expect(s == GRAPE_STATE_UNINIT, 0))
+    s = grape__init();
+  return s == GRAPE_STATE_ON && grape__depth == 0;
+}
+
+/* Runs expr with the re-entry guard raised; saves and restores the previous depth. */
+#define GRAPE_NO_REENTRY(expr)          \
+  do {                                  \
+    int saved_depth_ = grape__depth;    \
+    grape__depth = saved_depth_ + 1;    \
+    expr;                               \
+    grape__depth = saved_depth_;        \
+  } while (0)
+
+typedef struct grape_counters_s {
+  long launches[GRAPE_ROUTE_COUNT];   /* kernel launches by route */
+  long api_calls[GRAPE_HOOK_COUNT];   /* calls seen per hooked symbol (active only) */
+  long param_unknown;                 /* launches whose parameter layout was unknown */
+  long captured;                      /* launches into the program's own stream capture */
+} grape_counters_t;
+
+/* Stream captures the program has begun and not ended (all threads). While it
+ * is non-zero, each launch asks the driver whether its stream is capturing. */
+extern int grape__captures;
+
+/* True when stream (as a launch names it) is being captured by the program:
+ * then its work is neither counted as launches nor recorded. */
+int grape__stream_capturing(const void* stream, int ptds);
+
+extern grape_counters_t grape__counters;
+
+static inline void grape__count(long* c) {
+  __atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
+}
+
+/* Resets all state for a fork child (called from the atfork handler). */
+void grape__reset_child(void);
+
+#endif

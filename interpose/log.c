@@ -1,0 +1,148 @@
+/* Logging: format on the stack, one write(2) to the sink.
+ *
+ * DESIGN: the level and the log file are resolved lazily and cached in plain
+ * words (benign races: every thread computes the same value). The default sink
+ * writes to GRAPE_LOG_FILE (opened once with O_APPEND, "%p" = pid) or stderr.
+ * Non-main threads get a "thread 0x...: " prefix, as in mimalloc. A thread-local
+ * guard drops a message logged from inside the logger (an option warning raised
+ * while reading GRAPE_LOG itself). */
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+
+int grape__expand_pid(const char* pattern, char* out, size_t cap) {
+  size_t n = 0;
+  for (const char* p = pattern; *p; p++) {
+    char num[24];
+    const char* piece = p;
+    size_t len = 1;
+    if (p[0] == '%' && p[1] == 'p') {
+      len = (size_t)snprintf(num, sizeof(num), "%ld", (long)getpid());
+      piece = num;
+      p++;
+    } else if (p[0] == '%' && p[1] == '%') {
+      p++;
+    }
+    if (n + len + 1 > cap)
+      return -ENAMETOOLONG;
+    memcpy(out + n, piece, len);
+    n += len;
+  }
+  out[n] = '\0';
+  return 0;
+}
+
+int grape__log_level_cache = -1;     /* -1: not read yet */
+static int log_fd = -1;            /* -1: not opened yet; 2 when stderr */
+static long warnings;              /* warnings and errors printed so far */
+static grape_output_fn* out_fn;
+static void* out_arg;
+static __thread int in_log __attribute__((tls_model("initial-exec")));
+
+void grape__log_set_output(grape_output_fn* fn, void* arg) {
+  out_arg = arg;
+  __atomic_store_n(&out_fn, fn, __ATOMIC_RELEASE);
+}
+
+int grape__log_level_slow(void) {
+  int l = __atomic_load_n(&grape__log_level_cache, __ATOMIC_RELAXED);
+  if (__builtin_expect(l < 0, 0)) {
+    if (in_log)
+      return GRAPE_LOG_WARN;   /* option warning raised while reading GRAPE_LOG */
+    in_log = 1;
+    l = (int)grape__option_get(grape_option_log);
+    in_log = 0;
+    __atomic_store_n(&grape__log_level_cache, l, __ATOMIC_RELAXED);
+  }
+  return l;
+}
+
+static int open_log_fd(void) {
+  int fd = __atomic_load_n(&log_fd, __ATOMIC_RELAXED);
+  if (fd >= 0)
+    return fd;
+  const char* path = grape__option_str(grape_option_log_file);
+  fd = 2;
+  if (path != NULL && *path) {
+    char buf[4096];
+    if (grape__expand_pid(path, buf, sizeof(buf)) == 0) {
+      int f = open(buf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (f >= 0)
+        fd = f;
+    }
+  }
+  int expected = -1;
+  if (!__atomic_compare_exchange_n(&log_fd, &expected, fd, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    if (fd != 2)
+      close(fd);
+    fd = expected;
+  }
+  return fd;
+}
+
+static void write_all(int fd, const char* s, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, s, n);
+    if (w <= 0)
+      return;
+    s += w;
+    n -= (size_t)w;
+  }
+}
+
+void grape__output(const char* msg) {
+  grape_output_fn* fn = __atomic_load_n(&out_fn, __ATOMIC_ACQUIRE);
+  if (fn != NULL) {
+    fn(msg, out_arg);
+    return;
+  }
+  write_all(open_log_fd(), msg, strlen(msg));
+}
+
+void grape__log_emit(int level, const char* fmt, ...) {
+  if (in_log)
+    return;
+  if (level <= GRAPE_LOG_WARN) {
+    long max = grape__option_get(grape_option_max_warnings);
+    long n = __atomic_add_fetch(&warnings, 1, __ATOMIC_RELAXED);
+    if (max >= 0 && n > max) {
+      if (n == max + 1)
+        grape__output("grape: warning: further warnings suppressed (GRAPE_MAX_WARNINGS)\n");
+      return;
+    }
+  }
+  in_log = 1;
+  char buf[512];
+  size_t n = 0;
+  const char* prefix = level == GRAPE_LOG_ERROR  ? "grape: error: "
+                       : level == GRAPE_LOG_WARN ? "grape: warning: "
+                                                 : "grape: ";
+  n = strlen(prefix);
+  memcpy(buf, prefix, n);
+  pid_t tid = (pid_t)syscall(SYS_gettid);
+  if (tid != getpid())
+    n += (size_t)snprintf(buf + n, sizeof(buf) - n, "thread 0x%lx: ", (unsigned long)tid);
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
+  va_end(ap);
+  if (k > 0)
+    n += (size_t)k < sizeof(buf) - n - 1 ? (size_t)k : sizeof(buf) - n - 2;
+  buf[n++] = '\n';
+  buf[n] = '\0';
+  grape__output(buf);
+  in_log = 0;
+}
+
+void grape__log_reset(void) {
+  grape__log_level_cache = -1;
+  warnings = 0;
+  /* A child keeps the parent's log file descriptor open: same file, same O_APPEND. */
+}

@@ -1,0 +1,467 @@
+/* The exit report.
+ *
+ * DESIGN: the report is built at exit from the counters and the path table, in
+ * a growing heap buffer, then written in one go: to the log sink for 'stderr',
+ * else to a temporary file renamed over the target, so a reader never sees half
+ * a report. Route counts are kept per route, and every counted launch has exactly
+ * one route, so launches_by_route adds up to launches by construction. With
+ * GRAPE_PREDICT_GPU, predicted path times are computed here too, from a cache
+ * of one prediction per distinct launch shape (never on the launch path). */
+#include "report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "allocmap.h"
+#include "funcinfo.h"
+#include "grape/grape.h"
+#include "grape/predict.h"
+#include "internal.h"
+#include "log.h"
+#include "recorder.h"
+
+typedef struct buf_s {
+  char* p;
+  size_t len, cap;
+  int oom;
+} buf_t;
+
+__attribute__((format(printf, 2, 3)))
+static void put(buf_t* b, const char* fmt, ...) {
+  if (b->oom)
+    return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      b->oom = 1;
+      return;
+    }
+    if ((size_t)n < b->cap - b->len) {
+      b->len += (size_t)n;
+      return;
+    }
+    size_t ncap = b->cap * 2 + (size_t)n;
+    char* np = realloc(b->p, ncap);
+    if (np == NULL) {
+      b->oom = 1;
+      return;
+    }
+    b->p = np;
+    b->cap = ncap;
+  }
+}
+
+static const char* const route_names[GRAPE_ROUTE_COUNT] = {
+  "runtime", "driver", "dlsym", "getprocaddress", "entrypoint",
+};
+
+static const char* mode_name(void) {
+  switch (grape__mode) {
+  case GRAPE_MODE_OFF: return "off";
+  case GRAPE_MODE_GRAPH: return "graph";
+  default: return "observe";
+  }
+}
+
+/* Kernel names by function id, for the ops of the top paths. */
+typedef struct name_entry_s {
+  uint64_t id;
+  const char* name;
+} name_entry_t;
+
+typedef struct names_s {
+  name_entry_t* v;
+  size_t len, cap;
+} names_t;
+
+static void collect_name(const grape_func_t* f, void* arg) {
+  names_t* n = arg;
+  if (f->name == NULL)
+    return;
+  if (n->len == n->cap) {
+    size_t cap = n->cap ? n->cap * 2 : 256;
+    name_entry_t* v = realloc(n->v, cap * sizeof(*v));
+    if (v == NULL)
+      return;
+    n->v = v;
+    n->cap = cap;
+  }
+  n->v[n->len++] = (name_entry_t){f->id, f->demangled ? f->demangled : f->name};
+}
+
+static int name_cmp(const void* a, const void* b) {
+  const name_entry_t* x = a;
+  const name_entry_t* y = b;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static const char* name_of(const names_t* n, uint64_t id) {
+  name_entry_t key = {id, NULL};
+  const name_entry_t* e = n->len ? bsearch(&key, n->v, n->len, sizeof(key), name_cmp) : NULL;
+  return e ? e->name : NULL;
+}
+
+/* A JSON string of the op: the kernel's short name (demangled, without the
+ * parameter list and template arguments), "memset", "memcpy" or "?". */
+static void put_op_name(buf_t* b, const names_t* n, const grape_op_sig_t* s) {
+  const char* name = s->kind == GRAPE_OP_MEMSET   ? "memset"
+                     : s->kind == GRAPE_OP_MEMCPY ? "memcpy"
+                                                  : name_of(n, s->func);
+  if (name == NULL)
+    name = "?";
+  size_t len = strcspn(name, "(<");
+  put(b, "\"");
+  for (size_t i = 0; i < len && i < 120; i++)
+    if (name[i] != '"' && name[i] != '\\' && (unsigned char)name[i] >= 0x20)
+      put(b, "%c", name[i]);
+  put(b, "\"");
+}
+
+
+/* ---- Predicted times (GRAPE_PREDICT_GPU) ----
+ * Done here, at exit, never per launch: each distinct kernel launch (function,
+ * grid, block, dynamic shared memory) is prepared and predicted once, then
+ * every path's time is a sum over its ops plus the model's launch gaps. */
+
+typedef struct kpred_s {
+  const grape_op_sig_t* sig;   /* the first op seen with this key, NULL = free slot */
+  double ms;
+} kpred_t;
+
+typedef struct predictor_s {
+  const grape_model_t* model;
+  const grape_gpu_spec_t* gpu;
+  const names_t* names;
+  kpred_t* v;
+  size_t cap, len;
+  double gap_eager, gap_graph, graph_launch;   /* ms, from grape_predict_path */
+} predictor_t;
+
+static int same_launch(const grape_op_sig_t* a, const grape_op_sig_t* b) {
+  return a->func == b->func && memcmp(a->grid, b->grid, sizeof(a->grid)) == 0 &&
+         memcmp(a->block, b->block, sizeof(a->block)) == 0 && a->shmem == b->shmem;
+}
+
+static size_t launch_hash(const grape_op_sig_t* s) {
+  uint64_t h = s->func * 0x9e3779b97f4a7c15ull;
+  for (int i = 0; i < 3; i++)
+    h = (h ^ s->grid[i] ^ ((uint64_t)s->block[i] << 32)) * 0x100000001b3ull;
+  return (size_t)((h ^ s->shmem) >> 17);
+}
+
+static void kernel_desc(const predictor_t* p, const grape_op_sig_t* s, grape_kernel_desc_t* k) {
+  memset(k, 0, sizeof(*k));
+  k->name = name_of(p->names, s->func);
+  memcpy(k->grid, s->grid, sizeof(k->grid));
+  memcpy(k->block, s->block, sizeof(k->block));
+  k->dyn_smem = s->shmem;
+  k->regs = -1;
+  k->op = GRAPE_OP_UNKNOWN;
+}
+
+static int cache_grow(predictor_t* p) {
+  size_t ncap = p->cap ? p->cap * 2 : 256;
+  kpred_t* nv = calloc(ncap, sizeof(*nv));
+  if (nv == NULL)
+    return -ENOMEM;
+  for (size_t i = 0; i < p->cap; i++) {
+    if (p->v[i].sig == NULL)
+      continue;
+    size_t j = launch_hash(p->v[i].sig) & (ncap - 1);
+    while (nv[j].sig != NULL)
+      j = (j + 1) & (ncap - 1);
+    nv[j] = p->v[i];
+  }
+  free(p->v);
+  p->v = nv;
+  p->cap = ncap;
+  return 0;
+}
+
+/* Predicted time of one kernel op in ms, or a negative value when out of memory. */
+static double kernel_ms(predictor_t* p, const grape_op_sig_t* s) {
+  if (p->len * 2 >= p->cap && cache_grow(p) != 0)
+    return -1;
+  size_t j = launch_hash(s) & (p->cap - 1);
+  for (; p->v[j].sig != NULL; j = (j + 1) & (p->cap - 1))
+    if (same_launch(p->v[j].sig, s))
+      return p->v[j].ms;
+  grape_kernel_desc_t k;
+  grape_kernel_prep_t prep;
+  kernel_desc(p, s, &k);
+  grape_kernel_prepare(&k, &prep);
+  p->v[j].sig = s;
+  p->v[j].ms = grape_predict_prepared_ms(p->model, GRAPE_METHOD_GRAPE, p->gpu, &prep);
+  p->len++;
+  return p->v[j].ms;
+}
+
+/* The model's launch gaps, read back through grape_predict_path (the public
+ * API has no accessor): eager = sum + n*ge, graph = sum + L + n*gg. */
+static int predictor_init(predictor_t* p, const grape_model_t* m, const grape_gpu_spec_t* g,
+                          const names_t* names) {
+  memset(p, 0, sizeof(*p));
+  p->model = m;
+  p->gpu = g;
+  p->names = names;
+  grape_kernel_desc_t k[2] = {{.grid = {1, 1, 1}, .block = {32, 1, 1}, .regs = -1},
+                              {.grid = {1, 1, 1}, .block = {32, 1, 1}, .regs = -1}};
+  double t = grape_predict_kernel_ms(m, g, &k[0]), e1, g1, g2;
+  if (grape_predict_path(m, g, k, 1, &e1, &g1) < 0 || grape_predict_path(m, g, k, 2, NULL, &g2) < 0)
+    return -EINVAL;
+  p->gap_eager = e1 - t;
+  p->gap_graph = g2 - g1 - t;
+  p->graph_launch = g1 - t - p->gap_graph;
+  return 0;
+}
+
+/* A path's predicted eager and graph times (kernels only: memsets and copies
+ * are not modelled). @return 0, or -ENOMEM. */
+static int path_ms(predictor_t* p, const grape_path_info_t* path, double* eager, double* graph) {
+  double sum = 0;
+  size_t n = 0;
+  for (uint32_t i = 0; path->sigs && i < path->nops; i++) {
+    if (path->sigs[i].kind != GRAPE_OP_KERNEL)
+      continue;
+    double t = kernel_ms(p, &path->sigs[i]);
+    if (t < 0)
+      return -ENOMEM;
+    sum += t;
+    n++;
+  }
+  *eager = sum + (double)n * p->gap_eager;
+  *graph = n ? sum + p->graph_launch + (double)n * p->gap_graph : 0;
+  return 0;
+}
+
+static void put_json_str(buf_t* b, const char* s) {
+  put(b, "\"");
+  for (; s && *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      put(b, "\\%c", c);
+    else if (c < 0x20)
+      put(b, "\\u%04x", c);
+    else
+      put(b, "%c", c);
+  }
+  put(b, "\"");
+}
+
+/* The GPU GRAPE_PREDICT_GPU names, or NULL (unset, or unknown: warned once). */
+static const grape_gpu_spec_t* predict_gpu(void) {
+  const char* name = grape__option_str(grape_option_predict_gpu);
+  if (name == NULL || *name == '\0')
+    return NULL;
+  const grape_gpu_spec_t* g = grape_gpu_find(name);
+  if (g == NULL) {
+    buf_t known = {malloc(256), 0, 256, 0};
+    for (size_t i = 0; known.p && i < grape_gpu_count(); i++)
+      put(&known, "%s%s", i ? ", " : "", grape_gpu_at(i)->name);
+    grape_log_warn("GRAPE_PREDICT_GPU names an unknown GPU '%s' (known: %s); no predicted times",
+                   name, known.p && !known.oom ? known.p : "?");
+    free(known.p);
+  }
+  return g;
+}
+
+/* Writes "predicted":{...} for paths all[0..n) (sorted, most frequent first;
+ * the first ntop are the report's top paths) and their times into eager/graph;
+ * "predicted":null when it cannot. */
+static void put_predicted(buf_t* b, const grape_gpu_spec_t* g, const names_t* names,
+                          const grape_path_info_t* all, size_t n, size_t ntop, double* eager,
+                          double* graph) {
+  grape_model_t* m = NULL;
+  predictor_t p = {0};
+  int rc = grape_model_load_default(&m);
+  if (rc == 0)
+    rc = predictor_init(&p, m, g, names);
+  double te = 0, tg = 0;
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    rc = path_ms(&p, &all[i], &eager[i], &graph[i]);
+    te += (double)all[i].count * eager[i];
+    tg += (double)all[i].count * graph[i];
+  }
+  if (rc != 0) {
+    grape_log_warn("cannot predict path times for %s (%s); the report says predicted: null",
+                   g->name, strerror(-rc));
+    put(b, "\"predicted\":null,");
+    goto done;
+  }
+  put(b, "\"predicted\":{\"gpu\":");
+  put_json_str(b, g->name);
+  put(b, ",\"model\":\"grape\",\"paths_predicted\":%zu,\"total_eager_ms\":%.17g,"
+      "\"total_graph_ms\":%.17g,\"paths\":[", n, te, tg);
+  for (size_t i = 0; i < ntop && i < n; i++) {
+    char hex[17];
+    grape__fp_hex(all[i].fp, hex);
+    put(b, "%s{\"fingerprint\":\"%s\",\"count\":%llu,\"eager_ms\":%.17g,\"graph_ms\":%.17g,"
+        "\"kernels\":[", i ? "," : "", hex, (unsigned long long)all[i].count, eager[i], graph[i]);
+    int first = 1;
+    for (uint32_t j = 0; all[i].sigs && j < all[i].nops; j++) {
+      const grape_op_sig_t* s = &all[i].sigs[j];
+      if (s->kind != GRAPE_OP_KERNEL)
+        continue;
+      put(b, "%s{\"name\":", first ? "" : ",");
+      const char* name = name_of(names, s->func);
+      if (name)
+        put_json_str(b, name);
+      else
+        put(b, "null");
+      put(b, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem\":%u,\"ms\":%.17g}", s->grid[0],
+          s->grid[1], s->grid[2], s->block[0], s->block[1], s->block[2], s->shmem,
+          kernel_ms(&p, s));
+      first = 0;
+    }
+    put(b, "]}");
+  }
+  put(b, "]},");
+done:
+  free(p.v);
+  grape_model_free(m);
+}
+
+char* grape__report_json(void) {
+  buf_t b = {malloc(4096), 0, 4096, 0};
+  if (b.p == NULL)
+    return NULL;
+  long total = 0;
+  for (int r = 0; r < GRAPE_ROUTE_COUNT; r++)
+    total += __atomic_load_n(&grape__counters.launches[r], __ATOMIC_RELAXED);
+  put(&b, "{\"grape_version\":\"%u.%u.%u\",\"pid\":%ld,\"mode\":\"%s\",\"launches\":%ld,",
+      grape_version() / 10000, grape_version() / 100 % 100, grape_version() % 100, (long)getpid(),
+      mode_name(), total);
+  put(&b, "\"launches_by_route\":{");
+  for (int r = 0; r < GRAPE_ROUTE_COUNT; r++)
+    put(&b, "%s\"%s\":%ld", r ? "," : "", route_names[r],
+        __atomic_load_n(&grape__counters.launches[r], __ATOMIC_RELAXED));
+  put(&b, "},\"api_calls\":{");
+  int first = 1;
+  for (int h = 0; h < GRAPE_HOOK_COUNT; h++) {
+    long n = __atomic_load_n(&grape__counters.api_calls[h], __ATOMIC_RELAXED);
+    if (n == 0)
+      continue;
+    put(&b, "%s\"%s\":%ld", first ? "" : ",", grape__hooks[h].name, n);
+    first = 0;
+  }
+  grape_rec_stats_t st;
+  long want = grape__option_get(grape_option_top_paths);
+  size_t ntop = want > 0 ? (size_t)want : 0;
+  /* Predicting needs every path (the totals); the top ones come first. */
+  const grape_gpu_spec_t* gpu = predict_gpu();
+  int predict_on = grape__option_str(grape_option_predict_gpu) != NULL &&
+                   *grape__option_str(grape_option_predict_gpu) != '\0';
+  size_t nall = ntop;
+  if (gpu != NULL) {
+    grape_path_info_t none;
+    grape__rec_stats(&st, &none, 0);
+    if (st.paths > nall)
+      nall = (size_t)st.paths;
+  }
+  grape_path_info_t* top = nall ? calloc(nall, sizeof(*top)) : NULL;
+  size_t got = grape__rec_stats(&st, top, top ? nall : 0);
+  size_t k = got < ntop ? got : ntop;
+  double* pred = gpu != NULL && got ? calloc(2 * got, sizeof(*pred)) : NULL;
+  put(&b, "},\"regions\":%llu,\"paths\":%llu,\"ops\":%llu,\"fingerprint_collisions\":%llu,",
+      (unsigned long long)st.regions, (unsigned long long)st.paths, (unsigned long long)st.ops,
+      (unsigned long long)st.collisions);
+  put(&b, "\"launches_without_layout\":%ld,\"launches_captured\":%ld,\"allocations_live\":%zu,",
+      __atomic_load_n(&grape__counters.param_unknown, __ATOMIC_RELAXED),
+      __atomic_load_n(&grape__counters.captured, __ATOMIC_RELAXED), grape__alloc_count());
+  names_t names = {NULL, 0, 0};
+  if (got > 0) {
+    grape__func_each(collect_name, &names);
+    if (names.len)
+      qsort(names.v, names.len, sizeof(*names.v), name_cmp);
+  }
+  /* "predicted" goes before top_paths, which then carry each path's times. */
+  if (gpu != NULL && (pred != NULL || got == 0))
+    put_predicted(&b, gpu, &names, top, got, k, pred, pred ? pred + got : NULL);
+  else if (predict_on)
+    put(&b, "\"predicted\":null,");
+  put(&b, "\"top_paths\":[");
+  for (size_t i = 0; i < k; i++) {
+    char hex[17];
+    grape__fp_hex(top[i].fp, hex);
+    put(&b, "%s{\"fingerprint\":\"%s\",\"ops\":%u,\"count\":%llu,\"kernels\":[", i ? "," : "", hex,
+        top[i].nops, (unsigned long long)top[i].count);
+    /* The first 16 ops name the path; longer ones end with "...". */
+    for (uint32_t j = 0; j < top[i].nops && j < 16 && top[i].sigs; j++) {
+      if (j)
+        put(&b, ",");
+      put_op_name(&b, &names, &top[i].sigs[j]);
+    }
+    if (top[i].nops > 16)
+      put(&b, ",\"...\"");
+    put(&b, "]");
+    if (pred != NULL)
+      put(&b, ",\"predicted_eager_ms\":%.17g,\"predicted_graph_ms\":%.17g", pred[i], pred[got + i]);
+    put(&b, "}");
+  }
+  put(&b, "]}\n");
+  free(pred);
+  free(names.v);
+  free(top);
+  if (b.oom) {
+    free(b.p);
+    return NULL;
+  }
+  return b.p;
+}
+
+int grape__report_write(void) {
+  const char* target = grape__option_str(grape_option_report);
+  if (target == NULL || *target == '\0')
+    return 0;
+  char* json = grape__report_json();
+  if (json == NULL) {
+    grape_log_warn("out of memory: no exit report");
+    return -ENOMEM;
+  }
+  int rc = 0;
+  if (strcmp(target, "stderr") == 0) {
+    grape__output(json);
+    goto done;
+  }
+  char path[4096], tmp[4200];
+  if (grape__expand_pid(target, path, sizeof(path))) {
+    rc = -ENAMETOOLONG;
+    grape_log_warn("GRAPE_REPORT path too long: no exit report");
+    goto done;
+  }
+  snprintf(tmp, sizeof(tmp), "%s.tmp%ld", path, (long)getpid());
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    rc = -errno;
+    grape_log_warn("cannot write the exit report to %s: %s", tmp, strerror(errno));
+    goto done;
+  }
+  size_t len = strlen(json), off = 0;
+  while (off < len) {
+    ssize_t w = write(fd, json + off, len - off);
+    if (w <= 0) {
+      rc = -EIO;
+      break;
+    }
+    off += (size_t)w;
+  }
+  if (close(fd) != 0 && rc == 0)
+    rc = -EIO;
+  if (rc == 0 && rename(tmp, path) != 0)
+    rc = -errno;
+  if (rc != 0) {
+    unlink(tmp);
+    grape_log_warn("cannot write the exit report to %s", path);
+  }
+done:
+  free(json);
+  return rc;
+}

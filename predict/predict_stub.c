@@ -1,2 +1,0 @@
-/* placeholder until the predict module lands */
-typedef int grape__predict_placeholder_t;

@@ -1,0 +1,719 @@
+/* core.c: the simulated driver's process state, initialisation, device and
+ * context queries, error strings, cuGetProcAddress and the exit report.
+ *
+ * DESIGN: the sim is one H200-like device (ordinal 0) with one primary
+ * context. cuInit must precede every other call as with the real driver
+ * (CUDA_ERROR_NOT_INITIALIZED otherwise). Contexts beyond the primary one are
+ * not simulated; the current context is a thread-local pointer that is either
+ * NULL or the primary context.
+ *
+ * SIMCU_REPORT=<file> writes, from the library destructor, the number of
+ * calls of every entry point plus execution counters as one JSON object.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+sim_state_t grape__sim = {
+  .lock = PTHREAD_MUTEX_INITIALIZER,
+  .done_cv = PTHREAD_COND_INITIALIZER,
+};
+
+const char* const grape__sim_sym_names[SYM__COUNT] = {
+#define SIM_P1(base, ver, sym) #sym,
+#define SIM_P2(base, ver, sym, ptsym) #sym, #ptsym,
+#define SIM_EXTRA(sym) #sym,
+#include "api.def"
+};
+
+static _Thread_local struct CUctx_st* tls_ctx;
+static _Thread_local int tls_ctx_set;   /* the thread has called cuCtxSetCurrent/PushCurrent */
+
+void grape__sim_logf(const char* fmt, ...) {
+  char buf[512];
+  int n = snprintf(buf, sizeof(buf), "simcu: ");
+  va_list ap;
+  va_start(ap, fmt);
+  n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+  va_end(ap);
+  if (n > (int)sizeof(buf) - 2)
+    n = (int)sizeof(buf) - 2;
+  buf[n++] = '\n';
+  ssize_t w = write(2, buf, (size_t)n);
+  (void)w;
+}
+
+/* ---- Handle registry: open addressing over pointer values ---- */
+
+typedef struct reg_slot_s {
+  const void* p;   /* NULL empty, (void*)1 tombstone */
+  int kind;
+} reg_slot_t;
+
+static reg_slot_t* reg_tab;
+static size_t reg_cap, reg_used;
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+#define REG_TOMB ((const void*)1)
+
+static size_t reg_hash(const void* p) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return (size_t)x;
+}
+
+static int reg_grow(void) {
+  size_t ncap = reg_cap ? reg_cap * 2 : 256;
+  reg_slot_t* nt = calloc(ncap, sizeof(*nt));
+  if (nt == NULL)
+    return -ENOMEM;
+  for (size_t i = 0; i < reg_cap; i++) {
+    if (reg_tab[i].p == NULL || reg_tab[i].p == REG_TOMB)
+      continue;
+    size_t j = reg_hash(reg_tab[i].p) & (ncap - 1);
+    while (nt[j].p != NULL)
+      j = (j + 1) & (ncap - 1);
+    nt[j] = reg_tab[i];
+  }
+  free(reg_tab);
+  reg_tab = nt;
+  reg_cap = ncap;
+  size_t live = 0;
+  for (size_t i = 0; i < ncap; i++)
+    live += nt[i].p != NULL;
+  reg_used = live;
+  return 0;
+}
+
+int grape__sim_reg_add(const void* p, int kind) {
+  int err = 0;
+  pthread_mutex_lock(&reg_lock);
+  if ((reg_used + 1) * 2 > reg_cap && (err = reg_grow()) != 0)
+    goto out;
+  size_t j = reg_hash(p) & (reg_cap - 1);
+  while (reg_tab[j].p != NULL && reg_tab[j].p != REG_TOMB && reg_tab[j].p != p)
+    j = (j + 1) & (reg_cap - 1);
+  if (reg_tab[j].p == NULL)
+    reg_used++;
+  reg_tab[j].p = p;
+  reg_tab[j].kind = kind;
+out:
+  pthread_mutex_unlock(&reg_lock);
+  return err;
+}
+
+static reg_slot_t* reg_find(const void* p) {
+  if (reg_cap == 0 || p == NULL || p == REG_TOMB)
+    return NULL;
+  size_t j = reg_hash(p) & (reg_cap - 1);
+  while (reg_tab[j].p != NULL) {
+    if (reg_tab[j].p == p)
+      return &reg_tab[j];
+    j = (j + 1) & (reg_cap - 1);
+  }
+  return NULL;
+}
+
+void grape__sim_reg_del(const void* p) {
+  pthread_mutex_lock(&reg_lock);
+  reg_slot_t* s = reg_find(p);
+  if (s != NULL)
+    s->p = REG_TOMB;   /* stays counted in reg_used until the next grow */
+  pthread_mutex_unlock(&reg_lock);
+}
+
+int grape__sim_reg_has(const void* p, int kind) {
+  pthread_mutex_lock(&reg_lock);
+  reg_slot_t* s = reg_find(p);
+  int ok = s != NULL && s->kind == kind;
+  pthread_mutex_unlock(&reg_lock);
+  return ok;
+}
+
+/* ---- Initialisation ---- */
+
+CUresult grape__sim_check_init(void) {
+  return grape__sim.initialized ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+SIM_EXPORT CUresult cuInit(unsigned int flags) {
+  SIM_COUNT(cuInit);
+  if (flags != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&grape__sim.lock);
+  if (!grape__sim.initialized) {
+    const char* s = getenv("SIMCU_SYNC");
+    grape__sim.sync_mode = s != NULL && s[0] == '1';
+    grape__sim.initialized = 1;
+  }
+  pthread_mutex_unlock(&grape__sim.lock);
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDriverGetVersion(int* v) {
+  SIM_COUNT(cuDriverGetVersion);
+  if (v == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  *v = SIM_DRIVER_VERSION;
+  return CUDA_SUCCESS;
+}
+
+/* ---- Errors ---- */
+
+static const struct {
+  CUresult code;
+  const char* name;
+  const char* text;
+} errtab[] = {
+  {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+  {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+  {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+  {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+  {CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
+  {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+  {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+  {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+  {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+  {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
+  {CUDA_ERROR_INVALID_SOURCE, "CUDA_ERROR_INVALID_SOURCE", "device kernel image is invalid"},
+  {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+  {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+  {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
+  {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+  {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
+  {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+  {CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
+  {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+  {CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "part or all of the requested memory range is already mapped"},
+  {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED", "pointer does not correspond to a registered memory region"},
+  {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
+  {CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture"},
+  {CUDA_ERROR_STREAM_CAPTURE_MERGE, "CUDA_ERROR_STREAM_CAPTURE_MERGE", "operation would result in a merge of separate capture sequences"},
+  {CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED", "capture was not ended in the same stream as it began"},
+  {CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "CUDA_ERROR_STREAM_CAPTURE_UNJOINED", "capturing stream has unjoined work"},
+  {CUDA_ERROR_STREAM_CAPTURE_ISOLATION, "CUDA_ERROR_STREAM_CAPTURE_ISOLATION", "dependency created on uncaptured work in another stream"},
+  {CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT", "operation would make the legacy stream depend on a capturing blocking stream"},
+  {CUDA_ERROR_CAPTURED_EVENT, "CUDA_ERROR_CAPTURED_EVENT", "operation not permitted on an event last recorded in a capturing stream"},
+  {CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD", "attempt to terminate a thread-local capture sequence from another thread"},
+  {CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE", "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update"},
+  {CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
+  {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+SIM_EXPORT CUresult cuGetErrorString(CUresult e, const char** s) {
+  SIM_COUNT(cuGetErrorString);
+  if (s == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < sizeof(errtab) / sizeof(errtab[0]); i++)
+    if (errtab[i].code == e) {
+      *s = errtab[i].text;
+      return CUDA_SUCCESS;
+    }
+  *s = NULL;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+SIM_EXPORT CUresult cuGetErrorName(CUresult e, const char** s) {
+  SIM_COUNT(cuGetErrorName);
+  if (s == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < sizeof(errtab) / sizeof(errtab[0]); i++)
+    if (errtab[i].code == e) {
+      *s = errtab[i].name;
+      return CUDA_SUCCESS;
+    }
+  *s = NULL;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* The sim has no private tables; real cudart would need them, the sim's does not. */
+SIM_EXPORT CUresult cuGetExportTable(const void** table, const CUuuid* id) {
+  SIM_COUNT(cuGetExportTable);
+  (void)id;
+  if (table != NULL)
+    *table = NULL;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* ---- Devices ---- */
+
+#define SIM_TOTAL_MEM 150754820096ULL   /* what an H200 reports: 143771 MiB */
+
+static CUresult check_dev(CUdevice d) {
+  CUresult r = grape__sim_check_init();
+  if (r != CUDA_SUCCESS)
+    return r;
+  return d == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+SIM_EXPORT CUresult cuDeviceGet(CUdevice* d, int ordinal) {
+  SIM_COUNT(cuDeviceGet);
+  CUresult r = grape__sim_check_init();
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (d == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (ordinal != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceGetCount(int* n) {
+  SIM_COUNT(cuDeviceGetCount);
+  CUresult r = grape__sim_check_init();
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (n == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  *n = 1;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice d) {
+  SIM_COUNT(cuDeviceGetName);
+  CUresult r = check_dev(d);
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (name == NULL || len <= 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  snprintf(name, (size_t)len, "%s", "NVIDIA H200 (simcu)");
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid* u, CUdevice d) {
+  SIM_COUNT(cuDeviceGetUuid_v2);
+  CUresult r = check_dev(d);
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (u == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  memcpy(u->bytes, "simcu-h200-0000\0", 16);
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice d) {
+  SIM_COUNT(cuDeviceTotalMem_v2);
+  CUresult r = check_dev(d);
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (bytes == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  *bytes = (size_t)SIM_TOTAL_MEM;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceGetPCIBusId(char* id, int len, CUdevice d) {
+  SIM_COUNT(cuDeviceGetPCIBusId);
+  CUresult r = check_dev(d);
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (id == NULL || len <= 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  snprintf(id, (size_t)len, "%s", "0000:00:00.0");
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceCanAccessPeer(int* can, CUdevice a, CUdevice b) {
+  SIM_COUNT(cuDeviceCanAccessPeer);
+  CUresult r = check_dev(a);
+  if (r == CUDA_SUCCESS)
+    r = check_dev(b);
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (can == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  *can = 0;
+  return CUDA_SUCCESS;
+}
+
+/* An H200 SXM's attributes (values a real one reports with CUDA 12/13). */
+static int attr_value(CUdevice_attribute a, int* v) {
+  switch (a) {
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: *v = 1024; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: *v = 1024; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: *v = 64; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *v = 2147483647; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: *v = 65535; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *v = 65535; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *v = 49152; break;
+  case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: *v = 65536; break;
+  case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = 32; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_PITCH: *v = 2147483647; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: *v = 65536; break;
+  case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *v = 1980000; break;
+  case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: *v = 512; break;
+  case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
+  case CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT: *v = 0; break;
+  case CU_DEVICE_ATTRIBUTE_INTEGRATED: *v = 0; break;
+  case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: *v = CU_COMPUTEMODE_DEFAULT; break;
+  case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_ECC_ENABLED: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *v = 0; break;
+  case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: *v = 0; break;
+  case CU_DEVICE_ATTRIBUTE_TCC_DRIVER: *v = 0; break;
+  case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: *v = 2619000; break;
+  case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: *v = 6144; break;
+  case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *v = 52428800; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *v = 2048; break;
+  case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: *v = 5; break;
+  case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: *v = 0; break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+  case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *v = 233472; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: *v = 65536; break;
+  case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD: *v = 0; break;
+  case CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO: *v = 2; break;
+  case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: *v = 0; break;
+  case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 232448; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: *v = 32; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE: *v = 32505856; break;
+  case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: *v = 1024; break;
+  case CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED: *v = 0; break;
+  case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED: *v = 0; break;
+  case CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_NUMA_CONFIG: *v = 0; break;
+  default:
+    if ((int)a <= 0 || a >= CU_DEVICE_ATTRIBUTE_MAX)
+      return -1;
+    *v = 0;   /* a feature the sim does not have */
+  }
+  return 0;
+}
+
+SIM_EXPORT CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice d) {
+  SIM_COUNT(cuDeviceGetAttribute);
+  CUresult r = check_dev(d);
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (v == NULL || attr_value(a, v) != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
+/* ---- Contexts ---- */
+
+/* As with the real driver, a thread has no current context until it sets one
+ * (the runtime does so on each thread's first call); calls that need one fail
+ * with CUDA_ERROR_INVALID_CONTEXT, so a missing cuCtxSetCurrent shows here as
+ * it would on a GPU. A retained-then-released primary context is not current. */
+struct CUctx_st* grape__sim_current_ctx(void) {
+  if (!tls_ctx_set || tls_ctx == NULL)
+    return NULL;
+  return grape__sim.primary.refs > 0 ? tls_ctx : NULL;
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) {
+  SIM_COUNT(cuDevicePrimaryCtxRetain);
+  CUresult r = check_dev(d);
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (c == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&grape__sim.lock);
+  grape__sim.primary.primary = 1;
+  grape__sim.primary.refs++;
+  pthread_mutex_unlock(&grape__sim.lock);
+  *c = &grape__sim.primary;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
+  SIM_COUNT(cuDevicePrimaryCtxRelease_v2);
+  CUresult r = check_dev(d);
+  if (r != CUDA_SUCCESS)
+    return r;
+  pthread_mutex_lock(&grape__sim.lock);
+  if (grape__sim.primary.refs > 0)
+    grape__sim.primary.refs--;
+  else
+    r = CUDA_ERROR_INVALID_CONTEXT;
+  pthread_mutex_unlock(&grape__sim.lock);
+  return r;
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice d) {
+  SIM_COUNT(cuDevicePrimaryCtxReset_v2);
+  CUresult r = check_dev(d);
+  if (r != CUDA_SUCCESS)
+    return r;
+  return grape__sim_wait_all();
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice d, unsigned int flags) {
+  SIM_COUNT(cuDevicePrimaryCtxSetFlags_v2);
+  CUresult r = check_dev(d);
+  if (r != CUDA_SUCCESS)
+    return r;
+  grape__sim.primary.flags = flags;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned int* flags, int* active) {
+  SIM_COUNT(cuDevicePrimaryCtxGetState);
+  CUresult r = check_dev(d);
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (flags == NULL || active == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  *flags = grape__sim.primary.flags;
+  *active = grape__sim.primary.refs > 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult grape__sim_need_ctx(void) {
+  CUresult r = grape__sim_check_init();
+  if (r != CUDA_SUCCESS)
+    return r;
+  return grape__sim_current_ctx() != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext* c) {
+  SIM_COUNT(cuCtxGetCurrent);
+  CUresult r = grape__sim_check_init();
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (c == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  *c = tls_ctx_set ? tls_ctx : NULL;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext c) {
+  SIM_COUNT(cuCtxSetCurrent);
+  CUresult r = grape__sim_check_init();
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (c != NULL && c != &grape__sim.primary)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  tls_ctx = c;
+  tls_ctx_set = 1;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c) {
+  SIM_COUNT(cuCtxPushCurrent_v2);
+  CUresult r = grape__sim_check_init();
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (c != &grape__sim.primary)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  tls_ctx = c;   /* a one-deep stack: the sim has one context */
+  tls_ctx_set = 1;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext* c) {
+  SIM_COUNT(cuCtxPopCurrent_v2);
+  CUresult r = grape__sim_check_init();
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (!tls_ctx_set || tls_ctx == NULL)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  if (c != NULL)
+    *c = tls_ctx;
+  tls_ctx = NULL;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxGetDevice(CUdevice* d) {
+  SIM_COUNT(cuCtxGetDevice);
+  CUresult r = grape__sim_need_ctx();
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (d == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxSynchronize(void) {
+  SIM_COUNT(cuCtxSynchronize);
+  CUresult r = grape__sim_need_ctx();
+  if (r != CUDA_SUCCESS)
+    return r;
+  r = grape__sim_unsafe_call();
+  if (r != CUDA_SUCCESS)
+    return r;
+  return grape__sim_wait_all();
+}
+
+SIM_EXPORT CUresult cuCtxGetApiVersion(CUcontext c, unsigned int* v) {
+  SIM_COUNT(cuCtxGetApiVersion);
+  (void)c;
+  if (v == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  *v = 3020;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxGetFlags(unsigned int* flags) {
+  SIM_COUNT(cuCtxGetFlags);
+  CUresult r = grape__sim_need_ctx();
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (flags == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  *flags = grape__sim.primary.flags;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) {
+  SIM_COUNT(cuCtxGetStreamPriorityRange);
+  if (least != NULL)
+    *least = 0;
+  if (greatest != NULL)
+    *greatest = -5;
+  return CUDA_SUCCESS;
+}
+
+static size_t limits[CU_LIMIT_MAX] = {
+  [CU_LIMIT_STACK_SIZE] = 1024, [CU_LIMIT_PRINTF_FIFO_SIZE] = 1048576,
+  [CU_LIMIT_MALLOC_HEAP_SIZE] = 8388608, [CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH] = 2,
+  [CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT] = 2048, [CU_LIMIT_MAX_L2_FETCH_GRANULARITY] = 64,
+};
+
+SIM_EXPORT CUresult cuCtxGetLimit(size_t* v, CUlimit l) {
+  SIM_COUNT(cuCtxGetLimit);
+  if (v == NULL || (int)l < 0 || l >= CU_LIMIT_MAX)
+    return CUDA_ERROR_INVALID_VALUE;
+  *v = limits[l];
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxSetLimit(CUlimit l, size_t v) {
+  SIM_COUNT(cuCtxSetLimit);
+  if ((int)l < 0 || l >= CU_LIMIT_MAX)
+    return CUDA_ERROR_INVALID_VALUE;
+  limits[l] = v;
+  return CUDA_SUCCESS;
+}
+
+/* ---- cuGetProcAddress ---- */
+
+typedef struct proc_s {
+  const char* base;
+  int version;
+  void* fn;
+  void* ptds;       /* NULL: no per-thread variant */
+} proc_t;
+
+static const proc_t procs[] = {
+#define SIM_P1(base, ver, sym) {#base, ver, (void*)&sym, NULL},
+#define SIM_P2(base, ver, sym, ptsym) {#base, ver, (void*)&sym, (void*)&ptsym},
+#define SIM_ALIAS(base, ver, sym) {#base, ver, (void*)&sym, NULL},
+#include "api.def"
+};
+
+static CUresult proc_lookup(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                            CUdriverProcAddressQueryResult* status) {
+  if (symbol == NULL || pfn == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (flags & ~(cuuint64_t)(CU_GET_PROC_ADDRESS_LEGACY_STREAM |
+                            CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
+    return CUDA_ERROR_INVALID_VALUE;
+  const proc_t* best = NULL;
+  int known = 0;
+  for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++) {
+    if (strcmp(procs[i].base, symbol) != 0)
+      continue;
+    known = 1;
+    if (procs[i].version <= version && (best == NULL || procs[i].version > best->version))
+      best = &procs[i];
+  }
+  *pfn = NULL;
+  if (best == NULL) {
+    if (status != NULL)
+      *status = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                      : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  int ptds = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+  *pfn = ptds && best->ptds != NULL ? best->ptds : best->fn;
+  if (status != NULL)
+    *status = CU_GET_PROC_ADDRESS_SUCCESS;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion,
+                                        cuuint64_t flags, CUdriverProcAddressQueryResult* status) {
+  SIM_COUNT(cuGetProcAddress_v2);
+  return proc_lookup(symbol, pfn, cudaVersion, flags, status);
+}
+
+SIM_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion,
+                                     cuuint64_t flags) {
+  SIM_COUNT(cuGetProcAddress);
+  return proc_lookup(symbol, pfn, cudaVersion, flags, NULL);
+}
+
+/* ---- Exit report ---- */
+
+static void write_report(void) {
+  const char* env = getenv("SIMCU_REPORT");
+  if (env == NULL || env[0] == '\0')
+    return;
+  /* "%p" becomes the process id, so programs that spawn others keep one file each. */
+  char path[4096];
+  size_t k = 0;
+  for (const char* c = env; *c != '\0' && k + 24 < sizeof(path); c++) {
+    if (c[0] == '%' && c[1] == 'p') {
+      k += (size_t)snprintf(path + k, sizeof(path) - k, "%ld", (long)getpid());
+      c++;
+    } else {
+      path[k++] = *c;
+    }
+  }
+  path[k] = '\0';
+  FILE* f = fopen(path, "w");
+  if (f == NULL) {
+    grape__sim_logf("cannot write SIMCU_REPORT file %s", path);
+    return;
+  }
+  fprintf(f, "{\"api_calls\":{");
+  int first = 1;
+  for (int i = 0; i < SYM__COUNT; i++) {
+    unsigned long long n = atomic_load(&grape__sim.calls[i]);
+    if (n == 0)
+      continue;
+    fprintf(f, "%s\"%s\":%llu", first ? "" : ",", grape__sim_sym_names[i], n);
+    first = 0;
+  }
+  fprintf(f, "},\"kernels_executed\":%llu,\"graph_launches\":%llu,"
+             "\"graph_kernel_nodes_executed\":%llu,\"exec_node_param_updates\":%llu}\n",
+          (unsigned long long)atomic_load(&grape__sim.kernels_executed),
+          (unsigned long long)atomic_load(&grape__sim.graph_launches),
+          (unsigned long long)atomic_load(&grape__sim.graph_kernel_nodes_executed),
+          (unsigned long long)atomic_load(&grape__sim.exec_node_param_updates));
+  fclose(f);
+}
+
+__attribute__((destructor)) static void sim_fini(void) {
+  /* Let queued work finish so the counters describe everything submitted,
+   * but never hang the exit on a host function that does not return. */
+  if (grape__sim.initialized)
+    grape__sim_wait_all_timed(2000);
+  write_report();
+}

@@ -1,0 +1,305 @@
+/* internal.h: shared state of the simulated driver (libcuda.so.1 stand-in).
+ *
+ * DESIGN: one process-wide state `grape__sim` guarded by one mutex (`lock`).
+ * Every stream owns an ordered queue of ops and a worker thread that runs
+ * them; an op may carry dependencies (stream, sequence number) that must have
+ * completed first, which is how events, cuStreamWaitEvent and the legacy NULL
+ * stream's implicit synchronisation are expressed. Completion of any op
+ * broadcasts `done_cv`, which every waiter (host syncs, workers blocked on a
+ * dependency) watches. Ops run outside the lock.
+ *
+ * Handles (streams, events, modules, functions, graphs, nodes, execs, pools)
+ * are checked against a registry before use, so a destroyed or made-up handle
+ * yields CUDA_ERROR_INVALID_HANDLE instead of a crash. Destroyed streams are
+ * parked, not freed, until exit: events and pending dependencies may still
+ * name them.
+ *
+ * Invariants: seq numbers of one stream increase by one per op; an op only
+ * depends on ops submitted before it, so waits can never form a cycle.
+ */
+#ifndef GRAPE_SIM_INTERNAL_H
+#define GRAPE_SIM_INTERNAL_H
+
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include "grape/cubin.h"
+#include "simcu.h"
+
+#define SIM_EXPORT __attribute__((visibility("default")))
+#define SIM_DRIVER_VERSION 13000
+#define SIM_ARCH 90
+#define SIM_RING 1024   /* completion times remembered per stream (ops) */
+
+/* ---- Entry-point counters ---- */
+
+enum sim_sym_e {
+#define SIM_P1(base, ver, sym) SYM_##sym,
+#define SIM_P2(base, ver, sym, ptsym) SYM_##sym, SYM_##ptsym,
+#define SIM_ALIAS(base, ver, sym)
+#define SIM_EXTRA(sym) SYM_##sym,
+#include "api.def"
+  SYM__COUNT
+};
+extern const char* const grape__sim_sym_names[SYM__COUNT];
+#define SIM_COUNT(sym) atomic_fetch_add_explicit(&grape__sim.calls[SYM_##sym], 1, memory_order_relaxed)
+
+/* ---- Objects ---- */
+
+enum sim_kind_e {
+  K_STREAM = 1, K_EVENT, K_MODULE, K_FUNC, K_GRAPH, K_NODE, K_EXEC, K_POOL, K_CTX, K_VMEM,
+};
+
+typedef struct sim_module_s sim_module_t;
+typedef struct sim_capture_s sim_capture_t;
+typedef struct sim_node_s sim_node_t;
+
+struct CUfunc_st {               /* also serves as CUkernel: a CUkernel may be passed as a CUfunction */
+  sim_module_t* mod;
+  char* name;                    /* mangled */
+  uint32_t nparams;
+  uint32_t* poff;                /* parameter offsets */
+  uint32_t* psize;               /* parameter sizes */
+  uint32_t param_bytes;
+  int params_known;
+  simcu_body_fn body;            /* NULL until bound */
+  int body_looked_up;
+  int registers;
+  int shared_bytes;
+  int max_threads;
+  int max_dyn_smem;              /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+  int cuda_api_version;
+};
+
+struct sim_module_s {
+  grape_fatbin_t* fb;
+  int is_library;
+  uint32_t nfuncs;
+  struct CUfunc_st** funcs;
+};
+
+enum sim_op_kind_e {
+  OP_NOP, OP_KERNEL, OP_MEMCPY, OP_MEMSET, OP_EVENT, OP_HOSTFN, OP_FREE,
+};
+
+typedef struct sim_dep_s {
+  struct CUstream_st* s;
+  uint64_t seq;
+} sim_dep_t;
+
+/* One unit of stream work; also the payload of a graph node. */
+typedef struct sim_work_s {
+  int kind;
+  union {
+    struct {
+      struct CUfunc_st* f;
+      unsigned grid[3], block[3];
+      unsigned smem;
+      unsigned char* params;     /* owned copy of the parameter block */
+      uint32_t params_size;
+      int from_graph;
+    } k;
+    struct {
+      void* dst;
+      const void* src;
+      size_t n;
+      void* owned;               /* snapshot of pageable host source, freed with the work */
+    } cp;
+    struct {
+      void* dst;
+      unsigned value;
+      unsigned esize;            /* 1, 2 or 4 */
+      size_t n;                  /* elements per row */
+      size_t height;
+      size_t pitch;
+    } ms;
+    struct {
+      struct CUevent_st* ev;     /* a reference is held */
+    } ev;
+    struct {
+      CUhostFn fn;
+      void* data;
+    } host;
+    struct {
+      CUdeviceptr p;
+    } fr;
+  } u;
+} sim_work_t;
+
+typedef struct sim_op_s {
+  struct sim_op_s* next;
+  uint64_t seq;
+  sim_work_t w;
+  int ndeps;
+  sim_dep_t* deps;
+} sim_op_t;
+
+struct CUstream_st {
+  unsigned flags;                /* CU_STREAM_DEFAULT or CU_STREAM_NON_BLOCKING */
+  int priority;
+  int legacy;                    /* the legacy NULL stream */
+  int per_thread;                /* a per-thread default stream */
+  unsigned long long id;
+  pthread_t thread;
+  int has_thread;
+  pthread_cond_t cv;             /* work queued */
+  sim_op_t* head;
+  sim_op_t* tail;
+  uint64_t submitted;            /* seq of the last op queued */
+  uint64_t completed;            /* seq of the last op finished */
+  uint64_t clock_ns;             /* simulated time at which the last op finished */
+  uint64_t ring[SIM_RING];       /* finish time of op seq, at seq % SIM_RING */
+  int destroyed;
+  struct CUstream_st* all_next;  /* list of every stream ever made */
+  /* capture */
+  sim_capture_t* cap;
+  sim_node_t** cap_deps;
+  int ncap_deps;
+};
+
+struct CUevent_st {
+  unsigned flags;
+  int refs;                      /* handle + pending record ops */
+  int live;                      /* handle not destroyed */
+  struct CUstream_st* s;         /* last record: stream and seq; NULL if never */
+  uint64_t seq;
+  uint64_t time_ns;
+  int timed;                     /* time_ns belongs to the last record */
+  /* record during capture */
+  sim_capture_t* cap;
+  sim_node_t** cap_nodes;
+  int ncap_nodes;
+};
+
+struct CUctx_st {
+  int primary;
+  _Atomic unsigned flags;
+  _Atomic int refs;              /* read without the lock by every entry point */
+};
+
+/* ---- Graphs ---- */
+
+enum sim_node_type_e {
+  N_KERNEL = CU_GRAPH_NODE_TYPE_KERNEL,
+  N_MEMCPY = CU_GRAPH_NODE_TYPE_MEMCPY,
+  N_MEMSET = CU_GRAPH_NODE_TYPE_MEMSET,
+  N_HOST = CU_GRAPH_NODE_TYPE_HOST,
+  N_EMPTY = CU_GRAPH_NODE_TYPE_EMPTY,
+  N_WAIT_EVENT = CU_GRAPH_NODE_TYPE_WAIT_EVENT,
+  N_EVENT_RECORD = CU_GRAPH_NODE_TYPE_EVENT_RECORD,
+};
+
+struct sim_node_s {
+  struct CUgraph_st* g;
+  int type;
+  uint32_t id;                   /* index in g->nodes */
+  sim_work_t w;                  /* kernel/memcpy/memset/host payload */
+  struct CUevent_st* ev;         /* event nodes */
+  sim_node_t** deps;
+  int ndeps;
+  unsigned attr_set;             /* bit per CUkernelNodeAttrID set on the node */
+  CUkernelNodeAttrValue attrs[32];
+};
+
+struct CUgraph_st {
+  sim_node_t** nodes;
+  uint32_t nnodes, cap;
+};
+
+struct CUgraphExec_st {
+  uint32_t n;
+  int* types;                    /* per position, topological order */
+  sim_work_t* work;              /* per position */
+  struct CUevent_st** evs;       /* per position, event nodes */
+  uint32_t* pos_of_id;           /* original node id -> position */
+  uint32_t nids;
+  struct CUgraph_st* src;        /* the graph it came from (identity only) */
+  unsigned long long flags;
+};
+
+struct sim_capture_s {
+  struct CUgraph_st* g;
+  CUstreamCaptureMode mode;
+  struct CUstream_st* origin;
+  pthread_t thread;
+  int invalidated;
+  unsigned long long id;
+  int nstreams;                  /* streams currently in the capture */
+  struct sim_capture_s* next;    /* every capture ever begun (kept until exit) */
+};
+
+/* A capture still in progress (ended captures keep their record, without a graph). */
+static inline int grape__sim_cap_live(const sim_capture_t* c) {
+  return c != NULL && c->g != NULL;
+}
+
+/* ---- Process state ---- */
+
+typedef struct sim_state_s {
+  pthread_mutex_t lock;
+  pthread_cond_t done_cv;
+  _Atomic int initialized;       /* read without the lock by every entry point */
+  int sync_mode;                 /* SIMCU_SYNC=1 */
+  struct CUstream_st* legacy;
+  struct CUstream_st* all_streams;
+  struct sim_capture_s* captures;
+  struct CUctx_st primary;
+  unsigned long long next_stream_id;
+  unsigned long long next_capture_id;
+  int active_global_captures;    /* captures in GLOBAL mode */
+  int active_captures;
+  _Atomic unsigned long long calls[SYM__COUNT];
+  _Atomic unsigned long long kernels_executed;
+  _Atomic unsigned long long graph_launches;
+  _Atomic unsigned long long graph_kernel_nodes_executed;
+  _Atomic unsigned long long exec_node_param_updates;
+} sim_state_t;
+
+extern sim_state_t grape__sim;
+
+/* core.c */
+CUresult grape__sim_check_init(void);
+CUresult grape__sim_need_ctx(void);   /* init done and a current context */
+int grape__sim_reg_add(const void* p, int kind);
+void grape__sim_reg_del(const void* p);
+int grape__sim_reg_has(const void* p, int kind);   /* caller may hold the lock or not */
+void grape__sim_logf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+struct CUctx_st* grape__sim_current_ctx(void);
+
+/* mem.c */
+int grape__sim_dev_range(CUdeviceptr p, size_t n);   /* 1 if [p, p+n) lies in one device allocation */
+int grape__sim_host_range(const void* p, size_t n);  /* 1 if pinned/registered host memory */
+CUresult grape__sim_free_now(CUdeviceptr p);
+
+/* stream.c */
+CUresult grape__sim_stream(CUstream h, int ptds, struct CUstream_st** out);
+CUresult grape__sim_submit(struct CUstream_st* s, sim_work_t* w, const sim_dep_t* extra, int nextra);
+CUresult grape__sim_wait_stream(struct CUstream_st* s);
+int grape__sim_capturing(struct CUstream_st* s);
+CUresult grape__sim_wait_all(void);
+void grape__sim_wait_all_timed(int ms);
+void grape__sim_run_work(sim_work_t* w, uint64_t* clock);
+void grape__sim_work_release(sim_work_t* w);
+int grape__sim_work_copy(sim_work_t* dst, const sim_work_t* src);
+void grape__sim_event_unref_locked(struct CUevent_st* e);
+CUresult grape__sim_capture_check(struct CUstream_st* s, int legacy_ok);
+CUresult grape__sim_unsafe_call(void);
+
+/* module.c */
+CUresult grape__sim_make_kernel_work(struct CUfunc_st* f, const unsigned grid[3],
+                                     const unsigned block[3], unsigned smem, void** params,
+                                     void** extra, sim_work_t* w);
+CUresult grape__sim_bind_body(struct CUfunc_st* f);
+
+/* graph.c */
+CUresult grape__sim_capture_add(struct CUstream_st* s, sim_work_t* w, int type,
+                                struct CUevent_st* ev);
+CUresult grape__sim_capture_record_event(struct CUstream_st* s, struct CUevent_st* e);
+CUresult grape__sim_capture_wait_event(struct CUstream_st* s, struct CUevent_st* e);
+void grape__sim_capture_invalidate(struct CUstream_st* s);
+
+#endif

@@ -1,0 +1,76 @@
+/* simcu.h: how a CUDA kernel gets a CPU body on the simulated device (sim/).
+ *
+ * A body is an ordinary C function exported under the name
+ * "simcu_body_" + <the kernel's mangled name>. The sim calls it once per block
+ * of the grid, in blockIdx order (x fastest), on the stream's worker thread;
+ * the body loops over the block's threads itself, so __syncthreads needs no
+ * emulation as long as each phase of the kernel is one loop over the threads.
+ *
+ * DESIGN: binding by symbol name keeps the program unchanged for a real GPU:
+ * the bodies are extra exported functions that the real driver never looks
+ * at. The sim finds them with dlsym in the global scope, in every loaded
+ * object, and in the shared objects named by SIMCU_KERNELS (colon-separated).
+ * Programs export bodies from their executable by linking with
+ * -Wl,--export-dynamic (nvcc: -Xlinker --export-dynamic).
+ *
+ *   SIMCU_KERNEL(_Z3addPfif) {                 // __global__ void add(float*, int, float)
+ *     float *a = SIMCU_ARG(0, float *);
+ *     int n = SIMCU_ARG(1, int);
+ *     SIMCU_FOR_THREADS(t) { int i = SIMCU_GLOBAL_X(t); if (i < n) a[i] += SIMCU_ARG(2, float); }
+ *   }
+ *
+ * SIMCU_PARAMS(name, sizes...) optionally declares the parameter sizes; the
+ * sim uses them only when the kernel image carries no parameter table.
+ */
+#ifndef SIMCU_H
+#define SIMCU_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct simcu_dim3_s {
+  unsigned x, y, z;
+} simcu_dim3_t;
+
+/* What one body call sees: the launch shape and the block being run. */
+typedef struct simcu_block_s {
+  simcu_dim3_t grid;      /* gridDim */
+  simcu_dim3_t block;     /* blockDim */
+  simcu_dim3_t idx;       /* blockIdx */
+  void* shared;           /* dynamic shared memory of this block (zeroed), or NULL */
+  size_t shared_bytes;    /* its size: the launch's sharedMemBytes */
+} simcu_block_t;
+
+typedef void (*simcu_body_fn)(const simcu_block_t* blk, void** args);
+
+#define SIMCU_BODY_PREFIX "simcu_body_"
+#define SIMCU_PARAMS_PREFIX "simcu_params_"
+
+#define SIMCU_KERNEL(mangled)                                                     \
+  __attribute__((visibility("default"))) void simcu_body_##mangled(               \
+      const simcu_block_t* simcu_blk, void** simcu_args)
+
+/* First element: number of parameters; then each parameter's size in bytes. */
+#define SIMCU_PARAMS(mangled, ...)                                                \
+  __attribute__((visibility("default"))) const unsigned simcu_params_##mangled[] = \
+      {(sizeof((unsigned[]){__VA_ARGS__}) / sizeof(unsigned)), __VA_ARGS__}
+
+#define SIMCU_ARG(i, type) (*(type*)simcu_args[i])
+
+/* Iterates t over the linear thread index of the block (x fastest). */
+#define SIMCU_FOR_THREADS(t)                                                      \
+  for (unsigned t = 0; t < simcu_blk->block.x * simcu_blk->block.y * simcu_blk->block.z; t++)
+#define SIMCU_TID_X(t) ((t) % simcu_blk->block.x)
+#define SIMCU_TID_Y(t) (((t) / simcu_blk->block.x) % simcu_blk->block.y)
+#define SIMCU_TID_Z(t) ((t) / (simcu_blk->block.x * simcu_blk->block.y))
+/* blockIdx.x * blockDim.x + threadIdx.x */
+#define SIMCU_GLOBAL_X(t) (simcu_blk->idx.x * simcu_blk->block.x + SIMCU_TID_X(t))
+#define SIMCU_GLOBAL_Y(t) (simcu_blk->idx.y * simcu_blk->block.y + SIMCU_TID_Y(t))
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,80 @@
+/* Options: parsing, defaults, one warning per bad value (interpose/options.c). */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "options.h"
+
+static char captured[4096];
+static void capture(const char* msg, void* arg) {
+  (void)arg;
+  strncat(captured, msg, sizeof(captured) - strlen(captured) - 1);
+}
+
+static void setup(void) {
+  captured[0] = '\0';
+  grape__log_set_output(capture, NULL);
+  grape__options_reset();
+  grape__log_reset();
+}
+
+TestSuite(options, .init = setup);
+
+Test(options, defaults_when_unset) {
+  unsetenv("GRAPE_MODE");
+  unsetenv("GRAPE_CHUNK");
+  cr_expect_eq(grape__option_get(grape_option_mode), GRAPE_MODE_OBSERVE);
+  cr_expect_eq(grape__option_get(grape_option_chunk), 1024);
+  cr_expect_null(grape__option_str(grape_option_report));
+  cr_expect_str_empty(captured);
+}
+
+Test(options, enum_words_case_insensitive) {
+  setenv("GRAPE_MODE", "OFF", 1);
+  cr_expect_eq(grape__option_get(grape_option_mode), GRAPE_MODE_OFF);
+  grape__options_reset();
+  setenv("GRAPE_MODE", "graph", 1);
+  cr_expect_eq(grape__option_get(grape_option_mode), GRAPE_MODE_GRAPH);
+  grape__options_reset();
+  setenv("GRAPE_LOG", "Debug", 1);
+  cr_expect_eq(grape__option_get(grape_option_log), GRAPE_LOG_DEBUG);
+}
+
+Test(options, bad_value_warns_once_and_keeps_default) {
+  setenv("GRAPE_LOG", "warn", 1);
+  setenv("GRAPE_MODE", "fast", 1);
+  cr_expect_eq(grape__option_get(grape_option_mode), GRAPE_MODE_OBSERVE);
+  cr_expect_eq(grape__option_get(grape_option_mode), GRAPE_MODE_OBSERVE);
+  cr_expect_not_null(strstr(captured, "GRAPE_MODE"));
+  cr_expect_not_null(strstr(captured, "off | observe | graph"));
+  cr_expect_null(strstr(strstr(captured, "GRAPE_MODE") + 1, "GRAPE_MODE"), "warned twice: %s", captured);
+}
+
+Test(options, numbers_must_be_whole) {
+  setenv("GRAPE_LOG", "warn", 1);
+  setenv("GRAPE_CHUNK", "12x", 1);
+  cr_expect_eq(grape__option_get(grape_option_chunk), 1024);
+  cr_expect_not_null(strstr(captured, "GRAPE_CHUNK"));
+  grape__options_reset();
+  setenv("GRAPE_CHUNK", "-3", 1);
+  cr_expect_eq(grape__option_get(grape_option_chunk), -3);
+}
+
+Test(options, set_wins_over_environment) {
+  setenv("GRAPE_REPORT", "/tmp/x", 1);
+  cr_expect_str_eq(grape__option_str(grape_option_report), "/tmp/x");
+  cr_expect_eq(grape__option_set(grape_option_report, "stderr"), 0);
+  cr_expect_str_eq(grape__option_str(grape_option_report), "stderr");
+  cr_expect_neq(grape__option_set(grape_option_mode, "nope"), 0);
+}
+
+Test(options, every_option_has_name_doc_default) {
+  for (int i = 0; i < grape_option_count; i++) {
+    cr_expect_not_null(grape__option_name((grape_option_t)i));
+    cr_expect_gt(strlen(grape__option_doc((grape_option_t)i)), 5);
+    cr_expect_not_null(grape__option_default((grape_option_t)i));
+  }
+  cr_expect_str_eq(grape__option_default(grape_option_chunk), "1024");
+  cr_expect_str_eq(grape__option_default(grape_option_mode), "observe");
+}

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Tests of `grape run`: exit status, signal forwarding, LD_PRELOAD prepending,
+the summary on the simulated device, --report, and the option listing.
+
+usage: test_run.py CASE --grape GRAPE --optionsdef FILE --docs FILE [--prog PROG]"""
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def fail(msg, p=None):
+    if p is not None:
+        msg += f"\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}"
+    sys.exit("FAIL: " + msg)
+
+
+def sanitizer_preload(a):
+    """The sanitizer runtimes of --preload (everything but libgrape.so)."""
+    return ":".join(x for x in a.preload.split(":") if x and not x.endswith("libgrape.so"))
+
+
+def grape(a, args, **kw):
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0")
+    env.update(kw.pop("env", {}))
+    san = sanitizer_preload(a)
+    if san:
+        env["LD_PRELOAD"] = san + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    return subprocess.run([a.grape, "run"] + args, capture_output=True, text=True, timeout=60,
+                          env=env, **kw)
+
+
+def case_status(a):
+    p = grape(a, ["--device", "sim", "--", "/bin/false"])
+    if p.returncode != 1:
+        fail(f"exit status {p.returncode}, want 1", p)
+    p = grape(a, ["--device", "sim", "--", "sh", "-c", "kill -TERM $$"])
+    if p.returncode != 128 + signal.SIGTERM:
+        fail(f"exit status {p.returncode}, want {128 + signal.SIGTERM}", p)
+    p = grape(a, ["--device", "sim", "--", "/nonexistent/program"])
+    if p.returncode != 127:
+        fail(f"exit status {p.returncode}, want 127", p)
+    p = grape(a, ["--mode", "fast", "--", "/bin/true"])
+    if p.returncode != 2:
+        fail("a bad --mode must be refused", p)
+
+
+def case_signal(a):
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0")
+    if sanitizer_preload(a):
+        env["LD_PRELOAD"] = sanitizer_preload(a)
+    proc = subprocess.Popen([a.grape, "run", "--device", "sim", "--", "sleep", "30"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    t0 = time.time()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    if proc.returncode != 128 + signal.SIGINT or time.time() - t0 > 10:
+        fail(f"status {proc.returncode}: SIGINT not forwarded\n{err}")
+
+
+def case_preload(a):
+    p = grape(a, ["--device", "sim", "--", "sh", "-c", "echo \"$LD_PRELOAD\""],
+              env={"LD_PRELOAD": "libm.so.6"})
+    san = sanitizer_preload(a)
+    parts = p.stdout.strip().split(":")[len(san.split(":")) if san else 0:]
+    if len(parts) != 2 or not parts[0].endswith("libgrape.so") or parts[1] != "libm.so.6":
+        fail(f"LD_PRELOAD {p.stdout!r}", p)
+
+
+def case_summary(a):
+    if a.prog == "-":
+        print("skipped: built without nvcc")
+        sys.exit(77)
+    with tempfile.TemporaryDirectory() as d:
+        rep = os.path.join(d, "r.%p.json")
+        p = grape(a, ["--device", "sim", "--report", rep, "--", a.prog, "all", "2"])
+        if p.returncode != 0:
+            fail("command failed", p)
+        m = re.search(r"mode observe: (\d+) kernel launches \(runtime (\d+), driver (\d+), dlsym (\d+), "
+                      r"getprocaddress (\d+), entrypoint (\d+)\)", p.stderr)
+        if not m or [int(x) for x in m.groups()] != [12, 4, 2, 2, 2, 2]:
+            fail("summary", p)
+        files = os.listdir(d)
+        if len(files) != 1:
+            fail(f"report files {files}", p)
+        with open(os.path.join(d, files[0])) as f:
+            r = json.load(f)
+        if r["launches"] != 12 or f"report: {os.path.join(d, files[0])}" not in p.stderr:
+            fail(f"report {r}", p)
+
+
+def case_predict(a):
+    """--predict-gpu sets GRAPE_PREDICT_GPU; the summary gives the report's totals."""
+    if a.prog == "-":
+        print("skipped: built without nvcc")
+        sys.exit(77)
+    with tempfile.TemporaryDirectory() as d:
+        rep = os.path.join(d, "r.json")
+        p = grape(a, ["--device", "sim", "--report", rep, "--predict-gpu", "T4", "--", a.prog, "all", "2"])
+        if p.returncode != 0:
+            fail("command failed", p)
+        with open(rep) as f:
+            pr = json.load(f)["predicted"]
+        m = re.search(r"predicted on (.+): ([0-9.]+) ms eager, ([0-9.]+) ms as graphs", p.stderr)
+        if not m or m.group(1) != pr["gpu"] or pr["gpu"] != "Tesla T4" or \
+                abs(float(m.group(2)) - pr["total_eager_ms"]) > 0.0006 or \
+                abs(float(m.group(3)) - pr["total_graph_ms"]) > 0.0006:
+            fail(f"summary vs report {pr}", p)
+
+
+def case_options(a):
+    names = re.findall(r"^GRAPE_OPTION\((\w+),", open(a.optionsdef).read(), re.M)
+    p = subprocess.run([a.grape, "run", "--help"], capture_output=True, text=True)
+    docs = open(a.docs).read()
+    for n in names:
+        env = "GRAPE_" + n.upper()
+        if env not in p.stdout:
+            fail(f"{env} missing from grape run --help", p)
+        if f"`{env}`" not in docs:
+            fail(f"{env} missing from docs/configuration.md")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("--grape", required=True)
+    ap.add_argument("--optionsdef", required=True)
+    ap.add_argument("--docs", required=True)
+    ap.add_argument("--prog", default="-")
+    ap.add_argument("--preload", default="")
+    a = ap.parse_args()
+    globals()["case_" + a.case](a)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,32 @@
+/* libFuzzer target: the model file parser. Whatever parses must predict
+ * finite, positive times for a few kernels of every class. */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "grape/predict.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  grape_model_t* m;
+  char err[128];
+  if (grape_model_parse((const char*)data, size, &m, err, sizeof(err)) < 0)
+    return 0;
+  const grape_gpu_spec_t* g = grape_gpu_find("NVIDIA A100-PCIE-40GB");
+  static const char* const names[] = {"ampere_sgemm_128x64_tn", "elementwise_kernel",
+                                      "softmax_warp_forward", "layer_norm", "cudnn", "k"};
+  for (int i = 0; i < 6; i++) {
+    grape_kernel_desc_t k = {.name = names[i], .grid = {100, 2, 1}, .block = {128, 1, 1},
+                             .regs = -1, .op = i == 0 ? GRAPE_OP_GEMM : GRAPE_OP_UNKNOWN,
+                             .dims = {1, 512, 512, 512}};
+    for (int me = 0; me < GRAPE_METHOD_COUNT; me++) {
+      double t = grape_predict_kernel_ms_with(m, me, g, &k);
+      if (!(t > 0) || !isfinite(t))
+        abort();
+    }
+  }
+  grape_model_free(m);
+  return 0;
+}

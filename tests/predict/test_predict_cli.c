@@ -1,0 +1,106 @@
+/* Tests of the train, predict and gpus commands (tools/cmd_*.c), run as a user would. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#ifndef GRAPE_EXE
+#error "GRAPE_EXE must name the grape binary"
+#endif
+
+/* Runs a shell command; returns its exit status and its stdout+stderr in *out. */
+static int run(const char* cmd, char** out) {
+  char full[4096];
+  snprintf(full, sizeof(full), "%s 2>&1", cmd);
+  FILE* p = popen(full, "r");
+  cr_assert_not_null(p);
+  size_t cap = 1 << 16, n = 0;
+  char* b = malloc(cap);
+  size_t k;
+  while ((k = fread(b + n, 1, cap - n - 1, p)) > 0) {
+    n += k;
+    if (cap - n < 2)
+      b = realloc(b, cap *= 2);
+  }
+  b[n] = '\0';
+  int st = pclose(p);
+  *out = b;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(predict, cli_predict_echoes_rows_and_appends_a_column) {
+  char* o;
+  const char* in = SUBSET_DIR "/ln.csv.gz";
+  char outp[] = "/tmp/grape_pred_XXXXXX";
+  close(mkstemp(outp));
+  char cmd[1024];
+  snprintf(cmd, sizeof(cmd), "%s predict --csv %s -o %s", GRAPE_EXE, in, outp);
+  cr_assert_eq(run(cmd, &o), 0, "%s", o);
+  cr_expect_not_null(strstr(o, "175 rows predicted, 0 skipped"), "%s", o);
+  free(o);
+  gzFile a = gzopen(in, "rb");
+  FILE* b = fopen(outp, "r");
+  cr_assert(a && b);
+  static char la[1 << 16], lb[1 << 16];
+  int lines = 0;
+  while (gzgets(a, la, sizeof(la)) != NULL) {
+    cr_assert_not_null(fgets(lb, sizeof(lb), b), "output ends early at line %d", lines + 1);
+    la[strcspn(la, "\r\n")] = '\0';
+    size_t n = strlen(la);
+    cr_assert_eq(strncmp(la, lb, n), 0, "line %d changed", lines + 1);
+    cr_assert_eq(lb[n], ',', "line %d", lines + 1);
+    if (lines == 0) {
+      cr_expect_str_eq(lb + n, ",predicted_ms\n");
+    } else {
+      char* e;
+      double v = strtod(lb + n + 1, &e);
+      cr_expect(v > 0 && *e == '\n', "line %d: %s", lines + 1, lb + n);
+    }
+    lines++;
+  }
+  cr_expect_null(fgets(lb, sizeof(lb), b), "extra output lines");
+  cr_expect_eq(lines, 176);
+  gzclose(a);
+  fclose(b);
+  unlink(outp);
+}
+
+Test(predict, cli_unknown_gpu_lists_the_known_ones) {
+  char* o;
+  char cmd[1024];
+  snprintf(cmd, sizeof(cmd), "%s predict --gpu 'Tesla T9' --csv %s/ln.csv.gz", GRAPE_EXE,
+           SUBSET_DIR);
+  cr_expect_eq(run(cmd, &o), 1);
+  cr_expect_not_null(strstr(o, "unknown GPU 'Tesla T9'"), "%s", o);
+  cr_expect_not_null(strstr(o, "NVIDIA H200"), "%s", o);
+  free(o);
+  snprintf(cmd, sizeof(cmd), "%s gpus", GRAPE_EXE);
+  cr_expect_eq(run(cmd, &o), 0);
+  cr_expect_not_null(strstr(o, "NVIDIA GeForce RTX 4090"), "%s", o);
+  free(o);
+}
+
+Test(predict, cli_train_counts_rows_and_model_versions_are_checked) {
+  char* o;
+  char cmd[1024], model[] = "/tmp/grape_model_XXXXXX";
+  close(mkstemp(model));
+  snprintf(cmd, sizeof(cmd), "%s train -o %s %s/softmax.csv.gz %s/add.csv.gz", GRAPE_EXE, model,
+           SUBSET_DIR, SUBSET_DIR);
+  cr_assert_eq(run(cmd, &o), 0, "%s", o);
+  cr_expect_not_null(strstr(o, "softmax             220          0"), "%s", o);
+  cr_expect_not_null(strstr(o, "elementwise         220          0"), "%s", o);
+  free(o);
+  snprintf(cmd, sizeof(cmd), "%s predict -m %s --csv %s/softmax.csv.gz >/dev/null", GRAPE_EXE,
+           model, SUBSET_DIR);
+  cr_expect_eq(run(cmd, &o), 0, "%s", o);
+  free(o);
+  snprintf(cmd, sizeof(cmd), "sed -i '1s/ 1$/ 2/' %s && %s predict -m %s --csv %s/softmax.csv.gz",
+           model, GRAPE_EXE, model, SUBSET_DIR);
+  cr_expect_eq(run(cmd, &o), 1);
+  cr_expect_not_null(strstr(o, "model format version 2, this grape reads version 1"), "%s", o);
+  free(o);
+  unlink(model);
+}

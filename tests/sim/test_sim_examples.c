@@ -1,0 +1,332 @@
+/* Runs the examples (built by nvcc) on the simulated device and checks their
+ * checksums and SIMCU_REPORT counts against plain-C reference computations of
+ * the same algorithms, written here from the examples' descriptions.
+ * Skipped when nvcc was not found (the examples are then not built). */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <math.h>
+
+#include "beam_math.h"
+#include "common.h"
+#include "dynrnn_math.h"
+
+/* Documented checksums (examples/README.md), default --iters. */
+#define DYNRNN_CHECKSUM "1b46380893f1b5bb"
+#define BEAM_CHECKSUM "1dae93a92d7d52e8"
+#define MLP_CHECKSUM "b6928570b1e2bf7a"
+
+static const char* exdir(void) {
+  const char* d = getenv("EXAMPLES_DIR");
+  return d != NULL ? d : "";
+}
+
+static void need_example(const char* name) {
+  char path[4096];
+  struct stat st;
+  snprintf(path, sizeof(path), "%s/%s", exdir(), name);
+  if (exdir()[0] == '\0' || stat(path, &st) != 0)
+    cr_skip_test("nvcc not found at configure time: example %s was not built", name);
+}
+
+/* Runs an example with the sim; returns its stdout's last line and fills the report. */
+static void run(const char* name, const char* args, const char* extra_env, char* line, size_t n,
+                char* report, size_t rn) {
+  char rpath[] = "/tmp/simcu-report-XXXXXX";
+  int fd = mkstemp(rpath);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  char cmd[8192];
+  const char* preload = getenv("SIM_PRELOAD");
+  snprintf(cmd, sizeof(cmd), "LD_PRELOAD='%s' LD_LIBRARY_PATH='%s' SIMCU_REPORT='%s' %s '%s/%s' %s",
+           preload != NULL ? preload : "", getenv("SIM_DIR"), rpath, extra_env, exdir(), name,
+           args);
+  FILE* p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  line[0] = '\0';
+  char buf[512];
+  while (fgets(buf, sizeof(buf), p) != NULL) {
+    size_t k = strlen(buf) < n - 1 ? strlen(buf) : n - 1;
+    memcpy(line, buf, k);
+    line[k] = '\0';
+  }
+  cr_assert_eq(pclose(p), 0, "%s failed", cmd);
+  FILE* r = fopen(rpath, "r");
+  cr_assert_not_null(r);
+  size_t got = fread(report, 1, rn - 1, r);
+  report[got] = '\0';
+  fclose(r);
+  unlink(rpath);
+}
+
+/* The number after "key": in the report, or -1. */
+static long long count(const char* report, const char* key) {
+  char pat[256];
+  snprintf(pat, sizeof(pat), "\"%s\":", key);
+  const char* p = strstr(report, pat);
+  return p != NULL ? strtoll(p + strlen(pat), NULL, 10) : -1;
+}
+
+/* ---- dynrnn reference ---- */
+
+typedef struct dyn_ref_s {
+  uint64_t sum;
+  long launches, steps, sparse, dense;
+} dyn_ref_t;
+
+static dyn_ref_t dynrnn_ref(int iters) {
+  static int32_t len[RNN_B], x[RNN_B * RNN_T], W[RNN_H * RNN_H], h[2][RNN_B * RNN_H];
+  dyn_ref_t r = {EX_FNV_INIT, 0, 0, 0, 0};
+  for (int it = 0; it < iters; it++) {
+    uint64_t seed = 1000 + (uint64_t)it;
+    for (int b = 0; b < RNN_B; b++)
+      len[b] = 4 + (int32_t)(ex_rand(&seed) % (RNN_T - 4));
+    for (int i = 0; i < RNN_B * RNN_T; i++)
+      x[i] = (int32_t)(ex_rand(&seed) % 17) - 8;
+    for (int i = 0; i < RNN_H * RNN_H; i++)
+      W[i] = (int32_t)(ex_rand(&seed) % 7) - 3;
+    memset(h, 0, sizeof(h));
+    int cur = 0, active = RNN_B, maxabs = 0;
+    for (int t = 0; active > 0 && t < RNN_T; t++) {
+      if (maxabs > RNN_RENORM_AT) {
+        for (int i = 0; i < RNN_B * RNN_H; i++)
+          h[cur][i] /= 2;
+        r.launches++;
+      }
+      for (int b = 0; b < RNN_B; b++)
+        for (int j = 0; j < RNN_H; j++)
+          h[1 - cur][b * RNN_H + j] = t < len[b]
+              ? rnn_cell(W, h[cur] + b * RNN_H, x[b * RNN_T + t], j) : h[cur][b * RNN_H + j];
+      if (active >= RNN_B / 2) {
+        r.launches += 1;
+        r.dense++;
+      } else {
+        r.launches += 2;
+        r.sparse++;
+      }
+      cur = 1 - cur;
+      active = 0;
+      maxabs = 0;
+      for (int b = 0; b < RNN_B; b++)
+        active += t + 1 < len[b];
+      for (int i = 0; i < RNN_B * RNN_H; i++) {
+        int a = h[cur][i] < 0 ? -h[cur][i] : h[cur][i];
+        maxabs = a > maxabs ? a : maxabs;
+      }
+      r.launches++;   /* stats */
+      r.steps++;
+    }
+    r.sum = ex_fnv(r.sum, h[cur], sizeof(h[cur]));
+  }
+  return r;
+}
+
+Test(sim_examples, dynrnn_matches_reference_and_report) {
+  need_example("dynrnn");
+  char line[256], report[16384], want[64];
+  dyn_ref_t ref = dynrnn_ref(4);
+  snprintf(want, sizeof(want), "checksum %016llx\n", (unsigned long long)ref.sum);
+  cr_assert_str_eq(want, "checksum " DYNRNN_CHECKSUM "\n", "reference disagrees with README");
+  run("dynrnn", "", "", line, sizeof(line), report, sizeof(report));
+  cr_assert_str_eq(line, want);
+  cr_assert_eq(count(report, "kernels_executed"), ref.launches);
+  cr_assert_eq(count(report, "cuLaunchKernel"), ref.launches);
+  cr_assert_eq(count(report, "cuStreamSynchronize"), ref.steps);
+  cr_assert_eq(count(report, "cuMemcpyDtoDAsync_v2"), ref.sparse);
+  cr_assert_eq(count(report, "graph_launches"), 0);
+}
+
+Test(sim_examples, dynrnn_inline_mode_and_iters) {
+  need_example("dynrnn");
+  char line[256], report[16384], want[64];
+  dyn_ref_t ref = dynrnn_ref(2);
+  snprintf(want, sizeof(want), "checksum %016llx\n", (unsigned long long)ref.sum);
+  run("dynrnn", "--iters 2", "SIMCU_SYNC=1", line, sizeof(line), report, sizeof(report));
+  cr_assert_str_eq(line, want);
+  cr_assert_eq(count(report, "kernels_executed"), ref.launches);
+}
+
+Test(sim_examples, dynrnn_own_graphs_equal_eager) {
+  need_example("dynrnn");
+  char line[256], report[16384], want[64];
+  dyn_ref_t ref = dynrnn_ref(4);
+  snprintf(want, sizeof(want), "checksum %016llx\n", (unsigned long long)ref.sum);
+  run("dynrnn", "--graph", "", line, sizeof(line), report, sizeof(report));
+  cr_assert_str_eq(line, want);
+  /* Each dense step is a captured graph of step_dense + stats. */
+  cr_assert_eq(count(report, "kernels_executed"), ref.launches);
+  cr_assert_eq(count(report, "graph_launches"), ref.dense);
+  cr_assert_eq(count(report, "graph_kernel_nodes_executed"), 2 * ref.dense);
+  /* Captured launches are still calls of cuLaunchKernel; they run as graph nodes. */
+  cr_assert_eq(count(report, "cuLaunchKernel"), ref.launches);
+  cr_assert_eq(count(report, "cuGraphLaunch"), ref.dense);
+  cr_assert_eq(count(report, "cuStreamBeginCapture_v2"), ref.dense);
+  cr_assert_eq(count(report, "cuGraphExecUpdate_v2"), ref.dense - 1);
+  cr_assert_eq(count(report, "exec_node_param_updates"), 2 * (ref.dense - 1));
+}
+
+Test(sim_examples, dynrnn_per_thread_default_stream) {
+  need_example("dynrnn_ptds");
+  char line[256], report[16384], want[64];
+  dyn_ref_t ref = dynrnn_ref(4);
+  snprintf(want, sizeof(want), "checksum %016llx\n", (unsigned long long)ref.sum);
+  run("dynrnn_ptds", "", "", line, sizeof(line), report, sizeof(report));
+  cr_assert_str_eq(line, want);
+  cr_assert_eq(count(report, "cuLaunchKernel_ptsz"), ref.launches);
+  cr_assert_eq(count(report, "cuLaunchKernel"), -1, "no launch took the legacy route");
+  cr_assert_eq(count(report, "cuStreamSynchronize_ptsz"), ref.steps);
+}
+
+/* ---- beam reference ---- */
+
+typedef struct beam_ref_s {
+  uint64_t sum;
+  long launches, steps;
+} beam_ref_t;
+
+static beam_ref_t beam_ref(int iters) {
+  beam_ref_t r = {EX_FNV_INIT, 0, 0};
+  for (int it = 0; it < iters; it++) {
+    uint64_t seed = 7 + (uint64_t)it;
+    uint32_t h[BEAM_K], nh[BEAM_K];
+    int32_t cum[BEAM_K], scores[BEAM_K * BEAM_V], parent[BEAM_K], token[BEAM_K], info[2];
+    for (int k = 0; k < BEAM_K; k++) {
+      h[k] = ex_rand(&seed);
+      cum[k] = k == 0 ? 0 : -100000;
+    }
+    int pen = 0;
+    for (int t = 0; t < BEAM_STEPS; t++) {
+      for (int k = 0; k < BEAM_K; k++)
+        for (int v = 0; v < BEAM_V; v++)
+          scores[k * BEAM_V + v] = beam_score(h[k], cum[k], v) - (pen && v % 7 == 0 ? BEAM_PENALTY : 0);
+      beam_topk(scores, cum, parent, token, info);
+      for (int k = 0; k < BEAM_K; k++)
+        nh[k] = beam_next(h[parent[k]], token[k]);
+      memcpy(h, nh, sizeof(h));
+      r.launches += 3 + pen;
+      r.steps++;
+      r.sum = ex_fnv(r.sum, info, sizeof(info));
+      if (info[0] < BEAM_EOS)
+        break;
+      pen = info[0] % 7 == 0;
+    }
+    r.sum = ex_fnv(r.sum, h, sizeof(h));
+  }
+  return r;
+}
+
+Test(sim_examples, beam_matches_reference_and_report) {
+  need_example("beam");
+  char line[256], report[16384], want[64];
+  beam_ref_t ref = beam_ref(6);
+  snprintf(want, sizeof(want), "checksum %016llx\n", (unsigned long long)ref.sum);
+  cr_assert_str_eq(want, "checksum " BEAM_CHECKSUM "\n", "reference disagrees with README");
+  run("beam", "", "", line, sizeof(line), report, sizeof(report));
+  cr_assert_str_eq(line, want);
+  cr_assert_eq(count(report, "kernels_executed"), ref.launches);
+  cr_assert_eq(count(report, "cuLaunchKernel"), ref.launches);
+  cr_assert_eq(count(report, "cuStreamSynchronize"), ref.steps);
+  /* The driver-entry-point route: the runtime's own lookups (as in a program
+   * that makes none, dynrnn) plus beam's one. */
+  char base[16384];
+  need_example("dynrnn");
+  run("dynrnn", "--iters 1", "", line, sizeof(line), base, sizeof(base));
+  cr_assert_eq(count(report, "cuGetProcAddress_v2"), count(base, "cuGetProcAddress_v2") + 1);
+}
+
+/* ---- mlp_train reference ---- */
+
+enum { MN = 64, MD = 16, MH = 32, MO = 4 };
+
+static void gemm(int ta, int tb, int m, int n, int k, const float* A, int lda, const float* B,
+                 int ldb, float* C, int ldc) {
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++) {
+      float acc = 0.0f;
+      for (int p = 0; p < k; p++)
+        acc = fmaf(ta ? A[p * lda + i] : A[i * lda + p], tb ? B[j * ldb + p] : B[p * ldb + j], acc);
+      C[i * ldc + j] = fmaf(1.0f, acc, 0.0f);
+    }
+}
+
+typedef struct mlp_ref_s {
+  uint64_t sum;
+  long launches, blas_ex;
+} mlp_ref_t;
+
+static mlp_ref_t mlp_ref(int iters) {
+  static float X[MN * MD], T[MN * MO], W1[MD * MH], W2[MH * MO], Z1[MN * MH], A1[MN * MH],
+      Y[MN * MO], G[MN * MO], dA1[MN * MH], gW1[MD * MH], gW2[MH * MO];
+  mlp_ref_t r = {EX_FNV_INIT, 0, 0};
+  uint64_t seed = 42;
+  for (int i = 0; i < MN * MD; i++)
+    X[i] = (float)((int)(ex_rand(&seed) % 257) - 128) / 128.0f;
+  for (int i = 0; i < MN * MO; i++)
+    T[i] = (float)((int)(ex_rand(&seed) % 257) - 128) / 128.0f;
+  for (int i = 0; i < MD * MH; i++)
+    W1[i] = (float)((int)(ex_rand(&seed) % 65) - 32) / 64.0f;
+  for (int i = 0; i < MH * MO; i++)
+    W2[i] = (float)((int)(ex_rand(&seed) % 65) - 32) / 64.0f;
+  float lr = 1.5f, prev = 1e30f;
+  for (int it = 0; it < iters; it++) {
+    for (int b = 0; b < 4; b++)
+      gemm(0, 0, MN / 4, MH, MD, X + b * (MN / 4) * MD, MD, W1, MH, Z1 + b * (MN / 4) * MH, MH);
+    for (int i = 0; i < MN * MH; i++)
+      A1[i] = Z1[i] > 0.0f ? Z1[i] : 0.0f;
+    gemm(0, 0, MN, MO, MH, A1, MH, W2, MO, Y, MO);
+    float acc = 0.0f;
+    for (int i = 0; i < MN * MO; i++) {
+      float d = Y[i] - T[i];
+      G[i] = d * (2.0f / (MN * MO));
+      acc = fmaf(d, d, acc);
+    }
+    float loss = acc * (1.0f / (MN * MO));
+    r.sum = ex_fnv(r.sum, &loss, sizeof(loss));
+    if (loss > prev)
+      lr *= 0.5f;
+    prev = loss;
+    gemm(1, 0, MH, MO, MN, A1, MH, G, MO, gW2, MO);
+    gemm(0, 1, MN, MH, MO, G, MO, W2, MO, dA1, MH);
+    for (int i = 0; i < MN * MH; i++)
+      if (!(Z1[i] > 0.0f))
+        dA1[i] = 0.0f;
+    gemm(1, 0, MD, MH, MN, X, MD, dA1, MH, gW1, MH);
+    r.launches += 8;   /* batched gemm, relu, gemm, loss, 3 gemms, relu_bwd */
+    r.launches += 2;   /* two saxpys */
+    if (loss > 0.25f) {
+      for (int i = 0; i < MD * MH; i++)
+        gW1[i] = fminf(fmaxf(gW1[i], -0.05f), 0.05f);
+      for (int i = 0; i < MH * MO; i++)
+        gW2[i] = fminf(fmaxf(gW2[i], -0.05f), 0.05f);
+      r.launches += 2;
+    }
+    for (int i = 0; i < MD * MH; i++)
+      W1[i] = fmaf(-lr, gW1[i], W1[i]);
+    for (int i = 0; i < MH * MO; i++)
+      W2[i] = fmaf(-lr, gW2[i], W2[i]);
+    r.blas_ex++;
+  }
+  r.sum = ex_fnv(r.sum, W1, sizeof(W1));
+  r.sum = ex_fnv(r.sum, W2, sizeof(W2));
+  return r;
+}
+
+Test(sim_examples, mlp_train_matches_reference_and_report) {
+  need_example("mlp_train");
+  char line[256], report[16384], want[64];
+  mlp_ref_t ref = mlp_ref(30);
+  snprintf(want, sizeof(want), "checksum %016llx\n", (unsigned long long)ref.sum);
+  cr_assert_str_eq(want, "checksum " MLP_CHECKSUM "\n", "reference disagrees with README");
+  run("mlp_train", "", "", line, sizeof(line), report, sizeof(report));
+  cr_assert_str_eq(line, want);
+  cr_assert_eq(count(report, "kernels_executed"), ref.launches);
+  /* libsimblas's route: raw dlsym of unsuffixed names, its own module. */
+  cr_assert_eq(count(report, "cuModuleLoadData"), 1);
+  cr_assert_eq(count(report, "cuLaunchKernelEx"), ref.blas_ex);
+  cr_assert_eq(count(report, "cuLaunchKernel") + count(report, "cuLaunchKernelEx"), ref.launches);
+}

@@ -1,0 +1,232 @@
+/* Tests of the sim's runtime (libcudart.so.13) without nvcc: the test does by
+ * hand what nvcc's generated code does (register a fatbin wrapper and its
+ * functions, push/pop the launch configuration, __cudaGetKernel,
+ * __cudaLaunchKernel), with a fatbin container built here around PTX. */
+#include <criterion/criterion.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "simcu.h"
+
+/* nvcc's launch plumbing (declared by crt/host_runtime.h, which is C++). */
+void** __cudaRegisterFatBinary(void* wrapper);
+void __cudaRegisterFatBinaryEnd(void** handle);
+void __cudaRegisterFunction(void** handle, const char* hostFun, char* deviceFun,
+                            const char* deviceName, int thread_limit, uint3* tid, uint3* bid,
+                            dim3* bDim, dim3* gDim, int* wSize);
+unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shm, struct CUstream_st* s);
+cudaError_t __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t* shm, void* stream);
+cudaError_t __cudaGetKernel(cudaKernel_t* k, const void* hostFun);
+cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void** args, size_t shm,
+                               cudaStream_t s);
+
+static const char ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry k_fill(.param .u64 a, .param .u32 n, .param .u32 v)\n{\n ret;\n}\n";
+
+SIMCU_PARAMS(k_fill, 8, 4, 4);
+SIMCU_KERNEL(k_fill) {
+  int* a = SIMCU_ARG(0, int*);
+  int n = SIMCU_ARG(1, int), v = SIMCU_ARG(2, int);
+  SIMCU_FOR_THREADS(t) {
+    int i = (int)SIMCU_GLOBAL_X(t);
+    if (i < n)
+      a[i] = a[i] * 10 + v;
+  }
+}
+
+/* A fatbin container with one PTX entry, and the wrapper nvcc would emit. */
+static struct {
+  uint32_t magic;
+  uint16_t version, header_size;
+  uint64_t fat_size;
+  unsigned char entry[64];
+  char payload[sizeof(ptx) + 7];
+} __attribute__((aligned(16))) fatbin;
+static struct {
+  int magic, version;
+  const void* data;
+  void* filename;
+} wrapper;
+static void** handle;
+static char host_stub;   /* stands for the host stub nvcc generates per kernel */
+
+static void put16(unsigned char* p, uint16_t v) { memcpy(p, &v, 2); }
+static void put32(unsigned char* p, uint32_t v) { memcpy(p, &v, 4); }
+static void put64(unsigned char* p, uint64_t v) { memcpy(p, &v, 8); }
+
+static void setup(void) {
+  fatbin.magic = 0xBA55ED50u;
+  fatbin.version = 1;
+  fatbin.header_size = 16;
+  fatbin.fat_size = sizeof(fatbin.entry) + sizeof(fatbin.payload);
+  put16(fatbin.entry + 0, 1);                        /* kind: PTX */
+  put16(fatbin.entry + 2, 0x0101);
+  put32(fatbin.entry + 4, sizeof(fatbin.entry));     /* header size */
+  put64(fatbin.entry + 8, sizeof(fatbin.payload));   /* payload size */
+  put32(fatbin.entry + 28, 90);                      /* arch */
+  memcpy(fatbin.payload, ptx, sizeof(ptx));
+  wrapper.magic = 0x466243B1;
+  wrapper.version = 1;
+  wrapper.data = &fatbin;
+  handle = __cudaRegisterFatBinary(&wrapper);
+  __cudaRegisterFunction(handle, &host_stub, "k_fill", "k_fill", -1, NULL, NULL, NULL, NULL, NULL);
+  __cudaRegisterFatBinaryEnd(handle);
+}
+
+TestSuite(sim_runtime, .init = setup);
+
+/* What nvcc's stub does for k_fill<<<g, b, 0, s>>>(a, n, v). */
+static cudaError_t nvcc_launch(dim3 g, dim3 b, cudaStream_t s, int* a, int n, int v) {
+  cudaKernel_t k = NULL;
+  if (__cudaPushCallConfiguration(g, b, 0, s) != 0)
+    return cudaErrorUnknown;
+  cudaError_t e = __cudaGetKernel(&k, &host_stub);
+  dim3 gg, bb;
+  size_t shm;
+  cudaStream_t ss;
+  if (__cudaPopCallConfiguration(&gg, &bb, &shm, &ss) != cudaSuccess)
+    return cudaErrorUnknown;
+  if (e != cudaSuccess)
+    return e;
+  void* args[] = {&a, &n, &v};
+  return __cudaLaunchKernel(k, gg, bb, args, shm, ss);
+}
+
+Test(sim_runtime, reaches_the_driver_through_dlopen_only_when_used) {
+  cr_assert_null(dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD),
+                 "the runtime must not link libcuda: it dlopens it on first use");
+  int n = 0;
+  cr_assert_eq(cudaGetDeviceCount(&n), cudaSuccess);
+  cr_assert_eq(n, 1);
+  void* h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  cr_assert_not_null(h);
+  void* p = NULL;
+  enum cudaDriverEntryPointQueryResult st;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"   /* still what torch < 2.11 calls */
+  cr_assert_eq(cudaGetDriverEntryPoint("cuMemAlloc", &p, cudaEnableDefault, &st), cudaSuccess);
+#pragma GCC diagnostic pop
+  cr_assert_eq(p, dlsym(h, "cuMemAlloc_v2"));
+  cr_assert_eq(cudaGetDriverEntryPointByVersion("cuLaunchKernel", &p, 12000,
+                                                cudaEnablePerThreadDefaultStream, &st), cudaSuccess);
+  cr_assert_eq(p, dlsym(h, "cuLaunchKernel_ptsz"));
+}
+
+Test(sim_runtime, nvcc_launch_path_runs_kernels_in_order) {
+  int* d;
+  int out[40];
+  cudaStream_t s;
+  cr_assert_eq(cudaStreamCreate(&s), cudaSuccess);
+  cr_assert_eq(cudaMalloc((void**)&d, sizeof(out)), cudaSuccess);
+  cr_assert_eq(cudaMemsetAsync(d, 0, sizeof(out), s), cudaSuccess);
+  for (int v = 1; v <= 3; v++)
+    cr_assert_eq(nvcc_launch((dim3){2, 1, 1}, (dim3){32, 1, 1}, s, d, 40, v), cudaSuccess);
+  void* args[] = {&d, &(int){40}, &(int){4}};
+  cr_assert_eq(cudaLaunchKernel(&host_stub, (dim3){1, 1, 1}, (dim3){64, 1, 1}, args, 0, s),
+               cudaSuccess);
+  cr_assert_eq(cudaMemcpyAsync(out, d, sizeof(out), cudaMemcpyDeviceToHost, s), cudaSuccess);
+  cr_assert_eq(cudaStreamSynchronize(s), cudaSuccess);
+  cr_assert_eq(out[39], 1234);
+  cr_assert_eq(cudaGetLastError(), cudaSuccess);
+}
+
+Test(sim_runtime, errors_are_per_thread_and_cleared) {
+  int* d;
+  cr_assert_eq(cudaMalloc((void**)&d, 64), cudaSuccess);
+  cr_assert_eq(nvcc_launch((dim3){1, 1, 1}, (dim3){2048, 1, 1}, NULL, d, 1, 1),
+               cudaErrorInvalidConfiguration);
+  cr_assert_eq(cudaPeekAtLastError(), cudaErrorInvalidConfiguration);
+  cr_assert_eq(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  cr_assert_eq(cudaGetLastError(), cudaSuccess);
+  char other;
+  void* args[] = {&d, &(int){1}, &(int){1}};
+  cr_assert_eq(cudaLaunchKernel(&other, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0, NULL),
+               cudaErrorInvalidDeviceFunction);
+  cr_assert_str_eq(cudaGetErrorName(cudaErrorStreamCaptureImplicit), "cudaErrorStreamCaptureImplicit");
+  cudaStream_t s;
+  cr_assert_eq(cudaStreamCreate(&s), cudaSuccess);
+  cr_assert_eq(cudaStreamDestroy(s), cudaSuccess);
+  cr_assert_eq(cudaStreamSynchronize(s), cudaErrorInvalidResourceHandle);
+}
+
+Test(sim_runtime, capture_and_graph_update_through_the_runtime) {
+  int* d;
+  int out[8];
+  cudaStream_t s;
+  cudaGraph_t g;
+  cudaGraphExec_t x;
+  cr_assert_eq(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  cr_assert_eq(cudaMalloc((void**)&d, sizeof(out)), cudaSuccess);
+  cr_assert_eq(cudaMemset(d, 0, sizeof(out)), cudaSuccess);
+  for (int v = 1; v <= 2; v++) {
+    cr_assert_eq(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    enum cudaStreamCaptureStatus st;
+    cr_assert_eq(cudaStreamIsCapturing(s, &st), cudaSuccess);
+    cr_assert_eq(st, cudaStreamCaptureStatusActive);
+    cr_assert_eq(nvcc_launch((dim3){1, 1, 1}, (dim3){8, 1, 1}, s, d, 8, v), cudaSuccess);
+    void* p;
+    cr_assert_eq(cudaMalloc(&p, 16), cudaErrorStreamCaptureUnsupported);
+    cr_assert_eq(cudaGetLastError(), cudaErrorStreamCaptureUnsupported);
+    cr_assert_eq(cudaStreamEndCapture(s, &g), cudaErrorStreamCaptureInvalidated);
+    cr_assert_eq(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    cr_assert_eq(nvcc_launch((dim3){1, 1, 1}, (dim3){8, 1, 1}, s, d, 8, v), cudaSuccess);
+    cr_assert_eq(cudaStreamEndCapture(s, &g), cudaSuccess);
+    if (v == 1) {
+      cr_assert_eq(cudaGraphInstantiate(&x, g, 0), cudaSuccess);
+    } else {
+      cudaGraphExecUpdateResultInfo info;
+      cr_assert_eq(cudaGraphExecUpdate(x, g, &info), cudaSuccess);
+    }
+    cr_assert_eq(cudaGraphDestroy(g), cudaSuccess);
+    cr_assert_eq(cudaGraphLaunch(x, s), cudaSuccess);
+  }
+  cr_assert_eq(cudaStreamSynchronize(s), cudaSuccess);
+  cr_assert_eq(cudaMemcpy(out, d, sizeof(out), cudaMemcpyDeviceToHost), cudaSuccess);
+  cr_assert_eq(out[7], 12);
+  cr_assert_eq(cudaGraphExecDestroy(x), cudaSuccess);
+}
+
+Test(sim_runtime, pointer_attributes_and_pinned_memory) {
+  int *d, *h, stack = 0;
+  struct cudaPointerAttributes a;
+  cr_assert_eq(cudaMalloc((void**)&d, 64), cudaSuccess);
+  cr_assert_eq(cudaMallocHost((void**)&h, 64), cudaSuccess);
+  cr_assert_eq(cudaPointerGetAttributes(&a, d), cudaSuccess);
+  cr_assert_eq(a.type, cudaMemoryTypeDevice);
+  cr_assert_eq(cudaPointerGetAttributes(&a, h), cudaSuccess);
+  cr_assert_eq(a.type, cudaMemoryTypeHost);
+  cr_assert_eq(cudaPointerGetAttributes(&a, &stack), cudaSuccess);
+  cr_assert_eq(a.type, cudaMemoryTypeUnregistered);
+  struct cudaDeviceProp p;
+  cr_assert_eq(cudaGetDeviceProperties(&p, 0), cudaSuccess);
+  cr_assert_eq(p.multiProcessorCount, 132);
+  cr_assert_eq(p.major * 10 + p.minor, 90);
+  cr_assert_eq(cudaFreeHost(h), cudaSuccess);
+  cr_assert_eq(cudaFree(d), cudaSuccess);
+}
+
+Test(sim_runtime, launch_ex_with_attributes) {
+  int* d;
+  int out[4];
+  cr_assert_eq(cudaMalloc((void**)&d, sizeof(out)), cudaSuccess);
+  cr_assert_eq(cudaMemset(d, 0, sizeof(out)), cudaSuccess);
+  cudaLaunchAttribute attr = {.id = cudaLaunchAttributeCooperative};
+  attr.val.cooperative = 1;
+  cudaLaunchConfig_t c = {.gridDim = {1, 1, 1}, .blockDim = {4, 1, 1}, .attrs = &attr,
+                          .numAttrs = 1};
+  void* args[] = {&d, &(int){4}, &(int){7}};
+  cr_assert_eq(cudaLaunchKernelExC(&c, &host_stub, args), cudaSuccess);
+  c.gridDim.x = 100000;   /* a cooperative grid must fit on the device at once */
+  cr_assert_eq(cudaLaunchKernelExC(&c, &host_stub, args), cudaErrorCooperativeLaunchTooLarge);
+  cr_assert_eq(cudaMemcpy(out, d, sizeof(out), cudaMemcpyDeviceToHost), cudaSuccess);
+  cr_assert_eq(out[3], 7);
+  cudaFunction_t f;
+  cr_assert_eq(cudaGetFuncBySymbol(&f, &host_stub), cudaSuccess);
+  struct cudaFuncAttributes fa;
+  cr_assert_eq(cudaFuncGetAttributes(&fa, &host_stub), cudaSuccess);
+  cr_assert_eq(fa.maxThreadsPerBlock, 1024);
+}
