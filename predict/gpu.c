@@ -160,6 +160,28 @@ const grape_gpu_spec_t* grape_gpu_find(const char* name) {
   return NULL;
 }
 
+/* Board power from the datasheets (kept apart from grape_gpu_spec_t so the
+ * public struct keeps its layout): the low-power inference boards (T4, P4,
+ * L4) cannot hold their boost clock through long kernels. */
+static const struct {
+  const char* name;
+  double w;
+} tdp[] = {
+    {"Tesla P4", 75},           {"Tesla P100-PCIE-16GB", 250},  {"Tesla V100-PCIE-32GB", 250},
+    {"Tesla V100-PCIE-16GB", 250}, {"Tesla V100-SXM2-16GB", 300}, {"Tesla V100-SXM2-32GB", 300},
+    {"Tesla T4", 70},           {"NVIDIA A100-PCIE-40GB", 250}, {"NVIDIA A100-SXM4-40GB", 400},
+    {"NVIDIA A100 80GB PCIe", 300}, {"NVIDIA A100-SXM4-80GB", 400}, {"NVIDIA A10", 150},
+    {"NVIDIA L4", 72},          {"NVIDIA L40S", 350},           {"NVIDIA GeForce RTX 4090", 450},
+    {"NVIDIA H100 80GB HBM3", 700}, {"NVIDIA H100 PCIe", 350},  {"NVIDIA H200", 700},
+};
+
+double grape__gpu_tdp_w(const grape_gpu_spec_t* g) {
+  for (size_t i = 0; i < sizeof(tdp) / sizeof(tdp[0]); i++)
+    if (strcmp(g->name, tdp[i].name) == 0)
+      return tdp[i].w;
+  return 0;
+}
+
 size_t grape_gpu_count(void) {
   size_t n = NBUILTIN;
   for (size_t i = 0; i < nloaded; i++) {

@@ -8,4 +8,8 @@
  * @return 0 and *out, or -EINVAL / -ENOMEM. Not thread-safe. */
 int grape__gpu_parse_json(const char* json, const grape_gpu_spec_t** out);
 
+/* @return the board power (TDP, W) of a built-in GPU from its datasheet, or
+ * 0 when unknown (a GPU loaded from JSON under a new name). */
+double grape__gpu_tdp_w(const grape_gpu_spec_t* g);
+
 #endif

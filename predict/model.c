@@ -16,6 +16,7 @@
  * of another version is refused with -EPROTO rather than misread.
  */
 #include "predict/model.h"
+#include "predict/gpu.h"
 
 #include <errno.h>
 #include <math.h>
@@ -58,6 +59,15 @@ void grape__features(const grape__kprep_t* p, const grape_gpu_spec_t* g, int lau
   double tn = p->layout == 3;
   for (int j = 0; j < 8; j++)
     x[10 + j] = tn * x[j];
+  /* Power: low-TDP boards (T4, P4) cannot hold their boost clock through
+   * long kernels: how far below a 250 W board the TDP is, times the share of
+   * the time long enough to throttle (t / (t + 1 ms)). Only the "_tn" fit
+   * takes it: on the batched GEMMs it did worse held out (docs/predictor.md).
+   * x[20] is free for another term. */
+  double tdp = grape__gpu_tdp_w(g);
+  double lp = tdp > 0 ? log(250.0 / tdp) : 0;
+  x[20] = 0;
+  x[21] = launch_only ? 0 : tn * lp * t / (t + 1.0);
   if (xt == NULL)
     return;
   int i = 0;
@@ -107,6 +117,11 @@ double grape__predict(const grape_model_t* m, grape_method_t method, const grape
   case GRAPE_METHOD_ROOFLINE: t = m->roof[c][0] + m->roof[c][1] * fmax(r.tc, r.tm); break;
   case GRAPE_METHOD_LI: t = m->li[c][0] + m->li[c][1] * r.tc + m->li[c][2] * r.tm; break;
   default: {
+    const double* gl = m->glin[c];
+    if (!launch_only && gl[0] == 1) {
+      t = gl[1] + gl[2] * r.tc + gl[3] * r.tm + gl[4] * fmax(r.tc, r.tm);
+      break;
+    }
     const double* w = launch_only ? m->wl[c] : m->w[c];
     double s = 0;
     for (int i = 0; i < GRAPE__NFEAT; i++)
@@ -186,6 +201,7 @@ int grape__model_write(const grape_model_t* m, FILE* f) {
     put_vec(f, "li", m->li[c], 3);
     put_vec(f, "grape", m->w[c], GRAPE__NFEAT);
     put_vec(f, "grape_launch", m->wl[c], GRAPE__NFEAT);
+    put_vec(f, "grape_lin", m->glin[c], 5);
     fprintf(f, "trees %d\n", m->ntrees[c]);
     for (int k = 0; k < m->ntrees[c]; k++) {
       const grape__tree_t* t = &m->trees[c][k];
@@ -323,6 +339,7 @@ int grape_model_parse(const char* text, size_t len, grape_model_t** out, char* e
         (rc = get_vec(&p, "li", m->li[c], 3)) < 0 ||
         (rc = get_vec(&p, "grape", m->w[c], GRAPE__NFEAT)) < 0 ||
         (rc = get_vec(&p, "grape_launch", m->wl[c], GRAPE__NFEAT)) < 0 ||
+        (rc = get_vec(&p, "grape_lin", m->glin[c], 5)) < 0 ||
         (rc = get_vec(&p, "trees", v, 1)) < 0)
       goto fail_parse;
     if (v[0] < 0 || v[0] > GRAPE__MAXTREES || v[0] != floor(v[0])) {

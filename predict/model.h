@@ -7,7 +7,7 @@
 
 #include "predict/boost.h"
 
-#define GRAPE__NFEAT 20     /* linear features of grape's model, x[0] = 1 */
+#define GRAPE__NFEAT 22     /* linear features of grape's model, x[0] = 1 */
 #define GRAPE__NTF 19       /* tree features of grape's model */
 #define GRAPE__MAXTREES 200
 
@@ -16,6 +16,9 @@ struct grape_model_s {
   double li[GRAPE_KC_COUNT][3];           /* c0 ms, c1 x Tc, c2 x Tm */
   double w[GRAPE_KC_COUNT][GRAPE__NFEAT]; /* log-space weights, with dims */
   double wl[GRAPE_KC_COUNT][GRAPE__NFEAT];/* log-space weights, launch only */
+  /* grape's linear-time form, used instead of w when glin[c][0] is 1:
+   * t = c0 + c1 Tc + c2 Tm + c3 max(Tc, Tm), fitted for relative error. */
+  double glin[GRAPE_KC_COUNT][5];
   double rows[GRAPE_KC_COUNT];            /* training rows of each class */
   double floor_ms[GRAPE_KC_COUNT];        /* launch-and-timing floor of an op */
   double floor_p;                         /* t = (floor^p + work^p)^(1/p) */

@@ -22,8 +22,8 @@
 #include "predict/model.h"
 
 #define MIN_ROWS 50
-#define FIXED 0x80000000u   /* see candidates[] */
 #define IRLS_ROUNDS 4
+#define ALLFEAT ((1u << GRAPE__NFEAT) - 1)
 
 /* ---- Tuning knobs ---- */
 
@@ -255,19 +255,68 @@ static int fit_linear(const grape_dataset_t* d, const sel_t* s, int cls, int roo
   return ls_solve(&l, 1e-9, out);
 }
 
-/* grape's model: least absolute log error through IRLS. */
-static int fit_grape(const grape_dataset_t* d, const sel_t* s, int cls, int launch_only,
-                     const grape_model_t* m, int c, unsigned mask, double* w) {
+/* A candidate form of grape's model: weights fitted on the features of
+ * `fit` (bit j = x[j]), plus unit weights on those of `fixed` (an offset:
+ * fixed 0x200 with fit 0x1 is the roofline's prediction rescaled for
+ * relative error). */
+typedef struct cand_s {
+  unsigned fit, fixed;
+  int lin;    /* 1: linear-time form 0 (Li's) instead, 2: form 1 (roofline's) */
+} cand_t;
+
+/* grape's linear-time form: t = c0 + c1 Tc + c2 Tm (form 0, Li's) or
+ * c0 + c3 max(Tc, Tm) (form 1, the roofline's), fitted for least absolute
+ * relative error (per-kernel MAPE) by IRLS rather than least squares. */
+static int fit_lin_l1(const grape_dataset_t* d, const sel_t* s, int cls, int form, double* g) {
+  double w[3] = {0, 0, 0};
   int err = 0;
-  if (mask & FIXED) {
+  for (int round = 0; round < 2 * IRLS_ROUNDS; round++) {
+    ls_t l;
+    int n = form ? 2 : 3;
+    ls_init(&l, n);
+    for (size_t i = 0; i < d->n; i++) {
+      const row_t* r = &d->rows[i];
+      if (!selected(r, s, cls))
+        continue;
+      double x[GRAPE__NFEAT];
+      grape__roof_t rf;
+      grape__features(&r->p, r->gpu, 0, x, NULL, &rf);
+      double v[3] = {1, form ? fmax(rf.tc, rf.tm) : rf.tc, rf.tm};
+      double y = r->lat, wt = 1 / (y * y);
+      if (round > 0) {
+        double p = w[0] + w[1] * v[1] + (form ? 0 : w[2] * v[2]);
+        wt = 1 / (y * fmax(fabs(p - y), 1e-3 * y));
+      }
+      ls_add(&l, v, y, wt);
+    }
+    if (l.sw == 0)
+      return -ENODATA;
+    double nw[3] = {0, 0, 0};
+    if ((err = ls_solve(&l, 1e-9, nw)) < 0)
+      return err;
+    memcpy(w, nw, sizeof(w));
+  }
+  g[0] = 1;
+  g[1] = w[0];
+  g[2] = form ? 0 : w[1];
+  g[3] = form ? 0 : w[2];
+  g[4] = form ? w[1] : 0;
+  return 0;
+}
+
+/* grape's model: least relative error through IRLS. */
+static int fit_grape(const grape_dataset_t* d, const sel_t* s, int cls, int launch_only,
+                     const grape_model_t* m, int c, cand_t cd, double* w) {
+  int err = 0;
+  memset(w, 0, GRAPE__NFEAT * sizeof(double));
+  if (cd.fit == 0) {
     for (int j = 0; j < GRAPE__NFEAT; j++)
-      w[j] = mask >> j & 1;
+      w[j] = cd.fixed >> j & 1;
     return 0;
   }
   ls_t* l = malloc(sizeof(*l));
   if (l == NULL)
     return -ENOMEM;
-  memset(w, 0, GRAPE__NFEAT * sizeof(double));
   for (int round = 0; round < IRLS_ROUNDS; round++) {
     ls_init(l, GRAPE__NFEAT);
     for (size_t i = 0; i < d->n; i++) {
@@ -278,13 +327,17 @@ static int fit_grape(const grape_dataset_t* d, const sel_t* s, int cls, int laun
       grape__roof_t rf;
       grape__features(launch_only ? &r->pl : &r->p, r->gpu, launch_only, x, NULL, &rf);
       grape__stack(m, c, &rf, x);
-      for (int j = 0; j < GRAPE__NFEAT; j++)
-        if (!(mask >> j & 1))
+      double off = 0;
+      for (int j = 0; j < GRAPE__NFEAT; j++) {
+        if (cd.fixed >> j & 1)
+          off += x[j];
+        if (!(cd.fit >> j & 1))
           x[j] = 0;
+      }
       double wk = work_ms(s, i, r->lat);
       if (wk <= 0)
         continue;
-      double y = log(wk), wt = 1;
+      double y = log(wk) - off, wt = 1;
       if (round > 0) {
         double pred = 0;
         for (int j = 0; j < GRAPE__NFEAT; j++)
@@ -305,6 +358,9 @@ static int fit_grape(const grape_dataset_t* d, const sel_t* s, int cls, int laun
       break;
     memcpy(w, nw, sizeof(nw));
   }
+  for (int j = 0; j < GRAPE__NFEAT; j++)
+    if (cd.fixed >> j & 1)
+      w[j] += 1;
   free(l);
   return err;
 }
@@ -427,20 +483,30 @@ static int fit_floors(const grape_dataset_t* d, sel_t* s, grape_model_t* m) {
 
 /* ---- Model selection ---- */
 
-/* Candidates for grape's linear part: a feature set (bit j = feature j; see
- * grape__features and grape__stack), or, with FIXED, unit weights on the
- * named features: FIXED | 0x100 predicts exactly the Li et al. model's time,
- * FIXED | 0x200 the roofline's. Candidates tried and dropped, because the
- * inner folds did not prefer them, or their choice did worse on held-out
- * GPUs: 0x301, 0x0ff, 0x3f1, 0x303, 0x2f1. */
-
-static const unsigned candidates[] = {0xfffff, FIXED | 0x100, FIXED | 0x200};
+/* Candidates for grape's linear part (see cand_t; bit j = x[j] of
+ * grape__features and grape__stack). {0, 0x100} predicts exactly the Li et
+ * al. model's time, {0, 0x200} the roofline's; {0x1, 0x200} rescales the
+ * roofline for relative error, {0xf1, 0x200} adds the launch-floor basis to
+ * it. Candidates tried and dropped, because the inner folds did not prefer
+ * them, or their choice did worse on held-out GPUs: 0x301, 0x0ff, 0x3f1,
+ * 0x303, 0x2f1. */
+static const cand_t candidates[] = {
+    {ALLFEAT, 0, 0}, {0, 0x100, 0}, {0, 0x200, 0}, {0, 0, 1}, {0, 0, 2}};
 #define NCAND (sizeof(candidates) / sizeof(candidates[0]))
+
+/* Fits candidate `cd` of class c (rows of class `cls`, -1 all) into m. */
+static int fit_cand(const grape_dataset_t* d, const sel_t* s, int cls, int c, grape_model_t* m,
+                    cand_t cd) {
+  memset(m->glin[c], 0, sizeof(m->glin[c]));
+  if (cd.lin)
+    return fit_lin_l1(d, s, cls, cd.lin - 1, m->glin[c]);
+  return fit_grape(d, s, cls, 0, m, c, cd, m->w[c]);
+}
 
 /* Picks the candidate with the lowest per-kernel MAPE in an inner
  * leave-one-GPU-out over the GPUs `s` selects, so that the choice never sees
- * a held-out GPU. @return the mask, or a negative errno. */
-static long select_mask(const grape_dataset_t* d, const sel_t* s, int c) {
+ * a held-out GPU. @return its index, or a negative errno. */
+static int select_cand(const grape_dataset_t* d, const sel_t* s, int c) {
   const char* gpus[MAXGPU];
   int ngpu = 0;
   for (size_t i = 0; i < d->n; i++) {
@@ -453,12 +519,12 @@ static long select_mask(const grape_dataset_t* d, const sel_t* s, int c) {
       gpus[ngpu++] = d->rows[i].gpu->name;
   }
   if (ngpu < 3)
-    return candidates[0];
+    return 0;
   grape_model_t* tm = calloc(1, sizeof(*tm));
   if (tm == NULL)
     return -ENOMEM;
   double best = INFINITY;
-  long pick = candidates[0];
+  int pick = 0;
   double score[NCAND] = {0};
   for (size_t k = 0; k < NCAND; k++) {
     double ape = 0, n = 0;
@@ -468,7 +534,7 @@ static long select_mask(const grape_dataset_t* d, const sel_t* s, int c) {
       int err;
       if ((err = fit_linear(d, &in, c, 1, tm->roof[c])) < 0 ||
           (err = fit_linear(d, &in, c, 0, tm->li[c])) < 0 ||
-          (err = fit_grape(d, &in, c, 0, tm, c, candidates[k], tm->w[c])) < 0) {
+          (err = fit_cand(d, &in, c, c, tm, candidates[k])) < 0) {
         free(tm);
         return err;
       }
@@ -483,14 +549,15 @@ static long select_mask(const grape_dataset_t* d, const sel_t* s, int c) {
     score[k] = n > 0 ? ape / n : INFINITY;
     if (n > 0 && ape / n < best) {
       best = ape / n;
-      pick = candidates[k];
+      pick = (int)k;
     }
   }
   free(tm);
   if (getenv("GRAPE_TRAIN_VERBOSE"))
     for (size_t k = 0; k < NCAND; k++)
-      fprintf(stderr, "grape: %s: inner MAPE of candidate %lx: %.4f%s\n", grape_kclass_name(c),
-              (unsigned long)candidates[k], score[k], (long)candidates[k] == pick ? " (chosen)" : "");
+      fprintf(stderr, "grape: %s: inner MAPE of candidate {%#x, %#x, %d}: %.4f%s\n",
+              grape_kclass_name(c), candidates[k].fit, candidates[k].fixed, candidates[k].lin, score[k],
+              (int)k == pick ? " (chosen)" : "");
   return pick;
 }
 
@@ -514,14 +581,14 @@ static int train_sel(const grape_dataset_t* d, sel_t* s, grape_model_t** out) {
     size_t n = class_rows(d, s, c);
     int fc = n >= MIN_ROWS ? c : -1;
     m->rows[c] = (double)n;
-    long mask = (long)candidates[0];
-    if (fc >= 0 && knobs()->select && (mask = select_mask(d, s, c)) < 0) {
-      err = (int)mask;
+    int ci = 0;
+    if (fc >= 0 && knobs()->select && (ci = select_cand(d, s, c)) < 0) {
+      err = ci;
       goto fail_fit;
     }
     if ((err = fit_linear(d, s, fc, 1, m->roof[c])) < 0 ||
         (err = fit_linear(d, s, fc, 0, m->li[c])) < 0 ||
-        (err = fit_grape(d, s, fc, 0, m, c, (unsigned)mask, m->w[c])) < 0 ||
+        (err = fit_cand(d, s, fc, c, m, candidates[ci])) < 0 ||
         (err = fit_grape(d, s, fc, 1, m, c, candidates[0], m->wl[c])) < 0 ||
         (err = fit_trees(d, s, fc, m, c)) < 0)
       goto fail_fit;
@@ -573,12 +640,18 @@ int grape_model_crossval(const grape_dataset_t* d, FILE* out) {
     return -ENODATA;
   static acc_t acc[MAXGPU][NGROUP];
   memset(acc, 0, sizeof(acc));
+  /* Experiments: GRAPE_CV_DUMP=FILE writes every held-out prediction. */
+  const char* dp = getenv("GRAPE_CV_DUMP");
+  FILE* dump = dp != NULL ? fopen(dp, "w") : NULL;
   for (int gi = 0; gi < ngpu; gi++) {
     sel_t s = {gpus[gi], NULL, NULL, 0};
     grape_model_t* m;
     int err = train_sel(d, &s, &m);
-    if (err < 0)
+    if (err < 0) {
+      if (dump != NULL)
+        fclose(dump);
       return err;
+    }
     for (size_t i = 0; i < d->n; i++) {
       const row_t* r = &d->rows[i];
       if (strcmp(r->gpu->name, gpus[gi]) != 0 || r->group < 0 || r->group >= NGROUP)
@@ -590,11 +663,19 @@ int grape_model_crossval(const grape_dataset_t* d, FILE* out) {
         a->sum_pred[me] += p;
       }
       a->ape_launch += fabs(grape__predict(m, GRAPE_METHOD_GRAPE, &r->pl, r->gpu) - r->lat) / r->lat;
+      if (dump != NULL)
+        fprintf(dump, "%s,%d,%g,%g,%g,%g,%g,%g,%g,%g,%g\n", gpus[gi], r->group, r->lat,
+                grape__predict(m, GRAPE_METHOD_ROOFLINE, &r->p, r->gpu),
+                grape__predict(m, GRAPE_METHOD_LI, &r->p, r->gpu),
+                grape__predict(m, GRAPE_METHOD_GRAPE, &r->p, r->gpu), r->p.flops, r->p.kred,
+                r->p.blocks, r->p.tile_m * r->p.tile_n, r->p.variant);
       a->sum_meas += r->lat;
       a->n++;
     }
     grape_model_free(m);
   }
+  if (dump != NULL)
+    fclose(dump);
   static const char* const mname[GRAPE_METHOD_COUNT] = {"roofline", "li", "grape"};
   fprintf(out, "leave-one-GPU-out cross-validation (%d GPUs, %zu rows)\n", ngpu, d->n);
   fprintf(out, "per-kernel MAPE %% (summed-time error %%, mean over held-out GPUs)\n");

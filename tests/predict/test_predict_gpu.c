@@ -1,6 +1,7 @@
 /* Tests of the GPU spec table (predict/gpu.c). */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <string.h>
 
 #include "grape/predict.h"
 #include "predict/gpu.h"
@@ -64,4 +65,23 @@ Test(predict, gpu_json_rejects_bad_input) {
   cr_expect_eq(grape__gpu_parse_json("{\"Device\":\"Tesla T4\",\"Mem_Bw\":\"fast\"}", &g),
                -EINVAL);
   cr_expect_eq(grape_gpu_load_json("/nonexistent/gpu.json", &g), -ENOENT);
+}
+
+Test(predict, gpu_board_power_comes_from_the_datasheets) {
+  cr_expect_eq(grape__gpu_tdp_w(grape_gpu_find("T4")), 70);
+  cr_expect_eq(grape__gpu_tdp_w(grape_gpu_find("Tesla P4")), 75);
+  cr_expect_eq(grape__gpu_tdp_w(grape_gpu_find("NVIDIA A100-PCIE-40GB")), 250);
+  cr_expect_eq(grape__gpu_tdp_w(grape_gpu_find("NVIDIA H100 80GB HBM3")), 700);
+  for (size_t i = 0; i < grape_gpu_count(); i++) {
+    const grape_gpu_spec_t* g = grape_gpu_at(i);
+    if (strncmp(g->name, "Foo", 3) != 0)
+      cr_expect(grape__gpu_tdp_w(g) > 0, "%s has no board power", g->name);
+  }
+  const grape_gpu_spec_t* g;
+  cr_assert_eq(grape__gpu_parse_json("{\"Device\":\"Bar GPU\",\"Dev_Mem\":8,\"Mem_Bw\":100,"
+                                     "\"Num_Sm\":10,\"Core_Per_SM\":64,\"Freq\":1000,"
+                                     "\"L2Cache\":2}",
+                                     &g),
+               0);
+  cr_expect_eq(grape__gpu_tdp_w(g), 0, "unknown for a GPU the table does not have");
 }

@@ -180,3 +180,42 @@ Test(predict, model_file_version_and_damage_are_refused) {
   free(text);
   grape_model_free(m);
 }
+
+/* grape's linear-time form (grape_lin), when its flag is set, replaces the
+ * log-space regression for kernels with op dims. */
+Test(predict, linear_time_form_is_read_and_used) {
+  grape_model_t* m;
+  cr_assert_eq(grape_model_load_default(&m), 0);
+  char* text = NULL;
+  size_t len = 0;
+  FILE* f = open_memstream(&text, &len);
+  extern int grape__model_write(const grape_model_t* m, FILE* f);
+  cr_assert_eq(grape__model_write(m, f), 0);
+  fclose(f);
+  grape_model_free(m);
+  /* The gemm class comes first: give it a constant 0.5 ms. */
+  char* gl = strstr(text, "\ngrape_lin ");
+  cr_assert_not_null(gl);
+  char* eol = strchr(gl + 1, '\n');
+  size_t tail = strlen(eol);
+  char* edited = malloc(len + 64);
+  size_t head = (size_t)(gl - text);
+  memcpy(edited, text, head);
+  int k = sprintf(edited + head, "\ngrape_lin 1 0.5 0 0 0");
+  memcpy(edited + head + k, eol, tail + 1);
+  grape_model_t *a, *b;
+  char err[160];
+  cr_assert_eq(grape_model_parse(edited, strlen(edited), &a, err, sizeof(err)), 0, "%s", err);
+  cr_assert_eq(grape_model_parse(text, len, &b, err, sizeof(err)), 0, "%s", err);
+  const grape_gpu_spec_t* g = grape_gpu_find("T4");
+  grape_kernel_desc_t k1 = gemm(300, 500, 700);
+  cr_expect_float_eq(grape_predict_kernel_ms_with(a, GRAPE_METHOD_GRAPE, g, &k1), 0.5, 1e-12);
+  cr_expect(fabs(grape_predict_kernel_ms_with(b, GRAPE_METHOD_GRAPE, g, &k1) - 0.5) > 1e-3);
+  k1.op = GRAPE_OP_UNKNOWN;
+  cr_expect(fabs(grape_predict_kernel_ms_with(a, GRAPE_METHOD_GRAPE, g, &k1) - 0.5) > 1e-3,
+            "kernels without dims keep the launch-only weights");
+  grape_model_free(a);
+  grape_model_free(b);
+  free(edited);
+  free(text);
+}
