@@ -57,7 +57,7 @@ build-carry/tools/grape --version
 # system's copies in a private mount namespace (root only) and run grape there.
 hide=""
 for l in libelf.so.1 libz.so.1 libzstd.so.1 liblz4.so.1 libxxhash.so.0; do
-  p=$(ldconfig -p | awk -v n="$l" '$1 == n {print $NF; exit}')
+  p=$(ldconfig -p | awk -v n="$l" '$1 == n && !found {print $NF; found = 1}')  # no early exit: SIGPIPE + pipefail
   [ -n "$p" ] && hide="$hide $(readlink -f "$p")"
 done
 # What is checked: the CLI, and (once the sim, the shim and the examples exist) dynrnn on
@@ -83,7 +83,7 @@ if [ -e build-carry/sim/libcuda.so.1 ]; then
     echo "pack: dry run on build-carry: $(grep '^totals:' /tmp/gpukit-pack.log)"
   else
     echo "pack: warning: the dry run on build-carry failed (see /tmp/gpukit-pack.log):" >&2
-    grep -E '^[a-z]+ +.* (fail|error) ' /tmp/gpukit-pack.log | head -5 >&2
+    grep -E '^[a-z]+ +.* (fail|error) ' /tmp/gpukit-pack.log | head -5 >&2 || true
   fi
 fi
 echo 'pack: now run(command="bash bench/gpu/run.sh", carry=[".probe", "build-carry"], timeout_s=540)'
