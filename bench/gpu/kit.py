@@ -146,6 +146,11 @@ class Kit:
         e.setdefault("GRAPE_LOG", "warn")
         return e
 
+    def predict_gpu(self):
+        """The name GRAPE_PREDICT_GPU gets: the GPU as nvidia-smi names it, the H200 on the sim."""
+        name = self.env.get("gpu", "").split(",")[0].strip()
+        return name if (name and not self.sim) else "H200"
+
     def have_shim(self):
         return os.path.exists(self.shim)
 
@@ -312,8 +317,11 @@ class Kit:
                     sums[mode] = None
                     continue
                 rep = os.path.join(self.reports, f"corr_{ex}_{mode}.json")
+                env = self.shim_env(mode, rep, base)
+                if mode == "graph":  # the shim's own prediction of the paths it saw, when it has one
+                    env["GRAPE_PREDICT_GPU"] = self.predict_gpu()
                 rc, out, err = self.run(f"corr_{ex}_{mode}", [exe, "--iters", str(self.iters_ex)],
-                                        self.shim_env(mode, rep, base), timeout=self.budget(60))
+                                        env, timeout=self.budget(60))
                 sums[mode] = checksum(out) if rc == 0 else f"rc={rc}"
                 if mode == "graph":
                     info = graph_stats(load_report(rep))
@@ -383,6 +391,7 @@ class Kit:
             rep = os.path.join(self.reports, f"wl_grape_{w}.json")
             env = self.shim_env("graph", rep, self.dev_env())
             env["GRAPE_TRACE"] = os.path.join(self.reports, f"wl_{w}.grape")
+            env["GRAPE_PREDICT_GPU"] = self.predict_gpu()
             self.run(f"wl_grape_{w}", [self.py, self.wl(), "--workloads", w, "--variants", "eager", "--label",
                                        "grape", "--out", jl, "--deadline", str(time.time() + t - 5)] + it,
                      env, timeout=t)
@@ -422,6 +431,11 @@ class Kit:
                 if v == "grape":
                     g = graph_stats(reports.get(w))
                     kw.update(g)
+                    # the shim's predicted kernel time per iteration (whole process / iterations)
+                    n = (r.get("iters") or 0) + (5 if not self.a.quick else 3)
+                    for k in ("predicted_eager_ms", "predicted_graph_ms"):
+                        if kw.get(k) is not None and n:
+                            kw[k.replace("_ms", "_ms_per_iter")] = round(kw.pop(k) / n, 4)
                     # grape must be bit-identical; the others are reported only
                     st = "pass" if same else ("fail" if det else "info")
                     if not same and not det:
@@ -750,6 +764,10 @@ def graph_stats(r):
         out["updates_per_hit"] = round(upd / hits, 2) if (upd is not None and hits) else None
         out["graphs_built"] = built
     out["regions"] = regions
+    p = r.get("predicted")
+    if isinstance(p, dict):  # GRAPE_PREDICT_GPU: the shim's predicted time of all paths
+        out["predicted_eager_ms"] = round(p.get("total_eager_ms") or 0, 4)
+        out["predicted_graph_ms"] = round(p.get("total_graph_ms") or 0, 4)
     calls = find_num(r, "driver_launch_calls", "launch_calls")
     if calls is not None:
         out["launch_calls"] = calls
