@@ -250,6 +250,22 @@ static int candidate(const region_t* r, size_t pos, size_t* len) {
 
 static const uint8_t container_magic[4] = {0x50, 0xed, 0x55, 0xba};
 
+/* The next candidate whose magic lies in r->buf[*pos, end): its address, with
+ * *pos at it and its length in *len; NULL when none is left. Both scans below
+ * walk a region this way. */
+static const uint8_t* next_candidate(const region_t* r, size_t* pos, size_t end, size_t* len) {
+  while (*pos + 16 <= end) {
+    const uint8_t* hit = memmem(r->buf + *pos, end - *pos, container_magic, 4);
+    if (hit == NULL)
+      return NULL;
+    *pos = (size_t)(hit - r->buf);
+    if (candidate(r, *pos, len))
+      return hit;
+    *pos += 4;
+  }
+  return NULL;
+}
+
 /* GRAPE_FATBIN_SCAN_DATA: containers embedded in a data section (cuFFT keeps
  * ~24,000 in .ldata for cuModuleLoadData). A candidate is a container magic
  * at an 8-byte aligned address with version 1 and a 16-byte header whose
@@ -261,15 +277,8 @@ static int plan_scan(plan_t* p, grape_fatbin_t* fb, size_t ri, const size_t* kno
                      size_t nknown) {
   const region_t* r = &p->regions[ri];
   size_t pos = 0, len;
-  while (pos + 16 <= r->size) {
-    const uint8_t* hit = memmem(r->buf + pos, r->size - pos, container_magic, 4);
-    if (hit == NULL)
-      break;
-    pos = (size_t)(hit - r->buf);
-    if (!candidate(r, pos, &len)) {
-      pos += 4;
-      continue;
-    }
+  const uint8_t* hit;
+  while ((hit = next_candidate(r, &pos, r->size, &len)) != NULL) {
     size_t first_entry = r->off + pos + 16;
     if (!(nknown && bsearch(&first_entry, known, nknown, sizeof(*known), cmp_size))) {
       const uint8_t* bytes = job_bytes(p, fb, hit, len);
@@ -286,15 +295,8 @@ static int plan_scan(plan_t* p, grape_fatbin_t* fb, size_t ri, const size_t* kno
 static void scan_failed(const plan_t* p, grape_fatbin_t* fb, const region_t* r, size_t from,
                         size_t to) {
   size_t pos = from, len;
-  while (pos + 16 <= to) {
-    const uint8_t* hit = memmem(r->buf + pos, to - pos, container_magic, 4);
-    if (hit == NULL)
-      break;
-    pos = (size_t)(hit - r->buf);
-    if (!candidate(r, pos, &len)) {
-      pos += 4;
-      continue;
-    }
+  const uint8_t* hit;
+  while ((hit = next_candidate(r, &pos, to, &len)) != NULL) {
     size_t before = fb->nimages;
     grape_cubin_err_t ignored;
     const uint8_t* bytes = job_bytes(p, fb, hit, len);

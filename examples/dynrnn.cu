@@ -45,17 +45,8 @@ __global__ void step_sparse(const int32_t* hin, int32_t* hout, const int32_t* x,
 }
 
 __global__ void stats(const int32_t* len, const int32_t* h, int t, int32_t* flags) {
-  if (threadIdx.x == 0) {
-    int n = 0, mx = 0;
-    for (int b = 0; b < RNN_B; b++)
-      n += t < len[b];
-    for (int i = 0; i < RNN_B * RNN_H; i++) {
-      int a = h[i] < 0 ? -h[i] : h[i];
-      mx = a > mx ? a : mx;
-    }
-    flags[0] = n;
-    flags[1] = mx;
-  }
+  if (threadIdx.x == 0)
+    rnn_stats(len, h, t, flags);
 }
 
 __global__ void renorm(int32_t* h, int n) {

@@ -30,4 +30,18 @@ EX_HD int32_t rnn_cell(const int32_t* W, const int32_t* h, int32_t x, int j) {
   return (int32_t)acc;
 }
 
+/* The host's view after step t: flags[0] sequences still running, flags[1]
+ * the largest |h| (renorm is due above RNN_RENORM_AT). One thread. */
+EX_HD void rnn_stats(const int32_t* len, const int32_t* h, int t, int32_t* flags) {
+  int n = 0, mx = 0;
+  for (int b = 0; b < RNN_B; b++)
+    n += t < len[b];
+  for (int i = 0; i < RNN_B * RNN_H; i++) {
+    int a = h[i] < 0 ? -h[i] : h[i];
+    mx = a > mx ? a : mx;
+  }
+  flags[0] = n;
+  flags[1] = mx;
+}
+
 #endif

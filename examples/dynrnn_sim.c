@@ -52,15 +52,7 @@ SIMCU_KERNEL(_Z5statsPKiS0_iPi) {
   const int32_t* h = SIMCU_ARG(1, const int32_t*);
   int t = SIMCU_ARG(2, int);
   int32_t* flags = SIMCU_ARG(3, int32_t*);
-  int n = 0, mx = 0;
-  for (int b = 0; b < RNN_B; b++)
-    n += t < len[b];
-  for (int i = 0; i < RNN_B * RNN_H; i++) {
-    int a = h[i] < 0 ? -h[i] : h[i];
-    mx = a > mx ? a : mx;
-  }
-  flags[0] = n;
-  flags[1] = mx;
+  rnn_stats(len, h, t, flags);
 }
 
 SIMCU_PARAMS(_Z6renormPii, 8, 4);

@@ -12,6 +12,7 @@
 // Usage: mlp_train [--iters N]   (default 30 steps)
 #include <cuda_runtime.h>
 #include "common.h"
+#include "mlp_math.h"
 #include "simblas.h"
 
 #define N 64     // samples
@@ -29,15 +30,8 @@ __global__ void relu_fwd(const float* z, float* a, int n) {
 // One thread, fixed summation order: the loss is the same bits everywhere.
 __global__ void loss_grad(const float* y, const float* t, float* g, float* loss, int n,
                           float gscale, float lscale) {
-  if (threadIdx.x == 0 && blockIdx.x == 0) {
-    float acc = 0.0f;
-    for (int i = 0; i < n; i++) {
-      float d = y[i] - t[i];
-      g[i] = d * gscale;
-      acc = fmaf(d, d, acc);
-    }
-    loss[0] = acc * lscale;
-  }
+  if (threadIdx.x == 0 && blockIdx.x == 0)
+    mlp_loss_grad(y, t, g, loss, n, gscale, lscale);
 }
 
 __global__ void relu_bwd(const float* z, float* da, int n) {

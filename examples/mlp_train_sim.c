@@ -2,6 +2,7 @@
  * live in libsimblas). Same arithmetic and order as the CUDA kernels. */
 #include <math.h>
 
+#include "mlp_math.h"
 #include "simcu.h"
 
 SIMCU_PARAMS(_Z8relu_fwdPKfPfi, 8, 8, 4);
@@ -24,15 +25,8 @@ SIMCU_KERNEL(_Z9loss_gradPKfS0_PfS1_iff) {
   float* loss = SIMCU_ARG(3, float*);
   int n = SIMCU_ARG(4, int);
   float gscale = SIMCU_ARG(5, float), lscale = SIMCU_ARG(6, float);
-  if (simcu_blk->idx.x != 0)
-    return;
-  float acc = 0.0f;
-  for (int i = 0; i < n; i++) {
-    float d = y[i] - t[i];
-    g[i] = d * gscale;
-    acc = fmaf(d, d, acc);
-  }
-  loss[0] = acc * lscale;
+  if (simcu_blk->idx.x == 0)
+    mlp_loss_grad(y, t, g, loss, n, gscale, lscale);
 }
 
 SIMCU_PARAMS(_Z8relu_bwdPKfPfi, 8, 8, 4);

@@ -136,6 +136,15 @@ int grape__sim_reg_has(const void* p, int kind) {
   return ok;
 }
 
+void* grape__sim_reg_new(size_t size, int kind) {
+  void* p = calloc(1, size);
+  if (p != NULL && grape__sim_reg_add(p, kind) != 0) {
+    free(p);
+    p = NULL;
+  }
+  return p;
+}
+
 /* ---- Initialisation ---- */
 
 CUresult grape__sim_check_init(void) {

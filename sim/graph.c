@@ -28,14 +28,7 @@ void grape__sim_capture_thread_account(CUstreamCaptureMode mode, int delta);
 /* ---- Graph and node objects ---- */
 
 static struct CUgraph_st* graph_new(void) {
-  struct CUgraph_st* g = calloc(1, sizeof(*g));
-  if (g == NULL)
-    return NULL;
-  if (grape__sim_reg_add(g, K_GRAPH) != 0) {
-    free(g);
-    return NULL;
-  }
-  return g;
+  return grape__sim_reg_new(sizeof(struct CUgraph_st), K_GRAPH);
 }
 
 /* Lock not required; event references are taken by the caller under the lock. */
@@ -574,13 +567,21 @@ SIM_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec x, CUstream s) {
   return graph_upload(x, s, 1);
 }
 
+/* Node h of the graph x was instantiated from, where it has the given type. */
+static sim_node_t* exec_node(CUgraphExec x, CUgraphNode h, int type) {
+  if (!grape__sim_reg_has(x, K_EXEC))
+    return NULL;
+  sim_node_t* n = as_node(h);
+  if (n == NULL || n->g != x->src || n->id >= x->nids || n->type != type)
+    return NULL;
+  return n;
+}
+
 SIM_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec x, CUgraphNode h,
                                                       const CUDA_KERNEL_NODE_PARAMS* p) {
   SIM_COUNT(cuGraphExecKernelNodeSetParams_v2);
-  if (!grape__sim_reg_has(x, K_EXEC))
-    return CUDA_ERROR_INVALID_VALUE;
-  sim_node_t* n = as_node(h);
-  if (n == NULL || n->g != x->src || n->id >= x->nids || n->type != N_KERNEL)
+  sim_node_t* n = exec_node(x, h, N_KERNEL);
+  if (n == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   sim_work_t w;
   CUresult r = kernel_work_from(p, &w);
@@ -602,9 +603,8 @@ SIM_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec x, CUgraphNode
 
 /* Replaces the work at node h's position in x, keeping its type. */
 static CUresult exec_set_work(CUgraphExec x, CUgraphNode h, int type, sim_work_t* w) {
-  sim_node_t* n = as_node(h);
-  if (!grape__sim_reg_has(x, K_EXEC) || n == NULL || n->g != x->src || n->id >= x->nids ||
-      n->type != type) {
+  sim_node_t* n = exec_node(x, h, type);
+  if (n == NULL) {
     grape__sim_work_release(w);
     return CUDA_ERROR_INVALID_VALUE;
   }

@@ -267,6 +267,8 @@ CUresult grape__sim_need_ctx(void);   /* init done and a current context */
 int grape__sim_reg_add(const void* p, int kind);
 void grape__sim_reg_del(const void* p);
 int grape__sim_reg_has(const void* p, int kind);   /* caller may hold the lock or not */
+/* A zeroed handle object of size bytes, registered as kind; NULL when either fails. */
+void* grape__sim_reg_new(size_t size, int kind);
 void grape__sim_logf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 struct CUctx_st* grape__sim_current_ctx(void);
 

@@ -484,8 +484,9 @@ struct CUmemPoolHandle_st {
 };
 static struct CUmemPoolHandle_st default_pool = {1, 0};
 
-SIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice d) {
-  SIM_COUNT(cuDeviceGetDefaultMemPool);
+/* There is no cuDeviceSetMemPool here, so a device's current pool is always
+ * its default one. */
+static CUresult device_pool(CUmemoryPool* pool, CUdevice d) {
   if (pool == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   if (d != 0)
@@ -494,27 +495,23 @@ SIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice d) {
   return CUDA_SUCCESS;
 }
 
+SIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice d) {
+  SIM_COUNT(cuDeviceGetDefaultMemPool);
+  return device_pool(pool, d);
+}
+
 SIM_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice d) {
   SIM_COUNT(cuDeviceGetMemPool);
-  if (pool == NULL)
-    return CUDA_ERROR_INVALID_VALUE;
-  if (d != 0)
-    return CUDA_ERROR_INVALID_DEVICE;
-  *pool = &default_pool;
-  return CUDA_SUCCESS;
+  return device_pool(pool, d);
 }
 
 SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
   SIM_COUNT(cuMemPoolCreate);
   if (pool == NULL || props == NULL)
     return CUDA_ERROR_INVALID_VALUE;
-  struct CUmemPoolHandle_st* p = calloc(1, sizeof(*p));
+  struct CUmemPoolHandle_st* p = grape__sim_reg_new(sizeof(*p), K_POOL);
   if (p == NULL)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  if (grape__sim_reg_add(p, K_POOL) != 0) {
-    free(p);
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
   *pool = p;
   return CUDA_SUCCESS;
 }
@@ -625,6 +622,15 @@ SIM_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
 
 /* ---- Copies ---- */
 
+/* The stream a copy or memset goes to; a synchronous one may not be issued
+ * while that stream captures. */
+static CUresult op_stream(CUstream h, int ptds, int async, struct CUstream_st** s) {
+  CUresult r = grape__sim_stream(h, ptds, s);
+  if (r == CUDA_SUCCESS && !async)
+    r = grape__sim_capture_check(*s, 0);
+  return r;
+}
+
 enum dir_e { D_ANY, D_HTOD, D_DTOH, D_DTOD };
 
 static CUresult copy(void* dst, const void* src, size_t n, int dir, CUstream h, int ptds,
@@ -641,14 +647,9 @@ static CUresult copy(void* dst, const void* src, size_t n, int dir, CUstream h, 
   if ((dir == D_DTOH || dir == D_DTOD) && !grape__sim_dev_range((CUdeviceptr)(uintptr_t)src, n))
     return CUDA_ERROR_INVALID_VALUE;
   struct CUstream_st* s;
-  r = grape__sim_stream(h, ptds, &s);
+  r = op_stream(h, ptds, async, &s);
   if (r != CUDA_SUCCESS)
     return r;
-  if (!async) {
-    r = grape__sim_capture_check(s, 0);
-    if (r != CUDA_SUCCESS)
-      return r;
-  }
   int dst_dev = grape__sim_dev_range((CUdeviceptr)(uintptr_t)dst, n);
   int src_dev = grape__sim_dev_range((CUdeviceptr)(uintptr_t)src, n);
   int dst_pageable = !dst_dev && !grape__sim_host_range(dst, n);
@@ -761,14 +762,9 @@ static CUresult memset_any(CUdeviceptr d, unsigned v, unsigned esize, size_t n, 
   if ((d % esize) != 0 || !grape__sim_dev_range(d, pitch * (height - 1) + n * esize))
     return CUDA_ERROR_INVALID_VALUE;
   struct CUstream_st* s;
-  r = grape__sim_stream(h, ptds, &s);
+  r = op_stream(h, ptds, async, &s);
   if (r != CUDA_SUCCESS)
     return r;
-  if (!async) {
-    r = grape__sim_capture_check(s, 0);
-    if (r != CUDA_SUCCESS)
-      return r;
-  }
   sim_work_t w = {.kind = OP_MEMSET};
   w.u.ms.dst = P(d);
   w.u.ms.value = v;
@@ -805,26 +801,15 @@ MEMSET_ASYNC_API(cuMemsetD16Async_ptsz, unsigned short, 2, 1)
 MEMSET_ASYNC_API(cuMemsetD32Async, unsigned int, 4, 0)
 MEMSET_ASYNC_API(cuMemsetD32Async_ptsz, unsigned int, 4, 1)
 
-SIM_EXPORT CUresult cuMemsetD2D8_v2(CUdeviceptr d, size_t pitch, unsigned char v, size_t w,
-                                    size_t h) {
-  SIM_COUNT(cuMemsetD2D8_v2);
-  return memset_any(d, v, 1, w, h, pitch, NULL, 0, 0);
-}
-SIM_EXPORT CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr d, size_t pitch, unsigned char v, size_t w,
-                                         size_t h) {
-  SIM_COUNT(cuMemsetD2D8_v2_ptds);
-  return memset_any(d, v, 1, w, h, pitch, NULL, 1, 0);
-}
-SIM_EXPORT CUresult cuMemsetD2D32_v2(CUdeviceptr d, size_t pitch, unsigned int v, size_t w,
-                                     size_t h) {
-  SIM_COUNT(cuMemsetD2D32_v2);
-  return memset_any(d, v, 4, w, h, pitch, NULL, 0, 0);
-}
-SIM_EXPORT CUresult cuMemsetD2D32_v2_ptds(CUdeviceptr d, size_t pitch, unsigned int v, size_t w,
-                                          size_t h) {
-  SIM_COUNT(cuMemsetD2D32_v2_ptds);
-  return memset_any(d, v, 4, w, h, pitch, NULL, 1, 0);
-}
+#define MEMSET2D_API(name, T, es, ptds)                                            \
+  SIM_EXPORT CUresult name(CUdeviceptr d, size_t pitch, T v, size_t w, size_t h) { \
+    SIM_COUNT(name);                                                               \
+    return memset_any(d, v, es, w, h, pitch, NULL, ptds, 0);                       \
+  }
+MEMSET2D_API(cuMemsetD2D8_v2, unsigned char, 1, 0)
+MEMSET2D_API(cuMemsetD2D8_v2_ptds, unsigned char, 1, 1)
+MEMSET2D_API(cuMemsetD2D32_v2, unsigned int, 4, 0)
+MEMSET2D_API(cuMemsetD2D32_v2_ptds, unsigned int, 4, 1)
 
 /* ---- Virtual memory management (cuMemAddressReserve / cuMemCreate / cuMemMap) ----
  *
@@ -930,14 +915,10 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* h, size_t size,
       prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
       prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || prop->location.id != 0)
     return CUDA_ERROR_INVALID_VALUE;
-  struct sim_vmem_s* v = calloc(1, sizeof(*v));
+  struct sim_vmem_s* v = grape__sim_reg_new(sizeof(*v), K_VMEM);
   if (v == NULL)
     return CUDA_ERROR_OUT_OF_MEMORY;
   v->size = size;
-  if (grape__sim_reg_add(v, K_VMEM) != 0) {
-    free(v);
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
   *h = (CUmemGenericAllocationHandle)(uintptr_t)v;
   return CUDA_SUCCESS;
 }

@@ -356,6 +356,11 @@ static cudaError_t lookup_kernel(const void* host, CUkernel* out) {
   return e;
 }
 
+/* lookup_kernel for a call that answers through out, which must be there. */
+static cudaError_t kernel_into(const void* out, const void* host, CUkernel* k) {
+  return out == NULL ? cudaErrorInvalidValue : lookup_kernel(host, k);
+}
+
 /* A function argument may be a host stub or, in CUDA 12+, a cudaKernel_t. */
 static cudaError_t resolve_func(const void* func, CUfunction* out) {
   CUkernel k;
@@ -374,10 +379,8 @@ static cudaError_t resolve_func(const void* func, CUfunction* out) {
 }
 
 RT_API cudaError_t __cudaGetKernel(cudaKernel_t* out, const void* host) {
-  if (out == NULL)
-    return set_err(cudaErrorInvalidValue);
   CUkernel k;
-  cudaError_t e = lookup_kernel(host, &k);
+  cudaError_t e = kernel_into(out, host, &k);
   if (e != cudaSuccess)
     return set_err(e);
   *out = (cudaKernel_t)k;
@@ -496,10 +499,8 @@ RT_API cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* c, const v
 
 RT_API cudaError_t cudaGetFuncBySymbol(cudaFunction_t* out, const void* symbol) {
   RT_ENTER();
-  if (out == NULL)
-    return set_err(cudaErrorInvalidValue);
   CUkernel k;
-  cudaError_t e = lookup_kernel(symbol, &k);
+  cudaError_t e = kernel_into(out, symbol, &k);
   if (e != cudaSuccess)
     return set_err(e);
   *out = (cudaFunction_t)k;   /* a CUkernel serves as a CUfunction */
@@ -508,10 +509,8 @@ RT_API cudaError_t cudaGetFuncBySymbol(cudaFunction_t* out, const void* symbol) 
 
 RT_API cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* a, const void* func) {
   RT_ENTER();
-  if (a == NULL)
-    return set_err(cudaErrorInvalidValue);
   CUkernel k;
-  cudaError_t e = lookup_kernel(func, &k);
+  cudaError_t e = kernel_into(a, func, &k);
   if (e != cudaSuccess)
     return set_err(e);
   memset(a, 0, sizeof(*a));

@@ -765,16 +765,12 @@ SIM_EXPORT CUresult cuEventCreate(CUevent* out, unsigned int flags) {
   if (out == NULL || (flags & ~(unsigned)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING |
                                           CU_EVENT_INTERPROCESS)))
     return CUDA_ERROR_INVALID_VALUE;
-  struct CUevent_st* e = calloc(1, sizeof(*e));
+  struct CUevent_st* e = grape__sim_reg_new(sizeof(*e), K_EVENT);
   if (e == NULL)
     return CUDA_ERROR_OUT_OF_MEMORY;
   e->flags = flags;
   e->refs = 1;
   e->live = 1;
-  if (grape__sim_reg_add(e, K_EVENT) != 0) {
-    free(e);
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
   *out = e;
   return CUDA_SUCCESS;
 }

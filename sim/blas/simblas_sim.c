@@ -2,6 +2,7 @@
  * Same arithmetic, same order, fmaf as on the GPU. */
 #include <math.h>
 
+#include "simblas_math.h"
 #include "simcu.h"
 
 SIMCU_PARAMS(simblas_sgemm_kernel, 4, 4, 4, 4, 4, 4, 8, 4, 8, 8, 4, 8, 4, 8, 4, 8);
@@ -24,16 +25,8 @@ SIMCU_KERNEL(simblas_sgemm_kernel) {
   C += sc * simcu_blk->idx.z;
   SIMCU_FOR_THREADS(t) {
     int j = (int)SIMCU_GLOBAL_X(t), i = (int)SIMCU_GLOBAL_Y(t);
-    if (i >= m || j >= n)
-      continue;
-    float acc = 0.0f;
-    for (int p = 0; p < k; p++) {
-      float a = ta ? A[p * lda + i] : A[i * lda + p];
-      float b = tb ? B[j * ldb + p] : B[p * ldb + j];
-      acc = fmaf(a, b, acc);
-    }
-    float c = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
-    C[i * ldc + j] = fmaf(alpha, acc, c);
+    if (i < m && j < n)
+      simblas_sgemm_at(ta, tb, i, j, k, alpha, A, lda, B, ldb, beta, C, ldc);
   }
 }
 

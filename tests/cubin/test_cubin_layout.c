@@ -12,6 +12,7 @@
 
 #include "grape/cubin.h"
 #include "layout.h"
+#include "slurp.h"
 
 #ifndef KDIR
 #error KDIR (the folder of the nvcc outputs) must be defined
@@ -180,21 +181,9 @@ Test(cubin, attributes) {
   }
 }
 
-/* Reads a whole file into malloc'd memory. */
+/* Reads a whole nvcc output, NUL-terminated. */
 static uint8_t* slurp(const char* name, size_t* size) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/%s", KDIR, name);
-  FILE* f = fopen(path, "rb");
-  cr_assert_not_null(f, "%s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t* buf = malloc((size_t)n + 1);
-  cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-  buf[n] = 0;
-  fclose(f);
-  *size = (size_t)n;
-  return buf;
+  return slurp_in(KDIR, name, size, 1);
 }
 
 /* What __cudaRegisterFatBinary receives: the wrapper, size unknown (0). */

@@ -10,24 +10,16 @@
 #include <string.h>
 
 #include "grape/cubin.h"
+#include "slurp.h"
 
 #ifndef SEEDDIR
 #error SEEDDIR must be defined
 #endif
 
+/* Reads a whole seed, exactly its size (a parse of it that reads past the
+ * end shows under ASan). */
 static uint8_t* slurp(const char* name, size_t* size) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/%s", SEEDDIR, name);
-  FILE* f = fopen(path, "rb");
-  cr_assert_not_null(f, "%s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t* buf = malloc((size_t)n);
-  cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  *size = (size_t)n;
-  return buf;
+  return slurp_in(SEEDDIR, name, size, 0);
 }
 
 /* Parses a private heap copy of exactly n bytes so ASan sees any overread. */

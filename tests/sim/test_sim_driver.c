@@ -81,6 +81,13 @@ static CUresult copyk(CUstream s, CUdeviceptr d, CUdeviceptr src, int n) {
 }
 
 /* A gate: host work that blocks its stream until opened. */
+/* Launches x on s, waits for it and reads n bytes at a back into h. */
+static void launch_and_read(CUgraphExec x, CUstream s, CUdeviceptr a, void* h, size_t n) {
+  OK(cuGraphLaunch(x, s));
+  OK(cuStreamSynchronize(s));
+  OK(cuMemcpyDtoH(h, a, n));
+}
+
 static sem_t gate;
 static void wait_gate(void* p) {
   (void)p;
@@ -269,9 +276,7 @@ Test(sim, graph_launch_equals_eager_launch) {
   OK(cuMemcpyDtoH(before, a, sizeof(before)));
   cr_assert_eq(before[0], 0, "captured work must not run");
   OK(cuGraphInstantiateWithFlags(&x, g, 0));
-  OK(cuGraphLaunch(x, s));
-  OK(cuStreamSynchronize(s));
-  OK(cuMemcpyDtoH(graphed, a, sizeof(graphed)));
+  launch_and_read(x, s, a, graphed, sizeof(graphed));
   cr_assert_arr_eq(eager, graphed, sizeof(eager));
   cr_assert_eq(eager[0], ((2 * 3 + 1) * 5 - 2) * 7 + 4);
 }
@@ -296,9 +301,7 @@ Test(sim, exec_updates_change_later_launches_only) {
   OK(cuGraphAddKernelNode(&node, g, NULL, 0, &p));
   c = 999;   /* parameter values were copied when the node was added */
   OK(cuGraphInstantiate(&x, g, 0));
-  OK(cuGraphLaunch(x, s));
-  OK(cuStreamSynchronize(s));
-  OK(cuMemcpyDtoH(h, a, sizeof(h)));
+  launch_and_read(x, s, a, h, sizeof(h));
   cr_assert_eq(h[0], 10);
 
   c = 1;
@@ -309,9 +312,7 @@ Test(sim, exec_updates_change_later_launches_only) {
   OK(cuStreamSynchronize(s));
   OK(cuMemcpyDtoH(h, a, sizeof(h)));
   cr_assert_eq(h[0], 11);
-  OK(cuGraphLaunch(x, s));
-  OK(cuStreamSynchronize(s));
-  OK(cuMemcpyDtoH(h, a, sizeof(h)));
+  launch_and_read(x, s, a, h, sizeof(h));
   cr_assert_eq(h[0], 13);
 
   /* Whole-graph update: same topology and function succeeds... */
@@ -320,9 +321,7 @@ Test(sim, exec_updates_change_later_launches_only) {
   OK(cuGraphAddKernelNode(&node2, g2, NULL, 0, &p));
   OK(cuGraphExecUpdate(x, g2, &info));
   cr_assert_eq(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
-  OK(cuGraphLaunch(x, s));
-  OK(cuStreamSynchronize(s));
-  OK(cuMemcpyDtoH(h, a, sizeof(h)));
+  launch_and_read(x, s, a, h, sizeof(h));
   cr_assert_eq(h[0], 113);
   /* ...a different function does not. */
   CUgraph g3;
@@ -435,9 +434,7 @@ Test(sim, capture_follows_events_across_streams) {
   OK(cuGraphGetNodes(g, NULL, &n));
   cr_assert_eq(n, 3);
   OK(cuGraphInstantiate(&x, g, 0));
-  OK(cuGraphLaunch(x, s1));
-  OK(cuStreamSynchronize(s1));
-  OK(cuMemcpyDtoH(h, a, sizeof(h)));
+  launch_and_read(x, s1, a, h, sizeof(h));
   cr_assert_eq(h[0], 3);
 }
 
@@ -668,16 +665,12 @@ Test(sim, memset_nodes_and_node_attributes) {
   cr_assert_eq(cuGraphKernelNodeSetAttribute(ms, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v),
                CUDA_ERROR_INVALID_VALUE, "not a kernel node");
   OK(cuGraphInstantiate(&x, g, 0));
-  OK(cuGraphLaunch(x, s));
-  OK(cuStreamSynchronize(s));
-  OK(cuMemcpyDtoH(h, a, sizeof(h)));
+  launch_and_read(x, s, a, h, sizeof(h));
   cr_assert_eq(h[3], 7);
   mp.value = 10;
   OK(cuGraphExecMemsetNodeSetParams(x, ms, &mp, NULL));
   cr_assert_eq(cuGraphExecMemsetNodeSetParams(x, k, &mp, NULL), CUDA_ERROR_INVALID_VALUE);
-  OK(cuGraphLaunch(x, s));
-  OK(cuStreamSynchronize(s));
-  OK(cuMemcpyDtoH(h, a, sizeof(h)));
+  launch_and_read(x, s, a, h, sizeof(h));
   cr_assert_eq(h[0], 21);
 }
 

@@ -72,6 +72,19 @@ static long long count(const char* report, const char* key) {
   return p != NULL ? strtoll(p + strlen(pat), NULL, 10) : -1;
 }
 
+/* Runs an example (see run) and asserts that it printed the checksum line of
+ * the reference's sum; where readme is given, that line must also be the
+ * documented one. */
+static void run_matching(const char* name, const char* args, const char* extra_env, uint64_t sum,
+                         const char* readme, char* report, size_t rn) {
+  char line[256], want[64];
+  snprintf(want, sizeof(want), "checksum %016llx\n", (unsigned long long)sum);
+  if (readme != NULL)
+    cr_assert_str_eq(want, readme, "reference disagrees with README");
+  run(name, args, extra_env, line, sizeof(line), report, rn);
+  cr_assert_str_eq(line, want);
+}
+
 /* ---- dynrnn reference ---- */
 
 typedef struct dyn_ref_s {
@@ -128,12 +141,9 @@ static dyn_ref_t dynrnn_ref(int iters) {
 
 Test(sim_examples, dynrnn_matches_reference_and_report) {
   need_example("dynrnn");
-  char line[256], report[16384], want[64];
+  char report[16384];
   dyn_ref_t ref = dynrnn_ref(4);
-  snprintf(want, sizeof(want), "checksum %016llx\n", (unsigned long long)ref.sum);
-  cr_assert_str_eq(want, "checksum " DYNRNN_CHECKSUM "\n", "reference disagrees with README");
-  run("dynrnn", "", "", line, sizeof(line), report, sizeof(report));
-  cr_assert_str_eq(line, want);
+  run_matching("dynrnn", "", "", ref.sum, "checksum " DYNRNN_CHECKSUM "\n", report, sizeof(report));
   cr_assert_eq(count(report, "kernels_executed"), ref.launches);
   cr_assert_eq(count(report, "cuLaunchKernel"), ref.launches);
   cr_assert_eq(count(report, "cuStreamSynchronize"), ref.steps);
@@ -143,21 +153,17 @@ Test(sim_examples, dynrnn_matches_reference_and_report) {
 
 Test(sim_examples, dynrnn_inline_mode_and_iters) {
   need_example("dynrnn");
-  char line[256], report[16384], want[64];
+  char report[16384];
   dyn_ref_t ref = dynrnn_ref(2);
-  snprintf(want, sizeof(want), "checksum %016llx\n", (unsigned long long)ref.sum);
-  run("dynrnn", "--iters 2", "SIMCU_SYNC=1", line, sizeof(line), report, sizeof(report));
-  cr_assert_str_eq(line, want);
+  run_matching("dynrnn", "--iters 2", "SIMCU_SYNC=1", ref.sum, NULL, report, sizeof(report));
   cr_assert_eq(count(report, "kernels_executed"), ref.launches);
 }
 
 Test(sim_examples, dynrnn_own_graphs_equal_eager) {
   need_example("dynrnn");
-  char line[256], report[16384], want[64];
+  char report[16384];
   dyn_ref_t ref = dynrnn_ref(4);
-  snprintf(want, sizeof(want), "checksum %016llx\n", (unsigned long long)ref.sum);
-  run("dynrnn", "--graph", "", line, sizeof(line), report, sizeof(report));
-  cr_assert_str_eq(line, want);
+  run_matching("dynrnn", "--graph", "", ref.sum, NULL, report, sizeof(report));
   /* Each dense step is a captured graph of step_dense + stats. */
   cr_assert_eq(count(report, "kernels_executed"), ref.launches);
   cr_assert_eq(count(report, "graph_launches"), ref.dense);
@@ -172,11 +178,9 @@ Test(sim_examples, dynrnn_own_graphs_equal_eager) {
 
 Test(sim_examples, dynrnn_per_thread_default_stream) {
   need_example("dynrnn_ptds");
-  char line[256], report[16384], want[64];
+  char report[16384];
   dyn_ref_t ref = dynrnn_ref(4);
-  snprintf(want, sizeof(want), "checksum %016llx\n", (unsigned long long)ref.sum);
-  run("dynrnn_ptds", "", "", line, sizeof(line), report, sizeof(report));
-  cr_assert_str_eq(line, want);
+  run_matching("dynrnn_ptds", "", "", ref.sum, NULL, report, sizeof(report));
   cr_assert_eq(count(report, "cuLaunchKernel_ptsz"), ref.launches);
   cr_assert_eq(count(report, "cuLaunchKernel"), -1, "no launch took the legacy route");
   cr_assert_eq(count(report, "cuStreamSynchronize_ptsz"), ref.steps);
@@ -222,12 +226,9 @@ static beam_ref_t beam_ref(int iters) {
 
 Test(sim_examples, beam_matches_reference_and_report) {
   need_example("beam");
-  char line[256], report[16384], want[64];
+  char line[256], report[16384];
   beam_ref_t ref = beam_ref(6);
-  snprintf(want, sizeof(want), "checksum %016llx\n", (unsigned long long)ref.sum);
-  cr_assert_str_eq(want, "checksum " BEAM_CHECKSUM "\n", "reference disagrees with README");
-  run("beam", "", "", line, sizeof(line), report, sizeof(report));
-  cr_assert_str_eq(line, want);
+  run_matching("beam", "", "", ref.sum, "checksum " BEAM_CHECKSUM "\n", report, sizeof(report));
   cr_assert_eq(count(report, "kernels_executed"), ref.launches);
   cr_assert_eq(count(report, "cuLaunchKernel"), ref.launches);
   cr_assert_eq(count(report, "cuStreamSynchronize"), ref.steps);
@@ -318,12 +319,9 @@ static mlp_ref_t mlp_ref(int iters) {
 
 Test(sim_examples, mlp_train_matches_reference_and_report) {
   need_example("mlp_train");
-  char line[256], report[16384], want[64];
+  char report[16384];
   mlp_ref_t ref = mlp_ref(30);
-  snprintf(want, sizeof(want), "checksum %016llx\n", (unsigned long long)ref.sum);
-  cr_assert_str_eq(want, "checksum " MLP_CHECKSUM "\n", "reference disagrees with README");
-  run("mlp_train", "", "", line, sizeof(line), report, sizeof(report));
-  cr_assert_str_eq(line, want);
+  run_matching("mlp_train", "", "", ref.sum, "checksum " MLP_CHECKSUM "\n", report, sizeof(report));
   cr_assert_eq(count(report, "kernels_executed"), ref.launches);
   /* libsimblas's route: raw dlsym of unsuffixed names, its own module. */
   cr_assert_eq(count(report, "cuModuleLoadData"), 1);
