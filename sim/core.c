@@ -255,17 +255,13 @@ SIM_EXPORT CUresult cuGetExportTable(const void** table, const CUuuid* id) {
 #define SIM_TOTAL_MEM 150754820096ULL   /* what an H200 reports: 143771 MiB */
 
 static CUresult check_dev(CUdevice d) {
-  CUresult r = grape__sim_check_init();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_check_init());
   return d == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
 SIM_EXPORT CUresult cuDeviceGet(CUdevice* d, int ordinal) {
   SIM_COUNT(cuDeviceGet);
-  CUresult r = grape__sim_check_init();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_check_init());
   if (d == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   if (ordinal != 0)
@@ -276,9 +272,7 @@ SIM_EXPORT CUresult cuDeviceGet(CUdevice* d, int ordinal) {
 
 SIM_EXPORT CUresult cuDeviceGetCount(int* n) {
   SIM_COUNT(cuDeviceGetCount);
-  CUresult r = grape__sim_check_init();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_check_init());
   if (n == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   *n = 1;
@@ -287,9 +281,7 @@ SIM_EXPORT CUresult cuDeviceGetCount(int* n) {
 
 SIM_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice d) {
   SIM_COUNT(cuDeviceGetName);
-  CUresult r = check_dev(d);
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(check_dev(d));
   if (name == NULL || len <= 0)
     return CUDA_ERROR_INVALID_VALUE;
   snprintf(name, (size_t)len, "%s", "NVIDIA H200 (simcu)");
@@ -298,9 +290,7 @@ SIM_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice d) {
 
 SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid* u, CUdevice d) {
   SIM_COUNT(cuDeviceGetUuid_v2);
-  CUresult r = check_dev(d);
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(check_dev(d));
   if (u == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   memcpy(u->bytes, "simcu-h200-0000\0", 16);
@@ -309,9 +299,7 @@ SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid* u, CUdevice d) {
 
 SIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice d) {
   SIM_COUNT(cuDeviceTotalMem_v2);
-  CUresult r = check_dev(d);
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(check_dev(d));
   if (bytes == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   *bytes = (size_t)SIM_TOTAL_MEM;
@@ -320,9 +308,7 @@ SIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice d) {
 
 SIM_EXPORT CUresult cuDeviceGetPCIBusId(char* id, int len, CUdevice d) {
   SIM_COUNT(cuDeviceGetPCIBusId);
-  CUresult r = check_dev(d);
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(check_dev(d));
   if (id == NULL || len <= 0)
     return CUDA_ERROR_INVALID_VALUE;
   snprintf(id, (size_t)len, "%s", "0000:00:00.0");
@@ -414,9 +400,7 @@ static int attr_value(CUdevice_attribute a, int* v) {
 
 SIM_EXPORT CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice d) {
   SIM_COUNT(cuDeviceGetAttribute);
-  CUresult r = check_dev(d);
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(check_dev(d));
   if (v == NULL || attr_value(a, v) != 0)
     return CUDA_ERROR_INVALID_VALUE;
   return CUDA_SUCCESS;
@@ -436,9 +420,7 @@ struct CUctx_st* grape__sim_current_ctx(void) {
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) {
   SIM_COUNT(cuDevicePrimaryCtxRetain);
-  CUresult r = check_dev(d);
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(check_dev(d));
   if (c == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&grape__sim.lock);
@@ -465,26 +447,20 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice d) {
   SIM_COUNT(cuDevicePrimaryCtxReset_v2);
-  CUresult r = check_dev(d);
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(check_dev(d));
   return grape__sim_wait_all();
 }
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice d, unsigned int flags) {
   SIM_COUNT(cuDevicePrimaryCtxSetFlags_v2);
-  CUresult r = check_dev(d);
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(check_dev(d));
   grape__sim.primary.flags = flags;
   return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned int* flags, int* active) {
   SIM_COUNT(cuDevicePrimaryCtxGetState);
-  CUresult r = check_dev(d);
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(check_dev(d));
   if (flags == NULL || active == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   *flags = grape__sim.primary.flags;
@@ -493,17 +469,13 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned int* flags, 
 }
 
 CUresult grape__sim_need_ctx(void) {
-  CUresult r = grape__sim_check_init();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_check_init());
   return grape__sim_current_ctx() != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
 SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext* c) {
   SIM_COUNT(cuCtxGetCurrent);
-  CUresult r = grape__sim_check_init();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_check_init());
   if (c == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   *c = tls_ctx_set ? tls_ctx : NULL;
@@ -512,9 +484,7 @@ SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext* c) {
 
 SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext c) {
   SIM_COUNT(cuCtxSetCurrent);
-  CUresult r = grape__sim_check_init();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_check_init());
   if (c != NULL && c != &grape__sim.primary)
     return CUDA_ERROR_INVALID_CONTEXT;
   tls_ctx = c;
@@ -524,9 +494,7 @@ SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext c) {
 
 SIM_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c) {
   SIM_COUNT(cuCtxPushCurrent_v2);
-  CUresult r = grape__sim_check_init();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_check_init());
   if (c != &grape__sim.primary)
     return CUDA_ERROR_INVALID_CONTEXT;
   tls_ctx = c;   /* a one-deep stack: the sim has one context */
@@ -536,9 +504,7 @@ SIM_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c) {
 
 SIM_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext* c) {
   SIM_COUNT(cuCtxPopCurrent_v2);
-  CUresult r = grape__sim_check_init();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_check_init());
   if (!tls_ctx_set || tls_ctx == NULL)
     return CUDA_ERROR_INVALID_CONTEXT;
   if (c != NULL)
@@ -549,9 +515,7 @@ SIM_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext* c) {
 
 SIM_EXPORT CUresult cuCtxGetDevice(CUdevice* d) {
   SIM_COUNT(cuCtxGetDevice);
-  CUresult r = grape__sim_need_ctx();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_need_ctx());
   if (d == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   *d = 0;
@@ -580,9 +544,7 @@ SIM_EXPORT CUresult cuCtxGetApiVersion(CUcontext c, unsigned int* v) {
 
 SIM_EXPORT CUresult cuCtxGetFlags(unsigned int* flags) {
   SIM_COUNT(cuCtxGetFlags);
-  CUresult r = grape__sim_need_ctx();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_need_ctx());
   if (flags == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   *flags = grape__sim.primary.flags;

@@ -90,9 +90,7 @@ static CUresult check_graph(CUgraph g) {
 
 SIM_EXPORT CUresult cuGraphCreate(CUgraph* out, unsigned int flags) {
   SIM_COUNT(cuGraphCreate);
-  CUresult r = grape__sim_check_init();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_check_init());
   if (out == NULL || flags != 0)
     return CUDA_ERROR_INVALID_VALUE;
   *out = graph_new();
@@ -170,9 +168,7 @@ SIM_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode* out, CUgraph g, const CUgr
   SIM_COUNT(cuGraphAddMemsetNode);
   (void)ctx;
   sim_work_t w;
-  CUresult r = memset_work_from(p, &w);
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(memset_work_from(p, &w));
   return add_node(out, g, deps, ndeps, N_MEMSET, &w, NULL);
 }
 
@@ -205,9 +201,7 @@ SIM_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* out, CUgraph g, const CUgr
   SIM_COUNT(cuGraphAddMemcpyNode);
   (void)ctx;
   sim_work_t w;
-  CUresult r = memcpy_work_from(p, &w);
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(memcpy_work_from(p, &w));
   return add_node(out, g, deps, ndeps, N_MEMCPY, &w, NULL);
 }
 
@@ -324,9 +318,7 @@ SIM_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode h, const CUDA_KERN
   if (n == NULL || n->type != N_KERNEL)
     return CUDA_ERROR_INVALID_VALUE;
   sim_work_t w;
-  CUresult r = kernel_work_from(p, &w);
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(kernel_work_from(p, &w));
   pthread_mutex_lock(&grape__sim.lock);
   grape__sim_work_release(&n->w);
   n->w = w;
@@ -552,9 +544,7 @@ SIM_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec x, CUstream s) {
 
 static CUresult graph_upload(CUgraphExec x, CUstream h, int ptds) {
   struct CUstream_st* s;
-  CUresult r = grape__sim_stream(h, ptds, &s);
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_stream(h, ptds, &s));
   return grape__sim_reg_has(x, K_EXEC) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
@@ -835,9 +825,7 @@ void grape__sim_capture_invalidate(struct CUstream_st* s) {
 
 static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, int ptds) {
   struct CUstream_st* s;
-  CUresult r = grape__sim_stream(h, ptds, &s);
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_stream(h, ptds, &s));
   if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED)
     return CUDA_ERROR_INVALID_VALUE;
   if (s->legacy)
@@ -1021,9 +1009,7 @@ static CUresult capture_info(CUstream h, CUstreamCaptureStatus* st, cuuint64_t* 
   if (st == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   sim_capture_t* c = NULL;
-  CUresult r = capture_status(h, ptds, st, &c);
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(capture_status(h, ptds, st, &c));
   struct CUstream_st* s;
   (void)grape__sim_stream(h, ptds, &s);
   pthread_mutex_lock(&grape__sim.lock);

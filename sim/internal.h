@@ -46,6 +46,13 @@ enum sim_sym_e {
   SYM__COUNT
 };
 extern const char* const grape__sim_sym_names[SYM__COUNT];
+/* Returns the driver error of expr, if any, from the calling entry point. */
+#define SIM_TRY(expr)                    \
+  do {                                   \
+    CUresult try_r_ = (expr);            \
+    if (try_r_ != CUDA_SUCCESS)          \
+      return try_r_;                     \
+  } while (0)
 #define SIM_COUNT(sym) atomic_fetch_add_explicit(&grape__sim.calls[SYM_##sym], 1, memory_order_relaxed)
 
 /* ---- Objects ---- */

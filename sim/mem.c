@@ -232,9 +232,7 @@ SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) {
 
 SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* p, size_t n, unsigned int flags) {
   SIM_COUNT(cuMemAllocManaged);
-  CUresult r = grape__sim_need_ctx();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_need_ctx());
   if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
     return CUDA_ERROR_INVALID_VALUE;
   return dev_alloc(p, n, 1);
@@ -258,9 +256,7 @@ SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
 
 SIM_EXPORT CUresult cuMemGetInfo_v2(size_t* free_b, size_t* total) {
   SIM_COUNT(cuMemGetInfo_v2);
-  CUresult r = grape__sim_check_init();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_check_init());
   size_t t = 0;
   cuDeviceTotalMem_v2(&t, 0);
   atomic_fetch_sub(&grape__sim.calls[SYM_cuDeviceTotalMem_v2], 1);   /* internal use */
@@ -361,9 +357,7 @@ SIM_EXPORT CUresult cuMemFreeHost(void* p) {
 SIM_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t n, unsigned int flags) {
   SIM_COUNT(cuMemHostRegister_v2);
   (void)flags;
-  CUresult r = grape__sim_check_init();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_check_init());
   if (p == NULL || n == 0)
     return CUDA_ERROR_INVALID_VALUE;
   return host_add(p, n, 0);
@@ -437,9 +431,7 @@ static CUresult ptr_attr(void* data, CUpointer_attribute a, CUdeviceptr p) {
 
 SIM_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute a, CUdeviceptr p) {
   SIM_COUNT(cuPointerGetAttribute);
-  CUresult r = grape__sim_check_init();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_check_init());
   if (data == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   return ptr_attr(data, a, p);
@@ -448,9 +440,7 @@ SIM_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute a, CUd
 SIM_EXPORT CUresult cuPointerGetAttributes(unsigned int n, CUpointer_attribute* attrs,
                                            void** data, CUdeviceptr p) {
   SIM_COUNT(cuPointerGetAttributes);
-  CUresult r = grape__sim_check_init();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_check_init());
   if (attrs == NULL || data == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   for (unsigned i = 0; i < n; i++) {
@@ -908,9 +898,7 @@ SIM_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
 SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* h, size_t size,
                                 const CUmemAllocationProp* prop, unsigned long long flags) {
   SIM_COUNT(cuMemCreate);
-  CUresult r = grape__sim_check_init();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_check_init());
   if (h == NULL || prop == NULL || size == 0 || size % VMM_GRAN != 0 || flags != 0 ||
       prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
       prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || prop->location.id != 0)

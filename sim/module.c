@@ -187,9 +187,7 @@ static void module_free(sim_module_t* m) {
 }
 
 static CUresult module_load(const void* image, int is_library, sim_module_t** out) {
-  CUresult r = grape__sim_check_init();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_check_init());
   if (grape__sim_current_ctx() == NULL && !is_library)
     return CUDA_ERROR_INVALID_CONTEXT;
   if (image == NULL || out == NULL)
@@ -535,9 +533,7 @@ CUresult grape__sim_make_kernel_work(struct CUfunc_st* f, const unsigned grid[3]
     return CUDA_ERROR_INVALID_VALUE;
   if ((int)smem > f->max_dyn_smem)
     return CUDA_ERROR_INVALID_VALUE;
-  CUresult r = grape__sim_bind_body(f);
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_bind_body(f));
   memset(w, 0, sizeof(*w));
   w->kind = OP_KERNEL;
   w->u.k.f = f;

@@ -77,9 +77,7 @@ void init_legacy(void) {
 /* Resolves a stream handle as the driver does for the plain (ptds == 0) or
  * per-thread (ptds == 1) entry point. */
 CUresult grape__sim_stream(CUstream h, int ptds, struct CUstream_st** out) {
-  CUresult r = grape__sim_check_init();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_check_init());
   if (grape__sim_current_ctx() == NULL)
     return CUDA_ERROR_INVALID_CONTEXT;
   if (h == CU_STREAM_LEGACY || (h == NULL && !ptds)) {
@@ -545,9 +543,7 @@ SIM_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode)
 /* ---- Stream entry points ---- */
 
 static CUresult stream_create(CUstream* out, unsigned flags, int prio) {
-  CUresult r = grape__sim_check_init();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_check_init());
   if (grape__sim_current_ctx() == NULL)
     return CUDA_ERROR_INVALID_CONTEXT;
   if (out == NULL || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
@@ -578,9 +574,7 @@ SIM_EXPORT CUresult cuStreamCreateWithPriority(CUstream* out, unsigned int flags
 /* Work already queued still runs, as with CUDA; the handle dies at once. */
 SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream h) {
   SIM_COUNT(cuStreamDestroy_v2);
-  CUresult r = grape__sim_check_init();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_check_init());
   if (h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD ||
       !grape__sim_reg_has(h, K_STREAM))
     return CUDA_ERROR_INVALID_HANDLE;
@@ -697,9 +691,7 @@ STREAM_GETTER(cuStreamGetCtx_ptsz, CUcontext, &grape__sim.primary, 1)
 
 static CUresult host_func(CUstream h, CUhostFn fn, void* data, int ptds) {
   struct CUstream_st* s;
-  CUresult r = grape__sim_stream(h, ptds, &s);
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_stream(h, ptds, &s));
   if (fn == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   sim_work_t w = {.kind = OP_HOSTFN};
@@ -757,9 +749,7 @@ SIM_EXPORT CUresult cuStreamAddCallback_ptsz(CUstream h, CUstreamCallback fn, vo
 
 SIM_EXPORT CUresult cuEventCreate(CUevent* out, unsigned int flags) {
   SIM_COUNT(cuEventCreate);
-  CUresult r = grape__sim_check_init();
-  if (r != CUDA_SUCCESS)
-    return r;
+  SIM_TRY(grape__sim_check_init());
   if (grape__sim_current_ctx() == NULL)
     return CUDA_ERROR_INVALID_CONTEXT;
   if (out == NULL || (flags & ~(unsigned)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING |
