@@ -236,6 +236,17 @@ static int selected(const row_t* r, const sel_t* s, int cls) {
   return cls < 0 || (int)r->p.cls == cls;
 }
 
+/* The linear-time basis of row r: (1, Tc, Tm), or (1, max(Tc, Tm), Tm) for
+ * the roofline's form; shared by the least-squares and the IRLS fits. */
+static void lin_basis(const row_t* r, int roof, double v[3]) {
+  double x[GRAPE__NFEAT];
+  grape__roof_t rf;
+  grape__features(&r->p, r->gpu, 0, x, NULL, &rf);
+  v[0] = 1;
+  v[1] = roof ? fmax(rf.tc, rf.tm) : rf.tc;
+  v[2] = rf.tm;
+}
+
 /* Li et al. / roofline: linear in (Tc, Tm) or max(Tc, Tm), relative error. */
 static int fit_linear(const grape_dataset_t* d, const sel_t* s, int cls, int roof,
                       double* out) {
@@ -246,10 +257,8 @@ static int fit_linear(const grape_dataset_t* d, const sel_t* s, int cls, int roo
     const row_t* r = &d->rows[i];
     if (!selected(r, s, cls))
       continue;
-    double x[GRAPE__NFEAT];
-    grape__roof_t rf;
-    grape__features(&r->p, r->gpu, 0, x, NULL, &rf);
-    double v[3] = {1, roof ? fmax(rf.tc, rf.tm) : rf.tc, rf.tm};
+    double v[3];
+    lin_basis(r, roof, v);
     ls_add(&l, v, r->lat, 1 / (r->lat * r->lat));
   }
   if (l.sw == 0)
@@ -279,13 +288,8 @@ static int fit_lin_l1(const grape_dataset_t* d, const sel_t* s, int cls, int for
     const row_t* r = &d->rows[i];
     if (!selected(r, s, cls))
       continue;
-    double x[GRAPE__NFEAT];
-    grape__roof_t rf;
-    grape__features(&r->p, r->gpu, 0, x, NULL, &rf);
     double* o = &v[4 * n++];
-    o[0] = 1;
-    o[1] = form ? fmax(rf.tc, rf.tm) : rf.tc;
-    o[2] = rf.tm;
+    lin_basis(r, form, o);
     o[3] = r->lat;
   }
   double w[3] = {0, 0, 0};
