@@ -149,15 +149,22 @@ Test(predict, crossval_reports_each_group) {
   grape_dataset_free(d);
 }
 
+/* Model m written as its text file (malloc'd; *len bytes). */
+static char* model_text(const grape_model_t* m, size_t* len) {
+  extern int grape__model_write(const grape_model_t* m, FILE* f);
+  char* text = NULL;
+  FILE* f = open_memstream(&text, len);
+  cr_assert_not_null(f);
+  cr_assert_eq(grape__model_write(m, f), 0);
+  fclose(f);
+  return text;
+}
+
 Test(predict, model_file_version_and_damage_are_refused) {
   grape_model_t* m;
   cr_assert_eq(grape_model_load_default(&m), 0);
-  char* text = NULL;
-  size_t len = 0;
-  FILE* f = open_memstream(&text, &len);
-  extern int grape__model_write(const grape_model_t* m, FILE* f);
-  cr_assert_eq(grape__model_write(m, f), 0);
-  fclose(f);
+  size_t len;
+  char* text = model_text(m, &len);
   grape_model_t* o;
   char err[160];
   cr_assert_eq(grape_model_parse(text, len, &o, err, sizeof(err)), 0, "%s", err);
@@ -186,12 +193,8 @@ Test(predict, model_file_version_and_damage_are_refused) {
 Test(predict, linear_time_form_is_read_and_used) {
   grape_model_t* m;
   cr_assert_eq(grape_model_load_default(&m), 0);
-  char* text = NULL;
-  size_t len = 0;
-  FILE* f = open_memstream(&text, &len);
-  extern int grape__model_write(const grape_model_t* m, FILE* f);
-  cr_assert_eq(grape__model_write(m, f), 0);
-  fclose(f);
+  size_t len;
+  char* text = model_text(m, &len);
   grape_model_free(m);
   /* The gemm class comes first: give it a constant 0.5 ms. */
   char* gl = strstr(text, "\ngrape_lin ");
