@@ -232,6 +232,7 @@ void grape__kernel_prep(const grape_kernel_desc_t* k, grape__kprep_t* p) {
   case GRAPE_KC_GEMM:
     p->variant = gemm_variant(n);
     p->layout = gemm_layout(n);
+    p->gen = !strncmp(n, "maxwell_", 8) ? 1 : !strncmp(n, "volta_", 6) || !strncmp(n, "turing_", 7) ? 2 : !strncmp(n, "ampere_", 7) ? 3 : 0;
     if (parse_tile(strstr(n, "tilesize") ? strstr(n, "tilesize") : n, &p->tile_m,
                    &p->tile_n)) {
       /* Accumulators per thread plus addressing; 8-deep double-buffered tiles. */

@@ -25,6 +25,7 @@ typedef struct grape__kprep_s {
   double has_dims;     /* 1 when flops/bytes come from op dims */
   double layout;       /* GEMM operand layout: 1 nn, 2 nt, 3 tn, 4 tt, 0 unknown */
   double blk_flops;    /* GEMM: padded FLOPs of one block (tiles, split-K), 0 = unknown */
+  double gen;          /* cuBLAS kernel generation prefix: 0 none, 1 maxwell_, 2 volta_/turing_, 3 ampere_ */
 } grape__kprep_t;
 
 #define GRAPE__NVARIANT 8

@@ -61,18 +61,34 @@ void grape__features(const grape__kprep_t* p, const grape_gpu_spec_t* g, int lau
     x[10 + j] = tn * x[j];
   /* nn.Linear GEMMs only (the same terms on the batched GEMMs did worse
    * held out; docs/predictor.md):
-   * x[20]: the tile's arithmetic intensity, log(tm tn / (tm + tn) / 32): the
-   * small-tile cuBLAS kernels Pascal GPUs pick for long nn.Linear
-   * reductions (maxwell_sgemm_32x128_tn) run far below peak;
-   * x[21]: board power: low-TDP boards (T4, P4) cannot hold their boost
+   * x[20]: board power: low-TDP boards (T4, P4) cannot hold their boost
    * clock through long kernels: log(250 W / TDP) times the share of the time
-   * long enough to throttle, t / (t + 1 ms). */
+   * long enough to throttle, t / (t + 1 ms);
+   * x[21..23]: the cuBLAS kernel generation named by the prefix, +1 for
+   * maxwell_ (what Pascal GPUs run), -1 for volta_ (Volta and Turing), 0 for
+   * any other, so a generation no training GPU ran gets their average: a
+   * level, its share in long kernels and its slope in log T. The Pascal GPUs'
+   * nn.Linear kernels run below what the spec says, the Volta/Turing ones
+   * above, on both GPUs of each pair. */
   double tdp = grape__gpu_tdp_w(g);
   double lp = tdp > 0 ? log(250.0 / tdp) : 0;
-  double ai = p->tile_m > 0 && p->tile_n > 0
-                  ? lg(p->tile_m * p->tile_n / (p->tile_m + p->tile_n) / 32) : 0;
-  x[20] = launch_only ? 0 : tn * ai;
-  x[21] = launch_only ? 0 : tn * lp * t / (t + 1.0);
+  double gen = launch_only ? 0 : tn * ((p->gen == 1) - (p->gen == 2));
+  x[20] = launch_only ? 0 : tn * lp * t / (t + 1.0);
+  x[21] = gen;
+  x[22] = gen * t / (t + 1.0);
+  x[23] = gen * lt;
+  /* Terms of the linear-time forms 2 and 3 (grape__lin_basis): the L2
+   * re-read time, Tm x min(1, resident working set / L2): kernels that read
+   * their input twice (layer norm's statistics pass, then the normalising
+   * one) find it in L2 only while the blocks in flight fit; and the wave
+   * latency, waves / clock: row reductions too short to stream at full
+   * bandwidth cost about a fixed number of cycles per wave. */
+  double resident = fmin(p->blocks, g->sm_count * o.per_sm);
+  /* The input each resident block re-reads: half the traffic of a row op,
+   * which writes as much as it reads. */
+  double ws = p->blocks > 0 ? resident * 0.5 * p->bytes / p->blocks : 0;
+  r->tre = tm * fmin(1, ws / (g->l2_mb * 1048576.0));
+  r->tw = o.waves / g->clock_mhz;
   if (xt == NULL)
     return;
   int i = 0;
@@ -96,6 +112,16 @@ void grape__features(const grape__kprep_t* p, const grape_gpu_spec_t* g, int lau
   xt[i++] = p->math;
   xt[i++] = p->layout;
   /* i == GRAPE__NTF here. */
+}
+
+void grape__lin_basis(int form, const grape__roof_t* r, double v[3]) {
+  v[0] = 1;
+  switch (form) {
+  case 0: v[1] = r->tc; v[2] = r->tm; break;
+  case 1: v[1] = fmax(r->tc, r->tm); v[2] = 0; break;
+  case 2: v[1] = r->tm; v[2] = r->tre; break;
+  default: v[1] = r->tm; v[2] = r->tw; break;
+  }
 }
 
 void grape__stack(const grape_model_t* m, int c, const grape__roof_t* r, double* x) {
@@ -123,8 +149,10 @@ double grape__predict(const grape_model_t* m, grape_method_t method, const grape
   case GRAPE_METHOD_LI: t = m->li[c][0] + m->li[c][1] * r.tc + m->li[c][2] * r.tm; break;
   default: {
     const double* gl = m->glin[c];
-    if (!launch_only && gl[0] == 1) {
-      t = gl[1] + gl[2] * r.tc + gl[3] * r.tm + gl[4] * fmax(r.tc, r.tm);
+    if (!launch_only && gl[0] >= 1) {
+      double v[3];
+      grape__lin_basis((int)gl[0] - 1, &r, v);
+      t = gl[1] + gl[2] * v[1] + gl[3] * v[2];
       break;
     }
     const double* w = launch_only ? m->wl[c] : m->w[c];
@@ -206,7 +234,7 @@ int grape__model_write(const grape_model_t* m, FILE* f) {
     put_vec(f, "li", m->li[c], 3);
     put_vec(f, "grape", m->w[c], GRAPE__NFEAT);
     put_vec(f, "grape_launch", m->wl[c], GRAPE__NFEAT);
-    put_vec(f, "grape_lin", m->glin[c], 5);
+    put_vec(f, "grape_lin", m->glin[c], 4);
     fprintf(f, "trees %d\n", m->ntrees[c]);
     for (int k = 0; k < m->ntrees[c]; k++) {
       const grape__tree_t* t = &m->trees[c][k];
@@ -344,7 +372,7 @@ int grape_model_parse(const char* text, size_t len, grape_model_t** out, char* e
         (rc = get_vec(&p, "li", m->li[c], 3)) < 0 ||
         (rc = get_vec(&p, "grape", m->w[c], GRAPE__NFEAT)) < 0 ||
         (rc = get_vec(&p, "grape_launch", m->wl[c], GRAPE__NFEAT)) < 0 ||
-        (rc = get_vec(&p, "grape_lin", m->glin[c], 5)) < 0 ||
+        (rc = get_vec(&p, "grape_lin", m->glin[c], 4)) < 0 ||
         (rc = get_vec(&p, "trees", v, 1)) < 0)
       goto fail_parse;
     if (v[0] < 0 || v[0] > GRAPE__MAXTREES || v[0] != floor(v[0])) {
@@ -352,6 +380,10 @@ int grape_model_parse(const char* text, size_t len, grape_model_t** out, char* e
       goto fail_parse;
     }
     m->ntrees[c] = (int)v[0];
+    if (!(m->glin[c][0] >= 0 && m->glin[c][0] <= 4 && m->glin[c][0] == floor(m->glin[c][0]))) {
+      rc = fail(&p, -EINVAL, "bad grape_lin form");
+      goto fail_parse;
+    }
     if (fv[0] < 0 || fv[1] < 0 || fv[1] > 64) {
       rc = fail(&p, -EINVAL, "bad floor");
       goto fail_parse;

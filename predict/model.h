@@ -7,7 +7,7 @@
 
 #include "predict/boost.h"
 
-#define GRAPE__NFEAT 22     /* linear features of grape's model, x[0] = 1 */
+#define GRAPE__NFEAT 24     /* linear features of grape's model, x[0] = 1 */
 #define GRAPE__NTF 19       /* tree features of grape's model */
 #define GRAPE__MAXTREES 200
 
@@ -16,9 +16,10 @@ struct grape_model_s {
   double li[GRAPE_KC_COUNT][3];           /* c0 ms, c1 x Tc, c2 x Tm */
   double w[GRAPE_KC_COUNT][GRAPE__NFEAT]; /* log-space weights, with dims */
   double wl[GRAPE_KC_COUNT][GRAPE__NFEAT];/* log-space weights, launch only */
-  /* grape's linear-time form, used instead of w when glin[c][0] is 1:
-   * t = c0 + c1 Tc + c2 Tm + c3 max(Tc, Tm), fitted for relative error. */
-  double glin[GRAPE_KC_COUNT][5];
+  /* grape's linear-time form, used instead of w when glin[c][0] is not 0:
+   * {form + 1, c0, c1, c2}, t = c0 + c1 v1 + c2 v2 with v of
+   * grape__lin_basis(form), fitted for relative error. */
+  double glin[GRAPE_KC_COUNT][4];
   double rows[GRAPE_KC_COUNT];            /* training rows of each class */
   double floor_ms[GRAPE_KC_COUNT];        /* launch-and-timing floor of an op */
   double floor_p;                         /* t = (floor^p + work^p)^(1/p) */
@@ -33,6 +34,8 @@ struct grape_model_s {
 typedef struct grape__roof_s {
   double tc;      /* FLOPs / peak */
   double tm;      /* bytes / DRAM bandwidth */
+  double tre;     /* the share of tm a second pass re-reads from DRAM, not L2 */
+  double tw;      /* waves / clock (MHz): a fixed cost per wave */
 } grape__roof_t;
 
 /* Writes grape's features of p on g: linear ones to x[GRAPE__NFEAT], tree
@@ -40,6 +43,10 @@ typedef struct grape__roof_s {
  * dims. Also returns the roofline terms in *r. */
 void grape__features(const grape__kprep_t* p, const grape_gpu_spec_t* g, int launch_only,
                      double* x, double* xt, grape__roof_t* r);
+/* The basis (1, v1, v2) of linear-time form `form`: 0 (1, Tc, Tm), Li et
+ * al.'s; 1 (1, max(Tc, Tm), 0), the roofline's; 2 (1, Tm, Tm re-read from
+ * DRAM); 3 (1, Tm, waves / clock). */
+void grape__lin_basis(int form, const grape__roof_t* r, double v[3]);
 /* Stacking: x[8], x[9] = log of the Li and roofline predictions of m. */
 void grape__stack(const grape_model_t* m, int c, const grape__roof_t* r, double* x);
 double grape__predict(const grape_model_t* m, grape_method_t method, const grape__kprep_t* p,

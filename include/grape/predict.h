@@ -42,7 +42,7 @@ extern "C" {
 /* Bumped whenever a public struct below changes layout. */
 #define GRAPE_PREDICT_API_VERSION 1
 /* Version written on the first line of model files; others are refused. */
-#define GRAPE_MODEL_FORMAT_VERSION 2
+#define GRAPE_MODEL_FORMAT_VERSION 3
 
 /* ---- GPU specs ---- */
 

@@ -111,9 +111,10 @@ Test(predict, kernel_occupancy_and_waves) {
   cr_expect_eq(o.per_sm, 1, "64 KiB of shared memory per SM on T4");
 }
 
-/* nn.Linear GEMMs ("_tn") carry their tile's arithmetic intensity and the
- * board's power; other GEMMs and launch-only features do not. */
-Test(predict, kernel_linear_gemm_tile_and_power_features) {
+/* nn.Linear GEMMs ("_tn") carry the board's power and their cuBLAS kernel
+ * generation (+1 maxwell_, -1 volta_, 0 otherwise); other GEMMs and
+ * launch-only features do not. */
+Test(predict, kernel_linear_gemm_power_and_generation_features) {
   grape_kernel_desc_t k = {.name = "maxwell_sgemm_32x128_tn", .grid = {8, 32, 1},
                            .block = {256, 1, 1}, .regs = -1, .op = GRAPE_OP_GEMM,
                            .dims = {1, 4096, 1024, 8192}};
@@ -123,14 +124,62 @@ Test(predict, kernel_linear_gemm_tile_and_power_features) {
   grape__roof_t r[1];
   const grape_gpu_spec_t* t4 = grape_gpu_find("T4");
   grape__features(&p, t4, 0, x, xt, r);
-  cr_expect_float_eq(x[20], log(32.0 * 128 / 160 / 32), 1e-12);
-  cr_expect(x[21] > 0.5 * log(250.0 / 70) && x[21] < log(250.0 / 70), "%g", x[21]);
+  cr_expect(x[20] > 0.5 * log(250.0 / 70) && x[20] < log(250.0 / 70), "%g", x[20]);
+  cr_expect_float_eq(x[21], 1, 1e-12, "maxwell_");
+  cr_expect(x[22] > 0.5 && x[22] < 1, "long kernel: %g", x[22]);
+  cr_expect_float_eq(x[23], x[1], 1e-12, "the generation's slope in log T");
   grape__features(&p, grape_gpu_find("NVIDIA A100-PCIE-40GB"), 0, x, xt, r);
-  cr_expect_float_eq(x[21], 0, 1e-12, "a 250 W board does not throttle");
+  cr_expect_float_eq(x[20], 0, 1e-12, "a 250 W board does not throttle");
   grape__features(&p, t4, 1, x, NULL, r);
-  cr_expect(x[20] == 0 && x[21] == 0, "launch-only: %g %g", x[20], x[21]);
+  cr_expect(x[20] == 0 && x[21] == 0 && x[22] == 0 && x[23] == 0, "launch-only: %g %g", x[20],
+            x[21]);
+  k.name = "volta_sgemm_128x64_tn";
+  grape__kernel_prep(&k, &p);
+  grape__features(&p, t4, 0, x, xt, r);
+  cr_expect_float_eq(x[21], -1, 1e-12, "volta_");
+  k.name = "ampere_sgemm_128x64_tn";
+  grape__kernel_prep(&k, &p);
+  grape__features(&p, t4, 0, x, xt, r);
+  cr_expect_float_eq(x[21], 0, 1e-12, "a generation between the two");
   k.name = "maxwell_sgemm_32x128_nn";
   grape__kernel_prep(&k, &p);
   grape__features(&p, t4, 0, x, xt, r);
-  cr_expect(x[20] == 0 && x[21] == 0, "not _tn: %g %g", x[20], x[21]);
+  cr_expect(x[20] == 0 && x[21] == 0 && x[23] == 0, "not _tn: %g %g", x[20], x[21]);
+}
+
+/* The terms of the linear-time forms 2 and 3: the L2 re-read share of a row
+ * op's memory time grows with the input its resident blocks hold, up to all
+ * of it; the wave term is waves / clock. */
+Test(predict, kernel_l2_reread_and_wave_terms) {
+  grape_kernel_desc_t k = {.name = "vectorized_layer_norm_kernel", .grid = {64, 1, 1},
+                           .block = {32, 4, 1}, .regs = -1, .op = GRAPE_OP_LAYERNORM,
+                           .dims = {64, 1024}};
+  grape__kprep_t p;
+  grape__kernel_prep(&k, &p);
+  double x[GRAPE__NFEAT];
+  grape__roof_t r[1];
+  const grape_gpu_spec_t* a100 = grape_gpu_find("NVIDIA A100-PCIE-40GB");
+  const grape_gpu_spec_t* p4 = grape_gpu_find("P4");
+  grape__features(&p, a100, 0, x, NULL, r);
+  /* 64 resident rows of 4 KiB in a 40 MiB L2. */
+  cr_expect_float_eq(r->tre / r->tm, 64 * 4096.0 / (40 * 1048576.0), 0.03 * r->tre / r->tm,
+                     "plus the affine vectors' share");
+  cr_expect_float_eq(r->tw, 1.0 / 1410, 1e-12, "one wave");
+  k.grid[0] = k.dims[0] = 65536;
+  grape__kernel_prep(&k, &p);
+  grape__features(&p, p4, 0, x, NULL, r);
+  double part = r->tre / r->tm;
+  cr_expect(part > 0.6 && part < 0.7, "20 SMs x 16 rows of 4 KiB: 1.25 of 2 MiB: %g", part);
+  cr_expect_float_eq(r->tw, ceil(65536.0 / (20 * 16)) / 1113, 1e-12);
+  k.dims[1] = 4096;
+  grape__kernel_prep(&k, &p);
+  grape__features(&p, p4, 0, x, NULL, r);
+  cr_expect_float_eq(r->tre, r->tm, 1e-12, "rows of 16 KiB overflow the L2");
+  double v[3];
+  grape__lin_basis(2, r, v);
+  cr_expect(v[0] == 1 && v[1] == r->tm && v[2] == r->tre);
+  grape__lin_basis(3, r, v);
+  cr_expect(v[0] == 1 && v[1] == r->tm && v[2] == r->tw);
+  grape__lin_basis(1, r, v);
+  cr_expect(v[1] == fmax(r->tc, r->tm) && v[2] == 0);
 }

@@ -204,7 +204,7 @@ Test(predict, linear_time_form_is_read_and_used) {
   char* edited = malloc(len + 64);
   size_t head = (size_t)(gl - text);
   memcpy(edited, text, head);
-  int k = sprintf(edited + head, "\ngrape_lin 1 0.5 0 0 0");
+  int k = sprintf(edited + head, "\ngrape_lin 2 0.5 0 0");
   memcpy(edited + head + k, eol, tail + 1);
   grape_model_t *a, *b;
   char err[160];
