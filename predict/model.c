@@ -159,8 +159,12 @@ double grape__predict(const grape_model_t* m, grape_method_t method, const grape
     double s = 0;
     for (int i = 0; i < GRAPE__NFEAT; i++)
       s += w[i] * x[i];
-    if (!launch_only)
+    if (!launch_only) {
       s += grape__boost_eval(m->trees[c], m->ntrees[c], xt);
+      const double* rg = m->range[c];
+      if (rg[0] < rg[1])
+        s = fmin(fmax(s, x[9] + rg[0]), x[9] + rg[1]);
+    }
     double wk = exp(fmin(fmax(s, -12), 14)), f = m->floor_ms[c], q = m->floor_p;
     t = q > 0 ? pow(pow(f, q) + pow(wk, q), 1 / q) : wk;
     break;
@@ -235,6 +239,7 @@ int grape__model_write(const grape_model_t* m, FILE* f) {
     put_vec(f, "grape", m->w[c], GRAPE__NFEAT);
     put_vec(f, "grape_launch", m->wl[c], GRAPE__NFEAT);
     put_vec(f, "grape_lin", m->glin[c], 4);
+    put_vec(f, "grape_range", m->range[c], 2);
     fprintf(f, "trees %d\n", m->ntrees[c]);
     for (int k = 0; k < m->ntrees[c]; k++) {
       const grape__tree_t* t = &m->trees[c][k];
@@ -373,6 +378,7 @@ int grape_model_parse(const char* text, size_t len, grape_model_t** out, char* e
         (rc = get_vec(&p, "grape", m->w[c], GRAPE__NFEAT)) < 0 ||
         (rc = get_vec(&p, "grape_launch", m->wl[c], GRAPE__NFEAT)) < 0 ||
         (rc = get_vec(&p, "grape_lin", m->glin[c], 4)) < 0 ||
+        (rc = get_vec(&p, "grape_range", m->range[c], 2)) < 0 ||
         (rc = get_vec(&p, "trees", v, 1)) < 0)
       goto fail_parse;
     if (v[0] < 0 || v[0] > GRAPE__MAXTREES || v[0] != floor(v[0])) {
@@ -380,6 +386,11 @@ int grape_model_parse(const char* text, size_t len, grape_model_t** out, char* e
       goto fail_parse;
     }
     m->ntrees[c] = (int)v[0];
+    if (!(m->range[c][0] <= m->range[c][1]) || !isfinite(m->range[c][0]) ||
+        !isfinite(m->range[c][1])) {
+      rc = fail(&p, -EINVAL, "bad grape_range");
+      goto fail_parse;
+    }
     if (!(m->glin[c][0] >= 0 && m->glin[c][0] <= 4 && m->glin[c][0] == floor(m->glin[c][0]))) {
       rc = fail(&p, -EINVAL, "bad grape_lin form");
       goto fail_parse;

@@ -20,6 +20,10 @@ struct grape_model_s {
    * {form + 1, c0, c1, c2}, t = c0 + c1 v1 + c2 v2 with v of
    * grape__lin_basis(form), fitted for relative error. */
   double glin[GRAPE_KC_COUNT][4];
+  /* Where the regression w may go: log(its time / the roofline model's)
+   * stays within the 0.5th..99.5th percentile of its training rows; lo ==
+   * hi (0 0) for none. A fit on few rows must not extrapolate to 100x. */
+  double range[GRAPE_KC_COUNT][2];
   double rows[GRAPE_KC_COUNT];            /* training rows of each class */
   double floor_ms[GRAPE_KC_COUNT];        /* launch-and-timing floor of an op */
   double floor_p;                         /* t = (floor^p + work^p)^(1/p) */

@@ -512,13 +512,40 @@ static const cand_t candidates[] = {
 #define NCAND (sizeof(candidates) / sizeof(candidates[0]))
 #define LAYERNORM_CAND 5    /* {0, 0, 3}: linear-time form 2 */
 
+/* m->range[c]: the 0.5th and 99.5th percentile of log(regression's time /
+ * roofline model's time) over the training rows (m->w[c], m->roof[c]
+ * fitted). */
+static int fit_range(const grape_dataset_t* d, const sel_t* s, int cls, int c, grape_model_t* m) {
+  size_t n = 0;
+  double* v = malloc((d->n + 1) * sizeof(double));
+  if (v == NULL)
+    return -ENOMEM;
+  m->range[c][0] = m->range[c][1] = 0;
+  for (size_t i = 0; i < d->n; i++) {
+    const row_t* r = &d->rows[i];
+    if (selected(r, s, cls))
+      v[n++] = log(grape__predict(m, GRAPE_METHOD_GRAPE, &r->p, r->gpu) /
+                   grape__predict(m, GRAPE_METHOD_ROOFLINE, &r->p, r->gpu));
+  }
+  if (n >= MIN_ROWS) {
+    qsort(v, n, sizeof(double), cmp_double);
+    m->range[c][0] = v[n / 200];
+    m->range[c][1] = v[n - 1 - n / 200];
+  }
+  free(v);
+  return 0;
+}
+
 /* Fits candidate `cd` of class c (rows of class `cls`, -1 all) into m. */
 static int fit_cand(const grape_dataset_t* d, const sel_t* s, int cls, int c, grape_model_t* m,
                     cand_t cd) {
   memset(m->glin[c], 0, sizeof(m->glin[c]));
+  m->range[c][0] = m->range[c][1] = 0;
   if (cd.lin)
     return fit_lin_l1(d, s, cls, cd.lin - 1, m->glin[c]);
-  return fit_grape(d, s, cls, 0, m, c, cd, m->w[c]);
+  int err = fit_grape(d, s, cls, 0, m, c, cd, m->w[c]);
+  /* A class fitted on all rows (too few of its own) has none to bound by. */
+  return err < 0 || cls < 0 ? err : fit_range(d, s, cls, c, m);
 }
 
 /* Picks the candidate with the lowest per-kernel MAPE in an inner

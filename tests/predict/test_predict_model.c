@@ -222,3 +222,36 @@ Test(predict, linear_time_form_is_read_and_used) {
   free(edited);
   free(text);
 }
+
+/* grape_range bounds the regression against the roofline model's time; a
+ * reversed range is refused. */
+Test(predict, regression_range_is_read_and_bounds_the_prediction) {
+  grape_model_t* m;
+  cr_assert_eq(grape_model_load_default(&m), 0);
+  size_t len;
+  char* text = model_text(m, &len);
+  grape_model_free(m);
+  char* gr = strstr(text, "\ngrape_range ");  /* the gemm class's */
+  cr_assert_not_null(gr);
+  char* eol = strchr(gr + 1, '\n');
+  char* edited = malloc(len + 64);
+  size_t head = (size_t)(gr - text);
+  memcpy(edited, text, head);
+  int k = sprintf(edited + head, "\ngrape_range -0.001 0.001");
+  memcpy(edited + head + k, eol, strlen(eol) + 1);
+  grape_model_t* a;
+  char err[160];
+  cr_assert_eq(grape_model_parse(edited, strlen(edited), &a, err, sizeof(err)), 0, "%s", err);
+  const grape_gpu_spec_t* g = grape_gpu_find("T4");
+  grape_kernel_desc_t k1 = gemm(300, 500, 700);
+  double roof = grape_predict_kernel_ms_with(a, GRAPE_METHOD_ROOFLINE, g, &k1);
+  double tight = grape_predict_kernel_ms_with(a, GRAPE_METHOD_GRAPE, g, &k1);
+  cr_expect(fabs(tight / roof - 1) < 0.0011, "grape %g, roofline %g", tight, roof);
+  grape_model_free(a);
+  k = sprintf(edited + head, "\ngrape_range 0.5 -0.5");
+  memcpy(edited + head + k, eol, strlen(eol) + 1);
+  cr_expect_eq(grape_model_parse(edited, strlen(edited), &a, err, sizeof(err)), -EINVAL);
+  cr_expect_not_null(strstr(err, "bad grape_range"), "%s", err);
+  free(edited);
+  free(text);
+}
