@@ -188,28 +188,35 @@ Test(predict, model_file_version_and_damage_are_refused) {
   grape_model_free(m);
 }
 
-/* grape's linear-time form (grape_lin), when its flag is set, replaces the
- * log-space regression for kernels with op dims. */
-Test(predict, linear_time_form_is_read_and_used) {
+/* The default model's text with its first line that starts with `key` (the
+ * gemm class's: it comes first) replaced by `line`. */
+static char* default_model_edited(const char* key, const char* line) {
   grape_model_t* m;
   cr_assert_eq(grape_model_load_default(&m), 0);
   size_t len;
   char* text = model_text(m, &len);
   grape_model_free(m);
-  /* The gemm class comes first: give it a constant 0.5 ms. */
-  char* gl = strstr(text, "\ngrape_lin ");
-  cr_assert_not_null(gl);
-  char* eol = strchr(gl + 1, '\n');
-  size_t tail = strlen(eol);
-  char* edited = malloc(len + 64);
-  size_t head = (size_t)(gl - text);
+  char* at = strstr(text, key);
+  cr_assert_not_null(at, "%s", key);
+  char* eol = strchr(at + 1, '\n');
+  char* edited = malloc(len + strlen(line) + 2);
+  size_t head = (size_t)(at - text) + 1;
   memcpy(edited, text, head);
-  int k = sprintf(edited + head, "\ngrape_lin 2 0.5 0 0");
-  memcpy(edited + head + k, eol, tail + 1);
+  strcpy(edited + head, line);
+  strcat(edited + head, eol);
+  free(text);
+  return edited;
+}
+
+/* grape's linear-time form (grape_lin), when its flag is set, replaces the
+ * log-space regression for kernels with op dims. */
+Test(predict, linear_time_form_is_read_and_used) {
+  /* Give the gemm class a constant 0.5 ms. */
+  char* edited = default_model_edited("\ngrape_lin ", "grape_lin 2 0.5 0 0");
   grape_model_t *a, *b;
   char err[160];
   cr_assert_eq(grape_model_parse(edited, strlen(edited), &a, err, sizeof(err)), 0, "%s", err);
-  cr_assert_eq(grape_model_parse(text, len, &b, err, sizeof(err)), 0, "%s", err);
+  cr_assert_eq(grape_model_load_default(&b), 0);
   const grape_gpu_spec_t* g = grape_gpu_find("T4");
   grape_kernel_desc_t k1 = gemm(300, 500, 700);
   cr_expect_float_eq(grape_predict_kernel_ms_with(a, GRAPE_METHOD_GRAPE, g, &k1), 0.5, 1e-12);
@@ -220,25 +227,12 @@ Test(predict, linear_time_form_is_read_and_used) {
   grape_model_free(a);
   grape_model_free(b);
   free(edited);
-  free(text);
 }
 
 /* grape_range bounds the regression against the roofline model's time; a
  * reversed range is refused. */
 Test(predict, regression_range_is_read_and_bounds_the_prediction) {
-  grape_model_t* m;
-  cr_assert_eq(grape_model_load_default(&m), 0);
-  size_t len;
-  char* text = model_text(m, &len);
-  grape_model_free(m);
-  char* gr = strstr(text, "\ngrape_range ");  /* the gemm class's */
-  cr_assert_not_null(gr);
-  char* eol = strchr(gr + 1, '\n');
-  char* edited = malloc(len + 64);
-  size_t head = (size_t)(gr - text);
-  memcpy(edited, text, head);
-  int k = sprintf(edited + head, "\ngrape_range -0.001 0.001");
-  memcpy(edited + head + k, eol, strlen(eol) + 1);
+  char* edited = default_model_edited("\ngrape_range ", "grape_range -0.001 0.001");
   grape_model_t* a;
   char err[160];
   cr_assert_eq(grape_model_parse(edited, strlen(edited), &a, err, sizeof(err)), 0, "%s", err);
@@ -248,10 +242,9 @@ Test(predict, regression_range_is_read_and_bounds_the_prediction) {
   double tight = grape_predict_kernel_ms_with(a, GRAPE_METHOD_GRAPE, g, &k1);
   cr_expect(fabs(tight / roof - 1) < 0.0011, "grape %g, roofline %g", tight, roof);
   grape_model_free(a);
-  k = sprintf(edited + head, "\ngrape_range 0.5 -0.5");
-  memcpy(edited + head + k, eol, strlen(eol) + 1);
+  free(edited);
+  edited = default_model_edited("\ngrape_range ", "grape_range 0.5 -0.5");
   cr_expect_eq(grape_model_parse(edited, strlen(edited), &a, err, sizeof(err)), -EINVAL);
   cr_expect_not_null(strstr(err, "bad grape_range"), "%s", err);
   free(edited);
-  free(text);
 }
