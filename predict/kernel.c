@@ -137,6 +137,16 @@ static int gemm_variant(const char* n) {
   return 0;
 }
 
+/* The cuBLAS kernel generation a name starts with: 1 maxwell_ (what Pascal
+ * GPUs run), 2 volta_ or turing_, 3 ampere_, 0 any other. */
+static int gemm_generation(const char* n) {
+  if (!strncmp(n, "maxwell_", 8))
+    return 1;
+  if (!strncmp(n, "volta_", 6) || !strncmp(n, "turing_", 7))
+    return 2;
+  return !strncmp(n, "ampere_", 7) ? 3 : 0;
+}
+
 /* "_nn", "_nt", "_tn", "_tt" as a whole name part: cuBLAS operand layouts. */
 static int gemm_layout(const char* n) {
   static const char* const l[4] = {"_nn", "_nt", "_tn", "_tt"};
@@ -232,7 +242,7 @@ void grape__kernel_prep(const grape_kernel_desc_t* k, grape__kprep_t* p) {
   case GRAPE_KC_GEMM:
     p->variant = gemm_variant(n);
     p->layout = gemm_layout(n);
-    p->gen = !strncmp(n, "maxwell_", 8) ? 1 : !strncmp(n, "volta_", 6) || !strncmp(n, "turing_", 7) ? 2 : !strncmp(n, "ampere_", 7) ? 3 : 0;
+    p->gen = gemm_generation(n);
     if (parse_tile(strstr(n, "tilesize") ? strstr(n, "tilesize") : n, &p->tile_m,
                    &p->tile_n)) {
       /* Accumulators per thread plus addressing; 8-deep double-buffered tiles. */

@@ -319,7 +319,6 @@ static int fit_lin_l1(const grape_dataset_t* d, const sel_t* s, int cls, int for
   return 0;
 }
 
-
 /* grape's model: least relative error through IRLS. */
 static int fit_grape(const grape_dataset_t* d, const sel_t* s, int cls, int launch_only,
                      const grape_model_t* m, int c, cand_t cd, double* w) {
