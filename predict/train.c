@@ -440,25 +440,37 @@ static int cmp_double(const void* a, const void* b) {
 
 #define MAXGPU 32
 
+/* The distinct GPUs of the rows `s` selects of class `cls` (-1 all), in
+ * first-seen order, at most MAXGPU of them into gpus. @return how many there
+ * are, MAXGPU + 1 when there are more. */
+static int list_gpus(const grape_dataset_t* d, const sel_t* s, int cls, const char** gpus) {
+  int ngpu = 0;
+  for (size_t i = 0; i < d->n; i++) {
+    if (!selected(&d->rows[i], s, cls))
+      continue;
+    int k = 0;
+    while (k < ngpu && strcmp(gpus[k], d->rows[i].gpu->name) != 0)
+      k++;
+    if (k < ngpu)
+      continue;
+    if (ngpu == MAXGPU)
+      return MAXGPU + 1;
+    gpus[ngpu++] = d->rows[i].gpu->name;
+  }
+  return ngpu;
+}
+
 /* Floors: per (training GPU, class), the 1st percentile of its latencies,
  * written to s->floor per row; per class, the median over GPUs (what an
  * unseen GPU gets) to m->floor_ms. */
 static int fit_floors(const grape_dataset_t* d, sel_t* s, grape_model_t* m) {
   const char* gpus[MAXGPU];
-  int ngpu = 0;
+  int ngpu = list_gpus(d, s, -1, gpus);
+  ngpu = ngpu > MAXGPU ? MAXGPU : ngpu;
   double fl[MAXGPU][GRAPE_KC_COUNT];
   double* v = malloc((d->n + 1) * sizeof(double));
   if (v == NULL)
     return -ENOMEM;
-  for (size_t i = 0; i < d->n; i++) {
-    if (!selected(&d->rows[i], s, -1))
-      continue;
-    int k = 0;
-    while (k < ngpu && strcmp(gpus[k], d->rows[i].gpu->name) != 0)
-      k++;
-    if (k == ngpu && ngpu < MAXGPU)
-      gpus[ngpu++] = d->rows[i].gpu->name;
-  }
   double all[MAXGPU * GRAPE_KC_COUNT];
   int nall = 0;
   for (int c = 0; c < GRAPE_KC_COUNT; c++) {
@@ -552,16 +564,8 @@ static int fit_cand(const grape_dataset_t* d, const sel_t* s, int cls, int c, gr
  * a held-out GPU. @return its index, or a negative errno. */
 static int select_cand(const grape_dataset_t* d, const sel_t* s, int c) {
   const char* gpus[MAXGPU];
-  int ngpu = 0;
-  for (size_t i = 0; i < d->n; i++) {
-    if (!selected(&d->rows[i], s, c))
-      continue;
-    int k = 0;
-    while (k < ngpu && strcmp(gpus[k], d->rows[i].gpu->name) != 0)
-      k++;
-    if (k == ngpu && ngpu < MAXGPU)
-      gpus[ngpu++] = d->rows[i].gpu->name;
-  }
+  int ngpu = list_gpus(d, s, c, gpus);
+  ngpu = ngpu > MAXGPU ? MAXGPU : ngpu;
   if (ngpu < 3)
     return 0;
   grape_model_t* tm = calloc(1, sizeof(*tm));
@@ -678,17 +682,10 @@ typedef struct acc_s {
 
 int grape_model_crossval(const grape_dataset_t* d, FILE* out) {
   const char* gpus[MAXGPU];
-  int ngpu = 0;
-  for (size_t i = 0; i < d->n; i++) {
-    int k = 0;
-    while (k < ngpu && strcmp(gpus[k], d->rows[i].gpu->name) != 0)
-      k++;
-    if (k == ngpu) {
-      if (ngpu == MAXGPU)
-        return -E2BIG;
-      gpus[ngpu++] = d->rows[i].gpu->name;
-    }
-  }
+  sel_t all = {NULL, NULL, NULL, 0};
+  int ngpu = list_gpus(d, &all, -1, gpus);
+  if (ngpu > MAXGPU)
+    return -E2BIG;
   if (ngpu < 2)
     return -ENODATA;
   static acc_t acc[MAXGPU][NGROUP];
