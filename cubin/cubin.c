@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -37,15 +38,27 @@ enum { FMT_NVAL = 1, FMT_BVAL = 2, FMT_HVAL = 3, FMT_SVAL = 4 };
 #define STO_CUDA_ENTRY 0x10
 #define SHT_CUDA_INFO 0x70000000u
 
-/* A demangler from the C++ runtime: works from C and inside a shared library. */
-extern char* __cxa_demangle(const char* mangled, char* buf, size_t* len, int* status);
+/* The C++ runtime's demangler, loaded on first use: linking libstdc++ would
+ * make every process the shim is preloaded into (each shell and Python
+ * wrapper of a job) pay for its symbol relocations, for a function only the
+ * report and the CLI need. */
+typedef char* (*cxa_demangle_fn)(const char* mangled, char* buf, size_t* len, int* status);
+static cxa_demangle_fn cxa_demangle;
+static pthread_once_t cxa_once = PTHREAD_ONCE_INIT;
+
+static void cxa_load(void) {
+  void* h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+  if (h != NULL)
+    cxa_demangle = (cxa_demangle_fn)dlsym(h, "__cxa_demangle");
+}
 
 char* grape_demangle(const char* name) {
   if (name == NULL)
     return NULL;
   if (name[0] == '_' && name[1] == 'Z') {
+    pthread_once(&cxa_once, cxa_load);
     int status = 0;
-    char* d = __cxa_demangle(name, NULL, NULL, &status);
+    char* d = cxa_demangle ? cxa_demangle(name, NULL, NULL, &status) : NULL;
     if (d != NULL && status == 0)
       return d;
     free(d);
