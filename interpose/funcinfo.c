@@ -108,15 +108,52 @@ grape_func_t* grape__func_peek(const void* h) {
   return s ? __atomic_load_n(&s->info, __ATOMIC_ACQUIRE) : NULL;
 }
 
-static void set_name(grape_func_t* f, const char* name) {
+/* Sets f's name if it has none. copy: the caller's string may not outlive the
+ * call (driver registrations), so it is copied. Under resolve_lock. */
+static void set_name(grape_func_t* f, const char* name, int copy) {
   if (f->name != NULL || name == NULL)
     return;
-  char* copy = strdup(name);
-  if (copy == NULL)
+  const char* n = copy ? strdup(name) : name;
+  if (n == NULL)
     return;
-  f->demangled = grape_demangle(copy);
-  f->id = grape__fp_name(copy);
-  __atomic_store_n(&f->name, copy, __ATOMIC_RELEASE);
+  f->owns_name = copy;
+  __atomic_store_n(&f->name, n, __ATOMIC_RELEASE);
+}
+
+/* ---- Retired infos: forgotten by an unload or replaced, kept until exit ---- */
+
+static pthread_mutex_t retire_lock = PTHREAD_MUTEX_INITIALIZER;
+static grape_func_t** retired;
+static size_t nretired, retired_cap;
+
+/* Keeps f (once) for the report; a name it does not own is copied when the
+ * function was launched (the report may name it), dropped otherwise (its image
+ * is going away). */
+static void retire(grape_func_t* f) {
+  pthread_mutex_lock(&retire_lock);
+  if (!f->retired) {
+    f->retired = 1;
+    if (f->name != NULL && !f->owns_name) {
+      char* copy = __atomic_load_n(&f->resolved, __ATOMIC_ACQUIRE) ? strdup(f->name) : NULL;
+      f->name = copy;
+      f->owns_name = copy != NULL;
+    }
+    if (nretired == retired_cap) {
+      size_t cap = retired_cap ? retired_cap * 2 : 64;
+      grape_func_t** v = realloc(retired, cap * sizeof(*v));
+      if (v != NULL) {
+        retired = v;
+        retired_cap = cap;
+      }
+    }
+    if (nretired < retired_cap)
+      retired[nretired++] = f;   /* else leaked: out of memory, and it must stay valid */
+  }
+  pthread_mutex_unlock(&retire_lock);
+}
+
+static void drop_thread_caches(void) {
+  __atomic_add_fetch(&grape__func_generation, 1, __ATOMIC_RELAXED);
 }
 
 void grape__func_register(const void* h, grape_handle_kind_t kind, const char* name,
@@ -127,10 +164,28 @@ void grape__func_register(const void* h, grape_handle_kind_t kind, const char* n
   grape_func_t* f = s ? slot_info(s, h, kind) : NULL;
   if (f == NULL)
     return;
+  int copy = kind != GRAPE_FN_RUNTIME;
   pthread_mutex_lock(&resolve_lock);
-  set_name(f, name);
+  /* A handle value seen before for another kernel (reused after an unload, or
+   * an alias's slot): a new info, so that no launch follows the old layout. */
+  if (f->handle != h || (f->name != NULL && name != NULL && strcmp(f->name, name) != 0) ||
+      (image != NULL && f->image != NULL && f->image != image)) {
+    grape_func_t* n = info_new(h, kind);
+    if (n != NULL && __atomic_compare_exchange_n(&s->info, &f, n, 0, __ATOMIC_ACQ_REL,
+                                                 __ATOMIC_ACQUIRE)) {
+      if (f->handle == h)
+        retire(f);
+      f = n;
+      drop_thread_caches();
+    } else {
+      free(n);
+    }
+  }
+  set_name(f, name, copy);
   if (image != NULL)
     f->image = image;
+  if (kind == GRAPE_FN_RUNTIME)
+    f->stub = 1;
   pthread_mutex_unlock(&resolve_lock);
 }
 
@@ -145,8 +200,13 @@ void grape__func_alias(const void* alias, grape_handle_kind_t kind, const void* 
     slot_info(s, alias, kind);
     return;
   }
-  grape_func_t* expected = NULL;
-  __atomic_compare_exchange_n(&s->info, &expected, f, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+  /* The alias follows the current info of `of`, whatever it held before. */
+  grape_func_t* old = __atomic_exchange_n(&s->info, f, __ATOMIC_ACQ_REL);
+  if (old != NULL && old != f) {
+    if (old->handle == alias)
+      retire(old);
+    drop_thread_caches();
+  }
 }
 
 typedef struct image_s {
@@ -232,6 +292,44 @@ static grape_fatbin_t* image_get(const void* handle) {
   return im->parsed;
 }
 
+void grape__func_forget_image(const void* image) {
+  slot_t* t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+  if (t == NULL || image == NULL)
+    return;
+  pthread_mutex_lock(&resolve_lock);
+  for (size_t i = 0; i < TABLE_SIZE; i++) {
+    grape_func_t* f = __atomic_load_n(&t[i].info, __ATOMIC_ACQUIRE);
+    if (f == NULL || f->image != image)
+      continue;
+    __atomic_store_n(&t[i].info, NULL, __ATOMIC_RELEASE);
+    retire(f);
+  }
+  slot_t* s = find(images, image, 0);
+  image_t* im = s ? (image_t*)(void*)__atomic_exchange_n(&s->info, NULL, __ATOMIC_ACQ_REL) : NULL;
+  if (im != NULL) {
+    grape_fatbin_free(im->parsed);
+    free(im);
+  }
+  pthread_mutex_unlock(&resolve_lock);
+  drop_thread_caches();
+}
+
+const char* grape__func_display_name(grape_func_t* f) {
+  if (f == NULL || f->name == NULL)
+    return "(unnamed)";
+  char* d = __atomic_load_n(&f->demangled, __ATOMIC_ACQUIRE);
+  if (d == NULL) {
+    d = grape_demangle(f->name);
+    char* expected = NULL;
+    if (d != NULL && !__atomic_compare_exchange_n(&f->demangled, &expected, d, 0,
+                                                  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      free(d);
+      d = expected;
+    }
+  }
+  return d ? d : f->name;
+}
+
 /* ---- Resolution (first launch of a handle; under resolve_lock) ---- */
 
 typedef CUresult (*param_info_fn)(void*, size_t, size_t*, size_t*);
@@ -248,8 +346,8 @@ static int query_layout(grape_func_t* f, const void* h, param_info_fn fn) {
       break;
     tmp[n] = (grape_func_param_t){(uint32_t)off, (uint32_t)size};
   }
-  /* The end of the list is 'invalid value' (1 in both APIs); anything else at
-   * index 0 means the call is unsupported, and n == 1024 means too many. */
+  /* The end of the list is CUDA_ERROR_INVALID_VALUE; anything else at index 0
+   * means the call is unsupported, and n == 1024 means too many. */
   if ((n == 0 && rc != CUDA_ERROR_INVALID_VALUE) || n == 1024)
     return -1;
   f->params = n ? malloc((size_t)n * sizeof(*f->params)) : NULL;
@@ -293,28 +391,61 @@ static void find_holes(grape_func_t* f) {
   f->holes = sum != f->param_bytes;
 }
 
+/* The driver function behind handle h into f->drv. A registered host stub is
+ * asked of the runtime (cudaGetFuncBySymbol, which succeeds for a registered
+ * stub, so the thread's last error is untouched); any other runtime handle is
+ * a cudaKernel_t, which is a CUkernel. */
+static void find_driver_function(grape_func_t* f, const void* h) {
+  f->drv = (void*)(uintptr_t)h;
+  f->drv_kernel = f->kind == GRAPE_FN_KERNEL;
+  if (f->kind != GRAPE_FN_RUNTIME)
+    return;
+  f->drv_kernel = 1;
+  if (!f->stub)
+    return;
+  typedef int (*by_symbol_fn)(void**, const void*);
+  by_symbol_fn by_symbol = (by_symbol_fn)grape__real_runtime("cudaGetFuncBySymbol");
+  void* cf = NULL;
+  int rc = 1;
+  if (by_symbol != NULL)
+    GRAPE_NO_REENTRY(rc = by_symbol(&cf, h));
+  f->drv = rc == 0 ? cf : NULL;
+  f->drv_kernel = 0;
+}
+
+/* The driver's query `name` for f->drv: the CUkernel form first when drv is
+ * a CUkernel, then the CUfunction form (which accepts a CUkernel too). */
+static void* driver_query(const grape_func_t* f, const char* kernel_form, const char* func_form,
+                          int second) {
+  if (!f->drv_kernel)
+    return second ? NULL : grape__real_driver(func_form);
+  return grape__real_driver(second ? func_form : kernel_form);
+}
+
+/* Name and parameter layout from the driver, else from the image. Only driver
+ * queries: a failing runtime call would set the thread's last error, which the
+ * program reads with cudaGetLastError after its launch. */
 static void resolve(grape_func_t* f, const void* h) {
-  if (f->name == NULL) {
+  find_driver_function(f, h);
+  for (int second = 0; second < 2 && f->name == NULL && f->drv != NULL; second++) {
+    name_fn fn = (name_fn)driver_query(f, "cuKernelGetName", "cuFuncGetName", second);
     const char* name = NULL;
-    name_fn fn = NULL;
-    if (f->kind == GRAPE_FN_RUNTIME)
-      fn = (name_fn)grape__real_runtime("cudaFuncGetName");
-    else
-      fn = (name_fn)grape__real_driver(f->kind == GRAPE_FN_KERNEL ? "cuKernelGetName" : "cuFuncGetName");
     int rc = 1;
     if (fn != NULL)
-      GRAPE_NO_REENTRY(rc = fn(&name, (void*)(uintptr_t)h));
+      GRAPE_NO_REENTRY(rc = fn(&name, f->drv));
     if (rc == 0 && name != NULL)
-      set_name(f, name);
+      set_name(f, name, 1);
   }
-  param_info_fn q;
-  if (f->kind == GRAPE_FN_RUNTIME)
-    q = (param_info_fn)grape__real_runtime("cudaFuncGetParamInfo");
-  else
-    q = (param_info_fn)grape__real_driver(f->kind == GRAPE_FN_KERNEL ? "cuKernelGetParamInfo"
-                                                                      : "cuFuncGetParamInfo");
-  if (q != NULL && query_layout(f, h, q) == 0)
-    f->layout_source = f->kind == GRAPE_FN_RUNTIME ? "runtime" : "driver";
+  if (f->name != NULL)
+    f->id = grape__fp_name(f->name);
+  int found = 0;
+  for (int second = 0; second < 2 && !found && f->drv != NULL; second++) {
+    param_info_fn q =
+        (param_info_fn)driver_query(f, "cuKernelGetParamInfo", "cuFuncGetParamInfo", second);
+    found = q != NULL && query_layout(f, f->drv, q) == 0;
+  }
+  if (found)
+    f->layout_source = "driver";
   else if (layout_from_image(f) == 0)
     f->layout_source = "cubin";
   else
@@ -397,6 +528,18 @@ void grape__func_each(void (*fn)(const grape_func_t* f, void* arg), void* arg) {
     if (f != NULL && t[i].key == f->handle)
       fn(f, arg);
   }
+  pthread_mutex_lock(&retire_lock);
+  for (size_t i = 0; i < nretired; i++)
+    fn(retired[i], arg);
+  pthread_mutex_unlock(&retire_lock);
+}
+
+static void info_free(grape_func_t* f) {
+  if (f->owns_name)
+    free((char*)f->name);
+  free(f->demangled);
+  free(f->params);
+  free(f);
 }
 
 void grape__func_reset(int free_memory) {
@@ -405,13 +548,13 @@ void grape__func_reset(int free_memory) {
       grape_func_t* f = table[i].info;
       if (f == NULL)
         continue;
-      if (table[i].key != f->handle)
-        continue;   /* an alias: freed at its own handle */
-      free((char*)f->name);
-      free(f->demangled);
-      free(f->params);
-      free(f);
+      if (table[i].key != f->handle || f->retired)
+        continue;   /* an alias: freed at its own handle; retired: below */
+      info_free(f);
     }
+    for (size_t i = 0; i < nretired; i++)
+      info_free(retired[i]);
+    free(retired);
     for (size_t i = 0; i < TABLE_SIZE; i++) {
       image_t* im = (image_t*)(void*)images[i].info;
       if (im != NULL) {
@@ -424,7 +567,10 @@ void grape__func_reset(int free_memory) {
   }
   table = NULL;
   images = NULL;
-  __atomic_add_fetch(&grape__func_generation, 1, __ATOMIC_RELAXED);
+  retired = NULL;
+  nretired = retired_cap = 0;
+  drop_thread_caches();
   pthread_mutex_init(&init_lock, NULL);
   pthread_mutex_init(&resolve_lock, NULL);
+  pthread_mutex_init(&retire_lock, NULL);
 }

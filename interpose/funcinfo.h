@@ -1,14 +1,24 @@
 /* Function info: name and parameter layout of every kernel handle a launch names.
  *
  * DESIGN: one lock-free open-addressing table maps a handle (runtime host stub,
- * cudaKernel_t, CUfunction or CUkernel: all are pointers, all distinct) to its
- * info. Registration calls (__cudaRegisterFunction, __cudaGetKernel,
- * cuModuleGetFunction, cuLibraryGetKernel, cuKernelGetFunction) insert names and
- * image pointers only; the layout is resolved on the handle's first launch,
- * after the real launch has loaded the function (lazy loading), from
- * cuFuncGetParamInfo / cuKernelGetParamInfo / cudaFuncGetParamInfo, falling back
+ * cudaKernel_t, CUfunction or CUkernel: all are pointers, all distinct while
+ * loaded) to its info. Registration calls (__cudaRegisterFunction,
+ * __cudaGetKernel, cuModuleGetFunction, cuLibraryGetKernel, cuKernelGetFunction)
+ * insert names and image pointers only: no copy of a runtime-registered name (it
+ * lives in the registering image), no demangling, no hashing, because a process
+ * such as PyTorch registers tens of thousands of kernels it never launches. The
+ * layout is resolved on the handle's first launch, after the real launch has
+ * loaded the function (lazy loading), from the driver (cuFuncGetParamInfo /
+ * cuKernelGetParamInfo on the function behind the handle: a runtime query would
+ * set the thread's last error when it reaches the end of the list), falling back
  * to the .nv.info records of the image (cubin/). Later launches find a resolved
- * info with one probe: no parsing on the hot path. Infos live until exit. */
+ * info with one probe: no parsing on the hot path.
+ *
+ * Handle values are reused by drivers after an unload, so an unload forgets the
+ * infos of its image and a registration of a known handle with another name or
+ * image replaces its info. A forgotten info is retired, not freed (another
+ * thread may still hold it): it lives until exit and still names its kernel in
+ * the report. Either bumps a generation number that drops per-thread caches. */
 #ifndef GRAPE_INTERPOSE_FUNCINFO_H
 #define GRAPE_INTERPOSE_FUNCINFO_H
 
@@ -33,10 +43,16 @@ typedef struct grape_func_param_s {
 typedef struct grape_func_s {
   int kind;                    /* grape_handle_kind_t */
   int resolved;                /* 1 once the layout below is final (acquire) */
-  const char* name;            /* mangled name (owned), NULL when unknown */
-  char* demangled;             /* owned, NULL when unknown */
-  uint64_t id;                 /* grape__fp_name(name), or the handle when unknown */
+  const char* name;            /* mangled name, NULL when unknown; owned when owns_name */
+  char* demangled;             /* owned; made on first grape__func_display_name */
+  uint64_t id;                 /* grape__fp_name(name) once resolved, else the handle */
   const void* image;           /* handle of the image it came from (fatbin handle, module, library) */
+  void* drv;                   /* the driver function to launch it with (CUfunction, or a
+                                  CUkernel when drv_kernel), NULL when unknown; set at resolve */
+  int drv_kernel;
+  int owns_name;               /* name was copied (driver registrations: the caller's string) */
+  int stub;                    /* handle is a host stub registered with __cudaRegisterFunction */
+  int retired;                 /* forgotten by an unload or replaced (under the retire lock) */
   int nparams;                 /* -1: layout unknown */
   uint32_t param_bytes;        /* size of the parameter block */
   grape_func_param_t* params;  /* nparams entries in ordinal order (owned) */
@@ -66,9 +82,20 @@ static inline grape_func_t* grape__func_get(const void* h, grape_handle_kind_t k
 /* Lookup without creating or resolving; NULL when unknown. */
 grape_func_t* grape__func_peek(const void* h);
 
-/* Records a handle's name and image at registration (name is copied). */
+/* Records a handle's name and image at registration. A runtime registration's
+ * name is kept by pointer (it lives as long as its image); a driver's is copied.
+ * A known handle registered with another name or image gets a new info. */
 void grape__func_register(const void* h, grape_handle_kind_t kind, const char* name,
                           const void* image);
+
+/* Forgets every info of image (a module, library or fatbin handle being
+ * unloaded) and the image itself: their handle values may come back for other
+ * kernels. Not for the hot path (scans the table). */
+void grape__func_forget_image(const void* image);
+
+/* The name to print: demangled on first call (cached), else the mangled name,
+ * else "(unnamed)". */
+const char* grape__func_display_name(grape_func_t* f);
 
 /* Makes handle alias share the info of handle of (same name, same layout). */
 void grape__func_alias(const void* alias, grape_handle_kind_t kind, const void* of);
@@ -140,8 +167,9 @@ static inline __attribute__((always_inline)) size_t grape__func_copy_params(
   return f->param_bytes;
 }
 
-/* Calls fn for every known function info once (aliases skipped). Not for the
- * hot path: it scans the whole table (the exit report uses it). */
+/* Calls fn for every known function info once (aliases skipped), retired ones
+ * included. Not for the hot path: it scans the whole table (the exit report
+ * uses it). */
 void grape__func_each(void (*fn)(const grape_func_t* f, void* arg), void* arg);
 
 /* Size of the parameter buffer of an 'extra' launch array (0 when absent). */

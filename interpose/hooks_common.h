@@ -52,8 +52,10 @@
   grape__rec_end_stream(grape__stream_key((const void*)(stream), ptds))
 
 /* The program's own stream capture: while any is open, each launch asks
- * whether its stream is capturing. An end closes the capture whether or not
- * it succeeded (invalidated, unjoined). */
+ * whether its stream is capturing. Only captures the driver accepted count: a
+ * begin that succeeded, and an end after which the stream that was capturing
+ * (actively or invalidated) no longer is. A failed end (a stream that is not
+ * capturing, another thread's capture) leaves the count alone. */
 static inline void grape__capture_begun(void) {
   __atomic_add_fetch(&grape__captures, 1, __ATOMIC_RELAXED);
 }
@@ -63,6 +65,12 @@ static inline void grape__capture_ended(void) {
                                                __ATOMIC_RELAXED))
     ;
 }
+/* The end-capture hook's two halves: whether stream s was capturing before the
+ * real call, and, after it, the count lowered if it no longer is. */
+#define GRAPE_CAPTURE_END_BEFORE(s) int was_capturing_ = grape__stream_capturing((s), ptds)
+#define GRAPE_CAPTURE_END_AFTER(s)                                 \
+  if (was_capturing_ && !grape__stream_capturing((s), ptds))       \
+    grape__capture_ended()
 
 /* body_<name>(route, real, params...) for each kind. */
 #define GRAPE_GEN_BODY_CUSTOM(ret, name, base, ptds, stream, params, args)                 \

@@ -139,8 +139,8 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grap
 GRAPE_HOOK_DEF(CUresult, cuStreamBeginCapture_v2, (CUstream s, CUstreamCaptureMode mode), (s, mode),
                grape__rec_end_stream(grape__stream_key(s, ptds)),
                if (r_ == CUDA_SUCCESS) grape__capture_begun())
-GRAPE_HOOK_DEF(CUresult, cuStreamEndCapture, (CUstream s, CUgraph* g), (s, g), ,
-               grape__capture_ended())
+GRAPE_HOOK_DEF(CUresult, cuStreamEndCapture, (CUstream s, CUgraph* g), (s, g),
+               GRAPE_CAPTURE_END_BEFORE(s), GRAPE_CAPTURE_END_AFTER(s))
 
 /* ---- Modules and functions ---- */
 
@@ -176,6 +176,14 @@ GRAPE_HOOK_DEF(CUresult, cuModuleGetFunction, (CUfunction* f, CUmodule m, const 
 GRAPE_HOOK_DEF(CUresult, cuLibraryGetKernel, (CUkernel* k, CUlibrary lib, const char* name), (k, lib, name), ,
                if (r_ == CUDA_SUCCESS && k != NULL)
                    GRAPE_NO_REENTRY(grape__func_register(*k, GRAPE_FN_KERNEL, name, lib)))
+/* Unloads end every region (the driver synchronises) and forget the image's
+ * function infos: the driver may hand their handle values out again. */
+#define UNLOAD_HOOK(base, type)                                                   \
+  GRAPE_HOOK_DEF(CUresult, base, (type image), (image), grape__rec_end_all(),     \
+                 if (r_ == CUDA_SUCCESS) GRAPE_NO_REENTRY(grape__func_forget_image(image)))
+UNLOAD_HOOK(cuModuleUnload, CUmodule)
+UNLOAD_HOOK(cuLibraryUnload, CUlibrary)
+
 GRAPE_HOOK_DEF(CUresult, cuKernelGetFunction, (CUfunction* f, CUkernel k), (f, k), ,
                if (r_ == CUDA_SUCCESS && f != NULL)
                    GRAPE_NO_REENTRY(grape__func_alias(*f, GRAPE_FN_FUNCTION, k)))
@@ -272,6 +280,23 @@ static int runtime_row(const char* name) {
   return -1;
 }
 
+/* True for the handles that search the global scope: RTLD_DEFAULT and the
+ * main program's (dlopen(NULL)). */
+static GRAPE_NO_SANITIZE int global_scope(void* handle) {
+  static void* main_handle;
+  if (handle == RTLD_DEFAULT)
+    return 1;
+  void* m = __atomic_load_n(&main_handle, __ATOMIC_RELAXED);
+  if (m == NULL) {
+    m = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
+    if (m == NULL)
+      return 0;
+    dlclose(m);   /* the main program stays loaded; only its handle value is kept */
+    __atomic_store_n(&main_handle, m, __ATOMIC_RELAXED);
+  }
+  return handle == m;
+}
+
 /* The override. A name that is not cu* costs one real dlsym and two compares.
  * Limitation: dlsym(RTLD_NEXT, ...) from another object resolves relative to
  * libgrape, not to the caller (glibc finds the caller by return address). */
@@ -283,6 +308,11 @@ GRAPE_EXPORT GRAPE_NO_SANITIZE void* dlsym(void* handle, const char* symbol) {
   if (p == NULL || symbol[0] != 'c' || symbol[1] != 'u' ||
       !((symbol[2] >= 'A' && symbol[2] <= 'Z') || (symbol[2] == 'd' && symbol[3] == 'a')))
     return p;
+  /* In the global scope the shim's own exports stand before CUDA's. Where no
+   * real definition follows them (the program loaded CUDA RTLD_LOCAL, or not at
+   * all), the answer is the one the program would get without the shim. */
+  if (global_scope(handle) && grape__is_own(p) && grape__real_dlsym(RTLD_NEXT, symbol) == NULL)
+    return NULL;
   /* cuGetProcAddress always comes back as the shim's own, even when passing
    * through (off mode, or the runtime resolving the driver inside a hook): it
    * then swaps any of the shim's exports that the driver hands back (a driver

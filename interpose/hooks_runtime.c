@@ -68,8 +68,8 @@ GRAPE_HOOK_DEF(cudaError_t, __cudaGetKernel, (cudaKernel_t* k, const void* hostF
 GRAPE_HOOK_DEF(cudaError_t, cudaStreamBeginCapture, (cudaStream_t s, enum cudaStreamCaptureMode mode),
                (s, mode), grape__rec_end_stream(grape__stream_key(s, ptds)),
                if (r_ == cudaSuccess) grape__capture_begun())
-GRAPE_HOOK_DEF(cudaError_t, cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t* g), (s, g), ,
-               grape__capture_ended())
+GRAPE_HOOK_DEF(cudaError_t, cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t* g), (s, g),
+               GRAPE_CAPTURE_END_BEFORE(s), GRAPE_CAPTURE_END_AFTER(s))
 
 /* ---- Driver entry points ---- */
 
@@ -206,11 +206,14 @@ GRAPE_EXPORT void __cudaUnregisterFatBinary(void** handle) {
   pfn_fatbin_handle real = (pfn_fatbin_handle)grape__real_export(GRAPE_HOOK___cudaUnregisterFatBinary);
   if (real == NULL)
     return;
-  if (grape__active()) {
+  int active = grape__active();
+  if (active) {
     grape__count(&grape__counters.api_calls[GRAPE_HOOK___cudaUnregisterFatBinary]);
     grape__rec_end_all();
   }
   GRAPE_NO_REENTRY(real(handle));
+  if (active)
+    GRAPE_NO_REENTRY(grape__func_forget_image(handle));
 }
 
 GRAPE_EXPORT void __cudaRegisterFunction(void** handle, const char* hostFun, char* deviceFun,

@@ -94,7 +94,9 @@ static void collect_name(const grape_func_t* f, void* arg) {
     n->v = v;
     n->cap = cap;
   }
-  n->v[n->len++] = (name_entry_t){f->id, f->demangled ? f->demangled : f->name};
+  /* Demangled here, at exit, and only for kernels that were launched. */
+  const char* name = f->resolved ? grape__func_display_name((grape_func_t*)f) : f->name;
+  n->v[n->len++] = (name_entry_t){f->id, name};
 }
 
 static int name_cmp(const void* a, const void* b) {

@@ -9,6 +9,13 @@
  *   params     kernels of several layouts; prints "params <name> <hex>" per launch
  *   threads    8 threads x 4 streams x N launches
  *   fork       launches in the parent, in a forked child, then in the parent
+ *   reuse      N rounds of load / launch / unload, the function handle value
+ *              coming back for another kernel with another layout; prints
+ *              "params <name> <hex>" per launch
+ *   lasterror  first launches of kernels, each followed by cudaGetLastError,
+ *              which must stay cudaSuccess; prints "lasterror ok"
+ *   capture    a capture on one stream, a failing end on another, launches on
+ *              the capturing stream; prints "captured <n>"
  * Always ends with "kernels <n>": the fake driver's count of kernels run. */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
@@ -240,13 +247,79 @@ static void mode_fork(int n) {
     check(cudaLaunchKernel(&k_abc, g, b, abc_args, 0, 0) == cudaSuccess, "parent launch");
 }
 
+/* Two kernels of different layouts that the fake driver loads into one
+ * function slot, so the second gets the first's CUfunction value. */
+static const fake_fn_t mod_a = {FAKE_FN_MAGIC, "_Z3modPfid", 3, {0, 8, 16}, {8, 4, 8}, 24, NULL};
+static const fake_fn_t mod_b = {FAKE_FN_MAGIC, "_Z3modc", 1, {0}, {1}, 1, NULL};
+
+static void mode_reuse(int n) {
+  CUfunction first = NULL;
+  for (int i = 0; i < 2 * n; i++) {
+    const fake_fn_t* img = i % 2 ? &mod_b : &mod_a;
+    CUmodule m;
+    CUfunction f;
+    check(cuModuleLoadData(&m, img) == CUDA_SUCCESS, "load");
+    check(cuModuleGetFunction(&f, m, img->name) == CUDA_SUCCESS, "get function");
+    if (first == NULL)
+      first = f;
+    check(f == first, "handle reused");
+    /* Exactly as many argument pointers as the kernel has, on the heap, so that
+     * reading one more (the old layout) is caught by ASan. */
+    void** args = malloc((size_t)img->nparams * sizeof(void*));
+    uint8_t blk[24] = {0};
+    char c = (char)(i + 1);
+    if (img->nparams == 1) {
+      args[0] = &c;
+      blk[0] = (uint8_t)c;
+    } else {
+      args[0] = &dev;
+      args[1] = &n_arg;
+      args[2] = &x_arg;
+      memcpy(blk, &dev, 8);
+      memcpy(blk + 8, &n_arg, 4);
+      memcpy(blk + 16, &x_arg, 8);
+    }
+    check(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, 0, args, NULL) == CUDA_SUCCESS, "launch");
+    print_hex(img->name, blk, img->param_bytes);
+    free(args);
+    check(cuModuleUnload(m) == CUDA_SUCCESS, "unload");
+  }
+}
+
+static void mode_lasterror(void) {
+  dim3 g = {1, 1, 1}, b = {1, 1, 1};
+  char c = 1;
+  short s = 2;
+  int i32 = 3;
+  void* small_args[3] = {&c, &s, &i32};
+  check(cudaLaunchKernel(&k_abc, g, b, abc_args, 0, 0) == cudaSuccess, "launch abc");
+  check(cudaGetLastError() == cudaSuccess, "last error after the first launch of k_abc");
+  check(cudaLaunchKernel(&k_small, g, b, small_args, 0, 0) == cudaSuccess, "launch small");
+  check(cudaPeekAtLastError() == cudaSuccess, "last error after the first launch of k_small");
+  check(cudaLaunchKernel(&k_none, g, b, NULL, 0, 0) == cudaSuccess, "launch none");
+  check(cudaGetLastError() == cudaSuccess, "last error after the first launch of k_none");
+  printf("lasterror ok\n");
+}
+
+static void mode_capture(void) {
+  CUstream s1 = (CUstream)(uintptr_t)0x5100, s2 = (CUstream)(uintptr_t)0x5200;
+  CUgraph g;
+  check(cuStreamBeginCapture_v2(s1, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS, "begin");
+  check(cuStreamEndCapture(s2, &g) != CUDA_SUCCESS, "end of a stream that is not capturing fails");
+  for (int i = 0; i < 3; i++)
+    via_driver_ptr(cuLaunchKernel, s1);
+  check(cuStreamEndCapture(s1, &g) == CUDA_SUCCESS, "end");
+  via_driver_ptr(cuLaunchKernel, s1);
+  printf("captured 3\n");
+}
+
 int fake_ctor_ran(void);   /* fake/ctor_lib.c: 1 when its constructor launched */
 
 int main(int argc, char** argv) {
   if (getenv("ROUTES_CTOR") != NULL && !fake_ctor_ran())
     return 3;
   if (argc < 2) {
-    fprintf(stderr, "usage: routes all|structure|params|threads|fork [N]\n");
+    fprintf(stderr, "usage: routes all|structure|params|threads|fork|reuse|lasterror|capture [N]\n");
     return 2;
   }
   int n = argc > 2 ? atoi(argv[2]) : 5;
@@ -261,6 +334,12 @@ int main(int argc, char** argv) {
     mode_threads(n);
   else if (strcmp(argv[1], "fork") == 0)
     mode_fork(n);
+  else if (strcmp(argv[1], "reuse") == 0)
+    mode_reuse(n);
+  else if (strcmp(argv[1], "lasterror") == 0)
+    mode_lasterror();
+  else if (strcmp(argv[1], "capture") == 0)
+    mode_capture();
   else
     return 2;
   check(cudaFree(dev) == cudaSuccess, "cudaFree");

@@ -165,11 +165,64 @@ def case_ctor(a):
         fail(f"launches {r['launches']}, kernels {kernels(p)}: want 15 + 1 from the constructor", p)
 
 
+def case_reuse(a):
+    """A function handle value reused for another kernel after an unload: each
+    launch is captured with its own kernel's name and layout."""
+    n = 6
+    p, reports = run(a.routes, ["reuse", str(n)], a.preload, {"GRAPE_LOG": "debug"})
+    r = only_report(p, reports)
+    want = re.findall(r"^params (\S+) ([0-9a-f]*)$", p.stdout, re.M)
+    got = re.findall(r"launch (\S+) route=\S+ .* params=([0-9a-f]*)$", p.stderr, re.M)
+    if len(want) != 2 * n or got != want:
+        fail(f"captured {got}\nlaunched {want}", p)
+    paths = sorted((t["ops"], t["count"]) for t in r["top_paths"])
+    if r["launches"] != 2 * n or r["paths"] != 2 or paths != [(1, n), (1, n)]:
+        fail(f"report {r}", p)
+
+
+def case_lasterror(a):
+    """The shim's first-launch queries must leave the program's last error alone."""
+    p, reports = run(a.routes, ["lasterror"], a.preload)
+    r = only_report(p, reports)
+    if "lasterror ok" not in p.stdout or r["launches_without_layout"] != 0:
+        fail(f"report {r}", p)
+
+
+def case_capture(a):
+    """A failed end of capture (a stream that is not capturing) must not close
+    the capture that is open on another stream."""
+    p, reports = run(a.routes, ["capture"], a.preload)
+    r = only_report(p, reports)
+    if r["launches_captured"] != 3 or r["launches"] != 1:
+        fail(f"captured {r['launches_captured']}, launches {r['launches']}: want 3 and 1", p)
+
+
+def case_dlsym(a):
+    """dlsym over the global scope answers as without the shim: CUDA names are
+    absent until the program loads CUDA RTLD_GLOBAL."""
+    env = dict(os.environ)
+    env.setdefault("ASAN_OPTIONS", "detect_leaks=0")
+    san = ":".join(x for x in a.preload.split(":") if x and not x.endswith("libgrape.so"))
+    if san:
+        env["LD_PRELOAD"] = san
+    base = subprocess.run([a.probe], env=env, capture_output=True, text=True, timeout=50)
+    if base.returncode != 0 or "promoted yes yes" not in base.stdout:
+        fail("probe without the shim", base)
+    if "global cudaMalloc default=found" not in base.stdout:
+        fail("the probe cannot see a globally loaded runtime", base)
+    for mode in ("observe", "off"):
+        p, _ = run(a.probe, [], a.preload, {"GRAPE_MODE": mode})
+        if p.stdout != base.stdout:
+            fail(f"GRAPE_MODE={mode}: answers differ from the program's without the shim:\n"
+                 f"{base.stdout}", p)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
     ap.add_argument("--preload", required=True)
     ap.add_argument("--routes", required=True)
+    ap.add_argument("--probe", required=True)
     a = ap.parse_args()
     globals()["case_" + a.case](a)
 

@@ -94,6 +94,75 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
   return CUDA_SUCCESS;
 }
 
+/* ---- Modules: one function per module, from a slot that an unload frees
+ * and the next load takes again, so a CUfunction value comes back for a
+ * different kernel (as real drivers reuse handles). ---- */
+
+static fake_fn_t fn_slot;
+static int module_loaded;
+
+/* A "module image" is the fake_fn_t it defines, copied into the slot. */
+EXPORT CUresult cuModuleLoadData(CUmodule* m, const void* image) {
+  if (module_loaded)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  fn_slot = *(const fake_fn_t*)image;
+  module_loaded = 1;
+  *m = (CUmodule)&module_loaded;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
+  if (m != (CUmodule)&module_loaded || !module_loaded || strcmp(name, fn_slot.name) != 0)
+    return CUDA_ERROR_NOT_FOUND;
+  *f = (CUfunction)&fn_slot;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuModuleUnload(CUmodule m) {
+  if (m != (CUmodule)&module_loaded || !module_loaded)
+    return CUDA_ERROR_INVALID_HANDLE;
+  module_loaded = 0;
+  fn_slot.magic = 0;
+  return CUDA_SUCCESS;
+}
+
+/* ---- Stream capture: a flag per stream handle (a few fixed handles) ---- */
+
+#define FAKE_STREAMS 8
+static CUstream capturing[FAKE_STREAMS];
+
+static int capture_slot(CUstream s) {
+  for (int i = 0; i < FAKE_STREAMS; i++)
+    if (capturing[i] == s)
+      return i;
+  return -1;
+}
+
+EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
+  (void)mode;
+  if (s == NULL || capture_slot(s) >= 0)
+    return CUDA_ERROR_ILLEGAL_STATE;
+  int i = capture_slot(NULL);
+  if (i < 0)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  capturing[i] = s;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph* g) {
+  int i = s ? capture_slot(s) : -1;
+  if (i < 0)
+    return CUDA_ERROR_ILLEGAL_STATE;
+  capturing[i] = NULL;
+  *g = (CUgraph)(uintptr_t)0x6a;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) {
+  *st = s && capture_slot(s) >= 0 ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuGetExportTable(const void** t, const CUuuid* id) {
   (void)id;
   *t = NULL;

@@ -44,7 +44,27 @@ static void init(void) {
   gpa("cuMemFree", (void**)&mem_free, 13000, 0, NULL);
 }
 
-static cudaError_t err(CUresult r) { return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorLaunchFailure; }
+/* The thread's last error, as NVIDIA's runtime keeps it: every failing call
+ * sets it; cudaGetLastError returns and clears it. */
+static __thread cudaError_t last_error;
+
+static cudaError_t set_error(cudaError_t e) {
+  if (e != cudaSuccess)
+    last_error = e;
+  return e;
+}
+
+EXPORT cudaError_t cudaGetLastError(void) {
+  cudaError_t e = last_error;
+  last_error = cudaSuccess;
+  return e;
+}
+
+EXPORT cudaError_t cudaPeekAtLastError(void) { return last_error; }
+
+static cudaError_t err(CUresult r) {
+  return set_error(r == CUDA_SUCCESS ? cudaSuccess : cudaErrorLaunchFailure);
+}
 
 static cudaError_t do_launch(const void* f, dim3 g, dim3 b, void** args, size_t shm,
                              cudaStream_t s, int ptsz) {
@@ -76,15 +96,25 @@ EXPORT cudaError_t __cudaGetKernel(cudaKernel_t* k, const void* hostFun) {
 EXPORT cudaError_t cudaFuncGetParamInfo(const void* f, size_t i, size_t* off, size_t* size) {
   pthread_once(&once, init);
   CUresult r = param_info ? param_info((CUfunction)(uintptr_t)f, i, off, size) : CUDA_ERROR_NOT_FOUND;
-  return r == CUDA_SUCCESS ? cudaSuccess : r == CUDA_ERROR_INVALID_VALUE ? cudaErrorInvalidValue
-                                                                          : cudaErrorInvalidDeviceFunction;
+  return set_error(r == CUDA_SUCCESS               ? cudaSuccess
+                   : r == CUDA_ERROR_INVALID_VALUE ? cudaErrorInvalidValue
+                                                   : cudaErrorInvalidDeviceFunction);
 }
 
 EXPORT cudaError_t cudaFuncGetName(const char** name, const void* f) {
   const fake_fn_t* fn = f;
   if (fn == NULL || fn->magic != FAKE_FN_MAGIC)
-    return cudaErrorInvalidDeviceFunction;
+    return set_error(cudaErrorInvalidDeviceFunction);
   *name = fn->name;
+  return cudaSuccess;
+}
+
+/* A host stub is the fake_fn_t itself, which is also its CUfunction. */
+EXPORT cudaError_t cudaGetFuncBySymbol(cudaFunction_t* out, const void* f) {
+  const fake_fn_t* fn = f;
+  if (fn == NULL || fn->magic != FAKE_FN_MAGIC)
+    return set_error(cudaErrorInvalidDeviceFunction);
+  *out = (cudaFunction_t)(uintptr_t)f;
   return cudaSuccess;
 }
 
