@@ -21,6 +21,7 @@
 #include "funcinfo.h"
 #include "grape/grape.h"
 #include "grape/predict.h"
+#include "grape/report.h"
 #include "internal.h"
 #include "log.h"
 #include "recorder.h"
@@ -59,16 +60,26 @@ static void put(buf_t* b, const char* fmt, ...) {
   }
 }
 
-static const char* const route_names[GRAPE_ROUTE_COUNT] = {
-  "runtime", "driver", "dlsym", "getprocaddress", "entrypoint",
-};
+#define ROUTE_NAME(r) #r,
+static const char* const route_names[GRAPE_ROUTE_COUNT] = {GRAPE_REPORT_ROUTES(ROUTE_NAME)};
+#define MODE_NAME(m) #m,
+static const char* const mode_names[] = {GRAPE_REPORT_MODES(MODE_NAME)};
 
-static const char* mode_name(void) {
-  switch (grape__mode) {
-  case GRAPE_MODE_OFF: return "off";
-  case GRAPE_MODE_GRAPH: return "graph";
-  default: return "observe";
+/* The report's counters, in GRAPE_REPORT_COUNTERS order. */
+#define COUNTER_ENUM(name, doc) C_##name,
+enum { GRAPE_REPORT_COUNTERS(COUNTER_ENUM) C_COUNT };
+
+/* RANK, else LOCAL_RANK (torchrun and most launchers set them), else -1. */
+static long process_rank(void) {
+  static const char* const vars[] = {"RANK", "LOCAL_RANK"};
+  for (size_t i = 0; i < 2; i++) {
+    const char* v = getenv(vars[i]);
+    char* end;
+    long r = v && *v ? strtol(v, &end, 10) : -1;
+    if (v && *v && *end == '\0' && r >= 0)
+      return r;
   }
+  return -1;
 }
 
 /* Kernel names by function id, for the ops of the top paths. */
@@ -331,6 +342,19 @@ done:
   grape_model_free(m);
 }
 
+/* The program's short name (its argv[0] as the kernel knows it). */
+static void command_name(char* out, size_t cap) {
+  int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, out, cap - 1) : -1;
+  if (fd >= 0)
+    close(fd);
+  if (n <= 0)
+    n = 0;
+  while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\0'))
+    n--;
+  out[n] = '\0';
+}
+
 char* grape__report_json(void) {
   buf_t b = {malloc(4096), 0, 4096, 0};
   if (b.p == NULL)
@@ -338,22 +362,19 @@ char* grape__report_json(void) {
   long total = 0;
   for (int r = 0; r < GRAPE_ROUTE_COUNT; r++)
     total += __atomic_load_n(&grape__counters.launches[r], __ATOMIC_RELAXED);
-  put(&b, "{\"grape_version\":\"%u.%u.%u\",\"pid\":%ld,\"mode\":\"%s\",\"launches\":%ld,",
-      grape_version() / 10000, grape_version() / 100 % 100, grape_version() % 100, (long)getpid(),
-      mode_name(), total);
-  put(&b, "\"launches_by_route\":{");
-  for (int r = 0; r < GRAPE_ROUTE_COUNT; r++)
-    put(&b, "%s\"%s\":%ld", r ? "," : "", route_names[r],
-        __atomic_load_n(&grape__counters.launches[r], __ATOMIC_RELAXED));
-  put(&b, "},\"api_calls\":{");
-  int first = 1;
-  for (int h = 0; h < GRAPE_HOOK_COUNT; h++) {
-    long n = __atomic_load_n(&grape__counters.api_calls[h], __ATOMIC_RELAXED);
-    if (n == 0)
-      continue;
-    put(&b, "%s\"%s\":%ld", first ? "" : ",", grape__hooks[h].name, n);
-    first = 0;
-  }
+  char comm[64];
+  command_name(comm, sizeof(comm));
+  long rank = process_rank();
+  put(&b, "{\"grape_version\":\"%u.%u.%u\",\"report_format\":%d,\"pid\":%ld,\"ppid\":%ld,\"rank\":",
+      grape_version() / 10000, grape_version() / 100 % 100, grape_version() % 100,
+      GRAPE_REPORT_FORMAT, (long)getpid(), (long)getppid());
+  if (rank >= 0)
+    put(&b, "%ld", rank);
+  else
+    put(&b, "null");
+  put(&b, ",\"command\":");
+  put_json_str(&b, comm);
+  put(&b, ",\"mode\":\"%s\",", mode_names[grape__mode]);
   grape_rec_stats_t st;
   long want = grape__option_get(grape_option_top_paths);
   size_t ntop = want > 0 ? (size_t)want : 0;
@@ -372,12 +393,32 @@ char* grape__report_json(void) {
   size_t got = grape__rec_stats(&st, top, top ? nall : 0);
   size_t k = got < ntop ? got : ntop;
   double* pred = gpu != NULL && got ? calloc(2 * got, sizeof(*pred)) : NULL;
-  put(&b, "},\"regions\":%llu,\"paths\":%llu,\"ops\":%llu,\"fingerprint_collisions\":%llu,",
-      (unsigned long long)st.regions, (unsigned long long)st.paths, (unsigned long long)st.ops,
-      (unsigned long long)st.collisions);
-  put(&b, "\"launches_without_layout\":%ld,\"launches_captured\":%ld,\"allocations_live\":%zu,",
-      __atomic_load_n(&grape__counters.param_unknown, __ATOMIC_RELAXED),
-      __atomic_load_n(&grape__counters.captured, __ATOMIC_RELAXED), grape__alloc_count());
+  uint64_t c[C_COUNT] = {0};
+  c[C_launches] = (uint64_t)total;
+  c[C_launches_captured] = (uint64_t)__atomic_load_n(&grape__counters.captured, __ATOMIC_RELAXED);
+  c[C_launches_without_layout] =
+      (uint64_t)__atomic_load_n(&grape__counters.param_unknown, __ATOMIC_RELAXED);
+  c[C_regions] = st.regions;
+  c[C_paths] = st.paths;
+  c[C_ops] = st.ops;
+  c[C_fingerprint_collisions] = st.collisions;
+  c[C_allocations_live] = grape__alloc_count();
+#define PUT_COUNTER(name, doc) put(&b, "\"" #name "\":%llu,", (unsigned long long)c[C_##name]);
+  GRAPE_REPORT_COUNTERS(PUT_COUNTER)
+  put(&b, "\"launches_by_route\":{");
+  for (int r = 0; r < GRAPE_ROUTE_COUNT; r++)
+    put(&b, "%s\"%s\":%ld", r ? "," : "", route_names[r],
+        __atomic_load_n(&grape__counters.launches[r], __ATOMIC_RELAXED));
+  put(&b, "},\"api_calls\":{");
+  int first = 1;
+  for (int h = 0; h < GRAPE_HOOK_COUNT; h++) {
+    long n = __atomic_load_n(&grape__counters.api_calls[h], __ATOMIC_RELAXED);
+    if (n == 0)
+      continue;
+    put(&b, "%s\"%s\":%ld", first ? "" : ",", grape__hooks[h].name, n);
+    first = 0;
+  }
+  put(&b, "},");
   names_t names = {NULL, 0, 0};
   if (got > 0) {
     grape__func_each(collect_name, &names);
@@ -417,6 +458,25 @@ char* grape__report_json(void) {
     return NULL;
   }
   return b.p;
+}
+
+/* The report's file for this process, or -1 when GRAPE_REPORT names none. */
+static int report_path(char* path, size_t cap) {
+  const char* target = grape__option_str(grape_option_report);
+  if (target == NULL || *target == '\0' || strcmp(target, "stderr") == 0)
+    return -1;
+  return grape__expand_pid(target, path, cap) == 0 ? 0 : -1;
+}
+
+void grape__report_mark_forked(void) {
+  char path[4096], mark[4200];
+  if (report_path(path, sizeof(path)) != 0 || strlen(path) + 8 > sizeof(mark))
+    return;
+  memcpy(mark, path, strlen(path));
+  memcpy(mark + strlen(path), ".forked", 8);
+  int fd = open(mark, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0)
+    close(fd);
 }
 
 int grape__report_write(void) {
@@ -462,6 +522,9 @@ int grape__report_write(void) {
   if (rc != 0) {
     unlink(tmp);
     grape_log_warn("cannot write the exit report to %s", path);
+  } else {
+    snprintf(tmp, sizeof(tmp), "%s.forked", path);
+    unlink(tmp);   /* a fork child's mark, when this process is one */
   }
 done:
   free(json);

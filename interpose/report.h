@@ -12,4 +12,10 @@ char* grape__report_json(void);
  * unset. @return 0 or a negative errno. */
 int grape__report_write(void);
 
+/* In a fork child: leaves "<report path>.forked" beside where the child's
+ * report will go, removed when the report is written, so that `grape run` can
+ * tell a child that left through _exit (no destructors, no report). Uses only
+ * open/close on the child side of fork. */
+void grape__report_mark_forked(void);
+
 #endif

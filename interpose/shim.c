@@ -48,6 +48,7 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static void atfork_child(void) {
   grape__reset_child();
+  grape__report_mark_forked();
 }
 
 static void register_atfork(void) {

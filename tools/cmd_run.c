@@ -24,6 +24,8 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "grape/report.h"
+#include "json.h"
 
 typedef struct option_row_s {
   const char* name;
@@ -232,7 +234,11 @@ static int preload_env(const char* lib) {
   return rc;
 }
 
-/* ---- The report ---- */
+/* ---- The reports ----
+ * Every process that loaded the shim writes a report (a launcher such as
+ * `timeout`, `torchrun` or a Python parent runs the CUDA work in a child), so
+ * the summary adds them all up and names the processes that did CUDA work.
+ * Reports are read through grape/report.h's member names. */
 
 static char* read_file(const char* path) {
   FILE* f = fopen(path, "rb");
@@ -262,105 +268,193 @@ static char* read_file(const char* path) {
   return buf;
 }
 
-/* The number after "key": in the flat JSON the shim writes, or -1. */
-static long long json_num(const char* json, const char* key) {
-  char pat[64];
-  snprintf(pat, sizeof(pat), "\"%s\":", key);
-  const char* p = strstr(json, pat);
-  return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
-}
+typedef struct reports_s {
+  json_t** v;          /* parsed reports */
+  size_t n, cap;
+  int forked_silent;   /* fork children that left no report (_exit) */
+  char last[PATH_MAX]; /* path of the report added last */
+} reports_t;
 
-static void summarise(const char* json, const char* where) {
-  const char* m = strstr(json, "\"mode\":\"");
-  char mode[16] = "?";
-  if (m != NULL)
-    sscanf(m + 8, "%15[a-z]", mode);
-  static const char* const routes[] = {"runtime", "driver", "dlsym", "getprocaddress", "entrypoint"};
-  const char* byroute = strstr(json, "\"launches_by_route\":");
-  fprintf(stderr, "grape: mode %s: %lld kernel launches", mode, json_num(json, "launches"));
-  if (byroute != NULL) {
-    fprintf(stderr, " (");
-    for (int i = 0; i < 5; i++)
-      fprintf(stderr, "%s%s %lld", i ? ", " : "", routes[i], json_num(byroute, routes[i]));
-    fprintf(stderr, ")");
+static void reports_add(reports_t* r, const char* path) {
+  char* text = read_file(path);
+  if (text == NULL)
+    return;
+  char err[256];
+  json_t* j = json_parse(text, err, sizeof(err));
+  free(text);
+  if (j == NULL) {
+    fprintf(stderr, "grape: ignoring a damaged report %s: %s\n", path, err);
+    return;
   }
-  fprintf(stderr, "\ngrape: %lld regions, %lld distinct paths, %lld ops recorded\n",
-          json_num(json, "regions"), json_num(json, "paths"), json_num(json, "ops"));
-  const char* p = strstr(json, "\"top_paths\":[");
-  int shown = 0;
-  while (p != NULL && (p = strstr(p, "{\"fingerprint\":\"")) != NULL && shown < 8) {
-    char fp[17] = "";
-    sscanf(p + 16, "%16[0-9a-f]", fp);
-    long long ops = json_num(p, "ops"), count = json_num(p, "count");
-    if (shown++ == 0)
-      fprintf(stderr, "grape: most frequent paths (fingerprint, times seen, ops):\n");
-    fprintf(stderr, "grape:   %s %6lldx  %lld ops:", fp, count, ops);
-    /* The kernel names: "kernels":["a","b",...] up to the closing bracket. */
-    const char* k = strstr(p, "\"kernels\":[");
-    const char* end = k ? strchr(k, ']') : NULL;
-    const char* next = strstr(p + 16, "{\"fingerprint\"");
-    if (k != NULL && end != NULL && (next == NULL || k < next)) {
-      int width = 0;
-      fputc(' ', stderr);
-      for (const char* q = k + 11; q < end && width < 90; q++)
-        if (*q != '"') {
-          fputc(*q == ',' ? ' ' : *q, stderr);
-          width++;
-        }
-      if (width == 0)
-        fputs(" -", stderr);
+  if (r->n == r->cap) {
+    size_t cap = r->cap ? 2 * r->cap : 8;
+    json_t** v = realloc(r->v, cap * sizeof(*v));
+    if (v == NULL) {
+      json_free(j);
+      return;
     }
-    fputc('\n', stderr);
-    p += 16;
+    r->v = v;
+    r->cap = cap;
   }
-  const char* pred = strstr(json, "\"predicted\":");
-  if (pred != NULL && strncmp(pred + 12, "null", 4) == 0) {
-    fprintf(stderr, "grape: predicted: none (unknown GPU)\n");
-  } else if (pred != NULL) {
-    char gpu[128] = "?";
-    const char* g = strstr(pred, "\"gpu\":\"");
-    if (g != NULL)
-      sscanf(g + 7, "%127[^\"]", gpu);
-    const char* te = strstr(pred, "\"total_eager_ms\":");
-    const char* tg = strstr(pred, "\"total_graph_ms\":");
-    double e = te ? strtod(te + 17, NULL) : 0, gr = tg ? strtod(tg + 17, NULL) : 0;
-    fprintf(stderr, "grape: predicted on %s: %.3f ms eager, %.3f ms as graphs (%.1f%% less)\n",
-            gpu, e, gr, e > 0 ? 100 * (e - gr) / e : 0.0);
-  }
-  if (where != NULL)
-    fprintf(stderr, "grape: report: %s\n", where);
+  r->v[r->n++] = j;
+  snprintf(r->last, sizeof(r->last), "%s", path);
 }
 
-/* The report of process pid in dir, else the one with the most launches. */
-static char* pick_report(const char* dir, pid_t pid) {
-  char path[PATH_MAX], name[64];
-  snprintf(name, sizeof(name), "report.%ld.json", (long)pid);
-  char* json = join(path, sizeof(path), dir, name) == 0 ? read_file(path) : NULL;
-  if (json != NULL)
-    return json;
+/* Every report named prefix + <pid> + suffix in dir; a fork child's mark (the
+ * report's name + ".forked") without its report counts as a silent child. */
+static void reports_collect(reports_t* r, const char* dir, const char* prefix, const char* suffix) {
   DIR* d = opendir(dir);
   if (d == NULL)
-    return NULL;
-  char* best = NULL;
-  long long best_n = -1;
+    return;
+  size_t lp = strlen(prefix), ls = strlen(suffix);
   struct dirent* e;
+  char path[PATH_MAX];
   while ((e = readdir(d)) != NULL) {
-    if (strncmp(e->d_name, "report.", 7) != 0 || join(path, sizeof(path), dir, e->d_name))
+    const char* name = e->d_name;
+    size_t len = strlen(name);
+    int mark = len > 7 && strcmp(name + len - 7, ".forked") == 0;
+    size_t end = len - (mark ? 7 : 0);   /* the report's name ends here */
+    if (end < lp + ls + 1 || strncmp(name, prefix, lp) != 0 ||
+        strncmp(name + end - ls, suffix, ls) != 0 ||
+        strspn(name + lp, "0123456789") != end - ls - lp || join(path, sizeof(path), dir, name))
       continue;
-    char* j = read_file(path);
-    if (j == NULL)
-      continue;
-    long long n = json_num(j, "launches");
-    if (n > best_n) {
-      free(best);
-      best = j;
-      best_n = n;
+    if (!mark) {
+      reports_add(r, path);
     } else {
-      free(j);
+      path[strlen(path) - 7] = '\0';
+      r->forked_silent += !exists(path);
     }
   }
   closedir(d);
-  return best;
+}
+
+static void reports_free(reports_t* r) {
+  for (size_t i = 0; i < r->n; i++)
+    json_free(r->v[i]);
+  free(r->v);
+}
+
+static double num(const json_t* o, const char* key) {
+  return json_num(json_get(o, key), 0);
+}
+
+#define COUNTER_ENUM(name, doc) K_##name,
+enum { GRAPE_REPORT_COUNTERS(COUNTER_ENUM) K_COUNT };
+#define COUNTER_NAME(name, doc) #name,
+static const char* const counter_names[K_COUNT] = {GRAPE_REPORT_COUNTERS(COUNTER_NAME)};
+#define ROUTE_NAME(r) #r,
+static const char* const route_names[] = {GRAPE_REPORT_ROUTES(ROUTE_NAME)};
+#define NROUTES (sizeof(route_names) / sizeof(route_names[0]))
+
+static int did_cuda(const json_t* rep) {
+  return num(rep, "launches") > 0 || num(rep, "launches_captured") > 0;
+}
+
+/* The top paths and predicted times of one report. */
+static void summarise_paths(const json_t* rep) {
+  const json_t* top = json_get(rep, "top_paths");
+  int shown = 0;
+  for (const json_t* t = top ? top->child : NULL; t && shown < 8; t = t->next, shown++) {
+    if (shown == 0)
+      fprintf(stderr, "grape: most frequent paths (fingerprint, times seen, ops):\n");
+    const char* fp = json_str(json_get(t, "fingerprint"));
+    fprintf(stderr, "grape:   %s %6.0fx  %.0f ops:", fp ? fp : "?", num(t, "count"), num(t, "ops"));
+    const json_t* k = json_get(t, "kernels");
+    int width = 0;
+    for (const json_t* e = k ? k->child : NULL; e && width < 90; e = e->next) {
+      const char* name = json_str(e);
+      if (name != NULL)
+        width += fprintf(stderr, " %s", name);
+    }
+    if (width == 0)
+      fputs(" -", stderr);
+    const char* way = json_str(json_get(t, "ran_as"));
+    if (way != NULL) {
+      const char* why = json_str(json_get(t, "why"));
+      fprintf(stderr, "  [%s%s%s, %.0f graph hits]", way, why ? ": " : "", why ? why : "",
+              num(t, "graph_hits"));
+    }
+    fputc('\n', stderr);
+  }
+  const json_t* pred = json_get(rep, "predicted");
+  if (pred != NULL && pred->kind == JSON_NULL) {
+    fprintf(stderr, "grape: predicted: none (unknown GPU)\n");
+  } else if (pred != NULL && pred->kind == JSON_OBJ) {
+    const char* gpu = json_str(json_get(pred, "gpu"));
+    double e = num(pred, "total_eager_ms"), g = num(pred, "total_graph_ms");
+    fprintf(stderr, "grape: predicted on %s: %.3f ms eager, %.3f ms as graphs (%.1f%% less)\n",
+            gpu ? gpu : "?", e, g, e > 0 ? 100 * (e - g) / e : 0.0);
+  }
+}
+
+/* The summary of every report of the run (stderr: the command's stdout stays
+ * its own). on_sim: the command ran on the simulated device. */
+static void summarise(const reports_t* r, const char* where, int on_sim) {
+  double tot[K_COUNT] = {0}, routes[NROUTES] = {0};
+  const json_t* busiest = NULL;
+  size_t cuda_procs = 0;
+  for (size_t i = 0; i < r->n; i++) {
+    const json_t* rep = r->v[i];
+    for (int k = 0; k < K_COUNT; k++)
+      tot[k] += num(rep, counter_names[k]);
+    const json_t* br = json_get(rep, "launches_by_route");
+    for (size_t k = 0; k < NROUTES; k++)
+      routes[k] += num(br, route_names[k]);
+    cuda_procs += did_cuda(rep);
+    if (busiest == NULL || num(rep, "launches") > num(busiest, "launches"))
+      busiest = rep;
+  }
+  const char* mode = busiest ? json_str(json_get(busiest, "mode")) : NULL;
+  fprintf(stderr, "grape: mode %s: %.0f kernel launches (", mode ? mode : "?", tot[K_launches]);
+  for (size_t k = 0; k < NROUTES; k++)
+    fprintf(stderr, "%s%s %.0f", k ? ", " : "", route_names[k], routes[k]);
+  fprintf(stderr, ")");
+  if (r->n > 1)
+    fprintf(stderr, " in %zu processes", r->n);
+  fputc('\n', stderr);
+  /* One line per process that did CUDA work, when a launcher ran it. */
+  if (r->n > 1) {
+    for (size_t i = 0; i < r->n; i++) {
+      const json_t* rep = r->v[i];
+      if (!did_cuda(rep))
+        continue;
+      const char* cmd = json_str(json_get(rep, "command"));
+      const json_t* rank = json_get(rep, "rank");
+      fprintf(stderr, "grape:   pid %.0f", num(rep, "pid"));
+      if (rank != NULL && rank->kind == JSON_NUM)
+        fprintf(stderr, " (rank %.0f)", rank->num);
+      fprintf(stderr, " %s: %.0f launches, %.0f regions", cmd ? cmd : "?", num(rep, "launches"),
+              num(rep, "regions"));
+      if (num(rep, "graph_hits") > 0)
+        fprintf(stderr, ", %.0f graph hits", num(rep, "graph_hits"));
+      fputc('\n', stderr);
+    }
+    if (r->n > cuda_procs)
+      fprintf(stderr, "grape:   %zu other process%s did no CUDA work\n", r->n - cuda_procs,
+              r->n - cuda_procs == 1 ? "" : "es");
+  }
+  if (r->forked_silent)
+    fprintf(stderr, "grape: %d forked process%s exited without a report (through _exit, or by exec "
+                    "of a program the shim is not in): CUDA work there is not counted\n",
+            r->forked_silent, r->forked_silent == 1 ? "" : "es");
+  fprintf(stderr, "grape: %.0f regions, %.0f distinct paths, %.0f ops recorded\n", tot[K_regions],
+          tot[K_paths], tot[K_ops]);
+  if (mode != NULL && strcmp(mode, "graph") == 0)
+    fprintf(stderr, "grape: graph replay: %.0f hits, %.0f eager regions of built keys, %.0f graphs "
+                    "built, %.0f node updates; %.0f driver submissions for %.0f ops\n",
+            tot[K_graph_hits], tot[K_graph_misses], tot[K_graphs_built], tot[K_node_updates],
+            tot[K_submission_calls], tot[K_ops]);
+  if (busiest != NULL && did_cuda(busiest)) {
+    if (cuda_procs > 1)
+      fprintf(stderr, "grape: paths of pid %.0f, the busiest:\n", num(busiest, "pid"));
+    summarise_paths(busiest);
+  }
+  if (on_sim && tot[K_launches] == 0 && tot[K_launches_captured] == 0)
+    fprintf(stderr, "grape: the command ran no kernels on the simulated device. Programs that bring "
+                    "NVIDIA's own CUDA runtime (PyTorch, CuPy) cannot run on it and need a GPU; the "
+                    "simulated device runs programs built with nvcc -cudart shared (sim/README.md)\n");
+  if (where != NULL)
+    fprintf(stderr, "grape: report: %s\n", where);
 }
 
 static void remove_dir(const char* dir) {
@@ -444,9 +538,11 @@ int cmd_run(int argc, char** argv) {
     return 1;
   }
   int use_sim = strcmp(device, "sim") == 0;
-  if (strcmp(device, "auto") == 0 && !real_device_present()) {
+  if (strcmp(device, "auto") == 0 && !real_device_present())
     use_sim = 1;
-  }
+  else if (strcmp(device, "cuda") == 0 && !real_device_present())
+    fprintf(stderr, "grape: warning: --device cuda, but no CUDA driver loaded or reported a device "
+                    "(libcuda.so.1, cuInit, cuDeviceGetCount); the command will not find a GPU\n");
   if (use_sim) {
     char simdir[PATH_MAX];
     if (find_simdir(simdir, sizeof(simdir))) {
@@ -508,31 +604,36 @@ int cmd_run(int argc, char** argv) {
   }
   int rc = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
 
-  char* json = NULL;
+  reports_t reps = {0};
   char where[PATH_MAX];
   if (own_dir) {
-    json = pick_report(tmpdir, pid);
+    reports_collect(&reps, tmpdir, "report.", ".json");
     remove_dir(tmpdir);
+  } else if (strstr(report, "%p") != NULL) {
+    /* One report per process: the pattern's folder, its name around %p. */
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", report);
+    char* slash = strrchr(dir, '/');
+    const char* base = slash ? slash + 1 : dir;
+    const char* pct = strstr(base, "%p");
+    char prefix[PATH_MAX];
+    snprintf(prefix, sizeof(prefix), "%.*s", pct ? (int)(pct - base) : 0, base);
+    const char* folder = slash == dir ? "/" : slash ? (*slash = '\0', dir) : ".";
+    if (pct != NULL)
+      reports_collect(&reps, folder, prefix, pct + 2);
+    if (reps.n == 1)
+      snprintf(where, sizeof(where), "%s", reps.last);
+    else
+      snprintf(where, sizeof(where), "%s (one per process)", report);
   } else {
-    /* Expand %p with the command's pid. */
-    size_t n = 0;
-    for (const char* p = report; *p && n + 24 < sizeof(where); p++) {
-      if (p[0] == '%' && p[1] == 'p') {
-        n += (size_t)snprintf(where + n, sizeof(where) - n, "%ld", (long)pid);
-        p++;
-      } else {
-        where[n++] = *p;
-      }
-    }
-    where[n] = '\0';
-    json = read_file(where);
+    reports_add(&reps, report);
+    snprintf(where, sizeof(where), "%s", report);
   }
-  if (json != NULL) {
-    summarise(json, own_dir ? NULL : where);
-    free(json);
-  } else if (rc != 127) {
+  if (reps.n > 0)
+    summarise(&reps, own_dir ? NULL : where, use_sim);
+  else if (rc != 127)
     fprintf(stderr, "grape: no report from the command (it may have exited through _exit or exec'd "
                     "a static binary)\n");
-  }
+  reports_free(&reps);
   return rc;
 }

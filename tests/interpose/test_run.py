@@ -100,6 +100,35 @@ def case_summary(a):
             fail(f"report {r}", p)
 
 
+def case_launchers(a):
+    """The CUDA work of a child process (timeout, a shell, a Python parent) is
+    in the summary, with one line per process that did it; a forked child that
+    leaves through _exit is named."""
+    need_prog(a)
+    py_parent = ("import subprocess, sys; "
+                 "sys.exit(subprocess.run(sys.argv[1:]).returncode)")
+    for cmd in (["timeout", "60", a.prog, "all", "2"],
+                ["bash", "-c", f"{a.prog} all 2; true"],
+                ["python3", "-c", py_parent, a.prog, "all", "2"]):
+        p = grape(a, ["--device", "sim", "--"] + cmd)
+        if p.returncode != 0:
+            fail(f"{cmd} failed", p)
+        m = re.search(r"mode observe: (\d+) kernel launches .* in (\d+) processes", p.stderr)
+        if not m or int(m.group(1)) != 12 or int(m.group(2)) < 2:
+            fail(f"{cmd[0]}: want 12 launches over the processes", p)
+        if not re.search(r"grape:   pid \d+ sim_routes: 12 launches", p.stderr):
+            fail(f"{cmd[0]}: no line for the process that launched", p)
+        if "most frequent paths" not in p.stderr:
+            fail(f"{cmd[0]}: the busiest process's paths are missing", p)
+    quiet = "import os; pid = os.fork(); os._exit(0) if pid == 0 else os.waitpid(pid, 0)"
+    p = grape(a, ["--device", "sim", "--", "python3", "-c", quiet])
+    if "1 forked process exited without a report" not in p.stderr:
+        fail("a child that left through _exit is not named", p)
+    p = grape(a, ["--device", "sim", "--", "python3", "-c", "import os; os.wait() if os.fork() else None"])
+    if "exited without a report" in p.stderr:
+        fail("a child that exited normally is named as silent", p)
+
+
 def case_predict(a):
     """--predict-gpu sets GRAPE_PREDICT_GPU; the summary gives the report's totals."""
     need_prog(a)

@@ -1,0 +1,56 @@
+/* The shim's exit report (GRAPE_REPORT): the names of its JSON members,
+ * defined once for the writer (interpose/report.c) and its readers (`grape
+ * run`, tests), so that neither scrapes text the other may rename.
+ *
+ * DESIGN: X-macro lists. The report is one JSON object per process:
+ *   {"grape_version":"0.1.0","pid":N,"ppid":N,"rank":N|null,"command":"...",
+ *    "mode":"observe", <every counter below>: N, ...,
+ *    "launches_by_route":{<route>: N, ...},
+ *    "held_ops_flushed_eager":{<cause>: N, ...},
+ *    "api_calls":{<hooked symbol>: N, ...},
+ *    "predicted":{...} (GRAPE_PREDICT_GPU only), "top_paths":[...]}
+ * A reader summing several processes adds every counter. Bump
+ * GRAPE_REPORT_FORMAT when a member changes meaning or goes away. */
+#ifndef GRAPE_REPORT_H
+#define GRAPE_REPORT_H
+
+#define GRAPE_REPORT_FORMAT 2
+
+/* Top-level integer counters: X(name, what it counts). */
+#define GRAPE_REPORT_COUNTERS(X)                                                              \
+  X(launches, "kernel launches the program made, outside its own stream captures")            \
+  X(launches_captured, "launches into the program's own stream captures (passed through)")    \
+  X(launches_without_layout, "launches whose parameter layout was not found")                 \
+  X(regions, "regions (or chunks of one) ended with at least one op")                         \
+  X(paths, "distinct paths among them, launch dimensions included")                           \
+  X(ops, "ops recorded in ended regions")                                                     \
+  X(fingerprint_collisions, "equal fingerprints of different op lists (kept apart)")          \
+  X(allocations_live, "device and pinned host allocations live at exit")                      \
+  X(graph_keys, "distinct graph keys: paths without launch dimensions")                       \
+  X(graph_hits, "regions replayed as a cached executable graph")                              \
+  X(graph_misses, "regions of a built key that ran eagerly instead (see top_paths[].why)")    \
+  X(graphs_built, "executable graphs instantiated")                                           \
+  X(graphs_evicted, "executable graphs destroyed to stay within the cache limits")            \
+  X(graph_build_failures, "graph keys whose graph could not be built (they run eagerly)")     \
+  X(node_updates, "graph node updates made before replays")                                   \
+  X(graph_launches, "graph launches made by the shim")                                        \
+  X(eager_ops, "ops the shim submitted one by one (held, then flushed eagerly)")              \
+  X(submission_calls, "driver submissions: launches, graph launches, node updates, memsets, copies") \
+  X(est_graph_bytes, "estimated device memory of the cached executable graphs")
+
+/* Members of "held_ops_flushed_eager": why held ops were submitted one by one. */
+#define GRAPE_REPORT_FLUSH_CAUSES(X)                                                  \
+  X(divergence, "the region left the known path")                                    \
+  X(watchdog, "held longer than GRAPE_FLUSH_US")                                     \
+  X(invalid_launch, "a launch outside its function's limits, submitted on its own") \
+  X(no_graph, "the region ended on a path prefix with no graph of its own")          \
+  X(not_paying, "replaying the key costs more than eager launches")                  \
+  X(graph_failed, "a graph update or launch failed")
+
+/* Members of "launches_by_route": how the program reached the driver. */
+#define GRAPE_REPORT_ROUTES(X) X(runtime) X(driver) X(dlsym) X(getprocaddress) X(entrypoint)
+
+/* Values of "mode" (GRAPE_MODE). */
+#define GRAPE_REPORT_MODES(X) X(off) X(observe) X(graph)
+
+#endif
