@@ -1,4 +1,4 @@
-/* Op signatures and path fingerprints (see fingerprint.h). */
+/* Op signatures, graph keys and path fingerprints (see fingerprint.h). */
 #include "fingerprint.h"
 
 #include <string.h>
@@ -6,10 +6,24 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-_Static_assert(sizeof(grape_op_sig_t) == 56, "grape_op_sig_t must have no padding");
+_Static_assert(sizeof(grape_op_key_t) == 32, "grape_op_key_t must have no padding");
+_Static_assert(sizeof(grape_op_dims_t) == 32, "grape_op_dims_t must have no padding");
 
-uint64_t grape__fp_ops(const grape_op_sig_t* s, size_t n) {
-  return XXH3_64bits(s, n * sizeof(*s));
+/* GRAPE_FP_COLLIDE (a test build only): every graph key and every path of a
+ * given length share one fingerprint, so that the tables' op-by-op
+ * confirmation is all that keeps different paths apart. */
+#ifdef GRAPE_FP_COLLIDE
+#define FP_OR_COLLIDE(fp, n) ((void)(fp), (uint64_t)0x5eed0000 + (n))
+#else
+#define FP_OR_COLLIDE(fp, n) (fp)
+#endif
+
+uint64_t grape__fp_keys(const grape_op_key_t* keys, size_t n) {
+  return FP_OR_COLLIDE(XXH3_64bits(keys, n * sizeof(*keys)), n);
+}
+
+uint64_t grape__fp_path(uint64_t keyfp, const grape_op_dims_t* dims, size_t n) {
+  return FP_OR_COLLIDE(XXH3_64bits_withSeed(dims, n * sizeof(*dims), keyfp), n);
 }
 
 uint64_t grape__fp_name(const char* name) {

@@ -1,16 +1,21 @@
-/* Op signatures and region path fingerprints.
+/* Op signatures, graph keys and path fingerprints.
  *
- * DESIGN: an op's signature is everything that fixes the shape of a graph node
- * (kind, function identity, grid, block, dynamic shared memory, launch
- * attributes, parameter block size), never parameter values, so two iterations
- * of the same control-flow path have equal signature arrays. A region's path
- * fingerprint is XXH3-64 of its signature array, taken in one pass when the
- * region ends: the array is contiguous, and one pass over it costs a few
- * instructions per op where chaining a hash per op costs fifty (the launch
- * path's budget is a few hundred). Signatures are plain fixed-size structs
- * with no padding, hashed as bytes. The canonical text form
- * of a fingerprint is 16 lower-case hex digits of the big-endian value, as in
- * tests/vectors/ and the exit report. */
+ * DESIGN: an op's signature has two halves. Its key holds what fixes the kind
+ * of a graph node and the function behind it (kind, function identity,
+ * parameter block size, flags, launch attributes); its dims hold what an
+ * executable graph can re-bind on every replay (grid, block, dynamic shared
+ * memory; a memset's or copy's byte count). Neither holds parameter values, so
+ * two iterations of the same control-flow path have equal signatures. A
+ * region's graph key is XXH3-64 of its key array: paths that differ only in
+ * launch dimensions (a batch that shrinks, a sequence that grows) share it and
+ * replay one graph. Its path fingerprint, which observe mode reports and the
+ * predictor needs, is XXH3-64 of its dims array seeded with the graph key.
+ * Both are taken in one pass over contiguous arrays when the region ends: one
+ * pass costs a few instructions per op where chaining a hash per op costs
+ * fifty. Keys and dims are fixed-size structs without padding, hashed as
+ * bytes. The canonical text form of a fingerprint is 16 lower-case hex digits
+ * of the big-endian value, as in the exit report and the golden vectors of
+ * tests/graphcache/test_fingerprint.c. */
 #ifndef GRAPE_GRAPHCACHE_FINGERPRINT_H
 #define GRAPE_GRAPHCACHE_FINGERPRINT_H
 
@@ -23,16 +28,27 @@ typedef enum grape_op_kind_e {
   GRAPE_OP_MEMCPY = 3,   /* device-to-device */
 } grape_op_kind_t;
 
-typedef struct grape_op_sig_s {
+typedef struct grape_op_key_s {
   uint32_t kind;          /* grape_op_kind_t */
-  uint32_t param_bytes;   /* kernel: parameter block size; memset/memcpy: 0 */
+  uint32_t param_bytes;   /* size of the op's parameter block (see graphcache/region.h) */
   uint64_t func;          /* kernel: grape__fp_name(mangled name), or the handle when unknown;
-                             memset/memcpy: byte count */
-  uint32_t grid[3];       /* memset: value width in bytes in grid[0] */
+                             memset: element size in bytes; memcpy: 0 */
+  uint32_t flags;         /* GRAPE_SIG_* */
+  uint32_t attrs_bytes;   /* launch attributes kept after the parameter block, bytes */
+  uint64_t attrs;         /* hash of those attributes (cuLaunchKernelEx), 0 when none */
+} grape_op_key_t;
+
+typedef struct grape_op_dims_s {
+  uint32_t grid[3];       /* memset/memcpy: the byte count in grid[0] (low) and grid[1] (high) */
   uint32_t block[3];
   uint32_t shmem;         /* dynamic shared memory, bytes */
-  uint32_t flags;         /* GRAPE_SIG_* */
-  uint64_t attrs;         /* hash of launch attributes (cuLaunchKernelEx), 0 when none */
+  uint32_t zero;          /* always 0 */
+} grape_op_dims_t;
+
+/* One op's whole signature: the element of a path. */
+typedef struct grape_op_sig_s {
+  grape_op_key_t key;
+  grape_op_dims_t dims;
 } grape_op_sig_t;
 
 enum {
@@ -40,8 +56,11 @@ enum {
   GRAPE_SIG_EXTRA = 1u << 1,   /* parameters came as one 'extra' buffer */
 };
 
-/* Fingerprint of the region made of the n ops s[0..n). */
-uint64_t grape__fp_ops(const grape_op_sig_t* s, size_t n);
+/* Graph key of the n ops keys[0..n). */
+uint64_t grape__fp_keys(const grape_op_key_t* keys, size_t n);
+
+/* Path fingerprint of n ops with graph key keyfp and dims dims[0..n). */
+uint64_t grape__fp_path(uint64_t keyfp, const grape_op_dims_t* dims, size_t n);
 
 /* Identity of a kernel by its mangled name, stable across runs. */
 uint64_t grape__fp_name(const char* name);

@@ -53,6 +53,9 @@ typedef struct grape_func_s {
   int owns_name;               /* name was copied (driver registrations: the caller's string) */
   int stub;                    /* handle is a host stub registered with __cudaRegisterFunction */
   int retired;                 /* forgotten by an unload or replaced (under the retire lock) */
+  int lim_state;               /* graph mode's launch limits: 0 not asked, 1 known, -1 unknown */
+  uint32_t lim_threads;        /* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK */
+  uint32_t lim_smem;           /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
   int nparams;                 /* -1: layout unknown */
   uint32_t param_bytes;        /* size of the parameter block */
   grape_func_param_t* params;  /* nparams entries in ordinal order (owned) */

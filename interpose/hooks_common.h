@@ -14,7 +14,8 @@
 #define GRAPE_INTERPOSE_HOOKS_COMMON_H
 
 #include "internal.h"
-#include "recorder.h"
+#include "graph.h"
+#include "streams.h"
 
 #define GRAPE_UNPAREN(...) __VA_ARGS__
 
@@ -29,7 +30,7 @@
 #define GRAPE_HOOK_BODY(ret, hk, real, args, before, after) \
   if (!grape__active())                                    \
     return real args;                                      \
-  grape__count(&grape__counters.api_calls[hk]);            \
+  GRAPE_COUNT(api_calls[hk]);            \
   before;                                                  \
   GRAPE_CALL(ret, real, args);                             \
   after;                                                   \
@@ -45,11 +46,27 @@
     GRAPE_HOOK_BODY(ret, h, real, args, before, after)                                    \
   }
 
-/* What the generic kinds do before the real call. */
+/* What the generic kinds do before and after the real call:
+ *   PLAIN        count only
+ *   SYNC_ALL     end every stream's region first (a device-wide ordering point)
+ *   SYNC_STREAM  end `stream`'s region first (work on it, or a point where the
+ *                host sees its results), after the legacy-stream rules
+ *   WAIT_ALL, WAIT_STREAM  as SYNC_*, and the call reports asynchronous
+ *                errors: one met while flushing held work is returned by it
+ *   REPORT       reports asynchronous errors only */
 #define GRAPE_BEFORE_PLAIN(ptds, stream)
-#define GRAPE_BEFORE_SYNC_ALL(ptds, stream) grape__rec_end_all()
+#define GRAPE_BEFORE_SYNC_ALL(ptds, stream) grape__flush_all()
 #define GRAPE_BEFORE_SYNC_STREAM(ptds, stream) \
-  grape__rec_end_stream(grape__stream_key((const void*)(stream), ptds))
+  grape__flush_stream(grape__stream_key((const void*)(stream), ptds))
+#define GRAPE_BEFORE_WAIT_ALL GRAPE_BEFORE_SYNC_ALL
+#define GRAPE_BEFORE_WAIT_STREAM GRAPE_BEFORE_SYNC_STREAM
+#define GRAPE_BEFORE_REPORT GRAPE_BEFORE_PLAIN
+#define GRAPE_AFTER_PLAIN
+#define GRAPE_AFTER_SYNC_ALL
+#define GRAPE_AFTER_SYNC_STREAM
+#define GRAPE_AFTER_WAIT_ALL r_ = (__typeof__(r_))grape__report_async((int)r_)
+#define GRAPE_AFTER_WAIT_STREAM GRAPE_AFTER_WAIT_ALL
+#define GRAPE_AFTER_REPORT GRAPE_AFTER_WAIT_ALL
 
 /* The program's own stream capture: while any is open, each launch asks
  * whether its stream is capturing. Only captures the driver accepted count: a
@@ -81,7 +98,8 @@ static inline void grape__capture_ended(void) {
 #define GRAPE_GEN_BODY_GENERIC(K, ret, name, base, ptds, stream, params, args)            \
   static inline __attribute__((always_inline)) ret body_##name(grape_route_t route, pfn_##name real, GRAPE_UNPAREN params) { \
     (void)route;                                                                         \
-    GRAPE_HOOK_BODY(ret, GRAPE_HOOK_##name, real, args, GRAPE_BEFORE_##K(ptds, stream), ) \
+    GRAPE_HOOK_BODY(ret, GRAPE_HOOK_##name, real, args, GRAPE_BEFORE_##K(ptds, stream),  \
+                    GRAPE_AFTER_##K)                                                     \
   }
 /* Row name's real function for an entry of slot: the exported override's is
  * looked up on first use, a route wrapper's was stored when it was handed out. */
@@ -125,6 +143,9 @@ static inline void grape__capture_ended(void) {
 #define GRAPE_GEN_BODY_PLAIN(...) GRAPE_GEN_BODY_GENERIC(PLAIN, __VA_ARGS__)
 #define GRAPE_GEN_BODY_SYNC_ALL(...) GRAPE_GEN_BODY_GENERIC(SYNC_ALL, __VA_ARGS__)
 #define GRAPE_GEN_BODY_SYNC_STREAM(...) GRAPE_GEN_BODY_GENERIC(SYNC_STREAM, __VA_ARGS__)
+#define GRAPE_GEN_BODY_WAIT_ALL(...) GRAPE_GEN_BODY_GENERIC(WAIT_ALL, __VA_ARGS__)
+#define GRAPE_GEN_BODY_WAIT_STREAM(...) GRAPE_GEN_BODY_GENERIC(WAIT_STREAM, __VA_ARGS__)
+#define GRAPE_GEN_BODY_REPORT(...) GRAPE_GEN_BODY_GENERIC(REPORT, __VA_ARGS__)
 #define GRAPE_GEN_BODY_MANUAL(...)
 
 #endif

@@ -51,7 +51,7 @@ void* grape__route_entry(grape_slot_t slot, const char* symbol, void* p, int ver
         *pfn = grape__unown(*pfn);                                                        \
       return r;                                                                           \
     }                                                                                     \
-    grape__count(&grape__counters.api_calls[h]);                                          \
+    GRAPE_COUNT(api_calls[h]);                                          \
     GRAPE_CALL(CUresult, real, args);                                                     \
     if (r_ == CUDA_SUCCESS && pfn != NULL)                                                \
       *pfn = grape__route_entry(GRAPE_SLOT_GPA, symbol, *pfn, cudaVersion,                \
@@ -87,12 +87,13 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernel(grape_
                                            unsigned bz, unsigned shm, CUstream s, void** params,
                                            void** extra) {
   (void)h;   /* the caller checked grape__active() */
+  grape_launch_t l = {f, GRAPE_FN_FUNCTION, {gx, gy, gz}, {bx, by, bz}, shm, s, ptds,
+                      params, extra, 0, NULL, 0};
+  if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l))
+    return CUDA_SUCCESS;
   GRAPE_CALL(CUresult, real, (f, gx, gy, gz, bx, by, bz, shm, s, params, extra));
-  if (r_ == CUDA_SUCCESS) {
-    grape_launch_t l = {f, GRAPE_FN_FUNCTION, {gx, gy, gz}, {bx, by, bz}, shm, s, ptds,
-                        params, extra, 0, NULL, 0};
+  if (r_ == CUDA_SUCCESS)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
-  }
   return r_;
 }
 
@@ -103,12 +104,15 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchCooperativeKe
                                                       unsigned bz, unsigned shm, CUstream s,
                                                       void** params) {
   (void)h;   /* the caller checked grape__active() */
+  /* Never held (a cooperative grid must fit on the device at once), so the
+   * region leaves its known path here. */
+  grape_launch_t l = {f, GRAPE_FN_FUNCTION, {gx, gy, gz}, {bx, by, bz}, shm, s, ptds,
+                      params, NULL, GRAPE_SIG_COOPERATIVE, NULL, 0};
+  if (grape__mode == GRAPE_MODE_GRAPH)
+    grape__hold_launch(route, &l);
   GRAPE_CALL(CUresult, real, (f, gx, gy, gz, bx, by, bz, shm, s, params));
-  if (r_ == CUDA_SUCCESS) {
-    grape_launch_t l = {f, GRAPE_FN_FUNCTION, {gx, gy, gz}, {bx, by, bz}, shm, s, ptds,
-                        params, NULL, GRAPE_SIG_COOPERATIVE, NULL, 0};
+  if (r_ == CUDA_SUCCESS)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
-  }
   return r_;
 }
 
@@ -118,17 +122,18 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grap
   if (c == NULL)
     return real(c, f, params, extra);
   (void)h;
+  grape_launch_t l = {f, GRAPE_FN_FUNCTION, {c->gridDimX, c->gridDimY, c->gridDimZ},
+                      {c->blockDimX, c->blockDimY, c->blockDimZ}, c->sharedMemBytes,
+                      c->hStream, ptds, params, extra, 0, c->attrs,
+                      c->attrs ? c->numAttrs * sizeof(*c->attrs) : 0};
+  for (unsigned i = 0; c->attrs && i < c->numAttrs; i++)
+    if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative)
+      l.flags |= GRAPE_SIG_COOPERATIVE;
+  if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l))
+    return CUDA_SUCCESS;
   GRAPE_CALL(CUresult, real, (c, f, params, extra));
-  if (r_ == CUDA_SUCCESS) {
-    grape_launch_t l = {f, GRAPE_FN_FUNCTION, {c->gridDimX, c->gridDimY, c->gridDimZ},
-                        {c->blockDimX, c->blockDimY, c->blockDimZ}, c->sharedMemBytes,
-                        c->hStream, ptds, params, extra, 0, c->attrs,
-                        c->attrs ? c->numAttrs * sizeof(*c->attrs) : 0};
-    for (unsigned i = 0; c->attrs && i < c->numAttrs; i++)
-      if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative)
-        l.flags |= GRAPE_SIG_COOPERATIVE;
+  if (r_ == CUDA_SUCCESS)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
-  }
   return r_;
 }
 
@@ -137,7 +142,7 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grap
 /* Begin: the stream's region ends first (its ops must not mix with captured
  * work); see grape__capture_begun. */
 GRAPE_HOOK_DEF(CUresult, cuStreamBeginCapture_v2, (CUstream s, CUstreamCaptureMode mode), (s, mode),
-               grape__rec_end_stream(grape__stream_key(s, ptds)),
+               grape__flush_stream(grape__stream_key(s, ptds)),
                if (r_ == CUDA_SUCCESS) grape__capture_begun())
 GRAPE_HOOK_DEF(CUresult, cuStreamEndCapture, (CUstream s, CUgraph* g), (s, g),
                GRAPE_CAPTURE_END_BEFORE(s), GRAPE_CAPTURE_END_AFTER(s))
@@ -179,10 +184,27 @@ GRAPE_HOOK_DEF(CUresult, cuLibraryGetKernel, (CUkernel* k, CUlibrary lib, const 
 /* Unloads end every region (the driver synchronises) and forget the image's
  * function infos: the driver may hand their handle values out again. */
 #define UNLOAD_HOOK(base, type)                                                   \
-  GRAPE_HOOK_DEF(CUresult, base, (type image), (image), grape__rec_end_all(),     \
+  GRAPE_HOOK_DEF(CUresult, base, (type image), (image), grape__flush_all(),     \
                  if (r_ == CUDA_SUCCESS) GRAPE_NO_REENTRY(grape__func_forget_image(image)))
 UNLOAD_HOOK(cuModuleUnload, CUmodule)
 UNLOAD_HOOK(cuLibraryUnload, CUlibrary)
+
+/* Context teardown: held work is submitted and every executable graph goes
+ * before the context does. */
+#define CTX_TEARDOWN_HOOK(base, type)                                            \
+  GRAPE_HOOK_DEF(CUresult, base, (type x), (x), grape__graphs_drop(), )
+CTX_TEARDOWN_HOOK(cuCtxDestroy_v2, CUcontext)
+CTX_TEARDOWN_HOOK(cuDevicePrimaryCtxRelease_v2, CUdevice)
+CTX_TEARDOWN_HOOK(cuDevicePrimaryCtxReset_v2, CUdevice)
+
+/* A function's opt-in limits change: a held launch checks them again. */
+GRAPE_HOOK_DEF(CUresult, cuFuncSetAttribute, (CUfunction f, CUfunction_attribute a, int v), (f, a, v), ,
+               if (r_ == CUDA_SUCCESS) grape__limits_forget(f))
+GRAPE_HOOK_DEF(CUresult, cuKernelSetAttribute, (CUfunction_attribute a, int v, CUkernel k, CUdevice d),
+               (a, v, k, d), , if (r_ == CUDA_SUCCESS) grape__limits_forget(k))
+
+GRAPE_HOOK_DEF(CUresult, cuStreamDestroy_v2, (CUstream s), (s),
+               grape__stream_destroyed(grape__stream_key(s, 0)), )
 
 GRAPE_HOOK_DEF(CUresult, cuKernelGetFunction, (CUfunction* f, CUkernel k), (f, k), ,
                if (r_ == CUDA_SUCCESS && f != NULL)
@@ -195,7 +217,7 @@ GRAPE_HOOK_DEF(CUresult, cuKernelGetFunction, (CUfunction* f, CUkernel k), (f, k
                  if (r_ == CUDA_SUCCESS)                                                  \
                      grape__alloc_add((uint64_t)(uintptr_t)(ptr_expr), (size_expr), kind))
 #define FREE_HOOK(base, sync, call_args, params_decl, ptr_expr)                           \
-  GRAPE_HOOK_DEF(CUresult, base, params_decl, call_args, if (sync) grape__rec_end_all(),  \
+  GRAPE_HOOK_DEF(CUresult, base, params_decl, call_args, if (sync) grape__flush_all(),  \
                  if (r_ == CUDA_SUCCESS) grape__alloc_remove((uint64_t)(uintptr_t)(ptr_expr)))
 
 ALLOC_HOOK(cuMemAlloc_v2, GRAPE_ALLOC_DEVICE, (p, n), (CUdeviceptr* p, size_t n), *p, n)
@@ -212,8 +234,40 @@ FREE_HOOK(cuMemFreeAsync, 0, (p, s), (CUdeviceptr p, CUstream s), p)
 FREE_HOOK(cuMemFreeHost, 1, (p), (void* p), p)
 FREE_HOOK(cuMemHostUnregister, 1, (p), (void* p), p)
 
-GRAPE_HOOK_DEF(CUresult, cuMemUnmap, (CUdeviceptr p, size_t n), (p, n), grape__rec_end_all(),
+GRAPE_HOOK_DEF(CUresult, cuMemUnmap, (CUdeviceptr p, size_t n), (p, n), grape__flush_all(),
                if (r_ == CUDA_SUCCESS) grape__alloc_remove_range((uint64_t)p, n))
+
+/* ---- Async memsets and device-to-device copies: ops of the region ---- */
+
+/* Holds memop m (graph mode), else calls real and records it. */
+#define MEMOP_HOOK(base, params, args, fill)                                                \
+  static inline CUresult hook_##base(grape_route_t route, grape_hook_t h, int ptds,          \
+                                     pfn_##base real, GRAPE_UNPAREN params) {                \
+    (void)route;                                                                            \
+    if (!grape__active())                                                                   \
+      return real args;                                                                     \
+    GRAPE_COUNT(api_calls[h]);                                                              \
+    grape_memop_t m;                                                                        \
+    memset(&m, 0, sizeof(m));                                                               \
+    m.ptds = ptds;                                                                          \
+    fill;                                                                                   \
+    if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_memop(&m))                           \
+      return CUDA_SUCCESS;                                                                  \
+    GRAPE_CALL(CUresult, real, args);                                                       \
+    if (r_ == CUDA_SUCCESS)                                                                 \
+      GRAPE_NO_REENTRY(grape__on_memop(&m));                                                \
+    return r_;                                                                              \
+  }
+#define MEMSET_FILL(esz, d, v, n, s) \
+  (m.kind = GRAPE_OP_MEMSET, m.p.set = (grape_memset_params_t){(d), (v), (esz), (n)}, m.stream = (s))
+MEMOP_HOOK(cuMemsetD8Async, (CUdeviceptr d, unsigned char v, size_t n, CUstream s), (d, v, n, s),
+           MEMSET_FILL(1, d, v, n, s))
+MEMOP_HOOK(cuMemsetD16Async, (CUdeviceptr d, unsigned short v, size_t n, CUstream s), (d, v, n, s),
+           MEMSET_FILL(2, d, v, n, s))
+MEMOP_HOOK(cuMemsetD32Async, (CUdeviceptr d, unsigned int v, size_t n, CUstream s), (d, v, n, s),
+           MEMSET_FILL(4, d, v, n, s))
+MEMOP_HOOK(cuMemcpyDtoDAsync_v2, (CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s), (d, src, n, s),
+           (m.kind = GRAPE_OP_MEMCPY, m.p.cpy = (grape_memcpy_params_t){d, src, n}, m.stream = s))
 
 /* ---- Generated: bodies, exported overrides, route wrappers ---- */
 
@@ -230,6 +284,9 @@ GRAPE_HOOK_DEF(CUresult, cuMemUnmap, (CUdeviceptr p, size_t n), (p, n), grape__r
 #define GRAPE_GEN_DRV_PLAIN GRAPE_GEN_DRV_ENTRIES
 #define GRAPE_GEN_DRV_SYNC_ALL GRAPE_GEN_DRV_ENTRIES
 #define GRAPE_GEN_DRV_SYNC_STREAM GRAPE_GEN_DRV_ENTRIES
+#define GRAPE_GEN_DRV_WAIT_ALL GRAPE_GEN_DRV_ENTRIES
+#define GRAPE_GEN_DRV_WAIT_STREAM GRAPE_GEN_DRV_ENTRIES
+#define GRAPE_GEN_DRV_REPORT GRAPE_GEN_DRV_ENTRIES
 #define GRAPE_GEN_DRV_MANUAL(ret, name, params, args)
 
 #define GRAPE_DRV(ret, name, base, gpa, ver, ptds, kind, stream, params, args) \
@@ -240,7 +297,8 @@ GRAPE_HOOK_DEF(CUresult, cuMemUnmap, (CUdeviceptr p, size_t n), (p, n), grape__r
 static inline CUresult ctx_sync(pfn_cuCtxSynchronize real) {
   if (real == NULL)
     return GRAPE_MISSING_CUresult;
-  GRAPE_HOOK_BODY(CUresult, GRAPE_HOOK_cuCtxSynchronize, real, (), grape__rec_end_all(), )
+  GRAPE_HOOK_BODY(CUresult, GRAPE_HOOK_cuCtxSynchronize, real, (), grape__flush_all(),
+                  GRAPE_AFTER_WAIT_ALL)
 }
 
 #define CTX_SYNC_ENTRY(fname, slot) \

@@ -29,12 +29,13 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernel(g
                                                 dim3 g, dim3 b, void** args, size_t shm,
                                                 cudaStream_t s) {
   (void)h;
-    GRAPE_CALL(cudaError_t, real, (func, g, b, args, shm, s));
-  if (r_ == cudaSuccess) {
-    grape_launch_t l = {func, GRAPE_FN_RUNTIME, {g.x, g.y, g.z}, {b.x, b.y, b.z}, (uint32_t)shm,
-                        s, ptds, args, NULL, 0, NULL, 0};
+  grape_launch_t l = {func, GRAPE_FN_RUNTIME, {g.x, g.y, g.z}, {b.x, b.y, b.z}, (uint32_t)shm,
+                      s, ptds, args, NULL, 0, NULL, 0};
+  if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l))
+    return cudaSuccess;
+  GRAPE_CALL(cudaError_t, real, (func, g, b, args, shm, s));
+  if (r_ == cudaSuccess)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
-  }
   return r_;
 }
 
@@ -45,17 +46,18 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernelEx
   (void)h;
   if (c == NULL)
     return real(c, func, args);
+  grape_launch_t l = {func, GRAPE_FN_RUNTIME, {c->gridDim.x, c->gridDim.y, c->gridDim.z},
+                      {c->blockDim.x, c->blockDim.y, c->blockDim.z}, (uint32_t)c->dynamicSmemBytes,
+                      c->stream, ptds, args, NULL, 0, c->attrs,
+                      c->attrs ? c->numAttrs * sizeof(*c->attrs) : 0};
+  for (unsigned i = 0; c->attrs && i < c->numAttrs; i++)
+    if (c->attrs[i].id == cudaLaunchAttributeCooperative && c->attrs[i].val.cooperative)
+      l.flags |= GRAPE_SIG_COOPERATIVE;
+  if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l))
+    return cudaSuccess;
   GRAPE_CALL(cudaError_t, real, (c, func, args));
-  if (r_ == cudaSuccess) {
-    grape_launch_t l = {func, GRAPE_FN_RUNTIME, {c->gridDim.x, c->gridDim.y, c->gridDim.z},
-                        {c->blockDim.x, c->blockDim.y, c->blockDim.z}, (uint32_t)c->dynamicSmemBytes,
-                        c->stream, ptds, args, NULL, 0, c->attrs,
-                        c->attrs ? c->numAttrs * sizeof(*c->attrs) : 0};
-    for (unsigned i = 0; c->attrs && i < c->numAttrs; i++)
-      if (c->attrs[i].id == cudaLaunchAttributeCooperative && c->attrs[i].val.cooperative)
-        l.flags |= GRAPE_SIG_COOPERATIVE;
+  if (r_ == cudaSuccess)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
-  }
   return r_;
 }
 
@@ -66,7 +68,7 @@ GRAPE_HOOK_DEF(cudaError_t, __cudaGetKernel, (cudaKernel_t* k, const void* hostF
 /* ---- The program's own stream capture (see hooks_driver.c) ---- */
 
 GRAPE_HOOK_DEF(cudaError_t, cudaStreamBeginCapture, (cudaStream_t s, enum cudaStreamCaptureMode mode),
-               (s, mode), grape__rec_end_stream(grape__stream_key(s, ptds)),
+               (s, mode), grape__flush_stream(grape__stream_key(s, ptds)),
                if (r_ == cudaSuccess) grape__capture_begun())
 GRAPE_HOOK_DEF(cudaError_t, cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t* g), (s, g),
                GRAPE_CAPTURE_END_BEFORE(s), GRAPE_CAPTURE_END_AFTER(s))
@@ -99,7 +101,7 @@ GRAPE_HOOK_DEF(cudaError_t, cudaGetDriverEntryPointByVersion,
                  if (r_ == cudaSuccess)                                                     \
                      grape__alloc_add((uint64_t)(uintptr_t)(ptr_expr), (size_expr), kind))
 #define RT_FREE_HOOK(base, sync, call_args, params_decl, ptr_expr)                          \
-  GRAPE_HOOK_DEF(cudaError_t, base, params_decl, call_args, if (sync) grape__rec_end_all(), \
+  GRAPE_HOOK_DEF(cudaError_t, base, params_decl, call_args, if (sync) grape__flush_all(), \
                  if (r_ == cudaSuccess && (ptr_expr) != NULL)                               \
                      grape__alloc_remove((uint64_t)(uintptr_t)(ptr_expr)))
 
@@ -130,21 +132,49 @@ static inline cudaError_t hook_cudaMemcpyAsync(grape_route_t route, grape_hook_t
   (void)route;
   if (!grape__active())
     return real(dst, src, n, kind, s);
-  grape__count(&grape__counters.api_calls[h]);
+  GRAPE_COUNT(api_calls[h]);
   /* A device-to-device copy is an op of the region; one that touches host
    * memory is a point where the host sees results: it ends the region. */
   int d2d = kind == cudaMemcpyDeviceToDevice || (kind == cudaMemcpyDefault && both_device(dst, src));
+  grape_memop_t m = {.kind = GRAPE_OP_MEMCPY,
+                     .p.cpy = {(uint64_t)(uintptr_t)dst, (uint64_t)(uintptr_t)src, n},
+                     .stream = s, .ptds = ptds};
   if (!d2d)
-    grape__rec_end_stream(grape__stream_key(s, ptds));
+    grape__flush_stream(grape__stream_key(s, ptds));
+  else if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_memop(&m))
+    return cudaSuccess;
   GRAPE_CALL(cudaError_t, real, (dst, src, n, kind, s));
   if (d2d && r_ == cudaSuccess)
-    GRAPE_NO_REENTRY(grape__on_memop(GRAPE_OP_MEMCPY, n, 1, s, ptds));
+    GRAPE_NO_REENTRY(grape__on_memop(&m));
+  if (!d2d)
+    GRAPE_COUNT(submissions);
   return r_;
 }
 
-GRAPE_HOOK_DEF(cudaError_t, cudaMemsetAsync, (void* p, int v, size_t n, cudaStream_t s), (p, v, n, s), ,
-               if (r_ == cudaSuccess)
-                   GRAPE_NO_REENTRY(grape__on_memop(GRAPE_OP_MEMSET, n, 1, s, ptds)))
+static inline cudaError_t hook_cudaMemsetAsync(grape_route_t route, grape_hook_t h, int ptds,
+                                               pfn_cudaMemsetAsync real, void* p, int v, size_t n,
+                                               cudaStream_t s) {
+  (void)route;
+  if (!grape__active())
+    return real(p, v, n, s);
+  GRAPE_COUNT(api_calls[h]);
+  grape_memop_t m = {.kind = GRAPE_OP_MEMSET,
+                     .p.set = {(uint64_t)(uintptr_t)p, (uint32_t)(unsigned char)v, 1, n},
+                     .stream = s, .ptds = ptds};
+  if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_memop(&m))
+    return cudaSuccess;
+  GRAPE_CALL(cudaError_t, real, (p, v, n, s));
+  if (r_ == cudaSuccess)
+    GRAPE_NO_REENTRY(grape__on_memop(&m));
+  return r_;
+}
+
+/* ---- Streams, limits, teardown ---- */
+
+GRAPE_HOOK_DEF(cudaError_t, cudaStreamDestroy, (cudaStream_t s), (s),
+               grape__stream_destroyed(grape__stream_key(s, 0)), )
+GRAPE_HOOK_DEF(cudaError_t, cudaFuncSetAttribute, (const void* f, enum cudaFuncAttribute a, int v),
+               (f, a, v), , if (r_ == cudaSuccess) grape__limits_forget(f))
 
 /* ---- Generated: bodies and exported overrides ---- */
 
@@ -158,17 +188,47 @@ GRAPE_HOOK_DEF(cudaError_t, cudaMemsetAsync, (void* p, int v, size_t n, cudaStre
 #define GRAPE_GEN_RT_PLAIN GRAPE_GEN_RT_ENTRY
 #define GRAPE_GEN_RT_SYNC_ALL GRAPE_GEN_RT_ENTRY
 #define GRAPE_GEN_RT_SYNC_STREAM GRAPE_GEN_RT_ENTRY
+#define GRAPE_GEN_RT_WAIT_ALL GRAPE_GEN_RT_ENTRY
+#define GRAPE_GEN_RT_WAIT_STREAM GRAPE_GEN_RT_ENTRY
+#define GRAPE_GEN_RT_REPORT GRAPE_GEN_RT_ENTRY
 #define GRAPE_GEN_RT_MANUAL(name, params, args)
 
 #define GRAPE_RT(name, base, ptds, kind, stream, params, args) \
   GRAPE_GEN_RT_##kind(name, params, args)
 #include "hooks.def"
 
+/* ---- Calls without arguments (hooks.def: MANUAL) ---- */
+
 GRAPE_EXPORT cudaError_t cudaDeviceSynchronize(void) {
   pfn_cudaDeviceSynchronize real = GRAPE_REAL_AT(cudaDeviceSynchronize, GRAPE_SLOT_EXPORT);
   if (real == NULL)
     return GRAPE_MISSING_cudaError_t;
-  GRAPE_HOOK_BODY(cudaError_t, GRAPE_HOOK_cudaDeviceSynchronize, real, (), grape__rec_end_all(), )
+  GRAPE_HOOK_BODY(cudaError_t, GRAPE_HOOK_cudaDeviceSynchronize, real, (), grape__flush_all(),
+                  GRAPE_AFTER_WAIT_ALL)
+}
+
+/* The thread's last error: an error met while submitting held work is
+ * returned here too (taken, or only peeked); neither call flushes. */
+GRAPE_EXPORT cudaError_t cudaGetLastError(void) {
+  pfn_cudaGetLastError real = GRAPE_REAL_AT(cudaGetLastError, GRAPE_SLOT_EXPORT);
+  if (real == NULL)
+    return GRAPE_MISSING_cudaError_t;
+  GRAPE_HOOK_BODY(cudaError_t, GRAPE_HOOK_cudaGetLastError, real, (), , GRAPE_AFTER_REPORT)
+}
+
+GRAPE_EXPORT cudaError_t cudaPeekAtLastError(void) {
+  pfn_cudaPeekAtLastError real = GRAPE_REAL_AT(cudaPeekAtLastError, GRAPE_SLOT_EXPORT);
+  if (real == NULL)
+    return GRAPE_MISSING_cudaError_t;
+  GRAPE_HOOK_BODY(cudaError_t, GRAPE_HOOK_cudaPeekAtLastError, real, (), ,
+                  r_ = (cudaError_t)grape__pending_take((int)r_, 1))
+}
+
+GRAPE_EXPORT cudaError_t cudaDeviceReset(void) {
+  pfn_cudaDeviceReset real = GRAPE_REAL_AT(cudaDeviceReset, GRAPE_SLOT_EXPORT);
+  if (real == NULL)
+    return GRAPE_MISSING_cudaError_t;
+  GRAPE_HOOK_BODY(cudaError_t, GRAPE_HOOK_cudaDeviceReset, real, (), grape__graphs_drop(), )
 }
 
 /* ---- Registration (written out: void and handle results) ---- */
@@ -185,7 +245,7 @@ GRAPE_EXPORT void** __cudaRegisterFatBinary(void* fatCubin) {
     return NULL;
   if (!grape__active())
     return real(fatCubin);
-  grape__count(&grape__counters.api_calls[GRAPE_HOOK___cudaRegisterFatBinary]);
+  GRAPE_COUNT(api_calls[GRAPE_HOOK___cudaRegisterFatBinary]);
   void** handle;
   GRAPE_NO_REENTRY(handle = real(fatCubin));
   if (handle != NULL)
@@ -198,7 +258,7 @@ GRAPE_EXPORT void __cudaRegisterFatBinaryEnd(void** handle) {
   if (real == NULL)
     return;
   if (grape__active())
-    grape__count(&grape__counters.api_calls[GRAPE_HOOK___cudaRegisterFatBinaryEnd]);
+    GRAPE_COUNT(api_calls[GRAPE_HOOK___cudaRegisterFatBinaryEnd]);
   GRAPE_NO_REENTRY(real(handle));
 }
 
@@ -208,8 +268,8 @@ GRAPE_EXPORT void __cudaUnregisterFatBinary(void** handle) {
     return;
   int active = grape__active();
   if (active) {
-    grape__count(&grape__counters.api_calls[GRAPE_HOOK___cudaUnregisterFatBinary]);
-    grape__rec_end_all();
+    GRAPE_COUNT(api_calls[GRAPE_HOOK___cudaUnregisterFatBinary]);
+    grape__flush_all();
   }
   GRAPE_NO_REENTRY(real(handle));
   if (active)
@@ -226,7 +286,7 @@ GRAPE_EXPORT void __cudaRegisterFunction(void** handle, const char* hostFun, cha
   int active = grape__active();
   GRAPE_NO_REENTRY(real(handle, hostFun, deviceFun, deviceName, thread_limit, tid, bid, bDim, gDim, wSize));
   if (active) {
-    grape__count(&grape__counters.api_calls[GRAPE_HOOK___cudaRegisterFunction]);
+    GRAPE_COUNT(api_calls[GRAPE_HOOK___cudaRegisterFunction]);
     GRAPE_NO_REENTRY(grape__func_register(hostFun, GRAPE_FN_RUNTIME, deviceFun, handle));
   }
 }

@@ -42,12 +42,37 @@ static inline __attribute__((always_inline)) int grape__active(void) {
     grape__depth = saved_depth_;        \
   } while (0)
 
+/* Counters of one thread. Only that thread writes them (relaxed stores, no
+ * locked instruction, no shared cache line); the exit report adds up every
+ * thread's, and a thread's counts move to a common total when it exits. */
 typedef struct grape_counters_s {
   long launches[GRAPE_ROUTE_COUNT];   /* kernel launches by route */
   long api_calls[GRAPE_HOOK_COUNT];   /* calls seen per hooked symbol (active only) */
   long param_unknown;                 /* launches whose parameter layout was unknown */
   long captured;                      /* launches into the program's own stream capture */
+  long submissions;                   /* the program's launches, memsets and copies that
+                                         reached the driver as they came */
+  struct grape_counters_s* next;      /* every block, in use or free */
+  int in_use;
 } grape_counters_t;
+
+extern __thread grape_counters_t* grape__counters_tls __attribute__((tls_model("initial-exec")));
+grape_counters_t* grape__counters_slow(void);
+
+static inline grape_counters_t* grape__counters_mine(void) {
+  grape_counters_t* c = grape__counters_tls;
+  return __builtin_expect(c != NULL, 1) ? c : grape__counters_slow();
+}
+
+static inline void grape__bump(long* c) {
+  __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
+/* Adds one to this thread's counter `field` (e.g. launches[route]). */
+#define GRAPE_COUNT(field) grape__bump(&grape__counters_mine()->field)
+
+/* Every thread's counters added up into out (the report). */
+void grape__counters_sum(grape_counters_t* out);
 
 /* Stream captures the program has begun and not ended (all threads). While it
  * is non-zero, each launch asks the driver whether its stream is capturing. */
@@ -56,12 +81,6 @@ extern int grape__captures;
 /* True when stream (as a launch names it) is being captured by the program:
  * then its work is neither counted as launches nor recorded. */
 int grape__stream_capturing(const void* stream, int ptds);
-
-extern grape_counters_t grape__counters;
-
-static inline void grape__count(long* c) {
-  __atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
-}
 
 /* Resets all state for a fork child (called from the atfork handler). */
 void grape__reset_child(void);

@@ -1,23 +1,24 @@
-/* The launch path shared by every route (see launch.h).
+/* The launch path shared by every route (see launch.h), and async memsets and
+ * device-to-device copies.
  *
- * DESIGN: runs after the real launch succeeded, so a failed launch is neither
- * counted nor recorded, and the report's launches equal the kernels the device
- * ran. Arguments are copied once, following the function's cached layout,
- * straight into the stream's region (reserved under the region's lock), then
- * committed with the op's signature. The only shared writes are relaxed counter increments and the
- * stream's own region lock. */
+ * DESIGN: a launch that reaches the driver is recorded after the real launch
+ * succeeded, so a failed launch is neither counted nor recorded, and the
+ * report's launches equal the kernels the device ran. A held launch is
+ * recorded instead of submitted (graph mode, launch.h). The only shared
+ * writes are the stream's own region under its lock; counters are per thread. */
 #include "launch.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graphcache/fingerprint.h"
+#include "grape/report.h"
 #include "internal.h"
-#include "recorder.h"
+#include "options.h"
 
-static const char* const route_names[GRAPE_ROUTE_COUNT] = {
-  "runtime", "driver", "dlsym", "getprocaddress", "entrypoint",
-};
+#define ROUTE_NAME(r) #r,
+static const char* const route_names[GRAPE_ROUTE_COUNT] = {GRAPE_REPORT_ROUTES(ROUTE_NAME)};
 
 /* GRAPE_LOG=debug: one line per launch with its captured parameter bytes
  * (the first 96), which the integration tests compare with what was launched. */
@@ -37,9 +38,93 @@ void grape__log_launch(grape_route_t route, const grape_func_t* f, const grape_l
                   f ? f->layout_source : "none", hex);
 }
 
-void grape__on_memop(int op_kind, uint64_t n, uint32_t width, const void* stream, int ptds) {
-  if (__atomic_load_n(&grape__captures, __ATOMIC_RELAXED) > 0 && grape__stream_capturing(stream, ptds))
+long grape__chunk;
+
+long grape__chunk_slow(void) {
+  long c = grape__option_get(grape_option_chunk);
+  if (c <= 0)
+    c = 1;
+  __atomic_store_n(&grape__chunk, c, __ATOMIC_RELAXED);
+  return c;
+}
+
+int grape__room_slow(grape_stream_t* s, size_t max_bytes) {
+  if (s->region.nops >= grape__chunk_limit())
+    grape__end_locked(s);
+  if (grape__region_reserve(&s->region, max_bytes) != 0) {
+    spin_unlock(&s->lock);
+    grape_log_warn_once("out of memory while recording a region; ops go unrecorded");
+    return -ENOMEM;
+  }
+  return 0;
+}
+
+void grape__held_chunk_end(grape_stream_t* s) {
+  grape__end_locked(s);
+}
+
+int grape__diverge(grape_stream_t* s, grape_gc_cause_t cause) {
+  return grape__flush_held_locked(s, cause);
+}
+
+/* ---- Async memsets and device-to-device copies ---- */
+
+static void memop_sig(const grape_memop_t* m, grape_op_key_t* k, grape_op_dims_t* d) {
+  uint64_t bytes = m->kind == GRAPE_OP_MEMSET ? m->p.set.count * m->p.set.esize : m->p.cpy.bytes;
+  *k = (grape_op_key_t){.kind = (uint32_t)m->kind,
+                        .param_bytes = (uint32_t)sizeof(grape_memset_params_t),
+                        .func = m->kind == GRAPE_OP_MEMSET ? m->p.set.esize : 0};
+  _Static_assert(sizeof(grape_memset_params_t) == sizeof(grape_memcpy_params_t),
+                 "memsets and copies share one parameter block size");
+  *d = (grape_op_dims_t){{(uint32_t)bytes, (uint32_t)(bytes >> 32), 0}, {0, 0, 0}, 0, 0};
+}
+
+int grape__hold_memop(const grape_memop_t* m) {
+  if (__atomic_load_n(&grape__captures, __ATOMIC_RELAXED) > 0 &&
+      grape__stream_capturing(m->stream, m->ptds))
+    return 0;
+  uintptr_t key = grape__stream_key(m->stream, m->ptds);
+  grape__order_before(key);
+  grape_stream_t* s = grape__stream_of(key);
+  if (s == NULL || grape__lock_room(s, sizeof(m->p)) != 0)
+    return 0;
+  grape_region_t* r = &s->region;
+  grape_op_key_t k;
+  grape_op_dims_t d;
+  memop_sig(m, &k, &d);
+  for (int tries = 0; r->cur != NULL && tries < 2; tries++) {
+    const grape_gc_node_t* nx = grape_gc_step(r->cur, &k);
+    if (nx == NULL) {
+      if (grape__diverge(s, GRAPE_GC_DIVERGENCE))
+        continue;
+      break;
+    }
+    grape__region_push(r, &k, &d, NULL, &m->p, sizeof(m->p));
+    r->cur = nx;
+    if (r->held++ == 0)
+      grape__hold_begun(s);
+    if (grape_gc_leaf(nx) || r->nops >= grape__chunk_limit())
+      grape__held_chunk_end(s);
+    spin_unlock(&s->lock);
+    return 1;
+  }
+  r->cur = NULL;
+  spin_unlock(&s->lock);
+  return 0;
+}
+
+void grape__on_memop(const grape_memop_t* m) {
+  if (__atomic_load_n(&grape__captures, __ATOMIC_RELAXED) > 0 &&
+      grape__stream_capturing(m->stream, m->ptds))
     return;
-  grape_op_sig_t sig = {.kind = (uint32_t)op_kind, .func = n, .grid = {width, 0, 0}};
-  grape__rec_op(grape__stream_key(stream, ptds), &sig, NULL, 0);
+  GRAPE_COUNT(submissions);
+  grape_stream_t* s = grape__stream_of(grape__stream_key(m->stream, m->ptds));
+  if (s == NULL || grape__lock_room(s, sizeof(m->p)) != 0)
+    return;
+  grape_op_key_t k;
+  grape_op_dims_t d;
+  memop_sig(m, &k, &d);
+  grape__region_push(&s->region, &k, &d, NULL, &m->p, sizeof(m->p));
+  s->region.cur = NULL;
+  spin_unlock(&s->lock);
 }

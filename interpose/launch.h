@@ -1,17 +1,31 @@
-/* What every launch route does once the real launch has succeeded: count it by
- * route, find the function's info, capture its arguments, record the op. */
+/* What every launch route does: in graph mode, try to hold the launch; else,
+ * once the real launch has succeeded, count it, find the function's info,
+ * capture its arguments and record the op. Async memsets and device-to-device
+ * copies go the same two ways.
+ *
+ * DESIGN: inlined into each launch hook, because this is the per-launch path
+ * and one more call costs as much as recording. Arguments are copied once,
+ * following the function's cached layout, straight into the stream's region
+ * (reserved under the stream's lock). A held launch is recorded instead of
+ * submitted and reported as a success: only launches the driver would take
+ * are held (a resolved layout and driver function, no launch attributes, no
+ * cooperative launch, dimensions within the function's limits); any other op
+ * makes the region leave its known path first, so it reaches the driver in
+ * program order and returns its own result. */
 #ifndef GRAPE_INTERPOSE_LAUNCH_H
 #define GRAPE_INTERPOSE_LAUNCH_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "funcinfo.h"
+#include "graph.h"
 #include "graphcache/fingerprint.h"
+#include "cuda_types.h"
 #include "hooks.h"
 #include "internal.h"
-#include "recorder.h"
-#include <string.h>
+#include "streams.h"
 
 typedef struct grape_launch_s {
   const void* fn;           /* the handle the caller launched */
@@ -32,60 +46,219 @@ typedef struct grape_launch_s {
 void grape__log_launch(grape_route_t route, const grape_func_t* f, const grape_launch_t* l,
                        const uint8_t* p, size_t n);
 
-/* Records launch l that came through route. Call only when grape__active().
- * Inlined into each launch hook: this is the per-launch path, and passing the
- * launch through one more call costs as much as recording it. */
+/* Chunk length (GRAPE_CHUNK), read once. */
+extern long grape__chunk;
+long grape__chunk_slow(void);
+static inline uint32_t grape__chunk_limit(void) {
+  long c = __atomic_load_n(&grape__chunk, __ATOMIC_RELAXED);
+  return (uint32_t)(__builtin_expect(c > 0, 1) ? c : grape__chunk_slow());
+}
+
+/* Locks stream s with room for one more op of up to max_bytes parameters;
+ * a region at its chunk length ends first. @return 0, or -ENOMEM (unlocked). */
+int grape__room_slow(grape_stream_t* s, size_t max_bytes);
+static inline int grape__lock_room(grape_stream_t* s, size_t max_bytes) {
+  spin_lock(&s->lock);
+  grape_region_t* r = &s->region;
+  if (__builtin_expect(r->nops >= r->cap || r->plen + max_bytes > r->pcap ||
+                           r->nops >= grape__chunk_limit(), 0))
+    return grape__room_slow(s, max_bytes);
+  return 0;
+}
+
+/* The op key of a launch of f (the graph key's element). */
+static inline void grape__launch_key(const grape_func_t* f, const grape_launch_t* l, uint32_t n,
+                                     uint32_t flags, grape_op_key_t* k) {
+  k->kind = GRAPE_OP_KERNEL;
+  k->param_bytes = n;
+  k->func = f ? f->id : (uint64_t)(uintptr_t)l->fn;
+  k->flags = flags | (f && f->drv_kernel ? GRAPE_SIG_CUKERNEL : 0);
+  k->attrs_bytes = 0;
+  k->attrs = 0;
+}
+
+/* True when every launch attribute of l is one a graph's kernel node carries
+ * too (priority, cluster shape, memory-sync domain, L2 access policy), so the
+ * launch can be held and replayed. */
+static inline int grape__attrs_node_safe(const grape_launch_t* l) {
+  const CUlaunchAttribute* a = l->attrs;
+  for (size_t i = 0; i < l->attrs_bytes / sizeof(*a); i++)
+    switch (a[i].id) {
+    case CU_LAUNCH_ATTRIBUTE_IGNORE:
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+      break;
+    default:
+      return 0;
+    }
+  return 1;
+}
+
+/* Keeps l's launch attributes after its n parameter bytes at dst (room
+ * allowing) and names them in k. */
+static inline void grape__launch_attrs(const grape_launch_t* l, uint8_t* dst, size_t n,
+                                       size_t room, grape_op_key_t* k) {
+  if (l->attrs_bytes && n + l->attrs_bytes <= room) {
+    memcpy(dst + n, l->attrs, l->attrs_bytes);
+    k->attrs = grape__fp_bytes(l->attrs, l->attrs_bytes);
+    k->attrs_bytes = (uint32_t)l->attrs_bytes;
+  }
+}
+
+/* Bytes a launch's parameters take in the region (at least 64: room for the
+ * constant-size clear in grape__func_copy_params). */
+static inline size_t grape__launch_room(const grape_func_t* f, const grape_launch_t* l,
+                                        int extra_form) {
+  size_t need = extra_form ? grape__extra_size(l->extra) : f != NULL && f->nparams >= 0 ? f->param_bytes : 0;
+  need += l->attrs_bytes;
+  return need < 64 ? 64 : need;
+}
+
+/* Copies a launch's parameters to dst (room from grape__launch_room).
+ * @return their bytes (0 when the layout is unknown). */
+static inline size_t grape__launch_params(const grape_func_t* f, const grape_launch_t* l,
+                                          int extra_form, uint8_t* dst, size_t room) {
+  if (extra_form)
+    return grape__capture_extra(l->extra, dst, room);
+  if (f != NULL && f->nparams >= 0 && l->params != NULL)
+    return grape__func_copy_params(f, l->params, dst);
+  return 0;
+}
+
+/* ---- Graph mode: hold a launch ---- */
+
+/* Held launches end their chunk here when it is complete or at a leaf. */
+void grape__held_chunk_end(grape_stream_t* s);
+/* The region leaves its known path: what it holds goes first (s locked).
+ * @return 1 when the chunk ended there (the op may start another path). */
+int grape__diverge(grape_stream_t* s, grape_gc_cause_t cause);
+
+/* Tries to hold launch l (graph mode). @return 1 when it was held (recorded,
+ * not submitted: the hook returns success), 0 when it goes to the driver. */
+static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_t route,
+                                                                    const grape_launch_t* l) {
+  if (__builtin_expect(__atomic_load_n(&grape__captures, __ATOMIC_RELAXED) > 0, 0) &&
+      grape__stream_capturing(l->stream, l->ptds))
+    return 0;
+  uintptr_t key = grape__stream_key(l->stream, l->ptds);
+  grape__order_before(key);
+  grape_stream_t* s = grape__stream_of(key);
+  if (__builtin_expect(s == NULL || s->region.cur == NULL, 0))
+    return 0;   /* read without the lock: this chunk runs eagerly (rechecked below) */
+  grape_func_t* f = grape__func_get(l->fn, (grape_handle_kind_t)l->kind);
+  int extra_form = l->extra != NULL && l->params == NULL;
+  int eligible = f != NULL && f->drv != NULL && !(l->flags & GRAPE_SIG_COOPERATIVE) &&
+                 (extra_form || f->nparams >= 0) && grape__attrs_node_safe(l);
+  size_t room = grape__launch_room(f, l, extra_form);
+  if (grape__lock_room(s, room) != 0)
+    return 0;
+  grape_region_t* r = &s->region;
+  for (int tries = 0; r->cur != NULL && tries < 2; tries++) {
+    if (__builtin_expect(!eligible || !grape__launch_fits(f, l->grid, l->block, l->shmem), 0)) {
+      grape__diverge(s, GRAPE_GC_INVALID_LAUNCH);
+      break;
+    }
+    grape_op_key_t k;
+    uint8_t* dst = r->params + r->plen;
+    size_t n = grape__launch_params(f, l, extra_form, dst, room);
+    grape__launch_key(f, l, (uint32_t)n, extra_form ? GRAPE_SIG_EXTRA : 0, &k);
+    grape__launch_attrs(l, dst, n, room, &k);
+    const grape_gc_node_t* nx = grape_gc_step(r->cur, &k);
+    if (nx == NULL) {
+      if (grape__diverge(s, GRAPE_GC_DIVERGENCE))
+        continue;   /* the chunk ended on a known path: this op starts the next */
+      break;
+    }
+    uint32_t i = r->nops;
+    r->keys[i] = k;
+    r->dims[i] = (grape_op_dims_t){{l->grid[0], l->grid[1], l->grid[2]},
+                                   {l->block[0], l->block[1], l->block[2]}, l->shmem, 0};
+    r->fns[i] = f->drv;
+    r->poff[i] = (uint32_t)r->plen;
+    r->plen += n + k.attrs_bytes;
+    r->nops = i + 1;
+    r->cur = nx;
+    if (r->held++ == 0)
+      grape__hold_begun(s);
+    GRAPE_COUNT(launches[route]);
+    if (__builtin_expect(grape__log_level() >= GRAPE_LOG_DEBUG, 0))
+      grape__log_launch(route, f, l, dst, n);
+    if (grape_gc_leaf(nx) || r->nops >= grape__chunk_limit())
+      grape__held_chunk_end(s);
+    spin_unlock(&s->lock);
+    return 1;
+  }
+  r->cur = NULL;
+  spin_unlock(&s->lock);
+  return 0;
+}
+
+/* ---- Every mode: record a launch that reached the driver ---- */
+
+/* Records launch l that came through route, after the real launch succeeded.
+ * Call only when grape__active(). */
 static inline __attribute__((always_inline)) void grape__on_launch(grape_route_t route,
                                                                   const grape_launch_t* l) {
   if (__builtin_expect(__atomic_load_n(&grape__captures, __ATOMIC_RELAXED) > 0, 0) &&
       grape__stream_capturing(l->stream, l->ptds)) {
-    grape__count(&grape__counters.captured);   /* the program's own graph: not ours */
+    GRAPE_COUNT(captured);   /* the program's own graph: not ours */
     return;
   }
-  grape__count(&grape__counters.launches[route]);
+  GRAPE_COUNT(launches[route]);
+  GRAPE_COUNT(submissions);
   grape_func_t* f = grape__func_get(l->fn, (grape_handle_kind_t)l->kind);
   int extra_form = l->extra != NULL && l->params == NULL;
-  int layout = f != NULL && f->nparams >= 0;
-  size_t need = extra_form ? grape__extra_size(l->extra) : layout ? f->param_bytes : 0;
-  need += l->attrs_bytes;
-  if (need < 64)
-    need = 64;   /* room for the constant-size clear in grape__func_copy_params */
-  grape_op_sig_t* sig;
-  uint8_t* buf;
-  grape_region_t* r = grape__rec_begin(grape__stream_key(l->stream, l->ptds), need, &sig, &buf);
-  if (r == NULL)
+  if (!extra_form && (f == NULL || f->nparams < 0))
+    GRAPE_COUNT(param_unknown);
+  size_t room = grape__launch_room(f, l, extra_form);
+  grape_stream_t* s = grape__stream_of(grape__stream_key(l->stream, l->ptds));
+  if (s == NULL || grape__lock_room(s, room) != 0)
     return;
-  size_t n = 0;
-  if (extra_form)
-    n = grape__capture_extra(l->extra, buf, need);
-  else if (!layout)
-    grape__count(&grape__counters.param_unknown);
-  else if (l->params != NULL)
-    n = grape__func_copy_params(f, l->params, buf);
-  /* The signature is written in place, in the region's array. */
-  sig->kind = GRAPE_OP_KERNEL;
-  sig->param_bytes = (uint32_t)n;
-  sig->func = f ? f->id : (uint64_t)(uintptr_t)l->fn;
-  sig->grid[0] = l->grid[0];
-  sig->grid[1] = l->grid[1];
-  sig->grid[2] = l->grid[2];
-  sig->block[0] = l->block[0];
-  sig->block[1] = l->block[1];
-  sig->block[2] = l->block[2];
-  sig->shmem = l->shmem;
-  sig->flags = l->flags | (extra_form ? GRAPE_SIG_EXTRA : 0);
-  sig->attrs = 0;
+  grape_region_t* r = &s->region;
+  uint8_t* dst = r->params + r->plen;
+  size_t n = grape__launch_params(f, l, extra_form, dst, room);
+  grape_op_key_t k;
+  grape__launch_key(f, l, (uint32_t)n, l->flags | (extra_form ? GRAPE_SIG_EXTRA : 0), &k);
   if (__builtin_expect(grape__log_level() >= GRAPE_LOG_DEBUG, 0))
-    grape__log_launch(route, f, l, buf, n);
-  if (l->attrs_bytes && n + l->attrs_bytes <= need) {
-    memcpy(buf + n, l->attrs, l->attrs_bytes);
-    sig->attrs = grape__fp_bytes(l->attrs, l->attrs_bytes);
-    n += l->attrs_bytes;
-  }
-  grape__rec_commit(r, n);
+    grape__log_launch(route, f, l, dst, n);
+  grape__launch_attrs(l, dst, n, room, &k);
+  uint32_t i = r->nops;
+  r->keys[i] = k;
+  r->dims[i] = (grape_op_dims_t){{l->grid[0], l->grid[1], l->grid[2]},
+                                 {l->block[0], l->block[1], l->block[2]}, l->shmem, 0};
+  /* A graph node can carry it only with a known layout and attributes a
+   * kernel node has too. */
+  r->fns[i] = f != NULL && (extra_form || f->nparams >= 0) && !(l->flags & GRAPE_SIG_COOPERATIVE) &&
+                      (k.attrs_bytes == l->attrs_bytes) && grape__attrs_node_safe(l)
+                  ? f->drv
+                  : NULL;
+  r->poff[i] = (uint32_t)r->plen;
+  r->plen += n + k.attrs_bytes;
+  r->nops = i + 1;
+  r->cur = NULL;   /* an op that went to the driver: the rest of the chunk does too */
+  spin_unlock(&s->lock);
 }
 
-/* Records an async memset / device-to-device copy of n bytes on stream. */
-void grape__on_memop(int op_kind, uint64_t n, uint32_t width, const void* stream, int ptds);
+/* ---- Async memsets and device-to-device copies ---- */
+
+typedef struct grape_memop_s {
+  int kind;                             /* GRAPE_OP_MEMSET or GRAPE_OP_MEMCPY */
+  union {
+    grape_memset_params_t set;
+    grape_memcpy_params_t cpy;
+  } p;
+  const void* stream;
+  int ptds;
+} grape_memop_t;
+
+/* Holds memop m (graph mode). @return 1 when held. */
+int grape__hold_memop(const grape_memop_t* m);
+
+/* Records memop m after the real call succeeded. */
+void grape__on_memop(const grape_memop_t* m);
 
 #endif

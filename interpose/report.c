@@ -24,7 +24,8 @@
 #include "grape/report.h"
 #include "internal.h"
 #include "log.h"
-#include "recorder.h"
+#include "graph.h"
+#include "graphcache/cache.h"
 
 typedef struct buf_s {
   char* p;
@@ -64,6 +65,12 @@ static void put(buf_t* b, const char* fmt, ...) {
 static const char* const route_names[GRAPE_ROUTE_COUNT] = {GRAPE_REPORT_ROUTES(ROUTE_NAME)};
 #define MODE_NAME(m) #m,
 static const char* const mode_names[] = {GRAPE_REPORT_MODES(MODE_NAME)};
+
+/* Why held ops went to the driver one by one, in graphcache's order. */
+#define CAUSE_NAME(name, doc) #name,
+static const char* const cause_names[] = {GRAPE_REPORT_FLUSH_CAUSES(CAUSE_NAME)};
+_Static_assert(sizeof(cause_names) / sizeof(cause_names[0]) == GRAPE_GC_CAUSES,
+               "grape/report.h lists every cause of graphcache/cache.h");
 
 /* The report's counters, in GRAPE_REPORT_COUNTERS order. */
 #define COUNTER_ENUM(name, doc) C_##name,
@@ -124,10 +131,10 @@ static const char* name_of(const names_t* n, uint64_t id) {
 
 /* A JSON string of the op: the kernel's short name (demangled, without the
  * parameter list and template arguments), "memset", "memcpy" or "?". */
-static void put_op_name(buf_t* b, const names_t* n, const grape_op_sig_t* s) {
-  const char* name = s->kind == GRAPE_OP_MEMSET   ? "memset"
-                     : s->kind == GRAPE_OP_MEMCPY ? "memcpy"
-                                                  : name_of(n, s->func);
+static void put_op_name(buf_t* b, const names_t* n, const grape_op_key_t* k) {
+  const char* name = k->kind == GRAPE_OP_MEMSET   ? "memset"
+                     : k->kind == GRAPE_OP_MEMCPY ? "memcpy"
+                                                  : name_of(n, k->func);
   if (name == NULL)
     name = "?";
   size_t len = strcspn(name, "(<");
@@ -145,7 +152,8 @@ static void put_op_name(buf_t* b, const names_t* n, const grape_op_sig_t* s) {
  * every path's time is a sum over its ops plus the model's launch gaps. */
 
 typedef struct kpred_s {
-  const grape_op_sig_t* sig;   /* the first op seen with this key, NULL = free slot */
+  const grape_op_key_t* key;    /* the first op seen with this launch; NULL = free slot */
+  const grape_op_dims_t* dims;
   double ms;
 } kpred_t;
 
@@ -158,24 +166,24 @@ typedef struct predictor_s {
   double gap_eager, gap_graph, graph_launch;   /* ms, from grape_predict_path */
 } predictor_t;
 
-static int same_launch(const grape_op_sig_t* a, const grape_op_sig_t* b) {
-  return a->func == b->func && memcmp(a->grid, b->grid, sizeof(a->grid)) == 0 &&
-         memcmp(a->block, b->block, sizeof(a->block)) == 0 && a->shmem == b->shmem;
+static int same_launch(const kpred_t* a, const grape_op_key_t* k, const grape_op_dims_t* d) {
+  return a->key->func == k->func && memcmp(a->dims, d, sizeof(*d)) == 0;
 }
 
-static size_t launch_hash(const grape_op_sig_t* s) {
-  uint64_t h = s->func * 0x9e3779b97f4a7c15ull;
+static size_t launch_hash(const grape_op_key_t* k, const grape_op_dims_t* d) {
+  uint64_t h = k->func * 0x9e3779b97f4a7c15ull;
   for (int i = 0; i < 3; i++)
-    h = (h ^ s->grid[i] ^ ((uint64_t)s->block[i] << 32)) * 0x100000001b3ull;
-  return (size_t)((h ^ s->shmem) >> 17);
+    h = (h ^ d->grid[i] ^ ((uint64_t)d->block[i] << 32)) * 0x100000001b3ull;
+  return (size_t)((h ^ d->shmem) >> 17);
 }
 
-static void kernel_desc(const predictor_t* p, const grape_op_sig_t* s, grape_kernel_desc_t* k) {
+static void kernel_desc(const predictor_t* p, const grape_op_key_t* key, const grape_op_dims_t* d,
+                        grape_kernel_desc_t* k) {
   memset(k, 0, sizeof(*k));
-  k->name = name_of(p->names, s->func);
-  memcpy(k->grid, s->grid, sizeof(k->grid));
-  memcpy(k->block, s->block, sizeof(k->block));
-  k->dyn_smem = s->shmem;
+  k->name = name_of(p->names, key->func);
+  memcpy(k->grid, d->grid, sizeof(k->grid));
+  memcpy(k->block, d->block, sizeof(k->block));
+  k->dyn_smem = d->shmem;
   k->regs = -1;
   k->op = GRAPE_OP_UNKNOWN;
 }
@@ -186,10 +194,10 @@ static int cache_grow(predictor_t* p) {
   if (nv == NULL)
     return -ENOMEM;
   for (size_t i = 0; i < p->cap; i++) {
-    if (p->v[i].sig == NULL)
+    if (p->v[i].key == NULL)
       continue;
-    size_t j = launch_hash(p->v[i].sig) & (ncap - 1);
-    while (nv[j].sig != NULL)
+    size_t j = launch_hash(p->v[i].key, p->v[i].dims) & (ncap - 1);
+    while (nv[j].key != NULL)
       j = (j + 1) & (ncap - 1);
     nv[j] = p->v[i];
   }
@@ -200,18 +208,19 @@ static int cache_grow(predictor_t* p) {
 }
 
 /* Predicted time of one kernel op in ms, or a negative value when out of memory. */
-static double kernel_ms(predictor_t* p, const grape_op_sig_t* s) {
+static double kernel_ms(predictor_t* p, const grape_op_key_t* key, const grape_op_dims_t* d) {
   if (p->len * 2 >= p->cap && cache_grow(p) != 0)
     return -1;
-  size_t j = launch_hash(s) & (p->cap - 1);
-  for (; p->v[j].sig != NULL; j = (j + 1) & (p->cap - 1))
-    if (same_launch(p->v[j].sig, s))
+  size_t j = launch_hash(key, d) & (p->cap - 1);
+  for (; p->v[j].key != NULL; j = (j + 1) & (p->cap - 1))
+    if (same_launch(&p->v[j], key, d))
       return p->v[j].ms;
   grape_kernel_desc_t k;
   grape_kernel_prep_t prep;
-  kernel_desc(p, s, &k);
+  kernel_desc(p, key, d, &k);
   grape_kernel_prepare(&k, &prep);
-  p->v[j].sig = s;
+  p->v[j].key = key;
+  p->v[j].dims = d;
   p->v[j].ms = grape_predict_prepared_ms(p->model, GRAPE_METHOD_GRAPE, p->gpu, &prep);
   p->len++;
   return p->v[j].ms;
@@ -238,13 +247,13 @@ static int predictor_init(predictor_t* p, const grape_model_t* m, const grape_gp
 
 /* A path's predicted eager and graph times (kernels only: memsets and copies
  * are not modelled). @return 0, or -ENOMEM. */
-static int path_ms(predictor_t* p, const grape_path_info_t* path, double* eager, double* graph) {
+static int path_ms(predictor_t* p, const grape_gc_path_t* path, double* eager, double* graph) {
   double sum = 0;
   size_t n = 0;
-  for (uint32_t i = 0; path->sigs && i < path->nops; i++) {
-    if (path->sigs[i].kind != GRAPE_OP_KERNEL)
+  for (uint32_t i = 0; i < path->nops; i++) {
+    if (path->keys[i].kind != GRAPE_OP_KERNEL)
       continue;
-    double t = kernel_ms(p, &path->sigs[i]);
+    double t = kernel_ms(p, &path->keys[i], &path->dims[i]);
     if (t < 0)
       return -ENOMEM;
     sum += t;
@@ -290,7 +299,7 @@ static const grape_gpu_spec_t* predict_gpu(void) {
  * the first ntop are the report's top paths) and their times into eager/graph;
  * "predicted":null when it cannot. */
 static void put_predicted(buf_t* b, const grape_gpu_spec_t* g, const names_t* names,
-                          const grape_path_info_t* all, size_t n, size_t ntop, double* eager,
+                          const grape_gc_path_t* all, size_t n, size_t ntop, double* eager,
                           double* graph) {
   grape_model_t* m = NULL;
   predictor_t p = {0};
@@ -319,19 +328,20 @@ static void put_predicted(buf_t* b, const grape_gpu_spec_t* g, const names_t* na
     put(b, "%s{\"fingerprint\":\"%s\",\"count\":%llu,\"eager_ms\":%.17g,\"graph_ms\":%.17g,"
         "\"kernels\":[", i ? "," : "", hex, (unsigned long long)all[i].count, eager[i], graph[i]);
     int first = 1;
-    for (uint32_t j = 0; all[i].sigs && j < all[i].nops; j++) {
-      const grape_op_sig_t* s = &all[i].sigs[j];
-      if (s->kind != GRAPE_OP_KERNEL)
+    for (uint32_t j = 0; j < all[i].nops; j++) {
+      const grape_op_key_t* key = &all[i].keys[j];
+      const grape_op_dims_t* s = &all[i].dims[j];
+      if (key->kind != GRAPE_OP_KERNEL)
         continue;
       put(b, "%s{\"name\":", first ? "" : ",");
-      const char* name = name_of(names, s->func);
+      const char* name = name_of(names, key->func);
       if (name)
         put_json_str(b, name);
       else
         put(b, "null");
       put(b, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem\":%u,\"ms\":%.17g}", s->grid[0],
           s->grid[1], s->grid[2], s->block[0], s->block[1], s->block[2], s->shmem,
-          kernel_ms(&p, s));
+          kernel_ms(&p, key, s));
       first = 0;
     }
     put(b, "]}");
@@ -359,9 +369,6 @@ char* grape__report_json(void) {
   buf_t b = {malloc(4096), 0, 4096, 0};
   if (b.p == NULL)
     return NULL;
-  long total = 0;
-  for (int r = 0; r < GRAPE_ROUTE_COUNT; r++)
-    total += __atomic_load_n(&grape__counters.launches[r], __ATOMIC_RELAXED);
   char comm[64];
   command_name(comm, sizeof(comm));
   long rank = process_rank();
@@ -375,47 +382,61 @@ char* grape__report_json(void) {
   put(&b, ",\"command\":");
   put_json_str(&b, comm);
   put(&b, ",\"mode\":\"%s\",", mode_names[grape__mode]);
-  grape_rec_stats_t st;
   long want = grape__option_get(grape_option_top_paths);
   size_t ntop = want > 0 ? (size_t)want : 0;
+  grape_gc_t* cache = grape__gc();
+  grape_gc_stats_t st;
+  memset(&st, 0, sizeof(st));
+  if (cache != NULL)
+    grape_gc_stats(cache, &st);
   /* Predicting needs every path (the totals); the top ones come first. */
   const grape_gpu_spec_t* gpu = predict_gpu();
   int predict_on = grape__option_str(grape_option_predict_gpu) != NULL &&
                    *grape__option_str(grape_option_predict_gpu) != '\0';
   size_t nall = ntop;
-  if (gpu != NULL) {
-    grape_path_info_t none;
-    grape__rec_stats(&st, &none, 0);
-    if (st.paths > nall)
-      nall = (size_t)st.paths;
-  }
-  grape_path_info_t* top = nall ? calloc(nall, sizeof(*top)) : NULL;
-  size_t got = grape__rec_stats(&st, top, top ? nall : 0);
+  if (gpu != NULL && st.paths > nall)
+    nall = (size_t)st.paths;
+  grape_gc_path_t* top = nall && cache ? calloc(nall, sizeof(*top)) : NULL;
+  size_t got = top ? grape_gc_top(cache, top, nall) : 0;
   size_t k = got < ntop ? got : ntop;
   double* pred = gpu != NULL && got ? calloc(2 * got, sizeof(*pred)) : NULL;
+  grape_counters_t cnt;
+  grape__counters_sum(&cnt);
   uint64_t c[C_COUNT] = {0};
-  c[C_launches] = (uint64_t)total;
-  c[C_launches_captured] = (uint64_t)__atomic_load_n(&grape__counters.captured, __ATOMIC_RELAXED);
-  c[C_launches_without_layout] =
-      (uint64_t)__atomic_load_n(&grape__counters.param_unknown, __ATOMIC_RELAXED);
+  for (int r = 0; r < GRAPE_ROUTE_COUNT; r++)
+    c[C_launches] += (uint64_t)cnt.launches[r];
+  c[C_launches_captured] = (uint64_t)cnt.captured;
+  c[C_launches_without_layout] = (uint64_t)cnt.param_unknown;
   c[C_regions] = st.regions;
   c[C_paths] = st.paths;
   c[C_ops] = st.ops;
   c[C_fingerprint_collisions] = st.collisions;
   c[C_allocations_live] = grape__alloc_count();
+  c[C_graph_keys] = st.graph_keys;
+  c[C_graph_hits] = st.graph_hits;
+  c[C_graph_misses] = st.graph_misses;
+  c[C_graphs_built] = st.graphs_built;
+  c[C_graphs_evicted] = st.graphs_evicted;
+  c[C_graph_build_failures] = st.build_failures;
+  c[C_node_updates] = st.node_updates;
+  c[C_graph_launches] = st.graph_launches;
+  c[C_eager_ops] = st.eager_ops;
+  c[C_submission_calls] = (uint64_t)cnt.submissions + st.submissions;
+  c[C_est_graph_bytes] = st.graph_bytes;
 #define PUT_COUNTER(name, doc) put(&b, "\"" #name "\":%llu,", (unsigned long long)c[C_##name]);
   GRAPE_REPORT_COUNTERS(PUT_COUNTER)
-  put(&b, "\"launches_by_route\":{");
+  put(&b, "\"held_ops_flushed_eager\":{");
+  for (int i = 0; i < GRAPE_GC_CAUSES; i++)
+    put(&b, "%s\"%s\":%llu", i ? "," : "", cause_names[i], (unsigned long long)st.flushed[i]);
+  put(&b, "},\"launches_by_route\":{");
   for (int r = 0; r < GRAPE_ROUTE_COUNT; r++)
-    put(&b, "%s\"%s\":%ld", r ? "," : "", route_names[r],
-        __atomic_load_n(&grape__counters.launches[r], __ATOMIC_RELAXED));
+    put(&b, "%s\"%s\":%ld", r ? "," : "", route_names[r], cnt.launches[r]);
   put(&b, "},\"api_calls\":{");
   int first = 1;
   for (int h = 0; h < GRAPE_HOOK_COUNT; h++) {
-    long n = __atomic_load_n(&grape__counters.api_calls[h], __ATOMIC_RELAXED);
-    if (n == 0)
+    if (cnt.api_calls[h] == 0)
       continue;
-    put(&b, "%s\"%s\":%ld", first ? "" : ",", grape__hooks[h].name, n);
+    put(&b, "%s\"%s\":%ld", first ? "" : ",", grape__hooks[h].name, cnt.api_calls[h]);
     first = 0;
   }
   put(&b, "},");
@@ -434,13 +455,19 @@ char* grape__report_json(void) {
   for (size_t i = 0; i < k; i++) {
     char hex[17];
     grape__fp_hex(top[i].fp, hex);
-    put(&b, "%s{\"fingerprint\":\"%s\",\"ops\":%u,\"count\":%llu,\"kernels\":[", i ? "," : "", hex,
-        top[i].nops, (unsigned long long)top[i].count);
+    char khex[17];
+    grape__fp_hex(top[i].keyfp, khex);
+    put(&b, "%s{\"fingerprint\":\"%s\",\"graph_key\":\"%s\",\"ops\":%u,\"count\":%llu,"
+        "\"graph_hits\":%llu,\"ran_as\":\"%s\",\"why\":",
+        i ? "," : "", hex, khex, top[i].nops, (unsigned long long)top[i].count,
+        (unsigned long long)top[i].key_hits, top[i].way == GRAPE_GC_WAY_GRAPH ? "graph" : "eager");
+    put_json_str(&b, top[i].why);
+    put(&b, ",\"kernels\":[");
     /* The first 16 ops name the path; longer ones end with "...". */
-    for (uint32_t j = 0; j < top[i].nops && j < 16 && top[i].sigs; j++) {
+    for (uint32_t j = 0; j < top[i].nops && j < 16; j++) {
       if (j)
         put(&b, ",");
-      put_op_name(&b, &names, &top[i].sigs[j]);
+      put_op_name(&b, &names, &top[i].keys[j]);
     }
     if (top[i].nops > 16)
       put(&b, ",\"...\"");

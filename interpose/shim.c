@@ -11,20 +11,86 @@
 #include "internal.h"
 
 #include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "allocmap.h"
-#include "real.h"
 #include "funcinfo.h"
-#include "recorder.h"
+#include "graph.h"
+#include "real.h"
 #include "report.h"
+#include "streams.h"
 #include "grape/grape.h"
 
 int grape__state = GRAPE_STATE_UNINIT;
 int grape__mode = GRAPE_MODE_OBSERVE;
 __thread int grape__depth __attribute__((tls_model("initial-exec")));
-grape_counters_t grape__counters;
 int grape__captures;
+
+/* ---- Per-thread counters (internal.h) ---- */
+
+__thread grape_counters_t* grape__counters_tls __attribute__((tls_model("initial-exec")));
+static grape_counters_t* counter_blocks;       /* every block made (never freed) */
+static grape_counters_t exited;                /* the counts of threads that exited */
+static grape_counters_t shared_fallback;       /* when a block cannot be allocated */
+static pthread_mutex_t counters_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t counters_key;
+static pthread_once_t counters_once = PTHREAD_ONCE_INIT;
+
+static void add_counts(grape_counters_t* to, const grape_counters_t* from) {
+  const long* f = (const long*)from;
+  long* t = (long*)to;
+  for (size_t i = 0; i < offsetof(grape_counters_t, next) / sizeof(long); i++)
+    t[i] += __atomic_load_n(&f[i], __ATOMIC_RELAXED);
+}
+
+/* A thread exits: its counts join the total and its block is free for the
+ * next thread. */
+static void counters_thread_exit(void* arg) {
+  grape_counters_t* c = arg;
+  pthread_mutex_lock(&counters_lock);
+  add_counts(&exited, c);
+  memset(c, 0, offsetof(grape_counters_t, next));
+  c->in_use = 0;
+  pthread_mutex_unlock(&counters_lock);
+  grape__counters_tls = NULL;
+}
+
+static void counters_key_make(void) {
+  pthread_key_create(&counters_key, counters_thread_exit);
+}
+
+grape_counters_t* grape__counters_slow(void) {
+  pthread_once(&counters_once, counters_key_make);
+  pthread_mutex_lock(&counters_lock);
+  grape_counters_t* c = counter_blocks;
+  while (c != NULL && c->in_use)
+    c = c->next;
+  if (c == NULL && (c = calloc(1, sizeof(*c))) != NULL) {
+    c->next = counter_blocks;
+    counter_blocks = c;
+  }
+  if (c != NULL)
+    c->in_use = 1;
+  pthread_mutex_unlock(&counters_lock);
+  if (c == NULL)
+    return &shared_fallback;
+  pthread_setspecific(counters_key, c);
+  grape__counters_tls = c;
+  return c;
+}
+
+void grape__counters_sum(grape_counters_t* out) {
+  memset(out, 0, sizeof(*out));
+  pthread_mutex_lock(&counters_lock);
+  add_counts(out, &exited);
+  add_counts(out, &shared_fallback);
+  for (grape_counters_t* c = counter_blocks; c != NULL; c = c->next)
+    if (c->in_use)
+      add_counts(out, c);
+  pthread_mutex_unlock(&counters_lock);
+}
 
 int grape__stream_capturing(const void* stream, int ptds) {
   typedef CUresult (*is_capturing_fn)(CUstream, CUstreamCaptureStatus*);
@@ -57,10 +123,6 @@ static void register_atfork(void) {
 
 static void do_init(void) {
   int mode = (int)grape__option_get(grape_option_mode);
-  if (mode == GRAPE_MODE_GRAPH) {
-    grape_log_warn("GRAPE_MODE=graph is not implemented yet; running as observe");
-    mode = GRAPE_MODE_OBSERVE;
-  }
   grape__mode = mode;
   pthread_once(&atfork_once, register_atfork);
   if (grape__log_level() >= GRAPE_LOG_INFO) {
@@ -83,9 +145,15 @@ void grape__disable(const char* why) {
 }
 
 void grape__reset_child(void) {
-  memset(&grape__counters, 0, sizeof(grape__counters));
+  /* Only this thread lives on in the child: the other blocks are forgotten. */
+  counter_blocks = NULL;
+  memset(&exited, 0, sizeof(exited));
+  memset(&shared_fallback, 0, sizeof(shared_fallback));
+  pthread_mutex_init(&counters_lock, NULL);
+  grape__counters_tls = NULL;
   grape__captures = 0;
-  grape__rec_reset(0);
+  grape__graph_reset_child();
+  grape__streams_reset(0);
   grape__func_reset(0);
   grape__alloc_reset(0);
   grape__log_reset();
@@ -100,7 +168,7 @@ __attribute__((destructor)) static void grape_dtor(void) {
   if (grape__state == GRAPE_STATE_UNINIT)
     return;
   grape__depth++;   /* CUDA libraries tearing down must not re-enter the recorder */
-  grape__rec_end_all();
+  grape__flush_all();
   grape__report_write();
 }
 

@@ -38,13 +38,13 @@
   X(submission_calls, "driver submissions: launches, graph launches, node updates, memsets, copies") \
   X(est_graph_bytes, "estimated device memory of the cached executable graphs")
 
-/* Members of "held_ops_flushed_eager": why held ops were submitted one by one. */
+/* Members of "held_ops_flushed_eager": why held ops were submitted one by one
+ * (in the order of graphcache/cache.h's grape_gc_cause_t). */
 #define GRAPE_REPORT_FLUSH_CAUSES(X)                                                  \
   X(divergence, "the region left the known path")                                    \
   X(watchdog, "held longer than GRAPE_FLUSH_US")                                     \
   X(invalid_launch, "a launch outside its function's limits, submitted on its own") \
   X(no_graph, "the region ended on a path prefix with no graph of its own")          \
-  X(not_paying, "replaying the key costs more than eager launches")                  \
   X(graph_failed, "a graph update or launch failed")
 
 /* Members of "launches_by_route": how the program reached the driver. */

@@ -1,0 +1,60 @@
+/* The ops of one open region (see region.h). */
+#include "region.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* Grows one per-op array to ncap elements of size sz; NULL on failure (the
+ * old array stays valid). */
+static void* grow(void* p, uint32_t ncap, size_t sz) {
+  return realloc(p, (size_t)ncap * sz);
+}
+
+int grape__region_reserve(grape_region_t* r, size_t max_bytes) {
+  if (r->nops == r->cap) {
+    uint32_t ncap = r->cap ? r->cap * 2 : 64;
+    void* k = grow(r->keys, ncap, sizeof(*r->keys));
+    if (k == NULL)
+      return -ENOMEM;
+    r->keys = k;
+    void* d = grow(r->dims, ncap, sizeof(*r->dims));
+    if (d == NULL)
+      return -ENOMEM;
+    r->dims = d;
+    void* f = grow(r->fns, ncap, sizeof(*r->fns));
+    if (f == NULL)
+      return -ENOMEM;
+    r->fns = f;
+    void* o = grow(r->poff, ncap, sizeof(*r->poff));
+    if (o == NULL)
+      return -ENOMEM;
+    r->poff = o;
+    r->cap = ncap;   /* only once every array has the new size */
+  }
+  if (r->plen + max_bytes > r->pcap) {
+    size_t ncap = r->pcap ? r->pcap * 2 : 4096;
+    while (ncap < r->plen + max_bytes)
+      ncap *= 2;
+    uint8_t* p = realloc(r->params, ncap);
+    if (p == NULL)
+      return -ENOMEM;
+    r->params = p;
+    r->pcap = ncap;
+  }
+  return 0;
+}
+
+void grape__region_clear(grape_region_t* r) {
+  r->nops = 0;
+  r->plen = 0;
+  r->held = 0;
+}
+
+void grape__region_free(grape_region_t* r) {
+  free(r->keys);
+  free(r->dims);
+  free(r->fns);
+  free(r->poff);
+  free(r->params);
+  *r = (grape_region_t){0};
+}

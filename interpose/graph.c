@@ -1,0 +1,713 @@
+/* Graph mode's side of the shim (see graph.h for the design).
+ *
+ * Lock order: the stream table's mutex, then a stream's spinlock, then the
+ * holding list's mutex or the cache's mutex. The watchdog takes the holding
+ * list's mutex only to copy the list, then each stream's lock on its own. */
+#include "graph.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+#include "log.h"
+#include "options.h"
+#include "real.h"
+
+/* ---- The real driver behind the cache ---- */
+
+typedef struct real_s {
+  CUresult (*graph_create)(CUgraph*, unsigned);
+  CUresult (*add_kernel)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_KERNEL_NODE_PARAMS*);
+  CUresult (*add_memset)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_MEMSET_NODE_PARAMS*, CUcontext);
+  CUresult (*add_memcpy)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_MEMCPY3D*, CUcontext);
+  CUresult (*instantiate)(CUgraphExec*, CUgraph, unsigned long long);
+  CUresult (*graph_destroy)(CUgraph);
+  CUresult (*exec_destroy)(CUgraphExec);
+  CUresult (*set_kernel)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*);
+  CUresult (*set_memset)(CUgraphExec, CUgraphNode, const CUDA_MEMSET_NODE_PARAMS*, CUcontext);
+  CUresult (*set_memcpy)(CUgraphExec, CUgraphNode, const CUDA_MEMCPY3D*, CUcontext);
+  CUresult (*launch)(CUgraphExec, CUstream);
+  CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                            unsigned, CUstream, void**, void**);
+  CUresult (*launch_kernel_ex)(const CUlaunchConfig*, CUfunction, void**, void**);
+  CUresult (*node_set_attr)(CUgraphNode, CUkernelNodeAttrID, const CUkernelNodeAttrValue*);
+  CUresult (*memset8)(CUdeviceptr, unsigned char, size_t, CUstream);
+  CUresult (*memset16)(CUdeviceptr, unsigned short, size_t, CUstream);
+  CUresult (*memset32)(CUdeviceptr, unsigned int, size_t, CUstream);
+  CUresult (*memcpy_dtod)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*ctx_get)(CUcontext*);
+  CUresult (*ctx_set)(CUcontext);
+  CUresult (*ctx_device)(CUdevice*);
+  CUresult (*stream_flags)(CUstream, unsigned*);
+  CUresult (*func_attr)(int*, CUfunction_attribute, CUfunction);
+  CUresult (*kernel_attr)(int*, CUfunction_attribute, CUkernel, CUdevice);
+  CUresult (*device_attr)(int*, CUdevice_attribute, CUdevice);
+} real_t;
+
+static real_t real;
+static int real_state;   /* 0 unresolved, 1 complete, -1 something missing (no graphs) */
+static pthread_mutex_t real_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#define REAL_ROW(field, name) {(void**)&real.field, name}
+static int resolve_real(void) {
+  int st = __atomic_load_n(&real_state, __ATOMIC_ACQUIRE);
+  if (st != 0)
+    return st;
+  pthread_mutex_lock(&real_lock);
+  if (real_state == 0) {
+    const struct {
+      void** slot;
+      const char* name;
+    } rows[] = {
+      REAL_ROW(graph_create, "cuGraphCreate"),       REAL_ROW(add_kernel, "cuGraphAddKernelNode_v2"),
+      REAL_ROW(add_memset, "cuGraphAddMemsetNode"),  REAL_ROW(add_memcpy, "cuGraphAddMemcpyNode"),
+      REAL_ROW(instantiate, "cuGraphInstantiateWithFlags"),
+      REAL_ROW(graph_destroy, "cuGraphDestroy"),     REAL_ROW(exec_destroy, "cuGraphExecDestroy"),
+      REAL_ROW(set_kernel, "cuGraphExecKernelNodeSetParams_v2"),
+      REAL_ROW(set_memset, "cuGraphExecMemsetNodeSetParams"),
+      REAL_ROW(set_memcpy, "cuGraphExecMemcpyNodeSetParams"),
+      REAL_ROW(launch, "cuGraphLaunch"),             REAL_ROW(launch_kernel, "cuLaunchKernel"),
+      REAL_ROW(launch_kernel_ex, "cuLaunchKernelEx"),
+      REAL_ROW(node_set_attr, "cuGraphKernelNodeSetAttribute"),
+      REAL_ROW(memset8, "cuMemsetD8Async"),          REAL_ROW(memset16, "cuMemsetD16Async"),
+      REAL_ROW(memset32, "cuMemsetD32Async"),        REAL_ROW(memcpy_dtod, "cuMemcpyDtoDAsync_v2"),
+      REAL_ROW(ctx_get, "cuCtxGetCurrent"),          REAL_ROW(ctx_set, "cuCtxSetCurrent"),
+      REAL_ROW(ctx_device, "cuCtxGetDevice"),        REAL_ROW(stream_flags, "cuStreamGetFlags"),
+      REAL_ROW(func_attr, "cuFuncGetAttribute"),     REAL_ROW(kernel_attr, "cuKernelGetAttribute"),
+      REAL_ROW(device_attr, "cuDeviceGetAttribute"),
+    };
+    st = 1;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+      *rows[i].slot = grape__real_driver(rows[i].name);
+      if (*rows[i].slot == NULL) {
+        grape_log_warn("graph mode needs %s, which the driver does not have; running as observe",
+                       rows[i].name);
+        st = -1;
+        break;
+      }
+    }
+    __atomic_store_n(&real_state, st, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&real_lock);
+  return real_state;
+}
+
+/* CUDA_KERNEL_NODE_PARAMS of a kernel op: its packed parameter block as the
+ * 'extra' buffer, so no per-parameter pointers are needed. */
+typedef struct kernel_args_s {
+  CUDA_KERNEL_NODE_PARAMS p;
+  void* extra[5];
+  size_t size;
+} kernel_args_t;
+
+static void kernel_args(const grape_gc_op_t* op, CUcontext ctx, kernel_args_t* a) {
+  memset(&a->p, 0, sizeof(a->p));
+  if (op->flags & GRAPE_SIG_CUKERNEL) {
+    a->p.kern = (CUkernel)op->fn;
+    a->p.ctx = ctx;
+  } else {
+    a->p.func = (CUfunction)op->fn;
+  }
+  a->p.gridDimX = op->dims->grid[0];
+  a->p.gridDimY = op->dims->grid[1];
+  a->p.gridDimZ = op->dims->grid[2];
+  a->p.blockDimX = op->dims->block[0];
+  a->p.blockDimY = op->dims->block[1];
+  a->p.blockDimZ = op->dims->block[2];
+  a->p.sharedMemBytes = op->dims->shmem;
+  a->size = op->param_bytes;
+  a->extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
+  a->extra[1] = (void*)op->params;
+  a->extra[2] = CU_LAUNCH_PARAM_BUFFER_SIZE;
+  a->extra[3] = &a->size;
+  a->extra[4] = CU_LAUNCH_PARAM_END;
+  a->p.extra = a->size ? a->extra : NULL;
+}
+
+static CUDA_MEMSET_NODE_PARAMS memset_args(const grape_gc_op_t* op) {
+  grape_memset_params_t m;
+  memcpy(&m, op->params, sizeof(m));
+  return (CUDA_MEMSET_NODE_PARAMS){.dst = m.dst, .pitch = 0, .value = m.value,
+                                   .elementSize = m.esize, .width = m.count, .height = 1};
+}
+
+static CUDA_MEMCPY3D memcpy_args(const grape_gc_op_t* op) {
+  grape_memcpy_params_t m;
+  memcpy(&m, op->params, sizeof(m));
+  CUDA_MEMCPY3D c;
+  memset(&c, 0, sizeof(c));
+  c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.srcDevice = m.src;
+  c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.dstDevice = m.dst;
+  c.WidthInBytes = m.bytes;
+  c.Height = 1;
+  c.Depth = 1;
+  return c;
+}
+
+/* The context the cache's calls run under: the calling thread's. */
+static CUcontext current_ctx(void) {
+  CUcontext c = NULL;
+  real.ctx_get(&c);
+  return c;
+}
+
+static int d_graph_create(void* self, void** g) {
+  (void)self;
+  return real.graph_create((CUgraph*)g, 0);
+}
+
+static int d_graph_add(void* self, void** node, void* graph, void* after, const grape_gc_op_t* op) {
+  (void)self;
+  CUgraphNode dep = after;
+  size_t ndeps = after != NULL;
+  switch (op->kind) {
+  case GRAPE_OP_KERNEL: {
+    kernel_args_t a;
+    kernel_args(op, current_ctx(), &a);
+    CUresult r = real.add_kernel((CUgraphNode*)node, graph, &dep, ndeps, &a.p);
+    /* Its launch attributes go on the node (a key's are fixed: never updated). */
+    const CUlaunchAttribute* at = (const void*)((const uint8_t*)op->params + op->param_bytes);
+    for (size_t i = 0; r == CUDA_SUCCESS && i < op->attrs_bytes / sizeof(*at); i++)
+      if (at[i].id != CU_LAUNCH_ATTRIBUTE_IGNORE)
+        r = real.node_set_attr(*node, (CUkernelNodeAttrID)at[i].id, (const CUkernelNodeAttrValue*)&at[i].value);
+    return r;
+  }
+  case GRAPE_OP_MEMSET: {
+    CUDA_MEMSET_NODE_PARAMS m = memset_args(op);
+    return real.add_memset((CUgraphNode*)node, graph, &dep, ndeps, &m, current_ctx());
+  }
+  default: {
+    CUDA_MEMCPY3D m = memcpy_args(op);
+    return real.add_memcpy((CUgraphNode*)node, graph, &dep, ndeps, &m, current_ctx());
+  }
+  }
+}
+
+static int d_instantiate(void* self, void** exec, void* graph) {
+  (void)self;
+  return real.instantiate((CUgraphExec*)exec, graph, 0);
+}
+
+static int d_graph_destroy(void* self, void* g) {
+  (void)self;
+  return real.graph_destroy(g);
+}
+
+static int d_exec_destroy(void* self, void* e) {
+  (void)self;
+  return real.exec_destroy(e);
+}
+
+static int d_exec_update(void* self, void* exec, void* node, const grape_gc_op_t* op) {
+  (void)self;
+  switch (op->kind) {
+  case GRAPE_OP_KERNEL: {
+    kernel_args_t a;
+    kernel_args(op, current_ctx(), &a);
+    return real.set_kernel(exec, node, &a.p);
+  }
+  case GRAPE_OP_MEMSET: {
+    CUDA_MEMSET_NODE_PARAMS m = memset_args(op);
+    return real.set_memset(exec, node, &m, current_ctx());
+  }
+  default: {
+    CUDA_MEMCPY3D m = memcpy_args(op);
+    return real.set_memcpy(exec, node, &m, current_ctx());
+  }
+  }
+}
+
+static int d_exec_launch(void* self, void* exec, void* stream) {
+  (void)self;
+  return real.launch(exec, stream);
+}
+
+static int d_submit(void* self, const grape_gc_op_t* op, void* stream) {
+  (void)self;
+  switch (op->kind) {
+  case GRAPE_OP_KERNEL: {
+    kernel_args_t a;
+    kernel_args(op, NULL, &a);
+    const grape_op_dims_t* d = op->dims;
+    if (op->attrs_bytes) {
+      CUlaunchConfig c = {d->grid[0], d->grid[1], d->grid[2], d->block[0], d->block[1], d->block[2],
+                          d->shmem, stream,
+                          (CUlaunchAttribute*)((const uint8_t*)op->params + op->param_bytes),
+                          op->attrs_bytes / (unsigned)sizeof(CUlaunchAttribute)};
+      return real.launch_kernel_ex(&c, (CUfunction)op->fn, NULL, a.p.extra);
+    }
+    return real.launch_kernel((CUfunction)op->fn, d->grid[0], d->grid[1], d->grid[2], d->block[0],
+                              d->block[1], d->block[2], d->shmem, stream, NULL, a.p.extra);
+  }
+  case GRAPE_OP_MEMSET: {
+    grape_memset_params_t m;
+    memcpy(&m, op->params, sizeof(m));
+    if (m.esize == 4)
+      return real.memset32(m.dst, m.value, m.count, stream);
+    if (m.esize == 2)
+      return real.memset16(m.dst, (unsigned short)m.value, m.count, stream);
+    return real.memset8(m.dst, (unsigned char)m.value, m.count, stream);
+  }
+  default: {
+    grape_memcpy_params_t m;
+    memcpy(&m, op->params, sizeof(m));
+    return real.memcpy_dtod(m.dst, m.src, m.bytes, stream);
+  }
+  }
+}
+
+static const grape_gc_driver_t driver_table = {NULL,          d_graph_create, d_graph_add,
+                                               d_instantiate, d_graph_destroy, d_exec_destroy,
+                                               d_exec_update, d_exec_launch,   d_submit};
+
+/* ---- The cache ---- */
+
+static grape_gc_t* cache;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static int graphs_on;   /* graph mode, and the driver has what it needs */
+
+static void note_to_log(const char* msg) {
+  grape_log_warn("%s", msg);
+}
+
+/* Host costs behind "replay only where it pays" (ns): a launch's driver call,
+ * a graph launch, a node update; defaults from published measurements, see
+ * docs/design.md. */
+#define COST_LAUNCH_NS 2500.0
+#define COST_GRAPH_LAUNCH_NS 2500.0
+#define COST_UPDATE_NS 1000.0
+
+static long option_at_least(grape_option_t o, long lo) {
+  long v = grape__option_get(o);
+  return v < lo ? lo : v;
+}
+
+grape_gc_t* grape__gc(void) {
+  grape_gc_t* c = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
+  if (__builtin_expect(c != NULL, 1))
+    return c;
+  pthread_mutex_lock(&cache_lock);
+  if (cache == NULL) {
+    int graphs = grape__mode == GRAPE_MODE_GRAPH;
+    GRAPE_NO_REENTRY(graphs = graphs && resolve_real() == 1);
+    grape_gc_config_t cfg = {
+      .sz = sizeof(cfg),
+      .graphs = graphs,
+      .warmup = option_at_least(grape_option_warmup, 1),
+      .min_ops = option_at_least(grape_option_min_ops, 1),
+      .variants = option_at_least(grape_option_variants, 1),
+      .max_graphs = option_at_least(grape_option_cache_graphs, 1),
+      .max_bytes = (uint64_t)option_at_least(grape_option_cache_mb, 1) << 20,
+      .launch_ns = COST_LAUNCH_NS,
+      .graph_launch_ns = COST_GRAPH_LAUNCH_NS,
+      .update_ns = COST_UPDATE_NS,
+      .recheck = 64,
+      .note = note_to_log,
+    };
+    grape_gc_t* made = NULL;
+    if (grape_gc_create(&cfg, graphs ? &driver_table : NULL, &made) != 0)
+      grape_log_warn_once("out of memory: regions and paths go unrecorded");
+    graphs_on = graphs && made != NULL;
+    /* Held work is submitted, and executables destroyed, while the driver is
+     * still there: atexit handlers run before library destructors. */
+    if (graphs_on)
+      atexit(grape__graph_exit);
+    __atomic_store_n(&cache, made, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&cache_lock);
+  return cache;
+}
+
+/* ---- Streams: their kind and handle ---- */
+
+static void stream_classify(grape_stream_t* s) {
+  if (s->kind != GRAPE_STREAM_UNKNOWN)
+    return;
+  if (s->key == GRAPE_STREAM_LEGACY_KEY) {
+    s->kind = GRAPE_STREAM_LEGACY;
+    s->handle = CU_STREAM_LEGACY;
+    return;
+  }
+  if (grape__stream_key_is_per_thread(s->key)) {
+    s->kind = GRAPE_STREAM_PER_THREAD;
+    return;
+  }
+  s->handle = (void*)s->key;
+  unsigned flags = 0;
+  CUresult rc = CUDA_ERROR_NOT_FOUND;
+  if (resolve_real() == 1)
+    GRAPE_NO_REENTRY(rc = real.stream_flags((CUstream)s->handle, &flags));
+  /* A stream the driver does not know (yet) is treated as blocking and held
+   * never: the shim cannot be sure of its ordering. */
+  s->kind = rc != CUDA_SUCCESS ? GRAPE_STREAM_PER_THREAD
+            : (flags & CU_STREAM_NON_BLOCKING) ? GRAPE_STREAM_NON_BLOCKING
+                                               : GRAPE_STREAM_BLOCKING;
+}
+
+const grape_gc_node_t* grape__hold_start(grape_stream_t* s) {
+  if (!graphs_on)
+    return NULL;
+  stream_classify(s);
+  if (s->kind == GRAPE_STREAM_PER_THREAD)
+    return NULL;
+  return grape_gc_root(cache);
+}
+
+/* ---- Streams that hold ops ---- */
+
+int grape__holding;
+static int holding_legacy, holding_blocking;
+static grape_stream_t* hold_head;
+static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static void watchdog_wake(void);
+
+static void hold_list_add(grape_stream_t* s) {
+  pthread_mutex_lock(&hold_lock);
+  if (!s->on_hold_list) {
+    s->on_hold_list = 1;
+    s->hold_prev = NULL;
+    s->hold_next = hold_head;
+    if (hold_head != NULL)
+      hold_head->hold_prev = s;
+    hold_head = s;
+    if (s->kind == GRAPE_STREAM_LEGACY)
+      __atomic_add_fetch(&holding_legacy, 1, __ATOMIC_RELAXED);
+    else if (s->kind == GRAPE_STREAM_BLOCKING)
+      __atomic_add_fetch(&holding_blocking, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&grape__holding, 1, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&hold_lock);
+}
+
+static void hold_list_remove(grape_stream_t* s) {
+  pthread_mutex_lock(&hold_lock);
+  if (s->on_hold_list) {
+    s->on_hold_list = 0;
+    if (s->hold_prev != NULL)
+      s->hold_prev->hold_next = s->hold_next;
+    else
+      hold_head = s->hold_next;
+    if (s->hold_next != NULL)
+      s->hold_next->hold_prev = s->hold_prev;
+    if (s->kind == GRAPE_STREAM_LEGACY)
+      __atomic_sub_fetch(&holding_legacy, 1, __ATOMIC_RELAXED);
+    else if (s->kind == GRAPE_STREAM_BLOCKING)
+      __atomic_sub_fetch(&holding_blocking, 1, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&grape__holding, 1, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&hold_lock);
+}
+
+void grape__hold_begun(grape_stream_t* s) {
+  if (s->ctx == NULL)
+    GRAPE_NO_REENTRY(s->ctx = current_ctx());
+  hold_list_add(s);
+  watchdog_wake();
+}
+
+/* The streams on the holding list that match want (a kind, or -1: all). */
+static size_t holders(grape_stream_t** out, size_t cap, int want) {
+  size_t n = 0;
+  pthread_mutex_lock(&hold_lock);
+  for (grape_stream_t* s = hold_head; s != NULL && n < cap; s = s->hold_next)
+    if (want < 0 || s->kind == want)
+      out[n++] = s;
+  pthread_mutex_unlock(&hold_lock);
+  return n;
+}
+
+/* ---- Flushing ---- */
+
+int grape__flush_held_locked(grape_stream_t* s, grape_gc_cause_t cause) {
+  int ended = 0;
+  if (s->region.held > 0) {
+    int err = 0;
+    GRAPE_NO_REENTRY(ended = grape_gc_flush(cache, &s->region, s->handle, cause,
+                                            grape__hold_start(s), &err) == 1);
+    if (err != 0)
+      grape__note_flush_error(err);
+    s->chunks += ended;
+  } else {
+    s->region.cur = NULL;
+  }
+  if (s->on_hold_list)
+    hold_list_remove(s);
+  return ended;
+}
+
+void grape__end_locked(grape_stream_t* s) {
+  grape_gc_t* c = grape__gc();
+  if (c != NULL && s->region.nops > 0) {
+    int err = 0;
+    if (s->region.held > 0)
+      stream_classify(s);   /* it held, so it is classified: this is cheap */
+    GRAPE_NO_REENTRY(grape_gc_end(c, &s->region, s->handle, grape__hold_start(s), &err));
+    if (err != 0)
+      grape__note_flush_error(err);
+  } else {
+    grape__region_clear(&s->region);
+    s->region.cur = c != NULL ? grape__hold_start(s) : NULL;
+  }
+  s->chunks++;
+  if (s->on_hold_list)
+    hold_list_remove(s);
+}
+
+static void flush_one(grape_stream_t* s) {
+  spin_lock(&s->lock);
+  grape__end_locked(s);
+  spin_unlock(&s->lock);
+}
+
+void grape__order_slow(uintptr_t key) {
+  grape_stream_t* s = grape__stream_of(key);
+  if (s == NULL)
+    return;
+  if (s->kind == GRAPE_STREAM_UNKNOWN) {
+    spin_lock(&s->lock);
+    stream_classify(s);
+    spin_unlock(&s->lock);
+  }
+  grape_stream_t* list[64];
+  size_t n = 0;
+  if (s->kind == GRAPE_STREAM_LEGACY && __atomic_load_n(&holding_blocking, __ATOMIC_RELAXED) > 0) {
+    /* Every blocking stream's held ops precede the legacy stream's new work. */
+    do {
+      n = holders(list, 64, GRAPE_STREAM_BLOCKING);
+      for (size_t i = 0; i < n; i++)
+        flush_one(list[i]);
+    } while (n == 64);
+  } else if ((s->kind == GRAPE_STREAM_BLOCKING || s->kind == GRAPE_STREAM_PER_THREAD) &&
+             __atomic_load_n(&holding_legacy, __ATOMIC_RELAXED) > 0) {
+    grape_stream_t* legacy = grape__stream_peek(GRAPE_STREAM_LEGACY_KEY);
+    if (legacy != NULL)
+      flush_one(legacy);
+  }
+}
+
+void grape__flush_stream(uintptr_t key) {
+  grape__order_before(key);
+  grape_stream_t* s = grape__stream_of(key);
+  if (s != NULL)
+    flush_one(s);
+}
+
+static void flush_each(grape_stream_t* s, void* arg) {
+  (void)arg;
+  flush_one(s);
+}
+
+void grape__flush_all(void) {
+  grape__streams_each(flush_each, NULL);
+}
+
+void grape__stream_destroyed(uintptr_t key) {
+  grape__flush_stream(key);
+  grape__stream_forget(key);
+}
+
+/* ---- Errors met at flush time ---- */
+
+__thread int grape__pending_error __attribute__((tls_model("initial-exec")));
+int grape__pending_any;
+static int pending_global;
+static __thread int on_watchdog __attribute__((tls_model("initial-exec")));
+
+void grape__note_flush_error(int err) {
+  if (on_watchdog) {
+    int expected = 0;
+    __atomic_compare_exchange_n(&pending_global, &expected, err, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    __atomic_store_n(&grape__pending_any, 1, __ATOMIC_RELEASE);
+  } else if (grape__pending_error == 0) {
+    grape__pending_error = err;
+  }
+}
+
+int grape__pending_take(int r, int peek) {
+  int e = grape__pending_error;
+  if (e == 0 && __atomic_load_n(&grape__pending_any, __ATOMIC_ACQUIRE)) {
+    e = peek ? __atomic_load_n(&pending_global, __ATOMIC_RELAXED)
+             : __atomic_exchange_n(&pending_global, 0, __ATOMIC_RELAXED);
+    if (!peek)
+      __atomic_store_n(&grape__pending_any, 0, __ATOMIC_RELAXED);
+    return r == 0 && e != 0 ? e : r;
+  }
+  if (r != 0 || e == 0)
+    return r;
+  if (!peek)
+    grape__pending_error = 0;
+  return e;
+}
+
+/* ---- Function limits ---- */
+
+static int dev_limits[6];   /* max block x, y, z, grid x, y, z; [0] == 0: unknown */
+
+static int ask_device_limits(void) {
+  static const CUdevice_attribute attrs[6] = {
+    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+    CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,  CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z,
+  };
+  CUdevice dev;
+  int v[6];
+  if (real.ctx_device(&dev) != CUDA_SUCCESS)
+    return -1;
+  for (int i = 0; i < 6; i++)
+    if (real.device_attr(&v[i], attrs[i], dev) != CUDA_SUCCESS)
+      return -1;
+  for (int i = 5; i >= 0; i--)
+    __atomic_store_n(&dev_limits[i], v[i], __ATOMIC_RELAXED);
+  return 0;
+}
+
+/* f's own limits: threads per block and dynamic shared memory (the latter as
+ * raised with cuFuncSetAttribute). Under f's resolve. @return 0 or -1. */
+static int ask_function_limits(grape_func_t* f) {
+  int threads = 0, smem = 0;
+  CUresult a, b;
+  if (f->drv_kernel) {
+    CUdevice dev;
+    if (real.ctx_device(&dev) != CUDA_SUCCESS)
+      return -1;
+    a = real.kernel_attr(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f->drv, dev);
+    b = real.kernel_attr(&smem, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f->drv, dev);
+  } else {
+    a = real.func_attr(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f->drv);
+    b = real.func_attr(&smem, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f->drv);
+  }
+  if (a != CUDA_SUCCESS || b != CUDA_SUCCESS)
+    return -1;
+  f->lim_threads = (uint32_t)threads;
+  f->lim_smem = (uint32_t)smem;
+  return 0;
+}
+
+int grape__launch_fits(grape_func_t* f, const uint32_t grid[3], const uint32_t block[3],
+                       uint32_t shmem) {
+  int st = __atomic_load_n(&f->lim_state, __ATOMIC_ACQUIRE);
+  if (__builtin_expect(st == 0, 0)) {
+    int ok;
+    GRAPE_NO_REENTRY(ok = (dev_limits[0] != 0 || ask_device_limits() == 0) &&
+                          ask_function_limits(f) == 0);
+    st = ok ? 1 : -1;
+    __atomic_store_n(&f->lim_state, st, __ATOMIC_RELEASE);
+  }
+  if (st < 0)
+    return 0;
+  uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
+  for (int i = 0; i < 3; i++)
+    if (block[i] == 0 || grid[i] == 0 || block[i] > (uint32_t)dev_limits[i] ||
+        grid[i] > (uint32_t)dev_limits[3 + i])
+      return 0;
+  return threads <= f->lim_threads && shmem <= f->lim_smem;
+}
+
+void grape__limits_forget(const void* handle) {
+  grape_func_t* f = grape__func_peek(handle);
+  if (f != NULL)
+    __atomic_store_n(&f->lim_state, 0, __ATOMIC_RELEASE);
+}
+
+/* ---- Watchdog ---- */
+
+static pthread_mutex_t wd_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wd_cv = PTHREAD_COND_INITIALIZER;
+static int wd_started;
+
+/* One look: streams that held ops and got no new op since the last look are
+ * flushed, under the context their ops were issued in. */
+static void watchdog_look(void) {
+  grape_stream_t* list[256];
+  size_t n = holders(list, 256, -1);
+  for (size_t i = 0; i < n; i++) {
+    grape_stream_t* s = list[i];
+    spin_lock(&s->lock);
+    if (s->on_hold_list && s->region.held > 0 && s->region.nops == s->wd_nops &&
+        s->chunks == s->wd_chunks) {
+      if (s->ctx != NULL)
+        real.ctx_set(s->ctx);
+      grape__flush_held_locked(s, GRAPE_GC_WATCHDOG);
+    }
+    s->wd_nops = s->region.nops;
+    s->wd_chunks = s->chunks;
+    spin_unlock(&s->lock);
+  }
+}
+
+static void* watchdog_main(void* arg) {
+  (void)arg;
+  grape__depth = 1;   /* its driver calls are the shim's own */
+  on_watchdog = 1;
+  long us = grape__option_get(grape_option_flush_us);
+  if (us < 10)
+    us = 10;
+  struct timespec half = {(us / 2) / 1000000, ((us / 2) % 1000000) * 1000};
+  for (;;) {
+    pthread_mutex_lock(&wd_lock);
+    while (__atomic_load_n(&grape__holding, __ATOMIC_ACQUIRE) == 0)
+      pthread_cond_wait(&wd_cv, &wd_lock);
+    pthread_mutex_unlock(&wd_lock);
+    nanosleep(&half, NULL);
+    watchdog_look();
+  }
+  return NULL;
+}
+
+static void watchdog_wake(void) {
+  pthread_mutex_lock(&wd_lock);
+  if (!wd_started) {
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, watchdog_main, NULL) == 0)
+      wd_started = 1;
+    else
+      grape__disable("cannot start the graph-mode watchdog thread");
+    pthread_attr_destroy(&attr);
+  }
+  pthread_cond_signal(&wd_cv);
+  pthread_mutex_unlock(&wd_lock);
+}
+
+/* ---- Teardown ---- */
+
+void grape__graphs_drop(void) {
+  grape__flush_all();
+  grape_gc_t* c = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
+  if (c != NULL && graphs_on)
+    GRAPE_NO_REENTRY(grape_gc_drop_graphs(c));
+}
+
+void grape__graph_exit(void) {
+  grape_gc_t* c = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
+  if (c == NULL || !graphs_on)
+    return;
+  grape__depth++;   /* the program is exiting: everything below is the shim's own */
+  grape__flush_all();
+  grape_gc_stop(c);
+  grape_gc_drop_graphs(c);
+  grape__depth--;
+}
+
+void grape__graph_reset_child(void) {
+  /* The parent's executables belong to its context and another of its
+   * threads may have held a lock: forget, never free. */
+  cache = NULL;
+  graphs_on = 0;
+  pthread_mutex_init(&cache_lock, NULL);
+  pthread_mutex_init(&hold_lock, NULL);
+  pthread_mutex_init(&wd_lock, NULL);
+  pthread_cond_init(&wd_cv, NULL);
+  wd_started = 0;
+  hold_head = NULL;
+  grape__holding = holding_legacy = holding_blocking = 0;
+  grape__pending_error = 0;
+  grape__pending_any = pending_global = 0;
+}

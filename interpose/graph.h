@@ -1,0 +1,110 @@
+/* Graph mode's side of the shim: holding ops on known paths, the flush points,
+ * and the graph cache behind them.
+ *
+ * DESIGN: graphcache/ decides (paths, keys, executables, replay); this file
+ * gives it the real driver (a function table), the streams (interpose/streams.h)
+ * and the moments: an op is held when its stream's region follows a known path
+ * (grape_gc_step) and the op is one a graph node can carry; everything that
+ * lets the program observe or order stream work flushes first (see the
+ * flush functions below and hooks.def); a watchdog thread flushes what has
+ * been held with no new op for GRAPE_FLUSH_US. Held work is submitted with the
+ * stream handle and context it was issued under, so any thread can flush it;
+ * a per-thread default stream has no handle another thread can use, so its
+ * ops are never held. Observe mode uses the same regions and cache with
+ * graphs off: nothing is held, every region is accounted.
+ *
+ * Errors met at flush time (a failed eager submission of a held op) are kept
+ * per thread (the watchdog's for everyone) and returned by the next call that
+ * reports asynchronous errors: a synchronisation, a query,
+ * cudaGetLastError/cudaPeekAtLastError. */
+#ifndef GRAPE_INTERPOSE_GRAPH_H
+#define GRAPE_INTERPOSE_GRAPH_H
+
+#include <stdint.h>
+
+#include "cuda_types.h"
+#include "funcinfo.h"
+#include "graphcache/cache.h"
+#include "streams.h"
+
+/* The cache (made on first use, from the options). NULL when out of memory. */
+grape_gc_t* grape__gc(void);
+
+/* Where a stream's region starts holding: the trie root in graph mode for a
+ * stream whose ops may be held, else NULL. */
+const grape_gc_node_t* grape__hold_start(grape_stream_t* s);
+
+/* ---- Flush points ---- */
+
+/* Before work is submitted on stream key: the legacy stream's implicit
+ * synchronisation. Work on the legacy stream flushes every blocking stream
+ * that holds ops, and work on a blocking stream flushes the legacy stream
+ * (non-blocking streams are independent). One load when nothing is held. */
+extern int grape__holding;   /* streams holding ops now */
+void grape__order_slow(uintptr_t key);
+static inline void grape__order_before(uintptr_t key) {
+  if (__builtin_expect(__atomic_load_n(&grape__holding, __ATOMIC_RELAXED) > 0, 0))
+    grape__order_slow(key);
+}
+
+/* Ends stream key's region (submitting what it holds first), after the
+ * ordering rules: the point where the host may see the stream's results. */
+void grape__flush_stream(uintptr_t key);
+
+/* Ends every stream's region (a device-wide synchronisation, a free, an
+ * unload...). */
+void grape__flush_all(void);
+
+/* A stream is being destroyed: its region ends and its slot is reclaimed. */
+void grape__stream_destroyed(uintptr_t key);
+
+/* Ends stream s's region; s locked by the caller. */
+void grape__end_locked(grape_stream_t* s);
+
+/* Submits what s holds (s locked): replayed when it is a whole known path
+ * (the chunk then ends: @return 1), else one op at a time, the rest of the
+ * chunk eager (@return 0). */
+int grape__flush_held_locked(grape_stream_t* s, grape_gc_cause_t cause);
+
+/* Registers s, which started holding (s locked). */
+void grape__hold_begun(grape_stream_t* s);
+
+/* ---- Errors met at flush time ---- */
+
+extern __thread int grape__pending_error __attribute__((tls_model("initial-exec")));
+extern int grape__pending_any;   /* set by flushes on other threads (the watchdog) */
+void grape__note_flush_error(int err);
+
+/* The result a reporting call returns: its own r, or the pending error (taken)
+ * when r is success. peek: leave the pending error in place. */
+int grape__pending_take(int r, int peek);
+static inline int grape__report_async(int r) {
+  if (__builtin_expect(grape__pending_error != 0 || __atomic_load_n(&grape__pending_any, __ATOMIC_RELAXED), 0))
+    return grape__pending_take(r, 0);
+  return r;
+}
+
+/* ---- Function limits (a held launch must be one the driver would take) ---- */
+
+/* True when launching f with these dimensions cannot fail on its launch
+ * configuration (block, grid, dynamic shared memory within limits). */
+int grape__launch_fits(grape_func_t* f, const uint32_t grid[3], const uint32_t block[3],
+                       uint32_t shmem);
+
+/* A function's attributes changed (cuFuncSetAttribute & co.): its limits are
+ * asked again. */
+void grape__limits_forget(const void* handle);
+
+/* ---- Teardown ---- */
+
+/* Every executable graph goes (module unload, context destroy); what is held
+ * is submitted first. */
+void grape__graphs_drop(void);
+
+/* Fork child: forgets the cache, the holding list and the watchdog. */
+void grape__graph_reset_child(void);
+
+/* At exit: submits what is held and destroys the executables. */
+void grape__graph_exit(void);
+
+#endif

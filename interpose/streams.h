@@ -1,0 +1,117 @@
+/* Streams as the shim sees them: each stream's open region and what graph
+ * mode needs to know of it.
+ *
+ * DESIGN: a stream key (the CUstream handle; 1 for the legacy stream; a
+ * thread's own tag for its per-thread default stream) maps to one slot in an
+ * open-addressing table. Lookups take no lock: a per-thread cache of the last
+ * stream answers most launches with one compare, and a probe of the current
+ * table the rest. Inserts and removals take the table mutex: a destroyed
+ * stream's slot becomes a tombstone and its slot object goes to a free list
+ * for the next new stream; the table grows by rehashing into a new table
+ * (old ones are kept until exit, since a lookup may still be probing them;
+ * a lookup that misses retries under the mutex). Slot objects are never
+ * freed, only recycled, so a pointer to one stays valid; a generation number
+ * drops the per-thread caches when a slot is recycled.
+ *
+ * Each slot has a spinlock (held for a few dozen instructions per op; only
+ * threads using the same stream contend), its region (graphcache/region.h),
+ * and graph mode's view of it: kind (legacy, per-thread, blocking,
+ * non-blocking: found once from the driver), the handle and context its held
+ * ops are submitted with, and its place on the list of streams that hold ops
+ * (the watchdog's and the legacy-stream rules' list). */
+#ifndef GRAPE_INTERPOSE_STREAMS_H
+#define GRAPE_INTERPOSE_STREAMS_H
+
+#include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graphcache/region.h"
+
+typedef struct grape_spin_s {
+  int taken;
+} grape_spin_t;
+
+static inline void spin_lock(grape_spin_t* l) {
+  while (__atomic_exchange_n(&l->taken, 1, __ATOMIC_ACQUIRE))
+    while (__atomic_load_n(&l->taken, __ATOMIC_RELAXED))
+      sched_yield();
+}
+
+static inline int spin_trylock(grape_spin_t* l) {
+  return !__atomic_exchange_n(&l->taken, 1, __ATOMIC_ACQUIRE);
+}
+
+static inline void spin_unlock(grape_spin_t* l) {
+  __atomic_store_n(&l->taken, 0, __ATOMIC_RELEASE);
+}
+
+#define GRAPE_STREAM_LEGACY_KEY ((uintptr_t)1)
+
+typedef enum grape_stream_kind_e {
+  GRAPE_STREAM_UNKNOWN = 0,    /* not asked yet */
+  GRAPE_STREAM_LEGACY,         /* the legacy NULL stream */
+  GRAPE_STREAM_PER_THREAD,     /* a thread's default stream: never held (see graph.c) */
+  GRAPE_STREAM_BLOCKING,       /* synchronises with the legacy stream */
+  GRAPE_STREAM_NON_BLOCKING,   /* independent of the legacy stream */
+} grape_stream_kind_t;
+
+typedef struct grape_stream_s {
+  grape_spin_t lock;
+  uintptr_t key;
+  grape_region_t region;
+  int kind;                           /* grape_stream_kind_t */
+  void* handle;                       /* CUstream to submit its ops on */
+  void* ctx;                          /* CUcontext of its held ops */
+  struct grape_stream_s* hold_prev;   /* on the holding list (graph.c's lock) */
+  struct grape_stream_s* hold_next;
+  int on_hold_list;
+  uint32_t wd_nops;                   /* the watchdog's last look: ops then */
+  uint64_t chunks;                    /* chunks ended (the watchdog tells them apart) */
+  uint64_t wd_chunks;
+  struct grape_stream_s* free_next;   /* on the free list */
+} grape_stream_t;
+
+/* Key of a stream handle as a call names it: 1 for the legacy stream; for a
+ * per-thread-default-stream call (or CU_STREAM_PER_THREAD), this thread's own
+ * stream. Never 0. */
+uintptr_t grape__stream_key(const void* stream, int ptds);
+
+/* True for this thread's per-thread default stream key. */
+int grape__stream_key_is_per_thread(uintptr_t key);
+
+/* The per-thread cache of the last stream (see the DESIGN note). */
+extern unsigned grape__streams_generation;
+extern __thread uintptr_t grape__streams_cache_key __attribute__((tls_model("initial-exec")));
+extern __thread grape_stream_t* grape__streams_cache_slot __attribute__((tls_model("initial-exec")));
+extern __thread unsigned grape__streams_cache_gen __attribute__((tls_model("initial-exec")));
+
+grape_stream_t* grape__stream_slow(uintptr_t key);
+
+/* The slot of stream key, made on first use. NULL only when out of memory
+ * (the op then goes unrecorded). */
+static inline grape_stream_t* grape__stream_of(uintptr_t key) {
+  if (grape__streams_cache_key == key &&
+      grape__streams_cache_gen == __atomic_load_n(&grape__streams_generation, __ATOMIC_RELAXED))
+    return grape__streams_cache_slot;
+  return grape__stream_slow(key);
+}
+
+/* The slot of key if it has one, without making it. */
+grape_stream_t* grape__stream_peek(uintptr_t key);
+
+/* Reclaims a destroyed stream's slot (the caller ended its region first). */
+void grape__stream_forget(uintptr_t key);
+
+/* Calls fn on every stream's slot, under the table mutex (never call it with
+ * a slot's lock held). */
+void grape__streams_each(void (*fn)(grape_stream_t* s, void* arg), void* arg);
+
+/* Live streams, and the table's size now (tests, the report). */
+size_t grape__streams_count(size_t* capacity);
+
+/* Frees everything (tests), or forgets it without freeing (fork child: other
+ * threads' locks may be held). */
+void grape__streams_reset(int free_memory);
+
+#endif
