@@ -631,8 +631,8 @@ const grape_gc_node_t* grape_gc_root(const grape_gc_t* c) {
 }
 
 /* The key with a graph that r's held ops are exactly, or NULL. */
-static gkey_t* held_key(const grape_region_t* r) {
-  if (r->cur == NULL || r->held == 0 || r->held != r->nops)
+static gkey_t* held_key(const grape_gc_t* c, const grape_region_t* r) {
+  if (!c->cfg.graphs || r->cur == NULL || r->held == 0 || r->held != r->nops)
     return NULL;
   gkey_t* k = __atomic_load_n(&r->cur->term, __ATOMIC_ACQUIRE);
   return k != NULL && k->state == K_LIVE && k->nops == r->nops ? k : NULL;
@@ -643,7 +643,7 @@ static int end_locked(grape_gc_t* c, grape_region_t* r, void* stream, int* drv_e
   gkey_t* k = NULL;
   exec_t* used = NULL;
   if (r->held > 0) {
-    k = held_key(r);
+    k = held_key(c, r);
     if (k != NULL)
       used = replay(c, k, r, stream, drv_err);
     else
@@ -675,7 +675,7 @@ int grape_gc_flush(grape_gc_t* c, grape_region_t* r, void* stream, grape_gc_caus
     return 0;
   }
   pthread_mutex_lock(&c->lock);
-  if (held_key(r) != NULL) {
+  if (held_key(c, r) != NULL) {
     int rc = end_locked(c, r, stream, drv_err);
     pthread_mutex_unlock(&c->lock);
     grape__region_clear(r);
@@ -699,11 +699,6 @@ void grape_gc_drop_graphs(grape_gc_t* c) {
 void grape_gc_stop(grape_gc_t* c) {
   pthread_mutex_lock(&c->lock);
   c->cfg.graphs = 0;
-  for (size_t i = 0; i < c->keys.cap; i++) {
-    gkey_t* k = c->keys.v[i];
-    if (k != NULL && k->state == K_LIVE)
-      make_dead(k, K_WARM);
-  }
   pthread_mutex_unlock(&c->lock);
 }
 
@@ -711,6 +706,18 @@ void grape_gc_stats(grape_gc_t* c, grape_gc_stats_t* st) {
   pthread_mutex_lock(&c->lock);
   *st = c->st;
   pthread_mutex_unlock(&c->lock);
+}
+
+/* Why a key ran the way it did, in words (the report). */
+static const char* key_why(const gkey_t* k) {
+  if (k->hits == 0)
+    return k->warmed && k->state == K_WARM ? "its graph was built but never replayed"
+                                           : state_why[k->state];
+  if (k->state == K_NOPAY)
+    return "replayed as a graph until its replays cost more than eager launches";
+  if (k->state == K_FAILED)
+    return "replayed as a graph until a graph update or launch failed";
+  return "replayed as a graph";
 }
 
 static int path_cmp(const void* a, const void* b) {
@@ -732,12 +739,7 @@ size_t grape_gc_top(grape_gc_t* c, grape_gc_path_t* top, size_t n) {
     const gkey_t* key = p->key;
     all[k++] = (grape_gc_path_t){p->fp, key->fp, p->nops, p->count, key->keys, p->dims, p->params,
                                  p->poff, key->hits, key->seen,
-                                 key->hits ? GRAPE_GC_WAY_GRAPH : GRAPE_GC_WAY_EAGER,
-                                 key->hits && key->state != K_LIVE ? "replayed as a graph, then "
-                                                                     "stopped"
-                                                                   : state_why[key->state]};
-    if (key->hits && key->state == K_NOPAY)
-      all[k - 1].why = "replayed as a graph until its replays cost more than eager launches";
+                                 key->hits ? GRAPE_GC_WAY_GRAPH : GRAPE_GC_WAY_EAGER, key_why(key)};
   }
   if (all != NULL) {
     qsort(all, k, sizeof(*all), path_cmp);

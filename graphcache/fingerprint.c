@@ -10,10 +10,10 @@ _Static_assert(sizeof(grape_op_key_t) == 32, "grape_op_key_t must have no paddin
 _Static_assert(sizeof(grape_op_dims_t) == 32, "grape_op_dims_t must have no padding");
 
 /* GRAPE_FP_COLLIDE (a test build only): every graph key and every path of a
- * given length share one fingerprint, so that the tables' op-by-op
+ * length share one fingerprint, so that the tables' op-by-op
  * confirmation is all that keeps different paths apart. */
 #ifdef GRAPE_FP_COLLIDE
-#define FP_OR_COLLIDE(fp, n) ((void)(fp), (uint64_t)0x5eed0000 + (n))
+#define FP_OR_COLLIDE(fp, n) ((void)(fp), (void)(n), (uint64_t)0x5eed0000)
 #else
 #define FP_OR_COLLIDE(fp, n) (fp)
 #endif

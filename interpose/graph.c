@@ -312,10 +312,10 @@ grape_gc_t* grape__gc(void) {
     grape_gc_t* made = NULL;
     if (grape_gc_create(&cfg, graphs ? &driver_table : NULL, &made) != 0)
       grape_log_warn_once("out of memory: regions and paths go unrecorded");
-    graphs_on = graphs && made != NULL;
+    __atomic_store_n(&graphs_on, graphs && made != NULL, __ATOMIC_RELAXED);
     /* Held work is submitted, and executables destroyed, while the driver is
      * still there: atexit handlers run before library destructors. */
-    if (graphs_on)
+    if (graphs && made != NULL)
       atexit(grape__graph_exit);
     __atomic_store_n(&cache, made, __ATOMIC_RELEASE);
   }
@@ -350,7 +350,7 @@ static void stream_classify(grape_stream_t* s) {
 }
 
 const grape_gc_node_t* grape__hold_start(grape_stream_t* s) {
-  if (!graphs_on)
+  if (!__atomic_load_n(&graphs_on, __ATOMIC_RELAXED))
     return NULL;
   stream_classify(s);
   if (s->kind == GRAPE_STREAM_PER_THREAD)
@@ -681,16 +681,17 @@ static void watchdog_wake(void) {
 void grape__graphs_drop(void) {
   grape__flush_all();
   grape_gc_t* c = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
-  if (c != NULL && graphs_on)
+  if (c != NULL && __atomic_load_n(&graphs_on, __ATOMIC_RELAXED))
     GRAPE_NO_REENTRY(grape_gc_drop_graphs(c));
 }
 
 void grape__graph_exit(void) {
   grape_gc_t* c = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
-  if (c == NULL || !graphs_on)
+  if (c == NULL || !__atomic_load_n(&graphs_on, __ATOMIC_RELAXED))
     return;
   grape__depth++;   /* the program is exiting: everything below is the shim's own */
   grape__flush_all();
+  __atomic_store_n(&graphs_on, 0, __ATOMIC_RELAXED);   /* nothing is held from here on */
   grape_gc_stop(c);
   grape_gc_drop_graphs(c);
   grape__depth--;

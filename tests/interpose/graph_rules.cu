@@ -1,0 +1,322 @@
+// Graph mode's flush rules, one mode each: a CUDA program that knows nothing of
+// grape, built so that a missing flush gives a wrong result or a hang on the
+// asynchronous simulated device. Every mode repeats its step so that the path
+// becomes known and the shim holds it (test_graph.py checks that it did), and
+// checks each step's result. Prints "ok <mode>" at the end.
+//
+// The writes before each flush point alternate between two paths, one the
+// prefix of the other (writes()): a known path with no longer known path
+// after it is replayed as soon as its last op is held, so only the shorter
+// path, held until the flush point, tests the flush. The longer one comes
+// first, so that it is learnt whole (a region that runs past the end of a
+// known path replays that path and starts anew).
+//
+// usage: graph_rules MODE [ITERS]
+//   d2h        kernels, then a device-to-host copy of their result
+//   event      kernels on A, an event record, a wait on B, a kernel on B that reads
+//   legacy     held kernels on a blocking stream, then the legacy stream reads (and back)
+//   hostfn     held kernels write pinned memory that a host function then reads
+//   spin       a host thread spins on mapped memory that a held kernel writes
+//   waitevent  held kernels on S set a flag that T's running kernel waits for;
+//              S then waits on T's event (the held work must go first)
+//   invalid    a known path whose next launch has an invalid configuration
+//   threads    4 threads, 2 streams each, events between them
+//   fork       held paths, then a forked child that exits, then more paths
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "simcu.h"
+
+extern "C" __global__ void set_val(int* p, int v) { *p = v; }
+extern "C" __global__ void copy_add(const int* src, int* dst, int a) { *dst = *src + a; }
+// Waits (up to about 3 s) for *flag == want; *out = 1 if it came, 0 if not.
+extern "C" __global__ void spin_until(volatile int* flag, int want, int* out) {
+  long long t0 = clock64();
+  while (*flag != want && clock64() - t0 < 6000000000LL)
+    ;
+  *out = *flag == want;
+}
+
+// CPU bodies for the sim (a real GPU never looks at these).
+extern "C" {
+SIMCU_KERNEL(set_val) {
+  int* p = SIMCU_ARG(0, int*);
+  *p = SIMCU_ARG(1, int);
+}
+SIMCU_KERNEL(copy_add) {
+  const int* src = SIMCU_ARG(0, const int*);
+  int* dst = SIMCU_ARG(1, int*);
+  *dst = *src + SIMCU_ARG(2, int);
+}
+SIMCU_KERNEL(spin_until) {
+  volatile int* flag = SIMCU_ARG(0, volatile int*);
+  int want = SIMCU_ARG(1, int);
+  int* out = SIMCU_ARG(2, int*);
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do {
+    if (*flag == want)
+      break;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) < 3000000000LL);
+  *out = *flag == want;
+}
+}
+
+#define CHECK(x)                                                                         \
+  do {                                                                                   \
+    cudaError_t e_ = (x);                                                                \
+    if (e_ != cudaSuccess) {                                                             \
+      fprintf(stderr, "graph_rules: %s failed at line %d: %s\n", #x, __LINE__,           \
+              cudaGetErrorName(e_));                                                     \
+      exit(1);                                                                           \
+    }                                                                                    \
+  } while (0)
+
+#define EXPECT(cond, ...)                                                \
+  do {                                                                   \
+    if (!(cond)) {                                                       \
+      fprintf(stderr, "graph_rules: " __VA_ARGS__);                      \
+      fprintf(stderr, "\n");                                             \
+      exit(1);                                                           \
+    }                                                                    \
+  } while (0)
+
+static int iters = 12;
+static int *x, *x2, *y, *h;   // device ints, and one pinned host int
+
+// x = v, x2 = x; on the first two and every odd step one more op (x2 = x2 +
+// 0): two known paths, the first the prefix of the second.
+static void writes(cudaStream_t s, int* x_, int* x2_, int v, int i) {
+  set_val<<<1, 1, 0, s>>>(x_, v);
+  copy_add<<<1, 1, 0, s>>>(x_, x2_, 0);
+  if (i < 2 || i % 2)
+    copy_add<<<1, 1, 0, s>>>(x2_, x2_, 0);
+}
+
+static void alloc_common(void) {
+  CHECK(cudaMalloc((void**)&x, sizeof(int)));
+  CHECK(cudaMalloc((void**)&x2, sizeof(int)));
+  CHECK(cudaMalloc((void**)&y, sizeof(int)));
+  CHECK(cudaMallocHost((void**)&h, 4 * sizeof(int)));
+}
+
+static void mode_d2h(void) {
+  cudaStream_t s;
+  CHECK(cudaStreamCreate(&s));
+  for (int i = 0; i < iters; i++) {
+    writes(s, x, x2, 100 + i, i);
+    CHECK(cudaMemcpyAsync(h, x2, sizeof(int), cudaMemcpyDeviceToHost, s));
+    CHECK(cudaStreamSynchronize(s));
+    EXPECT(*h == 100 + i, "d2h: step %d read %d, want %d", i, *h, 100 + i);
+  }
+}
+
+static void mode_event(void) {
+  cudaStream_t a, b;
+  cudaEvent_t e;
+  CHECK(cudaStreamCreate(&a));
+  CHECK(cudaStreamCreate(&b));
+  CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  for (int i = 0; i < iters; i++) {
+    writes(a, x, x2, i, i);
+    CHECK(cudaEventRecord(e, a));
+    CHECK(cudaStreamWaitEvent(b, e, 0));
+    copy_add<<<1, 1, 0, b>>>(x2, y, 1000);
+    CHECK(cudaMemcpyAsync(h, y, sizeof(int), cudaMemcpyDeviceToHost, b));
+    CHECK(cudaStreamSynchronize(b));
+    EXPECT(*h == 1000 + i, "event: step %d read %d, want %d", i, *h, 1000 + i);
+    CHECK(cudaStreamSynchronize(a));
+  }
+}
+
+static void mode_legacy(void) {
+  cudaStream_t s;
+  CHECK(cudaStreamCreate(&s));   // a blocking stream
+  for (int i = 0; i < iters; i++) {
+    // Held on s; the legacy stream's kernel must run after them.
+    writes(s, x, x2, i, i);
+    copy_add<<<1, 1, 0, 0>>>(x2, y, 5);
+    CHECK(cudaStreamSynchronize(0));
+    CHECK(cudaMemcpy(h, y, sizeof(int), cudaMemcpyDeviceToHost));
+    EXPECT(*h == i + 5, "legacy after blocking: step %d read %d, want %d", i, *h, i + 5);
+    // Held on the legacy stream; s's kernel must run after them.
+    writes(0, x, x2, 2 * i, i);
+    copy_add<<<1, 1, 0, s>>>(x2, y, 7);
+    CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaMemcpy(h, y, sizeof(int), cudaMemcpyDeviceToHost));
+    EXPECT(*h == 2 * i + 7, "blocking after legacy: step %d read %d, want %d", i, *h, 2 * i + 7);
+  }
+}
+
+static int host_seen[64];
+static void CUDART_CB read_pinned(void* arg) {
+  int i = (int)(long)arg;
+  host_seen[i % 64] = h[1];
+}
+
+static void mode_hostfn(void) {
+  cudaStream_t s;
+  CHECK(cudaStreamCreate(&s));
+  for (int i = 0; i < iters; i++) {
+    writes(s, h, h + 1, 10 * i, i);
+    CHECK(cudaLaunchHostFunc(s, read_pinned, (void*)(long)i));
+    CHECK(cudaStreamSynchronize(s));
+    EXPECT(host_seen[i % 64] == 10 * i, "hostfn: step %d saw %d, want %d", i, host_seen[i % 64],
+           10 * i);
+  }
+}
+
+static void mode_spin(void) {
+  cudaStream_t s;
+  CHECK(cudaStreamCreate(&s));
+  volatile int* flag = h;
+  for (int i = 0; i < iters; i++) {
+    *flag = 0;
+    set_val<<<1, 1, 0, s>>>(x, i);
+    set_val<<<1, 1, 0, s>>>((int*)flag, i + 1);
+    // No CUDA call while waiting: only the watchdog can release held work.
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      EXPECT(t.tv_sec - t0.tv_sec < 10, "spin: step %d: the flag never came (deadlock)", i);
+    } while (*flag != i + 1);
+    copy_add<<<1, 1, 0, s>>>(x, y, 0);
+    CHECK(cudaStreamSynchronize(s));
+  }
+}
+
+static void mode_waitevent(void) {
+  cudaStream_t s, t;
+  cudaEvent_t e;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK(cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking));
+  CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  for (int i = 0; i < iters; i++) {
+    spin_until<<<1, 1, 0, t>>>(x, i + 1, y);   // runs at once: waits for s's flag
+    CHECK(cudaEventRecord(e, t));
+    set_val<<<1, 1, 0, s>>>(x2, i);
+    set_val<<<1, 1, 0, s>>>(x, i + 1);         // the flag
+    CHECK(cudaStreamWaitEvent(s, e, 0));      // s's held work was issued before this wait
+    copy_add<<<1, 1, 0, s>>>(y, x2, 0);
+    CHECK(cudaMemcpyAsync(h, x2, sizeof(int), cudaMemcpyDeviceToHost, s));
+    CHECK(cudaStreamSynchronize(s));
+    EXPECT(*h == 1, "waitevent: step %d: the waiting kernel never saw the flag", i);
+  }
+}
+
+static void mode_invalid(void) {
+  cudaStream_t s;
+  CHECK(cudaStreamCreate(&s));
+  for (int i = 0; i < iters; i++) {
+    set_val<<<1, 1, 0, s>>>(x, i);
+    copy_add<<<1, 1, 0, s>>>(x, y, 1);
+    CHECK(cudaStreamSynchronize(s));
+  }
+  // The known path's first op is held; its second has an invalid block.
+  set_val<<<1, 1, 0, s>>>(x, 42);
+  copy_add<<<1, 2048, 0, s>>>(x, y, 1);
+  cudaError_t launch = cudaGetLastError();
+  printf("invalid block: %s\n", cudaGetErrorName(launch));
+  copy_add<<<1, 1, 1 << 30, s>>>(x, y, 1);
+  printf("invalid shared memory: %s\n", cudaGetErrorName(cudaGetLastError()));
+  CHECK(cudaStreamSynchronize(s));
+  CHECK(cudaMemcpy(h, x, sizeof(int), cudaMemcpyDeviceToHost));
+  EXPECT(*h == 42, "invalid: the held op before the invalid launch did not run (%d)", *h);
+}
+
+typedef struct worker_s {
+  int id;
+  int* buf;   // 4 device ints of its own
+} worker_t;
+
+static void* worker_main(void* arg) {
+  worker_t* w = (worker_t*)arg;
+  cudaStream_t a, b;
+  cudaEvent_t e;
+  int* host;
+  CHECK(cudaStreamCreate(&a));
+  CHECK(cudaStreamCreate(&b));
+  CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  CHECK(cudaMallocHost((void**)&host, sizeof(int)));
+  for (int i = 0; i < iters; i++) {
+    int v = 1000 * w->id + i;
+    set_val<<<1, 1, 0, a>>>(w->buf, v);
+    copy_add<<<1, 1, 0, a>>>(w->buf, w->buf + 1, 1);
+    CHECK(cudaEventRecord(e, a));
+    CHECK(cudaStreamWaitEvent(b, e, 0));
+    copy_add<<<1, 1, 0, b>>>(w->buf + 1, w->buf + 2, 1);
+    copy_add<<<1, 1, 0, b>>>(w->buf + 2, w->buf + 3, 1);
+    CHECK(cudaMemcpyAsync(host, w->buf + 3, sizeof(int), cudaMemcpyDeviceToHost, b));
+    CHECK(cudaStreamSynchronize(b));
+    EXPECT(*host == v + 3, "threads: worker %d step %d read %d, want %d", w->id, i, *host, v + 3);
+  }
+  CHECK(cudaStreamSynchronize(a));
+  return NULL;
+}
+
+static void mode_threads(void) {
+  pthread_t th[4];
+  worker_t w[4];
+  for (int t = 0; t < 4; t++) {
+    w[t].id = t;
+    CHECK(cudaMalloc((void**)&w[t].buf, 4 * sizeof(int)));
+    pthread_create(&th[t], NULL, worker_main, &w[t]);
+  }
+  for (int t = 0; t < 4; t++)
+    pthread_join(th[t], NULL);
+}
+
+static void mode_fork(void) {
+  mode_d2h();
+  fflush(stdout);
+  pid_t pid = fork();
+  EXPECT(pid >= 0, "fork failed");
+  if (pid == 0)
+    exit(0);   // a child that does no CUDA work (as data-loader workers do)
+  int st;
+  waitpid(pid, &st, 0);
+  EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed");
+  mode_d2h();
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: graph_rules MODE [ITERS]\n");
+    return 2;
+  }
+  if (argc > 2)
+    iters = atoi(argv[2]);
+  alloc_common();
+  const char* m = argv[1];
+  if (!strcmp(m, "d2h"))
+    mode_d2h();
+  else if (!strcmp(m, "event"))
+    mode_event();
+  else if (!strcmp(m, "legacy"))
+    mode_legacy();
+  else if (!strcmp(m, "hostfn"))
+    mode_hostfn();
+  else if (!strcmp(m, "spin"))
+    mode_spin();
+  else if (!strcmp(m, "waitevent"))
+    mode_waitevent();
+  else if (!strcmp(m, "invalid"))
+    mode_invalid();
+  else if (!strcmp(m, "threads"))
+    mode_threads();
+  else if (!strcmp(m, "fork"))
+    mode_fork();
+  else
+    return 2;
+  CHECK(cudaDeviceSynchronize());
+  printf("ok %s\n", m);
+  return 0;
+}

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Graph mode on the simulated device: the flush rules (graph_rules.cu, one
+mode each, run on the asynchronous sim so that a missing flush shows as a
+wrong result or a hang), and every example: checksum bit-identical to no shim
+and to observe mode, kernels_executed equal, and the graph counters telling
+that its paths were replayed.
+
+usage: test_graph.py CASE --preload LIBS --simdir DIR --prog PROGRAM [--collide LIB]
+Exits 77 (skipped) when PROGRAM is "-" (built without nvcc)."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def fail(msg, p=None):
+    if p is not None:
+        msg += f"\nstdout:\n{p.stdout}\nstderr:\n{p.stderr[-4000:]}"
+    sys.exit("FAIL: " + msg)
+
+
+def run(a, args, mode="graph", preload=True, env=None, timeout=120, check=True):
+    """Runs the program; returns (process, grape report or None, sim report)."""
+    with tempfile.TemporaryDirectory() as d:
+        e = dict(os.environ)
+        e["LD_LIBRARY_PATH"] = a.simdir + ":" + e.get("LD_LIBRARY_PATH", "")
+        e["SIMCU_REPORT"] = os.path.join(d, "sim.%p.json")
+        e.setdefault("ASAN_OPTIONS", "detect_leaks=0")
+        san = ":".join(x for x in a.preload.split(":") if x and "libgrape" not in x)
+        if san:
+            e["LD_PRELOAD"] = san
+        if preload:
+            e["LD_PRELOAD"] = a.preload
+            e["GRAPE_REPORT"] = os.path.join(d, "grape.%p.json")
+            e["GRAPE_MODE"] = mode
+        e.update(env or {})
+        p = subprocess.run([a.prog] + args, env=e, capture_output=True, text=True, timeout=timeout)
+        if check and p.returncode != 0:
+            fail(f"{a.prog} {args} ({mode if preload else 'no shim'}) exited {p.returncode}", p)
+        rep = sim = None
+        for name in sorted(os.listdir(d)):
+            with open(os.path.join(d, name)) as f:
+                r = json.load(f)
+            if name.startswith("grape.") and r.get("launches", 0) and (rep is None or r["pid"] < rep["pid"]):
+                rep = r
+            if name.startswith("sim.") and (sim is None or r["kernels_executed"] > sim["kernels_executed"]):
+                sim = r
+        if preload and rep is None:
+            rep = {"launches": 0, "graph_hits": 0, "held_ops_flushed_eager": {}}
+        return p, rep, sim
+
+
+def rule(a, mode, args=(), expect_hits=True, env=None):
+    p, rep, _ = run(a, [mode] + list(args), env=env)
+    if f"ok {mode}" not in p.stdout:
+        fail(f"{mode}: no ok line", p)
+    if expect_hits and rep["graph_hits"] == 0:
+        fail(f"{mode}: nothing was replayed, so the rule was not exercised: {rep}", p)
+    return p, rep
+
+
+def case_d2h(a):
+    rule(a, "d2h")
+
+
+def case_event(a):
+    rule(a, "event")
+
+
+def case_legacy(a):
+    rule(a, "legacy")
+
+
+def case_hostfn(a):
+    rule(a, "hostfn")
+
+
+def case_waitevent(a):
+    rule(a, "waitevent")
+
+
+def case_spin(a):
+    """Only the watchdog can release the held kernel the host spins on."""
+    p, rep = rule(a, "spin", expect_hits=False, env={"GRAPE_FLUSH_US": "2000"})
+    if rep["held_ops_flushed_eager"].get("watchdog", 0) == 0:
+        fail(f"spin: the watchdog flushed nothing: {rep}", p)
+
+
+def case_invalid(a):
+    """A launch outside its function's limits returns the error it returns
+    without the shim, and the op held before it still runs."""
+    base, _, _ = run(a, ["invalid"], preload=False)
+    p, rep = rule(a, "invalid")
+    if p.stdout != base.stdout:
+        fail(f"errors differ from the run without the shim:\n{base.stdout}", p)
+    if rep["held_ops_flushed_eager"].get("invalid_launch", 0) == 0:
+        fail(f"invalid: the held op was not flushed before the invalid launch: {rep}", p)
+
+
+def case_threads(a):
+    rule(a, "threads")
+
+
+def case_fork(a):
+    rule(a, "fork")
+
+
+def example(a, args, min_hit_share):
+    base, _, sim0 = run(a, args, preload=False)
+    obs, rep_o, sim_o = run(a, args, mode="observe")
+    gr, rep_g, sim_g = run(a, args, mode="graph")
+    for name, p in (("observe", obs), ("graph", gr)):
+        if p.stdout != base.stdout:
+            fail(f"{name}: output differs from the run without the shim:\n{base.stdout}", p)
+    if not (sim0["kernels_executed"] == sim_o["kernels_executed"] == sim_g["kernels_executed"]):
+        fail(f"kernels_executed {sim0['kernels_executed']} / {sim_o['kernels_executed']} / "
+             f"{sim_g['kernels_executed']}", gr)
+    if rep_g["launches"] != sim_g["kernels_executed"]:
+        fail(f"graph mode counted {rep_g['launches']} launches, the device ran "
+             f"{sim_g['kernels_executed']}", gr)
+    if rep_g["graph_launches"] != sim_g["graph_launches"]:
+        fail(f"graph launches: report {rep_g['graph_launches']}, sim {sim_g['graph_launches']}", gr)
+    if rep_g["graph_hits"] < min_hit_share * rep_g["regions"]:
+        fail(f"{rep_g['graph_hits']} hits of {rep_g['regions']} regions", gr)
+    return rep_g, sim_g
+
+
+def case_example(a):
+    share = float(os.environ.get("GRAPH_MIN_HIT_SHARE", "0.5"))
+    example(a, [], share)
+
+
+def case_collide(a):
+    """Every fingerprint and graph key collides in this build of the shim:
+    results must stay correct, the paths kept apart by comparison."""
+    a.preload = ":".join(x if "libgrape" not in x else a.collide for x in a.preload.split(":"))
+    rep, _ = example(a, [], 0.5)
+    if rep["fingerprint_collisions"] == 0:
+        fail(f"the collision build did not collide: {rep}")
+
+
+def case_tiny_cache(a):
+    """One executable at most: eviction, and results still equal."""
+    base, _, sim0 = run(a, [], preload=False)
+    p, rep, sim = run(a, [], env={"GRAPE_CACHE_GRAPHS": "1"})
+    if p.stdout != base.stdout or sim["kernels_executed"] != sim0["kernels_executed"]:
+        fail("a one-graph cache changed the result", p)
+    if rep["graphs_evicted"] == 0 or rep["graph_hits"] == 0:
+        fail(f"no eviction, or no replay: {rep}", p)
+
+
+def case_chunk(a):
+    """Tiny chunks: every region is cut every 2 ops, each piece its own path."""
+    base, _, sim0 = run(a, [], preload=False)
+    p, rep, sim = run(a, [], env={"GRAPE_CHUNK": "2"})
+    _, rep_big, _ = run(a, [])
+    if p.stdout != base.stdout or sim["kernels_executed"] != sim0["kernels_executed"]:
+        fail("small chunks changed the result", p)
+    if rep["regions"] <= rep_big["regions"] or rep["graph_hits"] == 0:
+        fail(f"chunks: {rep['regions']} regions (vs {rep_big['regions']}), {rep['graph_hits']} hits", p)
+
+
+def case_warmup(a):
+    """A longer warm-up builds the same graphs later: fewer hits, same result."""
+    base, _, _ = run(a, [], preload=False)
+    _, rep2, _ = run(a, [])
+    p, rep5, _ = run(a, [], env={"GRAPE_WARMUP": "5"})
+    if p.stdout != base.stdout:
+        fail("warm-up changed the result", p)
+    if not 0 < rep5["graph_hits"] < rep2["graph_hits"]:
+        fail(f"hits with warm-up 5: {rep5['graph_hits']}, with 2: {rep2['graph_hits']}", p)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("--preload", required=True)
+    ap.add_argument("--simdir", required=True)
+    ap.add_argument("--prog", required=True)
+    ap.add_argument("--collide", default="")
+    a = ap.parse_args()
+    if a.prog == "-":
+        print("skipped: built without nvcc")
+        sys.exit(77)
+    globals()["case_" + a.case](a)
+
+
+if __name__ == "__main__":
+    main()
