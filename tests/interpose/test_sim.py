@@ -103,10 +103,21 @@ def case_example(a):
     if r["launches"] != sim["kernels_executed"]:
         fail(f"{name}: launches {r['launches']} != kernels_executed {sim['kernels_executed']}", p)
     routes = r["launches_by_route"]
-    want = {"dynrnn": ["runtime"], "beam": ["runtime", "entrypoint"], "mlp_train": ["runtime", "dlsym"]}
+    want = {"dynrnn": ["runtime"], "beam": ["runtime", "entrypoint"], "mlp_train": ["runtime", "dlsym"],
+            "decode": ["runtime"]}
     for route in want.get(name, []):
         if routes[route] == 0:
             fail(f"{name}: no launches seen through {route}: {routes}", p)
+    if name == "decode":
+        # 100 kernels per step, all through <<<>>>; each step ends at the copy
+        # of its sampled tokens, so the frequent paths are whole steps.
+        m = re.search(r"(\d+) steps, (\d+) kernels per step", p.stderr)
+        steps, per_step = map(int, m.groups())
+        if per_step != 100 or r["launches"] != steps * per_step or r["regions"] < steps:
+            fail(f"decode: {r['launches']} launches, {r['regions']} regions, {steps} steps of {per_step}", p)
+        for t in r["top_paths"]:
+            if t["ops"] != per_step or t["kernels"][:3] != ["embed", "rmsnorm", "gemm"]:
+                fail(f"decode: path {t} is not one step", p)
     if name == "dynrnn":
         # One region per step (it ends at the copy of the step's stats to the
         # host); its ops: [memset on an iteration's first step] [renorm]
