@@ -17,13 +17,19 @@
 // different row -> slot map. When no sequence is left, the KV cache is read
 // back and the next batch starts.
 //
+// Each slot's token and position live in device memory, as serving engines
+// keep them in input tensors: the kernels read the position there, and the
+// sampling kernel advances it. So from one step to the next only the blocks
+// of attn_scores change (and addresses, see below); when the batch shrinks,
+// every grid and the row -> slot map change.
+//
 // Activations come from a small caching allocator, as frameworks hand them
 // out: blocks rounded to 512 bytes, the free block of the size with the
 // lowest address first (as PyTorch's allocator orders them), cudaMalloc only
 // when none is free. A buffer is free again as soon as the step drops it (the
 // stream orders its reuse), so most steps get the same addresses as the step
 // before. They change when the number of active rows changes (other sizes),
-// and on and after every 16th step, which holds the buffers it drops until
+// and on and after every 32nd step, which holds the buffers it drops until
 // it ends (as a deferred collection does) and so needs more of them.
 //
 // DESIGN: everything the sim and a GPU must agree on is integer arithmetic
@@ -37,7 +43,7 @@
 #include "common.h"
 #include "decode_math.h"
 
-#define GC_EVERY 16     // every 16th step releases its buffers at its end
+#define GC_EVERY 32     // every 32nd step releases its buffers at its end
 #define POOL_ROUND 512  // allocation granularity, bytes
 #define POOL_MAX 1024   // most blocks the allocator holds
 
@@ -62,19 +68,19 @@ __global__ void gemm(const int32_t* a, const int32_t* W, int32_t* c, int k, int 
 }
 
 // One thread per pair of a row: rotates the pair in q and in k.
-__global__ void rope(int32_t* q, int32_t* k, int t) {
+__global__ void rope(int32_t* q, int32_t* k, const int32_t* pos, dec_rows_t rows) {
   int r = blockIdx.x, p = threadIdx.x;
   int h = p / (DEC_HD / 2), i = p % (DEC_HD / 2);
-  int off = r * DEC_D + h * DEC_HD + 2 * i;
+  int off = r * DEC_D + h * DEC_HD + 2 * i, t = pos[rows.slot[r]];
   dec_rope(q + off, i, t);
   dec_rope(k + off, i, t);
 }
 
 // kc, vc: this layer's cache at slot 0, position 0.
 __global__ void kv_append(const int32_t* k, const int32_t* v, int32_t* kc, int32_t* vc,
-                          dec_rows_t rows, int t) {
-  int r = blockIdx.x, j = threadIdx.x;
-  int dst = rows.slot[r] * DEC_KV_SLOT + t * DEC_D + j;
+                          const int32_t* pos, dec_rows_t rows) {
+  int r = blockIdx.x, j = threadIdx.x, sl = rows.slot[r];
+  int dst = sl * DEC_KV_SLOT + pos[sl] * DEC_D + j;
   kc[dst] = k[r * DEC_D + j];
   vc[dst] = v[r * DEC_D + j];
 }
@@ -86,15 +92,16 @@ __global__ void attn_scores(const int32_t* q, const int32_t* kc, int32_t* s, dec
       dec_score(q + r * DEC_D + h * DEC_HD, kc + rows.slot[r] * DEC_KV_SLOT + p * DEC_D + h * DEC_HD);
 }
 
-__global__ void attn_softmax(int32_t* s, int t) {
+// One thread per head; the loop runs over the cached positions.
+__global__ void attn_softmax(int32_t* s, const int32_t* pos, dec_rows_t rows) {
   int r = blockIdx.x, h = threadIdx.x;
-  dec_softmax(s + (r * DEC_NH + h) * DEC_T, t);
+  dec_softmax(s + (r * DEC_NH + h) * DEC_T, pos[rows.slot[r]]);
 }
 
-__global__ void attn_pv(const int32_t* w, const int32_t* vc, int32_t* o, dec_rows_t rows, int t) {
-  int r = blockIdx.x, j = threadIdx.x;
-  o[r * DEC_D + j] = dec_pv(w + (r * DEC_NH + j / DEC_HD) * DEC_T,
-                            vc + rows.slot[r] * DEC_KV_SLOT + j, t);
+__global__ void attn_pv(const int32_t* w, const int32_t* vc, int32_t* o, const int32_t* pos,
+                        dec_rows_t rows) {
+  int r = blockIdx.x, j = threadIdx.x, sl = rows.slot[r];
+  o[r * DEC_D + j] = dec_pv(w + (r * DEC_NH + j / DEC_HD) * DEC_T, vc + sl * DEC_KV_SLOT + j, pos[sl]);
 }
 
 __global__ void add(const int32_t* a, const int32_t* b, int32_t* c) {
@@ -108,12 +115,14 @@ __global__ void act_mul(const int32_t* gu, int32_t* a) {
 }
 
 // One thread per row: the next token of its sequence, into the slot's
-// current token and into out (what the host copies back).
-__global__ void sample(const int32_t* logits, const int32_t* seed, int32_t* tok, int32_t* out,
-                       dec_rows_t rows, int t) {
+// current token and into out (what the host copies back); the slot moves on
+// to the next position.
+__global__ void sample(const int32_t* logits, const int32_t* seed, int32_t* tok, int32_t* pos,
+                       int32_t* out, dec_rows_t rows) {
   int r = threadIdx.x, sl = rows.slot[r];
-  int32_t v = dec_sample(logits + r * DEC_V, (uint32_t)seed[sl], t);
+  int32_t v = dec_sample(logits + r * DEC_V, (uint32_t)seed[sl], pos[sl]);
   tok[sl] = v;
+  pos[sl]++;
   out[r] = v;
 }
 
@@ -184,8 +193,9 @@ static void pool_release(pool_t* P) {
 typedef struct model_s {
   const int32_t* w;   // weights (decode_math.h layout)
   int32_t* kv;        // KV cache: K then V
-  int32_t* tok;       // current token per slot
-  int32_t* seed;      // sampling seed per slot
+  int32_t* tok;       // per slot: current token,
+  int32_t* seed;      // sampling seed,
+  int32_t* pos;       // and position (that of tok)
 } model_t;
 
 // Launches the step's DEC_KERNELS_PER_STEP kernels for the tokens at position
@@ -208,16 +218,16 @@ static int32_t* step(pool_t* P, const model_t* M, const dec_rows_t* rows, int t,
     gemm<<<n, DEC_D, 0, s>>>(h, lw + DEC_W_K, k, DEC_D, DEC_D);
     gemm<<<n, DEC_D, 0, s>>>(h, lw + DEC_W_V, v, DEC_D, DEC_D);
     pool_put(P, h);
-    rope<<<n, DEC_D / 2, 0, s>>>(q, k, t);
-    kv_append<<<n, DEC_D, 0, s>>>(k, v, kc, vc, *rows, t);
+    rope<<<n, DEC_D / 2, 0, s>>>(q, k, M->pos, *rows);
+    kv_append<<<n, DEC_D, 0, s>>>(k, v, kc, vc, M->pos, *rows);
     pool_put(P, k);
     pool_put(P, v);
     int32_t* sc = pool_get(P, n * DEC_NH * DEC_T);
     attn_scores<<<dim3(DEC_NH, n), t + 1, 0, s>>>(q, kc, sc, *rows);
     pool_put(P, q);
-    attn_softmax<<<n, DEC_NH, 0, s>>>(sc, t);
+    attn_softmax<<<n, DEC_NH, 0, s>>>(sc, M->pos, *rows);
     int32_t* a = pool_get(P, n * DEC_D);
-    attn_pv<<<n, DEC_D, 0, s>>>(sc, vc, a, *rows, t);
+    attn_pv<<<n, DEC_D, 0, s>>>(sc, vc, a, M->pos, *rows);
     pool_put(P, sc);
     int32_t* o = pool_get(P, n * DEC_D);
     gemm<<<n, DEC_D, 0, s>>>(a, lw + DEC_W_O, o, DEC_D, DEC_D);
@@ -252,7 +262,7 @@ static int32_t* step(pool_t* P, const model_t* M, const dec_rows_t* rows, int t,
   gemm<<<n, DEC_V, 0, s>>>(h, M->w + DEC_W_LM, logits, DEC_D, DEC_V);
   pool_put(P, h);
   int32_t* out = pool_get(P, n);
-  sample<<<1, n, 0, s>>>(logits, M->seed, M->tok, out, *rows, t);
+  sample<<<1, n, 0, s>>>(logits, M->seed, M->tok, M->pos, out, *rows);
   pool_put(P, logits);
   CHECK(cudaGetLastError());
   return out;
@@ -284,14 +294,14 @@ int main(int argc, char** argv) {
   const size_t kv_bytes = 2 * (size_t)DEC_KV_HALF * sizeof(int32_t);
   CHECK(cudaMalloc((void**)&d_w, sizeof(W)));
   CHECK(cudaMalloc((void**)&d_kv, kv_bytes));
-  CHECK(cudaMalloc((void**)&d_batch, 2 * DEC_B * sizeof(int32_t)));
-  CHECK(cudaMallocHost((void**)&h_batch, 2 * DEC_B * sizeof(int32_t)));
+  CHECK(cudaMalloc((void**)&d_batch, 3 * DEC_B * sizeof(int32_t)));
+  CHECK(cudaMallocHost((void**)&h_batch, 3 * DEC_B * sizeof(int32_t)));
   CHECK(cudaMallocHost((void**)&h_out, DEC_B * sizeof(int32_t)));
   CHECK(cudaMallocHost((void**)&h_kv, kv_bytes));
   CHECK(cudaMemcpyAsync(d_w, W, sizeof(W), cudaMemcpyHostToDevice, s));
   // Positions a batch never writes are read back too: start them defined.
   CHECK(cudaMemsetAsync(d_kv, 0, kv_bytes, s));
-  model_t M = {d_w, d_kv, d_batch, d_batch + DEC_B};
+  model_t M = {d_w, d_kv, d_batch, d_batch + DEC_B, d_batch + 2 * DEC_B};
 
   static pool_t P;
   uint64_t sum = EX_FNV_INIT, prev_sig = 0;
@@ -300,15 +310,17 @@ int main(int argc, char** argv) {
     uint64_t seed = 77 + (uint64_t)it;
     int32_t maxlen[DEC_B];
     dec_rows_t rows;
+    memset(&rows, 0, sizeof(rows));   // unused slots are parameter bytes too
     rows.n = DEC_B - (int32_t)(ex_rand(&seed) % 4);
     for (int b = 0; b < rows.n; b++) {
       rows.slot[b] = b;
       h_batch[b] = DEC_EOS + (int32_t)(ex_rand(&seed) % (DEC_V - DEC_EOS));
       h_batch[DEC_B + b] = (int32_t)ex_rand(&seed);
+      h_batch[2 * DEC_B + b] = 0;
       maxlen[b] = DEC_MINLEN + (int32_t)(ex_rand(&seed) % (DEC_T - DEC_MINLEN + 1));
     }
     seqs += rows.n;
-    CHECK(cudaMemcpyAsync(d_batch, h_batch, 2 * DEC_B * sizeof(int32_t), cudaMemcpyHostToDevice,
+    CHECK(cudaMemcpyAsync(d_batch, h_batch, 3 * DEC_B * sizeof(int32_t), cudaMemcpyHostToDevice,
                           s));
     for (int t = 0; rows.n > 0; t++) {
       P.defer = steps % GC_EVERY == GC_EVERY - 1;
@@ -333,6 +345,8 @@ int main(int argc, char** argv) {
           rows.slot[n++] = rows.slot[r];
       }
       shrinks += n < rows.n && n > 0;
+      for (int r = n; r < rows.n; r++)
+        rows.slot[r] = 0;
       rows.n = n;
     }
     CHECK(cudaMemcpyAsync(h_kv, d_kv, kv_bytes, cudaMemcpyDeviceToHost, s));

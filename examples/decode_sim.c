@@ -39,12 +39,14 @@ SIMCU_KERNEL(_Z4gemmPKiS0_Piii) {
   SIMCU_FOR_THREADS(j) { c[r * m + j] = dec_gemm(a + r * k, W, k, m, (int)j); }
 }
 
-SIMCU_PARAMS(_Z4ropePiS_i, 8, 8, 4);
-SIMCU_KERNEL(_Z4ropePiS_i) {
+SIMCU_PARAMS(_Z4ropePiS_PKi10dec_rows_s, 8, 8, 8, sizeof(dec_rows_t));
+SIMCU_KERNEL(_Z4ropePiS_PKi10dec_rows_s) {
   int32_t* q = SIMCU_ARG(0, int32_t*);
   int32_t* k = SIMCU_ARG(1, int32_t*);
-  int t = SIMCU_ARG(2, int);
+  const int32_t* pos = SIMCU_ARG(2, const int32_t*);
+  dec_rows_t rows = SIMCU_ARG(3, dec_rows_t);
   unsigned r = simcu_blk->idx.x;
+  int t = pos[rows.slot[r]];
   SIMCU_FOR_THREADS(p) {
     int h = (int)p / (DEC_HD / 2), i = (int)p % (DEC_HD / 2);
     int off = (int)r * DEC_D + h * DEC_HD + 2 * i;
@@ -53,17 +55,18 @@ SIMCU_KERNEL(_Z4ropePiS_i) {
   }
 }
 
-SIMCU_PARAMS(_Z9kv_appendPKiS0_PiS1_10dec_rows_si, 8, 8, 8, 8, sizeof(dec_rows_t), 4);
-SIMCU_KERNEL(_Z9kv_appendPKiS0_PiS1_10dec_rows_si) {
+SIMCU_PARAMS(_Z9kv_appendPKiS0_PiS1_S0_10dec_rows_s, 8, 8, 8, 8, 8, sizeof(dec_rows_t));
+SIMCU_KERNEL(_Z9kv_appendPKiS0_PiS1_S0_10dec_rows_s) {
   const int32_t* k = SIMCU_ARG(0, const int32_t*);
   const int32_t* v = SIMCU_ARG(1, const int32_t*);
   int32_t* kc = SIMCU_ARG(2, int32_t*);
   int32_t* vc = SIMCU_ARG(3, int32_t*);
-  dec_rows_t rows = SIMCU_ARG(4, dec_rows_t);
-  int t = SIMCU_ARG(5, int);
+  const int32_t* pos = SIMCU_ARG(4, const int32_t*);
+  dec_rows_t rows = SIMCU_ARG(5, dec_rows_t);
   unsigned r = simcu_blk->idx.x;
+  int sl = rows.slot[r];
   SIMCU_FOR_THREADS(j) {
-    int dst = rows.slot[r] * DEC_KV_SLOT + t * DEC_D + (int)j;
+    int dst = sl * DEC_KV_SLOT + pos[sl] * DEC_D + (int)j;
     kc[dst] = k[r * DEC_D + j];
     vc[dst] = v[r * DEC_D + j];
   }
@@ -82,25 +85,27 @@ SIMCU_KERNEL(_Z11attn_scoresPKiS0_Pi10dec_rows_s) {
   }
 }
 
-SIMCU_PARAMS(_Z12attn_softmaxPii, 8, 4);
-SIMCU_KERNEL(_Z12attn_softmaxPii) {
+SIMCU_PARAMS(_Z12attn_softmaxPiPKi10dec_rows_s, 8, 8, sizeof(dec_rows_t));
+SIMCU_KERNEL(_Z12attn_softmaxPiPKi10dec_rows_s) {
   int32_t* s = SIMCU_ARG(0, int32_t*);
-  int t = SIMCU_ARG(1, int);
+  const int32_t* pos = SIMCU_ARG(1, const int32_t*);
+  dec_rows_t rows = SIMCU_ARG(2, dec_rows_t);
   unsigned r = simcu_blk->idx.x;
-  SIMCU_FOR_THREADS(h) { dec_softmax(s + (r * DEC_NH + h) * DEC_T, t); }
+  SIMCU_FOR_THREADS(h) { dec_softmax(s + (r * DEC_NH + h) * DEC_T, pos[rows.slot[r]]); }
 }
 
-SIMCU_PARAMS(_Z7attn_pvPKiS0_Pi10dec_rows_si, 8, 8, 8, sizeof(dec_rows_t), 4);
-SIMCU_KERNEL(_Z7attn_pvPKiS0_Pi10dec_rows_si) {
+SIMCU_PARAMS(_Z7attn_pvPKiS0_PiS0_10dec_rows_s, 8, 8, 8, 8, sizeof(dec_rows_t));
+SIMCU_KERNEL(_Z7attn_pvPKiS0_PiS0_10dec_rows_s) {
   const int32_t* w = SIMCU_ARG(0, const int32_t*);
   const int32_t* vc = SIMCU_ARG(1, const int32_t*);
   int32_t* o = SIMCU_ARG(2, int32_t*);
-  dec_rows_t rows = SIMCU_ARG(3, dec_rows_t);
-  int t = SIMCU_ARG(4, int);
+  const int32_t* pos = SIMCU_ARG(3, const int32_t*);
+  dec_rows_t rows = SIMCU_ARG(4, dec_rows_t);
   unsigned r = simcu_blk->idx.x;
+  int sl = rows.slot[r];
   SIMCU_FOR_THREADS(j) {
-    o[r * DEC_D + j] = dec_pv(w + (r * DEC_NH + j / DEC_HD) * DEC_T,
-                              vc + rows.slot[r] * DEC_KV_SLOT + (int)j, t);
+    o[r * DEC_D + j] = dec_pv(w + (r * DEC_NH + j / DEC_HD) * DEC_T, vc + sl * DEC_KV_SLOT + (int)j,
+                              pos[sl]);
   }
 }
 
@@ -125,18 +130,19 @@ SIMCU_KERNEL(_Z7act_mulPKiPi) {
   }
 }
 
-SIMCU_PARAMS(_Z6samplePKiS0_PiS1_10dec_rows_si, 8, 8, 8, 8, sizeof(dec_rows_t), 4);
-SIMCU_KERNEL(_Z6samplePKiS0_PiS1_10dec_rows_si) {
+SIMCU_PARAMS(_Z6samplePKiS0_PiS1_S1_10dec_rows_s, 8, 8, 8, 8, 8, sizeof(dec_rows_t));
+SIMCU_KERNEL(_Z6samplePKiS0_PiS1_S1_10dec_rows_s) {
   const int32_t* logits = SIMCU_ARG(0, const int32_t*);
   const int32_t* seed = SIMCU_ARG(1, const int32_t*);
   int32_t* tok = SIMCU_ARG(2, int32_t*);
-  int32_t* out = SIMCU_ARG(3, int32_t*);
-  dec_rows_t rows = SIMCU_ARG(4, dec_rows_t);
-  int t = SIMCU_ARG(5, int);
+  int32_t* pos = SIMCU_ARG(3, int32_t*);
+  int32_t* out = SIMCU_ARG(4, int32_t*);
+  dec_rows_t rows = SIMCU_ARG(5, dec_rows_t);
   SIMCU_FOR_THREADS(r) {
     int sl = rows.slot[r];
-    int32_t v = dec_sample(logits + r * DEC_V, (uint32_t)seed[sl], t);
+    int32_t v = dec_sample(logits + r * DEC_V, (uint32_t)seed[sl], pos[sl]);
     tok[sl] = v;
+    pos[sl]++;
     out[r] = v;
   }
 }
