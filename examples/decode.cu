@@ -271,22 +271,7 @@ static int32_t* step(pool_t* P, const model_t* M, const dec_rows_t* rows, int t,
 int main(int argc, char** argv) {
   int iters = ex_iters(argc, argv, 8);
   static int32_t W[DEC_W_TOTAL];
-  uint64_t wseed = 2024;
-  for (int l = 0; l < DEC_L; l++) {
-    int32_t* lw = W + l * DEC_W_LAYER;
-    for (int i = 0; i < DEC_W_LAYER; i++)
-      lw[i] = (int32_t)(ex_rand(&wseed) % 9) - 4;
-    for (int i = 0; i < DEC_D; i++) {
-      lw[DEC_W_G1 + i] = 12 + (int32_t)(ex_rand(&wseed) % 9);
-      lw[DEC_W_G2 + i] = 12 + (int32_t)(ex_rand(&wseed) % 9);
-    }
-  }
-  for (int i = 0; i < DEC_V * DEC_D; i++)
-    W[DEC_W_EMB + i] = (int32_t)(ex_rand(&wseed) % 513) - 256;
-  for (int i = 0; i < DEC_D; i++)
-    W[DEC_W_GF + i] = 12 + (int32_t)(ex_rand(&wseed) % 9);
-  for (int i = 0; i < DEC_D * DEC_V; i++)
-    W[DEC_W_LM + i] = (int32_t)(ex_rand(&wseed) % 9) - 4;
+  dec_weights(W);
 
   cudaStream_t s;
   CHECK(cudaStreamCreate(&s));

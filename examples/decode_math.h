@@ -8,12 +8,15 @@
  * one output element or one row, in a fixed order; the loops over rows,
  * heads and layers belong to the callers. The sizes and the weight layout are
  * here too because the program, its bodies and the reference must agree on
- * them. Values stay inside +-DEC_CLAMP after every step, so no product of two
- * of them overflows the 64-bit accumulators.
+ * them, and so are the weights (input data, host code). Values stay inside
+ * +-DEC_CLAMP after every step, so no product of two of them overflows the
+ * 64-bit accumulators.
  */
 #ifndef DECODE_MATH_H
 #define DECODE_MATH_H
 #include <stdint.h>
+
+#include "common.h"
 
 #ifdef __CUDACC__
 #define EX_HD __host__ __device__ static inline
@@ -57,6 +60,29 @@
 #define DEC_W_GF (DEC_W_EMB + DEC_V * DEC_D)
 #define DEC_W_LM (DEC_W_GF + DEC_D)
 #define DEC_W_TOTAL (DEC_W_LM + DEC_D * DEC_V)
+
+/* The model's weights (host code): small integer matrices, norm gains near
+ * 16 (1.0 in Q4) and an embedding in Q8, drawn from one fixed seed. The
+ * weights are the program's input data, so the test's reference takes them
+ * from here too. */
+static inline void dec_weights(int32_t* W) {
+  uint64_t seed = 2024;
+  for (int l = 0; l < DEC_L; l++) {
+    int32_t* lw = W + l * DEC_W_LAYER;
+    for (int i = 0; i < DEC_W_LAYER; i++)
+      lw[i] = (int32_t)(ex_rand(&seed) % 9) - 4;
+    for (int i = 0; i < DEC_D; i++) {
+      lw[DEC_W_G1 + i] = 12 + (int32_t)(ex_rand(&seed) % 9);
+      lw[DEC_W_G2 + i] = 12 + (int32_t)(ex_rand(&seed) % 9);
+    }
+  }
+  for (int i = 0; i < DEC_V * DEC_D; i++)
+    W[DEC_W_EMB + i] = (int32_t)(ex_rand(&seed) % 513) - 256;
+  for (int i = 0; i < DEC_D; i++)
+    W[DEC_W_GF + i] = 12 + (int32_t)(ex_rand(&seed) % 9);
+  for (int i = 0; i < DEC_D * DEC_V; i++)
+    W[DEC_W_LM + i] = (int32_t)(ex_rand(&seed) % 9) - 4;
+}
 
 /* KV cache: [slot][layer][position][D] int32, one array for K then one for V. */
 #define DEC_KV_SLOT (DEC_L * DEC_T * DEC_D)

@@ -397,22 +397,7 @@ static int32_t dec_ref_token(const int32_t* W, int32_t (*kv)[DEC_B][DEC_L][DEC_T
 static dec_ref_t decode_ref(int iters) {
   static int32_t W[DEC_W_TOTAL], kv[2][DEC_B][DEC_L][DEC_T][DEC_D];
   dec_ref_t r = {EX_FNV_INIT, 0, 0, 0};
-  uint64_t wseed = 2024;
-  for (int l = 0; l < DEC_L; l++) {
-    int32_t* lw = W + l * DEC_W_LAYER;
-    for (int i = 0; i < DEC_W_LAYER; i++)
-      lw[i] = (int32_t)(ex_rand(&wseed) % 9) - 4;
-    for (int i = 0; i < DEC_D; i++) {
-      lw[DEC_W_G1 + i] = 12 + (int32_t)(ex_rand(&wseed) % 9);
-      lw[DEC_W_G2 + i] = 12 + (int32_t)(ex_rand(&wseed) % 9);
-    }
-  }
-  for (int i = 0; i < DEC_V * DEC_D; i++)
-    W[DEC_W_EMB + i] = (int32_t)(ex_rand(&wseed) % 513) - 256;
-  for (int i = 0; i < DEC_D; i++)
-    W[DEC_W_GF + i] = 12 + (int32_t)(ex_rand(&wseed) % 9);
-  for (int i = 0; i < DEC_D * DEC_V; i++)
-    W[DEC_W_LM + i] = (int32_t)(ex_rand(&wseed) % 9) - 4;
+  dec_weights(W);
   memset(kv, 0, sizeof(kv));
   for (int it = 0; it < iters; it++) {
     uint64_t seed = 77 + (uint64_t)it;
