@@ -139,16 +139,19 @@ typedef struct pool_s {
   int held[POOL_MAX];     // blocks dropped while deferring, in drop order
   int nheld;
   int defer;              // hold dropped blocks until pool_release
-  uint64_t sig;           // FNV-1a of the addresses handed out since pool_mark
+  uint64_t sig;           // FNV-1a of the addresses handed out this step (main resets it)
   long mallocs, gets;
 } pool_t;
 
+// A block of at least n_ints int32s: the free one of that rounded size with
+// the lowest address, else a new one.
 static int32_t* pool_get(pool_t* P, int n_ints) {
   size_t size = ((size_t)n_ints * sizeof(int32_t) + POOL_ROUND - 1) / POOL_ROUND * POOL_ROUND;
   int b = -1, at = -1;
   for (int i = 0; i < P->nfree; i++) {
     int c = P->free_[i];
-    if (P->blk[c].size == size && (b < 0 || P->blk[c].ptr < P->blk[b].ptr)) {
+    if (P->blk[c].size == size &&
+        (b < 0 || (uintptr_t)P->blk[c].ptr < (uintptr_t)P->blk[b].ptr)) {
       b = c;
       at = i;
     }
@@ -170,6 +173,8 @@ static int32_t* pool_get(pool_t* P, int n_ints) {
   return P->blk[b].ptr;
 }
 
+// Drops a block from pool_get: free at once, or held while deferring. Later
+// work on the stream may reuse it: the stream orders that after its last use.
 static void pool_put(pool_t* P, int32_t* ptr) {
   int b = 0;
   while (P->blk[b].ptr != ptr)
@@ -180,7 +185,7 @@ static void pool_put(pool_t* P, int32_t* ptr) {
     P->free_[P->nfree++] = b;
 }
 
-// Ends deferring: the held blocks go back to the free list in drop order.
+// Ends deferring: the held blocks are free again.
 static void pool_release(pool_t* P) {
   for (int i = 0; i < P->nheld; i++)
     P->free_[P->nfree++] = P->held[i];
