@@ -103,10 +103,22 @@ def case_example(a):
     if r["launches"] != sim["kernels_executed"]:
         fail(f"{name}: launches {r['launches']} != kernels_executed {sim['kernels_executed']}", p)
     routes = r["launches_by_route"]
-    want = {"dynrnn": ["runtime"], "beam": ["runtime", "entrypoint"], "mlp_train": ["runtime", "dlsym"]}
+    want = {"dynrnn": ["runtime"], "beam": ["runtime", "entrypoint"], "mlp_train": ["runtime", "dlsym"],
+            "decode": ["runtime"]}
     for route in want.get(name, []):
         if routes[route] == 0:
             fail(f"{name}: no launches seen through {route}: {routes}", p)
+    if name == "decode":
+        # 100 kernels per step, all through <<<>>>; each step ends at the copy
+        # of its sampled tokens, so the frequent paths are whole steps.
+        m = re.search(r"(\d+) steps, (\d+) kernels per step", p.stderr)
+        steps, per_step = map(int, m.groups())
+        if per_step != 100 or r["launches"] != steps * per_step or r["regions"] < steps:
+            fail(f"decode: {r['launches']} launches, {r['regions']} regions, {steps} steps of {per_step}", p)
+        for t in r["top_paths"]:
+            if t["ops"] != per_step or t["kernels"][:3] != ["embed", "rmsnorm", "gemm"]:
+                fail(f"decode: path {t} is not one step", p)
+        decode_dynamics(a)
     if name == "dynrnn":
         # One region per step (it ends at the copy of the step's stats to the
         # host); its ops: [memset on an iteration's first step] [renorm]
@@ -124,6 +136,46 @@ def case_example(a):
         for t in r["top_paths"]:
             if not shape.fullmatch(" ".join(t["kernels"])) or len(t["kernels"]) != t["ops"]:
                 fail(f"dynrnn: path {t} is not one of the documented ones", p)
+
+
+DECODE_LAYER = ["rmsnorm", "gemm", "gemm", "gemm", "rope", "kv_append", "attn_scores",
+                "attn_softmax", "attn_pv", "gemm", "add", "rmsnorm", "gemm", "act_mul", "gemm", "add"]
+DECODE_STEP = ["embed"] + 6 * DECODE_LAYER + ["rmsnorm", "gemm", "sample"]
+
+
+def decode_dynamics(a):
+    """decode's steps as examples/README.md documents them, from the launches
+    the shim logs: the same 100 kernels in order; attn_scores's block is the
+    position + 1; and from one step to the next, unless the program reports
+    that its buffer addresses moved, only the 6 attn_scores launches differ."""
+    p, r, _ = run(a, ["--iters", "3"], mode="observe", extra_env={"GRAPE_LOG": "debug"})
+    launches = re.findall(r"^grape: launch _Z\d+(\w+?)P\S* route=\S+ grid=(\S+) block=(\S+) "
+                          r"shmem=(\d+) \S+ \S+ params=([0-9a-f]*)$", p.stderr, re.M)
+    steps = [launches[i:i + len(DECODE_STEP)] for i in range(0, len(launches), len(DECODE_STEP))]
+    m = re.search(r"(\d+) steps, .* addresses changed on (\d+) steps", p.stderr)
+    nsteps, moved = map(int, m.groups())
+    if len(launches) != r["launches"] or len(steps) != nsteps:
+        fail(f"decode: {len(launches)} launches logged in {len(steps)} steps, {nsteps} steps run", p)
+    scores = [i for i, k in enumerate(DECODE_STEP) if k == "attn_scores"]
+    pos, same, batches = 0, 0, 0
+    for i, st in enumerate(steps):
+        if [k[0] for k in st] != DECODE_STEP:
+            fail(f"decode: step {i} launched {[k[0] for k in st]}", p)
+        blocks = {st[j][2] for j in scores}
+        if blocks == {"1,1,1"}:   # a batch starts at position 0
+            pos = 0
+            batches += 1
+        if blocks != {f"{pos + 1},1,1"}:
+            fail(f"decode: step {i}: attn_scores blocks {blocks} at position {pos}", p)
+        pos += 1
+        if i > 0:
+            diff = [j for j in range(len(st)) if st[j][1:] != steps[i - 1][j][1:]]
+            same += diff == scores
+    if batches != 3:
+        fail(f"decode: {batches} batches started at position 0 of 3", p)
+    if same != nsteps - 1 - moved:
+        fail(f"decode: {same} of {nsteps - 1} step changes touch only attn_scores; "
+             f"the program moved buffers on {moved}", p)
 
 
 def case_graph(a):

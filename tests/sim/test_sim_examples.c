@@ -14,12 +14,14 @@
 
 #include "beam_math.h"
 #include "common.h"
+#include "decode_math.h"
 #include "dynrnn_math.h"
 
 /* Documented checksums (examples/README.md), default --iters. */
 #define DYNRNN_CHECKSUM "1b46380893f1b5bb"
 #define BEAM_CHECKSUM "1dae93a92d7d52e8"
 #define MLP_CHECKSUM "b6928570b1e2bf7a"
+#define DECODE_CHECKSUM "12ed41e267dbd3f0"
 
 static const char* exdir(void) {
   const char* d = getenv("EXAMPLES_DIR");
@@ -327,4 +329,127 @@ Test(sim_examples, mlp_train_matches_reference_and_report) {
   cr_assert_eq(count(report, "cuModuleLoadData"), 1);
   cr_assert_eq(count(report, "cuLaunchKernelEx"), ref.blas_ex);
   cr_assert_eq(count(report, "cuLaunchKernel") + count(report, "cuLaunchKernelEx"), ref.launches);
+}
+
+/* ---- decode reference ----
+ * One sequence at a time, position by position (the program runs all active
+ * rows of a step in each kernel; rows meet only in their own KV-cache slot). */
+
+typedef struct dec_ref_s {
+  uint64_t sum;
+  long launches, steps, batches;
+} dec_ref_t;
+
+/* Row i of x (width k) @ W (k x m) into y. */
+static void dec_matvec(const int32_t* x, const int32_t* W, int k, int m, int32_t* y) {
+  for (int j = 0; j < m; j++)
+    y[j] = dec_gemm(x, W, k, m, j);
+}
+
+static void dec_rmsnorm(const int32_t* x, const int32_t* g, int32_t* y) {
+  int32_t rms = dec_rms(x);
+  for (int j = 0; j < DEC_D; j++)
+    y[j] = dec_norm(x[j], g[j], rms);
+}
+
+/* The next token of the sequence in slot sl, whose current token is tok, at
+ * position t; appends its keys and values to kv. */
+static int32_t dec_ref_token(const int32_t* W, int32_t (*kv)[DEC_B][DEC_L][DEC_T][DEC_D], int sl,
+                             int32_t tok, uint32_t seed, int t) {
+  int32_t x[DEC_D], h[DEC_D], q[DEC_D], a[DEC_D], o[DEC_D], gu[2 * DEC_F], m[DEC_F], w[DEC_T],
+      logits[DEC_V];
+  memcpy(x, W + DEC_W_EMB + tok * DEC_D, sizeof(x));
+  for (int l = 0; l < DEC_L; l++) {
+    const int32_t* lw = W + l * DEC_W_LAYER;
+    int32_t* k = kv[0][sl][l][t];
+    int32_t* v = kv[1][sl][l][t];
+    dec_rmsnorm(x, lw + DEC_W_G1, h);
+    dec_matvec(h, lw + DEC_W_Q, DEC_D, DEC_D, q);
+    dec_matvec(h, lw + DEC_W_K, DEC_D, DEC_D, k);
+    dec_matvec(h, lw + DEC_W_V, DEC_D, DEC_D, v);
+    for (int i = 0; i < DEC_D; i += 2) {
+      dec_rope(q + i, (i % DEC_HD) / 2, t);
+      dec_rope(k + i, (i % DEC_HD) / 2, t);
+    }
+    for (int hd = 0; hd < DEC_NH; hd++) {
+      for (int p = 0; p <= t; p++)
+        w[p] = dec_score(q + hd * DEC_HD, kv[0][sl][l][p] + hd * DEC_HD);
+      dec_softmax(w, t);
+      for (int j = hd * DEC_HD; j < (hd + 1) * DEC_HD; j++)
+        a[j] = dec_pv(w, &kv[1][sl][l][0][j], t);
+    }
+    dec_matvec(a, lw + DEC_W_O, DEC_D, DEC_D, o);
+    for (int j = 0; j < DEC_D; j++)
+      x[j] = dec_add(x[j], o[j]);
+    dec_rmsnorm(x, lw + DEC_W_G2, h);
+    dec_matvec(h, lw + DEC_W_GU, DEC_D, 2 * DEC_F, gu);
+    for (int j = 0; j < DEC_F; j++)
+      m[j] = dec_act(gu[j], gu[DEC_F + j]);
+    dec_matvec(m, lw + DEC_W_DOWN, DEC_F, DEC_D, o);
+    for (int j = 0; j < DEC_D; j++)
+      x[j] = dec_add(x[j], o[j]);
+  }
+  dec_rmsnorm(x, W + DEC_W_GF, h);
+  dec_matvec(h, W + DEC_W_LM, DEC_D, DEC_V, logits);
+  return dec_sample(logits, seed, t);
+}
+
+static dec_ref_t decode_ref(int iters) {
+  static int32_t W[DEC_W_TOTAL], kv[2][DEC_B][DEC_L][DEC_T][DEC_D];
+  dec_ref_t r = {EX_FNV_INIT, 0, 0, 0};
+  dec_weights(W);
+  memset(kv, 0, sizeof(kv));
+  for (int it = 0; it < iters; it++) {
+    uint64_t seed = 77 + (uint64_t)it;
+    int32_t tok[DEC_B], sseed[DEC_B], maxlen[DEC_B], live[DEC_B];
+    int n = DEC_B - (int)(ex_rand(&seed) % 4);
+    for (int b = 0; b < n; b++) {
+      live[b] = b;
+      tok[b] = DEC_EOS + (int32_t)(ex_rand(&seed) % (DEC_V - DEC_EOS));
+      sseed[b] = (int32_t)ex_rand(&seed);
+      maxlen[b] = DEC_MINLEN + (int32_t)(ex_rand(&seed) % (DEC_T - DEC_MINLEN + 1));
+    }
+    for (int t = 0; n > 0; t++) {
+      for (int i = 0; i < n; i++)
+        tok[live[i]] = dec_ref_token(W, kv, live[i], tok[live[i]], (uint32_t)sseed[live[i]], t);
+      /* The host sees the new tokens of the live sequences, in slot order. */
+      for (int i = 0; i < n; i++)
+        r.sum = ex_fnv(r.sum, &tok[live[i]], sizeof(int32_t));
+      int kept = 0;
+      for (int i = 0; i < n; i++)
+        if (tok[live[i]] >= DEC_EOS && t + 1 < maxlen[live[i]])
+          live[kept++] = live[i];
+      n = kept;
+      r.launches += 1 + DEC_L * 16 + 3;   /* embed, 16 per layer, norm + LM head + sample */
+      r.steps++;
+    }
+    r.sum = ex_fnv(r.sum, kv, sizeof(kv));
+    r.batches++;
+  }
+  return r;
+}
+
+Test(sim_examples, decode_matches_reference_and_report) {
+  need_example("decode");
+  char report[16384];
+  dec_ref_t ref = decode_ref(8);
+  run_matching("decode", "", "", ref.sum, "checksum " DECODE_CHECKSUM "\n", report, sizeof(report));
+  cr_assert_eq(count(report, "kernels_executed"), ref.launches);
+  cr_assert_eq(count(report, "cuLaunchKernel"), ref.launches);
+  /* One token copy and sync per step, one KV-cache copy and sync per batch. */
+  cr_assert_eq(count(report, "cuMemcpyDtoHAsync_v2"), ref.steps + ref.batches);
+  cr_assert_eq(count(report, "cuStreamSynchronize"), ref.steps + ref.batches);
+  /* Activations come from the caching allocator: a program allocating each
+   * buffer would call cuMemAlloc about 80 times per step. */
+  long long allocs = count(report, "cuMemAlloc_v2");
+  cr_assert(allocs > 0 && allocs < ref.steps, "%lld cuMemAlloc for %ld steps", allocs, ref.steps);
+  cr_assert_eq(count(report, "cuMemFree_v2"), allocs);
+}
+
+Test(sim_examples, decode_inline_mode_and_iters) {
+  need_example("decode");
+  char report[16384];
+  dec_ref_t ref = decode_ref(2);
+  run_matching("decode", "--iters 2", "SIMCU_SYNC=1", ref.sum, NULL, report, sizeof(report));
+  cr_assert_eq(count(report, "kernels_executed"), ref.launches);
 }
