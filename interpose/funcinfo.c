@@ -232,6 +232,22 @@ static grape_fatbin_t* image_get(const void* handle) {
   return im->parsed;
 }
 
+const grape_fatbin_t* grape__image_get(const void* handle) {
+  pthread_mutex_lock(&resolve_lock);
+  const grape_fatbin_t* fb = image_get(handle);
+  pthread_mutex_unlock(&resolve_lock);
+  return fb;
+}
+
+void grape__image_each(void (*fn)(const void* handle, void* arg), void* arg) {
+  slot_t* im = __atomic_load_n(&images, __ATOMIC_ACQUIRE);
+  if (im == NULL)
+    return;
+  for (size_t i = 0; i < TABLE_SIZE; i++)
+    if (__atomic_load_n(&im[i].info, __ATOMIC_ACQUIRE) != NULL)
+      fn(im[i].key, arg);
+}
+
 /* ---- Resolution (first launch of a handle; under resolve_lock) ---- */
 
 typedef CUresult (*param_info_fn)(void*, size_t, size_t*, size_t*);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allocmap.h"
 #include "log.h"
 #include "options.h"
 
@@ -22,6 +23,8 @@ typedef struct path_s {
   grape_op_sig_t* sigs;        /* the first sighting's signatures (collision check) */
   uint8_t* params;             /* and its parameters: one representative set */
   size_t plen;
+  uint32_t* poff;              /* nops + 1 offsets into params: op i's bytes are [poff[i], poff[i+1]) */
+  uint64_t alloc_epoch;        /* grape__alloc_epoch() when the first sighting ended */
 } path_t;
 
 static stream_slot_t* streams;       /* power-of-two table, allocated on first use */
@@ -184,11 +187,14 @@ static void path_add(grape_region_t* r) {
   path_t* p = &paths[i];
   p->sigs = malloc(r->nops * sizeof(*r->sigs));
   p->params = r->plen ? malloc(r->plen) : NULL;
-  if (p->sigs == NULL || (r->plen && p->params == NULL)) {
+  p->poff = malloc((r->nops + 1) * sizeof(*p->poff));
+  if (p->sigs == NULL || (r->plen && p->params == NULL) || p->poff == NULL) {
     free(p->sigs);
     free(p->params);
+    free(p->poff);
     p->sigs = NULL;
     p->params = NULL;
+    p->poff = NULL;
     pthread_mutex_unlock(&paths_lock);
     grape_log_warn_once("out of memory in the path table; a path was not recorded");
     return;
@@ -196,7 +202,10 @@ static void path_add(grape_region_t* r) {
   memcpy(p->sigs, r->sigs, r->nops * sizeof(*r->sigs));
   if (r->plen)
     memcpy(p->params, r->params, r->plen);
+  memcpy(p->poff, r->poff, r->nops * sizeof(*p->poff));
+  p->poff[r->nops] = (uint32_t)r->plen;
   p->plen = r->plen;
+  p->alloc_epoch = grape__alloc_epoch();
   p->fp = fp;
   p->nops = r->nops;
   p->count = 1;
@@ -304,6 +313,22 @@ static int path_cmp(const void* a, const void* b) {
   return x->fp < y->fp ? -1 : x->fp > y->fp;
 }
 
+size_t grape__rec_each_path(void (*fn)(const grape_rec_path_view_t* p, void* arg), void* arg) {
+  size_t n = 0;
+  pthread_mutex_lock(&paths_lock);
+  for (size_t i = 0; i < paths_cap; i++) {
+    const path_t* p = &paths[i];
+    if (p->nops == 0)
+      continue;
+    grape_rec_path_view_t v = {p->fp, p->count, p->nops, p->sigs, p->params, p->poff,
+                               p->alloc_epoch};
+    fn(&v, arg);
+    n++;
+  }
+  pthread_mutex_unlock(&paths_lock);
+  return n;
+}
+
 size_t grape__rec_stats(grape_rec_stats_t* st, grape_path_info_t* top, size_t n) {
   pthread_mutex_lock(&paths_lock);
   *st = stats;
@@ -359,6 +384,7 @@ void grape__rec_reset(int free_memory) {
     for (size_t i = 0; i < paths_cap; i++) {
       free(paths[i].sigs);
       free(paths[i].params);
+      free(paths[i].poff);
     }
     free(paths);
   }

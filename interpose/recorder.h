@@ -124,6 +124,25 @@ typedef struct grape_rec_stats_s {
   uint64_t collisions;   /* equal fingerprints with different signatures */
 } grape_rec_stats_t;
 
+/* One distinct path as the trace writer sees it (interpose/trace.c). */
+typedef struct grape_rec_path_view_s {
+  uint64_t fp;
+  uint64_t count;               /* sightings */
+  uint32_t nops;
+  const grape_op_sig_t* sigs;   /* nops signatures */
+  const uint8_t* params;        /* the first sighting's captured bytes: one representative set */
+  const uint32_t* poff;         /* nops + 1 offsets: op i's bytes are params[poff[i] .. poff[i+1]):
+                                   its parameter block (sigs[i].param_bytes), then any launch
+                                   attributes as captured */
+  uint64_t alloc_epoch;         /* grape__alloc_epoch() when those bytes were recorded: their
+                                   pointer words name allocations live then */
+} grape_rec_path_view_t;
+
+/* Calls fn for every distinct path, under the path table's lock (fn must not
+ * call back into the recorder); the view is valid during the call only.
+ * @return how many paths were visited. */
+size_t grape__rec_each_path(void (*fn)(const grape_rec_path_view_t* p, void* arg), void* arg);
+
 /* Totals and the n most frequent paths (count desc, then fingerprint) into top;
  * @return how many were written to top. */
 size_t grape__rec_stats(grape_rec_stats_t* st, grape_path_info_t* top, size_t n);

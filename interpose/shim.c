@@ -18,6 +18,7 @@
 #include "funcinfo.h"
 #include "recorder.h"
 #include "report.h"
+#include "trace.h"
 #include "grape/grape.h"
 
 int grape__state = GRAPE_STATE_UNINIT;
@@ -101,5 +102,6 @@ __attribute__((destructor)) static void grape_dtor(void) {
   grape__depth++;   /* CUDA libraries tearing down must not re-enter the recorder */
   grape__rec_end_all();
   grape__report_write();
+  grape__trace_write();
 }
 
