@@ -139,8 +139,9 @@ typedef struct grape_rec_path_view_s {
 } grape_rec_path_view_t;
 
 /* Calls fn for every distinct path, under the path table's lock (fn must not
- * call back into the recorder); the view is valid during the call only.
- * @return how many paths were visited. */
+ * call back into the recorder). The view itself lives for the call; the
+ * arrays it points to stay valid until grape__rec_reset, as top paths' sigs
+ * do. @return how many paths were visited. */
 size_t grape__rec_each_path(void (*fn)(const grape_rec_path_view_t* p, void* arg), void* arg);
 
 /* Totals and the n most frequent paths (count desc, then fingerprint) into top;
