@@ -1,12 +1,14 @@
 /* Writers of what a trace holds for other tools: the timings CSV that
- * grape train / grape predict --csv read, and Chrome trace-event JSON.
+ * grape train / grape predict --csv read, the JSON of grape inspect --json,
+ * and Chrome trace-event JSON.
  *
- * DESIGN: both are plain formatted output over the model; durations for the
+ * DESIGN: all are plain formatted output over the model; durations for the
  * timeline come from a callback, so the caller chooses measured or predicted
  * ones (predict/ is not a dependency of replay/). Kernel names are written
  * demangled: the predictor classifies kernels by their demangled names, and
  * people read them. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +70,127 @@ static void json_str(FILE* out, const char* s) {
       fputc(c, out);
   }
   fputc('"', out);
+}
+
+const char* grape_trace_op_kind_name(uint32_t k) {
+  return k == GRAPE_TRACE_OP_KERNEL ? "kernel" : k == GRAPE_TRACE_OP_MEMSET ? "memset" : "memcpy";
+}
+
+const char* grape_trace_alloc_kind_name(uint32_t k) {
+  static const char* const names[] = {"?", "device", "async", "managed", "mapped", "host-pinned",
+                                      "host-registered"};
+  return k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
+}
+
+/* ---- grape inspect --json ---- */
+
+static void json_op(FILE* out, const grape_trace_t* t, const grape_trace_op_t* op) {
+  fprintf(out, "{\"kind\":\"%s\"", grape_trace_op_kind_name(op->kind));
+  if (op->kind != GRAPE_TRACE_OP_KERNEL) {
+    fprintf(out, ",\"bytes\":%" PRIu64 "}", op->sig_func);
+    return;
+  }
+  const char* mangled = op->func == GRAPE_TRACE_NONE ? "" : grape_trace_func(t, op->func)->name;
+  char name[256];
+  fprintf(out, ",\"kernel\":");
+  if (op->func == GRAPE_TRACE_NONE)
+    fprintf(out, "null");
+  else
+    fprintf(out, "%u", op->func);
+  fprintf(out, ",\"name\":");
+  json_str(out, grape_trace_short_name(mangled, name, sizeof(name)));
+  fprintf(out, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem\":%u,\"param_bytes\":%u,"
+         "\"attr_bytes\":%u,\"pointers\":%u}",
+         op->grid[0], op->grid[1], op->grid[2], op->block[0], op->block[1], op->block[2],
+         op->shmem, op->param_bytes, op->attr_bytes, op->nptrs);
+}
+
+long grape_trace_write_json(const grape_trace_t* t, FILE* out) {
+  const grape_trace_info_t* in = grape_trace_info(t);
+  fprintf(out, "{\"format_version\":%d,\"grape_version\":", GRAPE_TRACE_FORMAT_VERSION);
+  json_str(out, in->grape_version);
+  fprintf(out, ",\"program\":");
+  json_str(out, in->program);
+  fprintf(out, ",\"pid\":%" PRId64 ",\"rank\":%d,\"created_ns\":%" PRIu64 ",\"device\":{\"name\":",
+         in->pid, (int)in->rank, in->created_ns);
+  json_str(out, in->device_name);
+  fprintf(out, ",\"cc\":\"%u.%u\",\"driver_version\":%d},\"regions\":%" PRIu64 ",\"ops\":%" PRIu64
+         ",\"paths_omitted\":%" PRIu64 ",\"images_omitted\":%" PRIu64 ",\n\"paths\":[",
+         in->cc_major, in->cc_minor, (int)in->driver_version, in->regions, in->ops,
+         in->paths_omitted, in->images_omitted);
+  for (size_t i = 0; i < grape_trace_path_count(t); i++) {
+    const grape_trace_path_t* p = grape_trace_path(t, i);
+    char fp[17];
+    grape__fp_hex(p->fp, fp);
+    fprintf(out, "%s\n{\"fingerprint\":\"%s\",\"count\":%" PRIu64 ",\"ops\":[", i ? "," : "", fp,
+           p->count);
+    for (uint32_t j = 0; j < p->nops; j++) {
+      if (j)
+        fputc(',', out);
+      json_op(out, t, &p->ops[j]);
+    }
+    fprintf(out, "]");
+    if (p->graph != NULL) {
+      fprintf(out, ",\"graph\":{\"hits\":%" PRIu64 ",\"built\":%s,\"ran\":\"%s\",\"why\":",
+             p->graph->hits, p->graph->built ? "true" : "false",
+             p->graph->ran_graph ? "graph" : "eager");
+      json_str(out, p->graph->why);
+      fprintf(out, "}");
+    }
+    if (p->times != NULL) {
+      fprintf(out, ",\"times\":{\"iters\":%u,\"path_ms\":%.9g,\"device\":", p->times->iters,
+             p->times->path_ms);
+      json_str(out, p->times->device);
+      fprintf(out, ",\"op_ms\":[");
+      for (uint32_t j = 0; j < p->nops; j++)
+        fprintf(out, "%s%.9g", j ? "," : "", p->times->op_ms[j]);
+      fprintf(out, "]}");
+    }
+    fprintf(out, "}");
+  }
+  fprintf(out, "],\n\"kernels\":[");
+  for (size_t i = 0; i < grape_trace_func_count(t); i++) {
+    const grape_trace_func_t* f = grape_trace_func(t, i);
+    char* dm = grape_demangle(f->name);
+    fprintf(out, "%s\n{\"name\":", i ? "," : "");
+    json_str(out, f->name);
+    fprintf(out, ",\"demangled\":");
+    json_str(out, dm ? dm : f->name);
+    free(dm);
+    fprintf(out, ",\"image\":");
+    if (f->image == GRAPE_TRACE_NONE)
+      fprintf(out, "null");
+    else
+      fprintf(out, "%u", f->image);
+    fprintf(out, ",\"params\":");
+    if (f->nparams == GRAPE_TRACE_NONE) {
+      fprintf(out, "null");
+    } else {
+      fprintf(out, "[");
+      for (uint32_t k = 0; k < f->nparams; k++)
+        fprintf(out, "%s[%u,%u]", k ? "," : "", f->params[k].offset, f->params[k].size);
+      fprintf(out, "]");
+    }
+    fprintf(out, ",\"param_bytes\":%u,\"registers\":%d,\"static_smem\":%u,\"bodies\":", f->param_bytes,
+           (int)f->registers, f->static_smem);
+    json_str(out, f->bodies);
+    fprintf(out, "}");
+  }
+  fprintf(out, "],\n\"images\":[");
+  for (size_t i = 0; i < grape_trace_image_count(t); i++) {
+    const grape_trace_image_t* im = grape_trace_image(t, i);
+    fprintf(out, "%s{\"kind\":\"%s\",\"arch\":%u,\"bytes\":%" PRIu64 ",\"hash\":\"%016" PRIx64 "\"}",
+           i ? "," : "", im->kind == GRAPE_TRACE_IMAGE_ELF ? "cubin" : "ptx", im->arch, im->size,
+           im->hash);
+  }
+  fprintf(out, "],\n\"allocations\":[");
+  for (size_t i = 0; i < grape_trace_alloc_count(t); i++) {
+    const grape_trace_alloc_t* a = grape_trace_alloc(t, i);
+    fprintf(out, "%s{\"id\":%" PRIu64 ",\"kind\":\"%s\",\"bytes\":%" PRIu64 ",\"base\":\"0x%" PRIx64
+           "\"}", i ? "," : "", a->id, grape_trace_alloc_kind_name(a->kind), a->size, a->base);
+  }
+  fprintf(out, "]}\n");
+  return ferror(out) ? -EIO : 0;
 }
 
 static void op_label(const grape_trace_t* t, const grape_trace_op_t* op, char* out, size_t cap) {

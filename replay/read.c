@@ -119,6 +119,16 @@ static int rdstr(rd_t* r, char** out, const char* what) {
       return e_;         \
   } while (0)
 
+/* A record count, checked against the bytes left: each record takes at least
+ * rec bytes, so a count that cannot fit is refused before anything is
+ * allocated for it. */
+static int rd_count(rd_t* r, uint32_t* n, size_t rec, const char* what) {
+  TRY(rd32(r, n, what));
+  if (*n > left(r) / rec)
+    return fail(r, "%u %s do not fit in the %zu bytes left", *n, what, left(r));
+  return 0;
+}
+
 /* ---- Sections ---- */
 
 static int read_head(rd_t* r, grape_trace_t* t) {
@@ -208,9 +218,7 @@ static int read_func(rd_t* r, grape_trace_t* t, func_t* f) {
 
 static int read_funcs(rd_t* r, grape_trace_t* t) {
   uint32_t n;
-  TRY(rd32(r, &n, "function count"));
-  if (n > left(r) / REC_FUNC)
-    return fail(r, "%u functions do not fit in the %zu bytes left", n, left(r));
+  TRY(rd_count(r, &n, REC_FUNC, "functions"));
   t->funcs = calloc(n ? n : 1, sizeof(*t->funcs));
   if (t->funcs == NULL)
     return -ENOMEM;
@@ -224,9 +232,7 @@ static int read_funcs(rd_t* r, grape_trace_t* t) {
 
 static int read_allocs(rd_t* r, grape_trace_t* t) {
   uint32_t n;
-  TRY(rd32(r, &n, "allocation count"));
-  if (n > left(r) / REC_ALLOC)
-    return fail(r, "%u allocations do not fit in the %zu bytes left", n, left(r));
+  TRY(rd_count(r, &n, REC_ALLOC, "allocations"));
   t->allocs = malloc((n ? n : 1) * sizeof(*t->allocs));
   if (t->allocs == NULL)
     return -ENOMEM;
@@ -367,9 +373,7 @@ static int rd_path_index(rd_t* r, const grape_trace_t* t, long* prev, uint32_t* 
 static int read_graphs(rd_t* r, grape_trace_t* t) {
   uint32_t n;
   long prev = -1;
-  TRY(rd32(r, &n, "record count"));
-  if (n > left(r) / REC_GRAPH)
-    return fail(r, "%u records do not fit in the %zu bytes left", n, left(r));
+  TRY(rd_count(r, &n, REC_GRAPH, "graph records"));
   for (uint32_t k = 0; k < n; k++) {
     uint32_t i;
     grape_trace_graph_t g;
@@ -393,9 +397,7 @@ static int read_graphs(rd_t* r, grape_trace_t* t) {
 static int read_times(rd_t* r, grape_trace_t* t) {
   uint32_t n;
   long prev = -1;
-  TRY(rd32(r, &n, "record count"));
-  if (n > left(r) / REC_TIMES)
-    return fail(r, "%u records do not fit in the %zu bytes left", n, left(r));
+  TRY(rd_count(r, &n, REC_TIMES, "time records"));
   for (uint32_t k = 0; k < n; k++) {
     uint32_t i, nops;
     grape_trace_times_t tm;

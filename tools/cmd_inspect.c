@@ -29,16 +29,6 @@ static void usage(FILE* to) {
           "  --brief   the summary and the paths without their ops\n");
 }
 
-static const char* op_kind_name(uint32_t k) {
-  return k == GRAPE_TRACE_OP_KERNEL ? "kernel" : k == GRAPE_TRACE_OP_MEMSET ? "memset" : "memcpy";
-}
-
-static const char* alloc_kind_name(uint32_t k) {
-  static const char* const names[] = {"?", "device", "async", "managed", "mapped", "host-pinned",
-                                      "host-registered"};
-  return k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
-}
-
 static void fp_hex(uint64_t fp, char out[17]) {
   snprintf(out, 17, "%016" PRIx64, fp);
 }
@@ -47,7 +37,7 @@ static void fp_hex(uint64_t fp, char out[17]) {
 
 static void text_op(const grape_trace_t* t, uint32_t j, const grape_trace_op_t* op) {
   if (op->kind != GRAPE_TRACE_OP_KERNEL) {
-    printf("    %3u  %-40s %" PRIu64 " bytes\n", j, op_kind_name(op->kind), op->sig_func);
+    printf("    %3u  %-40s %" PRIu64 " bytes\n", j, grape_trace_op_kind_name(op->kind), op->sig_func);
     return;
   }
   char name[256];
@@ -128,132 +118,8 @@ static void text(const grape_trace_t* t, int brief) {
   for (size_t i = 0; i < grape_trace_alloc_count(t); i++) {
     const grape_trace_alloc_t* a = grape_trace_alloc(t, i);
     printf("  %3zu  #%" PRIu64 " %s, %" PRIu64 " bytes at 0x%" PRIx64 "\n", i, a->id,
-           alloc_kind_name(a->kind), a->size, a->base);
+           grape_trace_alloc_kind_name(a->kind), a->size, a->base);
   }
-}
-
-/* ---- JSON ---- */
-
-static void jstr(const char* s) {
-  putchar('"');
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      printf("\\%c", c);
-    else if (c < 0x20)
-      printf("\\u%04x", c);
-    else
-      putchar(c);
-  }
-  putchar('"');
-}
-
-static void json_op(const grape_trace_t* t, const grape_trace_op_t* op) {
-  printf("{\"kind\":\"%s\"", op_kind_name(op->kind));
-  if (op->kind != GRAPE_TRACE_OP_KERNEL) {
-    printf(",\"bytes\":%" PRIu64 "}", op->sig_func);
-    return;
-  }
-  const char* mangled = op->func == GRAPE_TRACE_NONE ? "" : grape_trace_func(t, op->func)->name;
-  char name[256];
-  printf(",\"kernel\":");
-  if (op->func == GRAPE_TRACE_NONE)
-    printf("null");
-  else
-    printf("%u", op->func);
-  printf(",\"name\":");
-  jstr(grape_trace_short_name(mangled, name, sizeof(name)));
-  printf(",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem\":%u,\"param_bytes\":%u,"
-         "\"attr_bytes\":%u,\"pointers\":%u}",
-         op->grid[0], op->grid[1], op->grid[2], op->block[0], op->block[1], op->block[2],
-         op->shmem, op->param_bytes, op->attr_bytes, op->nptrs);
-}
-
-static void json(const grape_trace_t* t) {
-  const grape_trace_info_t* in = grape_trace_info(t);
-  printf("{\"format_version\":%d,\"grape_version\":", GRAPE_TRACE_FORMAT_VERSION);
-  jstr(in->grape_version);
-  printf(",\"program\":");
-  jstr(in->program);
-  printf(",\"pid\":%" PRId64 ",\"rank\":%d,\"created_ns\":%" PRIu64 ",\"device\":{\"name\":",
-         in->pid, (int)in->rank, in->created_ns);
-  jstr(in->device_name);
-  printf(",\"cc\":\"%u.%u\",\"driver_version\":%d},\"regions\":%" PRIu64 ",\"ops\":%" PRIu64
-         ",\"paths_omitted\":%" PRIu64 ",\"images_omitted\":%" PRIu64 ",\n\"paths\":[",
-         in->cc_major, in->cc_minor, (int)in->driver_version, in->regions, in->ops,
-         in->paths_omitted, in->images_omitted);
-  for (size_t i = 0; i < grape_trace_path_count(t); i++) {
-    const grape_trace_path_t* p = grape_trace_path(t, i);
-    char fp[17];
-    fp_hex(p->fp, fp);
-    printf("%s\n{\"fingerprint\":\"%s\",\"count\":%" PRIu64 ",\"ops\":[", i ? "," : "", fp,
-           p->count);
-    for (uint32_t j = 0; j < p->nops; j++) {
-      if (j)
-        putchar(',');
-      json_op(t, &p->ops[j]);
-    }
-    printf("]");
-    if (p->graph != NULL) {
-      printf(",\"graph\":{\"hits\":%" PRIu64 ",\"built\":%s,\"ran\":\"%s\",\"why\":",
-             p->graph->hits, p->graph->built ? "true" : "false",
-             p->graph->ran_graph ? "graph" : "eager");
-      jstr(p->graph->why);
-      printf("}");
-    }
-    if (p->times != NULL) {
-      printf(",\"times\":{\"iters\":%u,\"path_ms\":%.9g,\"device\":", p->times->iters,
-             p->times->path_ms);
-      jstr(p->times->device);
-      printf(",\"op_ms\":[");
-      for (uint32_t j = 0; j < p->nops; j++)
-        printf("%s%.9g", j ? "," : "", p->times->op_ms[j]);
-      printf("]}");
-    }
-    printf("}");
-  }
-  printf("],\n\"kernels\":[");
-  for (size_t i = 0; i < grape_trace_func_count(t); i++) {
-    const grape_trace_func_t* f = grape_trace_func(t, i);
-    char* dm = grape_demangle(f->name);
-    printf("%s\n{\"name\":", i ? "," : "");
-    jstr(f->name);
-    printf(",\"demangled\":");
-    jstr(dm ? dm : f->name);
-    free(dm);
-    printf(",\"image\":");
-    if (f->image == GRAPE_TRACE_NONE)
-      printf("null");
-    else
-      printf("%u", f->image);
-    printf(",\"params\":");
-    if (f->nparams == GRAPE_TRACE_NONE) {
-      printf("null");
-    } else {
-      printf("[");
-      for (uint32_t k = 0; k < f->nparams; k++)
-        printf("%s[%u,%u]", k ? "," : "", f->params[k].offset, f->params[k].size);
-      printf("]");
-    }
-    printf(",\"param_bytes\":%u,\"registers\":%d,\"static_smem\":%u,\"bodies\":", f->param_bytes,
-           (int)f->registers, f->static_smem);
-    jstr(f->bodies);
-    printf("}");
-  }
-  printf("],\n\"images\":[");
-  for (size_t i = 0; i < grape_trace_image_count(t); i++) {
-    const grape_trace_image_t* im = grape_trace_image(t, i);
-    printf("%s{\"kind\":\"%s\",\"arch\":%u,\"bytes\":%" PRIu64 ",\"hash\":\"%016" PRIx64 "\"}",
-           i ? "," : "", im->kind == GRAPE_TRACE_IMAGE_ELF ? "cubin" : "ptx", im->arch, im->size,
-           im->hash);
-  }
-  printf("],\n\"allocations\":[");
-  for (size_t i = 0; i < grape_trace_alloc_count(t); i++) {
-    const grape_trace_alloc_t* a = grape_trace_alloc(t, i);
-    printf("%s{\"id\":%" PRIu64 ",\"kind\":\"%s\",\"bytes\":%" PRIu64 ",\"base\":\"0x%" PRIx64
-           "\"}", i ? "," : "", a->id, alloc_kind_name(a->kind), a->size, a->base);
-  }
-  printf("]}\n");
 }
 
 int cmd_inspect(int argc, char** argv) {
@@ -290,7 +156,7 @@ int cmd_inspect(int argc, char** argv) {
     return 1;
   }
   if (as_json)
-    json(t);
+    grape_trace_write_json(t, stdout);
   else
     text(t, brief);
   grape_trace_free(t);

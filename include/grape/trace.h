@@ -310,6 +310,14 @@ typedef double grape_trace_duration_fn(const grape_trace_t* t, size_t path, size
 GRAPE_API long grape_trace_export_chrome(const grape_trace_t* t, grape_trace_duration_fn* dur,
                                          void* arg, const char* label, FILE* out);
 
+/* Writes what t holds as one JSON object (grape inspect --json): header,
+ * paths with their ops, kernels, images, allocations. @return 0 or -EIO. */
+GRAPE_API long grape_trace_write_json(const grape_trace_t* t, FILE* out);
+
+/* "kernel", "memset" or "memcpy"; "device", "host-pinned", ... ("?" unknown). */
+GRAPE_API const char* grape_trace_op_kind_name(uint32_t kind);
+GRAPE_API const char* grape_trace_alloc_kind_name(uint32_t kind);
+
 /* A short display name of a kernel: demangled, without parameter list
  * ("void foo<int>(int*)" -> "foo<int>"), written into out. */
 GRAPE_API const char* grape_trace_short_name(const char* mangled, char* out, size_t cap);
