@@ -589,13 +589,18 @@ int grape_replay_run(grape_trace_t* t, const grape_replay_opts_t* o, grape_repla
     fail(&e, "out of memory");
     goto done;
   }
-  size_t nwant = 0;
   for (size_t i = 0; i < np; i++)
-    nwant += e.want[i] = (uint8_t)chosen(o, grape_trace_path(t, i)->fp);
-  if (o->paths != NULL && nwant < o->npaths) {
-    rc = -ENOENT;
-    fail(&e, "%zu of the %zu paths asked for are not in the trace", o->npaths - nwant, o->npaths);
-    goto done;
+    e.want[i] = (uint8_t)chosen(o, grape_trace_path(t, i)->fp);
+  for (size_t k = 0; o->paths != NULL && k < o->npaths; k++) {
+    size_t i = 0;
+    while (i < np && grape_trace_path(t, i)->fp != o->paths[k])
+      i++;
+    if (i == np) {
+      rc = -ENOENT;
+      fail(&e, "path %016llx is not in the trace ('grape inspect' lists its paths)",
+           (unsigned long long)o->paths[k]);
+      goto done;
+    }
   }
   char msg[512];
   if ((rc = grape__drv_open(o->driver, &e.d, msg, sizeof(msg))) != 0) {

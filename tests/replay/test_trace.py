@@ -135,6 +135,16 @@ def case_example(a):
             fail(f"kernels_executed {rep['kernels_executed']} (want {2 * per_round}), graph "
                  f"launches {rep['graph_launches']} (want {2 * len(t['paths'])})", p)
 
+        # One path by its fingerprint; an unknown one is refused.
+        first = t["paths"][0]
+        p, rep = sim_report(a, tmp, ["replay", trace, "--path", first["fingerprint"], "--iters",
+                                     "3", "--device", "sim"])
+        if p.returncode != 0 or rep is None or rep["kernels_executed"] != 3 * kernels_of(first):
+            fail(f"grape replay --path {first['fingerprint']}", p)
+        p = grape(a, ["replay", trace, "--path", "00000000000000ff", "--device", "sim"])
+        if p.returncode != 1 or "00000000000000ff is not in the trace" not in p.stderr:
+            fail("grape replay --path of a path the trace does not hold", p)
+
         # Timed: warmup 1 + 2 iterations, each launching the plain and the
         # event-instrumented graph.
         csv = os.path.join(tmp, "timings.csv")
