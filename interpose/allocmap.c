@@ -73,6 +73,8 @@ static long containing(uint64_t addr) {
 }
 
 static void erase(size_t i, size_t n) {
+  if (n == 0)
+    return;   /* also keeps memmove from a NULL iv (the first add) */
   for (size_t k = i; hist != NULL && k < i + n; k++)
     if (iv[k].id >= 1 && iv[k].id <= hist_len)
       hist[iv[k].id - 1].died = epoch;
