@@ -457,6 +457,13 @@ int grape__trace_write(void) {
     grape__func_each(take_func, &g);
     rc = g.oom ? -ENOMEM : history_index(&g);
   }
+  if (rc == 0 && g.npaths == 0) {
+    /* A process that ran no CUDA work (a launcher, a forked helper) leaves
+     * no empty trace behind. */
+    grape_log_info("no CUDA work recorded: no trace written to %s", path);
+    glue_free(&g);
+    return 0;
+  }
   if (rc == 0) {
     funcs_index(&g);
     qsort(g.paths, g.npaths, sizeof(*g.paths), path_cmp);

@@ -288,6 +288,12 @@ def case_write_fail(a):
         fail("a trace that cannot be written must not disturb the program", p)
     if p.stderr.count("no trace written") != 1 or "/nonexistent-grape-dir/t.grape" not in p.stderr:
         fail("the failed write must be reported once, naming the file", p)
+    # A process that ran no CUDA work leaves no (empty) trace behind.
+    with tempfile.TemporaryDirectory() as tmp:
+        p = grape(a, ["run", "--device", "sim", "--", "/bin/true"],
+                  GRAPE_TRACE=os.path.join(tmp, "t.%p.grape"))
+        if p.returncode != 0 or os.listdir(tmp):
+            fail(f"a process without CUDA work wrote {os.listdir(tmp)}", p)
 
 
 def main():
