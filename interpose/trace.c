@@ -59,6 +59,8 @@ typedef struct glue_s {
   size_t nhandles, cap_handles;
   int handles_listed;
   int oom;
+  grape_trace_info_t dev;           /* device fields, asked first (image choice needs the arch) */
+  char dev_name[256];
 } glue_t;
 
 /* Grows *v (elements of sz bytes) to hold need. @return 0 or -ENOMEM. */
@@ -186,11 +188,19 @@ static void take_handle(const void* h, void* arg) {
     g->handles[g->nhandles++] = h;
 }
 
-/* The image of fb holding kernel name, ELF preferred over PTX. */
-static const grape_image_t* find_in(const grape_fatbin_t* fb, const char* name,
+/* The image of fb holding kernel name: the one a device of SM version arch
+ * loads (grape_fatbin_select) when it holds the kernel, else an ELF, else
+ * PTX. Only that image is parsed when the arch was known at registration;
+ * when it was not (the driver could not be asked), fb holds every entry. */
+static const grape_image_t* find_in(const grape_fatbin_t* fb, const char* name, int arch,
                                     const grape_kernel_t** k) {
+  if (fb == NULL)
+    return NULL;
+  const grape_image_t* sel = arch > 0 ? grape_fatbin_select(fb, arch) : NULL;
+  if (sel != NULL && sel->data != NULL && (*k = grape_image_find_kernel(sel, name)) != NULL)
+    return sel;
   const grape_image_t* best = NULL;
-  for (size_t i = 0; fb != NULL && i < grape_fatbin_count(fb); i++) {
+  for (size_t i = 0; i < grape_fatbin_count(fb); i++) {
     const grape_image_t* img = grape_fatbin_image(fb, i);
     if (img->data == NULL || (img->kind != GRAPE_IMAGE_ELF && img->kind != GRAPE_IMAGE_PTX))
       continue;
@@ -205,7 +215,8 @@ static const grape_image_t* find_in(const grape_fatbin_t* fb, const char* name,
 
 /* The loaded image holding f: its own registration first, else any. */
 static const grape_image_t* image_of(glue_t* g, const grape_func_t* f, const grape_kernel_t** k) {
-  const grape_image_t* img = f->image ? find_in(grape__image_get(f->image), f->name, k) : NULL;
+  int arch = (int)(g->dev.cc_major * 10 + g->dev.cc_minor);
+  const grape_image_t* img = f->image ? find_in(grape__image_get(f->image), f->name, arch, k) : NULL;
   if (img != NULL)
     return img;
   if (!g->handles_listed) {
@@ -214,7 +225,7 @@ static const grape_image_t* image_of(glue_t* g, const grape_func_t* f, const gra
   }
   for (size_t i = 0; i < g->nhandles && img == NULL; i++)
     if (g->handles[i] != f->image)
-      img = find_in(grape__image_get(g->handles[i]), f->name, k);
+      img = find_in(grape__image_get(g->handles[i]), f->name, arch, k);
   return img;
 }
 
@@ -356,13 +367,16 @@ static int add_path(glue_t* g, const grape_rec_path_view_t* v, scratch_t* s) {
 /* ---- Header ---- */
 
 /* Device name, compute capability and driver version from the driver, when
- * it is loaded and a context is current (it is never loaded here). */
+ * it is loaded (it is never loaded here). The current context's device, else
+ * device 0: at exit the runtime may already have released its context. */
 static void device_info(grape_trace_info_t* in, char* name, size_t cap) {
   typedef CUresult (*ctx_dev_fn)(CUdevice*);
+  typedef CUresult (*dev_get_fn)(CUdevice*, int);
   typedef CUresult (*name_fn)(char*, int, CUdevice);
   typedef CUresult (*attr_fn)(int*, CUdevice_attribute, CUdevice);
   typedef CUresult (*ver_fn)(int*);
   ctx_dev_fn ctx_dev = (ctx_dev_fn)grape__real_driver("cuCtxGetDevice");
+  dev_get_fn dev_get = (dev_get_fn)grape__real_driver("cuDeviceGet");
   name_fn get_name = (name_fn)grape__real_driver("cuDeviceGetName");
   attr_fn attr = (attr_fn)grape__real_driver("cuDeviceGetAttribute");
   ver_fn ver = (ver_fn)grape__real_driver("cuDriverGetVersion");
@@ -372,7 +386,8 @@ static void device_info(grape_trace_info_t* in, char* name, size_t cap) {
   GRAPE_NO_REENTRY({
     if (ver != NULL && ver(&v) == CUDA_SUCCESS)
       in->driver_version = v;
-    if (ctx_dev != NULL && ctx_dev(&dev) == CUDA_SUCCESS) {
+    if ((ctx_dev != NULL && ctx_dev(&dev) == CUDA_SUCCESS) ||
+        (dev_get != NULL && dev_get(&dev, 0) == CUDA_SUCCESS)) {
       if (get_name != NULL && get_name(name, (int)cap, dev) != CUDA_SUCCESS)
         name[0] = '\0';
       if (attr != NULL && attr(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) == CUDA_SUCCESS &&
@@ -401,12 +416,10 @@ static long rank_of(void) {
 }
 
 static int fill_info(glue_t* g, long rank) {
-  char ver[32], dev[256] = "", prog[PATH_MAX] = "";
+  char ver[32], prog[PATH_MAX] = "";
   unsigned v = grape_version();
   snprintf(ver, sizeof(ver), "%u.%u.%u", v / 10000, v / 100 % 100, v % 100);
-  grape_trace_info_t in = {0};
-  if (g->npaths > 0)
-    device_info(&in, dev, sizeof(dev));
+  grape_trace_info_t in = g->dev;
   ssize_t n = readlink("/proc/self/exe", prog, sizeof(prog) - 1);
   prog[n > 0 ? n : 0] = '\0';
   struct timespec ts;
@@ -415,7 +428,7 @@ static int fill_info(glue_t* g, long rank) {
   grape_path_info_t none;
   grape__rec_stats(&st, &none, 0);
   in.grape_version = ver;
-  in.device_name = dev;
+  in.device_name = g->dev_name;
   in.program = prog;
   in.created_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
   in.pid = (int64_t)getpid();
@@ -465,6 +478,7 @@ int grape__trace_write(void) {
     return 0;
   }
   if (rc == 0) {
+    device_info(&g.dev, g.dev_name, sizeof(g.dev_name));
     funcs_index(&g);
     qsort(g.paths, g.npaths, sizeof(*g.paths), path_cmp);
     for (size_t i = 0; i < g.npaths && rc == 0; i++)
