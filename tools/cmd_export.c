@@ -1,7 +1,11 @@
 /* grape export --chrome: a trace as a Chrome trace-event timeline (opens in
  * chrome://tracing and ui.perfetto.dev): one track per path, its ops as
  * slices end to end, with the durations grape replay --time measured, or
- * with the predictor's for a named GPU. */
+ * with the predictor's for a named GPU.
+ *
+ * DESIGN: replay/export.c writes the timeline from a duration callback;
+ * predicted durations come from here, so that replay/ does not depend on
+ * predict/. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,10 @@
  * with the reader's message: section and byte offset) and prints the header,
  * then the paths, most frequent first as the shim wrote them, each with its
  * count and its ops (demangled kernel names, launch shapes), then the
- * kernels, images and allocations. --json prints the same as one object. */
+ * kernels, images and allocations. --json prints the same as one object.
+ *
+ * DESIGN: thin, like every command: the reader validates, replay/export.c
+ * writes the JSON; only the text layout lives here. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

@@ -2,9 +2,11 @@
  * optionally timed; the timings go to a CSV that grape train and grape
  * predict --csv read, and (--save) back into a copy of the trace.
  *
- * Thin: picks the driver (the real one, or the simulated device's found
- * beside grape), calls grape_replay_run (replay/engine.c), writes the
- * results. grape links no CUDA library; the driver is dlopen'd. */
+ * DESIGN: thin: picks the driver (the real one, or the simulated device's
+ * found beside grape, tools/locate.c), calls grape_replay_run
+ * (replay/engine.c), writes the results. grape links no CUDA library; the
+ * driver is dlopen'd. The CSV's device column is the predictor's name for
+ * the device, so that grape train needs no --gpu for it. */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
