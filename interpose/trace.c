@@ -435,7 +435,9 @@ static int fill_info(glue_t* g, long rank) {
   in.rank = (int32_t)rank;
   in.regions = st.regions;
   in.ops = st.ops;
-  in.paths_omitted = st.paths > g->npaths ? st.paths - g->npaths : 0;
+  /* Paths the table could not keep or the trace could not take (out of memory). */
+  size_t added = grape_trace_path_count(g->t);
+  in.paths_omitted = st.paths > added ? st.paths - added : 0;
   return grape_trace_set_info(g->t, &in);
 }
 
