@@ -75,6 +75,7 @@ struct path_s {
   grape_op_dims_t* dims;
   uint8_t* params;              /* the first sighting's: one representative set */
   uint32_t* poff;
+  uint64_t stamp;               /* config.stamp() then */
 };
 
 /* Open addressing on a 64-bit hash; entries are pointers (NULL = free). */
@@ -484,6 +485,7 @@ static path_t* path_find_or_add(grape_gc_t* c, gkey_t* k, const grape_region_t* 
   p->fp = fp;
   p->nops = r->nops;
   p->key = k;
+  p->stamp = c->cfg.stamp ? c->cfg.stamp() : 0;
   c->paths.v[i] = p;
   c->paths.len++;
   c->st.paths++;
@@ -720,6 +722,26 @@ static const char* key_why(const gkey_t* k) {
   return "replayed as a graph";
 }
 
+static grape_gc_path_t path_view(const path_t* p) {
+  const gkey_t* key = p->key;
+  return (grape_gc_path_t){p->fp, key->fp, p->nops, p->count, key->keys, p->dims, p->params,
+                           p->poff, p->stamp, key->hits, key->seen, key->warmed,
+                           key->hits ? GRAPE_GC_WAY_GRAPH : GRAPE_GC_WAY_EAGER, key_why(key)};
+}
+
+size_t grape_gc_each_path(grape_gc_t* c, void (*fn)(const grape_gc_path_t* p, void* arg), void* arg) {
+  size_t n = 0;
+  pthread_mutex_lock(&c->lock);
+  for (size_t i = 0; i < c->paths.cap; i++)
+    if (c->paths.v[i] != NULL) {
+      grape_gc_path_t v = path_view(c->paths.v[i]);
+      fn(&v, arg);
+      n++;
+    }
+  pthread_mutex_unlock(&c->lock);
+  return n;
+}
+
 static int path_cmp(const void* a, const void* b) {
   const grape_gc_path_t* x = a;
   const grape_gc_path_t* y = b;
@@ -736,10 +758,7 @@ size_t grape_gc_top(grape_gc_t* c, grape_gc_path_t* top, size_t n) {
     const path_t* p = c->paths.v[i];
     if (p == NULL)
       continue;
-    const gkey_t* key = p->key;
-    all[k++] = (grape_gc_path_t){p->fp, key->fp, p->nops, p->count, key->keys, p->dims, p->params,
-                                 p->poff, key->hits, key->seen,
-                                 key->hits ? GRAPE_GC_WAY_GRAPH : GRAPE_GC_WAY_EAGER, key_why(key)};
+    all[k++] = path_view(p);
   }
   if (all != NULL) {
     qsort(all, k, sizeof(*all), path_cmp);

@@ -85,6 +85,9 @@ typedef struct grape_gc_config_s {
   long recheck;                  /* sightings between re-checks of a key that did not pay */
   void (*note)(const char* msg); /* told once per kind of trouble (a graph that cannot be
                                     built); NULL: silent */
+  uint64_t (*stamp)(void);       /* a value kept with each new path (the shim's allocation
+                                    epoch, so a trace can tell which allocation a recorded
+                                    pointer word named); NULL: 0 */
 } grape_gc_config_t;
 
 /* Estimated device memory of an executable graph: per node, plus its parameters. */
@@ -203,9 +206,13 @@ typedef struct grape_gc_path_s {
   const grape_op_key_t* keys;          /* valid until the cache is destroyed */
   const grape_op_dims_t* dims;
   const uint8_t* params;               /* one representative parameter set */
-  const uint32_t* poff;                /* each op's offset into params */
+  const uint32_t* poff;                /* each op's offset into params: its parameter
+                                          block (keys[i].param_bytes), then its launch
+                                          attributes (keys[i].attrs_bytes) */
+  uint64_t stamp;                      /* config.stamp() when the path was first seen */
   uint64_t key_hits;                   /* its key's graph replays (all its paths) */
   uint64_t key_seen;
+  int key_built;                       /* its key got an executable graph */
   grape_gc_way_t way;
   const char* why;                     /* why it ran that way, in words */
 } grape_gc_path_t;
@@ -213,5 +220,9 @@ typedef struct grape_gc_path_s {
 /* The n most frequent paths (count desc, then fingerprint) into top; n = 0
  * counts them. @return how many were written (or exist). */
 size_t grape_gc_top(grape_gc_t* c, grape_gc_path_t* top, size_t n);
+
+/* Calls fn for every path, in no order, under the cache's lock (fn must not
+ * call the cache). @return how many. */
+size_t grape_gc_each_path(grape_gc_t* c, void (*fn)(const grape_gc_path_t* p, void* arg), void* arg);
 
 #endif

@@ -6,10 +6,49 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
+#include "options.h"
+
 static pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
 static grape_alloc_t* iv;          /* sorted by start, disjoint */
 static size_t len, cap;
 static uint64_t serial;
+static uint64_t epoch;             /* adds + removes so far (written under the write lock) */
+static grape_alloc_life_t* hist;   /* hist[id - 1]: every interval added, when kept */
+static size_t hist_len, hist_cap;
+static int hist_on = -1;           /* -1 until GRAPE_TRACE is read; 0 off or given up */
+
+/* Whether a history is kept: only for traces. Write lock held. */
+static int history_on(void) {
+  if (hist_on < 0) {
+    const char* t = grape__option_str(grape_option_trace);
+    hist_on = t != NULL && *t != '\0';
+  }
+  return hist_on;
+}
+
+/* Appends the interval just added (its id is hist_len + 1). Write lock held. */
+static void history_add(const grape_alloc_t* a) {
+  if (!history_on())
+    return;
+  if (hist_len == hist_cap) {
+    size_t ncap = hist_cap ? hist_cap * 2 : 256;
+    grape_alloc_life_t* n = realloc(hist, ncap * sizeof(*n));
+    if (n == NULL) {
+      /* Without every entry, ids no longer index the history: drop it. */
+      free(hist);
+      hist = NULL;
+      hist_len = hist_cap = 0;
+      hist_on = 0;
+      grape_log_warn_once("out of memory for the allocation history: the trace's pointer "
+                          "parameters will not be resolved");
+      return;
+    }
+    hist = n;
+    hist_cap = ncap;
+  }
+  hist[hist_len++] = (grape_alloc_life_t){*a, epoch, 0};
+}
 
 /* Index of the first interval with start > addr. */
 static size_t upper(uint64_t addr) {
@@ -34,6 +73,11 @@ static long containing(uint64_t addr) {
 }
 
 static void erase(size_t i, size_t n) {
+  if (n == 0)
+    return;   /* also keeps memmove from a NULL iv (the first add) */
+  for (size_t k = i; hist != NULL && k < i + n; k++)
+    if (iv[k].id >= 1 && iv[k].id <= hist_len)
+      hist[iv[k].id - 1].died = epoch;
   memmove(&iv[i], &iv[i + n], (len - i - n) * sizeof(*iv));
   len -= n;
 }
@@ -42,6 +86,7 @@ int grape__alloc_add(uint64_t start, uint64_t size, grape_alloc_kind_t kind) {
   if (size == 0 || start + size < start)
     return -EINVAL;
   pthread_rwlock_wrlock(&lock);
+  __atomic_store_n(&epoch, epoch + 1, __ATOMIC_RELAXED);
   /* Drop stale intervals overlapping the new one. */
   size_t i = upper(start);
   if (i > 0 && iv[i - 1].start + iv[i - 1].size > start)
@@ -63,12 +108,14 @@ int grape__alloc_add(uint64_t start, uint64_t size, grape_alloc_kind_t kind) {
   memmove(&iv[i + 1], &iv[i], (len - i) * sizeof(*iv));
   iv[i] = (grape_alloc_t){start, size, kind, ++serial};
   len++;
+  history_add(&iv[i]);
   pthread_rwlock_unlock(&lock);
   return 0;
 }
 
 int grape__alloc_remove(uint64_t start) {
   pthread_rwlock_wrlock(&lock);
+  __atomic_store_n(&epoch, epoch + 1, __ATOMIC_RELAXED);
   size_t u = upper(start);
   int rc = -ENOENT;
   if (u > 0 && iv[u - 1].start == start) {
@@ -81,6 +128,7 @@ int grape__alloc_remove(uint64_t start) {
 
 int grape__alloc_remove_range(uint64_t start, uint64_t size) {
   pthread_rwlock_wrlock(&lock);
+  __atomic_store_n(&epoch, epoch + 1, __ATOMIC_RELAXED);
   size_t i = upper(start);
   if (i > 0 && iv[i - 1].start >= start)
     i--;
@@ -128,11 +176,36 @@ size_t grape__alloc_count(void) {
   return n;
 }
 
+uint64_t grape__alloc_epoch(void) {
+  return __atomic_load_n(&epoch, __ATOMIC_RELAXED);
+}
+
+int grape__alloc_history(grape_alloc_life_t** out, size_t* n) {
+  pthread_rwlock_rdlock(&lock);
+  int rc = 0;
+  *out = NULL;
+  *n = hist_len;
+  if (hist_on <= 0 && hist == NULL)
+    rc = -ENOENT;
+  else if (hist_len && (*out = malloc(hist_len * sizeof(**out))) == NULL)
+    rc = -ENOMEM;
+  else if (hist_len)
+    memcpy(*out, hist, hist_len * sizeof(**out));
+  pthread_rwlock_unlock(&lock);
+  return rc;
+}
+
 void grape__alloc_reset(int free_memory) {
-  if (free_memory)
+  if (free_memory) {
     free(iv);
+    free(hist);
+  }
   iv = NULL;
   len = cap = 0;
   serial = 0;
+  hist = NULL;
+  hist_len = hist_cap = 0;
+  hist_on = -1;
+  epoch = 0;
   pthread_rwlock_init(&lock, NULL);
 }

@@ -4,7 +4,12 @@
  * Allocation calls are rare next to launches and never on the launch path;
  * queries (the trace writer, the replayer, tests) take the read lock. A new
  * interval that overlaps stale ones (a free the shim did not see) replaces them.
- * Host-pinned and registered ranges are kept too, marked as host. */
+ * Host-pinned and registered ranges are kept too, marked as host.
+ * With GRAPE_TRACE set, every interval ever added is also kept in a history
+ * with the epochs (a counter of adds and removes) of its birth and death, so
+ * that the trace writer can tell, at exit, which allocation a parameter word
+ * pointed into when it was recorded, even after the program freed it and
+ * reused the address. */
 #ifndef GRAPE_INTERPOSE_ALLOCMAP_H
 #define GRAPE_INTERPOSE_ALLOCMAP_H
 
@@ -45,6 +50,22 @@ int grape__alloc_find(uint64_t addr, grape_alloc_t* out);
 int grape__alloc_pointer_words(const void* params, size_t nbytes, uint64_t* mask);
 
 size_t grape__alloc_count(void);
+
+/* ---- History (kept only when GRAPE_TRACE is set) ---- */
+
+typedef struct grape_alloc_life_s {
+  grape_alloc_t a;
+  uint64_t born;              /* epoch of its add */
+  uint64_t died;              /* epoch of its removal; 0 while live */
+} grape_alloc_life_t;
+
+/* The current epoch: an interval was live at epoch e when born <= e and
+ * (died == 0 or died > e). Lock-free. */
+uint64_t grape__alloc_epoch(void);
+
+/* A malloc'd copy of the history (in order of addition) into *out, *n.
+ * @return 0, -ENOENT when no history is kept, or -ENOMEM. */
+int grape__alloc_history(grape_alloc_life_t** out, size_t* n);
 
 /* Forgets every interval (fork child keeps memory; tests free it). */
 void grape__alloc_reset(int free_memory);

@@ -304,12 +304,8 @@ void grape__func_forget_image(const void* image) {
     __atomic_store_n(&t[i].info, NULL, __ATOMIC_RELEASE);
     retire(f);
   }
-  slot_t* s = find(images, image, 0);
-  image_t* im = s ? (image_t*)(void*)__atomic_exchange_n(&s->info, NULL, __ATOMIC_ACQ_REL) : NULL;
-  if (im != NULL) {
-    grape_fatbin_free(im->parsed);
-    free(im);
-  }
+  /* The image itself stays registered (the trace writer names it at exit); a
+   * new registration of its handle value replaces it (image_put). */
   pthread_mutex_unlock(&resolve_lock);
   drop_thread_caches();
 }
@@ -328,6 +324,22 @@ const char* grape__func_display_name(grape_func_t* f) {
     }
   }
   return d ? d : f->name;
+}
+
+const grape_fatbin_t* grape__image_get(const void* handle) {
+  pthread_mutex_lock(&resolve_lock);
+  const grape_fatbin_t* fb = image_get(handle);
+  pthread_mutex_unlock(&resolve_lock);
+  return fb;
+}
+
+void grape__image_each(void (*fn)(const void* handle, void* arg), void* arg) {
+  slot_t* im = __atomic_load_n(&images, __ATOMIC_ACQUIRE);
+  if (im == NULL)
+    return;
+  for (size_t i = 0; i < TABLE_SIZE; i++)
+    if (__atomic_load_n(&im[i].info, __ATOMIC_ACQUIRE) != NULL)
+      fn(im[i].key, arg);
 }
 
 /* ---- Resolution (first launch of a handle; under resolve_lock) ---- */

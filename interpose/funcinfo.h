@@ -109,6 +109,15 @@ void grape__func_alias(const void* alias, grape_handle_kind_t kind, const void* 
 void grape__image_register(const void* handle, const void* image);
 void grape__image_register_parsed(const void* handle, grape_fatbin_t* fb);
 
+/* The parsed image registered under handle, parsing a registered fatbin now
+ * if no launch needed it yet (only the current device's arch is kept); NULL
+ * when unknown or unparsable. Takes the resolve lock: not for the hot path
+ * (the trace writer calls it at exit). The set lives until exit. */
+const grape_fatbin_t* grape__image_get(const void* handle);
+
+/* Calls fn with every handle an image was registered under. */
+void grape__image_each(void (*fn)(const void* handle, void* arg), void* arg);
+
 /* Parses an image handed to the driver, keeping only what the current device
  * loads (grape_image_load_arch with its SM version, when known). */
 int grape__image_load(const void* image, grape_fatbin_t** out, grape_cubin_err_t* err);

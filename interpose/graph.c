@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "allocmap.h"
 #include "internal.h"
 #include "log.h"
 #include "options.h"
@@ -308,6 +309,7 @@ grape_gc_t* grape__gc(void) {
       .update_ns = COST_UPDATE_NS,
       .recheck = 64,
       .note = note_to_log,
+      .stamp = grape__alloc_epoch,
     };
     grape_gc_t* made = NULL;
     if (grape_gc_create(&cfg, graphs ? &driver_table : NULL, &made) != 0)

@@ -21,6 +21,7 @@
 #include "real.h"
 #include "report.h"
 #include "streams.h"
+#include "trace.h"
 #include "grape/grape.h"
 
 int grape__state = GRAPE_STATE_UNINIT;
@@ -170,5 +171,6 @@ __attribute__((destructor)) static void grape_dtor(void) {
   grape__depth++;   /* CUDA libraries tearing down must not re-enter the recorder */
   grape__flush_all();
   grape__report_write();
+  grape__trace_write();
 }
 

@@ -26,6 +26,7 @@
 #include "commands.h"
 #include "grape/report.h"
 #include "json.h"
+#include "locate.h"
 
 typedef struct option_row_s {
   const char* name;
@@ -69,121 +70,6 @@ static void usage(FILE* to) {
   }
   fprintf(to, "\nGRAPE_LIB and GRAPE_SIM_DIR override where grape finds libgrape.so and the\n"
               "simulated device's libraries.\n");
-}
-
-/* ---- Finding the shim and the sim ---- */
-
-static int exe_dir(char* out, size_t cap) {
-  ssize_t n = readlink("/proc/self/exe", out, cap - 1);
-  if (n <= 0)
-    return -1;
-  out[n] = '\0';
-  char* slash = strrchr(out, '/');
-  if (slash == NULL)
-    return -1;
-  *slash = '\0';
-  return 0;
-}
-
-/* out = a + "/" + b; -1 when it does not fit. */
-static int join(char* out, size_t cap, const char* a, const char* b) {
-  size_t la = strlen(a), lb = strlen(b);
-  if (la + lb + 2 > cap)
-    return -1;
-  memcpy(out, a, la);
-  out[la] = '/';
-  memcpy(out + la + 1, b, lb + 1);
-  return 0;
-}
-
-static int exists(const char* path) {
-  struct stat st;
-  return stat(path, &st) == 0;
-}
-
-/* First of the candidates (relative to grape's own directory, then build-time
- * paths) that exists, into out. */
-static int find_path(const char* env, const char* const* rel, const char* built, char* out,
-                     size_t cap) {
-  const char* e = getenv(env);
-  if (e != NULL && *e) {
-    snprintf(out, cap, "%s", e);
-    return 0;
-  }
-  char dir[PATH_MAX];
-  if (exe_dir(dir, sizeof(dir)) == 0) {
-    for (int i = 0; rel[i]; i++)
-      if (join(out, cap, dir, rel[i]) == 0 && exists(out))
-        return 0;
-  }
-  if (built != NULL && exists(built)) {
-    snprintf(out, cap, "%s", built);
-    return 0;
-  }
-  return -1;
-}
-
-static int find_libgrape(char* out, size_t cap) {
-  static const char* const rel[] = {"../interpose/libgrape.so", "../lib/libgrape.so",
-                                    "../lib/x86_64-linux-gnu/libgrape.so", "../lib64/libgrape.so",
-                                    NULL};
-  char tmp[PATH_MAX];
-  if (find_path("GRAPE_LIB", rel, GRAPE_BUILD_LIBGRAPE, tmp, sizeof(tmp)))
-    return -1;
-  /* The dynamic loader needs an absolute path in LD_PRELOAD (the command may chdir). */
-  if (realpath(tmp, out) == NULL)
-    snprintf(out, cap, "%s", tmp);
-  return 0;
-}
-
-static int find_simdir(char* out, size_t cap) {
-  const char* e = getenv("GRAPE_SIM_DIR");
-  if (e != NULL && *e) {
-    snprintf(out, cap, "%s", e);
-    return 0;
-  }
-  static const char* const rel[] = {"../sim", "../lib/grape-sim", NULL};
-  char dir[PATH_MAX], sim[PATH_MAX], lib[PATH_MAX];
-  if (exe_dir(dir, sizeof(dir)) == 0) {
-    for (int i = 0; rel[i]; i++) {
-      if (join(sim, sizeof(sim), dir, rel[i]) || join(lib, sizeof(lib), sim, "libcuda.so.1"))
-        continue;
-      if (exists(lib)) {
-        if (realpath(sim, out) == NULL && join(out, cap, sim, ".") != 0)
-          return -1;
-        return 0;
-      }
-    }
-  }
-  if (exists(GRAPE_BUILD_SIMDIR "/libcuda.so.1")) {
-    snprintf(out, cap, "%s", GRAPE_BUILD_SIMDIR);
-    return 0;
-  }
-  return -1;
-}
-
-/* 1 when the real driver loads, initialises and reports at least one device.
- * Probed in a child: a broken driver must not take grape down. */
-static int real_device_present(void) {
-  pid_t pid = fork();
-  if (pid < 0)
-    return 0;
-  if (pid == 0) {
-    alarm(20);
-    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (h == NULL)
-      _exit(1);
-    int (*init)(unsigned) = (int (*)(unsigned))dlsym(h, "cuInit");
-    int (*count)(int*) = (int (*)(int*))dlsym(h, "cuDeviceGetCount");
-    int n = 0;
-    if (init == NULL || count == NULL || init(0) != 0 || count(&n) != 0 || n <= 0)
-      _exit(1);
-    _exit(0);
-  }
-  int st;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-    ;
-  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 static int prepend_env(const char* name, const char* value) {
@@ -316,13 +202,13 @@ static void reports_collect(reports_t* r, const char* dir, const char* prefix, c
     size_t end = len - (mark ? 7 : 0);   /* the report's name ends here */
     if (end < lp + ls + 1 || strncmp(name, prefix, lp) != 0 ||
         strncmp(name + end - ls, suffix, ls) != 0 ||
-        strspn(name + lp, "0123456789") != end - ls - lp || join(path, sizeof(path), dir, name))
+        strspn(name + lp, "0123456789") != end - ls - lp || grape__path_join(path, sizeof(path), dir, name))
       continue;
     if (!mark) {
       reports_add(r, path);
     } else {
       path[strlen(path) - 7] = '\0';
-      r->forked_silent += !exists(path);
+      r->forked_silent += !grape__path_exists(path);
     }
   }
   closedir(d);
@@ -463,7 +349,7 @@ static void remove_dir(const char* dir) {
     struct dirent* e;
     char path[PATH_MAX];
     while ((e = readdir(d)) != NULL) {
-      if (e->d_name[0] == '.' || join(path, sizeof(path), dir, e->d_name))
+      if (e->d_name[0] == '.' || grape__path_join(path, sizeof(path), dir, e->d_name))
         continue;
       unlink(path);
     }
@@ -533,19 +419,19 @@ int cmd_run(int argc, char** argv) {
   }
 
   char lib[PATH_MAX];
-  if (find_libgrape(lib, sizeof(lib))) {
+  if (grape__find_libgrape(lib, sizeof(lib))) {
     fprintf(stderr, "grape run: error: libgrape.so not found (set GRAPE_LIB)\n");
     return 1;
   }
   int use_sim = strcmp(device, "sim") == 0;
-  if (strcmp(device, "auto") == 0 && !real_device_present())
+  if (strcmp(device, "auto") == 0 && !grape__real_device_present())
     use_sim = 1;
-  else if (strcmp(device, "cuda") == 0 && !real_device_present())
+  else if (strcmp(device, "cuda") == 0 && !grape__real_device_present())
     fprintf(stderr, "grape: warning: --device cuda, but no CUDA driver loaded or reported a device "
                     "(libcuda.so.1, cuInit, cuDeviceGetCount); the command will not find a GPU\n");
   if (use_sim) {
     char simdir[PATH_MAX];
-    if (find_simdir(simdir, sizeof(simdir))) {
+    if (grape__find_simdir(simdir, sizeof(simdir))) {
       fprintf(stderr, "grape run: error: the simulated device's libraries were not found "
                       "(set GRAPE_SIM_DIR)\n");
       return 1;

@@ -577,7 +577,7 @@ class Kit:
                 with open(o, newline="") as fh:
                     for row in csv.DictReader(fh):
                         try:
-                            m, p = float(row["Latency"]), float(row["predicted_ms"])
+                            m, p = float(row.get("Latency") or row["time_ms"]), float(row["predicted_ms"])  # NeuSight / grape replay
                         except (KeyError, TypeError, ValueError):  # no prediction for this row
                             continue
                         if m > 0:

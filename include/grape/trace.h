@@ -1,0 +1,328 @@
+/* grape trace API: the trace file (docs/trace-format.md), its validating
+ * reader, its writer, and offline replay of the recorded paths.
+ *
+ * A trace is what the shim saw in one process, kept so that it outlives the
+ * process: the kernel images the device loaded, the functions launched from
+ * them, the device allocations their parameters point into, and every
+ * distinct control-flow path with one representative parameter set, its
+ * occurrence count and (optionally) graph-mode outcome and measured times.
+ *
+ *   grape_trace_t* t;
+ *   char err[256];
+ *   if (grape_trace_load("run.grape", &t, err, sizeof(err)) < 0)
+ *     fprintf(stderr, "%s\n", err);                 // names section and offset
+ *   for (size_t i = 0; i < grape_trace_path_count(t); i++) {
+ *     const grape_trace_path_t* p = grape_trace_path(t, i);
+ *     ...p->fp, p->count, p->ops[0..p->nops)...
+ *   }
+ *   grape_trace_free(t);
+ *
+ * The same object is built by the shim at exit (grape_trace_new, then
+ * grape_trace_add_*) and written with grape_trace_save, so writing what was
+ * read gives the same bytes.
+ *
+ * DESIGN: one in-memory model, grape_trace_t, serves the writer, the reader,
+ * replay and export. Its records are plain read-only structs (like
+ * grape_gpu_spec_t in predict.h) rather than dozens of accessors; their
+ * layout is versioned by GRAPE_TRACE_API_VERSION. The file format has its own
+ * version, GRAPE_TRACE_FORMAT_VERSION: a reader refuses a newer one, and new
+ * optional data goes into new section types, which older readers skip. The
+ * reader validates every length, count, index and offset against the bytes
+ * that are there before it allocates or reads, so a damaged file gives an
+ * error naming the section and byte offset, never a crash, and memory stays
+ * proportional to the file's size. Errors are negative errno values. A
+ * grape_trace_t is not thread-safe; distinct ones are independent.
+ */
+#ifndef GRAPE_TRACE_H
+#define GRAPE_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "grape/grape.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever a public struct below changes layout. */
+#define GRAPE_TRACE_API_VERSION 1
+/* Version written in a trace file's header; newer files are refused. */
+#define GRAPE_TRACE_FORMAT_VERSION 1
+
+/* "No index" in any index field. */
+#define GRAPE_TRACE_NONE 0xffffffffu
+
+typedef struct grape_trace_s grape_trace_t;
+
+/* ---- Records ---- */
+
+/* The process and device the trace came from. Strings are never NULL once
+ * read (empty when unknown). */
+typedef struct grape_trace_info_s {
+  const char* grape_version;   /* of the writer, "0.1.0" */
+  const char* device_name;     /* "NVIDIA H100 80GB HBM3" */
+  uint32_t cc_major, cc_minor; /* compute capability; 0 when unknown */
+  int32_t driver_version;      /* cuDriverGetVersion, e.g. 13000; 0 when unknown */
+  uint64_t created_ns;         /* Unix time of writing, nanoseconds */
+  int64_t pid;
+  int32_t rank;                /* RANK, else LOCAL_RANK, else 0 */
+  const char* program;         /* the traced executable's path */
+  uint64_t regions;            /* regions the process ended (sum of all paths' counts) */
+  uint64_t ops;                /* ops in those regions */
+  uint64_t paths_omitted;      /* paths left out: size limit or out of memory */
+  uint64_t images_omitted;     /* kernel images left out for the same reasons */
+} grape_trace_info_t;
+
+/* Kinds of images, as in grape/cubin.h's grape_image_kind_t. */
+enum { GRAPE_TRACE_IMAGE_PTX = 1, GRAPE_TRACE_IMAGE_ELF = 2 };
+
+/* One kernel image as the device loaded it (a cubin, or PTX). */
+typedef struct grape_trace_image_s {
+  uint64_t hash;               /* XXH3-64 of the bytes: images are stored once */
+  uint32_t kind;               /* GRAPE_TRACE_IMAGE_* */
+  uint32_t arch;               /* SM version: 90 for sm_90; 0 when unknown */
+  const uint8_t* data;
+  uint64_t size;
+} grape_trace_image_t;
+
+typedef struct grape_trace_param_s {
+  uint32_t offset;             /* in the parameter block, bytes */
+  uint32_t size;
+} grape_trace_param_t;
+
+/* One kernel. Ops name it by index; its id is what op signatures carry. */
+typedef struct grape_trace_func_s {
+  const char* name;            /* mangled; "" when the shim never learnt it */
+  uint64_t id;                 /* XXH3-64 of name (the shim's function id) */
+  uint32_t image;              /* index of the image holding it, or GRAPE_TRACE_NONE */
+  int32_t registers;           /* per thread; -1 unknown */
+  uint32_t static_smem;        /* bytes */
+  int32_t max_threads;         /* per block; -1 unknown */
+  uint32_t param_bytes;        /* parameter block size */
+  uint32_t nparams;            /* GRAPE_TRACE_NONE: layout unknown */
+  const grape_trace_param_t* params;
+  const char* bodies;          /* object that held its CPU body for the simulated
+                                  device when traced there; "" otherwise */
+} grape_trace_func_t;
+
+/* Allocation kinds (the shim's allocation map). */
+enum {
+  GRAPE_TRACE_ALLOC_DEVICE = 1,
+  GRAPE_TRACE_ALLOC_ASYNC = 2,
+  GRAPE_TRACE_ALLOC_MANAGED = 3,
+  GRAPE_TRACE_ALLOC_MAPPED = 4,
+  GRAPE_TRACE_ALLOC_HOST_PINNED = 5,
+  GRAPE_TRACE_ALLOC_HOST_REGISTERED = 6,
+};
+
+typedef struct grape_trace_alloc_s {
+  uint64_t id;                 /* the shim's allocation serial number */
+  uint64_t base;               /* address in the traced process */
+  uint64_t size;
+  uint32_t kind;               /* GRAPE_TRACE_ALLOC_* */
+} grape_trace_alloc_t;
+
+/* A parameter word that held a pointer into a known allocation. */
+typedef struct grape_trace_ptr_s {
+  uint32_t offset;             /* of the 8-byte word in the parameter block (multiple of 8) */
+  uint32_t alloc;              /* allocation index */
+  uint64_t delta;              /* byte offset inside the allocation */
+} grape_trace_ptr_t;
+
+/* Op kinds, as in graphcache's grape_op_kind_t. */
+enum { GRAPE_TRACE_OP_KERNEL = 1, GRAPE_TRACE_OP_MEMSET = 2, GRAPE_TRACE_OP_MEMCPY = 3 };
+
+/* One op of a path: the shim's op signature, plus the representative
+ * parameters of a kernel. */
+typedef struct grape_trace_op_s {
+  uint32_t kind;               /* GRAPE_TRACE_OP_* */
+  uint32_t func;               /* kernel: function index or GRAPE_TRACE_NONE; else NONE */
+  uint64_t sig_func;           /* kernel: the function id; memset/memcpy: byte count */
+  uint32_t grid[3];            /* memset: value width in bytes in grid[0] */
+  uint32_t block[3];
+  uint32_t shmem;              /* dynamic shared memory, bytes */
+  uint32_t flags;              /* the shim's GRAPE_SIG_* (1 cooperative, 2 'extra' parameters) */
+  uint64_t attrs_hash;         /* hash of the launch attributes, 0 when none */
+  uint32_t param_bytes;
+  uint32_t attr_bytes;         /* launch attributes as captured (CUlaunchAttribute[]) */
+  uint32_t nptrs;
+  const uint8_t* params;       /* param_bytes bytes */
+  const uint8_t* attrs;        /* attr_bytes bytes */
+  const grape_trace_ptr_t* ptrs;   /* by increasing offset */
+} grape_trace_op_t;
+
+/* Graph-mode outcome of a path (when the shim ran in graph mode). */
+typedef struct grape_trace_graph_s {
+  uint64_t hits;               /* times it was replayed as a graph */
+  uint32_t built;              /* 1 when a graph was built for it */
+  uint32_t ran_graph;          /* 1 graph, 0 eager */
+  const char* why;             /* why it ran as it did ("" none) */
+} grape_trace_graph_t;
+
+/* Measured times of a path (grape replay --time). */
+typedef struct grape_trace_times_s {
+  uint32_t iters;              /* launches averaged */
+  double path_ms;              /* the whole path as one graph, mean */
+  const double* op_ms;         /* per op, mean; nops entries (negative: not timed) */
+  const char* device;          /* where measured */
+} grape_trace_times_t;
+
+typedef struct grape_trace_path_s {
+  uint64_t fp;                 /* the shim's path fingerprint */
+  uint64_t count;              /* occurrences */
+  uint32_t nops;
+  const grape_trace_op_t* ops;
+  const grape_trace_graph_t* graph;   /* NULL when none */
+  const grape_trace_times_t* times;   /* NULL when none */
+} grape_trace_path_t;
+
+/* ---- Reading ---- */
+
+/* Reads and validates the trace file at path (mapped, read in one pass).
+ * @return 0 and *out, or a negative errno with err filled ("PATH: section
+ * 'PATH' at byte 1234: ..."); err may be NULL. */
+GRAPE_API int grape_trace_load(const char* path, grape_trace_t** out, char* err, size_t errlen);
+
+/* The same for bytes in memory; the trace keeps pointers into data, which must
+ * outlive it. */
+GRAPE_API int grape_trace_load_mem(const void* data, size_t size, grape_trace_t** out, char* err,
+                                   size_t errlen);
+
+GRAPE_API const grape_trace_info_t* grape_trace_info(const grape_trace_t* t);
+GRAPE_API size_t grape_trace_image_count(const grape_trace_t* t);
+GRAPE_API const grape_trace_image_t* grape_trace_image(const grape_trace_t* t, size_t i);
+GRAPE_API size_t grape_trace_func_count(const grape_trace_t* t);
+GRAPE_API const grape_trace_func_t* grape_trace_func(const grape_trace_t* t, size_t i);
+GRAPE_API size_t grape_trace_alloc_count(const grape_trace_t* t);
+GRAPE_API const grape_trace_alloc_t* grape_trace_alloc(const grape_trace_t* t, size_t i);
+GRAPE_API size_t grape_trace_path_count(const grape_trace_t* t);
+GRAPE_API const grape_trace_path_t* grape_trace_path(const grape_trace_t* t, size_t i);
+
+GRAPE_API void grape_trace_free(grape_trace_t* t);
+
+/* ---- Building and writing ---- */
+
+/* An empty trace. @return 0 or -ENOMEM. */
+GRAPE_API int grape_trace_new(grape_trace_t** out);
+
+/* Sets the header; strings are copied (NULL means empty). */
+GRAPE_API int grape_trace_set_info(grape_trace_t* t, const grape_trace_info_t* info);
+
+/* Flag of grape_trace_add_image: keep a pointer to data instead of a copy
+ * (it must outlive the trace: the shim's parsed images live until exit). */
+#define GRAPE_TRACE_BORROW 0x1u
+
+/* Adds an image unless one with the same bytes is there already.
+ * @return 0 and its index in *idx, or -ENOMEM / -EINVAL. */
+GRAPE_API int grape_trace_add_image(grape_trace_t* t, uint32_t kind, uint32_t arch, const void* data,
+                                    uint64_t size, unsigned flags, uint32_t* idx);
+
+/* Adds a function (copied). f->image must be an index already added, or NONE.
+ * @return 0 and its index, or -ENOMEM / -EINVAL. */
+GRAPE_API int grape_trace_add_func(grape_trace_t* t, const grape_trace_func_t* f, uint32_t* idx);
+
+GRAPE_API int grape_trace_add_alloc(grape_trace_t* t, const grape_trace_alloc_t* a, uint32_t* idx);
+
+/* Adds a path (deep copy; graph and times included when not NULL). Every
+ * index it holds must already be in the trace, every pointer word inside its
+ * parameters and its allocation. @return 0 and its index, or -ENOMEM / -EINVAL. */
+GRAPE_API int grape_trace_add_path(grape_trace_t* t, const grape_trace_path_t* p, uint32_t* idx);
+
+/* Replaces path i's graph-mode outcome / measured times (copied; NULL clears). */
+GRAPE_API int grape_trace_set_graph(grape_trace_t* t, size_t i, const grape_trace_graph_t* g);
+GRAPE_API int grape_trace_set_times(grape_trace_t* t, size_t i, const grape_trace_times_t* tm);
+
+/* What a size-limited write left out. */
+typedef struct grape_trace_save_stats_s {
+  uint64_t bytes;              /* file size */
+  uint64_t paths_written, paths_omitted;
+  uint64_t images_written, images_omitted;
+} grape_trace_save_stats_t;
+
+/* Encodes t into a malloc'd buffer. With max_bytes > 0, paths that would make
+ * the file larger are left out (most frequent first are kept; each left-out
+ * path is counted in the header), and so are images no kept path needs; the
+ * header, functions and allocations are always written. st may be NULL.
+ * @return 0, or -ENOMEM / -EOVERFLOW. */
+GRAPE_API int grape_trace_encode(const grape_trace_t* t, uint64_t max_bytes, uint8_t** buf,
+                                 size_t* len, grape_trace_save_stats_t* st);
+
+/* grape_trace_encode, then written to a temporary file beside path and renamed
+ * over it, so path never holds half a trace. @return 0 or a negative errno
+ * (err filled: what failed and why). */
+GRAPE_API int grape_trace_save(const grape_trace_t* t, const char* path, uint64_t max_bytes,
+                               grape_trace_save_stats_t* st, char* err, size_t errlen);
+
+/* Expands a GRAPE_TRACE pattern: "%p" -> pid, "%r" -> rank, "%%" -> "%".
+ * @return 0, or -ENAMETOOLONG when it does not fit in cap bytes. */
+GRAPE_API int grape_trace_expand_path(const char* pattern, long pid, long rank, char* out,
+                                      size_t cap);
+
+/* ---- Offline replay ---- */
+
+typedef struct grape_replay_opts_s {
+  size_t sz;                   /* sizeof(grape_replay_opts_t) */
+  const char* driver;          /* what to dlopen: "libcuda.so.1" or a path to one */
+  int sim;                     /* the driver is the simulated device: find CPU bodies */
+  const char* const* bodies;   /* extra objects holding CPU bodies (sim) */
+  size_t nbodies;
+  const uint64_t* paths;       /* fingerprints to replay; NULL = all */
+  size_t npaths;
+  long iters;                  /* timed launches per path (>= 1) */
+  long warmup;                 /* untimed launches before them */
+  int time;                    /* measure with events; results go into the trace's times */
+  FILE* log;                   /* progress and per-path errors; NULL = silent */
+} grape_replay_opts_t;
+
+typedef struct grape_replay_stats_s {
+  size_t paths_replayed, paths_failed;
+  uint64_t kernels_launched;   /* kernel nodes run: sum over paths of kernels x launches */
+  char device[256];            /* name the driver reports */
+} grape_replay_stats_t;
+
+/* Replays t's paths on the device behind o->driver: loads the images,
+ * allocates the recorded buffers (zero-filled), rewrites pointer words to
+ * them, builds each path as a graph and launches it warmup + iters times.
+ * With o->time, each path's graph time and each op's time are measured with
+ * events and stored with grape_trace_set_times. A path that cannot be replayed
+ * is skipped and counted; a missing driver, device or CPU body fails the whole
+ * replay. @return 0 (some paths may have failed: see st) or a negative errno
+ * with err filled. */
+GRAPE_API int grape_replay_run(grape_trace_t* t, const grape_replay_opts_t* o,
+                               grape_replay_stats_t* st, char* err, size_t errlen);
+
+/* Writes the measured times of t (set by grape_replay_run) as CSV that
+ * grape train and grape predict --csv read: one row per kernel op of each
+ * timed path. device is the Device column. @return rows written, or -EIO. */
+GRAPE_API long grape_replay_write_csv(const grape_trace_t* t, const char* device, FILE* out);
+
+/* ---- Export ---- */
+
+/* Duration of op j of path i in ms, or a negative value to leave it out. */
+typedef double grape_trace_duration_fn(const grape_trace_t* t, size_t path, size_t op, void* arg);
+
+/* Writes a Chrome trace-event JSON timeline (chrome://tracing, Perfetto): one
+ * track per path, its ops as slices laid end to end with durations from dur.
+ * label names where the durations come from ("measured on ...").
+ * @return slices written, or -EIO. */
+GRAPE_API long grape_trace_export_chrome(const grape_trace_t* t, grape_trace_duration_fn* dur,
+                                         void* arg, const char* label, FILE* out);
+
+/* Writes what t holds as one JSON object (grape inspect --json): header,
+ * paths with their ops, kernels, images, allocations. @return 0 or -EIO. */
+GRAPE_API long grape_trace_write_json(const grape_trace_t* t, FILE* out);
+
+/* "kernel", "memset" or "memcpy"; "device", "host-pinned", ... ("?" unknown). */
+GRAPE_API const char* grape_trace_op_kind_name(uint32_t kind);
+GRAPE_API const char* grape_trace_alloc_kind_name(uint32_t kind);
+
+/* A short display name of a kernel: demangled, without parameter list
+ * ("void foo<int>(int*)" -> "foo<int>"), written into out. */
+GRAPE_API const char* grape_trace_short_name(const char* mangled, char* out, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
