@@ -1,7 +1,7 @@
 /* The hook table generated from hooks.def: indices, routes, function types and
  * the real_* slots.
  *
- * DESIGN: a hooked symbol reaches the program through one of five routes, and
+ * DESIGN: a hooked symbol reaches the program through one of four routes, and
  * each route needs the real function the caller would otherwise have called:
  *   EXPORT  the shim's exported override; real = next definition (RTLD_NEXT)
  *   DLSYM   a wrapper returned by the dlsym override; real = what dlsym found
@@ -45,7 +45,9 @@ typedef enum grape_route_e {
 
 typedef enum grape_hook_e {
 #define GRAPE_DRV(ret, name, base, gpa, ver, ptds, kind, stream, params, args) GRAPE_HOOK_##name,
+#define GRAPE_DRV0(ret, name, base, gpa, ver, ptds, kind) GRAPE_HOOK_##name,
 #define GRAPE_RT(name, base, ptds, kind, stream, params, args) GRAPE_HOOK_##name,
+#define GRAPE_RT0(name, base, ptds, kind) GRAPE_HOOK_##name,
 #define GRAPE_RT_OWN(name) GRAPE_HOOK_##name,
 #include "hooks.def"
   GRAPE_HOOK_COUNT
@@ -64,11 +66,15 @@ typedef struct grape_hook_desc_s {
   ret grape__w_##name##_dlsym params;                                          \
   ret grape__w_##name##_gpa params;                                            \
   ret grape__w_##name##_ep params;
+#define GRAPE_DRV0(ret, name, base, gpa, ver, ptds, kind) \
+  GRAPE_DRV(ret, name, base, gpa, ver, ptds, kind, 0, (void), ())
 #include "hooks.def"
 
 /* The exported overrides (declared again here with default visibility). */
 #define GRAPE_DRV(ret, name, base, gpa, ver, ptds, kind, stream, params, args) GRAPE_EXPORT ret name params;
+#define GRAPE_DRV0(ret, name, base, gpa, ver, ptds, kind) GRAPE_EXPORT ret name(void);
 #define GRAPE_RT(name, base, ptds, kind, stream, params, args) GRAPE_EXPORT cudaError_t name params;
+#define GRAPE_RT0(name, base, ptds, kind) GRAPE_EXPORT cudaError_t name(void);
 #include "hooks.def"
 GRAPE_EXPORT void** __cudaRegisterFatBinary(void* fatCubin);
 GRAPE_EXPORT void __cudaRegisterFatBinaryEnd(void** fatCubinHandle);

@@ -14,6 +14,7 @@
 #define GRAPE_INTERPOSE_HOOKS_COMMON_H
 
 #include "internal.h"
+#include "allocmap.h"
 #include "graph.h"
 #include "streams.h"
 
@@ -89,6 +90,20 @@ static inline void grape__capture_ended(void) {
   if (was_capturing_ && !grape__stream_capturing((s), ptds))       \
     grape__capture_ended()
 
+/* Allocation and free hooks, driver and runtime alike (0 is success in both
+ * APIs): `before` is the flush the call needs (an implicitly synchronising
+ * free ends every region; a stream-ordered alloc or free ends its stream's),
+ * then the allocation map follows what succeeded. */
+#define GRAPE_FLUSH_NONE
+#define GRAPE_FLUSH_ALL grape__flush_all()
+#define GRAPE_FLUSH_STREAM(s) grape__flush_stream(grape__stream_key((s), ptds))
+#define GRAPE_ALLOC_HOOK(ret, base, kind, before, call_args, params_decl, ptr_expr, size_expr)   \
+  GRAPE_HOOK_DEF(ret, base, params_decl, call_args, before,                                    \
+                 if (r_ == 0) grape__alloc_add((uint64_t)(uintptr_t)(ptr_expr), (size_expr), kind))
+#define GRAPE_FREE_HOOK(ret, base, before, call_args, params_decl, ptr_expr)                     \
+  GRAPE_HOOK_DEF(ret, base, params_decl, call_args, before,                                    \
+                 if (r_ == 0 && (ptr_expr) != 0) grape__alloc_remove((uint64_t)(uintptr_t)(ptr_expr)))
+
 /* body_<name>(route, real, params...) for each kind. */
 #define GRAPE_GEN_BODY_CUSTOM(ret, name, base, ptds, stream, params, args)                 \
   static inline __attribute__((always_inline)) ret body_##name(grape_route_t route, pfn_##name real, GRAPE_UNPAREN params) { \
@@ -138,6 +153,45 @@ static inline void grape__capture_ended(void) {
     if (!grape__active())                                                                     \
       return real args;                                                                       \
     return body_##name(ROUTE, real, GRAPE_UNPAREN args);                                      \
+  }
+
+/* The same for a function without arguments (GRAPE_DRV0 / GRAPE_RT0 rows):
+ * only the kinds that need no stream argument. */
+#define GRAPE_GEN_BODY0_GENERIC(K, ret, name)                                                \
+  static inline __attribute__((always_inline)) ret body_##name(grape_route_t route, pfn_##name real) { \
+    (void)route;                                                                             \
+    GRAPE_HOOK_BODY(ret, GRAPE_HOOK_##name, real, (), GRAPE_BEFORE_##K(0, 0), GRAPE_AFTER_##K) \
+  }
+#define GRAPE_GEN_BODY0_PLAIN(ret, name) GRAPE_GEN_BODY0_GENERIC(PLAIN, ret, name)
+#define GRAPE_GEN_BODY0_SYNC_ALL(ret, name) GRAPE_GEN_BODY0_GENERIC(SYNC_ALL, ret, name)
+#define GRAPE_GEN_BODY0_WAIT_ALL(ret, name) GRAPE_GEN_BODY0_GENERIC(WAIT_ALL, ret, name)
+#define GRAPE_GEN_BODY0_REPORT(ret, name) GRAPE_GEN_BODY0_GENERIC(REPORT, ret, name)
+#define GRAPE_GEN_BODY0_MANUAL(ret, name)
+
+/* Entries of a function without arguments (see GRAPE_GEN_ENTRY). */
+#define GRAPE_GEN_ENTRY0(attrs, ret, name, fname, SLOT, ROUTE)                                \
+  static __attribute__((noinline)) ret fname##_slow(void) {                                   \
+    pfn_##name real = GRAPE_REAL_AT(name, SLOT);                                              \
+    if (real == NULL)                                                                         \
+      return GRAPE_MISSING_##ret;                                                             \
+    if (!grape__active())                                                                     \
+      return real();                                                                          \
+    return body_##name(ROUTE, real);                                                          \
+  }                                                                                           \
+  attrs ret fname(void) {                                                                     \
+    pfn_##name real = (pfn_##name)__atomic_load_n(&grape__real[SLOT][GRAPE_HOOK_##name],       \
+                                                  __ATOMIC_RELAXED);                          \
+    if (real != NULL && __atomic_load_n(&grape__state, __ATOMIC_RELAXED) == GRAPE_STATE_OFF)   \
+      return real();                                                                          \
+    return fname##_slow();                                                                    \
+  }
+#define GRAPE_GEN_ROUTE_ENTRY0(ret, name, fname, SLOT, ROUTE)                                  \
+  ret fname(void) {                                                                           \
+    pfn_##name real = (pfn_##name)__atomic_load_n(&grape__real[SLOT][GRAPE_HOOK_##name],       \
+                                                  __ATOMIC_RELAXED);                          \
+    if (!grape__active())                                                                     \
+      return real();                                                                          \
+    return body_##name(ROUTE, real);                                                          \
   }
 
 #define GRAPE_GEN_BODY_PLAIN(...) GRAPE_GEN_BODY_GENERIC(PLAIN, __VA_ARGS__)

@@ -22,6 +22,7 @@
 /* Function types, one per row. */
 #define GRAPE_DRV(ret, name, base, gpa, ver, ptds, kind, stream, params, args) \
   typedef ret (*pfn_##name) params;
+#define GRAPE_DRV0(ret, name, base, gpa, ver, ptds, kind) typedef ret (*pfn_##name)(void);
 #include "hooks.def"
 
 /* ---- Entry-point routing ---- */
@@ -144,6 +145,11 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grap
 GRAPE_HOOK_DEF(CUresult, cuStreamBeginCapture_v2, (CUstream s, CUstreamCaptureMode mode), (s, mode),
                grape__flush_stream(grape__stream_key(s, ptds)),
                if (r_ == CUDA_SUCCESS) grape__capture_begun())
+GRAPE_HOOK_DEF(CUresult, cuStreamBeginCaptureToGraph,
+               (CUstream s, CUgraph g, const CUgraphNode* deps, const CUgraphEdgeData* data, size_t n,
+                CUstreamCaptureMode mode),
+               (s, g, deps, data, n, mode), grape__flush_stream(grape__stream_key(s, ptds)),
+               if (r_ == CUDA_SUCCESS) grape__capture_begun())
 GRAPE_HOOK_DEF(CUresult, cuStreamEndCapture, (CUstream s, CUgraph* g), (s, g),
                GRAPE_CAPTURE_END_BEFORE(s), GRAPE_CAPTURE_END_AFTER(s))
 
@@ -194,6 +200,8 @@ UNLOAD_HOOK(cuLibraryUnload, CUlibrary)
 #define CTX_TEARDOWN_HOOK(base, type)                                            \
   GRAPE_HOOK_DEF(CUresult, base, (type x), (x), grape__graphs_drop(), )
 CTX_TEARDOWN_HOOK(cuCtxDestroy_v2, CUcontext)
+CTX_TEARDOWN_HOOK(cuCtxDetach, CUcontext)
+CTX_TEARDOWN_HOOK(cuGreenCtxDestroy, CUgreenCtx)
 CTX_TEARDOWN_HOOK(cuDevicePrimaryCtxRelease_v2, CUdevice)
 CTX_TEARDOWN_HOOK(cuDevicePrimaryCtxReset_v2, CUdevice)
 
@@ -212,27 +220,25 @@ GRAPE_HOOK_DEF(CUresult, cuKernelGetFunction, (CUfunction* f, CUkernel k), (f, k
 
 /* ---- Allocations ---- */
 
-#define ALLOC_HOOK(base, kind, call_args, params_decl, ptr_expr, size_expr)             \
-  GRAPE_HOOK_DEF(CUresult, base, params_decl, call_args, ,                                \
-                 if (r_ == CUDA_SUCCESS)                                                  \
-                     grape__alloc_add((uint64_t)(uintptr_t)(ptr_expr), (size_expr), kind))
-#define FREE_HOOK(base, sync, call_args, params_decl, ptr_expr)                           \
-  GRAPE_HOOK_DEF(CUresult, base, params_decl, call_args, if (sync) grape__flush_all(),  \
-                 if (r_ == CUDA_SUCCESS) grape__alloc_remove((uint64_t)(uintptr_t)(ptr_expr)))
-
-ALLOC_HOOK(cuMemAlloc_v2, GRAPE_ALLOC_DEVICE, (p, n), (CUdeviceptr* p, size_t n), *p, n)
-ALLOC_HOOK(cuMemAllocManaged, GRAPE_ALLOC_MANAGED, (p, n, fl), (CUdeviceptr* p, size_t n, unsigned fl), *p, n)
-ALLOC_HOOK(cuMemAllocAsync, GRAPE_ALLOC_ASYNC, (p, n, s), (CUdeviceptr* p, size_t n, CUstream s), *p, n)
-ALLOC_HOOK(cuMemMap, GRAPE_ALLOC_MAPPED, (p, n, off, mh, fl),
+#define ALLOC_HOOK(base, kind, before, ...) GRAPE_ALLOC_HOOK(CUresult, base, kind, before, __VA_ARGS__)
+#define FREE_HOOK(base, before, ...) GRAPE_FREE_HOOK(CUresult, base, before, __VA_ARGS__)
+ALLOC_HOOK(cuMemAlloc_v2, GRAPE_ALLOC_DEVICE, GRAPE_FLUSH_NONE, (p, n), (CUdeviceptr* p, size_t n), *p, n)
+ALLOC_HOOK(cuMemAllocManaged, GRAPE_ALLOC_MANAGED, GRAPE_FLUSH_NONE, (p, n, fl),
+           (CUdeviceptr* p, size_t n, unsigned fl), *p, n)
+ALLOC_HOOK(cuMemAllocAsync, GRAPE_ALLOC_ASYNC, GRAPE_FLUSH_STREAM(s), (p, n, s),
+           (CUdeviceptr* p, size_t n, CUstream s), *p, n)
+ALLOC_HOOK(cuMemMap, GRAPE_ALLOC_MAPPED, GRAPE_FLUSH_NONE, (p, n, off, mh, fl),
            (CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle mh, unsigned long long fl), p, n)
-ALLOC_HOOK(cuMemHostAlloc, GRAPE_ALLOC_HOST_PINNED, (p, n, fl), (void** p, size_t n, unsigned fl), *p, n)
-ALLOC_HOOK(cuMemAllocHost_v2, GRAPE_ALLOC_HOST_PINNED, (p, n), (void** p, size_t n), *p, n)
-ALLOC_HOOK(cuMemHostRegister_v2, GRAPE_ALLOC_HOST_REGISTERED, (p, n, fl), (void* p, size_t n, unsigned fl), p, n)
+ALLOC_HOOK(cuMemHostAlloc, GRAPE_ALLOC_HOST_PINNED, GRAPE_FLUSH_NONE, (p, n, fl),
+           (void** p, size_t n, unsigned fl), *p, n)
+ALLOC_HOOK(cuMemAllocHost_v2, GRAPE_ALLOC_HOST_PINNED, GRAPE_FLUSH_NONE, (p, n), (void** p, size_t n), *p, n)
+ALLOC_HOOK(cuMemHostRegister_v2, GRAPE_ALLOC_HOST_REGISTERED, GRAPE_FLUSH_NONE, (p, n, fl),
+           (void* p, size_t n, unsigned fl), p, n)
 /* cuMemFree synchronises implicitly; cuMemFreeAsync is stream-ordered. */
-FREE_HOOK(cuMemFree_v2, 1, (p), (CUdeviceptr p), p)
-FREE_HOOK(cuMemFreeAsync, 0, (p, s), (CUdeviceptr p, CUstream s), p)
-FREE_HOOK(cuMemFreeHost, 1, (p), (void* p), p)
-FREE_HOOK(cuMemHostUnregister, 1, (p), (void* p), p)
+FREE_HOOK(cuMemFree_v2, GRAPE_FLUSH_ALL, (p), (CUdeviceptr p), p)
+FREE_HOOK(cuMemFreeAsync, GRAPE_FLUSH_STREAM(s), (p, s), (CUdeviceptr p, CUstream s), p)
+FREE_HOOK(cuMemFreeHost, GRAPE_FLUSH_ALL, (p), (void* p), p)
+FREE_HOOK(cuMemHostUnregister, GRAPE_FLUSH_ALL, (p), (void* p), p)
 
 GRAPE_HOOK_DEF(CUresult, cuMemUnmap, (CUdeviceptr p, size_t n), (p, n), grape__flush_all(),
                if (r_ == CUDA_SUCCESS) grape__alloc_remove_range((uint64_t)p, n))
@@ -273,6 +279,7 @@ MEMOP_HOOK(cuMemcpyDtoDAsync_v2, (CUdeviceptr d, CUdeviceptr src, size_t n, CUst
 
 #define GRAPE_DRV(ret, name, base, gpa, ver, ptds, kind, stream, params, args) \
   GRAPE_GEN_BODY_##kind(ret, name, base, ptds, stream, params, args)
+#define GRAPE_DRV0(ret, name, base, gpa, ver, ptds, kind) GRAPE_GEN_BODY0_##kind(ret, name)
 #include "hooks.def"
 
 #define GRAPE_GEN_DRV_ENTRIES(ret, name, params, args)                                         \
@@ -289,24 +296,15 @@ MEMOP_HOOK(cuMemcpyDtoDAsync_v2, (CUdeviceptr d, CUdeviceptr src, size_t n, CUst
 #define GRAPE_GEN_DRV_REPORT GRAPE_GEN_DRV_ENTRIES
 #define GRAPE_GEN_DRV_MANUAL(ret, name, params, args)
 
+#define GRAPE_GEN_DRV0_ENTRIES(ret, name)                                                        \
+  GRAPE_GEN_ENTRY0(GRAPE_EXPORT, ret, name, name, GRAPE_SLOT_EXPORT, GRAPE_ROUTE_DRIVER)          \
+  GRAPE_GEN_ROUTE_ENTRY0(ret, name, grape__w_##name##_dlsym, GRAPE_SLOT_DLSYM, GRAPE_ROUTE_DLSYM) \
+  GRAPE_GEN_ROUTE_ENTRY0(ret, name, grape__w_##name##_gpa, GRAPE_SLOT_GPA, GRAPE_ROUTE_GPA)       \
+  GRAPE_GEN_ROUTE_ENTRY0(ret, name, grape__w_##name##_ep, GRAPE_SLOT_EP, GRAPE_ROUTE_EP)
 #define GRAPE_DRV(ret, name, base, gpa, ver, ptds, kind, stream, params, args) \
   GRAPE_GEN_DRV_##kind(ret, name, params, args)
+#define GRAPE_DRV0(ret, name, base, gpa, ver, ptds, kind) GRAPE_GEN_DRV0_ENTRIES(ret, name)
 #include "hooks.def"
-
-/* cuCtxSynchronize: no arguments, so written out (see hooks.def, MANUAL). */
-static inline CUresult ctx_sync(pfn_cuCtxSynchronize real) {
-  if (real == NULL)
-    return GRAPE_MISSING_CUresult;
-  GRAPE_HOOK_BODY(CUresult, GRAPE_HOOK_cuCtxSynchronize, real, (), grape__flush_all(),
-                  GRAPE_AFTER_WAIT_ALL)
-}
-
-#define CTX_SYNC_ENTRY(fname, slot) \
-  CUresult fname(void) { return ctx_sync(GRAPE_REAL_AT(cuCtxSynchronize, slot)); }
-GRAPE_EXPORT CTX_SYNC_ENTRY(cuCtxSynchronize, GRAPE_SLOT_EXPORT)
-CTX_SYNC_ENTRY(grape__w_cuCtxSynchronize_dlsym, GRAPE_SLOT_DLSYM)
-CTX_SYNC_ENTRY(grape__w_cuCtxSynchronize_gpa, GRAPE_SLOT_GPA)
-CTX_SYNC_ENTRY(grape__w_cuCtxSynchronize_ep, GRAPE_SLOT_EP)
 
 /* cuGetProcAddress[_v2]: every entry runs the hook, which also works when
  * passing through (see hooks.def, MANUAL). */

@@ -18,6 +18,7 @@
 /* Function types, one per row. */
 #define GRAPE_RT(name, base, ptds, kind, stream, params, args) \
   typedef cudaError_t (*pfn_##name) params;
+#define GRAPE_RT0(name, base, ptds, kind) typedef cudaError_t (*pfn_##name)(void);
 #include "hooks.def"
 
 void* grape__route_entry(grape_slot_t slot, const char* symbol, void* p, int version, int ptds);
@@ -61,6 +62,22 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernelEx
   return r_;
 }
 
+/* A cooperative grid must fit on the device at once: never held; the region
+ * leaves its known path here, then the launch is recorded. */
+static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchCooperativeKernel(
+    grape_route_t route, grape_hook_t h, int ptds, pfn_cudaLaunchCooperativeKernel real,
+    const void* func, dim3 g, dim3 b, void** args, size_t shm, cudaStream_t s) {
+  (void)h;
+  grape_launch_t l = {func, GRAPE_FN_RUNTIME, {g.x, g.y, g.z}, {b.x, b.y, b.z}, (uint32_t)shm,
+                      s, ptds, args, NULL, GRAPE_SIG_COOPERATIVE, NULL, 0};
+  if (grape__mode == GRAPE_MODE_GRAPH)
+    grape__hold_launch(route, &l);
+  GRAPE_CALL(cudaError_t, real, (func, g, b, args, shm, s));
+  if (r_ == cudaSuccess)
+    grape__on_launch(route, &l);
+  return r_;
+}
+
 GRAPE_HOOK_DEF(cudaError_t, __cudaGetKernel, (cudaKernel_t* k, const void* hostFun), (k, hostFun), ,
                if (r_ == cudaSuccess && k != NULL)
                    GRAPE_NO_REENTRY(grape__func_alias(*k, GRAPE_FN_RUNTIME, hostFun)))
@@ -69,6 +86,11 @@ GRAPE_HOOK_DEF(cudaError_t, __cudaGetKernel, (cudaKernel_t* k, const void* hostF
 
 GRAPE_HOOK_DEF(cudaError_t, cudaStreamBeginCapture, (cudaStream_t s, enum cudaStreamCaptureMode mode),
                (s, mode), grape__flush_stream(grape__stream_key(s, ptds)),
+               if (r_ == cudaSuccess) grape__capture_begun())
+GRAPE_HOOK_DEF(cudaError_t, cudaStreamBeginCaptureToGraph,
+               (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t* deps,
+                const cudaGraphEdgeData* data, size_t n, enum cudaStreamCaptureMode mode),
+               (s, g, deps, data, n, mode), grape__flush_stream(grape__stream_key(s, ptds)),
                if (r_ == cudaSuccess) grape__capture_begun())
 GRAPE_HOOK_DEF(cudaError_t, cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t* g), (s, g),
                GRAPE_CAPTURE_END_BEFORE(s), GRAPE_CAPTURE_END_AFTER(s))
@@ -96,25 +118,22 @@ GRAPE_HOOK_DEF(cudaError_t, cudaGetDriverEntryPointByVersion,
 
 /* ---- Allocations ---- */
 
-#define RT_ALLOC_HOOK(base, kind, call_args, params_decl, ptr_expr, size_expr)              \
-  GRAPE_HOOK_DEF(cudaError_t, base, params_decl, call_args, ,                               \
-                 if (r_ == cudaSuccess)                                                     \
-                     grape__alloc_add((uint64_t)(uintptr_t)(ptr_expr), (size_expr), kind))
-#define RT_FREE_HOOK(base, sync, call_args, params_decl, ptr_expr)                          \
-  GRAPE_HOOK_DEF(cudaError_t, base, params_decl, call_args, if (sync) grape__flush_all(), \
-                 if (r_ == cudaSuccess && (ptr_expr) != NULL)                               \
-                     grape__alloc_remove((uint64_t)(uintptr_t)(ptr_expr)))
-
-RT_ALLOC_HOOK(cudaMalloc, GRAPE_ALLOC_DEVICE, (p, n), (void** p, size_t n), *p, n)
-RT_ALLOC_HOOK(cudaMallocManaged, GRAPE_ALLOC_MANAGED, (p, n, fl), (void** p, size_t n, unsigned fl), *p, n)
-RT_ALLOC_HOOK(cudaMallocAsync, GRAPE_ALLOC_ASYNC, (p, n, s), (void** p, size_t n, cudaStream_t s), *p, n)
-RT_ALLOC_HOOK(cudaMallocHost, GRAPE_ALLOC_HOST_PINNED, (p, n), (void** p, size_t n), *p, n)
-RT_ALLOC_HOOK(cudaHostAlloc, GRAPE_ALLOC_HOST_PINNED, (p, n, fl), (void** p, size_t n, unsigned fl), *p, n)
-RT_ALLOC_HOOK(cudaHostRegister, GRAPE_ALLOC_HOST_REGISTERED, (p, n, fl), (void* p, size_t n, unsigned fl), p, n)
-RT_FREE_HOOK(cudaFree, 1, (p), (void* p), p)
-RT_FREE_HOOK(cudaFreeAsync, 0, (p, s), (void* p, cudaStream_t s), p)
-RT_FREE_HOOK(cudaFreeHost, 1, (p), (void* p), p)
-RT_FREE_HOOK(cudaHostUnregister, 1, (p), (void* p), p)
+#define RT_ALLOC_HOOK(base, kind, before, ...) GRAPE_ALLOC_HOOK(cudaError_t, base, kind, before, __VA_ARGS__)
+#define RT_FREE_HOOK(base, before, ...) GRAPE_FREE_HOOK(cudaError_t, base, before, __VA_ARGS__)
+RT_ALLOC_HOOK(cudaMalloc, GRAPE_ALLOC_DEVICE, GRAPE_FLUSH_NONE, (p, n), (void** p, size_t n), *p, n)
+RT_ALLOC_HOOK(cudaMallocManaged, GRAPE_ALLOC_MANAGED, GRAPE_FLUSH_NONE, (p, n, fl),
+              (void** p, size_t n, unsigned fl), *p, n)
+RT_ALLOC_HOOK(cudaMallocAsync, GRAPE_ALLOC_ASYNC, GRAPE_FLUSH_STREAM(s), (p, n, s),
+              (void** p, size_t n, cudaStream_t s), *p, n)
+RT_ALLOC_HOOK(cudaMallocHost, GRAPE_ALLOC_HOST_PINNED, GRAPE_FLUSH_NONE, (p, n), (void** p, size_t n), *p, n)
+RT_ALLOC_HOOK(cudaHostAlloc, GRAPE_ALLOC_HOST_PINNED, GRAPE_FLUSH_NONE, (p, n, fl),
+              (void** p, size_t n, unsigned fl), *p, n)
+RT_ALLOC_HOOK(cudaHostRegister, GRAPE_ALLOC_HOST_REGISTERED, GRAPE_FLUSH_NONE, (p, n, fl),
+              (void* p, size_t n, unsigned fl), p, n)
+RT_FREE_HOOK(cudaFree, GRAPE_FLUSH_ALL, (p), (void* p), p)
+RT_FREE_HOOK(cudaFreeAsync, GRAPE_FLUSH_STREAM(s), (p, s), (void* p, cudaStream_t s), p)
+RT_FREE_HOOK(cudaFreeHost, GRAPE_FLUSH_ALL, (p), (void* p), p)
+RT_FREE_HOOK(cudaHostUnregister, GRAPE_FLUSH_ALL, (p), (void* p), p)
 
 /* ---- Copies and memsets on a stream ---- */
 
@@ -175,11 +194,17 @@ GRAPE_HOOK_DEF(cudaError_t, cudaStreamDestroy, (cudaStream_t s), (s),
                grape__stream_destroyed(grape__stream_key(s, 0)), )
 GRAPE_HOOK_DEF(cudaError_t, cudaFuncSetAttribute, (const void* f, enum cudaFuncAttribute a, int v),
                (f, a, v), , if (r_ == cudaSuccess) grape__limits_forget(f))
+GRAPE_HOOK_DEF(cudaError_t, cudaKernelSetAttributeForDevice,
+               (cudaKernel_t k, enum cudaFuncAttribute a, int v, int d), (k, a, v, d), ,
+               if (r_ == cudaSuccess) grape__limits_forget(k))
+GRAPE_HOOK_DEF(cudaError_t, cudaLibraryUnload, (cudaLibrary_t lib), (lib), grape__flush_all(),
+               if (r_ == cudaSuccess) GRAPE_NO_REENTRY(grape__func_forget_image(lib)))
 
 /* ---- Generated: bodies and exported overrides ---- */
 
 #define GRAPE_RT(name, base, ptds, kind, stream, params, args) \
   GRAPE_GEN_BODY_##kind(cudaError_t, name, base, ptds, stream, params, args)
+#define GRAPE_RT0(name, base, ptds, kind) GRAPE_GEN_BODY0_##kind(cudaError_t, name)
 #include "hooks.def"
 
 #define GRAPE_GEN_RT_ENTRY(name, params, args) \
@@ -193,19 +218,19 @@ GRAPE_HOOK_DEF(cudaError_t, cudaFuncSetAttribute, (const void* f, enum cudaFuncA
 #define GRAPE_GEN_RT_REPORT GRAPE_GEN_RT_ENTRY
 #define GRAPE_GEN_RT_MANUAL(name, params, args)
 
+#define GRAPE_GEN_RT0_ENTRY(name) \
+  GRAPE_GEN_ENTRY0(GRAPE_EXPORT, cudaError_t, name, name, GRAPE_SLOT_EXPORT, GRAPE_ROUTE_RUNTIME)
+#define GRAPE_GEN_RT0_PLAIN GRAPE_GEN_RT0_ENTRY
+#define GRAPE_GEN_RT0_SYNC_ALL GRAPE_GEN_RT0_ENTRY
+#define GRAPE_GEN_RT0_WAIT_ALL GRAPE_GEN_RT0_ENTRY
+#define GRAPE_GEN_RT0_REPORT GRAPE_GEN_RT0_ENTRY
+#define GRAPE_GEN_RT0_MANUAL(name)
 #define GRAPE_RT(name, base, ptds, kind, stream, params, args) \
   GRAPE_GEN_RT_##kind(name, params, args)
+#define GRAPE_RT0(name, base, ptds, kind) GRAPE_GEN_RT0_##kind(name)
 #include "hooks.def"
 
 /* ---- Calls without arguments (hooks.def: MANUAL) ---- */
-
-GRAPE_EXPORT cudaError_t cudaDeviceSynchronize(void) {
-  pfn_cudaDeviceSynchronize real = GRAPE_REAL_AT(cudaDeviceSynchronize, GRAPE_SLOT_EXPORT);
-  if (real == NULL)
-    return GRAPE_MISSING_cudaError_t;
-  GRAPE_HOOK_BODY(cudaError_t, GRAPE_HOOK_cudaDeviceSynchronize, real, (), grape__flush_all(),
-                  GRAPE_AFTER_WAIT_ALL)
-}
 
 /* The thread's last error: an error met while submitting held work is
  * returned here too (taken, or only peeked); neither call flushes. */

@@ -26,6 +26,9 @@ const grape_hook_desc_t grape__hooks[GRAPE_HOOK_COUNT] = {
   [GRAPE_HOOK_##name] = {#name, gpa, ver, ptds,                               \
                          {(void*)name, (void*)grape__w_##name##_dlsym,        \
                           (void*)grape__w_##name##_gpa, (void*)grape__w_##name##_ep}},
+#define GRAPE_DRV0(ret, name, base, gpa, ver, ptds, kind) \
+  GRAPE_DRV(ret, name, base, gpa, ver, ptds, kind, 0, (void), ())
+#define GRAPE_RT0(name, base, ptds, kind) [GRAPE_HOOK_##name] = {#name, NULL, 0, ptds, {(void*)name, NULL, NULL, NULL}},
 #define GRAPE_RT(name, base, ptds, kind, stream, params, args) \
   [GRAPE_HOOK_##name] = {#name, NULL, 0, ptds, {(void*)name, NULL, NULL, NULL}},
 #define GRAPE_RT_OWN(name) [GRAPE_HOOK_##name] = {#name, NULL, 0, 0, {(void*)name, NULL, NULL, NULL}},
