@@ -318,12 +318,28 @@ fail:
   return NULL;
 }
 
+/* True when op i of r is what e's node i holds. */
+static inline int same_op(const exec_t* e, const grape_region_t* r, uint32_t i) {
+  return e->fns[i] == r->fns[i] &&
+         __builtin_memcmp(&e->dims[i], &r->dims[i], sizeof(r->dims[i])) == 0 &&
+         memcmp(e->params + r->poff[i], r->params + r->poff[i], r->keys[i].param_bytes) == 0;
+}
+
+/* True when e holds exactly r's ops: three passes over contiguous memory,
+ * the common case of a replay with nothing changed. */
+static int exec_same(const exec_t* e, const grape_region_t* r) {
+  return e->plen == r->plen && memcmp(e->dims, r->dims, r->nops * sizeof(*r->dims)) == 0 &&
+         memcmp(e->fns, r->fns, r->nops * sizeof(*r->fns)) == 0 &&
+         memcmp(e->params, r->params, r->plen) == 0;
+}
+
 /* Ops of r that executable e holds differently; counting stops past `limit`. */
 static uint32_t exec_diff(const exec_t* e, const grape_region_t* r, uint32_t limit) {
+  if (exec_same(e, r))
+    return 0;
   uint32_t d = 0;
   for (uint32_t i = 0; i < r->nops && d <= limit; i++)
-    d += e->fns[i] != r->fns[i] || memcmp(&e->dims[i], &r->dims[i], sizeof(r->dims[i])) != 0 ||
-         memcmp(e->params + r->poff[i], r->params + r->poff[i], r->keys[i].param_bytes) != 0;
+    d += !same_op(e, r, i);
   return d;
 }
 
@@ -332,16 +348,14 @@ static uint32_t exec_diff(const exec_t* e, const grape_region_t* r, uint32_t lim
 static long exec_rebind(grape_gc_t* c, exec_t* e, const grape_region_t* r, int* drv_err) {
   long made = 0;
   for (uint32_t i = 0; i < r->nops; i++) {
-    const uint8_t* p = r->params + r->poff[i];
-    if (e->fns[i] == r->fns[i] && memcmp(&e->dims[i], &r->dims[i], sizeof(r->dims[i])) == 0 &&
-        memcmp(e->params + r->poff[i], p, r->keys[i].param_bytes) == 0)
+    if (same_op(e, r, i))
       continue;
     grape_gc_op_t op = op_view(r, i);
     if ((*drv_err = c->drv.exec_update(c->drv.self, e->exec, e->nodes[i], &op)) != 0)
       return -1;
     e->fns[i] = r->fns[i];
     e->dims[i] = r->dims[i];
-    memcpy(e->params + r->poff[i], p, r->keys[i].param_bytes);
+    memcpy(e->params + r->poff[i], r->params + r->poff[i], r->keys[i].param_bytes);
     made++;
   }
   c->st.node_updates += (uint64_t)made;
@@ -411,7 +425,8 @@ static exec_t* replay(grape_gc_t* c, gkey_t* k, grape_region_t* r, void* stream,
   }
   note_updates(k, d);
   int err = 0;
-  if (exec_rebind(c, e, r, &err) < 0 || (err = c->drv.exec_launch(c->drv.self, e->exec, stream)) != 0) {
+  if ((d > 0 && exec_rebind(c, e, r, &err) < 0) ||
+      (err = c->drv.exec_launch(c->drv.self, e->exec, stream)) != 0) {
     note(c, &c->noted_launch, "a graph update or launch failed; its ops ran eagerly, and its key "
                               "runs eagerly from now on");
     exec_drop(c, e);

@@ -398,9 +398,13 @@ static int layout_from_image(grape_func_t* f) {
 
 static void find_holes(grape_func_t* f) {
   uint32_t sum = 0;
-  for (int i = 0; i < f->nparams; i++)
+  int packed8 = 1;
+  for (int i = 0; i < f->nparams; i++) {
     sum += f->params[i].size;
+    packed8 &= f->params[i].size == 8 && f->params[i].offset == 8 * (uint32_t)i;
+  }
   f->holes = sum != f->param_bytes;
+  f->packed8 = packed8 && f->param_bytes == 8 * (uint32_t)f->nparams;
 }
 
 /* The driver function behind handle h into f->drv. A registered host stub is

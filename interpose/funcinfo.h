@@ -62,6 +62,7 @@ typedef struct grape_func_s {
   const char* layout_source;   /* "driver", "runtime", "cubin" or "none" */
   const void* handle;          /* the handle this info was created for (aliases share it) */
   int holes;                   /* the parameters leave alignment gaps (zeroed on capture) */
+  int packed8;                 /* every parameter is 8 bytes, at offset 8 * i (pointers) */
 } grape_func_t;
 
 /* Info of handle h, created on first sight and resolved on first call here.
@@ -136,6 +137,12 @@ size_t grape__capture_extra(void** extra, void* out, size_t cap);
 static inline __attribute__((always_inline)) size_t grape__func_copy_params(
     const grape_func_t* f, void** kernelParams, void* out) {
   uint8_t* o = out;
+  if (f->packed8) {
+    /* The common case (pointers and 64-bit sizes): one load pair and a store each. */
+    for (int i = 0; i < f->nparams; i++)
+      __builtin_memcpy(o + 8 * (size_t)i, kernelParams[i], 8);
+    return f->param_bytes;
+  }
   if (f->holes) {
     /* Alignment gaps stay defined. A constant size compiles to a few stores. */
     if (f->param_bytes <= 64)

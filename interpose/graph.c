@@ -331,12 +331,12 @@ static void stream_classify(grape_stream_t* s) {
   if (s->kind != GRAPE_STREAM_UNKNOWN)
     return;
   if (s->key == GRAPE_STREAM_LEGACY_KEY) {
-    s->kind = GRAPE_STREAM_LEGACY;
+    __atomic_store_n(&s->kind, GRAPE_STREAM_LEGACY, __ATOMIC_RELAXED);
     s->handle = CU_STREAM_LEGACY;
     return;
   }
   if (grape__stream_key_is_per_thread(s->key)) {
-    s->kind = GRAPE_STREAM_PER_THREAD;
+    __atomic_store_n(&s->kind, GRAPE_STREAM_PER_THREAD, __ATOMIC_RELAXED);
     return;
   }
   s->handle = (void*)s->key;
@@ -344,11 +344,12 @@ static void stream_classify(grape_stream_t* s) {
   CUresult rc = CUDA_ERROR_NOT_FOUND;
   if (resolve_real() == 1)
     GRAPE_NO_REENTRY(rc = real.stream_flags((CUstream)s->handle, &flags));
-  /* A stream the driver does not know (yet) is treated as blocking and held
+  /* The kind is read without the lock by the ordering check (graph.h).
+   * A stream the driver does not know (yet) is treated as blocking and held
    * never: the shim cannot be sure of its ordering. */
-  s->kind = rc != CUDA_SUCCESS ? GRAPE_STREAM_PER_THREAD
+  __atomic_store_n(&s->kind, rc != CUDA_SUCCESS ? GRAPE_STREAM_PER_THREAD
             : (flags & CU_STREAM_NON_BLOCKING) ? GRAPE_STREAM_NON_BLOCKING
-                                               : GRAPE_STREAM_BLOCKING;
+                                               : GRAPE_STREAM_BLOCKING, __ATOMIC_RELAXED);
 }
 
 const grape_gc_node_t* grape__hold_start(grape_stream_t* s) {
@@ -362,8 +363,7 @@ const grape_gc_node_t* grape__hold_start(grape_stream_t* s) {
 
 /* ---- Streams that hold ops ---- */
 
-int grape__holding;
-static int holding_legacy, holding_blocking;
+int grape__holding, grape__holding_legacy, grape__holding_blocking;
 static grape_stream_t* hold_head;
 static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
 static void watchdog_wake(void);
@@ -378,9 +378,9 @@ static void hold_list_add(grape_stream_t* s) {
       hold_head->hold_prev = s;
     hold_head = s;
     if (s->kind == GRAPE_STREAM_LEGACY)
-      __atomic_add_fetch(&holding_legacy, 1, __ATOMIC_RELAXED);
+      __atomic_add_fetch(&grape__holding_legacy, 1, __ATOMIC_RELAXED);
     else if (s->kind == GRAPE_STREAM_BLOCKING)
-      __atomic_add_fetch(&holding_blocking, 1, __ATOMIC_RELAXED);
+      __atomic_add_fetch(&grape__holding_blocking, 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&grape__holding, 1, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&hold_lock);
@@ -397,9 +397,9 @@ static void hold_list_remove(grape_stream_t* s) {
     if (s->hold_next != NULL)
       s->hold_next->hold_prev = s->hold_prev;
     if (s->kind == GRAPE_STREAM_LEGACY)
-      __atomic_sub_fetch(&holding_legacy, 1, __ATOMIC_RELAXED);
+      __atomic_sub_fetch(&grape__holding_legacy, 1, __ATOMIC_RELAXED);
     else if (s->kind == GRAPE_STREAM_BLOCKING)
-      __atomic_sub_fetch(&holding_blocking, 1, __ATOMIC_RELAXED);
+      __atomic_sub_fetch(&grape__holding_blocking, 1, __ATOMIC_RELAXED);
     __atomic_sub_fetch(&grape__holding, 1, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&hold_lock);
@@ -470,22 +470,23 @@ void grape__order_slow(uintptr_t key) {
   grape_stream_t* s = grape__stream_of(key);
   if (s == NULL)
     return;
-  if (s->kind == GRAPE_STREAM_UNKNOWN) {
+  if (grape__stream_kind(s) == GRAPE_STREAM_UNKNOWN) {
     spin_lock(&s->lock);
     stream_classify(s);
     spin_unlock(&s->lock);
   }
+  int kind = grape__stream_kind(s);
   grape_stream_t* list[64];
   size_t n = 0;
-  if (s->kind == GRAPE_STREAM_LEGACY && __atomic_load_n(&holding_blocking, __ATOMIC_RELAXED) > 0) {
+  if (kind == GRAPE_STREAM_LEGACY && __atomic_load_n(&grape__holding_blocking, __ATOMIC_RELAXED) > 0) {
     /* Every blocking stream's held ops precede the legacy stream's new work. */
     do {
       n = holders(list, 64, GRAPE_STREAM_BLOCKING);
       for (size_t i = 0; i < n; i++)
         flush_one(list[i]);
     } while (n == 64);
-  } else if ((s->kind == GRAPE_STREAM_BLOCKING || s->kind == GRAPE_STREAM_PER_THREAD) &&
-             __atomic_load_n(&holding_legacy, __ATOMIC_RELAXED) > 0) {
+  } else if ((kind == GRAPE_STREAM_BLOCKING || kind == GRAPE_STREAM_PER_THREAD) &&
+             __atomic_load_n(&grape__holding_legacy, __ATOMIC_RELAXED) > 0) {
     grape_stream_t* legacy = grape__stream_peek(GRAPE_STREAM_LEGACY_KEY);
     if (legacy != NULL)
       flush_one(legacy);
@@ -548,7 +549,7 @@ int grape__pending_take(int r, int peek) {
 
 /* ---- Function limits ---- */
 
-static int dev_limits[6];   /* max block x, y, z, grid x, y, z; [0] == 0: unknown */
+uint32_t grape__dev_limits[6];   /* [0] == 0 until asked */
 
 static int ask_device_limits(void) {
   static const CUdevice_attribute attrs[6] = {
@@ -561,15 +562,15 @@ static int ask_device_limits(void) {
   if (real.ctx_device(&dev) != CUDA_SUCCESS)
     return -1;
   for (int i = 0; i < 6; i++)
-    if (real.device_attr(&v[i], attrs[i], dev) != CUDA_SUCCESS)
+    if (real.device_attr(&v[i], attrs[i], dev) != CUDA_SUCCESS || v[i] <= 0)
       return -1;
   for (int i = 5; i >= 0; i--)
-    __atomic_store_n(&dev_limits[i], v[i], __ATOMIC_RELAXED);
+    __atomic_store_n(&grape__dev_limits[i], (uint32_t)v[i], __ATOMIC_RELAXED);
   return 0;
 }
 
 /* f's own limits: threads per block and dynamic shared memory (the latter as
- * raised with cuFuncSetAttribute). Under f's resolve. @return 0 or -1. */
+ * raised with cuFuncSetAttribute). @return 0 or -1. */
 static int ask_function_limits(grape_func_t* f) {
   int threads = 0, smem = 0;
   CUresult a, b;
@@ -590,24 +591,18 @@ static int ask_function_limits(grape_func_t* f) {
   return 0;
 }
 
-int grape__launch_fits(grape_func_t* f, const uint32_t grid[3], const uint32_t block[3],
-                       uint32_t shmem) {
+int grape__launch_fits_slow(grape_func_t* f, const uint32_t grid[3], const uint32_t block[3],
+                            uint32_t shmem) {
   int st = __atomic_load_n(&f->lim_state, __ATOMIC_ACQUIRE);
-  if (__builtin_expect(st == 0, 0)) {
+  if (st == 0) {
     int ok;
-    GRAPE_NO_REENTRY(ok = (dev_limits[0] != 0 || ask_device_limits() == 0) &&
+    GRAPE_NO_REENTRY(ok = (__atomic_load_n(&grape__dev_limits[0], __ATOMIC_RELAXED) != 0 ||
+                           ask_device_limits() == 0) &&
                           ask_function_limits(f) == 0);
     st = ok ? 1 : -1;
     __atomic_store_n(&f->lim_state, st, __ATOMIC_RELEASE);
   }
-  if (st < 0)
-    return 0;
-  uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
-  for (int i = 0; i < 3; i++)
-    if (block[i] == 0 || grid[i] == 0 || block[i] > (uint32_t)dev_limits[i] ||
-        grid[i] > (uint32_t)dev_limits[3 + i])
-      return 0;
-  return threads <= f->lim_threads && shmem <= f->lim_smem;
+  return st == 1 && grape__launch_fits(f, grid, block, shmem);
 }
 
 void grape__limits_forget(const void* handle) {
@@ -710,7 +705,7 @@ void grape__graph_reset_child(void) {
   pthread_cond_init(&wd_cv, NULL);
   wd_started = 0;
   hold_head = NULL;
-  grape__holding = holding_legacy = holding_blocking = 0;
+  grape__holding = grape__holding_legacy = grape__holding_blocking = 0;
   grape__pending_error = 0;
   grape__pending_any = pending_global = 0;
 }

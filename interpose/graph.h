@@ -40,11 +40,31 @@ const grape_gc_node_t* grape__hold_start(grape_stream_t* s);
  * synchronisation. Work on the legacy stream flushes every blocking stream
  * that holds ops, and work on a blocking stream flushes the legacy stream
  * (non-blocking streams are independent). One load when nothing is held. */
-extern int grape__holding;   /* streams holding ops now */
+extern int grape__holding;            /* streams holding ops now */
+extern int grape__holding_legacy;     /* ... of which the legacy stream */
+extern int grape__holding_blocking;   /* ... of which blocking streams */
 void grape__order_slow(uintptr_t key);
 static inline void grape__order_before(uintptr_t key) {
   if (__builtin_expect(__atomic_load_n(&grape__holding, __ATOMIC_RELAXED) > 0, 0))
     grape__order_slow(key);
+}
+/* The same for a stream already looked up (s may be NULL): a stream that is
+ * itself the only one holding costs no lookup. */
+static inline int grape__stream_kind(grape_stream_t* s) {
+  return __atomic_load_n(&s->kind, __ATOMIC_RELAXED);
+}
+static inline void grape__order_stream(grape_stream_t* s, uintptr_t key) {
+  if (__builtin_expect(__atomic_load_n(&grape__holding, __ATOMIC_RELAXED) == 0, 1))
+    return;
+  int kind = s != NULL ? grape__stream_kind(s) : GRAPE_STREAM_UNKNOWN;
+  if (kind == GRAPE_STREAM_NON_BLOCKING)
+    return;
+  if (kind == GRAPE_STREAM_LEGACY && __atomic_load_n(&grape__holding_blocking, __ATOMIC_RELAXED) == 0)
+    return;
+  if ((kind == GRAPE_STREAM_BLOCKING || kind == GRAPE_STREAM_PER_THREAD) &&
+      __atomic_load_n(&grape__holding_legacy, __ATOMIC_RELAXED) == 0)
+    return;
+  grape__order_slow(key);
 }
 
 /* Ends stream key's region (submitting what it holds first), after the
@@ -87,9 +107,21 @@ static inline int grape__report_async(int r) {
 /* ---- Function limits (a held launch must be one the driver would take) ---- */
 
 /* True when launching f with these dimensions cannot fail on its launch
- * configuration (block, grid, dynamic shared memory within limits). */
-int grape__launch_fits(grape_func_t* f, const uint32_t grid[3], const uint32_t block[3],
-                       uint32_t shmem);
+ * configuration (block, grid, dynamic shared memory within limits). The
+ * limits are asked of the driver once per function (and again after its
+ * attributes change); then the check is a few compares. */
+extern uint32_t grape__dev_limits[6];   /* max block x, y, z, grid x, y, z */
+int grape__launch_fits_slow(grape_func_t* f, const uint32_t grid[3], const uint32_t block[3],
+                            uint32_t shmem);
+static inline int grape__launch_fits(grape_func_t* f, const uint32_t grid[3],
+                                     const uint32_t block[3], uint32_t shmem) {
+  if (__builtin_expect(__atomic_load_n(&f->lim_state, __ATOMIC_ACQUIRE) != 1, 0))
+    return grape__launch_fits_slow(f, grid, block, shmem);
+  const uint32_t* lim = grape__dev_limits;   /* "- 1 <": a zero dimension wraps and fails */
+  return block[0] - 1 < lim[0] && block[1] - 1 < lim[1] && block[2] - 1 < lim[2] &&
+         grid[0] - 1 < lim[3] && grid[1] - 1 < lim[4] && grid[2] - 1 < lim[5] &&
+         (uint64_t)block[0] * block[1] * block[2] <= f->lim_threads && shmem <= f->lim_smem;
+}
 
 /* A function's attributes changed (cuFuncSetAttribute & co.): its limits are
  * asked again. */

@@ -84,8 +84,8 @@ int grape__hold_memop(const grape_memop_t* m) {
       grape__stream_capturing(m->stream, m->ptds))
     return 0;
   uintptr_t key = grape__stream_key(m->stream, m->ptds);
-  grape__order_before(key);
   grape_stream_t* s = grape__stream_of(key);
+  grape__order_stream(s, key);
   if (s == NULL || grape__lock_room(s, sizeof(m->p)) != 0)
     return 0;
   grape_region_t* r = &s->region;

@@ -145,8 +145,8 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
       grape__stream_capturing(l->stream, l->ptds))
     return 0;
   uintptr_t key = grape__stream_key(l->stream, l->ptds);
-  grape__order_before(key);
   grape_stream_t* s = grape__stream_of(key);
+  grape__order_stream(s, key);
   if (__builtin_expect(s == NULL || s->region.cur == NULL, 0))
     return 0;   /* read without the lock: this chunk runs eagerly (rechecked below) */
   grape_func_t* f = grape__func_get(l->fn, (grape_handle_kind_t)l->kind);

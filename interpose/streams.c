@@ -132,7 +132,7 @@ static grape_stream_t* slot_new(uintptr_t key) {
     all_slots[nall++] = s;
   }
   s->key = key;
-  s->kind = GRAPE_STREAM_UNKNOWN;
+  __atomic_store_n(&s->kind, GRAPE_STREAM_UNKNOWN, __ATOMIC_RELAXED);
   s->handle = NULL;
   s->ctx = NULL;
   s->free_next = NULL;

@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Shim overhead per launch on the simulated device, as instructions (callgrind,
-launch loop only) and nanoseconds (median of several timed runs).
+launch loop only) and nanoseconds (median of several timed runs), and the
+shim's own instructions per launch (those executed inside libgrape.so): in
+graph mode the launches are held and replayed as graphs, so the process's
+total also changes by what the driver no longer does.
 
 usage: run_bench.py --prog bench_launch --simdir build/sim --lib build/interpose/libgrape.so
                     [--n 2000] [--timed-n 200000] [--runs 5]
@@ -13,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-CONFIGS = [("none", None), ("off", "off"), ("observe", "observe")]
+CONFIGS = [("none", None), ("off", "off"), ("observe", "observe"), ("graph", "graph")]
 ROUTES = ["runtime", "driver"]
 
 
@@ -28,15 +31,40 @@ def env_for(a, mode):
     return env
 
 
+def self_cost_by_object(text):
+    """Instructions executed in each object's own code (calls excluded)."""
+    names, cost, ob, skip = {}, {}, None, False
+    for line in text.splitlines():
+        m = re.match(r"(c?ob)=\((\d+)\)(?: (.*))?$", line)
+        if m:
+            if m.group(3):
+                names[m.group(2)] = os.path.basename(m.group(3))
+            if m.group(1) == "ob":
+                ob = names[m.group(2)]
+            continue
+        if line.startswith("calls="):
+            skip = True
+            continue
+        if line[:1].isdigit() or line[:1] in "+-*":
+            parts = line.split()
+            if skip:
+                skip = False
+            elif len(parts) > 1 and ob is not None:
+                cost[ob] = cost.get(ob, 0) + int(parts[1])
+    return cost
+
+
 def instructions(a, mode, route):
+    """(all instructions, the shim's own) per launch."""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "cg.out")
-        subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no",
-                        "--callgrind-out-file=" + out, a.prog, route, str(a.n)],
+        subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no", "--compress-strings=yes",
+                        "--compress-pos=no", "--callgrind-out-file=" + out, a.prog, route, str(a.n)],
                        env=env_for(a, mode), check=True, capture_output=True)
         text = open(out).read()
         m = re.search(r"^totals: (\d+)", text, re.M)
-        return int(m.group(1)) / a.n
+        own = sum(v for k, v in self_cost_by_object(text).items() if k.startswith("libgrape"))
+        return int(m.group(1)) / a.n, own / a.n
 
 
 def nanoseconds(a, mode, route):
@@ -57,16 +85,17 @@ def main():
     ap.add_argument("--timed-n", type=int, default=200000)
     ap.add_argument("--runs", type=int, default=5)
     a = ap.parse_args()
-    print("| route | config | instructions/launch | added | ns/launch | added |")
-    print("|---|---|---|---|---|---|")
+    print("| route | config | instructions/launch | added | in libgrape.so | ns/launch | added |")
+    print("|---|---|---|---|---|---|---|")
     for route in ROUTES:
         base_i = base_t = None
         for name, mode in CONFIGS:
-            i = instructions(a, mode, route)
+            i, own = instructions(a, mode, route)
             t = nanoseconds(a, mode, route)
             if base_i is None:
                 base_i, base_t = i, t
-            print(f"| {route} | {name} | {i:.0f} | {i - base_i:+.0f} | {t:.0f} | {t - base_t:+.0f} |")
+            print(f"| {route} | {name} | {i:.0f} | {i - base_i:+.0f} | {own:.0f} | {t:.0f} | "
+                  f"{t - base_t:+.0f} |")
             sys.stdout.flush()
 
 
