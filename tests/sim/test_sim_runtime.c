@@ -6,6 +6,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <semaphore.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,6 +288,12 @@ Test(sim_runtime, host_ns_is_charged_once_per_triple_chevron_launch) {
   cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess);
 }
 
+static sem_t gate;
+static void wait_gate(void* p) {
+  (void)p;
+  sem_wait(&gate);
+}
+
 /* A fault in a kernel body is reported asynchronously and sticks: the launch
  * succeeds, the sync returns it, later work is not run, and every later call
  * that uses the device returns it too. */
@@ -296,11 +303,13 @@ Test(sim_runtime, a_device_fault_is_sticky) {
   cr_assert_eq(cudaStreamCreate(&s), cudaSuccess);
   cr_assert_eq(cudaMalloc((void**)&d, 64 * sizeof(int)), cudaSuccess);
   cr_assert_eq(cudaMemset(d, 0, 64 * sizeof(int)), cudaSuccess);
+  /* The gate holds the stream, so both launches are accepted before the fault. */
+  sem_init(&gate, 0, 0);
+  cr_assert_eq(cudaLaunchHostFunc(s, wait_gate, NULL), cudaSuccess);
   cr_assert_eq(nvcc_launch((dim3){1, 1, 1}, (dim3){64, 1, 1}, s, d, 64, -1), cudaSuccess,
                "the fault is not the launch's error");
-  /* Queued behind the fault: accepted or refused depending on when the
-   * fault is seen, as on a GPU, but never run. */
-  (void)nvcc_launch((dim3){1, 1, 1}, (dim3){64, 1, 1}, s, d, 64, 5);
+  cr_assert_eq(nvcc_launch((dim3){1, 1, 1}, (dim3){64, 1, 1}, s, d, 64, 5), cudaSuccess);
+  sem_post(&gate);
   cr_assert_eq(cudaStreamSynchronize(s), cudaErrorIllegalAddress);
   cr_assert_eq(cudaGetLastError(), cudaErrorIllegalAddress);
   cr_assert_eq(nvcc_launch((dim3){1, 1, 1}, (dim3){64, 1, 1}, s, d, 64, 5), cudaErrorIllegalAddress);
