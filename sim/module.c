@@ -34,6 +34,8 @@ static void** extra_libs;   /* handles of SIMCU_KERNELS objects */
 static int nextra_libs = -1;
 static struct CUfunc_st* free_funcs;   /* bind_lock */
 static sim_module_t* free_modules;     /* bind_lock */
+static struct CUfunc_st* parked_free_funcs; /* SIMCU_NO_REUSE: kept, never handed out again */
+static sim_module_t* parked_free_modules;
 
 /* bind_lock is taken first before fork (no other sim lock is held under it). */
 void grape__sim_module_atfork(int phase) {
@@ -171,9 +173,9 @@ static void* take_or_calloc(void** list, size_t size, size_t next_off) {
 }
 
 /* Gives an unloaded object back for reuse, or parks it (SIMCU_NO_REUSE). */
-static void give_back(void** list, void* p, size_t next_off) {
+static void give_back(void** list, void** parked, void* p, size_t next_off) {
   if (grape__sim.no_reuse)
-    return;
+    list = parked;
   pthread_mutex_lock(&bind_lock);
   memcpy((char*)p + next_off, list, sizeof(void*));
   *list = p;
@@ -182,7 +184,8 @@ static void give_back(void** list, void* p, size_t next_off) {
 
 #define TAKE(list, type) \
   ((type*)take_or_calloc((void**)&(list), sizeof(type), offsetof(type, free_next)))
-#define GIVE_BACK(list, type, p) give_back((void**)&(list), (p), offsetof(type, free_next))
+#define GIVE_BACK(list, type, p)                                                 \
+  give_back((void**)&(list), (void**)&(parked_##list), (p), offsetof(type, free_next))
 
 static struct CUfunc_st* func_new(sim_module_t* m, const char* name) {
   struct CUfunc_st* f = TAKE(free_funcs, struct CUfunc_st);
