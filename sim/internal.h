@@ -187,6 +187,7 @@ struct CUstream_st {
   uint64_t completed;            /* seq of the last op finished */
   uint64_t clock_ns;             /* simulated time at which the last op finished */
   sim_op_t* last_op;             /* the op of seq `submitted` until it finishes */
+  sim_op_t* running;             /* the op being run outside the lock, if any */
   int destroyed;
   struct CUstream_st* all_next;  /* list of every stream ever made */
   struct CUstream_st* free_next; /* destroyed streams waiting for reuse */

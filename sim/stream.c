@@ -370,10 +370,12 @@ static void execute_locked(struct CUstream_st* s, sim_op_t* op) {
     grape__sim.host_blocked++;   /* queries stop waiting for work behind host code */
     pthread_cond_broadcast(&grape__sim.done_cv);
   }
+  s->running = op;
   pthread_mutex_unlock(&grape__sim.lock);
   uint64_t clock = start;
   int fault = skip ? 0 : grape__sim_run_work(&op->w, &clock);
   pthread_mutex_lock(&grape__sim.lock);
+  s->running = NULL;
   if (host)
     grape__sim.host_blocked--;
   if (fault != 0) {
@@ -716,10 +718,15 @@ uint64_t grape__sim_device_end_ns(void) {
 /* In a forked child (grape__sim.lock held by the forking thread): no worker
  * thread exists any more, so queued work is dropped and every stream reads as
  * idle; the child can exit at once. CUDA in a forked child is undefined, this
- * only keeps the sim consistent. Ops that a parent worker was running are
- * lost with that thread. */
+ * only keeps the sim consistent. An op that a parent thread was running is
+ * dropped too: that thread does not exist here. */
 void grape__sim_stream_atfork_child(void) {
   for (struct CUstream_st* t = grape__sim.all_streams; t != NULL; t = t->all_next) {
+    if (t->running != NULL) {
+      grape__sim_work_release(&t->running->w);
+      op_free_locked(t->running);
+      t->running = NULL;
+    }
     for (sim_op_t* op = t->head; op != NULL;) {
       sim_op_t* next = op->next;
       grape__sim_work_release(&op->w);
