@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sim_test.h"
 #include "simcu.h"
 
 #define FORKS 500
@@ -73,14 +74,9 @@ static long ms_since(const struct timespec* t0) {
 }
 
 int main(void) {
-  CUmodule m;
   CUstream held;
   CUdeviceptr d;
-  CK(cuInit(0));
-  CK(cuDevicePrimaryCtxRetain(&ctx, 0));
-  CK(cuCtxSetCurrent(ctx));
-  CK(cuModuleLoadData(&m, ptx));
-  CK(cuModuleGetFunction(&f, m, "k_inc"));
+  CK(sim_test_start(ptx, "k_inc", &f, &ctx));
   CK(cuMemAlloc(&d, sizeof(int)));
   CK(cuStreamCreate(&held, CU_STREAM_NON_BLOCKING));
   sem_init(&gate, 0, 0);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "sim_test.h"
 #include "simcu.h"
 
 static const char ptx[] =
@@ -42,13 +43,7 @@ static void wait_gate(void* p) {
 }
 
 static void setup(void) {
-  CUcontext c;
-  CUmodule m;
-  OK(cuInit(0));
-  OK(cuDevicePrimaryCtxRetain(&c, 0));
-  OK(cuCtxSetCurrent(c));
-  OK(cuModuleLoadData(&m, ptx));
-  OK(cuModuleGetFunction(&f_mark, m, "k_mark"));
+  OK(sim_test_start(ptx, "k_mark", &f_mark, NULL));
   sem_init(&gate, 0, 0);
 }
 
@@ -63,17 +58,21 @@ static int* host(CUdeviceptr d) {
   return (int*)(uintptr_t)d;
 }
 
+/* n device buffers of 4 zeroed ints. */
+static void zeroed(CUdeviceptr* bufs, int n) {
+  for (int i = 0; i < n; i++) {
+    OK(cuMemAlloc(&bufs[i], 4 * sizeof(int)));
+    OK(cuMemsetD32(bufs[i], 0, 4));
+  }
+}
+
 Test(sim_faults, an_eager_fault_is_sticky) {
   CUstream s, other;
-  CUdeviceptr a, b, c;
+  CUdeviceptr buf[3];
+  zeroed(buf, 3);
+  CUdeviceptr a = buf[0], b = buf[1], c = buf[2];
   OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   OK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
-  OK(cuMemAlloc(&a, 4 * sizeof(int)));
-  OK(cuMemAlloc(&b, 4 * sizeof(int)));
-  OK(cuMemAlloc(&c, 4 * sizeof(int)));
-  OK(cuMemsetD32(a, 0, 4));
-  OK(cuMemsetD32(b, 0, 4));
-  OK(cuMemsetD32(c, 0, 4));
   OK(cuLaunchHostFunc(s, wait_gate, NULL));
   OK(mark(s, a, 4, 1, SIMCU_FAULT_ILLEGAL_ADDRESS));   /* the launch itself succeeds */
   OK(mark(s, b, 4, 0, 0));                            /* behind the fault on its stream */
@@ -117,16 +116,12 @@ Test(sim_faults, an_eager_fault_is_sticky) {
 
 Test(sim_faults, a_fault_in_a_graph_node_is_sticky) {
   CUstream s;
-  CUdeviceptr a, b, c;
+  CUdeviceptr buf[3];
   CUgraph g;
   CUgraphExec x;
+  zeroed(buf, 3);
+  CUdeviceptr a = buf[0], b = buf[1], c = buf[2];
   OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-  OK(cuMemAlloc(&a, 4 * sizeof(int)));
-  OK(cuMemAlloc(&b, 4 * sizeof(int)));
-  OK(cuMemAlloc(&c, 4 * sizeof(int)));
-  OK(cuMemsetD32(a, 0, 4));
-  OK(cuMemsetD32(b, 0, 4));
-  OK(cuMemsetD32(c, 0, 4));
   OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
   OK(mark(s, a, 2, 0, 0));
   OK(mark(s, b, 2, 0, SIMCU_FAULT_LAUNCH_FAILED));

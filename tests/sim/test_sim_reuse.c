@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim_test.h"
 #include "simcu.h"
 
 static const char ptx_a[] =
@@ -42,10 +43,7 @@ static void wait_gate(void* p) {
 static void start(int reuse) {
   if (!reuse)
     setenv("SIMCU_NO_REUSE", "1", 1);
-  CUcontext c;
-  OK(cuInit(0));
-  OK(cuDevicePrimaryCtxRetain(&c, 0));
-  OK(cuCtxSetCurrent(c));
+  OK(sim_test_start(NULL, NULL, NULL, NULL));
 }
 
 Test(sim_reuse, a_destroyed_stream_value_comes_back) {

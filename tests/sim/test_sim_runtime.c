@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cost.h"
+#include "sim_test.h"
 #include "simcu.h"
 
 /* nvcc's launch plumbing (declared by crt/host_runtime.h, which is C++). */
@@ -261,10 +262,7 @@ static const simcu_private_t* sim_table(void) {
  * runtime's and the driver's costs. */
 Test(sim_runtime, host_ns_is_charged_once_per_triple_chevron_launch) {
   char path[] = "/tmp/simcu-costs-XXXXXX";
-  int fd = mkstemp(path);
-  cr_assert_geq(fd, 0);
-  cr_assert_gt(write(fd, "runtime 300\nlaunch 2000\n", 24), 0);
-  close(fd);
+  cr_assert_eq(sim_test_temp_file(path, "runtime 300\nlaunch 2000\n"), 0);
   setenv("SIMCU_COSTS", path, 1);
   setenv("SIMCU_HOST_NS", "7000", 1);
   int* d;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cost.h"
+#include "sim_test.h"
 #include "simcu.h"
 
 /* Declared by cuda.h only when the whole program opts in to per-thread streams. */
@@ -48,13 +49,7 @@ static CUfunction f_idle;
 static const simcu_private_t* sim;
 
 static void start(void) {
-  CUcontext c;
-  CUmodule m;
-  OK(cuInit(0));
-  OK(cuDevicePrimaryCtxRetain(&c, 0));
-  OK(cuCtxSetCurrent(c));
-  OK(cuModuleLoadData(&m, ptx));
-  OK(cuModuleGetFunction(&f_idle, m, "k_idle"));
+  OK(sim_test_start(ptx, "k_idle", &f_idle, NULL));
   const void* t = NULL;
   CUuuid id = {SIMCU_PRIVATE_UUID};
   OK(cuGetExportTable(&t, &id));
@@ -74,11 +69,10 @@ static uint64_t kernel_ns(unsigned blocks, int graph) {
          (uint64_t)blocks * 128 / D_DEVICE_THREADS_PER_NS;
 }
 
-static void write_file(const char* path, const char* text) {
-  FILE* f = fopen(path, "w");
-  cr_assert_not_null(f);
-  fputs(text, f);
-  fclose(f);
+/* A cost file holding text, named by SIMCU_COSTS for this test's process. */
+static void use_cost_file(char* path, const char* text) {
+  cr_assert_eq(sim_test_temp_file(path, text), 0);
+  setenv("SIMCU_COSTS", path, 1);
 }
 
 Test(sim_time, each_call_charges_its_class_cost) {
@@ -284,16 +278,12 @@ Test(sim_time, host_ns_is_charged_only_by_the_program_side) {
 
 Test(sim_time, a_cost_file_overrides_rows_and_entry_points) {
   char path[] = "/tmp/simcu-costs-XXXXXX";
-  int fd = mkstemp(path);
-  cr_assert_geq(fd, 0);
-  close(fd);
-  write_file(path, "# measured on some GPU\n"
-                   "launch 1234\n"
-                   "cuLaunchKernel_ptsz   777   # one entry point of the launch class\n"
-                   "\n"
-                   "device_kernel 3000\n"
-                   "submit_latency 0\n");
-  setenv("SIMCU_COSTS", path, 1);
+  use_cost_file(path, "# measured on some GPU\n"
+                      "launch 1234\n"
+                      "cuLaunchKernel_ptsz   777   # one entry point of the launch class\n"
+                      "\n"
+                      "device_kernel 3000\n"
+                      "submit_latency 0\n");
   start();
   unlink(path);
   uint64_t t = sim->host_ns();
@@ -331,17 +321,13 @@ static void read_file(const char* path, char* buf, size_t n) {
 
 Test(sim_time, a_bad_cost_file_is_rejected_line_by_line) {
   char path[] = "/tmp/simcu-costs-XXXXXX";
-  int fd = mkstemp(path);
-  cr_assert_geq(fd, 0);
-  close(fd);
-  write_file(path, "launch 1234\n"
-                   "lanch 10\n"
-                   "sync -5\n"
-                   "query 12abc\n"
-                   "device_threads_per_ns 0\n"
-                   "memcpy\n"
-                   "memset 1 2\n");
-  setenv("SIMCU_COSTS", path, 1);
+  use_cost_file(path, "launch 1234\n"
+                      "lanch 10\n"
+                      "sync -5\n"
+                      "query 12abc\n"
+                      "device_threads_per_ns 0\n"
+                      "memcpy\n"
+                      "memset 1 2\n");
   char err[] = "/tmp/simcu-stderr-XXXXXX";
   capture_stderr(err);
   start();

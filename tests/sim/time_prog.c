@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "sim_test.h"
 #include "simcu.h"
 
 static const char ptx[] =
@@ -53,13 +54,7 @@ static void host_fn(void* p) {
 }
 
 int main(void) {
-  CUcontext c;
-  CUmodule m;
-  CK(cuInit(0));
-  CK(cuDevicePrimaryCtxRetain(&c, 0));
-  CK(cuCtxSetCurrent(c));
-  CK(cuModuleLoadData(&m, ptx));
-  CK(cuModuleGetFunction(&f, m, "k_work"));
+  CK(sim_test_start(ptx, "k_work", &f, NULL));
   CUstream a, b, blocking;
   CUevent e, t0, t1;
   CUdeviceptr d;
