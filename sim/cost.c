@@ -40,6 +40,7 @@ static uint64_t host_op_ns;                   /* SIMCU_HOST_NS */
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
 static _Thread_local uint64_t tls_host;
+static _Thread_local uint64_t tls_call_start;   /* tls_host when the current entry point began */
 static _Thread_local int tls_started;
 static _Atomic uint64_t host_total;   /* every charge, all threads */
 static _Atomic uint64_t host_max;     /* the largest host clock reached */
@@ -264,6 +265,17 @@ void grape__sim_host_charge(uint64_t ns) {
   tls_host += ns;
   atomic_fetch_add_explicit(&host_total, ns, memory_order_relaxed);
   raise_max(tls_host);
+}
+
+void grape__sim_host_enter(uint64_t ns) {
+  thread_start();
+  tls_call_start = tls_host;
+  grape__sim_host_charge(ns);
+}
+
+uint64_t grape__sim_host_call_start(void) {
+  thread_start();
+  return tls_call_start;
 }
 
 uint64_t grape__sim_host_now(void) {

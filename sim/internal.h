@@ -310,7 +310,9 @@ extern uint64_t grape__sim_entry_cost[SYM__COUNT];
 extern _Atomic int grape__sim_costs_ready;
 void grape__sim_costs_load(void);
 void grape__sim_host_charge(uint64_t ns);
+void grape__sim_host_enter(uint64_t ns);         /* an entry point's own cost */
 uint64_t grape__sim_host_now(void);
+uint64_t grape__sim_host_call_start(void);      /* the clock before the current entry point */
 uint64_t grape__sim_submit_time(void);          /* host now + submission latency */
 void grape__sim_host_wait(uint64_t t_done);     /* waited for work that finished at t_done */
 void grape__sim_charge_event_record(int sym, int timing);
@@ -322,7 +324,7 @@ static inline void grape__sim_enter(int sym) {
   atomic_fetch_add_explicit(&grape__sim.calls[sym], 1, memory_order_relaxed);
   if (!atomic_load_explicit(&grape__sim_costs_ready, memory_order_acquire))
     grape__sim_costs_load();
-  grape__sim_host_charge(grape__sim_entry_cost[sym]);
+  grape__sim_host_enter(grape__sim_entry_cost[sym]);
 }
 
 /* core.c */

@@ -21,8 +21,8 @@
  *
  * Waiting for the device (syncs) moves the waiting thread's host clock to the
  * finish time of what it waited for. A query waits (really) for the work to
- * finish and then answers by simulated time: ready only once the caller's
- * host clock has reached the work's finish time; when the work waits on host
+ * finish and then answers by simulated time: ready only if the work finished
+ * by the time the query was made (the caller's host clock); when the work waits on host
  * code (a host function is running), it answers from the real state instead.
  *
  * A kernel body may raise a device fault (SIMCU_FAULT): the fault becomes the
@@ -875,7 +875,8 @@ SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream h) {
 }
 
 /* Lock held: the answer of a query for op seq of t (see the DESIGN note):
- * ready once it finished and the caller's host clock has reached its finish. */
+ * ready if the work finished no later than the moment the query was made
+ * (the caller's clock before the query's own cost). */
 static CUresult ready_locked(struct CUstream_st* t, uint64_t seq, sim_op_t* op, uint64_t known) {
   uint64_t at;
   if (!finish_locked(t, seq, op, known, 1, &at))
@@ -883,7 +884,7 @@ static CUresult ready_locked(struct CUstream_st* t, uint64_t seq, sim_op_t* op, 
   CUresult r = grape__sim_sticky();
   if (r != CUDA_SUCCESS)
     return r;
-  return grape__sim_host_now() >= at ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  return grape__sim_host_call_start() >= at ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 static CUresult stream_query(CUstream h, int ptds) {
