@@ -22,8 +22,9 @@
  * Waiting for the device (syncs) moves the waiting thread's host clock to the
  * finish time of what it waited for. A query waits (really) for the work to
  * finish and then answers by simulated time: ready only if the work finished
- * by the time the query was made (the caller's host clock); when the work waits on host
- * code (a host function is running), it answers from the real state instead.
+ * by the time the query was made (the caller's host clock); when the work
+ * waits on host code (a host function is running), it answers from the real
+ * state instead.
  *
  * A kernel body may raise a device fault (SIMCU_FAULT): the fault becomes the
  * context's sticky error, later work of every stream is skipped, and calls
