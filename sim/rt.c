@@ -10,8 +10,8 @@
  * Registered fatbins are loaded as CUlibrary objects on the first lookup of
  * one of their kernels; a host stub maps to its CUkernel, which is what
  * __cudaGetKernel hands to nvcc's launch code and what cuLaunchKernel gets.
- * The last error is per thread (cudaGetLastError clears it); sticky errors are
- * not simulated.
+ * The last error is per thread (cudaGetLastError clears it); a device fault's
+ * sticky error comes back from the driver on every later call.
  */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
