@@ -8,7 +8,18 @@
  * NULL or the primary context.
  *
  * SIMCU_REPORT=<file> writes, from the library destructor, the number of
- * calls of every entry point plus execution counters as one JSON object.
+ * calls of every entry point plus execution counters and the simulated host
+ * and end-to-end times as one JSON object.
+ *
+ * A device fault raised by a kernel body is the context's sticky error
+ * (grape__sim_sticky): as on a GPU the context is unusable afterwards, so
+ * every call that needs it returns the fault; device queries, error strings,
+ * versions and cuGetProcAddress keep answering.
+ *
+ * Fork: the handlers below take every lock of the sim before fork() and give
+ * the child a consistent state without the parent's worker threads (queued
+ * work is dropped, stream.c), so a child can exit at once; using CUDA in it
+ * is undefined, as with a real driver.
  */
 #include "internal.h"
 
@@ -159,6 +170,8 @@ SIM_EXPORT CUresult cuInit(unsigned int flags) {
   if (!grape__sim.initialized) {
     const char* s = getenv("SIMCU_SYNC");
     grape__sim.sync_mode = s != NULL && s[0] == '1';
+    s = getenv("SIMCU_NO_REUSE");
+    grape__sim.no_reuse = s != NULL && s[0] == '1';
     grape__sim.initialized = 1;
   }
   pthread_mutex_unlock(&grape__sim.lock);
@@ -195,6 +208,12 @@ static const struct {
   {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
   {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
   {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+  {CUDA_ERROR_ASSERT, "CUDA_ERROR_ASSERT", "device-side assert triggered"},
+  {CUDA_ERROR_HARDWARE_STACK_ERROR, "CUDA_ERROR_HARDWARE_STACK_ERROR", "hardware stack error"},
+  {CUDA_ERROR_ILLEGAL_INSTRUCTION, "CUDA_ERROR_ILLEGAL_INSTRUCTION", "an illegal instruction was encountered"},
+  {CUDA_ERROR_MISALIGNED_ADDRESS, "CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address"},
+  {CUDA_ERROR_INVALID_ADDRESS_SPACE, "CUDA_ERROR_INVALID_ADDRESS_SPACE", "operation not supported on global/shared address space"},
+  {CUDA_ERROR_INVALID_PC, "CUDA_ERROR_INVALID_PC", "invalid program counter"},
   {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
   {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
   {CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
@@ -228,31 +247,32 @@ SIM_EXPORT CUresult cuGetErrorString(CUresult e, const char** s) {
   return CUDA_ERROR_INVALID_VALUE;
 }
 
+const char* grape__sim_err_name(CUresult e) {
+  for (size_t i = 0; i < sizeof(errtab) / sizeof(errtab[0]); i++)
+    if (errtab[i].code == e)
+      return errtab[i].name;
+  return NULL;
+}
+
 SIM_EXPORT CUresult cuGetErrorName(CUresult e, const char** s) {
   SIM_COUNT(cuGetErrorName);
   if (s == NULL)
     return CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; i < sizeof(errtab) / sizeof(errtab[0]); i++)
-    if (errtab[i].code == e) {
-      *s = errtab[i].name;
-      return CUDA_SUCCESS;
-    }
-  *s = NULL;
-  return CUDA_ERROR_INVALID_VALUE;
+  *s = grape__sim_err_name(e);
+  return *s != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* The sim has no private tables; real cudart would need them, the sim's does not. */
 SIM_EXPORT CUresult cuGetExportTable(const void** table, const CUuuid* id) {
   SIM_COUNT(cuGetExportTable);
-  (void)id;
+  if (grape__sim_private_table(id, table))   /* the sim's own table (cost.h) */
+    return CUDA_SUCCESS;
   if (table != NULL)
     *table = NULL;
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 
 /* ---- Devices ---- */
-
-#define SIM_TOTAL_MEM 150754820096ULL   /* what an H200 reports: 143771 MiB */
 
 static CUresult check_dev(CUdevice d) {
   SIM_TRY(grape__sim_check_init());
@@ -468,9 +488,15 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned int* flags, 
   return CUDA_SUCCESS;
 }
 
+CUresult grape__sim_sticky(void) {
+  return (CUresult)atomic_load(&grape__sim.sticky);
+}
+
 CUresult grape__sim_need_ctx(void) {
   SIM_TRY(grape__sim_check_init());
-  return grape__sim_current_ctx() != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+  if (grape__sim_current_ctx() == NULL)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  return grape__sim_sticky();
 }
 
 SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext* c) {
@@ -673,12 +699,45 @@ static void write_report(void) {
     first = 0;
   }
   fprintf(f, "},\"kernels_executed\":%llu,\"graph_launches\":%llu,"
-             "\"graph_kernel_nodes_executed\":%llu,\"exec_node_param_updates\":%llu}\n",
+             "\"graph_kernel_nodes_executed\":%llu,\"exec_node_param_updates\":%llu,"
+             "\"sim_host_ns\":%llu,\"sim_end_ns\":%llu}\n",
           (unsigned long long)atomic_load(&grape__sim.kernels_executed),
           (unsigned long long)atomic_load(&grape__sim.graph_launches),
           (unsigned long long)atomic_load(&grape__sim.graph_kernel_nodes_executed),
-          (unsigned long long)atomic_load(&grape__sim.exec_node_param_updates));
+          (unsigned long long)atomic_load(&grape__sim.exec_node_param_updates),
+          (unsigned long long)grape__sim_host_total(), (unsigned long long)grape__sim_end_ns());
   fclose(f);
+}
+
+/* ---- Fork ---- */
+
+static void fork_prepare(void) {
+  grape__sim_module_atfork(SIM_FORK_PREPARE);
+  pthread_mutex_lock(&grape__sim.lock);
+  pthread_mutex_lock(&reg_lock);
+  grape__sim_mem_atfork(SIM_FORK_PREPARE);
+}
+
+static void fork_parent(void) {
+  grape__sim_mem_atfork(SIM_FORK_PARENT);
+  pthread_mutex_unlock(&reg_lock);
+  pthread_mutex_unlock(&grape__sim.lock);
+  grape__sim_module_atfork(SIM_FORK_PARENT);
+}
+
+/* The forking thread holds every lock; the condition variables may have had
+ * waiters that do not exist here, so they start afresh. */
+static void fork_child(void) {
+  (void)pthread_cond_init(&grape__sim.done_cv, NULL);
+  grape__sim_stream_atfork_child();
+  grape__sim_mem_atfork(SIM_FORK_CHILD);
+  pthread_mutex_unlock(&reg_lock);
+  pthread_mutex_unlock(&grape__sim.lock);
+  grape__sim_module_atfork(SIM_FORK_CHILD);
+}
+
+__attribute__((constructor)) static void sim_init(void) {
+  (void)pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 __attribute__((destructor)) static void sim_fini(void) {

@@ -380,6 +380,7 @@ out:
 
 SIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* out, CUgraph g, unsigned long long flags) {
   SIM_COUNT(cuGraphInstantiateWithFlags);
+  SIM_TRY(grape__sim_sticky());
   if (out == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   if (check_graph(g) != CUDA_SUCCESS)
@@ -395,6 +396,7 @@ SIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* out, CUgraph g, uns
   CUresult r = CUDA_SUCCESS;
   pthread_mutex_lock(&grape__sim.lock);
   uint32_t n = g->nnodes;
+  grape__sim_host_charge(grape__sim_costs[COST_INSTANTIATE_NODE] * n);
   x->n = n;
   x->nids = n;
   x->src = g;
@@ -462,6 +464,7 @@ static CUresult graph_launch(CUgraphExec x, CUstream h, int ptds) {
   if (!grape__sim_reg_has(x, K_EXEC))
     return CUDA_ERROR_INVALID_HANDLE;
   uint32_t n = x->n;
+  grape__sim_host_charge(grape__sim_costs[COST_GRAPH_LAUNCH_NODE] * n);
   sim_work_t* works = calloc(n ? n : 1, sizeof(*works));
   sim_dep_t** deps = calloc(n ? n : 1, sizeof(*deps));
   sim_dep_t* depv = calloc(n ? n : 1, sizeof(*depv));
@@ -494,9 +497,8 @@ static CUresult graph_launch(CUgraphExec x, CUstream h, int ptds) {
       nw++;
       break;
     case N_WAIT_EVENT:
-      if (x->evs[k]->s != NULL) {
+      if (grape__sim_dep_on_event_locked(x->evs[k], &depv[nw])) {
         works[nw].kind = OP_NOP;
-        depv[nw] = (sim_dep_t){x->evs[k]->s, x->evs[k]->seq};
         deps[nw] = &depv[nw];
         ndeps[nw] = 1;
         nw++;
@@ -509,8 +511,10 @@ static CUresult graph_launch(CUgraphExec x, CUstream h, int ptds) {
   pthread_mutex_unlock(&grape__sim.lock);
   if (r != CUDA_SUCCESS) {
     pthread_mutex_lock(&grape__sim.lock);
-    for (int i = 0; i < nw; i++)
+    for (int i = 0; i < nw; i++) {
       grape__sim_work_release(&works[i]);
+      grape__sim_deps_drop_locked(deps[i], ndeps[i]);
+    }
     pthread_mutex_unlock(&grape__sim.lock);
     goto out;
   }
@@ -668,6 +672,7 @@ SIM_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec x, CUgraph g, CUgraphExecUp
   CUresult r = CUDA_SUCCESS;
   pthread_mutex_lock(&grape__sim.lock);
   uint32_t n = g->nnodes;
+  grape__sim_host_charge(grape__sim_costs[COST_GRAPH_EXEC_UPDATE_NODE] * n);
   uint32_t* order = calloc(n ? n : 1, sizeof(uint32_t));
   uint32_t* pos = calloc(n ? n : 1, sizeof(uint32_t));
   if (order == NULL || pos == NULL) {

@@ -198,6 +198,14 @@ static CUresult arena_return(uintptr_t base, size_t size) {
   return r;
 }
 
+/* mem_lock is a leaf lock: taken last before fork, released first after. */
+void grape__sim_mem_atfork(int phase) {
+  if (phase == SIM_FORK_PREPARE)
+    pthread_mutex_lock(&mem_lock);
+  else
+    pthread_mutex_unlock(&mem_lock);
+}
+
 int grape__sim_dev_range(CUdeviceptr p, size_t n) {
   pthread_mutex_lock(&mem_lock);
   long i = tab_find(&dev_used, (uintptr_t)p);
@@ -257,9 +265,7 @@ SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
 SIM_EXPORT CUresult cuMemGetInfo_v2(size_t* free_b, size_t* total) {
   SIM_COUNT(cuMemGetInfo_v2);
   SIM_TRY(grape__sim_check_init());
-  size_t t = 0;
-  cuDeviceTotalMem_v2(&t, 0);
-  atomic_fetch_sub(&grape__sim.calls[SYM_cuDeviceTotalMem_v2], 1);   /* internal use */
+  size_t t = (size_t)SIM_TOTAL_MEM;
   pthread_mutex_lock(&mem_lock);
   size_t used = dev_bytes_used;
   pthread_mutex_unlock(&mem_lock);

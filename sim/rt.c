@@ -10,8 +10,8 @@
  * Registered fatbins are loaded as CUlibrary objects on the first lookup of
  * one of their kernels; a host stub maps to its CUkernel, which is what
  * __cudaGetKernel hands to nvcc's launch code and what cuLaunchKernel gets.
- * The last error is per thread (cudaGetLastError clears it); sticky errors are
- * not simulated.
+ * The last error is per thread (cudaGetLastError clears it); a device fault's
+ * sticky error comes back from the driver on every later call.
  */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "cost.h"
 
 #define RT_API __attribute__((visibility("default")))
 #define RT_VERSION 13000
@@ -153,6 +155,28 @@ static cudaError_t set_err(cudaError_t e) {
   return e;
 }
 
+/* ---- Simulated host work (sim/cost.h) ---- */
+
+/* The sim driver's private table, found once at initialisation: the program's
+ * own host work per <<<>>> launch (SIMCU_HOST_NS) and the runtime's overhead
+ * row are charged through it. NULL under a driver that does not know the id. */
+static const simcu_private_t* sim_priv;
+
+static void find_sim_priv(PFN_cuGetProcAddress_v12000 gpa) {
+  static const CUuuid id = {SIMCU_PRIVATE_UUID};
+  PFN_cuGetExportTable_v3000 get_table = NULL;
+  const void* t = NULL;
+  if (gpa("cuGetExportTable", (void**)&get_table, RT_VERSION, CU_GET_PROC_ADDRESS_DEFAULT,
+          NULL) == CUDA_SUCCESS && get_table != NULL && get_table(&t, &id) == CUDA_SUCCESS &&
+      t != NULL && ((const simcu_private_t*)t)->size >= sizeof(simcu_private_t))
+    sim_priv = t;
+}
+
+static void rt_host_work(int kind) {
+  if (sim_priv != NULL)
+    sim_priv->host_work(kind);
+}
+
 static void rt_init(void) {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
   if (h == NULL) {
@@ -174,6 +198,7 @@ static void rt_init(void) {
     drv.field = NULL;
   RT_DRIVER_TABLE(D)
 #undef D
+  find_sim_priv(get_proc);
   if (drv.Init == NULL || drv.Init(0) != CUDA_SUCCESS) {
     rt_init_status = cudaErrorNoDevice;
     return;
@@ -204,6 +229,7 @@ static cudaError_t rt(void) {
     cudaError_t e_ = rt();                                                         \
     if (e_ != cudaSuccess)                                                         \
       return set_err(e_);                                                          \
+    rt_host_work(SIMCU_WORK_RUNTIME);                                              \
   } while (0)
 #define RT_CALL(fn, ...) set_err(drv.fn != NULL ? map_err(drv.fn(__VA_ARGS__)) : cudaErrorNotSupported)
 
@@ -396,7 +422,12 @@ typedef struct callcfg_s {
 static _Thread_local callcfg_t cfg_stack[16];
 static _Thread_local int cfg_depth;
 
+/* Every <<<>>> launch starts here, whether or not an interposer later holds
+ * the launch: the program's own host work per op (SIMCU_HOST_NS) is charged
+ * here so that it is the same with and without graph replay. */
 RT_API unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shm, struct CUstream_st* s) {
+  pthread_once(&rt_once, rt_init);
+  rt_host_work(SIMCU_WORK_OP);
   if (cfg_depth >= 16)
     return 1;
   cfg_stack[cfg_depth++] = (callcfg_t){grid, block, shm, s};
@@ -585,6 +616,15 @@ static const struct {
   {cudaErrorCapturedEvent, "cudaErrorCapturedEvent", "operation not permitted on an event last recorded in a capturing stream"},
   {cudaErrorStreamCaptureWrongThread, "cudaErrorStreamCaptureWrongThread", "attempt to terminate a thread-local capture sequence from another thread"},
   {cudaErrorGraphExecUpdateFailure, "cudaErrorGraphExecUpdateFailure", "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update"},
+  /* device faults a kernel body raises (SIMCU_FAULT), sticky */
+  {cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access was encountered"},
+  {cudaErrorAssert, "cudaErrorAssert", "device-side assert triggered"},
+  {cudaErrorHardwareStackError, "cudaErrorHardwareStackError", "hardware stack error"},
+  {cudaErrorIllegalInstruction, "cudaErrorIllegalInstruction", "an illegal instruction was encountered"},
+  {cudaErrorMisalignedAddress, "cudaErrorMisalignedAddress", "misaligned address"},
+  {cudaErrorInvalidAddressSpace, "cudaErrorInvalidAddressSpace", "operation not supported on global/shared address space"},
+  {cudaErrorInvalidPc, "cudaErrorInvalidPc", "invalid program counter"},
+  {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
   {cudaErrorCooperativeLaunchTooLarge, "cudaErrorCooperativeLaunchTooLarge", "too many blocks in cooperative launch"},
   {cudaErrorHostMemoryAlreadyRegistered, "cudaErrorHostMemoryAlreadyRegistered", "part or all of the requested memory range is already mapped"},
   {cudaErrorHostMemoryNotRegistered, "cudaErrorHostMemoryNotRegistered", "pointer does not correspond to a registered memory region"},

@@ -6,9 +6,15 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <semaphore.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cost.h"
+#include "sim_test.h"
 #include "simcu.h"
 
 /* nvcc's launch plumbing (declared by crt/host_runtime.h, which is C++). */
@@ -28,9 +34,14 @@ static const char ptx[] =
     ".visible .entry k_fill(.param .u64 a, .param .u32 n, .param .u32 v)\n{\n ret;\n}\n";
 
 SIMCU_PARAMS(k_fill, 8, 4, 4);
+/* A negative v makes the kernel fault, as an out-of-bounds store would. */
 SIMCU_KERNEL(k_fill) {
   int* a = SIMCU_ARG(0, int*);
   int n = SIMCU_ARG(1, int), v = SIMCU_ARG(2, int);
+  if (v < 0) {
+    SIMCU_FAULT(SIMCU_FAULT_ILLEGAL_ADDRESS);
+    return;
+  }
   SIMCU_FOR_THREADS(t) {
     int i = (int)SIMCU_GLOBAL_X(t);
     if (i < n)
@@ -229,4 +240,82 @@ Test(sim_runtime, launch_ex_with_attributes) {
   struct cudaFuncAttributes fa;
   cr_assert_eq(cudaFuncGetAttributes(&fa, &host_stub), cudaSuccess);
   cr_assert_eq(fa.maxThreadsPerBlock, 1024);
+}
+
+/* ---- Simulated time and device faults through the runtime ---- */
+
+/* The sim driver's private table, reached as the runtime reaches it. */
+static const simcu_private_t* sim_table(void) {
+  CUresult (*get_table)(const void**, const CUuuid*) = NULL;
+  enum cudaDriverEntryPointQueryResult st;
+  cr_assert_eq(cudaGetDriverEntryPointByVersion("cuGetExportTable", (void**)&get_table, 12000,
+                                                cudaEnableDefault, &st), cudaSuccess);
+  const void* t = NULL;
+  CUuuid id = {SIMCU_PRIVATE_UUID};
+  cr_assert_eq(get_table(&t, &id), CUDA_SUCCESS);
+  return t;
+}
+
+/* SIMCU_HOST_NS stands for the program's own work per op: charged once per
+ * <<<>>> launch, in __cudaPushCallConfiguration, which an interposer that
+ * holds launches does not take away; a direct cudaLaunchKernel pays only the
+ * runtime's and the driver's costs. */
+Test(sim_runtime, host_ns_is_charged_once_per_triple_chevron_launch) {
+  char path[] = "/tmp/simcu-costs-XXXXXX";
+  cr_assert_eq(sim_test_temp_file(path, "runtime 300\nlaunch 2000\n"), 0);
+  setenv("SIMCU_COSTS", path, 1);
+  setenv("SIMCU_HOST_NS", "7000", 1);
+  int* d;
+  cr_assert_eq(cudaMalloc((void**)&d, 64 * sizeof(int)), cudaSuccess);
+  unlink(path);
+  const simcu_private_t* sim = sim_table();
+  void* args[] = {&d, &(int){64}, &(int){1}};
+  /* First launches load the image; measure the ones after. */
+  cr_assert_eq(nvcc_launch((dim3){1, 1, 1}, (dim3){64, 1, 1}, NULL, d, 64, 1), cudaSuccess);
+  cr_assert_eq(cudaLaunchKernel(&host_stub, (dim3){1, 1, 1}, (dim3){64, 1, 1}, args, 0, NULL),
+               cudaSuccess);
+  uint64_t t = sim->host_ns();
+  cr_assert_eq(nvcc_launch((dim3){1, 1, 1}, (dim3){64, 1, 1}, NULL, d, 64, 1), cudaSuccess);
+  uint64_t chevron = sim->host_ns() - t;
+  t = sim->host_ns();
+  cr_assert_eq(cudaLaunchKernel(&host_stub, (dim3){1, 1, 1}, (dim3){64, 1, 1}, args, 0, NULL),
+               cudaSuccess);
+  uint64_t direct = sim->host_ns() - t;
+  cr_assert_eq(direct, 300 + 2000, "one runtime call, one driver launch");
+  cr_assert_eq(chevron, 7000 + 300 + 2000);
+  cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+static sem_t gate;
+static void wait_gate(void* p) {
+  (void)p;
+  sem_wait(&gate);
+}
+
+/* A fault in a kernel body is reported asynchronously and sticks: the launch
+ * succeeds, the sync returns it, later work is not run, and every later call
+ * that uses the device returns it too. */
+Test(sim_runtime, a_device_fault_is_sticky) {
+  int* d;
+  cudaStream_t s;
+  cr_assert_eq(cudaStreamCreate(&s), cudaSuccess);
+  cr_assert_eq(cudaMalloc((void**)&d, 64 * sizeof(int)), cudaSuccess);
+  cr_assert_eq(cudaMemset(d, 0, 64 * sizeof(int)), cudaSuccess);
+  /* The gate holds the stream, so both launches are accepted before the fault. */
+  sem_init(&gate, 0, 0);
+  cr_assert_eq(cudaLaunchHostFunc(s, wait_gate, NULL), cudaSuccess);
+  cr_assert_eq(nvcc_launch((dim3){1, 1, 1}, (dim3){64, 1, 1}, s, d, 64, -1), cudaSuccess,
+               "the fault is not the launch's error");
+  cr_assert_eq(nvcc_launch((dim3){1, 1, 1}, (dim3){64, 1, 1}, s, d, 64, 5), cudaSuccess);
+  sem_post(&gate);
+  cr_assert_eq(cudaStreamSynchronize(s), cudaErrorIllegalAddress);
+  cr_assert_eq(cudaGetLastError(), cudaErrorIllegalAddress);
+  cr_assert_eq(nvcc_launch((dim3){1, 1, 1}, (dim3){64, 1, 1}, s, d, 64, 5), cudaErrorIllegalAddress);
+  cr_assert_eq(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
+  void* p = NULL;
+  cr_assert_eq(cudaMalloc(&p, 16), cudaErrorIllegalAddress);
+  cr_assert_eq(d[0], 0, "work after the fault ran");   /* the sim's device memory is host-addressable */
+  int n = 0;
+  cr_assert_eq(cudaGetDeviceCount(&n), cudaSuccess, "device queries still answer");
+  cr_assert_str_eq(cudaGetErrorName(cudaErrorIllegalAddress), "cudaErrorIllegalAddress");
 }
