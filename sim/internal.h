@@ -113,8 +113,11 @@ typedef struct sim_work_s {
     struct {
       void* dst;
       const void* src;
-      size_t n;
+      size_t n;                  /* bytes (per row for 2-D/3-D copies) */
       void* owned;               /* snapshot of pageable host source, freed with the work */
+      size_t rows, depth;        /* 2-D/3-D copies (copy3d.c): rows per slice, slices; 0 = 1 */
+      size_t spitch, dpitch;     /* bytes between rows */
+      size_t sslice, dslice;     /* bytes between slices */
     } cp;
     struct {
       void* dst;
@@ -236,6 +239,7 @@ struct sim_capture_s {
   int invalidated;
   unsigned long long id;
   int nstreams;                  /* streams currently in the capture */
+  int to_graph;                  /* cuStreamBeginCaptureToGraph: g is the caller's */
   struct sim_capture_s* next;    /* every capture ever begun (kept until exit) */
 };
 
@@ -303,6 +307,10 @@ CUresult grape__sim_make_kernel_work(struct CUfunc_st* f, const unsigned grid[3]
                                      const unsigned block[3], unsigned smem, void** params,
                                      void** extra, sim_work_t* w);
 CUresult grape__sim_bind_body(struct CUfunc_st* f);
+
+/* copy3d.c */
+void grape__sim_copy_rows(const sim_work_t* w);   /* runs a 2-D/3-D OP_MEMCPY */
+CUresult grape__sim_copy3d_work(const CUDA_MEMCPY3D* p, sim_work_t* w);   /* graph memcpy nodes */
 
 /* graph.c */
 CUresult grape__sim_capture_add(struct CUstream_st* s, sim_work_t* w, int type,

@@ -153,8 +153,13 @@ void grape__sim_run_work(sim_work_t* w, uint64_t* clock) {
     break;
   }
   case OP_MEMCPY:
-    memmove(w->u.cp.dst, w->u.cp.src, w->u.cp.n);
-    dur = 1000 + w->u.cp.n / 25;
+    if (w->u.cp.rows <= 1 && w->u.cp.depth <= 1) {
+      memmove(w->u.cp.dst, w->u.cp.src, w->u.cp.n);
+      dur = 1000 + w->u.cp.n / 25;
+    } else {
+      grape__sim_copy_rows(w);
+      dur = 1000 + w->u.cp.n * w->u.cp.rows * (w->u.cp.depth ? w->u.cp.depth : 1) / 25;
+    }
     break;
   case OP_MEMSET: {
     unsigned char* row = w->u.ms.dst;
