@@ -10,8 +10,11 @@ with the symbol it resolves to. Python 3 standard library only.
     scripts/cuda_api.py --driver  [--json] [--include DIR]
 
 DIR defaults to $CUDA_HOME/include, else /usr/local/cuda/include. Text output
-is one line per function (runtime) or per triple (driver); --json prints the
-structures below.
+is one line per function, its prototype with "  [ptds]"/"  [ptsz]" after the
+per-thread forms (--runtime), or one line per triple, "name version variant
+symbol" with "-" for the plain variant, e.g. "cuMemAlloc 3020 - cuMemAlloc_v2"
+(--driver); --json prints the structures below. Exit status 1, with one line
+on stderr, when a header cannot be read or parsed.
 
 DESIGN: the headers are read with a small preprocessor of our own, not with
 cpp, because the answers live in the macros cpp would consume: cuda.h maps
@@ -270,8 +273,10 @@ def expand_name(name, macros, _busy=frozenset()):
 
 # ---- Declarations ----
 
-_TYPE_WORDS = {"void", "char", "short", "int", "long", "float", "double", "signed", "unsigned",
-               "const", "volatile", "struct", "enum", "union", "size_t", "restrict"}
+_QUALIFIERS = {"const", "volatile", "restrict", "struct", "enum", "union"}
+_BASIC_TYPES = {"void", "char", "short", "int", "long", "float", "double", "signed", "unsigned",
+                "size_t", "_Bool"}
+_TYPE_WORDS = _QUALIFIERS | _BASIC_TYPES
 
 
 def _split_params(text):
@@ -290,40 +295,41 @@ def _split_params(text):
     return [" ".join(p.split()) for p in parts if p.strip()]
 
 
-def _param(decl, index, typedefs):
-    """Splits one parameter declaration into type and name."""
+def _param(decl, index):
+    """One parameter declaration as {"type", "name", "decl"} (see the header)."""
     decl = re.sub(r"\b__dv\s*\([^)]*\)", "", decl)       # runtime default arguments
-    decl = re.sub(r"\s*=\s*[^,]*$", "", decl).strip()     # C++ default values
+    decl = " ".join(re.sub(r"\s*=\s*[^,]*$", "", decl).split())   # C++ default values
     fp = re.search(r"\(\s*(?:\w+\s+)?\*\s*([A-Za-z_]\w*)?\s*\)", decl)
-    if fp:
-        name = fp.group(1)
-        if name is None:
-            name = f"a{index}"
-            decl = decl[:fp.start()] + decl[fp.start():fp.end() - 1] + " " + name + ")" + decl[fp.end():]
-        typ = decl.replace(name, "", 1)
-        return {"type": " ".join(typ.split()), "name": name, "decl": decl}
+    if fp:                                                  # a function pointer
+        name = fp.group(1) or f"a{index}"
+        start = fp.start(1) if fp.group(1) else fp.end() - 1
+        end = fp.end(1) if fp.group(1) else fp.end() - 1
+        typ = decl[:start] + decl[end:]
+        return {"type": " ".join(typ.split()), "name": name,
+                "decl": decl[:start] + name + decl[end:]}
     arr = ""
     m = re.search(r"(\[[^\]]*\])+\s*$", decl)
     if m:
         arr, decl = m.group(0), decl[:m.start()].rstrip()
     m = re.search(r"([A-Za-z_]\w*)\s*$", decl)
     words = re.findall(r"[A-Za-z_]\w*", decl)
-    if (m and len(words) >= 2 and m.group(1) not in _TYPE_WORDS
-            and not (m.group(1) in typedefs and len(words) == 2 and words[0] in ("const", "volatile"))):
+    # A declaration names its parameter when its last word is not a type word
+    # and a type precedes it ("CUstream hStream", not "size_t" or "const CUdevice").
+    named = (m is not None and m.group(1) not in _TYPE_WORDS and
+             len([w for w in words if w not in _QUALIFIERS]) >= 2)
+    if named:
         name, typ = m.group(1), decl[:m.start()].rstrip()
     else:
         name, typ = f"a{index}", decl
-    typ = typ + arr
     sep = "" if typ.endswith("*") else " "
-    full = f"{decl[:m.start()].rstrip() if name != f'a{index}' else decl}{sep}{name}{arr}"
-    return {"type": " ".join(typ.split()), "name": name, "decl": " ".join(full.split())}
+    return {"type": typ + arr, "name": name, "decl": f"{typ}{sep}{name}{arr}"}
 
 
-def _params(text, typedefs):
+def _params(text):
     parts = _split_params(text)
     if parts == ["void"] or not parts:
         return []
-    return [_param(p, i, typedefs) for i, p in enumerate(parts)]
+    return [_param(p, i) for i, p in enumerate(parts)]
 
 
 def _find_decls(view, api_macro, ret_pattern):
@@ -413,10 +419,9 @@ def runtime_functions(include_dir=None):
     include_dir = include_dir or default_include()
     path = os.path.join(include_dir, "cuda_runtime_api.h")
     internal = View(path, {"__CUDA_API_VERSION_INTERNAL": "1"})
-    typedefs = {}
     funcs, seen = [], {}
     for line, name, ret, ptext, written in _find_decls(internal, "CUDARTAPI", r".+"):
-        params = _params(ptext, typedefs)
+        params = _params(ptext)
         variant = _variant(name)
         base = name[:-5] if variant else name
         f = {"name": name, "base": base, "variant": variant, "ret": ret, "params": params,
@@ -479,7 +484,7 @@ def driver_api(include_dir=None):
     typedefs = _typedefs(internal)
     symbols, seen = [], {}
     for line, name, ret, ptext, written in _find_decls(internal, "CUDAAPI", r"CUresult"):
-        params = _params(ptext, typedefs)
+        params = _params(ptext)
         if name in seen:
             continue
         f = {"name": name, "base": None, "variant": _variant(name), "ret": ret, "params": params,
@@ -528,7 +533,7 @@ def driver_api(include_dir=None):
         cands.sort(key=lambda f: _suffix_rank(name, f["name"]))
         last_rank = 0
         for r in rows:
-            params = _params(r["ptext"], typedefs)
+            params = _params(r["ptext"])
             sig = _signature(params, typedefs)
             match = [f for f in cands if _signature(f["params"], typedefs) == sig]
             later = [f for f in match if _suffix_rank(name, f["name"]) > last_rank]

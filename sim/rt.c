@@ -289,13 +289,17 @@ const void* grape__rt_host_of(CUfunction f) {
   return host;
 }
 
-RT_API cudaError_t __cudaGetKernel(cudaKernel_t* out, const void* host) {
+/* The kernel of a host stub into *out (a CUkernel serves as a cudaKernel_t and
+ * as a cudaFunction_t); lookup_kernel loads the driver if need be. */
+static cudaError_t kernel_out(void** out, const void* host) {
   CUkernel k;
-  cudaError_t e = kernel_into(out, host, &k);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
-  *out = (cudaKernel_t)k;
+  RT_TRY(kernel_into(out, host, &k));
+  *out = (void*)k;
   return cudaSuccess;
+}
+
+RT_API cudaError_t __cudaGetKernel(cudaKernel_t* out, const void* host) {
+  return kernel_out((void**)out, host);
 }
 
 typedef struct callcfg_s {
@@ -362,9 +366,7 @@ static cudaError_t launch_host(const void* func, dim3 g, dim3 b, void** args, si
                                cudaStream_t s, int pt) {
   RT_ENTER();
   CUfunction f;
-  cudaError_t e = grape__rt_resolve_func(func, &f);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
+  RT_TRY(grape__rt_resolve_func(func, &f));
   return do_launch(f, g, b, args, shm, s, pt);
 }
 
@@ -384,9 +386,7 @@ static cudaError_t launch_coop(const void* func, dim3 g, dim3 b, void** args, si
                                cudaStream_t s, int pt) {
   RT_ENTER();
   CUfunction f;
-  cudaError_t e = grape__rt_resolve_func(func, &f);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
+  RT_TRY(grape__rt_resolve_func(func, &f));
   if ((uint64_t)b.x * b.y * b.z > 1024)
     return grape__rt_err(cudaErrorInvalidConfiguration);
   PFN_cuLaunchCooperativeKernel_v9000 fn = RT_PT(pt, LaunchCooperativeKernel);
@@ -410,9 +410,7 @@ static cudaError_t launch_ex(const cudaLaunchConfig_t* c, const void* func, void
   if (c == NULL)
     return grape__rt_err(cudaErrorInvalidValue);
   CUfunction f;
-  cudaError_t e = grape__rt_resolve_func(func, &f);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
+  RT_TRY(grape__rt_resolve_func(func, &f));
   if ((uint64_t)c->blockDim.x * c->blockDim.y * c->blockDim.z > 1024)
     return grape__rt_err(cudaErrorInvalidConfiguration);
   /* cudaLaunchAttribute and CUlaunchAttribute share their layout and ids. */
@@ -436,21 +434,13 @@ RT_API cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* c, const v
 }
 
 RT_API cudaError_t cudaGetFuncBySymbol(cudaFunction_t* out, const void* symbol) {
-  RT_ENTER();
-  CUkernel k;
-  cudaError_t e = kernel_into(out, symbol, &k);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
-  *out = (cudaFunction_t)k;   /* a CUkernel serves as a CUfunction */
-  return cudaSuccess;
+  return kernel_out((void**)out, symbol);
 }
 
 RT_API cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* a, const void* func) {
   RT_ENTER();
   CUkernel k;
-  cudaError_t e = kernel_into(a, func, &k);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
+  RT_TRY(kernel_into(a, func, &k));
   memset(a, 0, sizeof(*a));
   int v = 0;
 #define KA(field, attr)                                                             \
@@ -470,37 +460,25 @@ RT_API cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* a, const voi
 RT_API cudaError_t cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, int value) {
   RT_ENTER();
   CUfunction f;
-  cudaError_t e = grape__rt_resolve_func(func, &f);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
+  RT_TRY(grape__rt_resolve_func(func, &f));
   return RT_CALL(FuncSetAttribute, f, (CUfunction_attribute)attr, value);
 }
 
 RT_API cudaError_t cudaGetKernel(cudaKernel_t* out, const void* host) {
-  RT_ENTER();
-  CUkernel k;
-  cudaError_t e = kernel_into(out, host, &k);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
-  *out = (cudaKernel_t)k;
-  return cudaSuccess;
+  return kernel_out((void**)out, host);
 }
 
 RT_API cudaError_t cudaFuncSetCacheConfig(const void* func, enum cudaFuncCache c) {
   RT_ENTER();
   CUfunction f;
-  cudaError_t e = grape__rt_resolve_func(func, &f);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
+  RT_TRY(grape__rt_resolve_func(func, &f));
   return RT_CALL(FuncSetCacheConfig, f, (CUfunc_cache)c);
 }
 
 RT_API cudaError_t cudaFuncSetSharedMemConfig(const void* func, enum cudaSharedMemConfig c) {
   RT_ENTER();
   CUfunction f;
-  cudaError_t e = grape__rt_resolve_func(func, &f);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
+  RT_TRY(grape__rt_resolve_func(func, &f));
   /* Bank size configuration has no effect on cc 9.0; the value is checked only. */
   if ((unsigned)c > cudaSharedMemBankSizeEightByte)
     return grape__rt_err(cudaErrorInvalidValue);
@@ -513,9 +491,7 @@ RT_API cudaError_t cudaFuncGetName(const char** name, const void* func) {
   if (name == NULL)
     return grape__rt_err(cudaErrorInvalidValue);
   CUfunction f;
-  cudaError_t e = grape__rt_resolve_func(func, &f);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
+  RT_TRY(grape__rt_resolve_func(func, &f));
   return RT_CALL(FuncGetName, name, f);
 }
 
@@ -525,9 +501,7 @@ RT_API cudaError_t cudaFuncGetName(const char** name, const void* func) {
 RT_API cudaError_t cudaFuncGetParamInfo(const void* func, size_t index, size_t* off, size_t* size) {
   RT_ENTER();
   CUfunction f;
-  cudaError_t e = grape__rt_resolve_func(func, &f);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
+  RT_TRY(grape__rt_resolve_func(func, &f));
   return RT_CALL(FuncGetParamInfo, f, index, off, size);
 }
 
@@ -538,9 +512,7 @@ RT_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* n
                                                                          unsigned int flags) {
   RT_ENTER();
   CUfunction f;
-  cudaError_t e = grape__rt_resolve_func(func, &f);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
+  RT_TRY(grape__rt_resolve_func(func, &f));
   return RT_CALL(OccupancyMaxActiveBlocksPerMultiprocessorWithFlags, n, f, block, dyn, flags);
 }
 
@@ -554,9 +526,7 @@ RT_API cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* dyn, const 
                                                              int nblocks, int block) {
   RT_ENTER();
   CUfunction f;
-  cudaError_t e = grape__rt_resolve_func(func, &f);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
+  RT_TRY(grape__rt_resolve_func(func, &f));
   return RT_CALL(OccupancyAvailableDynamicSMemPerBlock, dyn, f, nblocks, block);
 }
 

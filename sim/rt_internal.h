@@ -241,14 +241,17 @@ const void* grape__rt_host_of(CUfunction f);
  * simulated and give cudaErrorInvalidValue. */
 cudaError_t grape__rt_copy3d_params(const struct cudaMemcpy3DParms* p, CUDA_MEMCPY3D* c);
 
+/* Returns expr's error, recorded, from the calling entry point when it fails. */
+#define RT_TRY(expr)                                                               \
+  do {                                                                             \
+    cudaError_t t_ = (expr);                                                       \
+    if (t_ != cudaSuccess)                                                         \
+      return grape__rt_err(t_);                                                    \
+  } while (0)
+
 /* Every entry point starts here; a failure of the driver load or of the
  * context becomes the call's (recorded) error. */
-#define RT_ENTER()                                                                 \
-  do {                                                                             \
-    cudaError_t e_ = grape__rt_enter();                                            \
-    if (e_ != cudaSuccess)                                                         \
-      return grape__rt_err(e_);                                                    \
-  } while (0)
+#define RT_ENTER() RT_TRY(grape__rt_enter())
 
 /* Calls a driver entry point and records its error. */
 #define RT_CALL(fn, ...)                                                           \

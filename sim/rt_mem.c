@@ -383,9 +383,7 @@ cudaError_t grape__rt_copy3d_params(const struct cudaMemcpy3DParms* p, CUDA_MEMC
 static cudaError_t copy3d(const struct cudaMemcpy3DParms* p, cudaStream_t s, int async, int pt) {
   RT_ENTER();
   CUDA_MEMCPY3D c;
-  cudaError_t e = grape__rt_copy3d_params(p, &c);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
+  RT_TRY(grape__rt_copy3d_params(p, &c));
   CUresult r = async ? RT_PT(pt, Memcpy3DAsync)(&c, s) : RT_PT(pt, Memcpy3D)(&c);
   return grape__rt_err(grape__rt_map(r));
 }

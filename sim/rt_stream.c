@@ -252,9 +252,7 @@ RT_API cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* n, cudaGraph_t g, con
                                           size_t ndeps, const struct cudaKernelNodeParams* p) {
   RT_ENTER();
   CUDA_KERNEL_NODE_PARAMS d;
-  cudaError_t e = kernel_params(p, &d);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
+  RT_TRY(kernel_params(p, &d));
   return RT_CALL(GraphAddKernelNode, n, g, deps, ndeps, &d);
 }
 RT_API cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t* nodes, size_t* n) {
@@ -286,9 +284,7 @@ RT_API cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t x, cudaGraph
                                                     const struct cudaKernelNodeParams* p) {
   RT_ENTER();
   CUDA_KERNEL_NODE_PARAMS d;
-  cudaError_t e = kernel_params(p, &d);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
+  RT_TRY(kernel_params(p, &d));
   return RT_CALL(GraphExecKernelNodeSetParams, x, n, &d);
 }
 RT_API cudaError_t cudaGraphExecUpdate(cudaGraphExec_t x, cudaGraph_t g,
@@ -363,9 +359,7 @@ RT_API cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t n,
                                                 const struct cudaKernelNodeParams* p) {
   RT_ENTER();
   CUDA_KERNEL_NODE_PARAMS d;
-  cudaError_t e = kernel_params(p, &d);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
+  RT_TRY(kernel_params(p, &d));
   return RT_CALL(GraphKernelNodeSetParams, n, &d);
 }
 
@@ -400,9 +394,7 @@ RT_API cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t* n, cudaGraph_t g,
                                           const struct cudaMemsetParams* p) {
   RT_ENTER();
   CUDA_MEMSET_NODE_PARAMS d;
-  cudaError_t e = memset_params(p, &d);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
+  RT_TRY(memset_params(p, &d));
   return RT_CALL(GraphAddMemsetNode, n, g, deps, ndeps, &d, grape__rt_primary_ctx);
 }
 
@@ -411,9 +403,7 @@ RT_API cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t* n, cudaGraph_t g,
                                           const struct cudaMemcpy3DParms* p) {
   RT_ENTER();
   CUDA_MEMCPY3D c;
-  cudaError_t e = grape__rt_copy3d_params(p, &c);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
+  RT_TRY(grape__rt_copy3d_params(p, &c));
   return RT_CALL(GraphAddMemcpyNode, n, g, deps, ndeps, &c, grape__rt_primary_ctx);
 }
 
@@ -434,9 +424,7 @@ RT_API cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t* n, cudaGraph_t g,
                                             const void* src, size_t count, enum cudaMemcpyKind k) {
   RT_ENTER();
   CUDA_MEMCPY3D c;
-  cudaError_t e = copy1d_params(dst, src, count, k, &c);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
+  RT_TRY(copy1d_params(dst, src, count, k, &c));
   return RT_CALL(GraphAddMemcpyNode, n, g, deps, ndeps, &c, grape__rt_primary_ctx);
 }
 
@@ -472,9 +460,7 @@ RT_API cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t x, cudaGraph
                                                     const struct cudaMemsetParams* p) {
   RT_ENTER();
   CUDA_MEMSET_NODE_PARAMS d;
-  cudaError_t e = memset_params(p, &d);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
+  RT_TRY(memset_params(p, &d));
   return RT_CALL(GraphExecMemsetNodeSetParams, x, n, &d, grape__rt_primary_ctx);
 }
 
@@ -482,9 +468,7 @@ RT_API cudaError_t cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t x, cudaGraph
                                                     const struct cudaMemcpy3DParms* p) {
   RT_ENTER();
   CUDA_MEMCPY3D c;
-  cudaError_t e = grape__rt_copy3d_params(p, &c);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
+  RT_TRY(grape__rt_copy3d_params(p, &c));
   return RT_CALL(GraphExecMemcpyNodeSetParams, x, n, &c, grape__rt_primary_ctx);
 }
 
@@ -493,9 +477,7 @@ RT_API cudaError_t cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t x, cudaGra
                                                       enum cudaMemcpyKind k) {
   RT_ENTER();
   CUDA_MEMCPY3D c;
-  cudaError_t e = copy1d_params(dst, src, count, k, &c);
-  if (e != cudaSuccess)
-    return grape__rt_err(e);
+  RT_TRY(copy1d_params(dst, src, count, k, &c));
   return RT_CALL(GraphExecMemcpyNodeSetParams, x, n, &c, grape__rt_primary_ctx);
 }
 

@@ -7,16 +7,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#define OK(call) cr_assert_eq((call), CUDA_SUCCESS, "%s", #call)
+#include "drv_setup.h"
 
-static void setup(void) {
-  CUcontext c;
-  OK(cuInit(0));
-  OK(cuDevicePrimaryCtxRetain(&c, 0));
-  OK(cuCtxSetCurrent(c));
-}
-
-TestSuite(copies, .init = setup);
+TestSuite(copies, .init = drv_setup);
 
 Test(copies, a_2d_box_with_offsets_on_both_sides) {
   unsigned char src[6][10], dst[6][10];

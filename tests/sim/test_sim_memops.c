@@ -12,16 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define OK(call) cr_assert_eq((call), CUDA_SUCCESS, "%s", #call)
+#include "drv_setup.h"
 
-static void setup(void) {
-  CUcontext c;
-  OK(cuInit(0));
-  OK(cuDevicePrimaryCtxRetain(&c, 0));
-  OK(cuCtxSetCurrent(c));
-}
-
-TestSuite(memops, .init = setup);
+TestSuite(memops, .init = drv_setup);
 
 static CUstream stream(void) {
   CUstream s;
