@@ -44,6 +44,13 @@ cudaError_t grape__rt_err(cudaError_t e) {
   return e;
 }
 
+/* What an entry point the driver lacks (an older driver) answers, so that no
+ * field of the table is ever NULL: every driver function returns its CUresult
+ * the same way, and the arguments the caller passes are ignored. */
+static CUresult rt_missing(void) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 static void rt_init(void) {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
   if (h == NULL) {
@@ -61,16 +68,16 @@ static void rt_init(void) {
 #define D(field, name, type, ver, pt)                                               \
   if (grape__rt_get_proc(name, (void**)&drv.field, ver,                             \
                          pt ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM          \
-                            : CU_GET_PROC_ADDRESS_DEFAULT, &st) != CUDA_SUCCESS)     \
-    drv.field = NULL;
+                            : CU_GET_PROC_ADDRESS_DEFAULT, &st) != CUDA_SUCCESS ||   \
+      drv.field == NULL)                                                            \
+    drv.field = (type)(void*)rt_missing;
   RT_DRIVER_TABLE(D)
 #undef D
-  if (drv.Init == NULL || drv.Init(0) != CUDA_SUCCESS) {
+  if (drv.Init(0) != CUDA_SUCCESS) {
     rt_init_status = cudaErrorNoDevice;
     return;
   }
-  if (drv.DevicePrimaryCtxRetain == NULL ||
-      drv.DevicePrimaryCtxRetain(&grape__rt_primary_ctx, 0) != CUDA_SUCCESS) {
+  if (drv.DevicePrimaryCtxRetain(&grape__rt_primary_ctx, 0) != CUDA_SUCCESS) {
     rt_init_status = cudaErrorDevicesUnavailable;
     return;
   }
@@ -267,7 +274,7 @@ cudaError_t grape__rt_resolve_func(const void* func, CUfunction* out) {
     return cudaSuccess;
   }
   const char* name;
-  if (e == cudaErrorInvalidDeviceFunction && drv.KernelGetName != NULL &&
+  if (e == cudaErrorInvalidDeviceFunction &&
       drv.KernelGetName(&name, (CUkernel)func) == CUDA_SUCCESS) {
     *out = (CUfunction)func;
     return cudaSuccess;
@@ -390,8 +397,6 @@ static cudaError_t launch_coop(const void* func, dim3 g, dim3 b, void** args, si
   if ((uint64_t)b.x * b.y * b.z > 1024)
     return grape__rt_err(cudaErrorInvalidConfiguration);
   PFN_cuLaunchCooperativeKernel_v9000 fn = RT_PT(pt, LaunchCooperativeKernel);
-  if (fn == NULL)
-    return grape__rt_err(cudaErrorNotSupported);
   return grape__rt_err(launch_err(fn(f, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)shm, s, args)));
 }
 

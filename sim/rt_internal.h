@@ -207,7 +207,8 @@ struct grape__rt_drv_s {
 #undef D
 };
 
-/* The driver's entry points (rt.c); NULL where the driver lacks one. */
+/* The driver's entry points (rt.c); one the driver lacks answers
+ * CUDA_ERROR_NOT_SUPPORTED, so no field is NULL once the runtime is loaded. */
 extern struct grape__rt_drv_s grape__rt_drv;
 #define drv grape__rt_drv
 
@@ -254,8 +255,7 @@ cudaError_t grape__rt_copy3d_params(const struct cudaMemcpy3DParms* p, CUDA_MEMC
 #define RT_ENTER() RT_TRY(grape__rt_enter())
 
 /* Calls a driver entry point and records its error. */
-#define RT_CALL(fn, ...)                                                           \
-  grape__rt_err(drv.fn != NULL ? grape__rt_map(drv.fn(__VA_ARGS__)) : cudaErrorNotSupported)
+#define RT_CALL(fn, ...) grape__rt_err(grape__rt_map(drv.fn(__VA_ARGS__)))
 
 /* The plain or the per-thread variant of a driver entry point. */
 #define RT_PT(pt, fn) ((pt) ? drv.pt_##fn : drv.fn)

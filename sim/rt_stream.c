@@ -38,7 +38,7 @@ RT_API cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s) {
 }
 RT_API cudaError_t cudaStreamQuery(cudaStream_t s) {
   RT_ENTER();
-  cudaError_t e = drv.StreamQuery != NULL ? grape__rt_map(drv.StreamQuery(s)) : cudaErrorNotSupported;
+  cudaError_t e = grape__rt_map(drv.StreamQuery(s));
   return e == cudaErrorNotReady ? e : grape__rt_err(e);   /* not-ready is not an error to remember */
 }
 RT_API cudaError_t cudaStreamQuery_ptsz(cudaStream_t s) {
