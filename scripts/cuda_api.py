@@ -98,11 +98,11 @@ _COMMENT = re.compile(r'("(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\')|/\*.*?\*/|/
 
 
 def _strip_comments(text):
-    # Comments become spaces but keep their newlines, so line numbers hold.
+    # A comment becomes a space and its newlines, so line numbers hold.
     def repl(m):
         if m.group(1):
             return m.group(1)
-        return re.sub(r"[^\n]", " ", m.group(0))
+        return " " + "\n" * m.group(0).count("\n")
     return _COMMENT.sub(repl, text)
 
 
@@ -332,6 +332,10 @@ def _params(text):
     return [_param(p, i) for i, p in enumerate(parts)]
 
 
+_RET_NOISE = re.compile(r"\b(extern|__host__|__device__|__cudart_builtin__|CUDART_DEVICE|"
+                        r"__CUDA_DEPRECATED|EXCLUDE_FROM_RTC|static|__inline__)\b")
+
+
 def _find_decls(view, api_macro, ret_pattern):
     """Yields (line, declared name, ret, params text) for `ret API name(...);`."""
     rx = re.compile(r"\b%s\s+([A-Za-z_]\w*)\s*\(" % api_macro)
@@ -349,10 +353,7 @@ def _find_decls(view, api_macro, ret_pattern):
         if not tail.startswith(";"):
             continue                                 # a definition or a typedef, not a declaration
         ret = " ".join(text[max(text.rfind(c, 0, m.start()) for c in ";{}()") + 1:m.start()].split())
-        for w in ("extern", "__host__", "__device__", "__cudart_builtin__", "CUDART_DEVICE",
-                  "__CUDA_DEPRECATED", "EXCLUDE_FROM_RTC", "static", "__inline__"):
-            ret = re.sub(r"\b%s\b" % w, " ", ret)
-        ret = " ".join(ret.split())
+        ret = " ".join(_RET_NOISE.sub(" ", ret).split())
         if not re.fullmatch(ret_pattern, ret):
             continue
         line, macros = view.where(m.start(1))
@@ -383,20 +384,22 @@ def _typedefs(view):
     return out
 
 
-def _norm_type(typ, typedefs):
-    """A canonical spelling of a type: typedefs resolved, const and spaces dropped."""
-    for _ in range(16):
-        words = re.findall(r"[A-Za-z_]\w*", typ)
-        changed = False
-        for w in words:
-            if w in typedefs and w not in _TYPE_WORDS:
-                typ = re.sub(r"\b%s\b" % w, " " + typedefs[w] + " ", typ, count=1)
-                changed = True
-                break
-        if not changed:
-            break
-    typ = re.sub(r"\b(const|volatile|CUDA_CB|CUDAAPI|CUDART_CB)\b", " ", typ)
-    return "".join(typ.split())
+_TOKENS = re.compile(r"[A-Za-z_]\w*|\S")
+_TYPE_NOISE = {"const", "volatile", "CUDA_CB", "CUDAAPI", "CUDART_CB"}
+
+
+def _norm_type(typ, typedefs, _depth=0):
+    """A canonical spelling of a type: typedef names replaced by what they
+    name (not after struct/enum/union), const and spaces dropped."""
+    out, prev = [], None
+    for t in _TOKENS.findall(typ):
+        if (t in typedefs and t not in _TYPE_WORDS and prev not in ("struct", "enum", "union")
+                and _depth < 16):
+            out.append(_norm_type(typedefs[t], typedefs, _depth + 1))
+        elif t not in _TYPE_NOISE:
+            out.append(t)
+        prev = t
+    return "".join(out)
 
 
 def _signature(params, typedefs):
