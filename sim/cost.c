@@ -64,8 +64,12 @@ static int is_event_record(const char* n) {
 }
 
 static int class_of(const char* n) {
+  /* Each queues one command on a stream, as a kernel launch does (a batch of
+   * stream memory operations is one submission). */
   static const char* const launch[] = {"cuLaunchKernel", "cuLaunchCooperativeKernel",
-                                       "cuLaunchHostFunc", "cuStreamAddCallback", NULL};
+                                       "cuLaunchHostFunc", "cuStreamAddCallback",
+                                       "cuStreamWaitValue", "cuStreamWriteValue",
+                                       "cuStreamBatchMemOp", NULL};
   static const char* const sync[] = {"cuStreamSynchronize", "cuCtxSynchronize",
                                      "cuEventSynchronize", NULL};
   static const char* const query[] = {"cuStreamQuery", "cuEventQuery", NULL};

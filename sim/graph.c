@@ -190,12 +190,6 @@ static CUresult memset_work_from(const CUDA_MEMSET_NODE_PARAMS* p, sim_work_t* o
   return CUDA_SUCCESS;
 }
 
-static const void* copy_end(CUmemorytype t, const void* host, CUdeviceptr dev, size_t x) {
-  if (t == CU_MEMORYTYPE_HOST)
-    return (const char*)host + x;
-  return (const char*)(uintptr_t)dev + x;
-}
-
 SIM_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps,
                                          size_t ndeps, const CUDA_MEMCPY3D* p, CUcontext ctx) {
   SIM_COUNT(cuGraphAddMemcpyNode);
@@ -206,19 +200,7 @@ SIM_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* out, CUgraph g, const CUgr
 }
 
 static CUresult memcpy_work_from(const CUDA_MEMCPY3D* p, sim_work_t* out) {
-  if (p == NULL)
-    return CUDA_ERROR_INVALID_VALUE;
-  if ((p->Height > 1 || p->Depth > 1) || p->srcMemoryType == CU_MEMORYTYPE_ARRAY ||
-      p->dstMemoryType == CU_MEMORYTYPE_ARRAY)
-    return CUDA_ERROR_NOT_SUPPORTED;   /* the sim copies linear 1-D ranges only */
-  sim_work_t w = {.kind = OP_MEMCPY};
-  w.u.cp.src = copy_end(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes);
-  w.u.cp.dst = (void*)copy_end(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes);
-  w.u.cp.n = p->WidthInBytes;
-  if (w.u.cp.src == NULL || w.u.cp.dst == NULL)
-    return CUDA_ERROR_INVALID_VALUE;
-  *out = w;
-  return CUDA_SUCCESS;
+  return grape__sim_copy3d_work(p, out);   /* 1-D, 2-D and 3-D (copy3d.c) */
 }
 
 SIM_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps,
@@ -235,6 +217,7 @@ SIM_EXPORT CUresult cuGraphAddHostNode(CUgraphNode* out, CUgraph g, const CUgrap
   sim_work_t w = {.kind = OP_HOSTFN};
   w.u.host.fn = p->fn;
   w.u.host.data = p->userData;
+  w.u.host.blocks = 1;
   return add_node(out, g, deps, ndeps, N_HOST, &w, NULL);
 }
 
@@ -828,25 +811,51 @@ void grape__sim_capture_invalidate(struct CUstream_st* s) {
     s->cap->invalidated = 1;
 }
 
-static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, int ptds) {
+/* Begins a capture into a new graph, or (cuStreamBeginCaptureToGraph) into
+ * the caller's graph g after its nodes deps, which stays the caller's. */
+static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, int ptds, CUgraph g,
+                              const CUgraphNode* deps, const CUgraphEdgeData* edges, size_t ndeps) {
   struct CUstream_st* s;
   SIM_TRY(grape__sim_stream(h, ptds, &s));
   if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED)
     return CUDA_ERROR_INVALID_VALUE;
   if (s->legacy)
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  sim_node_t** first = NULL;
+  if (g != NULL) {
+    if (check_graph(g) != CUDA_SUCCESS || (ndeps > 0 && deps == NULL))
+      return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < ndeps; i++) {
+      if (!grape__sim_reg_has(deps[i], K_NODE) || ((sim_node_t*)deps[i])->g != g)
+        return CUDA_ERROR_INVALID_VALUE;
+      /* Edge data other than the default (full dependency, port 0) is not simulated. */
+      if (edges != NULL && (edges[i].type != CU_GRAPH_DEPENDENCY_TYPE_DEFAULT ||
+                            edges[i].from_port != 0 || edges[i].to_port != 0))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    if (ndeps > 0 && (first = malloc(ndeps * sizeof(*first))) == NULL)
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    if (ndeps > 0)
+      memcpy(first, deps, ndeps * sizeof(*first));
+  }
   sim_capture_t* c = calloc(1, sizeof(*c));
-  if (c == NULL)
+  if (c == NULL) {
+    free(first);
     return CUDA_ERROR_OUT_OF_MEMORY;
-  c->g = graph_new();
+  }
+  c->to_graph = g != NULL;
+  c->g = g != NULL ? g : graph_new();
   if (c->g == NULL) {
+    free(first);
     free(c);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   pthread_mutex_lock(&grape__sim.lock);
   if (s->cap != NULL) {
+    if (!c->to_graph)
+      graph_free_locked(c->g);
     pthread_mutex_unlock(&grape__sim.lock);
-    graph_free_locked(c->g);
+    free(first);
     free(c);
     return CUDA_ERROR_ILLEGAL_STATE;
   }
@@ -858,7 +867,9 @@ static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, int ptds) {
   c->next = grape__sim.captures;
   grape__sim.captures = c;
   s->cap = c;
-  s->ncap_deps = 0;
+  free(s->cap_deps);
+  s->cap_deps = first;
+  s->ncap_deps = (int)(first != NULL ? ndeps : 0);
   grape__sim.active_captures++;
   if (mode == CU_STREAM_CAPTURE_MODE_GLOBAL)
     grape__sim.active_global_captures++;
@@ -869,11 +880,28 @@ static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, int ptds) {
 
 SIM_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
   SIM_COUNT(cuStreamBeginCapture_v2);
-  return begin_capture(s, mode, 0);
+  return begin_capture(s, mode, 0, NULL, NULL, NULL, 0);
 }
 SIM_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode) {
   SIM_COUNT(cuStreamBeginCapture_v2_ptsz);
-  return begin_capture(s, mode, 1);
+  return begin_capture(s, mode, 1, NULL, NULL, NULL, 0);
+}
+SIM_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode* deps,
+                                                const CUgraphEdgeData* edges, size_t ndeps,
+                                                CUstreamCaptureMode mode) {
+  SIM_COUNT(cuStreamBeginCaptureToGraph);
+  if (g == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  return begin_capture(s, mode, 0, g, deps, edges, ndeps);
+}
+SIM_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g,
+                                                     const CUgraphNode* deps,
+                                                     const CUgraphEdgeData* edges, size_t ndeps,
+                                                     CUstreamCaptureMode mode) {
+  SIM_COUNT(cuStreamBeginCaptureToGraph_ptsz);
+  if (g == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  return begin_capture(s, mode, 1, g, deps, edges, ndeps);
 }
 
 /* Lock held: is every node of `want` an ancestor-or-self of the frontier? */
@@ -953,7 +981,8 @@ static CUresult end_capture(CUstream h, CUgraph* out, int ptds) {
   struct CUgraph_st* g = c->g;
   c->g = NULL;   /* the capture record stays, ended */
   if (c->invalidated || unjoined) {
-    graph_free_locked(g);
+    if (!c->to_graph)
+      graph_free_locked(g);   /* a graph given to cuStreamBeginCaptureToGraph stays the caller's */
     *out = NULL;
     r = unjoined && !c->invalidated ? CUDA_ERROR_STREAM_CAPTURE_UNJOINED
                                     : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;

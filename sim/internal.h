@@ -48,12 +48,18 @@
 
 /* ---- Entry-point counters ---- */
 
+/* One counter per exported entry point: api.def's, then the generated stubs'
+ * (sim_stub_syms.h), so a call of an entry point the sim does not serve is
+ * counted and charged like any other. */
 enum sim_sym_e {
 #define SIM_P1(base, ver, sym) SYM_##sym,
 #define SIM_P2(base, ver, sym, ptsym) SYM_##sym, SYM_##ptsym,
 #define SIM_ALIAS(base, ver, sym)
 #define SIM_EXTRA(sym) SYM_##sym,
 #include "api.def"
+#define SIM_STUB(sym) SYM_##sym,
+#include "sim_stub_syms.h"
+#undef SIM_STUB
   SYM__COUNT
 };
 extern const char* const grape__sim_sym_names[SYM__COUNT];
@@ -138,8 +144,11 @@ typedef struct sim_work_s {
     struct {
       void* dst;
       const void* src;
-      size_t n;
+      size_t n;                  /* bytes (per row for 2-D/3-D copies) */
       void* owned;               /* snapshot of pageable host source, freed with the work */
+      size_t rows, depth;        /* 2-D/3-D copies (copy3d.c): rows per slice, slices; 0 = 1 */
+      size_t spitch, dpitch;     /* bytes between rows */
+      size_t sslice, dslice;     /* bytes between slices */
     } cp;
     struct {
       void* dst;
@@ -155,6 +164,8 @@ typedef struct sim_work_s {
     struct {
       CUhostFn fn;
       void* data;
+      int blocks;                /* may block on the host: host code, or a stream wait
+                                    for a value in memory (memop.c); 0: a stream write */
     } host;
     struct {
       CUdeviceptr p;
@@ -266,6 +277,7 @@ struct sim_capture_s {
   int invalidated;
   unsigned long long id;
   int nstreams;                  /* streams currently in the capture */
+  int to_graph;                  /* cuStreamBeginCaptureToGraph: g is the caller's */
   struct sim_capture_s* next;    /* every capture ever begun (kept until exit) */
 };
 
@@ -293,7 +305,8 @@ typedef struct sim_state_s {
   struct CUstream_st* free_streams;
   uint64_t retired_blocking_ns;  /* latest finish of reused blocking streams' earlier work */
   uint64_t retired_all_ns;       /* the same for every reused stream */
-  int host_blocked;              /* host functions running now: work that waits on host code */
+  int host_blocked;              /* blocking host ops running now (host functions, stream
+                                    waits for a value): work that waits on the host */
   _Atomic int sticky;            /* a device fault: every later use of the context fails */
   _Atomic unsigned long long calls[SYM__COUNT];
   _Atomic unsigned long long kernels_executed;
@@ -368,10 +381,15 @@ CUresult grape__sim_make_kernel_work(struct CUfunc_st* f, const unsigned grid[3]
                                      void** extra, sim_work_t* w);
 CUresult grape__sim_bind_body(struct CUfunc_st* f);
 
+/* copy3d.c */
+void grape__sim_copy_rows(const sim_work_t* w);   /* runs a 2-D/3-D OP_MEMCPY */
+CUresult grape__sim_copy3d_work(const CUDA_MEMCPY3D* p, sim_work_t* w);   /* graph memcpy nodes */
+
 /* Fork handlers of each file's locks (phase: SIM_FORK_PREPARE, _PARENT, _CHILD). */
 enum { SIM_FORK_PREPARE, SIM_FORK_PARENT, SIM_FORK_CHILD };
 void grape__sim_module_atfork(int phase);
 void grape__sim_mem_atfork(int phase);
+void grape__sim_memop_atfork(int phase);
 void grape__sim_stream_atfork_child(void);   /* grape__sim.lock held */
 
 /* graph.c */

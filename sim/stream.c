@@ -23,8 +23,9 @@
  * finish time of what it waited for. A query waits (really) for the work to
  * finish and then answers by simulated time: ready only if the work finished
  * by the time the query was made (the caller's host clock); when the work
- * waits on host code (a host function is running), it answers from the real
- * state instead.
+ * waits on the host (a host function is running, or a stream wait for a value
+ * in memory, memop.c, which the host may be the one to write), it answers from
+ * the real state instead: waiting could deadlock.
  *
  * A kernel body may raise a device fault (SIMCU_FAULT): the fault becomes the
  * context's sticky error, later work of every stream is skipped, and calls
@@ -288,10 +289,17 @@ int grape__sim_run_work(sim_work_t* w, uint64_t* clock) {
       atomic_fetch_add(&grape__sim.graph_kernel_nodes_executed, 1);
     break;
   }
-  case OP_MEMCPY:
-    memmove(w->u.cp.dst, w->u.cp.src, w->u.cp.n);
-    dur = c[COST_DEVICE_COPY] + w->u.cp.n / c[COST_DEVICE_COPY_BYTES_PER_NS];
+  case OP_MEMCPY: {
+    /* A 2-D/3-D copy (copy3d.c) is one op of rows x depth rows of n bytes,
+     * costed as one copy of all its bytes. */
+    size_t rows = w->u.cp.rows ? w->u.cp.rows : 1, depth = w->u.cp.depth ? w->u.cp.depth : 1;
+    if (rows == 1 && depth == 1)
+      memmove(w->u.cp.dst, w->u.cp.src, w->u.cp.n);
+    else
+      grape__sim_copy_rows(w);
+    dur = c[COST_DEVICE_COPY] + w->u.cp.n * rows * depth / c[COST_DEVICE_COPY_BYTES_PER_NS];
     break;
+  }
   case OP_MEMSET: {
     unsigned char* row = w->u.ms.dst;
     for (size_t y = 0; y < w->u.ms.height; y++, row += w->u.ms.pitch) {
@@ -366,9 +374,9 @@ static void execute_locked(struct CUstream_st* s, sim_op_t* op) {
       start = t;
   }
   int skip = atomic_load(&grape__sim.sticky) != 0;
-  int host = op->w.kind == OP_HOSTFN && !skip;
+  int host = op->w.kind == OP_HOSTFN && op->w.u.host.blocks && !skip;
   if (host) {
-    grape__sim.host_blocked++;   /* queries stop waiting for work behind host code */
+    grape__sim.host_blocked++;   /* queries stop waiting for work behind the host */
     pthread_cond_broadcast(&grape__sim.done_cv);
   }
   s->running = op;
@@ -625,8 +633,8 @@ CUresult grape__sim_submit_batch(struct CUstream_st* s, sim_work_t* works, sim_d
 
 /* ---- Waiting for the device ---- */
 
-/* Lock held: waits until op seq of t has finished, or (give_up) until host
- * code runs on a stream; returns whether it finished and, if so, its finish
+/* Lock held: waits until op seq of t has finished, or (give_up) until a
+ * stream runs work that waits on the host; returns whether it finished and, if so, its finish
  * time in *at. op is that op while it is pending; known its time once done. */
 static int finish_locked(struct CUstream_st* t, uint64_t seq, sim_op_t* op, uint64_t known,
                          int give_up, uint64_t* at) {
@@ -975,6 +983,7 @@ static CUresult host_func(CUstream h, CUhostFn fn, void* data, int ptds) {
   sim_work_t w = {.kind = OP_HOSTFN};
   w.u.host.fn = fn;
   w.u.host.data = data;
+  w.u.host.blocks = 1;
   return grape__sim_submit(s, &w, NULL, 0);
 }
 

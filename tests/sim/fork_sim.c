@@ -1,11 +1,15 @@
 /* fork_sim: 500 forks of a process whose sim has work in flight (a stream
  * held by a blocked host function, with kernels queued behind it) while
  * another thread keeps launching and synchronising, so that stream workers
- * hold the sim's lock at the moment of many forks. Every child exits at once
- * through exit() (running the sim's destructor); each must be gone within a
- * deadline, or the test fails and names how many hung. A plain program (no
- * Criterion, which forks itself) with its own timeouts. */
+ * hold the sim's lock at the moment of many forks, and a third thread keeps
+ * looking up a kernel through the sim's runtime, which holds the runtime's
+ * registration lock. Every child exits at once through exit(), running the
+ * sim's destructor and, as nvcc's generated code arranges with atexit,
+ * __cudaUnregisterFatBinary, which takes that lock; each child must be gone
+ * within a deadline, or the test fails and names how many hung. A plain
+ * program (no Criterion, which forks itself) with its own timeouts. */
 #include <cuda.h>
+#include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -16,8 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rt_fatbin.h"
 #include "sim_test.h"
 #include "simcu.h"
+
+void __cudaUnregisterFatBinary(void** handle);
 
 #define FORKS 500
 #define DEADLINE_MS 1500   /* the sim used to wait 2 s for work a child can never run */
@@ -45,6 +52,26 @@ static CUfunction f;
 static CUcontext ctx;
 static sem_t gate;
 static atomic_int stop;
+static void** rt_handle;
+static char rt_stub;   /* stands for the host stub nvcc generates for k_inc */
+
+static void unregister(void) {
+  __cudaUnregisterFatBinary(rt_handle);
+}
+
+/* Looks the kernel up through the runtime again and again: each lookup holds
+ * the runtime's registration lock for a moment. */
+static void* lookups(void* arg) {
+  (void)arg;
+  while (!atomic_load(&stop)) {
+    cudaFunction_t fn;
+    if (cudaGetFuncBySymbol(&fn, &rt_stub) != cudaSuccess) {
+      fprintf(stderr, "fork_sim: cudaGetFuncBySymbol failed\n");
+      exit(2);
+    }
+  }
+  return NULL;
+}
 
 static void wait_gate(void* p) {
   (void)p;
@@ -84,9 +111,15 @@ int main(void) {
   void* args[] = {&d};
   for (int i = 0; i < 4; i++)
     CK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, held, args, NULL));
-  pthread_t th[2];
+  const char* names[] = {"k_inc"};
+  const void* stubs[] = {&rt_stub};
+  rt_handle = rt_register_ptx(ptx, names, stubs, 1);
+  if (rt_handle == NULL || atexit(unregister) != 0)
+    return 2;
+  pthread_t th[3];
   for (int i = 0; i < 2; i++)
     pthread_create(&th[i], NULL, churn, NULL);
+  pthread_create(&th[2], NULL, lookups, NULL);
 
   int hung = 0, failed = 0;
   long worst = 0;
@@ -117,7 +150,7 @@ int main(void) {
       break;   /* clearly broken: do not spend minutes proving it */
   }
   atomic_store(&stop, 1);
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < 3; i++)
     pthread_join(th[i], NULL);
   sem_post(&gate);
   CK(cuStreamSynchronize(held));

@@ -1,7 +1,7 @@
 /* Tests of the sim's runtime (libcudart.so.13) without nvcc: the test does by
  * hand what nvcc's generated code does (register a fatbin wrapper and its
  * functions, push/pop the launch configuration, __cudaGetKernel,
- * __cudaLaunchKernel), with a fatbin container built here around PTX. */
+ * __cudaLaunchKernel), with a fatbin container built around PTX (rt_fatbin.c). */
 #include <criterion/criterion.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -14,20 +14,9 @@
 #include <unistd.h>
 
 #include "cost.h"
+#include "rt_fatbin.h"
 #include "sim_test.h"
 #include "simcu.h"
-
-/* nvcc's launch plumbing (declared by crt/host_runtime.h, which is C++). */
-void** __cudaRegisterFatBinary(void* wrapper);
-void __cudaRegisterFatBinaryEnd(void** handle);
-void __cudaRegisterFunction(void** handle, const char* hostFun, char* deviceFun,
-                            const char* deviceName, int thread_limit, uint3* tid, uint3* bid,
-                            dim3* bDim, dim3* gDim, int* wSize);
-unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shm, struct CUstream_st* s);
-cudaError_t __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t* shm, void* stream);
-cudaError_t __cudaGetKernel(cudaKernel_t* k, const void* hostFun);
-cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void** args, size_t shm,
-                               cudaStream_t s);
 
 static const char ptx[] =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
@@ -49,43 +38,12 @@ SIMCU_KERNEL(k_fill) {
   }
 }
 
-/* A fatbin container with one PTX entry, and the wrapper nvcc would emit. */
-static struct {
-  uint32_t magic;
-  uint16_t version, header_size;
-  uint64_t fat_size;
-  unsigned char entry[64];
-  char payload[sizeof(ptx) + 7];
-} __attribute__((aligned(16))) fatbin;
-static struct {
-  int magic, version;
-  const void* data;
-  void* filename;
-} wrapper;
-static void** handle;
 static char host_stub;   /* stands for the host stub nvcc generates per kernel */
 
-static void put16(unsigned char* p, uint16_t v) { memcpy(p, &v, 2); }
-static void put32(unsigned char* p, uint32_t v) { memcpy(p, &v, 4); }
-static void put64(unsigned char* p, uint64_t v) { memcpy(p, &v, 8); }
-
 static void setup(void) {
-  fatbin.magic = 0xBA55ED50u;
-  fatbin.version = 1;
-  fatbin.header_size = 16;
-  fatbin.fat_size = sizeof(fatbin.entry) + sizeof(fatbin.payload);
-  put16(fatbin.entry + 0, 1);                        /* kind: PTX */
-  put16(fatbin.entry + 2, 0x0101);
-  put32(fatbin.entry + 4, sizeof(fatbin.entry));     /* header size */
-  put64(fatbin.entry + 8, sizeof(fatbin.payload));   /* payload size */
-  put32(fatbin.entry + 28, 90);                      /* arch */
-  memcpy(fatbin.payload, ptx, sizeof(ptx));
-  wrapper.magic = 0x466243B1;
-  wrapper.version = 1;
-  wrapper.data = &fatbin;
-  handle = __cudaRegisterFatBinary(&wrapper);
-  __cudaRegisterFunction(handle, &host_stub, "k_fill", "k_fill", -1, NULL, NULL, NULL, NULL, NULL);
-  __cudaRegisterFatBinaryEnd(handle);
+  const char* names[] = {"k_fill"};
+  const void* stubs[] = {&host_stub};
+  rt_register_ptx(ptx, names, stubs, 1);
 }
 
 TestSuite(sim_runtime, .init = setup);

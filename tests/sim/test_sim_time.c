@@ -386,6 +386,62 @@ Test(sim_time, a_new_thread_starts_at_the_latest_host_clock) {
   cr_assert_geq(sim->end_ns(), main_now);
 }
 
+/* ---- Copies, stream memory operations and entry points not served ---- */
+
+/* A 3-D copy is one op whose device time covers every byte of the box, and
+ * stream memory operations are costed as the submissions they are. */
+Test(sim_time, a_3d_copy_is_one_copy_of_all_its_bytes) {
+  start();
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  const size_t w = 2500, h = 4, d = 5;
+  CUdeviceptr src, dst, flag;
+  OK(cuMemAlloc(&src, w * h * d));
+  OK(cuMemAlloc(&dst, w * h * d));
+  OK(cuMemAlloc(&flag, 4));
+  CUevent e0, e1;
+  OK(cuEventCreate(&e0, 0));
+  OK(cuEventCreate(&e1, 0));
+  /* Behind a long kernel the copy starts right after e0, not at its submission. */
+  OK(launch(s, 8192));
+  OK(cuEventRecord(e0, s));
+  CUDA_MEMCPY3D p = {.srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = src, .srcPitch = w,
+                     .srcHeight = h, .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = dst,
+                     .dstPitch = w, .dstHeight = h, .WidthInBytes = w, .Height = h, .Depth = d};
+  uint64_t t = sim->host_ns();
+  OK(cuMemcpy3DAsync(&p, s));
+  cr_assert_eq(sim->host_ns() - t, (uint64_t)D_MEMCPY);
+  OK(cuEventRecord(e1, s));
+  t = sim->host_ns();
+  OK(cuStreamWriteValue32(s, flag, 1, CU_STREAM_WRITE_VALUE_DEFAULT));
+  cr_assert_eq(sim->host_ns() - t, (uint64_t)D_LAUNCH);
+  t = sim->host_ns();
+  OK(cuStreamWaitValue32(s, flag, 1, CU_STREAM_WAIT_VALUE_EQ));
+  cr_assert_eq(sim->host_ns() - t, (uint64_t)D_LAUNCH);
+  OK(cuStreamSynchronize(s));
+  float ms;
+  OK(cuEventElapsedTime(&ms, e0, e1));
+  double want_ns = D_DEVICE_COPY + (double)(w * h * d) / D_DEVICE_COPY_BYTES_PER_NS;
+  cr_assert_float_eq(ms, want_ns / 1e6, 1e-7, "copy took %f ms, want %f", ms, want_ns / 1e6);
+}
+
+/* The generated stubs are entry points like the others: each call costs its
+ * class row, and a cost file may name one. */
+Test(sim_time, an_entry_point_the_sim_does_not_serve_is_costed_too) {
+  char path[] = "/tmp/simcu-costs-XXXXXX";
+  use_cost_file(path, "cuArrayDestroy 4321\n");
+  start();
+  unlink(path);
+  uint64_t t = sim->host_ns();
+  cr_assert_eq(cuArrayDestroy(NULL), CUDA_ERROR_NOT_SUPPORTED);
+  cr_assert_eq(sim->host_ns() - t, 4321);
+  CUarray a;
+  CUDA_ARRAY_DESCRIPTOR desc = {16, 16, CU_AD_FORMAT_FLOAT, 1};
+  t = sim->host_ns();
+  cr_assert_eq(cuArrayCreate(&a, &desc), CUDA_ERROR_NOT_SUPPORTED);
+  cr_assert_eq(sim->host_ns() - t, (uint64_t)D_CALL);
+}
+
 /* ---- Whole runs (tests/sim/time_prog) ---- */
 
 /* Runs time_prog with env and returns sim_end_ns and sim_host_ns of its report. */
