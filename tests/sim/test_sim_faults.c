@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "sim_test.h"
+#include "drv_setup.h"
 #include "simcu.h"
 
 static const char ptx[] =
@@ -31,8 +31,6 @@ SIMCU_KERNEL(k_mark) {
   }
   a[simcu_blk->idx.x] = 1;
 }
-
-#define OK(call) cr_assert_eq((call), CUDA_SUCCESS, "%s", #call)
 
 static CUfunction f_mark;
 static sem_t gate;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim_test.h"
+#include "drv_setup.h"
 #include "simcu.h"
 
 static const char ptx_a[] =
@@ -32,8 +32,6 @@ SIMCU_KERNEL(k_two) {
   *SIMCU_ARG(0, int*) = SIMCU_ARG(1, int);
 }
 
-#define OK(call) cr_assert_eq((call), CUDA_SUCCESS, "%s", #call)
-
 static sem_t gate;
 static void wait_gate(void* p) {
   (void)p;
@@ -43,7 +41,7 @@ static void wait_gate(void* p) {
 static void start(int reuse) {
   if (!reuse)
     setenv("SIMCU_NO_REUSE", "1", 1);
-  OK(sim_test_start(NULL, NULL, NULL, NULL));
+  drv_setup();
 }
 
 Test(sim_reuse, a_destroyed_stream_value_comes_back) {

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "cost.h"
-#include "sim_test.h"
+#include "drv_setup.h"
 #include "simcu.h"
 
 /* Declared by cuda.h only when the whole program opts in to per-thread streams. */
@@ -42,8 +42,6 @@ SIMCU_KERNEL(k_idle) {
   (void)simcu_blk;
   (void)simcu_args;
 }
-
-#define OK(call) cr_assert_eq((call), CUDA_SUCCESS, "%s", #call)
 
 static CUfunction f_idle;
 static const simcu_private_t* sim;
