@@ -19,6 +19,7 @@
 
 #include "cost.h"
 #include "drv_setup.h"
+#include "errcap.h"
 #include "simcu.h"
 
 /* Declared by cuda.h only when the whole program opts in to per-thread streams. */
@@ -302,14 +303,6 @@ Test(sim_time, a_cost_file_overrides_rows_and_entry_points) {
   cr_assert_eq(sim->host_ns() - t, 1234 + 3000 + 128 / D_DEVICE_THREADS_PER_NS + D_SYNC);
 }
 
-/* Runs the rest of the test with stderr going to a file; returns its path. */
-static void capture_stderr(char* path) {
-  int fd = mkstemp(path);
-  cr_assert_geq(fd, 0);
-  cr_assert_geq(dup2(fd, 2), 0);
-  close(fd);
-}
-
 static void read_file(const char* path, char* buf, size_t n) {
   FILE* f = fopen(path, "r");
   cr_assert_not_null(f);
@@ -327,12 +320,10 @@ Test(sim_time, a_bad_cost_file_is_rejected_line_by_line) {
                       "device_threads_per_ns 0\n"
                       "memcpy\n"
                       "memset 1 2\n");
-  char err[] = "/tmp/simcu-stderr-XXXXXX";
-  capture_stderr(err);
+  int cap = errcap_begin();
+  cr_assert_geq(cap, 0);
   start();
-  char msg[8192];
-  read_file(err, msg, sizeof(msg));
-  unlink(err);
+  char* msg = errcap_end(cap);
   char want[6][512];
   snprintf(want[0], sizeof(want[0]), "SIMCU_COSTS=%s:2: unknown cost \"lanch\"", path);
   snprintf(want[1], sizeof(want[1]), "SIMCU_COSTS=%s:3: \"-5\" is not a whole number", path);
@@ -343,6 +334,7 @@ Test(sim_time, a_bad_cost_file_is_rejected_line_by_line) {
   for (int i = 0; i < 6; i++)
     cr_assert_not_null(strstr(msg, want[i]), "missing \"%s\" in:\n%s", want[i], msg);
   cr_assert_not_null(strstr(msg, "ignored (6 bad lines): the default costs apply"), "%s", msg);
+  free(msg);
   unlink(path);
   /* The file's good line did not apply either: a half-read table would mislead. */
   uint64_t t = sim->host_ns();
@@ -352,13 +344,12 @@ Test(sim_time, a_bad_cost_file_is_rejected_line_by_line) {
 
 Test(sim_time, a_missing_cost_file_is_reported) {
   setenv("SIMCU_COSTS", "/nonexistent/costs.txt", 1);
-  char err[] = "/tmp/simcu-stderr-XXXXXX";
-  capture_stderr(err);
+  int cap = errcap_begin();
+  cr_assert_geq(cap, 0);
   start();
-  char msg[4096];
-  read_file(err, msg, sizeof(msg));
-  unlink(err);
+  char* msg = errcap_end(cap);
   cr_assert_not_null(strstr(msg, "SIMCU_COSTS=/nonexistent/costs.txt: cannot open"), "%s", msg);
+  free(msg);
   uint64_t t = sim->host_ns();
   OK(launch(NULL, 1));
   cr_assert_eq(sim->host_ns() - t, (uint64_t)D_LAUNCH);
