@@ -8,7 +8,18 @@
  * NULL or the primary context.
  *
  * SIMCU_REPORT=<file> writes, from the library destructor, the number of
- * calls of every entry point plus execution counters as one JSON object.
+ * calls of every entry point plus execution counters and the simulated host
+ * and end-to-end times as one JSON object.
+ *
+ * A device fault raised by a kernel body is the context's sticky error
+ * (grape__sim_sticky): as on a GPU the context is unusable afterwards, so
+ * every call that needs it returns the fault; device queries, error strings,
+ * versions and cuGetProcAddress keep answering.
+ *
+ * Fork: the handlers below take every lock of the sim before fork() and give
+ * the child a consistent state without the parent's worker threads (queued
+ * work is dropped, stream.c), so a child can exit at once; using CUDA in it
+ * is undefined, as with a real driver.
  */
 #include "internal.h"
 
@@ -29,6 +40,9 @@ const char* const grape__sim_sym_names[SYM__COUNT] = {
 #define SIM_P2(base, ver, sym, ptsym) #sym, #ptsym,
 #define SIM_EXTRA(sym) #sym,
 #include "api.def"
+#define SIM_STUB(sym) #sym,
+#include "sim_stub_syms.h"
+#undef SIM_STUB
 };
 
 static _Thread_local struct CUctx_st* tls_ctx;
@@ -159,6 +173,8 @@ SIM_EXPORT CUresult cuInit(unsigned int flags) {
   if (!grape__sim.initialized) {
     const char* s = getenv("SIMCU_SYNC");
     grape__sim.sync_mode = s != NULL && s[0] == '1';
+    s = getenv("SIMCU_NO_REUSE");
+    grape__sim.no_reuse = s != NULL && s[0] == '1';
     grape__sim.initialized = 1;
   }
   pthread_mutex_unlock(&grape__sim.lock);
@@ -195,6 +211,12 @@ static const struct {
   {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
   {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
   {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+  {CUDA_ERROR_ASSERT, "CUDA_ERROR_ASSERT", "device-side assert triggered"},
+  {CUDA_ERROR_HARDWARE_STACK_ERROR, "CUDA_ERROR_HARDWARE_STACK_ERROR", "hardware stack error"},
+  {CUDA_ERROR_ILLEGAL_INSTRUCTION, "CUDA_ERROR_ILLEGAL_INSTRUCTION", "an illegal instruction was encountered"},
+  {CUDA_ERROR_MISALIGNED_ADDRESS, "CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address"},
+  {CUDA_ERROR_INVALID_ADDRESS_SPACE, "CUDA_ERROR_INVALID_ADDRESS_SPACE", "operation not supported on global/shared address space"},
+  {CUDA_ERROR_INVALID_PC, "CUDA_ERROR_INVALID_PC", "invalid program counter"},
   {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
   {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
   {CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
@@ -228,31 +250,52 @@ SIM_EXPORT CUresult cuGetErrorString(CUresult e, const char** s) {
   return CUDA_ERROR_INVALID_VALUE;
 }
 
+const char* grape__sim_err_name(CUresult e) {
+  for (size_t i = 0; i < sizeof(errtab) / sizeof(errtab[0]); i++)
+    if (errtab[i].code == e)
+      return errtab[i].name;
+  return NULL;
+}
+
 SIM_EXPORT CUresult cuGetErrorName(CUresult e, const char** s) {
   SIM_COUNT(cuGetErrorName);
   if (s == NULL)
     return CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; i < sizeof(errtab) / sizeof(errtab[0]); i++)
-    if (errtab[i].code == e) {
-      *s = errtab[i].name;
-      return CUDA_SUCCESS;
-    }
-  *s = NULL;
-  return CUDA_ERROR_INVALID_VALUE;
+  *s = grape__sim_err_name(e);
+  return *s != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-/* The sim has no private tables; real cudart would need them, the sim's does not. */
+/* cuGetExportTable hands NVIDIA's closed runtime (the libcudart that PyTorch,
+ * CuPy and toolkit-linked programs carry) the driver's private interfaces,
+ * such as 6bd5fb6c-... "CUDART_INTERFACE". The sim has only its own private
+ * table (SIMCU_PRIVATE_UUID, cost.h: the sim's runtime and libsimblas charge
+ * simulated host work through it), checked first; such a runtime cannot work
+ * on it. Every other id gets CUDA_ERROR_NO_DEVICE, which that runtime turns
+ * into cudaErrorNoDevice: the program falls back exactly as on a machine
+ * without a GPU (torch.cuda.is_available() is False) instead of failing with
+ * "operation not supported". cuInit and cuDeviceGetCount keep answering one
+ * device: that runtime asks for its tables right after cuInit, before it
+ * counts devices, so the table alone decides its answer, and the driver's own
+ * answers stay the same for the whole process (driver-API code in it can
+ * still use the simulated device). */
+static atomic_int export_table_warned;
+
 SIM_EXPORT CUresult cuGetExportTable(const void** table, const CUuuid* id) {
   SIM_COUNT(cuGetExportTable);
-  (void)id;
+  if (grape__sim_private_table(id, table))   /* the sim's own table (cost.h) */
+    return CUDA_SUCCESS;
   if (table != NULL)
     *table = NULL;
-  return CUDA_ERROR_NOT_SUPPORTED;
+  if (atomic_exchange(&export_table_warned, 1) == 0)
+    grape__sim_logf("NVIDIA's CUDA runtime (the libcudart of a toolkit or of a wheel such as "
+                    "PyTorch's or CuPy's) cannot run on the simulated device, so it reports no "
+                    "CUDA device: such jobs need a real GPU. The sim runs programs built with "
+                    "nvcc -cudart shared and run against its own libcudart.so.13, and driver-API "
+                    "programs (see sim/README.md).");
+  return CUDA_ERROR_NO_DEVICE;
 }
 
 /* ---- Devices ---- */
-
-#define SIM_TOTAL_MEM 150754820096ULL   /* what an H200 reports: 143771 MiB */
 
 static CUresult check_dev(CUdevice d) {
   SIM_TRY(grape__sim_check_init());
@@ -390,6 +433,12 @@ static int attr_value(CUdevice_attribute a, int* v) {
   case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED: *v = 0; break;
   case CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED: *v = 1; break;
   case CU_DEVICE_ATTRIBUTE_NUMA_CONFIG: *v = 0; break;
+  /* stream memory operations (memop.c), both API versions */
+  case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS_V1: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR_V1: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS: *v = 1; break;
+  case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR: *v = 1; break;
   default:
     if ((int)a <= 0 || a >= CU_DEVICE_ATTRIBUTE_MAX)
       return -1;
@@ -468,9 +517,15 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned int* flags, 
   return CUDA_SUCCESS;
 }
 
+CUresult grape__sim_sticky(void) {
+  return (CUresult)atomic_load(&grape__sim.sticky);
+}
+
 CUresult grape__sim_need_ctx(void) {
   SIM_TRY(grape__sim_check_init());
-  return grape__sim_current_ctx() != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+  if (grape__sim_current_ctx() == NULL)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  return grape__sim_sticky();
 }
 
 SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext* c) {
@@ -584,19 +639,33 @@ SIM_EXPORT CUresult cuCtxSetLimit(CUlimit l, size_t v) {
 
 /* ---- cuGetProcAddress ---- */
 
+/* Every (name, version, variant) triple of the headers the sim is built with,
+ * sorted by name then version (sim_procs.h, generated by gen_api.py from
+ * cudaTypedefs.h and cuda.h, plus api.def's aliases). Entry points the sim
+ * does not serve resolve to stubs that say so; an unknown name is
+ * SYMBOL_NOT_FOUND, as with NVIDIA's driver. */
 typedef struct proc_s {
-  const char* base;
-  int version;
+  const char* name;
+  int version;      /* returned to callers asking for this version or newer */
+  int per_thread;   /* the variant CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM selects */
   void* fn;
-  void* ptds;       /* NULL: no per-thread variant */
 } proc_t;
 
 static const proc_t procs[] = {
-#define SIM_P1(base, ver, sym) {#base, ver, (void*)&sym, NULL},
-#define SIM_P2(base, ver, sym, ptsym) {#base, ver, (void*)&sym, (void*)&ptsym},
-#define SIM_ALIAS(base, ver, sym) {#base, ver, (void*)&sym, NULL},
-#include "api.def"
+#define SIM_PROC(name, ver, pt, sym) {name, ver, pt, (void*)&sym},
+#include "sim_procs.h"
+#undef SIM_PROC
 };
+#define NPROCS (sizeof(procs) / sizeof(procs[0]))
+
+/* The newest row of one variant not newer than version, or NULL. */
+static const proc_t* proc_pick(size_t lo, size_t hi, int version, int per_thread) {
+  const proc_t* best = NULL;
+  for (size_t i = lo; i < hi; i++)
+    if (procs[i].per_thread == per_thread && procs[i].version <= version)
+      best = &procs[i];   /* rows are in version order */
+  return best;
+}
 
 static CUresult proc_lookup(const char* symbol, void** pfn, int version, cuuint64_t flags,
                             CUdriverProcAddressQueryResult* status) {
@@ -605,24 +674,33 @@ static CUresult proc_lookup(const char* symbol, void** pfn, int version, cuuint6
   if (flags & ~(cuuint64_t)(CU_GET_PROC_ADDRESS_LEGACY_STREAM |
                             CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
     return CUDA_ERROR_INVALID_VALUE;
-  const proc_t* best = NULL;
-  int known = 0;
-  for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++) {
-    if (strcmp(procs[i].base, symbol) != 0)
-      continue;
-    known = 1;
-    if (procs[i].version <= version && (best == NULL || procs[i].version > best->version))
-      best = &procs[i];
+  /* The rows of one name are contiguous: find the first by binary search. */
+  size_t lo = 0, hi = NPROCS;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (strcmp(procs[mid].name, symbol) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
+  size_t end = lo;
+  while (end < NPROCS && strcmp(procs[end].name, symbol) == 0)
+    end++;
+  /* The per-thread flag picks the _ptds/_ptsz variant where the version has
+   * one; older versions had none and answer with the plain function. */
+  const proc_t* best = NULL;
+  if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
+    best = proc_pick(lo, end, version, 1);
+  if (best == NULL)
+    best = proc_pick(lo, end, version, 0);
   *pfn = NULL;
   if (best == NULL) {
     if (status != NULL)
-      *status = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
-                      : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+      *status = end > lo ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                         : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
     return CUDA_ERROR_NOT_FOUND;
   }
-  int ptds = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
-  *pfn = ptds && best->ptds != NULL ? best->ptds : best->fn;
+  *pfn = best->fn;
   if (status != NULL)
     *status = CU_GET_PROC_ADDRESS_SUCCESS;
   return CUDA_SUCCESS;
@@ -673,12 +751,48 @@ static void write_report(void) {
     first = 0;
   }
   fprintf(f, "},\"kernels_executed\":%llu,\"graph_launches\":%llu,"
-             "\"graph_kernel_nodes_executed\":%llu,\"exec_node_param_updates\":%llu}\n",
+             "\"graph_kernel_nodes_executed\":%llu,\"exec_node_param_updates\":%llu,"
+             "\"sim_host_ns\":%llu,\"sim_end_ns\":%llu}\n",
           (unsigned long long)atomic_load(&grape__sim.kernels_executed),
           (unsigned long long)atomic_load(&grape__sim.graph_launches),
           (unsigned long long)atomic_load(&grape__sim.graph_kernel_nodes_executed),
-          (unsigned long long)atomic_load(&grape__sim.exec_node_param_updates));
+          (unsigned long long)atomic_load(&grape__sim.exec_node_param_updates),
+          (unsigned long long)grape__sim_host_total(), (unsigned long long)grape__sim_end_ns());
   fclose(f);
+}
+
+/* ---- Fork ---- */
+
+static void fork_prepare(void) {
+  grape__sim_module_atfork(SIM_FORK_PREPARE);
+  pthread_mutex_lock(&grape__sim.lock);
+  pthread_mutex_lock(&reg_lock);
+  grape__sim_mem_atfork(SIM_FORK_PREPARE);
+  grape__sim_memop_atfork(SIM_FORK_PREPARE);
+}
+
+static void fork_parent(void) {
+  grape__sim_memop_atfork(SIM_FORK_PARENT);
+  grape__sim_mem_atfork(SIM_FORK_PARENT);
+  pthread_mutex_unlock(&reg_lock);
+  pthread_mutex_unlock(&grape__sim.lock);
+  grape__sim_module_atfork(SIM_FORK_PARENT);
+}
+
+/* The forking thread holds every lock; the condition variables may have had
+ * waiters that do not exist here, so they start afresh. */
+static void fork_child(void) {
+  (void)pthread_cond_init(&grape__sim.done_cv, NULL);
+  grape__sim_stream_atfork_child();
+  grape__sim_memop_atfork(SIM_FORK_CHILD);
+  grape__sim_mem_atfork(SIM_FORK_CHILD);
+  pthread_mutex_unlock(&reg_lock);
+  pthread_mutex_unlock(&grape__sim.lock);
+  grape__sim_module_atfork(SIM_FORK_CHILD);
+}
+
+__attribute__((constructor)) static void sim_init(void) {
+  (void)pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 __attribute__((destructor)) static void sim_fini(void) {

@@ -190,12 +190,6 @@ static CUresult memset_work_from(const CUDA_MEMSET_NODE_PARAMS* p, sim_work_t* o
   return CUDA_SUCCESS;
 }
 
-static const void* copy_end(CUmemorytype t, const void* host, CUdeviceptr dev, size_t x) {
-  if (t == CU_MEMORYTYPE_HOST)
-    return (const char*)host + x;
-  return (const char*)(uintptr_t)dev + x;
-}
-
 SIM_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps,
                                          size_t ndeps, const CUDA_MEMCPY3D* p, CUcontext ctx) {
   SIM_COUNT(cuGraphAddMemcpyNode);
@@ -206,19 +200,7 @@ SIM_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* out, CUgraph g, const CUgr
 }
 
 static CUresult memcpy_work_from(const CUDA_MEMCPY3D* p, sim_work_t* out) {
-  if (p == NULL)
-    return CUDA_ERROR_INVALID_VALUE;
-  if ((p->Height > 1 || p->Depth > 1) || p->srcMemoryType == CU_MEMORYTYPE_ARRAY ||
-      p->dstMemoryType == CU_MEMORYTYPE_ARRAY)
-    return CUDA_ERROR_NOT_SUPPORTED;   /* the sim copies linear 1-D ranges only */
-  sim_work_t w = {.kind = OP_MEMCPY};
-  w.u.cp.src = copy_end(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes);
-  w.u.cp.dst = (void*)copy_end(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes);
-  w.u.cp.n = p->WidthInBytes;
-  if (w.u.cp.src == NULL || w.u.cp.dst == NULL)
-    return CUDA_ERROR_INVALID_VALUE;
-  *out = w;
-  return CUDA_SUCCESS;
+  return grape__sim_copy3d_work(p, out);   /* 1-D, 2-D and 3-D (copy3d.c) */
 }
 
 SIM_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps,
@@ -235,6 +217,7 @@ SIM_EXPORT CUresult cuGraphAddHostNode(CUgraphNode* out, CUgraph g, const CUgrap
   sim_work_t w = {.kind = OP_HOSTFN};
   w.u.host.fn = p->fn;
   w.u.host.data = p->userData;
+  w.u.host.blocks = 1;
   return add_node(out, g, deps, ndeps, N_HOST, &w, NULL);
 }
 
@@ -380,6 +363,7 @@ out:
 
 SIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* out, CUgraph g, unsigned long long flags) {
   SIM_COUNT(cuGraphInstantiateWithFlags);
+  SIM_TRY(grape__sim_sticky());
   if (out == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   if (check_graph(g) != CUDA_SUCCESS)
@@ -395,6 +379,7 @@ SIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* out, CUgraph g, uns
   CUresult r = CUDA_SUCCESS;
   pthread_mutex_lock(&grape__sim.lock);
   uint32_t n = g->nnodes;
+  grape__sim_host_charge(grape__sim_costs[COST_INSTANTIATE_NODE] * n);
   x->n = n;
   x->nids = n;
   x->src = g;
@@ -462,6 +447,7 @@ static CUresult graph_launch(CUgraphExec x, CUstream h, int ptds) {
   if (!grape__sim_reg_has(x, K_EXEC))
     return CUDA_ERROR_INVALID_HANDLE;
   uint32_t n = x->n;
+  grape__sim_host_charge(grape__sim_costs[COST_GRAPH_LAUNCH_NODE] * n);
   sim_work_t* works = calloc(n ? n : 1, sizeof(*works));
   sim_dep_t** deps = calloc(n ? n : 1, sizeof(*deps));
   sim_dep_t* depv = calloc(n ? n : 1, sizeof(*depv));
@@ -494,9 +480,8 @@ static CUresult graph_launch(CUgraphExec x, CUstream h, int ptds) {
       nw++;
       break;
     case N_WAIT_EVENT:
-      if (x->evs[k]->s != NULL) {
+      if (grape__sim_dep_on_event_locked(x->evs[k], &depv[nw])) {
         works[nw].kind = OP_NOP;
-        depv[nw] = (sim_dep_t){x->evs[k]->s, x->evs[k]->seq};
         deps[nw] = &depv[nw];
         ndeps[nw] = 1;
         nw++;
@@ -509,8 +494,10 @@ static CUresult graph_launch(CUgraphExec x, CUstream h, int ptds) {
   pthread_mutex_unlock(&grape__sim.lock);
   if (r != CUDA_SUCCESS) {
     pthread_mutex_lock(&grape__sim.lock);
-    for (int i = 0; i < nw; i++)
+    for (int i = 0; i < nw; i++) {
       grape__sim_work_release(&works[i]);
+      grape__sim_deps_drop_locked(deps[i], ndeps[i]);
+    }
     pthread_mutex_unlock(&grape__sim.lock);
     goto out;
   }
@@ -668,6 +655,7 @@ SIM_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec x, CUgraph g, CUgraphExecUp
   CUresult r = CUDA_SUCCESS;
   pthread_mutex_lock(&grape__sim.lock);
   uint32_t n = g->nnodes;
+  grape__sim_host_charge(grape__sim_costs[COST_GRAPH_EXEC_UPDATE_NODE] * n);
   uint32_t* order = calloc(n ? n : 1, sizeof(uint32_t));
   uint32_t* pos = calloc(n ? n : 1, sizeof(uint32_t));
   if (order == NULL || pos == NULL) {
@@ -823,25 +811,51 @@ void grape__sim_capture_invalidate(struct CUstream_st* s) {
     s->cap->invalidated = 1;
 }
 
-static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, int ptds) {
+/* Begins a capture into a new graph, or (cuStreamBeginCaptureToGraph) into
+ * the caller's graph g after its nodes deps, which stays the caller's. */
+static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, int ptds, CUgraph g,
+                              const CUgraphNode* deps, const CUgraphEdgeData* edges, size_t ndeps) {
   struct CUstream_st* s;
   SIM_TRY(grape__sim_stream(h, ptds, &s));
   if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED)
     return CUDA_ERROR_INVALID_VALUE;
   if (s->legacy)
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  sim_node_t** first = NULL;
+  if (g != NULL) {
+    if (check_graph(g) != CUDA_SUCCESS || (ndeps > 0 && deps == NULL))
+      return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < ndeps; i++) {
+      if (!grape__sim_reg_has(deps[i], K_NODE) || ((sim_node_t*)deps[i])->g != g)
+        return CUDA_ERROR_INVALID_VALUE;
+      /* Edge data other than the default (full dependency, port 0) is not simulated. */
+      if (edges != NULL && (edges[i].type != CU_GRAPH_DEPENDENCY_TYPE_DEFAULT ||
+                            edges[i].from_port != 0 || edges[i].to_port != 0))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    if (ndeps > 0 && (first = malloc(ndeps * sizeof(*first))) == NULL)
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    if (ndeps > 0)
+      memcpy(first, deps, ndeps * sizeof(*first));
+  }
   sim_capture_t* c = calloc(1, sizeof(*c));
-  if (c == NULL)
+  if (c == NULL) {
+    free(first);
     return CUDA_ERROR_OUT_OF_MEMORY;
-  c->g = graph_new();
+  }
+  c->to_graph = g != NULL;
+  c->g = g != NULL ? g : graph_new();
   if (c->g == NULL) {
+    free(first);
     free(c);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   pthread_mutex_lock(&grape__sim.lock);
   if (s->cap != NULL) {
+    if (!c->to_graph)
+      graph_free_locked(c->g);
     pthread_mutex_unlock(&grape__sim.lock);
-    graph_free_locked(c->g);
+    free(first);
     free(c);
     return CUDA_ERROR_ILLEGAL_STATE;
   }
@@ -853,7 +867,9 @@ static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, int ptds) {
   c->next = grape__sim.captures;
   grape__sim.captures = c;
   s->cap = c;
-  s->ncap_deps = 0;
+  free(s->cap_deps);
+  s->cap_deps = first;
+  s->ncap_deps = (int)(first != NULL ? ndeps : 0);
   grape__sim.active_captures++;
   if (mode == CU_STREAM_CAPTURE_MODE_GLOBAL)
     grape__sim.active_global_captures++;
@@ -864,11 +880,28 @@ static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, int ptds) {
 
 SIM_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
   SIM_COUNT(cuStreamBeginCapture_v2);
-  return begin_capture(s, mode, 0);
+  return begin_capture(s, mode, 0, NULL, NULL, NULL, 0);
 }
 SIM_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode) {
   SIM_COUNT(cuStreamBeginCapture_v2_ptsz);
-  return begin_capture(s, mode, 1);
+  return begin_capture(s, mode, 1, NULL, NULL, NULL, 0);
+}
+SIM_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode* deps,
+                                                const CUgraphEdgeData* edges, size_t ndeps,
+                                                CUstreamCaptureMode mode) {
+  SIM_COUNT(cuStreamBeginCaptureToGraph);
+  if (g == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  return begin_capture(s, mode, 0, g, deps, edges, ndeps);
+}
+SIM_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g,
+                                                     const CUgraphNode* deps,
+                                                     const CUgraphEdgeData* edges, size_t ndeps,
+                                                     CUstreamCaptureMode mode) {
+  SIM_COUNT(cuStreamBeginCaptureToGraph_ptsz);
+  if (g == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  return begin_capture(s, mode, 1, g, deps, edges, ndeps);
 }
 
 /* Lock held: is every node of `want` an ancestor-or-self of the frontier? */
@@ -948,7 +981,8 @@ static CUresult end_capture(CUstream h, CUgraph* out, int ptds) {
   struct CUgraph_st* g = c->g;
   c->g = NULL;   /* the capture record stays, ended */
   if (c->invalidated || unjoined) {
-    graph_free_locked(g);
+    if (!c->to_graph)
+      graph_free_locked(g);   /* a graph given to cuStreamBeginCaptureToGraph stays the caller's */
     *out = NULL;
     r = unjoined && !c->invalidated ? CUDA_ERROR_STREAM_CAPTURE_UNJOINED
                                     : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;

@@ -10,9 +10,19 @@
  *
  * Handles (streams, events, modules, functions, graphs, nodes, execs, pools)
  * are checked against a registry before use, so a destroyed or made-up handle
- * yields CUDA_ERROR_INVALID_HANDLE instead of a crash. Destroyed streams are
- * parked, not freed, until exit: events and pending dependencies may still
- * name them.
+ * yields CUDA_ERROR_INVALID_HANDLE instead of a crash. Stream objects are
+ * never freed: events and pending dependencies may still name a destroyed
+ * one. A destroyed stream whose work has all finished is handed out again by
+ * the next cuStreamCreate, as drivers reuse handle values; its sequence
+ * numbers keep counting, so every (stream, seq) pair still held anywhere reads
+ * as finished. Function and module objects of unloaded modules are reused the
+ * same way. SIMCU_NO_REUSE=1 parks all of them instead.
+ *
+ * Simulated time (cost.h): an op starts no earlier than its stream's previous
+ * op, its dependencies, and the host time of its submission plus a latency.
+ * A dependency on an op still pending holds a shared "done" cell that the op
+ * fills with its finish time, so finish times are exact whatever the real
+ * scheduling (SIMCU_SYNC=1 gives the same times as worker threads).
  *
  * Invariants: seq numbers of one stream increase by one per op; an op only
  * depends on ops submitted before it, so waits can never form a cycle.
@@ -27,22 +37,29 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include "cost.h"
 #include "grape/cubin.h"
 #include "simcu.h"
 
 #define SIM_EXPORT __attribute__((visibility("default")))
 #define SIM_DRIVER_VERSION 13000
 #define SIM_ARCH 90
-#define SIM_RING 1024   /* completion times remembered per stream (ops) */
+#define SIM_TOTAL_MEM 150754820096ULL   /* what an H200 reports: 143771 MiB */
 
 /* ---- Entry-point counters ---- */
 
+/* One counter per exported entry point: api.def's, then the generated stubs'
+ * (sim_stub_syms.h), so a call of an entry point the sim does not serve is
+ * counted and charged like any other. */
 enum sim_sym_e {
 #define SIM_P1(base, ver, sym) SYM_##sym,
 #define SIM_P2(base, ver, sym, ptsym) SYM_##sym, SYM_##ptsym,
 #define SIM_ALIAS(base, ver, sym)
 #define SIM_EXTRA(sym) SYM_##sym,
 #include "api.def"
+#define SIM_STUB(sym) SYM_##sym,
+#include "sim_stub_syms.h"
+#undef SIM_STUB
   SYM__COUNT
 };
 extern const char* const grape__sim_sym_names[SYM__COUNT];
@@ -53,7 +70,8 @@ extern const char* const grape__sim_sym_names[SYM__COUNT];
     if (try_r_ != CUDA_SUCCESS)          \
       return try_r_;                     \
   } while (0)
-#define SIM_COUNT(sym) atomic_fetch_add_explicit(&grape__sim.calls[SYM_##sym], 1, memory_order_relaxed)
+/* Counts a call of an entry point and charges its cost on the caller's host clock. */
+#define SIM_COUNT(sym) grape__sim_enter(SYM_##sym)
 
 /* ---- Objects ---- */
 
@@ -80,6 +98,7 @@ struct CUfunc_st {               /* also serves as CUkernel: a CUkernel may be p
   int max_threads;
   int max_dyn_smem;              /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
   int cuda_api_version;
+  struct CUfunc_st* free_next;   /* unloaded, waiting for reuse */
 };
 
 struct sim_module_s {
@@ -87,15 +106,27 @@ struct sim_module_s {
   int is_library;
   uint32_t nfuncs;
   struct CUfunc_st** funcs;
+  struct sim_module_s* free_next;   /* unloaded, waiting for reuse */
 };
 
 enum sim_op_kind_e {
   OP_NOP, OP_KERNEL, OP_MEMCPY, OP_MEMSET, OP_EVENT, OP_HOSTFN, OP_FREE,
 };
 
+/* The finish time of one op, shared by the op and the ops and waiters that
+ * depend on it; freed when the last holder lets go (lock held). */
+typedef struct sim_done_s {
+  uint64_t t;
+  int refs;
+} sim_done_t;
+
+/* Op seq of stream s must have finished; its finish time is done->t when
+ * done is set, else at (known when the dependency was taken). */
 typedef struct sim_dep_s {
   struct CUstream_st* s;
   uint64_t seq;
+  sim_done_t* done;
+  uint64_t at;
 } sim_dep_t;
 
 /* One unit of stream work; also the payload of a graph node. */
@@ -113,8 +144,11 @@ typedef struct sim_work_s {
     struct {
       void* dst;
       const void* src;
-      size_t n;
+      size_t n;                  /* bytes (per row for 2-D/3-D copies) */
       void* owned;               /* snapshot of pageable host source, freed with the work */
+      size_t rows, depth;        /* 2-D/3-D copies (copy3d.c): rows per slice, slices; 0 = 1 */
+      size_t spitch, dpitch;     /* bytes between rows */
+      size_t sslice, dslice;     /* bytes between slices */
     } cp;
     struct {
       void* dst;
@@ -130,6 +164,8 @@ typedef struct sim_work_s {
     struct {
       CUhostFn fn;
       void* data;
+      int blocks;                /* may block on the host: host code, or a stream wait
+                                    for a value in memory (memop.c); 0: a stream write */
     } host;
     struct {
       CUdeviceptr p;
@@ -143,6 +179,8 @@ typedef struct sim_op_s {
   sim_work_t w;
   int ndeps;
   sim_dep_t* deps;
+  uint64_t not_before;           /* simulated ns: submission and finished dependencies */
+  sim_done_t* done;              /* set once something depends on this op */
 } sim_op_t;
 
 struct CUstream_st {
@@ -159,9 +197,11 @@ struct CUstream_st {
   uint64_t submitted;            /* seq of the last op queued */
   uint64_t completed;            /* seq of the last op finished */
   uint64_t clock_ns;             /* simulated time at which the last op finished */
-  uint64_t ring[SIM_RING];       /* finish time of op seq, at seq % SIM_RING */
+  sim_op_t* last_op;             /* the op of seq `submitted` until it finishes */
+  sim_op_t* running;             /* the op being run outside the lock, if any */
   int destroyed;
   struct CUstream_st* all_next;  /* list of every stream ever made */
+  struct CUstream_st* free_next; /* destroyed streams waiting for reuse */
   /* capture */
   sim_capture_t* cap;
   sim_node_t** cap_deps;
@@ -174,6 +214,7 @@ struct CUevent_st {
   int live;                      /* handle not destroyed */
   struct CUstream_st* s;         /* last record: stream and seq; NULL if never */
   uint64_t seq;
+  sim_op_t* rec_op;              /* the last record's op until it finishes */
   uint64_t time_ns;
   int timed;                     /* time_ns belongs to the last record */
   /* record during capture */
@@ -236,6 +277,7 @@ struct sim_capture_s {
   int invalidated;
   unsigned long long id;
   int nstreams;                  /* streams currently in the capture */
+  int to_graph;                  /* cuStreamBeginCaptureToGraph: g is the caller's */
   struct sim_capture_s* next;    /* every capture ever begun (kept until exit) */
 };
 
@@ -259,6 +301,13 @@ typedef struct sim_state_s {
   unsigned long long next_capture_id;
   int active_global_captures;    /* captures in GLOBAL mode */
   int active_captures;
+  int no_reuse;                  /* SIMCU_NO_REUSE=1: handle values are never handed out again */
+  struct CUstream_st* free_streams;
+  uint64_t retired_blocking_ns;  /* latest finish of reused blocking streams' earlier work */
+  uint64_t retired_all_ns;       /* the same for every reused stream */
+  int host_blocked;              /* blocking host ops running now (host functions, stream
+                                    waits for a value): work that waits on the host */
+  _Atomic int sticky;            /* a device fault: every later use of the context fails */
   _Atomic unsigned long long calls[SYM__COUNT];
   _Atomic unsigned long long kernels_executed;
   _Atomic unsigned long long graph_launches;
@@ -268,9 +317,34 @@ typedef struct sim_state_s {
 
 extern sim_state_t grape__sim;
 
+/* cost.c */
+extern uint64_t grape__sim_costs[COST__COUNT];
+extern uint64_t grape__sim_entry_cost[SYM__COUNT];
+extern _Atomic int grape__sim_costs_ready;
+void grape__sim_costs_load(void);
+void grape__sim_host_charge(uint64_t ns);
+void grape__sim_host_enter(uint64_t ns);         /* an entry point's own cost */
+uint64_t grape__sim_host_now(void);
+uint64_t grape__sim_host_call_start(void);      /* the clock before the current entry point */
+uint64_t grape__sim_submit_time(void);          /* host now + submission latency */
+void grape__sim_host_wait(uint64_t t_done);     /* waited for work that finished at t_done */
+void grape__sim_charge_event_record(int sym, int timing);
+uint64_t grape__sim_host_total(void);
+uint64_t grape__sim_end_ns(void);
+int grape__sim_private_table(const CUuuid* id, const void** table);
+
+static inline void grape__sim_enter(int sym) {
+  atomic_fetch_add_explicit(&grape__sim.calls[sym], 1, memory_order_relaxed);
+  if (!atomic_load_explicit(&grape__sim_costs_ready, memory_order_acquire))
+    grape__sim_costs_load();
+  grape__sim_host_enter(grape__sim_entry_cost[sym]);
+}
+
 /* core.c */
 CUresult grape__sim_check_init(void);
-CUresult grape__sim_need_ctx(void);   /* init done and a current context */
+CUresult grape__sim_need_ctx(void);   /* init done, a current context, no sticky fault */
+CUresult grape__sim_sticky(void);     /* the sticky fault, or CUDA_SUCCESS */
+const char* grape__sim_err_name(CUresult e);   /* NULL if unknown */
 int grape__sim_reg_add(const void* p, int kind);
 void grape__sim_reg_del(const void* p);
 int grape__sim_reg_has(const void* p, int kind);   /* caller may hold the lock or not */
@@ -291,7 +365,10 @@ CUresult grape__sim_wait_stream(struct CUstream_st* s);
 int grape__sim_capturing(struct CUstream_st* s);
 CUresult grape__sim_wait_all(void);
 void grape__sim_wait_all_timed(int ms);
-void grape__sim_run_work(sim_work_t* w, uint64_t* clock);
+int grape__sim_run_work(sim_work_t* w, uint64_t* clock);   /* returns a device fault or 0 */
+int grape__sim_dep_on_event_locked(struct CUevent_st* e, sim_dep_t* d);
+void grape__sim_deps_drop_locked(sim_dep_t* d, int n);
+uint64_t grape__sim_device_end_ns(void);
 void grape__sim_work_release(sim_work_t* w);
 int grape__sim_work_copy(sim_work_t* dst, const sim_work_t* src);
 void grape__sim_event_unref_locked(struct CUevent_st* e);
@@ -303,6 +380,17 @@ CUresult grape__sim_make_kernel_work(struct CUfunc_st* f, const unsigned grid[3]
                                      const unsigned block[3], unsigned smem, void** params,
                                      void** extra, sim_work_t* w);
 CUresult grape__sim_bind_body(struct CUfunc_st* f);
+
+/* copy3d.c */
+void grape__sim_copy_rows(const sim_work_t* w);   /* runs a 2-D/3-D OP_MEMCPY */
+CUresult grape__sim_copy3d_work(const CUDA_MEMCPY3D* p, sim_work_t* w);   /* graph memcpy nodes */
+
+/* Fork handlers of each file's locks (phase: SIM_FORK_PREPARE, _PARENT, _CHILD). */
+enum { SIM_FORK_PREPARE, SIM_FORK_PARENT, SIM_FORK_CHILD };
+void grape__sim_module_atfork(int phase);
+void grape__sim_mem_atfork(int phase);
+void grape__sim_memop_atfork(int phase);
+void grape__sim_stream_atfork_child(void);   /* grape__sim.lock held */
 
 /* graph.c */
 CUresult grape__sim_capture_add(struct CUstream_st* s, sim_work_t* w, int type,

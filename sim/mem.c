@@ -198,6 +198,14 @@ static CUresult arena_return(uintptr_t base, size_t size) {
   return r;
 }
 
+/* mem_lock is a leaf lock: taken last before fork, released first after. */
+void grape__sim_mem_atfork(int phase) {
+  if (phase == SIM_FORK_PREPARE)
+    pthread_mutex_lock(&mem_lock);
+  else
+    pthread_mutex_unlock(&mem_lock);
+}
+
 int grape__sim_dev_range(CUdeviceptr p, size_t n) {
   pthread_mutex_lock(&mem_lock);
   long i = tab_find(&dev_used, (uintptr_t)p);
@@ -257,9 +265,7 @@ SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
 SIM_EXPORT CUresult cuMemGetInfo_v2(size_t* free_b, size_t* total) {
   SIM_COUNT(cuMemGetInfo_v2);
   SIM_TRY(grape__sim_check_init());
-  size_t t = 0;
-  cuDeviceTotalMem_v2(&t, 0);
-  atomic_fetch_sub(&grape__sim.calls[SYM_cuDeviceTotalMem_v2], 1);   /* internal use */
+  size_t t = (size_t)SIM_TOTAL_MEM;
   pthread_mutex_lock(&mem_lock);
   size_t used = dev_bytes_used;
   pthread_mutex_unlock(&mem_lock);
@@ -473,26 +479,26 @@ struct CUmemPoolHandle_st {
   cuuint64_t release_threshold;
 };
 static struct CUmemPoolHandle_st default_pool = {1, 0};
+/* The device's current pool (cuDeviceSetMemPool), which cuMemAllocAsync uses. */
+static _Atomic(CUmemoryPool) current_pool = &default_pool;
 
-/* There is no cuDeviceSetMemPool here, so a device's current pool is always
- * its default one. */
-static CUresult device_pool(CUmemoryPool* pool, CUdevice d) {
+static CUresult device_pool(CUmemoryPool* pool, CUdevice d, CUmemoryPool which) {
   if (pool == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   if (d != 0)
     return CUDA_ERROR_INVALID_DEVICE;
-  *pool = &default_pool;
+  *pool = which;
   return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice d) {
   SIM_COUNT(cuDeviceGetDefaultMemPool);
-  return device_pool(pool, d);
+  return device_pool(pool, d, &default_pool);
 }
 
 SIM_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice d) {
   SIM_COUNT(cuDeviceGetMemPool);
-  return device_pool(pool, d);
+  return device_pool(pool, d, atomic_load(&current_pool));
 }
 
 SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
@@ -514,6 +520,9 @@ SIM_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   SIM_COUNT(cuMemPoolDestroy);
   if (pool == &default_pool || !grape__sim_reg_has(pool, K_POOL))
     return CUDA_ERROR_INVALID_VALUE;
+  /* A destroyed current pool leaves the device with its default one. */
+  CUmemoryPool cur = pool;
+  atomic_compare_exchange_strong(&current_pool, &cur, &default_pool);
   grape__sim_reg_del(pool);
   free(pool);
   return CUDA_SUCCESS;
@@ -568,11 +577,11 @@ static CUresult alloc_async(CUdeviceptr* p, size_t n, CUmemoryPool pool, CUstrea
 
 SIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* p, size_t n, CUstream s) {
   SIM_COUNT(cuMemAllocAsync);
-  return alloc_async(p, n, &default_pool, s, 0);
+  return alloc_async(p, n, atomic_load(&current_pool), s, 0);
 }
 SIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* p, size_t n, CUstream s) {
   SIM_COUNT(cuMemAllocAsync_ptsz);
-  return alloc_async(p, n, &default_pool, s, 1);
+  return alloc_async(p, n, atomic_load(&current_pool), s, 1);
 }
 SIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* p, size_t n, CUmemoryPool pool, CUstream s) {
   SIM_COUNT(cuMemAllocFromPoolAsync);
@@ -800,6 +809,21 @@ MEMSET2D_API(cuMemsetD2D8_v2, unsigned char, 1, 0)
 MEMSET2D_API(cuMemsetD2D8_v2_ptds, unsigned char, 1, 1)
 MEMSET2D_API(cuMemsetD2D32_v2, unsigned int, 4, 0)
 MEMSET2D_API(cuMemsetD2D32_v2_ptds, unsigned int, 4, 1)
+MEMSET2D_API(cuMemsetD2D16_v2, unsigned short, 2, 0)
+MEMSET2D_API(cuMemsetD2D16_v2_ptds, unsigned short, 2, 1)
+
+#define MEMSET2D_ASYNC_API(name, T, es, ptds)                                      \
+  SIM_EXPORT CUresult name(CUdeviceptr d, size_t pitch, T v, size_t w, size_t h,   \
+                           CUstream s) {                                           \
+    SIM_COUNT(name);                                                               \
+    return memset_any(d, v, es, w, h, pitch, s, ptds, 1);                          \
+  }
+MEMSET2D_ASYNC_API(cuMemsetD2D8Async, unsigned char, 1, 0)
+MEMSET2D_ASYNC_API(cuMemsetD2D8Async_ptsz, unsigned char, 1, 1)
+MEMSET2D_ASYNC_API(cuMemsetD2D16Async, unsigned short, 2, 0)
+MEMSET2D_ASYNC_API(cuMemsetD2D16Async_ptsz, unsigned short, 2, 1)
+MEMSET2D_ASYNC_API(cuMemsetD2D32Async, unsigned int, 4, 0)
+MEMSET2D_ASYNC_API(cuMemsetD2D32Async_ptsz, unsigned int, 4, 1)
 
 /* ---- Virtual memory management (cuMemAddressReserve / cuMemCreate / cuMemMap) ----
  *
@@ -969,4 +993,194 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
   if (desc == NULL || count == 0)
     return CUDA_ERROR_INVALID_VALUE;
   return grape__sim_dev_range(ptr, size) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---- Pitched allocation, pool access, managed-memory hints ----
+ *
+ * Pitched rows are 512-byte aligned, as cudaMallocPitch gives on current GPUs.
+ * The sim has one device, which always has read-write access to its pools.
+ * Managed memory lives in the arena and is never migrated, so prefetches and
+ * attachments are checked and ordered on their stream (an event recorded
+ * after a prefetch completes after it) but move nothing, and advice is
+ * checked and otherwise has no effect (cuMemRangeGetAttribute is not served).
+ */
+
+#define PITCH_ALIGN 512u
+
+SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* p, size_t* pitch, size_t width, size_t height,
+                                       unsigned int elem) {
+  SIM_COUNT(cuMemAllocPitch_v2);
+  CUresult r = grape__sim_need_ctx();
+  if (r == CUDA_SUCCESS)
+    r = grape__sim_unsafe_call();
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (p == NULL || pitch == NULL || width == 0 || height == 0 ||
+      (elem != 4 && elem != 8 && elem != 16))
+    return CUDA_ERROR_INVALID_VALUE;
+  size_t pp = (width + PITCH_ALIGN - 1) & ~(size_t)(PITCH_ALIGN - 1);
+  if (height > SIZE_MAX / pp)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  r = dev_alloc(p, pp * height, 0);
+  if (r == CUDA_SUCCESS)
+    *pitch = pp;
+  return r;
+}
+
+SIM_EXPORT CUresult cuDeviceSetMemPool(CUdevice d, CUmemoryPool pool) {
+  SIM_COUNT(cuDeviceSetMemPool);
+  SIM_TRY(grape__sim_check_init());
+  if (d != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  if (!pool_ok(pool))
+    return CUDA_ERROR_INVALID_VALUE;
+  atomic_store(&current_pool, pool);
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t n) {
+  SIM_COUNT(cuMemPoolSetAccess);
+  if (!pool_ok(pool) || (n > 0 && map == NULL))
+    return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < n; i++) {
+    if (map[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+      return CUDA_ERROR_INVALID_VALUE;
+    if (map[i].location.id != 0)
+      return CUDA_ERROR_INVALID_DEVICE;
+    /* The pool's own device keeps read-write access. */
+    if (map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool pool,
+                                       CUmemLocation* loc) {
+  SIM_COUNT(cuMemPoolGetAccess);
+  if (flags == NULL || loc == NULL || !pool_ok(pool))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (loc->type != CU_MEM_LOCATION_TYPE_DEVICE)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (loc->id != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  *flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  return CUDA_SUCCESS;
+}
+
+/* 1 if [p, p+n) lies inside one managed allocation. */
+static int managed_range(CUdeviceptr p, size_t n) {
+  pthread_mutex_lock(&mem_lock);
+  long i = tab_find(&dev_used, (uintptr_t)p);
+  int ok = i >= 0 && (dev_used.v[i].flags & 1) &&
+           (uintptr_t)p + n <= dev_used.v[i].base + dev_used.v[i].size;
+  pthread_mutex_unlock(&mem_lock);
+  return ok;
+}
+
+static CUresult check_location(CUmemLocation loc) {
+  switch (loc.type) {
+  case CU_MEM_LOCATION_TYPE_DEVICE:
+    return loc.id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+  case CU_MEM_LOCATION_TYPE_HOST:
+  case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+    return CUDA_SUCCESS;
+  case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+    return loc.id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;   /* one NUMA node */
+  default:
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+/* A stream-ordered no-op standing for a prefetch or an attachment. */
+static CUresult ordered_hint(CUdeviceptr p, size_t n, CUstream h, int ptds) {
+  SIM_TRY(grape__sim_check_init());
+  if (n == 0 || !managed_range(p, n))
+    return CUDA_ERROR_INVALID_VALUE;
+  struct CUstream_st* s;
+  SIM_TRY(grape__sim_stream(h, ptds, &s));
+  sim_work_t w = {.kind = OP_NOP};
+  return grape__sim_submit(s, &w, NULL, 0);
+}
+
+static CUresult prefetch(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, CUstream h,
+                         int ptds) {
+  if (flags != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  SIM_TRY(check_location(loc));
+  return ordered_hint(p, n, h, ptds);
+}
+
+static CUmemLocation device_location(CUdevice d) {
+  CUmemLocation loc = {CU_MEM_LOCATION_TYPE_DEVICE, d};
+  if (d == CU_DEVICE_CPU)
+    loc.type = CU_MEM_LOCATION_TYPE_HOST;
+  return loc;
+}
+
+SIM_EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice d, CUstream s) {
+  SIM_COUNT(cuMemPrefetchAsync);
+  return prefetch(p, n, device_location(d), 0, s, 0);
+}
+SIM_EXPORT CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr p, size_t n, CUdevice d, CUstream s) {
+  SIM_COUNT(cuMemPrefetchAsync_ptsz);
+  return prefetch(p, n, device_location(d), 0, s, 1);
+}
+SIM_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation loc,
+                                          unsigned int flags, CUstream s) {
+  SIM_COUNT(cuMemPrefetchAsync_v2);
+  return prefetch(p, n, loc, flags, s, 0);
+}
+SIM_EXPORT CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation loc,
+                                               unsigned int flags, CUstream s) {
+  SIM_COUNT(cuMemPrefetchAsync_v2_ptsz);
+  return prefetch(p, n, loc, flags, s, 1);
+}
+
+static CUresult advise(CUdeviceptr p, size_t n, CUmem_advise advice, CUmemLocation loc) {
+  SIM_TRY(grape__sim_check_init());
+  if (advice < CU_MEM_ADVISE_SET_READ_MOSTLY || advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (advice != CU_MEM_ADVISE_SET_READ_MOSTLY && advice != CU_MEM_ADVISE_UNSET_READ_MOSTLY)
+    SIM_TRY(check_location(loc));
+  return n > 0 && managed_range(p, n) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+SIM_EXPORT CUresult cuMemAdvise(CUdeviceptr p, size_t n, CUmem_advise advice, CUdevice d) {
+  SIM_COUNT(cuMemAdvise);
+  return advise(p, n, advice, device_location(d));
+}
+SIM_EXPORT CUresult cuMemAdvise_v2(CUdeviceptr p, size_t n, CUmem_advise advice,
+                                   CUmemLocation loc) {
+  SIM_COUNT(cuMemAdvise_v2);
+  return advise(p, n, advice, loc);
+}
+
+static CUresult attach(CUstream h, CUdeviceptr p, size_t n, unsigned flags, int ptds) {
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST &&
+      flags != CU_MEM_ATTACH_SINGLE)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (n == 0) {
+    /* 0 attaches the whole allocation, which must start at p. */
+    CUdeviceptr base = 0;
+    pthread_mutex_lock(&mem_lock);
+    long i = tab_find(&dev_used, (uintptr_t)p);
+    if (i >= 0) {
+      base = (CUdeviceptr)dev_used.v[i].base;
+      n = dev_used.v[i].size;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    if (base != p)
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  return ordered_hint(p, n, h, ptds);
+}
+
+SIM_EXPORT CUresult cuStreamAttachMemAsync(CUstream s, CUdeviceptr p, size_t n, unsigned int flags) {
+  SIM_COUNT(cuStreamAttachMemAsync);
+  return attach(s, p, n, flags, 0);
+}
+SIM_EXPORT CUresult cuStreamAttachMemAsync_ptsz(CUstream s, CUdeviceptr p, size_t n,
+                                                unsigned int flags) {
+  SIM_COUNT(cuStreamAttachMemAsync_ptsz);
+  return attach(s, p, n, flags, 1);
 }

@@ -12,6 +12,11 @@
  * A kernel's CPU body is looked up by name when first launched (see simcu.h);
  * a launch without one fails with CUDA_ERROR_NOT_FOUND and a message naming
  * the kernel, never silently.
+ *
+ * Unloading a module keeps its module and function objects for the next
+ * load (last freed, first reused), so handle values come back for other
+ * kernels as with a real driver; SIMCU_NO_REUSE=1 parks them instead. The
+ * free lists are guarded by bind_lock, which also orders body lookups.
  */
 #include "internal.h"
 
@@ -27,6 +32,18 @@
 static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
 static void** extra_libs;   /* handles of SIMCU_KERNELS objects */
 static int nextra_libs = -1;
+static struct CUfunc_st* free_funcs;   /* bind_lock */
+static sim_module_t* free_modules;     /* bind_lock */
+static struct CUfunc_st* parked_free_funcs; /* SIMCU_NO_REUSE: kept, never handed out again */
+static sim_module_t* parked_free_modules;
+
+/* bind_lock is taken first before fork (no other sim lock is held under it). */
+void grape__sim_module_atfork(int phase) {
+  if (phase == SIM_FORK_PREPARE)
+    pthread_mutex_lock(&bind_lock);
+  else
+    pthread_mutex_unlock(&bind_lock);
+}
 
 static void load_extra_libs(void) {
   nextra_libs = 0;
@@ -142,13 +159,41 @@ static void params_from_body(struct CUfunc_st* f) {
 
 /* ---- Modules ---- */
 
+/* A zeroed object from the free list (its handle value is reused) or new. */
+static void* take_or_calloc(void** list, size_t size, size_t next_off) {
+  pthread_mutex_lock(&bind_lock);
+  void* p = *list;
+  if (p != NULL)
+    memcpy(list, (char*)p + next_off, sizeof(void*));
+  pthread_mutex_unlock(&bind_lock);
+  if (p == NULL)
+    return calloc(1, size);
+  memset(p, 0, size);
+  return p;
+}
+
+/* Gives an unloaded object back for reuse, or parks it (SIMCU_NO_REUSE). */
+static void give_back(void** list, void** parked, void* p, size_t next_off) {
+  if (grape__sim.no_reuse)
+    list = parked;
+  pthread_mutex_lock(&bind_lock);
+  memcpy((char*)p + next_off, list, sizeof(void*));
+  *list = p;
+  pthread_mutex_unlock(&bind_lock);
+}
+
+#define TAKE(list, type) \
+  ((type*)take_or_calloc((void**)&(list), sizeof(type), offsetof(type, free_next)))
+#define GIVE_BACK(list, type, p)                                                 \
+  give_back((void**)&(list), (void**)&(parked_##list), (p), offsetof(type, free_next))
+
 static struct CUfunc_st* func_new(sim_module_t* m, const char* name) {
-  struct CUfunc_st* f = calloc(1, sizeof(*f));
+  struct CUfunc_st* f = TAKE(free_funcs, struct CUfunc_st);
   if (f == NULL)
     return NULL;
   f->name = strdup(name);
   if (f->name == NULL) {
-    free(f);
+    GIVE_BACK(free_funcs, struct CUfunc_st, f);
     return NULL;
   }
   f->mod = m;
@@ -163,7 +208,9 @@ static void func_free(struct CUfunc_st* f) {
   free(f->name);
   free(f->poff);
   free(f->psize);
-  free(f);
+  f->name = NULL;
+  f->poff = f->psize = NULL;
+  GIVE_BACK(free_funcs, struct CUfunc_st, f);
 }
 
 static int module_add_func(sim_module_t* m, struct CUfunc_st* f) {
@@ -183,16 +230,19 @@ static void module_free(sim_module_t* m) {
   free(m->funcs);
   if (m->fb != NULL)
     grape_fatbin_free(m->fb);
-  free(m);
+  m->funcs = NULL;
+  m->fb = NULL;
+  GIVE_BACK(free_modules, sim_module_t, m);
 }
 
 static CUresult module_load(const void* image, int is_library, sim_module_t** out) {
   SIM_TRY(grape__sim_check_init());
   if (grape__sim_current_ctx() == NULL && !is_library)
     return CUDA_ERROR_INVALID_CONTEXT;
+  SIM_TRY(grape__sim_sticky());
   if (image == NULL || out == NULL)
     return CUDA_ERROR_INVALID_VALUE;
-  sim_module_t* m = calloc(1, sizeof(*m));
+  sim_module_t* m = TAKE(free_modules, sim_module_t);
   if (m == NULL)
     return CUDA_ERROR_OUT_OF_MEMORY;
   m->is_library = is_library;
@@ -201,7 +251,7 @@ static CUresult module_load(const void* image, int is_library, sim_module_t** ou
    * libraries carry many architectures). */
   if (grape_image_load_arch(image, 0, SIM_ARCH, &m->fb, &err) != 0) {
     grape__sim_logf("cannot load image: %s", err.msg);
-    free(m);
+    GIVE_BACK(free_modules, sim_module_t, m);
     return CUDA_ERROR_INVALID_IMAGE;
   }
   const grape_image_t* img = grape_fatbin_select(m->fb, SIM_ARCH);

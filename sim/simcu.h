@@ -21,6 +21,13 @@
  *
  * SIMCU_PARAMS(name, sizes...) optionally declares the parameter sizes; the
  * sim uses them only when the kernel image carries no parameter table.
+ *
+ * SIMCU_FAULT(code) inside a body raises a device-side fault, as an illegal
+ * memory access or a trap does on a GPU; the body should return right after.
+ * The kernel's remaining blocks do not run, and the fault becomes the
+ * context's sticky error, reported asynchronously: the launch itself
+ * succeeded, later stream work is not run, and syncs and every later call
+ * that uses the context return the code (sim/README.md).
  */
 #ifndef SIMCU_H
 #define SIMCU_H
@@ -42,6 +49,7 @@ typedef struct simcu_block_s {
   simcu_dim3_t idx;       /* blockIdx */
   void* shared;           /* dynamic shared memory of this block (zeroed), or NULL */
   size_t shared_bytes;    /* its size: the launch's sharedMemBytes */
+  int* fault;             /* set through SIMCU_FAULT */
 } simcu_block_t;
 
 typedef void (*simcu_body_fn)(const simcu_block_t* blk, void** args);
@@ -59,6 +67,15 @@ typedef void (*simcu_body_fn)(const simcu_block_t* blk, void** args);
       {(sizeof((unsigned[]){__VA_ARGS__}) / sizeof(unsigned)), __VA_ARGS__}
 
 #define SIMCU_ARG(i, type) (*(type*)simcu_args[i])
+
+/* Device faults (the values of CUresult / cudaError_t, which agree). */
+#define SIMCU_FAULT_ILLEGAL_ADDRESS 700       /* an out-of-bounds load or store */
+#define SIMCU_FAULT_ASSERT 710                /* a failed device-side assert() */
+#define SIMCU_FAULT_ILLEGAL_INSTRUCTION 715
+#define SIMCU_FAULT_MISALIGNED_ADDRESS 716
+#define SIMCU_FAULT_LAUNCH_FAILED 719         /* "unspecified launch failure", e.g. a trap */
+/* Raises a device fault from a body; any other code counts as LAUNCH_FAILED. */
+#define SIMCU_FAULT(code) (*simcu_blk->fault = (int)(code))
 
 /* Iterates t over the linear thread index of the block (x fastest). */
 #define SIMCU_FOR_THREADS(t)                                                      \

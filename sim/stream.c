@@ -11,10 +11,25 @@
  * op, runs ops in order once their dependencies are done. With SIMCU_SYNC=1
  * the submitting thread runs the op itself, in stream order.
  *
- * Simulated time: each stream has a clock; an op starts at the later of the
- * stream's clock and its dependencies' finish times and lasts a modelled
- * duration (grape__sim_run_work), so event timings are deterministic. A kernel
- * run as a graph node is modelled without the eager launch overhead.
+ * Simulated time: each stream has a clock; an op starts at the latest of the
+ * stream's clock, its dependencies' finish times and its submission (the
+ * submitting thread's host clock plus a latency, cost.h) and lasts a modelled
+ * duration (grape__sim_run_work). A dependency already finished when it is
+ * taken contributes its finish time at once; one still pending holds the
+ * op's "done" cell. So times never depend on real scheduling. A kernel run as
+ * a graph node is modelled without the eager launch overhead.
+ *
+ * Waiting for the device (syncs) moves the waiting thread's host clock to the
+ * finish time of what it waited for. A query waits (really) for the work to
+ * finish and then answers by simulated time: ready only if the work finished
+ * by the time the query was made (the caller's host clock); when the work
+ * waits on the host (a host function is running, or a stream wait for a value
+ * in memory, memop.c, which the host may be the one to write), it answers from
+ * the real state instead: waiting could deadlock.
+ *
+ * A kernel body may raise a device fault (SIMCU_FAULT): the fault becomes the
+ * context's sticky error, later work of every stream is skipped, and calls
+ * that use the context return it (core.c, grape__sim_sticky).
  */
 #include "internal.h"
 
@@ -31,8 +46,55 @@ static _Thread_local int tls_own_strict;   /* this thread's non-relaxed captures
 
 /* ---- Stream objects ---- */
 
+/* Lock held: a destroyed stream whose work has all finished, off the free list.
+ * Its sequence numbers keep counting; the finish time of its earlier work is
+ * kept in retired_*_ns for the legacy stream and the exit report. */
+static struct CUstream_st* take_reusable_locked(void) {
+  for (struct CUstream_st** pp = &grape__sim.free_streams; *pp != NULL; pp = &(*pp)->free_next) {
+    struct CUstream_st* t = *pp;
+    if (t->head != NULL || t->completed != t->submitted)
+      continue;
+    *pp = t->free_next;
+    t->free_next = NULL;
+    if (t->clock_ns > grape__sim.retired_all_ns)
+      grape__sim.retired_all_ns = t->clock_ns;
+    if (!(t->flags & CU_STREAM_NON_BLOCKING) && t->clock_ns > grape__sim.retired_blocking_ns)
+      grape__sim.retired_blocking_ns = t->clock_ns;
+    free(t->cap_deps);
+    t->cap_deps = NULL;
+    t->ncap_deps = 0;
+    t->cap = NULL;
+    t->legacy = 0;
+    t->per_thread = 0;
+    t->destroyed = 0;
+    t->clock_ns = 0;
+    return t;
+  }
+  return NULL;
+}
+
+/* Lock held: s is destroyed; its object may serve a later stream. */
+static void retire_locked(struct CUstream_st* s) {
+  s->destroyed = 1;
+  pthread_cond_signal(&s->cv);
+  if (!grape__sim.no_reuse) {
+    s->free_next = grape__sim.free_streams;
+    grape__sim.free_streams = s;
+  }
+}
+
 static struct CUstream_st* stream_new(unsigned flags, int prio) {
-  struct CUstream_st* s = calloc(1, sizeof(*s));
+  pthread_mutex_lock(&grape__sim.lock);
+  struct CUstream_st* s = take_reusable_locked();
+  if (s != NULL) {
+    s->flags = flags;
+    s->priority = prio;
+    s->id = ++grape__sim.next_stream_id;
+    pthread_mutex_unlock(&grape__sim.lock);
+    return s;
+  }
+  pthread_mutex_unlock(&grape__sim.lock);
+  s = calloc(1, sizeof(*s));
   if (s == NULL)
     return NULL;
   if (pthread_cond_init(&s->cv, NULL) != 0) {
@@ -52,8 +114,7 @@ static struct CUstream_st* stream_new(unsigned flags, int prio) {
 static void ptds_exit(void* p) {
   struct CUstream_st* s = p;
   pthread_mutex_lock(&grape__sim.lock);
-  s->destroyed = 1;
-  pthread_cond_signal(&s->cv);
+  retire_locked(s);
   pthread_mutex_unlock(&grape__sim.lock);
 }
 
@@ -77,9 +138,7 @@ void init_legacy(void) {
 /* Resolves a stream handle as the driver does for the plain (ptds == 0) or
  * per-thread (ptds == 1) entry point. */
 CUresult grape__sim_stream(CUstream h, int ptds, struct CUstream_st** out) {
-  SIM_TRY(grape__sim_check_init());
-  if (grape__sim_current_ctx() == NULL)
-    return CUDA_ERROR_INVALID_CONTEXT;
+  SIM_TRY(grape__sim_need_ctx());
   if (h == CU_STREAM_LEGACY || (h == NULL && !ptds)) {
     *out = legacy_stream();
     return *out != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
@@ -104,11 +163,53 @@ CUresult grape__sim_stream(CUstream h, int ptds, struct CUstream_st** out) {
 
 /* ---- Execution ---- */
 
+/* Lock held: op's finish time will be wanted; returns its cell with a
+ * reference for the caller, or NULL without memory (the time then reads 0). */
+static sim_done_t* op_watch_locked(sim_op_t* op) {
+  if (op == NULL)
+    return NULL;
+  if (op->done == NULL) {
+    op->done = calloc(1, sizeof(*op->done));
+    if (op->done == NULL)
+      return NULL;
+    op->done->refs = 1;   /* the op's own */
+  }
+  op->done->refs++;
+  return op->done;
+}
+
+static void done_put_locked(sim_done_t* d) {
+  if (d != NULL && --d->refs == 0)
+    free(d);
+}
+
+void grape__sim_deps_drop_locked(sim_dep_t* d, int n) {
+  for (int i = 0; i < n; i++)
+    done_put_locked(d[i].done);
+}
+
 static uint64_t dep_time(const sim_dep_t* d) {
-  struct CUstream_st* t = d->s;
-  if (t->completed - d->seq < SIM_RING)
-    return t->ring[d->seq % SIM_RING];
-  return 0;
+  return d->done != NULL ? d->done->t : d->at;
+}
+
+/* Lock held: a dependency on the last record of e; 0 if e was never recorded. */
+int grape__sim_dep_on_event_locked(struct CUevent_st* e, sim_dep_t* d) {
+  if (e->s == NULL)
+    return 0;
+  *d = (sim_dep_t){e->s, e->seq, NULL, 0};
+  if (e->s->completed >= e->seq)
+    d->at = e->time_ns;
+  else
+    d->done = op_watch_locked(e->rec_op);
+  return 1;
+}
+
+/* Lock held: frees an op that is done with (its work already released). */
+static void op_free_locked(sim_op_t* op) {
+  grape__sim_deps_drop_locked(op->deps, op->ndeps);
+  done_put_locked(op->done);
+  free(op->deps);
+  free(op);
 }
 
 static int deps_done(const sim_op_t* op) {
@@ -118,44 +219,87 @@ static int deps_done(const sim_op_t* op) {
   return 1;
 }
 
-/* Modelled durations in ns: launch overhead plus work; deterministic. */
-void grape__sim_run_work(sim_work_t* w, uint64_t* clock) {
+/* A fault code a body may raise, or CUDA_ERROR_LAUNCH_FAILED for any other. */
+static int fault_code(int code) {
+  switch (code) {
+  case CUDA_ERROR_ILLEGAL_ADDRESS:
+  case CUDA_ERROR_ASSERT:
+  case CUDA_ERROR_HARDWARE_STACK_ERROR:
+  case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+  case CUDA_ERROR_MISALIGNED_ADDRESS:
+  case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+  case CUDA_ERROR_INVALID_PC:
+  case CUDA_ERROR_LAUNCH_FAILED:
+    return code;
+  default:
+    return CUDA_ERROR_LAUNCH_FAILED;
+  }
+}
+
+/* Runs a kernel's blocks in blockIdx order until one raises a fault; returns it or 0. */
+static int run_kernel(sim_work_t* w, uint64_t* threads) {
+  struct CUfunc_st* f = w->u.k.f;
+  void* argv[f->nparams > 0 ? f->nparams : 1];
+  for (uint32_t i = 0; i < f->nparams; i++)
+    argv[i] = w->u.k.params + f->poff[i];
+  int fault = 0;
+  simcu_block_t b = {
+    .grid = {w->u.k.grid[0], w->u.k.grid[1], w->u.k.grid[2]},
+    .block = {w->u.k.block[0], w->u.k.block[1], w->u.k.block[2]},
+    .shared_bytes = w->u.k.smem,
+    .fault = &fault,
+  };
+  void* shm = w->u.k.smem ? malloc(w->u.k.smem) : NULL;
+  b.shared = shm;
+  for (unsigned z = 0; z < b.grid.z && !fault; z++)
+    for (unsigned y = 0; y < b.grid.y && !fault; y++)
+      for (unsigned x = 0; x < b.grid.x && !fault; x++) {
+        b.idx = (simcu_dim3_t){x, y, z};
+        if (shm != NULL)
+          memset(shm, 0, w->u.k.smem);
+        f->body(&b, argv);
+      }
+  free(shm);
+  *threads = (uint64_t)b.grid.x * b.grid.y * b.grid.z * b.block.x * b.block.y * b.block.z;
+  if (fault == 0)
+    return 0;
+  int code = fault_code(fault);
+  const char* name = grape__sim_err_name((CUresult)code);
+  grape__sim_logf("kernel %s raised %s at block (%u,%u,%u): the context is unusable from now on",
+                  f->name, name != NULL ? name : "a fault", b.idx.x, b.idx.y, b.idx.z);
+  return code;
+}
+
+/* Runs the work and adds its modelled duration (cost.h device rows) to *clock.
+ * Returns a device fault raised by a kernel body, or 0. */
+int grape__sim_run_work(sim_work_t* w, uint64_t* clock) {
+  const uint64_t* c = grape__sim_costs;
   uint64_t dur = 0;
+  int fault = 0;
   switch (w->kind) {
   case OP_KERNEL: {
-    struct CUfunc_st* f = w->u.k.f;
-    void* argv[f->nparams > 0 ? f->nparams : 1];
-    for (uint32_t i = 0; i < f->nparams; i++)
-      argv[i] = w->u.k.params + f->poff[i];
-    simcu_block_t b = {
-      .grid = {w->u.k.grid[0], w->u.k.grid[1], w->u.k.grid[2]},
-      .block = {w->u.k.block[0], w->u.k.block[1], w->u.k.block[2]},
-      .shared_bytes = w->u.k.smem,
-    };
-    void* shm = w->u.k.smem ? malloc(w->u.k.smem) : NULL;
-    b.shared = shm;
-    for (unsigned z = 0; z < b.grid.z; z++)
-      for (unsigned y = 0; y < b.grid.y; y++)
-        for (unsigned x = 0; x < b.grid.x; x++) {
-          b.idx = (simcu_dim3_t){x, y, z};
-          if (shm != NULL)
-            memset(shm, 0, w->u.k.smem);
-          f->body(&b, argv);
-        }
-    free(shm);
-    uint64_t threads = (uint64_t)b.grid.x * b.grid.y * b.grid.z * b.block.x * b.block.y * b.block.z;
-    /* A kernel node of a graph skips the per-launch overhead an eager launch
-     * pays (2 us vs 0.5 us): what graph replay saves on a GPU. */
-    dur = (w->u.k.from_graph ? 500 : 2000) + threads / 16;
+    uint64_t threads = 0;
+    fault = run_kernel(w, &threads);
+    /* A kernel node of a launched graph skips the per-launch overhead an
+     * eager launch pays: what graph replay saves on the device side. */
+    dur = c[w->u.k.from_graph ? COST_DEVICE_GRAPH_KERNEL : COST_DEVICE_KERNEL] +
+          threads / c[COST_DEVICE_THREADS_PER_NS];
     atomic_fetch_add(&grape__sim.kernels_executed, 1);
     if (w->u.k.from_graph)
       atomic_fetch_add(&grape__sim.graph_kernel_nodes_executed, 1);
     break;
   }
-  case OP_MEMCPY:
-    memmove(w->u.cp.dst, w->u.cp.src, w->u.cp.n);
-    dur = 1000 + w->u.cp.n / 25;
+  case OP_MEMCPY: {
+    /* A 2-D/3-D copy (copy3d.c) is one op of rows x depth rows of n bytes,
+     * costed as one copy of all its bytes. */
+    size_t rows = w->u.cp.rows ? w->u.cp.rows : 1, depth = w->u.cp.depth ? w->u.cp.depth : 1;
+    if (rows == 1 && depth == 1)
+      memmove(w->u.cp.dst, w->u.cp.src, w->u.cp.n);
+    else
+      grape__sim_copy_rows(w);
+    dur = c[COST_DEVICE_COPY] + w->u.cp.n * rows * depth / c[COST_DEVICE_COPY_BYTES_PER_NS];
     break;
+  }
   case OP_MEMSET: {
     unsigned char* row = w->u.ms.dst;
     for (size_t y = 0; y < w->u.ms.height; y++, row += w->u.ms.pitch) {
@@ -171,12 +315,13 @@ void grape__sim_run_work(sim_work_t* w, uint64_t* clock) {
           memcpy(row + 4 * i, &v, 4);
       }
     }
-    dur = 800 + (w->u.ms.n * w->u.ms.esize * w->u.ms.height) / 100;
+    dur = c[COST_DEVICE_MEMSET] +
+          (w->u.ms.n * w->u.ms.esize * w->u.ms.height) / c[COST_DEVICE_MEMSET_BYTES_PER_NS];
     break;
   }
   case OP_HOSTFN:
     w->u.host.fn(w->u.host.data);
-    dur = 1000;
+    dur = c[COST_DEVICE_HOST_FUNC];
     break;
   case OP_FREE:
     (void)grape__sim_free_now(w->u.fr.p);
@@ -185,6 +330,7 @@ void grape__sim_run_work(sim_work_t* w, uint64_t* clock) {
     break;
   }
   *clock += dur;
+  return fault;
 }
 
 void grape__sim_event_unref_locked(struct CUevent_st* e) {
@@ -218,31 +364,50 @@ int grape__sim_work_copy(sim_work_t* dst, const sim_work_t* src) {
   return 0;
 }
 
-/* Runs op on stream s (lock held on entry and exit) and marks it complete. */
+/* Runs op on stream s (lock held on entry and exit) and marks it complete.
+ * After a device fault the op is skipped: a faulted context runs nothing. */
 static void execute_locked(struct CUstream_st* s, sim_op_t* op) {
-  uint64_t start = s->clock_ns;
+  uint64_t start = s->clock_ns > op->not_before ? s->clock_ns : op->not_before;
   for (int i = 0; i < op->ndeps; i++) {
     uint64_t t = dep_time(&op->deps[i]);
     if (t > start)
       start = t;
   }
+  int skip = atomic_load(&grape__sim.sticky) != 0;
+  int host = op->w.kind == OP_HOSTFN && op->w.u.host.blocks && !skip;
+  if (host) {
+    grape__sim.host_blocked++;   /* queries stop waiting for work behind the host */
+    pthread_cond_broadcast(&grape__sim.done_cv);
+  }
+  s->running = op;
   pthread_mutex_unlock(&grape__sim.lock);
   uint64_t clock = start;
-  grape__sim_run_work(&op->w, &clock);
+  int fault = skip ? 0 : grape__sim_run_work(&op->w, &clock);
   pthread_mutex_lock(&grape__sim.lock);
+  s->running = NULL;
+  if (host)
+    grape__sim.host_blocked--;
+  if (fault != 0) {
+    int none = 0;
+    atomic_compare_exchange_strong(&grape__sim.sticky, &none, fault);
+  }
   if (op->w.kind == OP_EVENT) {
     struct CUevent_st* e = op->w.u.ev.ev;
     if (e->s == s && e->seq == op->seq) {
       e->time_ns = start;
       e->timed = 1;
     }
+    if (e->rec_op == op)
+      e->rec_op = NULL;
   }
   s->clock_ns = clock;
-  s->ring[op->seq % SIM_RING] = clock;
+  if (op->done != NULL)
+    op->done->t = clock;
+  if (s->last_op == op)
+    s->last_op = NULL;
   s->completed = op->seq;
   grape__sim_work_release(&op->w);
-  free(op->deps);
-  free(op);
+  op_free_locked(op);
   pthread_cond_broadcast(&grape__sim.done_cv);
 }
 
@@ -267,19 +432,41 @@ static void* worker(void* arg) {
   return NULL;
 }
 
-static int add_dep(sim_op_t* op, int* cap, struct CUstream_st* t, uint64_t seq) {
-  if (t->completed >= seq)
-    return 0;   /* already done; its time is already in the past of every clock that matters */
+static void fold(sim_op_t* op, uint64_t t) {
+  if (t > op->not_before)
+    op->not_before = t;
+}
+
+/* Lock held. Takes over d's cell: a finished dependency only moves the op's
+ * earliest start; a pending one is kept. */
+static int add_dep(sim_op_t* op, int* cap, const sim_dep_t* d) {
+  if (d->s->completed >= d->seq) {
+    fold(op, dep_time(d));
+    done_put_locked(d->done);
+    return 0;
+  }
   if (op->ndeps == *cap) {
     int nc = *cap ? *cap * 2 : 4;
     sim_dep_t* nd = realloc(op->deps, (size_t)nc * sizeof(*nd));
-    if (nd == NULL)
+    if (nd == NULL) {
+      done_put_locked(d->done);
       return -ENOMEM;
+    }
     op->deps = nd;
     *cap = nc;
   }
-  op->deps[op->ndeps++] = (sim_dep_t){t, seq};
+  op->deps[op->ndeps++] = *d;
   return 0;
+}
+
+/* Lock held: op waits for all work submitted to t so far. */
+static int add_stream_dep(sim_op_t* op, int* cap, struct CUstream_st* t) {
+  if (t->completed >= t->submitted) {
+    fold(op, t->clock_ns);
+    return 0;
+  }
+  sim_dep_t d = {t, t->submitted, op_watch_locked(t->last_op), 0};
+  return add_dep(op, cap, &d);
 }
 
 static int node_type_of(int kind) {
@@ -292,11 +479,13 @@ static int node_type_of(int kind) {
   }
 }
 
-/* Lock held. Takes ownership of *w on success (and on failure frees nothing of it). */
+/* Lock held. Takes ownership of *w on success (and on failure frees nothing
+ * of it); the extra dependencies' cells are taken over either way. */
 static CUresult submit_locked(struct CUstream_st* s, sim_work_t* w, const sim_dep_t* extra,
                               int nextra, int* run_inline, sim_op_t** out) {
   *run_inline = 0;
   if (s->cap != NULL) {
+    grape__sim_deps_drop_locked((sim_dep_t*)extra, nextra);
     if (s->cap->invalidated)
       return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     if (w->kind == OP_EVENT)
@@ -311,34 +500,44 @@ static CUresult submit_locked(struct CUstream_st* s, sim_work_t* w, const sim_de
     for (struct CUstream_st* t = grape__sim.all_streams; t != NULL; t = t->all_next)
       if (t != s && !(t->flags & CU_STREAM_NON_BLOCKING) && t->cap != NULL) {
         grape__sim_capture_invalidate(t);
+        grape__sim_deps_drop_locked((sim_dep_t*)extra, nextra);
         return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
       }
   }
   sim_op_t* op = calloc(1, sizeof(*op));
-  if (op == NULL)
+  if (op == NULL) {
+    grape__sim_deps_drop_locked((sim_dep_t*)extra, nextra);
     return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  op->not_before = grape__sim_submit_time();
   int cap = 0;
   int err = 0;
-  for (int i = 0; i < nextra && !err; i++)
-    err = add_dep(op, &cap, extra[i].s, extra[i].seq);
+  for (int i = 0; i < nextra; i++) {
+    if (err)
+      done_put_locked(extra[i].done);
+    else
+      err = add_dep(op, &cap, &extra[i]);
+  }
   if (s->legacy) {
+    fold(op, grape__sim.retired_blocking_ns);
     for (struct CUstream_st* t = grape__sim.all_streams; t != NULL && !err; t = t->all_next)
       if (t != s && !(t->flags & CU_STREAM_NON_BLOCKING))
-        err = add_dep(op, &cap, t, t->submitted);
+        err = add_stream_dep(op, &cap, t);
   } else if (!(s->flags & CU_STREAM_NON_BLOCKING) && grape__sim.legacy != NULL) {
-    err = add_dep(op, &cap, grape__sim.legacy, grape__sim.legacy->submitted);
+    err = add_stream_dep(op, &cap, grape__sim.legacy);
   }
   if (err) {
-    free(op->deps);
-    free(op);
+    op_free_locked(op);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   op->w = *w;
   op->seq = ++s->submitted;
+  s->last_op = op;
   if (w->kind == OP_EVENT) {
     struct CUevent_st* e = w->u.ev.ev;
     e->s = s;
     e->seq = op->seq;
+    e->rec_op = op;
     e->timed = 0;
     e->cap = NULL;
     e->refs++;
@@ -383,6 +582,7 @@ static void run_inline_op(struct CUstream_st* s, sim_op_t* op) {
   execute_locked(s, op);
 }
 
+/* The dependencies' cells are taken over whatever the result. */
 CUresult grape__sim_submit(struct CUstream_st* s, sim_work_t* w, const sim_dep_t* extra,
                            int nextra) {
   int inl;
@@ -397,7 +597,8 @@ CUresult grape__sim_submit(struct CUstream_st* s, sim_work_t* w, const sim_dep_t
   return r;
 }
 
-/* Submits a batch (a graph launch) contiguously. works[] are consumed. */
+/* Submits a batch (a graph launch) contiguously. works[] and the
+ * dependencies' cells are consumed. */
 CUresult grape__sim_submit_batch(struct CUstream_st* s, sim_work_t* works, sim_dep_t** deps,
                                  int* ndeps, int n);
 CUresult grape__sim_submit_batch(struct CUstream_st* s, sim_work_t* works, sim_dep_t** deps,
@@ -405,7 +606,10 @@ CUresult grape__sim_submit_batch(struct CUstream_st* s, sim_work_t* works, sim_d
   CUresult r = CUDA_SUCCESS;
   pthread_mutex_lock(&grape__sim.lock);
   for (int i = 0; i < n; i++) {
+    sim_dep_t* d = deps ? deps[i] : NULL;
+    int nd = ndeps ? ndeps[i] : 0;
     if (r != CUDA_SUCCESS) {
+      grape__sim_deps_drop_locked(d, nd);
       grape__sim_work_release(&works[i]);
       continue;
     }
@@ -415,7 +619,7 @@ CUresult grape__sim_submit_batch(struct CUstream_st* s, sim_work_t* works, sim_d
     struct CUevent_st* ev = works[i].kind == OP_EVENT ? works[i].u.ev.ev : NULL;
     if (ev != NULL)
       ev->refs++;
-    r = submit_locked(s, &works[i], deps ? deps[i] : NULL, ndeps ? ndeps[i] : 0, &inl, &op);
+    r = submit_locked(s, &works[i], d, nd, &inl, &op);
     if (r == CUDA_SUCCESS && ev != NULL)
       grape__sim_event_unref_locked(ev);
     if (r == CUDA_SUCCESS && inl)
@@ -427,17 +631,45 @@ CUresult grape__sim_submit_batch(struct CUstream_st* s, sim_work_t* works, sim_d
   return r;
 }
 
+/* ---- Waiting for the device ---- */
+
+/* Lock held: waits until op seq of t has finished, or (give_up) until a
+ * stream runs work that waits on the host; returns whether it finished and, if so, its finish
+ * time in *at. op is that op while it is pending; known its time once done. */
+static int finish_locked(struct CUstream_st* t, uint64_t seq, sim_op_t* op, uint64_t known,
+                         int give_up, uint64_t* at) {
+  if (t->completed >= seq) {
+    *at = known;
+    return 1;
+  }
+  sim_done_t* d = op_watch_locked(op);
+  while (t->completed < seq && !(give_up && grape__sim.host_blocked > 0))
+    pthread_cond_wait(&grape__sim.done_cv, &grape__sim.lock);
+  int done = t->completed >= seq;
+  *at = d != NULL ? d->t : t->clock_ns;
+  done_put_locked(d);
+  return done;
+}
+
+/* Lock held: the finish time of all work submitted to t so far, once done. */
+static uint64_t wait_stream_locked(struct CUstream_st* t) {
+  uint64_t at;
+  (void)finish_locked(t, t->submitted, t->last_op, t->clock_ns, 0, &at);
+  return at;
+}
+
+/* A host sync: the caller's clock moves to the finish of the stream's work.
+ * Returns the sticky fault, if the device raised one. */
 CUresult grape__sim_wait_stream(struct CUstream_st* s) {
   pthread_mutex_lock(&grape__sim.lock);
-  uint64_t target = s->submitted;
-  while (s->completed < target)
-    pthread_cond_wait(&grape__sim.done_cv, &grape__sim.lock);
+  uint64_t at = wait_stream_locked(s);
   pthread_mutex_unlock(&grape__sim.lock);
-  return CUDA_SUCCESS;
+  grape__sim_host_wait(at);
+  return grape__sim_sticky();
 }
 
 /* As grape__sim_wait_all, but gives up after ms milliseconds (exit must not
- * hang on a host function that never returns). */
+ * hang on a host function that never returns) and leaves the host clock. */
 void grape__sim_wait_all_timed(int ms) {
   struct timespec dl;
   clock_gettime(CLOCK_REALTIME, &dl);
@@ -465,15 +697,58 @@ int grape__sim_capturing(struct CUstream_st* s) {
   return c;
 }
 
+/* A device-wide sync (cuCtxSynchronize, and the calls that imply one). */
 CUresult grape__sim_wait_all(void) {
+  uint64_t end = 0;
   pthread_mutex_lock(&grape__sim.lock);
   for (struct CUstream_st* t = grape__sim.all_streams; t != NULL; t = t->all_next) {
-    uint64_t target = t->submitted;
-    while (t->completed < target)
-      pthread_cond_wait(&grape__sim.done_cv, &grape__sim.lock);
+    uint64_t at = wait_stream_locked(t);
+    if (at > end)
+      end = at;
   }
+  if (grape__sim.retired_all_ns > end)
+    end = grape__sim.retired_all_ns;
   pthread_mutex_unlock(&grape__sim.lock);
-  return CUDA_SUCCESS;
+  grape__sim_host_wait(end);
+  return grape__sim_sticky();
+}
+
+/* The latest finish time of any device work so far. */
+uint64_t grape__sim_device_end_ns(void) {
+  pthread_mutex_lock(&grape__sim.lock);
+  uint64_t end = grape__sim.retired_all_ns;
+  for (struct CUstream_st* t = grape__sim.all_streams; t != NULL; t = t->all_next)
+    if (t->clock_ns > end)
+      end = t->clock_ns;
+  pthread_mutex_unlock(&grape__sim.lock);
+  return end;
+}
+
+/* In a forked child (grape__sim.lock held by the forking thread): no worker
+ * thread exists any more, so queued work is dropped and every stream reads as
+ * idle; the child can exit at once. CUDA in a forked child is undefined, this
+ * only keeps the sim consistent. An op that a parent thread was running is
+ * dropped too: that thread does not exist here. */
+void grape__sim_stream_atfork_child(void) {
+  for (struct CUstream_st* t = grape__sim.all_streams; t != NULL; t = t->all_next) {
+    if (t->running != NULL) {
+      grape__sim_work_release(&t->running->w);
+      op_free_locked(t->running);
+      t->running = NULL;
+    }
+    for (sim_op_t* op = t->head; op != NULL;) {
+      sim_op_t* next = op->next;
+      grape__sim_work_release(&op->w);
+      op_free_locked(op);
+      op = next;
+    }
+    t->head = t->tail = NULL;
+    t->last_op = NULL;
+    t->has_thread = 0;
+    t->completed = t->submitted;
+    (void)pthread_cond_init(&t->cv, NULL);
+  }
+  grape__sim.host_blocked = 0;
 }
 
 /* ---- Capture-time rules ---- */
@@ -543,9 +818,7 @@ SIM_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode)
 /* ---- Stream entry points ---- */
 
 static CUresult stream_create(CUstream* out, unsigned flags, int prio) {
-  SIM_TRY(grape__sim_check_init());
-  if (grape__sim_current_ctx() == NULL)
-    return CUDA_ERROR_INVALID_CONTEXT;
+  SIM_TRY(grape__sim_need_ctx());
   if (out == NULL || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
     return CUDA_ERROR_INVALID_VALUE;
   if (prio > 0)
@@ -571,7 +844,8 @@ SIM_EXPORT CUresult cuStreamCreateWithPriority(CUstream* out, unsigned int flags
   return stream_create(out, flags, prio);
 }
 
-/* Work already queued still runs, as with CUDA; the handle dies at once. */
+/* Work already queued still runs, as with CUDA; the handle dies at once and
+ * its value may come back from a later cuStreamCreate once that work is done. */
 SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream h) {
   SIM_COUNT(cuStreamDestroy_v2);
   SIM_TRY(grape__sim_check_init());
@@ -584,8 +858,7 @@ SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream h) {
     h->cap->invalidated = 1;
     h->cap = NULL;
   }
-  h->destroyed = 1;
-  pthread_cond_signal(&h->cv);
+  retire_locked(h);
   pthread_mutex_unlock(&grape__sim.lock);
   return CUDA_SUCCESS;
 }
@@ -610,6 +883,19 @@ SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream h) {
   return stream_sync(h, 1);
 }
 
+/* Lock held: the answer of a query for op seq of t (see the DESIGN note):
+ * ready if the work finished no later than the moment the query was made
+ * (the caller's clock before the query's own cost). */
+static CUresult ready_locked(struct CUstream_st* t, uint64_t seq, sim_op_t* op, uint64_t known) {
+  uint64_t at;
+  if (!finish_locked(t, seq, op, known, 1, &at))
+    return CUDA_ERROR_NOT_READY;
+  CUresult r = grape__sim_sticky();
+  if (r != CUDA_SUCCESS)
+    return r;
+  return grape__sim_host_call_start() >= at ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
 static CUresult stream_query(CUstream h, int ptds) {
   struct CUstream_st* s;
   CUresult r = grape__sim_stream(h, ptds, &s);
@@ -620,7 +906,7 @@ static CUresult stream_query(CUstream h, int ptds) {
     s->cap->invalidated = 1;
     r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   } else {
-    r = s->completed >= s->submitted ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    r = ready_locked(s, s->submitted, s->last_op, s->clock_ns);
   }
   pthread_mutex_unlock(&grape__sim.lock);
   return r;
@@ -650,8 +936,8 @@ static CUresult stream_wait_event(CUstream h, CUevent e, unsigned flags, int ptd
     pthread_mutex_unlock(&grape__sim.lock);
     return r;
   }
-  sim_dep_t d = {e->s, e->seq};
-  int has = e->s != NULL;
+  sim_dep_t d;
+  int has = grape__sim_dep_on_event_locked(e, &d);
   pthread_mutex_unlock(&grape__sim.lock);
   if (!has)
     return CUDA_SUCCESS;   /* never recorded: nothing to wait for */
@@ -697,6 +983,7 @@ static CUresult host_func(CUstream h, CUhostFn fn, void* data, int ptds) {
   sim_work_t w = {.kind = OP_HOSTFN};
   w.u.host.fn = fn;
   w.u.host.data = data;
+  w.u.host.blocks = 1;
   return grape__sim_submit(s, &w, NULL, 0);
 }
 
@@ -749,9 +1036,7 @@ SIM_EXPORT CUresult cuStreamAddCallback_ptsz(CUstream h, CUstreamCallback fn, vo
 
 SIM_EXPORT CUresult cuEventCreate(CUevent* out, unsigned int flags) {
   SIM_COUNT(cuEventCreate);
-  SIM_TRY(grape__sim_check_init());
-  if (grape__sim_current_ctx() == NULL)
-    return CUDA_ERROR_INVALID_CONTEXT;
+  SIM_TRY(grape__sim_need_ctx());
   if (out == NULL || (flags & ~(unsigned)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING |
                                           CU_EVENT_INTERPROCESS)))
     return CUDA_ERROR_INVALID_VALUE;
@@ -777,13 +1062,15 @@ SIM_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
   return CUDA_SUCCESS;
 }
 
-static CUresult event_record(CUevent e, CUstream h, unsigned flags, int ptds) {
+/* sym: the entry point, whose cost depends on the event's timing flag. */
+static CUresult event_record(int sym, CUevent e, CUstream h, unsigned flags, int ptds) {
   struct CUstream_st* s;
   CUresult r = grape__sim_stream(h, ptds, &s);
   if (r != CUDA_SUCCESS)
     return r;
   if (!grape__sim_reg_has(e, K_EVENT))
     return CUDA_ERROR_INVALID_HANDLE;
+  grape__sim_charge_event_record(sym, !(e->flags & CU_EVENT_DISABLE_TIMING));
   if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL)
     return CUDA_ERROR_INVALID_VALUE;
   if (flags & CU_EVENT_RECORD_EXTERNAL) {
@@ -813,23 +1100,31 @@ static CUresult event_record(CUevent e, CUstream h, unsigned flags, int ptds) {
 
 SIM_EXPORT CUresult cuEventRecord(CUevent e, CUstream h) {
   SIM_COUNT(cuEventRecord);
-  return event_record(e, h, 0, 0);
+  return event_record(SYM_cuEventRecord, e, h, 0, 0);
 }
 SIM_EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream h) {
   SIM_COUNT(cuEventRecord_ptsz);
-  return event_record(e, h, 0, 1);
+  return event_record(SYM_cuEventRecord_ptsz, e, h, 0, 1);
 }
 SIM_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream h, unsigned int flags) {
   SIM_COUNT(cuEventRecordWithFlags);
-  return event_record(e, h, flags, 0);
+  return event_record(SYM_cuEventRecordWithFlags, e, h, flags, 0);
 }
 SIM_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream h, unsigned int flags) {
   SIM_COUNT(cuEventRecordWithFlags_ptsz);
-  return event_record(e, h, flags, 1);
+  return event_record(SYM_cuEventRecordWithFlags_ptsz, e, h, flags, 1);
+}
+
+/* Lock held: the query answer for e's last record (ready if never recorded). */
+static CUresult event_ready_locked(struct CUevent_st* e) {
+  if (e->s == NULL)
+    return grape__sim_sticky();
+  return ready_locked(e->s, e->seq, e->rec_op, e->time_ns);
 }
 
 SIM_EXPORT CUresult cuEventQuery(CUevent e) {
   SIM_COUNT(cuEventQuery);
+  SIM_TRY(grape__sim_sticky());
   if (!grape__sim_reg_has(e, K_EVENT))
     return CUDA_ERROR_INVALID_HANDLE;
   CUresult r;
@@ -837,32 +1132,43 @@ SIM_EXPORT CUresult cuEventQuery(CUevent e) {
   if (grape__sim_cap_live(e->cap))
     r = CUDA_ERROR_CAPTURED_EVENT;
   else
-    r = e->s == NULL || e->s->completed >= e->seq ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    r = event_ready_locked(e);
   pthread_mutex_unlock(&grape__sim.lock);
   return r;
 }
 
 SIM_EXPORT CUresult cuEventSynchronize(CUevent e) {
   SIM_COUNT(cuEventSynchronize);
+  SIM_TRY(grape__sim_sticky());
   if (!grape__sim_reg_has(e, K_EVENT))
     return CUDA_ERROR_INVALID_HANDLE;
   CUresult r = CUDA_SUCCESS;
+  uint64_t at = 0;
   pthread_mutex_lock(&grape__sim.lock);
-  if (grape__sim_cap_live(e->cap)) {
+  if (grape__sim_cap_live(e->cap))
     r = CUDA_ERROR_CAPTURED_EVENT;
-  } else if (e->s != NULL) {
-    struct CUstream_st* s = e->s;
-    uint64_t seq = e->seq;
-    while (s->completed < seq)
-      pthread_cond_wait(&grape__sim.done_cv, &grape__sim.lock);
-  }
+  else if (e->s != NULL)
+    (void)finish_locked(e->s, e->seq, e->rec_op, e->time_ns, 0, &at);
   pthread_mutex_unlock(&grape__sim.lock);
-  return r;
+  if (r != CUDA_SUCCESS)
+    return r;
+  grape__sim_host_wait(at);
+  return grape__sim_sticky();
 }
 
+/* Lock held: both events are complete. */
+static CUresult elapsed_locked(struct CUevent_st* a, struct CUevent_st* b, float* ms) {
+  if (!a->timed || !b->timed)
+    return CUDA_ERROR_INVALID_HANDLE;
+  *ms = (float)(((double)b->time_ns - (double)a->time_ns) / 1e6);
+  return CUDA_SUCCESS;
+}
+
+/* Both events must be complete as a query would see them (simulated time). */
 static CUresult elapsed(float* ms, CUevent a, CUevent b) {
   if (ms == NULL)
     return CUDA_ERROR_INVALID_VALUE;
+  SIM_TRY(grape__sim_sticky());
   if (!grape__sim_reg_has(a, K_EVENT) || !grape__sim_reg_has(b, K_EVENT))
     return CUDA_ERROR_INVALID_HANDLE;
   CUresult r = CUDA_SUCCESS;
@@ -871,12 +1177,8 @@ static CUresult elapsed(float* ms, CUevent a, CUevent b) {
     r = CUDA_ERROR_INVALID_HANDLE;
   else if (a->s == NULL || b->s == NULL)
     r = CUDA_ERROR_INVALID_HANDLE;
-  else if (a->s->completed < a->seq || b->s->completed < b->seq)
-    r = CUDA_ERROR_NOT_READY;
-  else if (!a->timed || !b->timed)
-    r = CUDA_ERROR_INVALID_HANDLE;
-  else
-    *ms = (float)(((double)b->time_ns - (double)a->time_ns) / 1e6);
+  else if ((r = event_ready_locked(a)) == CUDA_SUCCESS && (r = event_ready_locked(b)) == CUDA_SUCCESS)
+    r = elapsed_locked(a, b, ms);
   pthread_mutex_unlock(&grape__sim.lock);
   return r;
 }

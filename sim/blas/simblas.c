@@ -7,6 +7,11 @@
  * nvcc built from simblas_kernels.cu, embedded as bytes (simblas_image.c).
  * Initialisation happens once, on first use or in simblas_init(); the table
  * and functions are then read-only, so calls are thread-safe.
+ *
+ * On the sim, each public call charges the simulated host clock with the
+ * host work a vendor library does per call (SIMCU_HOST_NS) through the sim
+ * driver's private export table (sim/cost.h); a real driver does not know
+ * that table's id, and nothing is charged.
  */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include "simblas.h"
@@ -16,6 +21,8 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
+
+#include "cost.h"
 
 extern const unsigned char grape__simblas_image[];
 
@@ -30,6 +37,7 @@ static struct {
                            unsigned, CUstream, void**, void**);
   CUresult (*LaunchKernelEx)(const CUlaunchConfig*, CUfunction, void**, void**);
 } cu;
+static const simcu_private_t* sim_priv;   /* the sim driver's private table, or NULL */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int init_err = CUDA_ERROR_NOT_INITIALIZED;
@@ -57,6 +65,13 @@ static void init(void) {
     init_err = CUDA_ERROR_NOT_FOUND;
     return;
   }
+  CUresult (*get_table)(const void**, const CUuuid*);
+  *(void**)&get_table = dlsym(h, "cuGetExportTable");
+  static const CUuuid priv_id = {SIMCU_PRIVATE_UUID};
+  const void* t = NULL;
+  if (get_table != NULL && get_table(&t, &priv_id) == CUDA_SUCCESS && t != NULL &&
+      ((const simcu_private_t*)t)->size >= sizeof(simcu_private_t))
+    sim_priv = t;
   CUresult r = cu.Init(0);
   CUcontext c = NULL;
   if (r == CUDA_SUCCESS)
@@ -87,6 +102,8 @@ static _Thread_local int thread_ready;   /* this thread has a current context */
  * when the calling thread has none. */
 static int enter(void) {
   int r = simblas_init();
+  if (r == 0 && sim_priv != NULL)
+    sim_priv->host_work(SIMCU_WORK_OP);
   if (r != 0 || thread_ready)
     return r;
   CUcontext c = NULL;

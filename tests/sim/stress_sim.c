@@ -1,7 +1,8 @@
 /* stress_sim.c: many host threads driving the simulated driver at once
  * (streams, events across threads, captures, graph launches, the legacy and
- * per-thread streams). Exits 0 when every thread got the results that stream
- * order demands. A plain program, not Criterion, so it also runs under TSan
+ * per-thread streams, short-lived streams whose values other threads get
+ * back while events still name them). Exits 0 when every thread got the
+ * results that stream order demands. A plain program, not Criterion, so it also runs under TSan
  * (Criterion's runner does not).
  *
  * Every capture ends before any thread touches the legacy stream (a barrier):
@@ -92,7 +93,26 @@ static void* worker(void* arg) {
   if (!ok)
     return NULL;
   void* args[] = {&a, &n};
+  CUdeviceptr b;
+  CUevent tmp_done;
+  int tmp_rounds = 0, hb[N];
+  CK(cuMemAlloc(&b, N * sizeof(int)));
+  CK(cuMemsetD32(b, 0, N));
+  CK(cuEventCreate(&tmp_done, CU_EVENT_DISABLE_TIMING));
+  void* bargs[] = {&b, &n};
   for (int r = 0; r < ROUNDS; r++) {
+    if (r % 4 == 1) {
+      /* A stream that lives for one op: destroyed with its work pending, its
+       * value comes back to whichever thread creates a stream next. */
+      CUstream tmp;
+      CK(cuStreamCreate(&tmp, CU_STREAM_NON_BLOCKING));
+      CK(cuStreamWaitEvent(tmp, shared_ev[id], 0));
+      CK(cuStreamWaitEvent(tmp, tmp_done, 0));   /* after the previous short-lived stream */
+      CK(cuLaunchKernel(f, 1, 1, 1, N, 1, 1, 0, tmp, bargs, NULL));
+      CK(cuEventRecord(tmp_done, tmp));
+      CK(cuStreamDestroy(tmp));
+      tmp_rounds++;
+    }
     CK(cuLaunchKernel(f, 2, 1, 1, N / 2, 1, 1, 0, s, args, NULL));
     CK(cuGraphLaunch(x, s));
     CK(cuEventRecord(shared_ev[id], s));
@@ -110,6 +130,17 @@ static void* worker(void* arg) {
       fprintf(stderr, "thread %d: a[%d] = %d, want %d\n", id, i, h[i], ROUNDS * 4 + 1);
       CK(CUDA_ERROR_UNKNOWN);
     }
+  /* The short-lived streams ran in order (each after the previous one's
+   * event, recorded before the next began). */
+  CK(cuEventSynchronize(tmp_done));
+  CK(cuMemcpyDtoH(hb, b, sizeof(hb)));
+  for (int i = 0; i < N; i++)
+    if (hb[i] != tmp_rounds) {
+      fprintf(stderr, "thread %d: b[%d] = %d, want %d\n", id, i, hb[i], tmp_rounds);
+      CK(CUDA_ERROR_UNKNOWN);
+    }
+  CK(cuEventDestroy(tmp_done));
+  CK(cuMemFree(b));
   CK(cuGraphExecDestroy(x));
   CK(cuGraphDestroy(g));
   CK(cuMemFree(a));

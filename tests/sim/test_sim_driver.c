@@ -30,7 +30,9 @@ static const char ptx[] =
     ".visible .entry k_unbound(.param .u64 a)\n{\n ret;\n}\n"
     ".visible .entry k_companion(.param .u64 a)\n{\n ret;\n}\n";
 
-/* a[i] = a[i] * m + c: the result depends on the order of launches. */
+/* a[i] = a[i] * m + c, wrapping like the device's 32-bit arithmetic (unsigned:
+ * 20 launches of * 3 overflow an int): the result depends on the order of
+ * launches. */
 SIMCU_PARAMS(k_muladd, 8, 4, 4, 4);
 SIMCU_KERNEL(k_muladd) {
   int* a = SIMCU_ARG(0, int*);
@@ -38,7 +40,7 @@ SIMCU_KERNEL(k_muladd) {
   SIMCU_FOR_THREADS(t) {
     int i = (int)SIMCU_GLOBAL_X(t);
     if (i < n)
-      a[i] = a[i] * m + c;
+      a[i] = (int)((unsigned)a[i] * (unsigned)m + (unsigned)c);
   }
 }
 
@@ -123,11 +125,11 @@ Test(sim, launches_run_in_stream_order) {
     OK(muladd(s, a, 300, 3, k));
   OK(cuMemcpyDtoHAsync(h, a, sizeof(h), s));
   OK(cuStreamSynchronize(s));
-  int want = 1;
+  unsigned want = 1;
   for (int k = 0; k < 20; k++)
-    want = want * 3 + k;
+    want = want * 3 + (unsigned)k;
   for (int i = 0; i < 300; i++)
-    cr_assert_eq(h[i], want);
+    cr_assert_eq((unsigned)h[i], want);
 }
 
 Test(sim, unsynchronised_pinned_readback_is_stale) {
@@ -499,16 +501,22 @@ Test(sim, get_proc_address_honours_version_and_flags) {
   cr_assert_eq(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
 }
 
+/* Event times measure the device's modelled durations when the device is the
+ * bottleneck: a long kernel first keeps the stream busy, so the record, the
+ * two kernels and the second record run back to back, whatever the host costs
+ * of submitting them (sim/README.md, "Simulated time"). */
 Test(sim, event_times_follow_the_simulated_clock) {
   CUstream s;
   CUevent a, b;
-  CUdeviceptr d;
+  CUdeviceptr d, big;
   float ms1, ms2;
   OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   OK(cuEventCreate(&a, 0));
   OK(cuEventCreate(&b, 0));
   OK(cuMemAlloc(&d, 4096 * 4));
+  OK(cuMemAlloc(&big, (1 << 20) * 4));
   for (int rep = 0; rep < 2; rep++) {
+    OK(muladd(s, big, 1 << 20, 1, 1));   /* 2000 + 65536 ns of device time */
     OK(cuEventRecord(a, s));
     OK(muladd(s, d, 4096, 1, 1));
     OK(muladd(s, d, 4096, 1, 1));
@@ -528,6 +536,7 @@ Test(sim, event_times_follow_the_simulated_clock) {
   OK(muladd(s, d, 4096, 1, 1));
   OK(cuStreamEndCapture(s, &g));
   OK(cuGraphInstantiate(&x, g, 0));
+  OK(muladd(s, big, 1 << 20, 1, 1));
   OK(cuEventRecord(a, s));
   OK(cuGraphLaunch(x, s));
   OK(cuEventRecord(b, s));

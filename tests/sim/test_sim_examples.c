@@ -453,3 +453,30 @@ Test(sim_examples, decode_inline_mode_and_iters) {
   run_matching("decode", "--iters 2", "SIMCU_SYNC=1", ref.sum, NULL, report, sizeof(report));
   cr_assert_eq(count(report, "kernels_executed"), ref.launches);
 }
+
+/* ---- Simulated time of whole programs ---- */
+
+/* SIMCU_HOST_NS, the program's own work per op, adds exactly that much host
+ * time per <<<>>> launch and per libsimblas call, and simulated times do not
+ * depend on whether worker threads or the calling thread run the work. */
+Test(sim_examples, host_ns_adds_exactly_per_op_and_times_do_not_depend_on_threads) {
+  need_example("dynrnn");
+  need_example("mlp_train");
+  char line[256], r0[16384], r1[16384], rs[16384];
+  const char* progs[][2] = {{"dynrnn", ""}, {"dynrnn", "--graph"}, {"mlp_train", ""}};
+  for (int i = 0; i < 3; i++) {
+    run(progs[i][0], progs[i][1], "SIMCU_HOST_NS=0", line, sizeof(line), r0, sizeof(r0));
+    run(progs[i][0], progs[i][1], "SIMCU_HOST_NS=5000", line, sizeof(line), r1, sizeof(r1));
+    run(progs[i][0], progs[i][1], "SIMCU_HOST_NS=5000 SIMCU_SYNC=1", line, sizeof(line), rs,
+        sizeof(rs));
+    /* Every kernel of these programs is a <<<>>> launch or one libsimblas call's. */
+    long long ops = count(r0, "kernels_executed");
+    cr_assert_gt(ops, 0);
+    cr_assert_eq(count(r1, "sim_host_ns") - count(r0, "sim_host_ns"), 5000 * ops, "%s %s",
+                 progs[i][0], progs[i][1]);
+    cr_assert_gt(count(r1, "sim_end_ns"), count(r0, "sim_end_ns"));
+    cr_assert_eq(count(rs, "sim_end_ns"), count(r1, "sim_end_ns"), "%s %s: SIMCU_SYNC=1 differs",
+                 progs[i][0], progs[i][1]);
+    cr_assert_eq(count(rs, "sim_host_ns"), count(r1, "sim_host_ns"));
+  }
+}

@@ -1,36 +1,36 @@
 /* Tests of the sim's runtime (libcudart.so.13) without nvcc: the test does by
  * hand what nvcc's generated code does (register a fatbin wrapper and its
  * functions, push/pop the launch configuration, __cudaGetKernel,
- * __cudaLaunchKernel), with a fatbin container built here around PTX. */
+ * __cudaLaunchKernel), with a fatbin container built around PTX (rt_fatbin.c). */
 #include <criterion/criterion.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <semaphore.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cost.h"
+#include "rt_fatbin.h"
+#include "sim_test.h"
 #include "simcu.h"
-
-/* nvcc's launch plumbing (declared by crt/host_runtime.h, which is C++). */
-void** __cudaRegisterFatBinary(void* wrapper);
-void __cudaRegisterFatBinaryEnd(void** handle);
-void __cudaRegisterFunction(void** handle, const char* hostFun, char* deviceFun,
-                            const char* deviceName, int thread_limit, uint3* tid, uint3* bid,
-                            dim3* bDim, dim3* gDim, int* wSize);
-unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shm, struct CUstream_st* s);
-cudaError_t __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t* shm, void* stream);
-cudaError_t __cudaGetKernel(cudaKernel_t* k, const void* hostFun);
-cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void** args, size_t shm,
-                               cudaStream_t s);
 
 static const char ptx[] =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
     ".visible .entry k_fill(.param .u64 a, .param .u32 n, .param .u32 v)\n{\n ret;\n}\n";
 
 SIMCU_PARAMS(k_fill, 8, 4, 4);
+/* A negative v makes the kernel fault, as an out-of-bounds store would. */
 SIMCU_KERNEL(k_fill) {
   int* a = SIMCU_ARG(0, int*);
   int n = SIMCU_ARG(1, int), v = SIMCU_ARG(2, int);
+  if (v < 0) {
+    SIMCU_FAULT(SIMCU_FAULT_ILLEGAL_ADDRESS);
+    return;
+  }
   SIMCU_FOR_THREADS(t) {
     int i = (int)SIMCU_GLOBAL_X(t);
     if (i < n)
@@ -38,43 +38,12 @@ SIMCU_KERNEL(k_fill) {
   }
 }
 
-/* A fatbin container with one PTX entry, and the wrapper nvcc would emit. */
-static struct {
-  uint32_t magic;
-  uint16_t version, header_size;
-  uint64_t fat_size;
-  unsigned char entry[64];
-  char payload[sizeof(ptx) + 7];
-} __attribute__((aligned(16))) fatbin;
-static struct {
-  int magic, version;
-  const void* data;
-  void* filename;
-} wrapper;
-static void** handle;
 static char host_stub;   /* stands for the host stub nvcc generates per kernel */
 
-static void put16(unsigned char* p, uint16_t v) { memcpy(p, &v, 2); }
-static void put32(unsigned char* p, uint32_t v) { memcpy(p, &v, 4); }
-static void put64(unsigned char* p, uint64_t v) { memcpy(p, &v, 8); }
-
 static void setup(void) {
-  fatbin.magic = 0xBA55ED50u;
-  fatbin.version = 1;
-  fatbin.header_size = 16;
-  fatbin.fat_size = sizeof(fatbin.entry) + sizeof(fatbin.payload);
-  put16(fatbin.entry + 0, 1);                        /* kind: PTX */
-  put16(fatbin.entry + 2, 0x0101);
-  put32(fatbin.entry + 4, sizeof(fatbin.entry));     /* header size */
-  put64(fatbin.entry + 8, sizeof(fatbin.payload));   /* payload size */
-  put32(fatbin.entry + 28, 90);                      /* arch */
-  memcpy(fatbin.payload, ptx, sizeof(ptx));
-  wrapper.magic = 0x466243B1;
-  wrapper.version = 1;
-  wrapper.data = &fatbin;
-  handle = __cudaRegisterFatBinary(&wrapper);
-  __cudaRegisterFunction(handle, &host_stub, "k_fill", "k_fill", -1, NULL, NULL, NULL, NULL, NULL);
-  __cudaRegisterFatBinaryEnd(handle);
+  const char* names[] = {"k_fill"};
+  const void* stubs[] = {&host_stub};
+  rt_register_ptx(ptx, names, stubs, 1);
 }
 
 TestSuite(sim_runtime, .init = setup);
@@ -229,4 +198,82 @@ Test(sim_runtime, launch_ex_with_attributes) {
   struct cudaFuncAttributes fa;
   cr_assert_eq(cudaFuncGetAttributes(&fa, &host_stub), cudaSuccess);
   cr_assert_eq(fa.maxThreadsPerBlock, 1024);
+}
+
+/* ---- Simulated time and device faults through the runtime ---- */
+
+/* The sim driver's private table, reached as the runtime reaches it. */
+static const simcu_private_t* sim_table(void) {
+  CUresult (*get_table)(const void**, const CUuuid*) = NULL;
+  enum cudaDriverEntryPointQueryResult st;
+  cr_assert_eq(cudaGetDriverEntryPointByVersion("cuGetExportTable", (void**)&get_table, 12000,
+                                                cudaEnableDefault, &st), cudaSuccess);
+  const void* t = NULL;
+  CUuuid id = {SIMCU_PRIVATE_UUID};
+  cr_assert_eq(get_table(&t, &id), CUDA_SUCCESS);
+  return t;
+}
+
+/* SIMCU_HOST_NS stands for the program's own work per op: charged once per
+ * <<<>>> launch, in __cudaPushCallConfiguration, which an interposer that
+ * holds launches does not take away; a direct cudaLaunchKernel pays only the
+ * runtime's and the driver's costs. */
+Test(sim_runtime, host_ns_is_charged_once_per_triple_chevron_launch) {
+  char path[] = "/tmp/simcu-costs-XXXXXX";
+  cr_assert_eq(sim_test_temp_file(path, "runtime 300\nlaunch 2000\n"), 0);
+  setenv("SIMCU_COSTS", path, 1);
+  setenv("SIMCU_HOST_NS", "7000", 1);
+  int* d;
+  cr_assert_eq(cudaMalloc((void**)&d, 64 * sizeof(int)), cudaSuccess);
+  unlink(path);
+  const simcu_private_t* sim = sim_table();
+  void* args[] = {&d, &(int){64}, &(int){1}};
+  /* First launches load the image; measure the ones after. */
+  cr_assert_eq(nvcc_launch((dim3){1, 1, 1}, (dim3){64, 1, 1}, NULL, d, 64, 1), cudaSuccess);
+  cr_assert_eq(cudaLaunchKernel(&host_stub, (dim3){1, 1, 1}, (dim3){64, 1, 1}, args, 0, NULL),
+               cudaSuccess);
+  uint64_t t = sim->host_ns();
+  cr_assert_eq(nvcc_launch((dim3){1, 1, 1}, (dim3){64, 1, 1}, NULL, d, 64, 1), cudaSuccess);
+  uint64_t chevron = sim->host_ns() - t;
+  t = sim->host_ns();
+  cr_assert_eq(cudaLaunchKernel(&host_stub, (dim3){1, 1, 1}, (dim3){64, 1, 1}, args, 0, NULL),
+               cudaSuccess);
+  uint64_t direct = sim->host_ns() - t;
+  cr_assert_eq(direct, 300 + 2000, "one runtime call, one driver launch");
+  cr_assert_eq(chevron, 7000 + 300 + 2000);
+  cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+static sem_t gate;
+static void wait_gate(void* p) {
+  (void)p;
+  sem_wait(&gate);
+}
+
+/* A fault in a kernel body is reported asynchronously and sticks: the launch
+ * succeeds, the sync returns it, later work is not run, and every later call
+ * that uses the device returns it too. */
+Test(sim_runtime, a_device_fault_is_sticky) {
+  int* d;
+  cudaStream_t s;
+  cr_assert_eq(cudaStreamCreate(&s), cudaSuccess);
+  cr_assert_eq(cudaMalloc((void**)&d, 64 * sizeof(int)), cudaSuccess);
+  cr_assert_eq(cudaMemset(d, 0, 64 * sizeof(int)), cudaSuccess);
+  /* The gate holds the stream, so both launches are accepted before the fault. */
+  sem_init(&gate, 0, 0);
+  cr_assert_eq(cudaLaunchHostFunc(s, wait_gate, NULL), cudaSuccess);
+  cr_assert_eq(nvcc_launch((dim3){1, 1, 1}, (dim3){64, 1, 1}, s, d, 64, -1), cudaSuccess,
+               "the fault is not the launch's error");
+  cr_assert_eq(nvcc_launch((dim3){1, 1, 1}, (dim3){64, 1, 1}, s, d, 64, 5), cudaSuccess);
+  sem_post(&gate);
+  cr_assert_eq(cudaStreamSynchronize(s), cudaErrorIllegalAddress);
+  cr_assert_eq(cudaGetLastError(), cudaErrorIllegalAddress);
+  cr_assert_eq(nvcc_launch((dim3){1, 1, 1}, (dim3){64, 1, 1}, s, d, 64, 5), cudaErrorIllegalAddress);
+  cr_assert_eq(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
+  void* p = NULL;
+  cr_assert_eq(cudaMalloc(&p, 16), cudaErrorIllegalAddress);
+  cr_assert_eq(d[0], 0, "work after the fault ran");   /* the sim's device memory is host-addressable */
+  int n = 0;
+  cr_assert_eq(cudaGetDeviceCount(&n), cudaSuccess, "device queries still answer");
+  cr_assert_str_eq(cudaGetErrorName(cudaErrorIllegalAddress), "cudaErrorIllegalAddress");
 }

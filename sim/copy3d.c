@@ -1,0 +1,263 @@
+/* copy3d.c: 2-D, 3-D and peer copies of the simulated driver: cuMemcpy2D,
+ * cuMemcpy2DUnaligned, cuMemcpy3D (and their Async, _ptds and _ptsz forms),
+ * cuMemcpyPeer[Async] and cuMemcpy3DPeer[Async].
+ *
+ * DESIGN: every form becomes one description of a strided copy (a box of
+ * WidthInBytes x Height x Depth bytes, each side with its own origin, row
+ * pitch and slice height) and then one OP_MEMCPY on the stream, whose rows the
+ * worker copies with grape__sim_copy_rows. One op per call, not one per row,
+ * so a captured 2-D copy is one memcpy node and the simulated clock charges
+ * one copy, as on a GPU. The host-visible rules are those of the 1-D copies
+ * in mem.c: a synchronous copy returns after it ran in stream order, an async
+ * copy from pageable memory snapshots its source (packed) at the call, an
+ * async copy into pageable memory is synchronous, and pageable memory cannot
+ * be captured. Device sides must lie inside one allocation, checked over the
+ * whole box. Arrays are not simulated (no cuArrayCreate), so an ARRAY side
+ * is CUDA_ERROR_INVALID_VALUE.
+ *
+ * Peer copies: the sim has one device and one context, so a peer copy is a
+ * device-to-device copy between the primary context and itself.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct side_s {
+  CUmemorytype type;
+  const void* host;
+  CUdeviceptr dev;
+  size_t x, y, z;          /* origin: bytes, rows, slices */
+  size_t pitch, height;    /* bytes per row, rows per slice */
+  /* resolved */
+  char* start;             /* first byte of the box */
+  int is_dev;              /* inside a device allocation */
+  int pageable;            /* host memory the sim did not pin or register */
+} side_t;
+
+typedef struct box_s {
+  size_t width, height, depth;
+} box_t;
+
+/* Resolves one side of a copy and checks it against the box. */
+static CUresult side_resolve(side_t* s, const box_t* b) {
+  if (s->type == CU_MEMORYTYPE_ARRAY)
+    return CUDA_ERROR_INVALID_VALUE;   /* no arrays in the sim */
+  if (s->type != CU_MEMORYTYPE_HOST && s->type != CU_MEMORYTYPE_DEVICE &&
+      s->type != CU_MEMORYTYPE_UNIFIED)
+    return CUDA_ERROR_INVALID_VALUE;
+  /* A single row needs no pitch; more rows need room for the row and its offset. */
+  size_t pitch = s->pitch;
+  if (b->height > 1 || b->depth > 1) {
+    if (pitch < s->x + b->width)
+      return CUDA_ERROR_INVALID_VALUE;
+  } else if (pitch == 0) {
+    pitch = s->x + b->width;
+  }
+  size_t height = s->height;
+  if (b->depth > 1 && height < s->y + b->height)
+    return CUDA_ERROR_INVALID_VALUE;
+  uintptr_t base = s->type == CU_MEMORYTYPE_HOST ? (uintptr_t)s->host : (uintptr_t)s->dev;
+  if (base == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  size_t first = s->z * pitch * height + s->y * pitch + s->x;
+  size_t span = (b->depth - 1) * pitch * height + (b->height - 1) * pitch + b->width;
+  s->pitch = pitch;
+  s->height = height;
+  s->start = (char*)(base + first);
+  s->is_dev = grape__sim_dev_range((CUdeviceptr)(uintptr_t)s->start, span);
+  if (s->type == CU_MEMORYTYPE_DEVICE && !s->is_dev)
+    return CUDA_ERROR_INVALID_VALUE;
+  s->pageable = !s->is_dev && !grape__sim_host_range(s->start, span);
+  return CUDA_SUCCESS;
+}
+
+/* The work of a copy whose sides are resolved; the source is not snapshot. */
+static void box_work(const side_t* src, const side_t* dst, const box_t* b, sim_work_t* w) {
+  memset(w, 0, sizeof(*w));
+  w->kind = OP_MEMCPY;
+  w->u.cp.dst = dst->start;
+  w->u.cp.src = src->start;
+  w->u.cp.n = b->width;
+  w->u.cp.rows = b->height;
+  w->u.cp.depth = b->depth;
+  w->u.cp.spitch = src->pitch;
+  w->u.cp.dpitch = dst->pitch;
+  w->u.cp.sslice = src->pitch * src->height;
+  w->u.cp.dslice = dst->pitch * dst->height;
+}
+
+void grape__sim_copy_rows(const sim_work_t* w) {
+  size_t rows = w->u.cp.rows ? w->u.cp.rows : 1;
+  size_t depth = w->u.cp.depth ? w->u.cp.depth : 1;
+  for (size_t z = 0; z < depth; z++) {
+    char* d = (char*)w->u.cp.dst + z * w->u.cp.dslice;
+    const char* s = (const char*)w->u.cp.src + z * w->u.cp.sslice;
+    for (size_t y = 0; y < rows; y++)
+      memmove(d + y * w->u.cp.dpitch, s + y * w->u.cp.spitch, w->u.cp.n);
+  }
+}
+
+/* Submits a resolved copy with the rules described at the top. */
+static CUresult box_copy(side_t* src, side_t* dst, const box_t* b, CUstream h, int ptds,
+                         int async) {
+  SIM_TRY(grape__sim_check_init());
+  if (b->width == 0 || b->height == 0 || b->depth == 0)
+    return CUDA_SUCCESS;
+  SIM_TRY(side_resolve(src, b));
+  SIM_TRY(side_resolve(dst, b));
+  struct CUstream_st* s;
+  SIM_TRY(grape__sim_stream(h, ptds, &s));
+  if (!async)
+    SIM_TRY(grape__sim_capture_check(s, 0));
+  sim_work_t w;
+  box_work(src, dst, b, &w);
+  pthread_mutex_lock(&grape__sim.lock);
+  int capturing = s->cap != NULL;
+  if (capturing && (src->pageable || dst->pageable))
+    s->cap->invalidated = 1;   /* a graph cannot hold a copy of pageable memory */
+  pthread_mutex_unlock(&grape__sim.lock);
+  if (capturing && (src->pageable || dst->pageable))
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (!capturing && async && src->pageable) {
+    /* Pageable source: CUDA stages it before returning; the snapshot is packed. */
+    size_t row = b->width, slice = row * b->height;
+    char* snap = malloc(slice * b->depth);
+    if (snap == NULL)
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    w.u.cp.owned = snap;
+    w.u.cp.src = snap;
+    w.u.cp.spitch = row;
+    w.u.cp.sslice = slice;
+    for (size_t z = 0; z < b->depth; z++)
+      for (size_t y = 0; y < b->height; y++)
+        memcpy(snap + z * slice + y * row,
+               src->start + z * src->pitch * src->height + y * src->pitch, row);
+  }
+  CUresult r = grape__sim_submit(s, &w, NULL, 0);
+  if (r == CUDA_SUCCESS && !capturing && (!async || dst->pageable))
+    r = grape__sim_wait_stream(s);
+  return r;
+}
+
+/* ---- CUDA_MEMCPY2D / CUDA_MEMCPY3D ---- */
+
+static CUresult copy2d(const CUDA_MEMCPY2D* p, CUstream h, int ptds, int async) {
+  if (p == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  side_t src = {p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, 0,
+                p->srcPitch, 0, NULL, 0, 0};
+  side_t dst = {p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, 0,
+                p->dstPitch, 0, NULL, 0, 0};
+  box_t b = {p->WidthInBytes, p->Height, 1};
+  return box_copy(&src, &dst, &b, h, ptds, async);
+}
+
+static void sides3d(const CUDA_MEMCPY3D* p, side_t* src, side_t* dst, box_t* b) {
+  *src = (side_t){p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, p->srcZ,
+                  p->srcPitch, p->srcHeight, NULL, 0, 0};
+  *dst = (side_t){p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, p->dstZ,
+                  p->dstPitch, p->dstHeight, NULL, 0, 0};
+  *b = (box_t){p->WidthInBytes, p->Height, p->Depth};
+}
+
+static CUresult copy3d(const CUDA_MEMCPY3D* p, CUstream h, int ptds, int async) {
+  if (p == NULL || p->reserved0 != NULL || p->reserved1 != NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  side_t src, dst;
+  box_t b;
+  sides3d(p, &src, &dst, &b);
+  return box_copy(&src, &dst, &b, h, ptds, async);
+}
+
+/* The work of a memcpy graph node (no stream, no snapshot: a node of pageable
+ * memory copies it when the graph runs, as CUDA's memcpy nodes do). */
+CUresult grape__sim_copy3d_work(const CUDA_MEMCPY3D* p, sim_work_t* w) {
+  if (p == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  side_t src, dst;
+  box_t b;
+  sides3d(p, &src, &dst, &b);
+  if (b.width == 0 || b.height == 0 || b.depth == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  SIM_TRY(side_resolve(&src, &b));
+  SIM_TRY(side_resolve(&dst, &b));
+  box_work(&src, &dst, &b, w);
+  return CUDA_SUCCESS;
+}
+
+#define COPY_API(name, T, fn, ptds)                                                \
+  SIM_EXPORT CUresult name(const T* p) {                                           \
+    SIM_COUNT(name);                                                               \
+    return fn(p, NULL, ptds, 0);                                                   \
+  }
+#define COPY_ASYNC_API(name, T, fn, ptds)                                          \
+  SIM_EXPORT CUresult name(const T* p, CUstream s) {                               \
+    SIM_COUNT(name);                                                               \
+    return fn(p, s, ptds, 1);                                                      \
+  }
+COPY_API(cuMemcpy2D_v2, CUDA_MEMCPY2D, copy2d, 0)
+COPY_API(cuMemcpy2D_v2_ptds, CUDA_MEMCPY2D, copy2d, 1)
+COPY_API(cuMemcpy2DUnaligned_v2, CUDA_MEMCPY2D, copy2d, 0)
+COPY_API(cuMemcpy2DUnaligned_v2_ptds, CUDA_MEMCPY2D, copy2d, 1)
+COPY_ASYNC_API(cuMemcpy2DAsync_v2, CUDA_MEMCPY2D, copy2d, 0)
+COPY_ASYNC_API(cuMemcpy2DAsync_v2_ptsz, CUDA_MEMCPY2D, copy2d, 1)
+COPY_API(cuMemcpy3D_v2, CUDA_MEMCPY3D, copy3d, 0)
+COPY_API(cuMemcpy3D_v2_ptds, CUDA_MEMCPY3D, copy3d, 1)
+COPY_ASYNC_API(cuMemcpy3DAsync_v2, CUDA_MEMCPY3D, copy3d, 0)
+COPY_ASYNC_API(cuMemcpy3DAsync_v2_ptsz, CUDA_MEMCPY3D, copy3d, 1)
+
+/* ---- Peer copies ---- */
+
+static CUresult check_peer_ctx(CUcontext a, CUcontext b) {
+  SIM_TRY(grape__sim_check_init());
+  return a == &grape__sim.primary && b == &grape__sim.primary ? CUDA_SUCCESS
+                                                              : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+static CUresult peer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n,
+                     CUstream h, int ptds, int async) {
+  SIM_TRY(check_peer_ctx(dc, sc));
+  side_t src = {CU_MEMORYTYPE_DEVICE, NULL, s, 0, 0, 0, 0, 0, NULL, 0, 0};
+  side_t dst = {CU_MEMORYTYPE_DEVICE, NULL, d, 0, 0, 0, 0, 0, NULL, 0, 0};
+  box_t b = {n, 1, 1};
+  return box_copy(&src, &dst, &b, h, ptds, async);
+}
+
+SIM_EXPORT CUresult cuMemcpyPeer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc,
+                                 size_t n) {
+  SIM_COUNT(cuMemcpyPeer);
+  return peer(d, dc, s, sc, n, NULL, 0, 0);
+}
+SIM_EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc,
+                                      size_t n) {
+  SIM_COUNT(cuMemcpyPeer_ptds);
+  return peer(d, dc, s, sc, n, NULL, 1, 0);
+}
+SIM_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc,
+                                      size_t n, CUstream h) {
+  SIM_COUNT(cuMemcpyPeerAsync);
+  return peer(d, dc, s, sc, n, h, 0, 1);
+}
+SIM_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr d, CUcontext dc, CUdeviceptr s,
+                                           CUcontext sc, size_t n, CUstream h) {
+  SIM_COUNT(cuMemcpyPeerAsync_ptsz);
+  return peer(d, dc, s, sc, n, h, 1, 1);
+}
+
+static CUresult peer3d(const CUDA_MEMCPY3D_PEER* p, CUstream h, int ptds, int async) {
+  if (p == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  SIM_TRY(check_peer_ctx(p->dstContext, p->srcContext));
+  side_t src = {p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, p->srcZ,
+                p->srcPitch, p->srcHeight, NULL, 0, 0};
+  side_t dst = {p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, p->dstZ,
+                p->dstPitch, p->dstHeight, NULL, 0, 0};
+  box_t b = {p->WidthInBytes, p->Height, p->Depth};
+  return box_copy(&src, &dst, &b, h, ptds, async);
+}
+
+COPY_API(cuMemcpy3DPeer, CUDA_MEMCPY3D_PEER, peer3d, 0)
+COPY_API(cuMemcpy3DPeer_ptds, CUDA_MEMCPY3D_PEER, peer3d, 1)
+COPY_ASYNC_API(cuMemcpy3DPeerAsync, CUDA_MEMCPY3D_PEER, peer3d, 0)
+COPY_ASYNC_API(cuMemcpy3DPeerAsync_ptsz, CUDA_MEMCPY3D_PEER, peer3d, 1)

@@ -1,0 +1,207 @@
+/* Tests of the sim's 2-D, 3-D and peer copies through the driver API
+ * (cuMemcpy2D/3D[Async], cuMemcpyPeer, cuMemcpy3DPeer) and its 2-D memsets:
+ * strided boxes with offsets on both sides, memory types, range and pitch
+ * checks, pageable snapshots, capture. */
+#include <cuda.h>
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "drv_setup.h"
+
+TestSuite(copies, .init = drv_setup);
+
+Test(copies, a_2d_box_with_offsets_on_both_sides) {
+  unsigned char src[6][10], dst[6][10];
+  for (int y = 0; y < 6; y++)
+    for (int x = 0; x < 10; x++)
+      src[y][x] = (unsigned char)(y * 16 + x);
+  CUdeviceptr d;
+  OK(cuMemAlloc(&d, 64 * 6));
+  OK(cuMemsetD8(d, 0xAA, 64 * 6));
+  CUDA_MEMCPY2D c;
+  memset(&c, 0, sizeof(c));
+  c.srcMemoryType = CU_MEMORYTYPE_HOST;
+  c.srcHost = src;
+  c.srcPitch = 10;
+  c.srcXInBytes = 2;
+  c.srcY = 1;
+  c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.dstDevice = d;
+  c.dstPitch = 64;
+  c.dstXInBytes = 5;
+  c.dstY = 2;
+  c.WidthInBytes = 4;
+  c.Height = 3;
+  OK(cuMemcpy2D(&c));
+  /* Back as a whole, through unified memory types. */
+  memset(&c, 0, sizeof(c));
+  memset(dst, 0, sizeof(dst));
+  c.srcMemoryType = CU_MEMORYTYPE_UNIFIED;
+  c.srcDevice = d;
+  c.srcPitch = 64;
+  c.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+  c.dstDevice = (CUdeviceptr)(uintptr_t)dst;
+  c.dstPitch = 10;
+  c.WidthInBytes = 10;
+  c.Height = 6;
+  OK(cuMemcpy2DAsync(&c, NULL));
+  OK(cuCtxSynchronize());
+  for (int y = 0; y < 6; y++)
+    for (int x = 0; x < 10; x++) {
+      int in = y >= 2 && y < 5 && x >= 5 && x < 9;
+      unsigned char want = in ? src[y - 2 + 1][x - 5 + 2] : 0xAA;
+      cr_assert_eq(dst[y][x], want, "(%d,%d): %#x, want %#x", y, x, dst[y][x], want);
+    }
+}
+
+Test(copies, checks_pitch_range_and_memory_type) {
+  unsigned char h[256];
+  CUdeviceptr d;
+  OK(cuMemAlloc(&d, 256));
+  CUDA_MEMCPY2D c;
+  memset(&c, 0, sizeof(c));
+  c.srcMemoryType = CU_MEMORYTYPE_HOST;
+  c.srcHost = h;
+  c.srcPitch = 16;
+  c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.dstDevice = d;
+  c.dstPitch = 16;
+  c.WidthInBytes = 16;
+  c.Height = 16;
+  OK(cuMemcpy2D(&c));
+  c.Height = 17;   /* one row past the allocation */
+  cr_assert_eq(cuMemcpy2D(&c), CUDA_ERROR_INVALID_VALUE);
+  c.Height = 2;
+  c.dstXInBytes = 1;   /* the row no longer fits in its pitch */
+  cr_assert_eq(cuMemcpy2D(&c), CUDA_ERROR_INVALID_VALUE);
+  c.dstXInBytes = 0;
+  c.dstDevice = (CUdeviceptr)(uintptr_t)h;   /* host memory named as device memory */
+  cr_assert_eq(cuMemcpy2D(&c), CUDA_ERROR_INVALID_VALUE);
+  c.dstDevice = d;
+  c.dstMemoryType = CU_MEMORYTYPE_ARRAY;   /* arrays are not simulated */
+  cr_assert_eq(cuMemcpy2D(&c), CUDA_ERROR_INVALID_VALUE);
+  c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.Height = 0;
+  OK(cuMemcpy2D(&c));   /* an empty box copies nothing */
+}
+
+Test(copies, a_3d_box_and_a_pageable_snapshot) {
+  enum { W = 4, H = 3, D = 2 };
+  int src[D][H][W], out[D][H][W];
+  for (int i = 0; i < D * H * W; i++)
+    (&src[0][0][0])[i] = i;
+  CUdeviceptr d;
+  OK(cuMemAlloc(&d, 32 * 4 * D));   /* pitch 32 bytes, 4 rows per slice */
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUDA_MEMCPY3D c;
+  memset(&c, 0, sizeof(c));
+  c.srcMemoryType = CU_MEMORYTYPE_HOST;
+  c.srcHost = src;
+  c.srcPitch = W * sizeof(int);
+  c.srcHeight = H;
+  c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.dstDevice = d;
+  c.dstPitch = 32;
+  c.dstHeight = 4;
+  c.WidthInBytes = W * sizeof(int);
+  c.Height = H;
+  c.Depth = D;
+  OK(cuMemcpy3DAsync(&c, s));
+  src[1][2][3] = -1;   /* after the call: the copy took the source as it was */
+  memset(&c, 0, sizeof(c));
+  c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.srcDevice = d;
+  c.srcPitch = 32;
+  c.srcHeight = 4;
+  c.dstMemoryType = CU_MEMORYTYPE_HOST;
+  c.dstHost = out;
+  c.dstPitch = W * sizeof(int);
+  c.dstHeight = H;
+  c.WidthInBytes = W * sizeof(int);
+  c.Height = H;
+  c.Depth = D;
+  OK(cuMemcpy3DAsync(&c, s));   /* into pageable memory: synchronous */
+  for (int i = 0; i < D * H * W; i++)
+    cr_assert_eq((&out[0][0][0])[i], i);
+  c.srcHeight = 2;   /* fewer rows per slice than the box has */
+  cr_assert_eq(cuMemcpy3D(&c), CUDA_ERROR_INVALID_VALUE);
+}
+
+Test(copies, capture_records_one_node_and_refuses_pageable_memory) {
+  CUdeviceptr a, b;
+  OK(cuMemAlloc(&a, 1024));
+  OK(cuMemAlloc(&b, 1024));
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUDA_MEMCPY2D c;
+  memset(&c, 0, sizeof(c));
+  c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.srcDevice = a;
+  c.dstDevice = b;
+  c.srcPitch = c.dstPitch = 64;
+  c.WidthInBytes = 32;
+  c.Height = 16;
+  CUgraph g;
+  OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  OK(cuMemcpy2DAsync(&c, s));
+  OK(cuStreamEndCapture(s, &g));
+  size_t n = 0;
+  OK(cuGraphGetNodes(g, NULL, &n));
+  cr_assert_eq(n, 1);
+  char pageable[64];
+  c.srcMemoryType = CU_MEMORYTYPE_HOST;
+  c.srcHost = pageable;
+  c.srcPitch = 4;
+  c.WidthInBytes = 4;
+  OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  cr_assert_eq(cuMemcpy2DAsync(&c, s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  cr_assert_eq(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+}
+
+Test(copies, peer_copies_need_the_primary_context) {
+  CUcontext ctx;
+  OK(cuCtxGetCurrent(&ctx));
+  CUdeviceptr a, b;
+  int v = 0x1234, got = 0;
+  OK(cuMemAlloc(&a, 4));
+  OK(cuMemAlloc(&b, 4));
+  OK(cuMemcpyHtoD(a, &v, 4));
+  OK(cuMemcpyPeer(b, ctx, a, ctx, 4));
+  OK(cuMemcpyDtoH(&got, b, 4));
+  cr_assert_eq(got, v);
+  cr_assert_eq(cuMemcpyPeerAsync(b, (CUcontext)&v, a, ctx, 4, NULL), CUDA_ERROR_INVALID_CONTEXT);
+  CUDA_MEMCPY3D_PEER p;
+  memset(&p, 0, sizeof(p));
+  p.srcMemoryType = p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  p.srcDevice = b;
+  p.dstDevice = a;
+  p.srcContext = p.dstContext = ctx;
+  p.WidthInBytes = 4;
+  p.Height = p.Depth = 1;
+  OK(cuMemsetD32(a, 0, 1));
+  OK(cuMemcpy3DPeer(&p));
+  OK(cuMemcpyDtoH(&got, a, 4));
+  cr_assert_eq(got, v);
+}
+
+Test(copies, memsets_of_2d_boxes) {
+  CUdeviceptr d;
+  uint16_t out[4][8];
+  OK(cuMemAlloc(&d, sizeof(out)));
+  OK(cuMemsetD16(d, 1, 32));
+  OK(cuMemsetD2D16(d + 2 * 2, 16, 7, 3, 2));   /* columns 2..4 of rows 0..1 */
+  CUstream s;
+  OK(cuStreamCreate(&s, 0));
+  OK(cuMemsetD2D8Async(d + 3 * 16, 16, 0, 4, 1, s));   /* row 3, bytes 0..3 */
+  OK(cuStreamSynchronize(s));
+  OK(cuMemcpyDtoH(out, d, sizeof(out)));
+  cr_assert_eq(out[0][1], 1);
+  cr_assert_eq(out[0][2], 7);
+  cr_assert_eq(out[1][4], 7);
+  cr_assert_eq(out[1][5], 1);
+  cr_assert_eq(out[2][3], 1);
+  cr_assert_eq(out[3][1], 0);
+  cr_assert_eq(out[3][2], 1);
+}

@@ -1,0 +1,154 @@
+/* Tests of handle reuse on the sim: as real drivers do, a destroyed stream's
+ * value comes back from a later cuStreamCreate once its work is done, and an
+ * unloaded module's function values come back for other kernels of the next
+ * module; SIMCU_NO_REUSE=1 keeps every value unique. Interposers that key
+ * tables by these values must cope with the former. */
+#include <cuda.h>
+#include <criterion/criterion.h>
+#include <semaphore.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "drv_setup.h"
+#include "simcu.h"
+
+static const char ptx_a[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry k_one(.param .u64 a)\n{\n ret;\n}\n";
+static const char ptx_b[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry k_two(.param .u64 a, .param .u32 v)\n{\n ret;\n}\n";
+
+SIMCU_PARAMS(k_one, 8);
+SIMCU_KERNEL(k_one) {
+  (void)simcu_blk;
+  *SIMCU_ARG(0, int*) = 1;
+}
+
+SIMCU_PARAMS(k_two, 8, 4);
+SIMCU_KERNEL(k_two) {
+  (void)simcu_blk;
+  *SIMCU_ARG(0, int*) = SIMCU_ARG(1, int);
+}
+
+static sem_t gate;
+static void wait_gate(void* p) {
+  (void)p;
+  sem_wait(&gate);
+}
+
+static void start(int reuse) {
+  if (!reuse)
+    setenv("SIMCU_NO_REUSE", "1", 1);
+  drv_setup();
+}
+
+Test(sim_reuse, a_destroyed_stream_value_comes_back) {
+  start(1);
+  CUstream first, s;
+  OK(cuStreamCreate(&first, 0));
+  OK(cuStreamDestroy(first));
+  for (int i = 0; i < 100; i++) {
+    OK(cuStreamCreate(&s, i % 2 ? CU_STREAM_NON_BLOCKING : 0));
+    cr_assert_eq(s, first, "round %d", i);
+    unsigned flags;
+    OK(cuStreamGetFlags(s, &flags));
+    cr_assert_eq(flags, i % 2 ? CU_STREAM_NON_BLOCKING : 0u, "the new stream's own flags");
+    OK(cuStreamDestroy(s));
+  }
+}
+
+Test(sim_reuse, a_stream_is_reused_only_once_its_work_is_done) {
+  start(1);
+  CUmodule m;
+  CUfunction f;
+  CUdeviceptr d;
+  CUstream s, t;
+  CUevent e;
+  OK(cuModuleLoadData(&m, ptx_b));
+  OK(cuModuleGetFunction(&f, m, "k_two"));
+  OK(cuMemAlloc(&d, sizeof(int)));
+  OK(cuEventCreate(&e, 0));
+  /* While a destroyed stream's work is pending, its value is not handed out. */
+  OK(cuStreamCreate(&s, 0));
+  sem_init(&gate, 0, 0);
+  OK(cuLaunchHostFunc(s, wait_gate, NULL));
+  OK(cuStreamDestroy(s));
+  OK(cuStreamCreate(&t, 0));
+  cr_assert_neq(t, s, "reused while its work was pending");
+  sem_post(&gate);
+  OK(cuCtxSynchronize());
+  OK(cuStreamDestroy(t));
+  CUstream u;
+  OK(cuStreamCreate(&u, 0));
+  cr_assert(u == s || u == t, "a finished stream's value comes back");
+
+  OK(cuStreamCreate(&s, 0));
+  unsigned long long old_id, new_id;
+  OK(cuStreamGetId(s, &old_id));
+  int v = 7;
+  OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, (void*[]){&d, &v}, NULL));
+  OK(cuEventRecord(e, s));
+  OK(cuStreamDestroy(s));   /* its work still runs */
+  OK(cuCtxSynchronize());
+  OK(cuStreamCreate(&t, 0));
+  cr_assert_eq(t, s);
+  OK(cuStreamGetId(t, &new_id));
+  cr_assert_neq(new_id, old_id, "a reused value is a new stream");
+  /* The event recorded on the old stream stays usable. */
+  OK(cuEventQuery(e));
+  OK(cuStreamWaitEvent(t, e, 0));
+  v = 9;
+  OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, t, (void*[]){&d, &v}, NULL));
+  OK(cuStreamSynchronize(t));
+  cr_assert_eq(*(int*)(uintptr_t)d, 9);
+}
+
+Test(sim_reuse, an_unloaded_function_value_serves_the_next_kernel) {
+  start(1);
+  CUmodule ma, mb;
+  CUfunction fa, fb;
+  CUdeviceptr d;
+  const char* name;
+  OK(cuMemAlloc(&d, sizeof(int)));
+  for (int round = 0; round < 20; round++) {
+    OK(cuModuleLoadData(&ma, ptx_a));
+    OK(cuModuleGetFunction(&fa, ma, "k_one"));
+    OK(cuModuleUnload(ma));
+    OK(cuModuleLoadData(&mb, ptx_b));
+    OK(cuModuleGetFunction(&fb, mb, "k_two"));
+    cr_assert_eq(fb, fa, "round %d", round);
+    cr_assert_eq(mb, ma);
+    OK(cuFuncGetName(&name, fb));
+    cr_assert_str_eq(name, "k_two");
+    size_t off, size;
+    OK(cuFuncGetParamInfo(fb, 1, &off, &size));
+    cr_assert_eq(size, 4, "the new kernel's parameter layout");
+    int v = 100 + round;
+    OK(cuLaunchKernel(fb, 1, 1, 1, 1, 1, 1, 0, NULL, (void*[]){&d, &v}, NULL));
+    OK(cuCtxSynchronize());
+    cr_assert_eq(*(int*)(uintptr_t)d, v, "the new kernel's body ran");
+    OK(cuModuleUnload(mb));
+  }
+}
+
+Test(sim_reuse, no_reuse_keeps_values_unique) {
+  start(0);
+  CUstream s, t;
+  OK(cuStreamCreate(&s, 0));
+  OK(cuStreamDestroy(s));
+  OK(cuStreamCreate(&t, 0));
+  cr_assert_neq(t, s);
+  cr_assert_eq(cuStreamSynchronize(s), CUDA_ERROR_INVALID_HANDLE, "the old value stays dead");
+  CUmodule ma, mb;
+  CUfunction fa, fb;
+  OK(cuModuleLoadData(&ma, ptx_a));
+  OK(cuModuleGetFunction(&fa, ma, "k_one"));
+  OK(cuModuleUnload(ma));
+  OK(cuModuleLoadData(&mb, ptx_b));
+  OK(cuModuleGetFunction(&fb, mb, "k_two"));
+  cr_assert_neq(fb, fa);
+  const char* name;
+  cr_assert_eq(cuFuncGetName(&name, fa), CUDA_ERROR_INVALID_HANDLE);
+}
