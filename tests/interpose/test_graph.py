@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Graph mode on the simulated device: the flush rules (graph_rules.cu, one
-mode each, run on the asynchronous sim so that a missing flush shows as a
+mode each, and graph_drv_rules.c for the stream calls that are not launches, run on the asynchronous sim so that a missing flush shows as a
 wrong result or a hang), and every example: checksum bit-identical to no shim
 and to observe mode, kernels_executed equal, and the graph counters telling
 that its paths were replayed.
@@ -184,7 +184,10 @@ def main():
     if a.prog == "-":
         print("skipped: built without nvcc")
         sys.exit(77)
-    globals()["case_" + a.case](a)
+    if a.case.startswith("drv_"):
+        rule(a, a.case[4:])   # graph_drv_rules.c: one mode per stream call
+    else:
+        globals()["case_" + a.case](a)
 
 
 if __name__ == "__main__":
