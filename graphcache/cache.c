@@ -45,7 +45,7 @@ enum key_state_e {
 };
 
 static const char* const state_why[] = {
-  [K_WARM] = "warming up",
+  [K_WARM] = "warming up (its replays have not yet earned what a graph costs to build)",
   [K_LIVE] = "replayed as a graph",
   [K_NOPAY] = "replays cost more than eager launches",
   [K_SHORT] = "fewer ops than GRAPE_MIN_OPS",
@@ -63,6 +63,10 @@ struct grape_gc_key_s {
   exec_t* var[MAX_VARIANTS];
   int nvar;
   double upd_avg;               /* node updates per replay, moving average */
+  double credit_ns;             /* what replays would have saved since the last build */
+  grape_op_dims_t* last_dims;   /* warming up: the last sighting's ops (what a replay */
+  uint8_t* last_params;         /* would have had to update), NULL until seen */
+  double far_ns;                /* spent on updates of replays far from every executable */
   uint64_t recheck_at;          /* K_NOPAY: `seen` at which to look again */
   int warmed;                   /* built once already: later builds need no warmup */
 };
@@ -378,6 +382,19 @@ static exec_t* best_variant(gkey_t* k, const grape_region_t* r, uint32_t* diff) 
   return best;
 }
 
+/* Eager cost, in builds, that a key (or a far parameter set) must have run up
+ * before a graph is built for it. 1 is the classic rent-or-buy bound (at most
+ * twice the best cost); 3 keeps short runs from paying for builds they cannot
+ * earn back (measured on the examples, docs/performance.md), at the price of
+ * replaying a long run's paths a little later. */
+#define BUILD_CREDIT 3.0
+
+/* What building an executable of n ops costs the host: the graph, its nodes
+ * and the instantiation (config costs). 0 = builds are free (no credit needed). */
+static double build_ns(const grape_gc_t* c, uint32_t n) {
+  return c->cfg.build_ns + (double)n * c->cfg.build_node_ns;
+}
+
 /* True when one graph launch plus k's average updates costs no more than an
  * eager submission per op. */
 static int pays(const grape_gc_t* c, const gkey_t* k) {
@@ -410,13 +427,21 @@ static exec_t* replay(grape_gc_t* c, gkey_t* k, grape_region_t* r, void* stream,
   uint32_t d;
   exec_t* e = best_variant(k, r, &d);
   /* Far from every executable: a new variant, while there is room, keeps the
-   * others for the parameter sets they hold (ping-pong buffers, batch sizes). */
-  if (e == NULL || (d * 2 > r->nops && k->nvar < c->cfg.variants)) {
+   * others for the parameter sets they hold (ping-pong buffers, batch sizes).
+   * It is built once the updates of far replays have cost what a build costs
+   * (rent, then buy): a parameter set that never recurs costs at most one
+   * build more than the updates it needed. */
+  int far = e != NULL && d * 2 > r->nops;
+  if (far)
+    k->far_ns += (double)d * c->cfg.update_ns;
+  if (e == NULL ||
+      (far && k->nvar < c->cfg.variants && k->far_ns >= BUILD_CREDIT * build_ns(c, r->nops))) {
     int err;
     exec_t* fresh = exec_build(c, k, r, e, &err);
     if (fresh != NULL) {
       e = fresh;
       d = 0;
+      k->far_ns = 0;
     }
   }
   if (e == NULL) {
@@ -507,9 +532,36 @@ static path_t* path_find_or_add(grape_gc_t* c, gkey_t* k, const grape_region_t* 
   return p;
 }
 
+/* A warm key sighted eagerly: credits what a replay would have saved (one
+ * launch per op, against one graph launch and an update per op that differs
+ * from the last sighting). */
+static void earn_credit(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
+  uint32_t d = r->nops;
+  if (k->last_dims != NULL) {
+    d = 0;
+    for (uint32_t i = 0; i < r->nops; i++)
+      d += memcmp(&k->last_dims[i], &r->dims[i], sizeof(r->dims[i])) != 0 ||
+           memcmp(k->last_params + r->poff[i], r->params + r->poff[i], r->keys[i].param_bytes) != 0;
+    memcpy(k->last_dims, r->dims, r->nops * sizeof(*r->dims));
+    memcpy(k->last_params, r->params, r->plen);
+  } else if ((k->last_dims = dup_bytes(r->dims, r->nops * sizeof(*r->dims))) == NULL ||
+             (k->last_params = dup_bytes(r->params, r->plen)) == NULL) {
+    free(k->last_dims);
+    k->last_dims = NULL;
+  }
+  k->credit_ns += (double)r->nops * c->cfg.launch_ns - c->cfg.graph_launch_ns -
+                  (double)d * c->cfg.update_ns;
+}
+
 /* A warm key of region r's ops gets its first executable, if it may. */
 static void maybe_build(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   if (!c->cfg.graphs || k->state != K_WARM || (k->seen < (uint64_t)c->cfg.warmup && !k->warmed))
+    return;
+  /* A graph is built once eager sightings have cost, beyond what replays
+   * would have, BUILD_CREDIT times what building it costs (rent, then buy):
+   * a path that stops recurring then wastes one build, at most a third of
+   * what it cost eagerly. */
+  if (build_ns(c, r->nops) > 0 && k->credit_ns < BUILD_CREDIT * build_ns(c, r->nops))
     return;
   if ((long)k->nops < c->cfg.min_ops) {
     k->state = K_SHORT;
@@ -532,6 +584,7 @@ static void maybe_build(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   }
   k->warmed = 1;
   k->upd_avg = 0;
+  k->credit_ns = 0;
   if (make_live(c, k) != 0)
     exec_drop(c, e);
 }
@@ -580,6 +633,8 @@ static int account(grape_gc_t* c, grape_region_t* r, gkey_t* k, exec_t* used) {
     }
     return 0;
   }
+  if (k->state == K_WARM)
+    earn_credit(c, k, r);
   if (k->state == K_LIVE)
     c->st.graph_misses++, k->misses++;
   else if (k->state == K_NOPAY)
@@ -622,6 +677,8 @@ void grape_gc_destroy(grape_gc_t* c, int with_driver) {
     gkey_t* k = c->keys.v[i];
     if (k != NULL) {
       free(k->keys);
+      free(k->last_dims);
+      free(k->last_params);
       free(k);
     }
   }

@@ -21,6 +21,12 @@
  * op keys; the key table compares key arrays), so a hash collision never
  * launches a wrong graph.
  *
+ * Build only where it pays: a key gets its first executable once its eager
+ * sightings have cost (one launch per op, against one graph launch) what
+ * building one costs, and a further variant once the updates of replays far
+ * from every executable (more than half the nodes) have: rent, then buy, so a
+ * path or parameter set that stops recurring wastes at most one build.
+ *
  * Replay only where it pays: per key, an average of the node updates a replay
  * needed is kept; when one launch plus that many updates costs more than one
  * launch per op (config costs), the key stops being held and runs eagerly,
@@ -82,6 +88,8 @@ typedef struct grape_gc_config_s {
   double launch_ns;              /* host cost of one eager submission */
   double graph_launch_ns;        /* of one graph launch */
   double update_ns;              /* of one node update */
+  double build_ns;               /* of building an executable: fixed part */
+  double build_node_ns;          /* ... and per node (adding it, instantiating it) */
   long recheck;                  /* sightings between re-checks of a key that did not pay */
   void (*note)(const char* msg); /* told once per kind of trouble (a graph that cannot be
                                     built); NULL: silent */

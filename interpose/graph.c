@@ -6,6 +6,8 @@
 #include "graph.h"
 
 #include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,12 +278,51 @@ static void note_to_log(const char* msg) {
   grape_log_warn("%s", msg);
 }
 
-/* Host costs behind "replay only where it pays" (ns): a launch's driver call,
- * a graph launch, a node update; defaults from published measurements, see
- * docs/design.md. */
-#define COST_LAUNCH_NS 2500.0
-#define COST_GRAPH_LAUNCH_NS 2500.0
-#define COST_UPDATE_NS 1000.0
+/* Host costs behind "build and replay only where they pay" (ns): a launch's
+ * driver call, a graph launch, a node update, building an executable (graph,
+ * nodes, instantiation). Defaults from published measurements (the sim's cost
+ * table uses the same, sim/README.md); GRAPE_COSTS replaces any of them. */
+static const struct {
+  const char* name;
+  size_t off;
+  double dflt;
+} cost_rows[] = {
+    {"launch", offsetof(grape_gc_config_t, launch_ns), 2650},
+    {"graph_launch", offsetof(grape_gc_config_t, graph_launch_ns), 3500},
+    {"update", offsetof(grape_gc_config_t, update_ns), 700},
+    {"build", offsetof(grape_gc_config_t, build_ns), 22000},
+    {"build_node", offsetof(grape_gc_config_t, build_node_ns), 32000},
+};
+
+/* Sets cfg's costs: the defaults, then GRAPE_COSTS ("name=ns,..."). A bad
+ * entry is reported and skipped; the others apply. */
+static void costs_set(grape_gc_config_t* cfg) {
+  for (size_t i = 0; i < sizeof(cost_rows) / sizeof(cost_rows[0]); i++)
+    *(double*)((char*)cfg + cost_rows[i].off) = cost_rows[i].dflt;
+  const char* s = grape__option_str(grape_option_costs);
+  while (s != NULL && *s != '\0') {
+    size_t len = strcspn(s, ",");
+    char item[96];
+    snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), s);
+    s += len + (s[len] == ',');
+    char* eq = strchr(item, '=');
+    char* end = NULL;
+    double v = eq != NULL ? strtod(eq + 1, &end) : 0;
+    size_t i = 0;
+    while (eq != NULL && i < sizeof(cost_rows) / sizeof(cost_rows[0]) &&
+           (strncmp(cost_rows[i].name, item, (size_t)(eq - item)) != 0 ||
+            cost_rows[i].name[eq - item] != '\0'))
+      i++;
+    if (eq == NULL || i == sizeof(cost_rows) / sizeof(cost_rows[0]) || end == eq + 1 ||
+        *end != '\0' || !(v >= 0 && v < 1e12)) {
+      grape_log_warn("GRAPE_COSTS: ignoring '%s': expected name=ns with name one of launch, "
+                     "graph_launch, update, build, build_node and ns a number >= 0",
+                     item);
+      continue;
+    }
+    *(double*)((char*)cfg + cost_rows[i].off) = v;
+  }
+}
 
 static long option_at_least(grape_option_t o, long lo) {
   long v = grape__option_get(o);
@@ -304,13 +345,11 @@ grape_gc_t* grape__gc(void) {
       .variants = option_at_least(grape_option_variants, 1),
       .max_graphs = option_at_least(grape_option_cache_graphs, 1),
       .max_bytes = (uint64_t)option_at_least(grape_option_cache_mb, 1) << 20,
-      .launch_ns = COST_LAUNCH_NS,
-      .graph_launch_ns = COST_GRAPH_LAUNCH_NS,
-      .update_ns = COST_UPDATE_NS,
       .recheck = 64,
       .note = note_to_log,
       .stamp = grape__alloc_epoch,
     };
+    costs_set(&cfg);
     grape_gc_t* made = NULL;
     if (grape_gc_create(&cfg, graphs ? &driver_table : NULL, &made) != 0)
       grape_log_warn_once("out of memory: regions and paths go unrecorded");

@@ -297,6 +297,72 @@ Test(cache, one_variant_updates_the_nodes_that_differ) {
   cr_expect_eq(dev.updates, 4);
 }
 
+Test(cache, a_graph_is_built_once_eager_runs_have_cost_three_builds) {
+  /* 4 ops: each eager sighting with nothing changed earns 4 * 2000 - 2500 =
+   * 5500 ns; a build costs 1000 + 4 * 1000 = 5000 ns, so three builds' worth
+   * (15000) takes three sightings beyond the first (which changes every node
+   * against nothing: 5500 - 4 * 1000 = 1500). */
+  grape_gc_config_t cfg = config();
+  cfg.build_ns = 1000;
+  cfg.build_node_ns = 1000;
+  teardown();
+  setup_with(cfg);
+  pop_t step[4] = {{1, 4, 3}, {2, 4, 3}, {3, 4, 3}, {4, 4, 3}};
+  for (int it = 0; it < 3; it++)
+    issue_all(step, 4);
+  cr_expect_eq(stats().graphs_built, 0, "1500 + 5500 + 5500 ns earned: not yet");
+  issue_all(step, 4);
+  cr_expect_eq(stats().graphs_built, 1, "18500 ns earned: built");
+  issue_all(step, 4);
+  expect_device_ran_what_was_issued();
+  cr_expect_eq(stats().graph_hits, 1);
+  cr_expect_eq(eager_launches, 4 * 4);
+}
+
+Test(cache, a_path_whose_updates_eat_the_saving_never_gets_a_graph) {
+  /* Every op's parameter changes every time: a replay would save
+   * 4 * 2000 - 2500 - 4 * 1500 < 0, so nothing is ever earned. */
+  grape_gc_config_t cfg = config();
+  cfg.update_ns = 1500;
+  cfg.build_ns = 1;
+  teardown();
+  setup_with(cfg);
+  pop_t step[4] = {{1, 4, 0}, {2, 4, 0}, {3, 4, 0}, {4, 4, 0}};
+  for (int it = 0; it < 40; it++) {
+    for (int i = 0; i < 4; i++)
+      step[i].arg = (uint32_t)it;
+    issue_all(step, 4);
+  }
+  expect_device_ran_what_was_issued();
+  cr_expect_eq(stats().graphs_built, 0);
+}
+
+Test(cache, a_far_parameter_set_gets_a_variant_once_its_updates_cost_three_builds) {
+  /* Two alternating sets that differ in all 4 nodes. Building costs 4000 ns
+   * (0 + 4 * 1000); each far replay updates 4 nodes (4000 ns): the third far
+   * replay has spent three builds' worth and builds the second variant
+   * instead of updating; after it, nothing changes. */
+  grape_gc_config_t cfg = config();
+  cfg.warmup = 1;
+  cfg.build_node_ns = 1000;
+  teardown();
+  setup_with(cfg);
+  int built_at = -1;
+  for (int it = 0; it < 40; it++) {
+    uint32_t v = (uint32_t)(it % 2);
+    pop_t step[4] = {{1, 4, v}, {2, 4, v}, {3, 4, v}, {4, 4, v}};
+    issue_all(step, 4);
+    if (built_at < 0 && stats().graphs_built == 2)
+      built_at = it;
+  }
+  expect_device_ran_what_was_issued();
+  grape_gc_stats_t st = stats();
+  cr_expect_eq(st.graphs_built, 2);
+  cr_expect_gt(built_at, 4, "not at the first far replay (it came at %d)", built_at);
+  cr_expect_eq(st.node_updates, 2 * 4, "two far replays updated every node, then none (%lu)",
+               (unsigned long)st.node_updates);
+}
+
 Test(cache, divergence_submits_the_held_ops_in_order) {
   pop_t known[4] = {{1, 2, 1}, {2, 2, 2}, {3, 2, 3}, {4, 2, 4}};
   issue_all(known, 4);

@@ -15,6 +15,9 @@ import sys
 import tempfile
 
 
+FREE_BUILDS = "build=0,build_node=0"
+
+
 def fail(msg, p=None):
     if p is not None:
         msg += f"\nstdout:\n{p.stdout}\nstderr:\n{p.stderr[-4000:]}"
@@ -35,6 +38,9 @@ def run(a, args, mode="graph", preload=True, env=None, timeout=120, check=True):
             e["LD_PRELOAD"] = a.preload
             e["GRAPE_REPORT"] = os.path.join(d, "grape.%p.json")
             e["GRAPE_MODE"] = mode
+            # Builds free: these short runs must replay to test replay (the
+            # default costs would rightly run them eagerly; case_time checks that).
+            e["GRAPE_COSTS"] = FREE_BUILDS
         e.update(env or {})
         p = subprocess.run([a.prog] + args, env=e, capture_output=True, text=True, timeout=timeout)
         if check and p.returncode != 0:
@@ -173,6 +179,39 @@ def case_warmup(a):
         fail(f"hits with warm-up 5: {rep5['graph_hits']}, with 2: {rep2['graph_hits']}", p)
 
 
+def case_costs(a):
+    """GRAPE_COSTS: each bad entry is named in a warning and skipped, the good
+    ones apply (free builds: replays after the warm-up)."""
+    p, rep, _ = run(a, [], env={"GRAPE_COSTS": "launch=fast,bogus=3,build=0,build_node=0,update"})
+    for bad in ("'launch=fast'", "'bogus=3'", "'update'"):
+        if bad not in p.stderr:
+            fail(f"no warning naming {bad}", p)
+    if rep["graph_hits"] == 0:
+        fail(f"build=0,build_node=0 did not apply: {rep}", p)
+    _, rep, _ = run(a, [], env={"GRAPE_COSTS": "build=1e9"})
+    if rep["graphs_built"] != 0:
+        fail(f"build=1e9 still built graphs: {rep}")
+
+
+def case_time(a):
+    """With the default costs, graph mode never makes a run slower in
+    simulated time (2% at most) with or without framework work per op, and
+    keeps its output; --faster: it must make the framework-like run faster."""
+    for host_ns in ("0", "5000"):
+        env = {"SIMCU_HOST_NS": host_ns}
+        base, _, sim0 = run(a, a.args, preload=False, env=env)
+        p, rep, sim = run(a, a.args, env=dict(env, GRAPE_COSTS=""))
+        if p.stdout != base.stdout:
+            fail("graph mode changed the output", p)
+        t0, t1 = sim0["sim_end_ns"], sim["sim_end_ns"]
+        print(f"SIMCU_HOST_NS={host_ns}: {t0} ns without the shim, {t1} ns in graph mode "
+              f"({rep['graphs_built']} graphs built, {rep['graph_hits']} hits)")
+        if t1 > t0 * 1.02:
+            fail(f"graph mode is slower: {t1} ns against {t0} ns: {rep}", p)
+        if a.faster and host_ns != "0" and not t1 < t0:
+            fail(f"graph mode did not make the run faster: {t1} ns against {t0} ns: {rep}", p)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
@@ -180,6 +219,8 @@ def main():
     ap.add_argument("--simdir", required=True)
     ap.add_argument("--prog", required=True)
     ap.add_argument("--collide", default="")
+    ap.add_argument("--faster", action="store_true")
+    ap.add_argument("args", nargs="*", help="the program's arguments (case time)")
     a = ap.parse_args()
     if a.prog == "-":
         print("skipped: built without nvcc")
