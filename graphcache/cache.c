@@ -102,6 +102,7 @@ struct grape_gc_s {
   uint64_t tick;
   grape_gc_stats_t st;
   int noted_build, noted_launch;
+  int graph_mode;               /* made with graphs on (grape_gc_stop turns them off at exit) */
 };
 
 /* ---- Small helpers ---- */
@@ -315,6 +316,8 @@ static exec_t* exec_build(grape_gc_t* c, gkey_t* k, const grape_region_t* r, con
   k->var[k->nvar++] = e;
   e->last_use = ++c->tick;
   c->st.graph_bytes += bytes;
+  if (c->st.graph_bytes > c->st.graph_bytes_peak)
+    c->st.graph_bytes_peak = c->st.graph_bytes;
   c->st.graphs_built++;
   return e;
 fail:
@@ -662,6 +665,7 @@ int grape_gc_create(const grape_gc_config_t* cfg, const grape_gc_driver_t* drv, 
     c->drv = *drv;
   else
     c->cfg.graphs = 0;
+  c->graph_mode = c->cfg.graphs;
   pthread_mutex_init(&c->lock, NULL);
   *out = c;
   return 0;
@@ -783,7 +787,9 @@ void grape_gc_stats(grape_gc_t* c, grape_gc_stats_t* st) {
 }
 
 /* Why a key ran the way it did, in words (the report). */
-static const char* key_why(const gkey_t* k) {
+static const char* key_why(const grape_gc_t* c, const gkey_t* k) {
+  if (!c->graph_mode)
+    return "graphs off (observe mode)";
   if (k->hits == 0)
     return k->warmed && k->state == K_WARM ? "its graph was built but never replayed"
                                            : state_why[k->state];
@@ -794,11 +800,11 @@ static const char* key_why(const gkey_t* k) {
   return "replayed as a graph";
 }
 
-static grape_gc_path_t path_view(const path_t* p) {
+static grape_gc_path_t path_view(const grape_gc_t* c, const path_t* p) {
   const gkey_t* key = p->key;
   return (grape_gc_path_t){p->fp, key->fp, p->nops, p->count, key->keys, p->dims, p->params,
                            p->poff, p->stamp, key->hits, key->seen, key->warmed,
-                           key->hits ? GRAPE_GC_WAY_GRAPH : GRAPE_GC_WAY_EAGER, key_why(key)};
+                           key->hits ? GRAPE_GC_WAY_GRAPH : GRAPE_GC_WAY_EAGER, key_why(c, key)};
 }
 
 size_t grape_gc_each_path(grape_gc_t* c, void (*fn)(const grape_gc_path_t* p, void* arg), void* arg) {
@@ -806,7 +812,7 @@ size_t grape_gc_each_path(grape_gc_t* c, void (*fn)(const grape_gc_path_t* p, vo
   pthread_mutex_lock(&c->lock);
   for (size_t i = 0; i < c->paths.cap; i++)
     if (c->paths.v[i] != NULL) {
-      grape_gc_path_t v = path_view(c->paths.v[i]);
+      grape_gc_path_t v = path_view(c, c->paths.v[i]);
       fn(&v, arg);
       n++;
     }
@@ -830,7 +836,7 @@ size_t grape_gc_top(grape_gc_t* c, grape_gc_path_t* top, size_t n) {
     const path_t* p = c->paths.v[i];
     if (p == NULL)
       continue;
-    all[k++] = path_view(p);
+    all[k++] = path_view(c, p);
   }
   if (all != NULL) {
     qsort(all, k, sizeof(*all), path_cmp);

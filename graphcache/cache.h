@@ -197,6 +197,7 @@ typedef struct grape_gc_stats_s {
   uint64_t build_failures, node_updates, graph_launches, eager_ops, submissions;
   uint64_t flushed[GRAPE_GC_CAUSES];   /* held ops submitted one by one, by cause */
   uint64_t graph_bytes;                /* estimated, of the executables cached now */
+  uint64_t graph_bytes_peak;           /* the most graph_bytes has been */
 } grape_gc_stats_t;
 
 void grape_gc_stats(grape_gc_t* c, grape_gc_stats_t* st);

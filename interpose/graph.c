@@ -329,6 +329,10 @@ static long option_at_least(grape_option_t o, long lo) {
   return v < lo ? lo : v;
 }
 
+grape_gc_t* grape__gc_peek(void) {
+  return __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
+}
+
 grape_gc_t* grape__gc(void) {
   grape_gc_t* c = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
   if (__builtin_expect(c != NULL, 1))

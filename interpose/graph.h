@@ -30,6 +30,11 @@
 /* The cache (made on first use, from the options). NULL when out of memory. */
 grape_gc_t* grape__gc(void);
 
+/* The cache if the program's CUDA work made it, else NULL: for the exit
+ * report and trace, which must not load the driver for a program that never
+ * used CUDA. */
+grape_gc_t* grape__gc_peek(void);
+
 /* Where a stream's region starts holding: the trie root in graph mode for a
  * stream whose ops may be held, else NULL. */
 const grape_gc_node_t* grape__hold_start(grape_stream_t* s);

@@ -384,7 +384,7 @@ char* grape__report_json(void) {
   put(&b, ",\"mode\":\"%s\",", mode_names[grape__mode]);
   long want = grape__option_get(grape_option_top_paths);
   size_t ntop = want > 0 ? (size_t)want : 0;
-  grape_gc_t* cache = grape__gc();
+  grape_gc_t* cache = grape__gc_peek();
   grape_gc_stats_t st;
   memset(&st, 0, sizeof(st));
   if (cache != NULL)
@@ -422,7 +422,7 @@ char* grape__report_json(void) {
   c[C_graph_launches] = st.graph_launches;
   c[C_eager_ops] = st.eager_ops;
   c[C_submission_calls] = (uint64_t)cnt.submissions + st.submissions;
-  c[C_est_graph_bytes] = st.graph_bytes;
+  c[C_est_graph_bytes] = st.graph_bytes_peak;
 #define PUT_COUNTER(name, doc) put(&b, "\"" #name "\":%llu,", (unsigned long long)c[C_##name]);
   GRAPE_REPORT_COUNTERS(PUT_COUNTER)
   put(&b, "\"held_ops_flushed_eager\":{");

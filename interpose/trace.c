@@ -436,7 +436,7 @@ static int fill_info(glue_t* g, long rank) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   grape_gc_stats_t st = {0};
-  grape_gc_t* cache = grape__gc();
+  grape_gc_t* cache = grape__gc_peek();
   if (cache != NULL)
     grape_gc_stats(cache, &st);
   in.grape_version = ver;
@@ -480,7 +480,7 @@ int grape__trace_write(void) {
   scratch_t s = {0};
   int rc = grape_trace_new(&g.t);
   if (rc == 0) {
-    grape_gc_t* cache = grape__gc();
+    grape_gc_t* cache = grape__gc_peek();
     if (cache != NULL)
       grape_gc_each_path(cache, take_path, &g);
     grape__func_each(take_func, &g);

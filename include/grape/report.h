@@ -36,7 +36,7 @@
   X(graph_launches, "graph launches made by the shim")                                        \
   X(eager_ops, "ops the shim submitted one by one (held, then flushed eagerly)")              \
   X(submission_calls, "driver submissions: launches, graph launches, node updates, memsets, copies") \
-  X(est_graph_bytes, "estimated device memory of the cached executable graphs")
+  X(est_graph_bytes, "estimated device memory of the cached executable graphs, at most at once")
 
 /* Members of "held_ops_flushed_eager": why held ops were submitted one by one
  * (in the order of graphcache/cache.h's grape_gc_cause_t). */

@@ -130,6 +130,11 @@ def example(a, args, min_hit_share):
         fail(f"graph launches: report {rep_g['graph_launches']}, sim {sim_g['graph_launches']}", gr)
     if rep_g["graph_hits"] < min_hit_share * rep_g["regions"]:
         fail(f"{rep_g['graph_hits']} hits of {rep_g['regions']} regions", gr)
+    if rep_g["graphs_built"] > 0 and rep_g["est_graph_bytes"] == 0:
+        fail("graphs were built, but the report estimates no graph memory", gr)
+    for tp in rep_g["top_paths"]:
+        if tp["graph_hits"] > 0 and (tp["ran_as"] != "graph" or "observe" in tp["why"]):
+            fail(f"a replayed path is reported as {tp['ran_as']}: {tp['why']}", gr)
     return rep_g, sim_g
 
 

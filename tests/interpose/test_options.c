@@ -24,7 +24,7 @@ TestSuite(options, .init = setup);
 Test(options, defaults_when_unset) {
   unsetenv("GRAPE_MODE");
   unsetenv("GRAPE_CHUNK");
-  cr_expect_eq(grape__option_get(grape_option_mode), GRAPE_MODE_OBSERVE);
+  cr_expect_eq(grape__option_get(grape_option_mode), GRAPE_MODE_GRAPH);
   cr_expect_eq(grape__option_get(grape_option_chunk), 1024);
   cr_expect_null(grape__option_str(grape_option_report));
   cr_expect_str_empty(captured);
@@ -44,8 +44,8 @@ Test(options, enum_words_case_insensitive) {
 Test(options, bad_value_warns_once_and_keeps_default) {
   setenv("GRAPE_LOG", "warn", 1);
   setenv("GRAPE_MODE", "fast", 1);
-  cr_expect_eq(grape__option_get(grape_option_mode), GRAPE_MODE_OBSERVE);
-  cr_expect_eq(grape__option_get(grape_option_mode), GRAPE_MODE_OBSERVE);
+  cr_expect_eq(grape__option_get(grape_option_mode), GRAPE_MODE_GRAPH);
+  cr_expect_eq(grape__option_get(grape_option_mode), GRAPE_MODE_GRAPH);
   cr_expect_not_null(strstr(captured, "GRAPE_MODE"));
   cr_expect_not_null(strstr(captured, "off | observe | graph"));
   cr_expect_null(strstr(strstr(captured, "GRAPE_MODE") + 1, "GRAPE_MODE"), "warned twice: %s", captured);
@@ -76,5 +76,5 @@ Test(options, every_option_has_name_doc_default) {
     cr_expect_not_null(grape__option_default((grape_option_t)i));
   }
   cr_expect_str_eq(grape__option_default(grape_option_chunk), "1024");
-  cr_expect_str_eq(grape__option_default(grape_option_mode), "observe");
+  cr_expect_str_eq(grape__option_default(grape_option_mode), "graph");
 }

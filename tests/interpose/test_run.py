@@ -87,7 +87,7 @@ def case_summary(a):
         p = grape(a, ["--device", "sim", "--report", rep, "--", a.prog, "all", "2"])
         if p.returncode != 0:
             fail("command failed", p)
-        m = re.search(r"mode observe: (\d+) kernel launches \(runtime (\d+), driver (\d+), dlsym (\d+), "
+        m = re.search(r"mode graph: (\d+) kernel launches \(runtime (\d+), driver (\d+), dlsym (\d+), "
                       r"getprocaddress (\d+), entrypoint (\d+)\)", p.stderr)
         if not m or [int(x) for x in m.groups()] != [12, 4, 2, 2, 2, 2]:
             fail("summary", p)
@@ -113,7 +113,7 @@ def case_launchers(a):
         p = grape(a, ["--device", "sim", "--"] + cmd)
         if p.returncode != 0:
             fail(f"{cmd} failed", p)
-        m = re.search(r"mode observe: (\d+) kernel launches .* in (\d+) processes", p.stderr)
+        m = re.search(r"mode graph: (\d+) kernel launches .* in (\d+) processes", p.stderr)
         if not m or int(m.group(1)) != 12 or int(m.group(2)) < 2:
             fail(f"{cmd[0]}: want 12 launches over the processes", p)
         if not re.search(r"grape:   pid \d+ sim_routes: 12 launches", p.stderr):
