@@ -144,7 +144,7 @@ static inline const grape_gc_node_t* grape_gc_step(const grape_gc_node_t* cur,
 
 /* True when cur ends a key with a graph and no longer known path goes on from
  * it: the region can be replayed now rather than at its end. */
-static inline int grape_gc_leaf(const grape_gc_node_t* cur) {
+static inline __attribute__((always_inline)) int grape_gc_leaf(const grape_gc_node_t* cur) {
   if (__atomic_load_n(&cur->term, __ATOMIC_ACQUIRE) == NULL)
     return 0;
   for (const grape_gc_node_t* n = __atomic_load_n(&cur->child, __ATOMIC_ACQUIRE); n != NULL;

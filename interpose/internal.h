@@ -59,12 +59,12 @@ typedef struct grape_counters_s {
 extern __thread grape_counters_t* grape__counters_tls __attribute__((tls_model("initial-exec")));
 grape_counters_t* grape__counters_slow(void);
 
-static inline grape_counters_t* grape__counters_mine(void) {
+static inline __attribute__((always_inline)) grape_counters_t* grape__counters_mine(void) {
   grape_counters_t* c = grape__counters_tls;
   return __builtin_expect(c != NULL, 1) ? c : grape__counters_slow();
 }
 
-static inline void grape__bump(long* c) {
+static inline __attribute__((always_inline)) void grape__bump(long* c) {
   __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 }
 

@@ -49,7 +49,7 @@ void grape__log_launch(grape_route_t route, const grape_func_t* f, const grape_l
 /* Chunk length (GRAPE_CHUNK), read once. */
 extern long grape__chunk;
 long grape__chunk_slow(void);
-static inline uint32_t grape__chunk_limit(void) {
+static inline __attribute__((always_inline)) uint32_t grape__chunk_limit(void) {
   long c = __atomic_load_n(&grape__chunk, __ATOMIC_RELAXED);
   return (uint32_t)(__builtin_expect(c > 0, 1) ? c : grape__chunk_slow());
 }
@@ -57,7 +57,8 @@ static inline uint32_t grape__chunk_limit(void) {
 /* Locks stream s with room for one more op of up to max_bytes parameters;
  * a region at its chunk length ends first. @return 0, or -ENOMEM (unlocked). */
 int grape__room_slow(grape_stream_t* s, size_t max_bytes);
-static inline int grape__lock_room(grape_stream_t* s, size_t max_bytes) {
+static inline __attribute__((always_inline)) int
+grape__lock_room(grape_stream_t* s, size_t max_bytes) {
   spin_lock(&s->lock);
   grape_region_t* r = &s->region;
   if (__builtin_expect(r->nops >= r->cap || r->plen + max_bytes > r->pcap ||
@@ -67,8 +68,9 @@ static inline int grape__lock_room(grape_stream_t* s, size_t max_bytes) {
 }
 
 /* The op key of a launch of f (the graph key's element). */
-static inline void grape__launch_key(const grape_func_t* f, const grape_launch_t* l, uint32_t n,
-                                     uint32_t flags, grape_op_key_t* k) {
+static inline __attribute__((always_inline)) void
+grape__launch_key(const grape_func_t* f, const grape_launch_t* l, uint32_t n, uint32_t flags,
+                  grape_op_key_t* k) {
   k->kind = GRAPE_OP_KERNEL;
   k->param_bytes = n;
   k->func = f ? f->id : (uint64_t)(uintptr_t)l->fn;
@@ -80,7 +82,7 @@ static inline void grape__launch_key(const grape_func_t* f, const grape_launch_t
 /* True when every launch attribute of l is one a graph's kernel node carries
  * too (priority, cluster shape, memory-sync domain, L2 access policy), so the
  * launch can be held and replayed. */
-static inline int grape__attrs_node_safe(const grape_launch_t* l) {
+static inline __attribute__((always_inline)) int grape__attrs_node_safe(const grape_launch_t* l) {
   const CUlaunchAttribute* a = l->attrs;
   for (size_t i = 0; i < l->attrs_bytes / sizeof(*a); i++)
     switch (a[i].id) {
@@ -100,8 +102,9 @@ static inline int grape__attrs_node_safe(const grape_launch_t* l) {
 
 /* Keeps l's launch attributes after its n parameter bytes at dst (room
  * allowing) and names them in k. */
-static inline void grape__launch_attrs(const grape_launch_t* l, uint8_t* dst, size_t n,
-                                       size_t room, grape_op_key_t* k) {
+static inline __attribute__((always_inline)) void
+grape__launch_attrs(const grape_launch_t* l, uint8_t* dst, size_t n, size_t room,
+                    grape_op_key_t* k) {
   if (l->attrs_bytes && n + l->attrs_bytes <= room) {
     memcpy(dst + n, l->attrs, l->attrs_bytes);
     k->attrs = grape__fp_bytes(l->attrs, l->attrs_bytes);
@@ -111,8 +114,8 @@ static inline void grape__launch_attrs(const grape_launch_t* l, uint8_t* dst, si
 
 /* Bytes a launch's parameters take in the region (at least 64: room for the
  * constant-size clear in grape__func_copy_params). */
-static inline size_t grape__launch_room(const grape_func_t* f, const grape_launch_t* l,
-                                        int extra_form) {
+static inline __attribute__((always_inline)) size_t
+grape__launch_room(const grape_func_t* f, const grape_launch_t* l, int extra_form) {
   size_t need = extra_form ? grape__extra_size(l->extra) : f != NULL && f->nparams >= 0 ? f->param_bytes : 0;
   need += l->attrs_bytes;
   return need < 64 ? 64 : need;
@@ -120,8 +123,9 @@ static inline size_t grape__launch_room(const grape_func_t* f, const grape_launc
 
 /* Copies a launch's parameters to dst (room from grape__launch_room).
  * @return their bytes (0 when the layout is unknown). */
-static inline size_t grape__launch_params(const grape_func_t* f, const grape_launch_t* l,
-                                          int extra_form, uint8_t* dst, size_t room) {
+static inline __attribute__((always_inline)) size_t
+grape__launch_params(const grape_func_t* f, const grape_launch_t* l, int extra_form, uint8_t* dst,
+                     size_t room) {
   if (extra_form)
     return grape__capture_extra(l->extra, dst, room);
   if (f != NULL && f->nparams >= 0 && l->params != NULL)

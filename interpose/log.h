@@ -18,7 +18,7 @@ void grape__log_set_output(grape_output_fn* fn, void* arg);
 /* Current level (GRAPE_LOG), cached after the first call. */
 int grape__log_level_slow(void);
 extern int grape__log_level_cache;   /* -1 until read */
-static inline int grape__log_level(void) {
+static inline __attribute__((always_inline)) int grape__log_level(void) {
   int l = __atomic_load_n(&grape__log_level_cache, __ATOMIC_RELAXED);
   return __builtin_expect(l >= 0, 1) ? l : grape__log_level_slow();
 }

@@ -29,24 +29,15 @@ static grape_stream_t* free_slots;           /* recycled slots (under the mutex)
 static grape_stream_t** all_slots;           /* every slot ever made (freed at reset) */
 static size_t nall, all_cap;
 
-static __thread char thread_stream_tag __attribute__((tls_model("initial-exec")));   /* its address keys this thread's own stream */
+__thread char grape__thread_stream_tag __attribute__((tls_model("initial-exec")));
 
 unsigned grape__streams_generation = 1;
 __thread uintptr_t grape__streams_cache_key __attribute__((tls_model("initial-exec")));
 __thread grape_stream_t* grape__streams_cache_slot __attribute__((tls_model("initial-exec")));
 __thread unsigned grape__streams_cache_gen __attribute__((tls_model("initial-exec")));
 
-uintptr_t grape__stream_key(const void* stream, int ptds) {
-  uintptr_t s = (uintptr_t)stream;
-  if (s == 0)
-    s = ptds ? 2 : 1;   /* CU_STREAM_PER_THREAD : CU_STREAM_LEGACY */
-  if (s == 2)
-    return (uintptr_t)&thread_stream_tag;
-  return s;
-}
-
 int grape__stream_key_is_per_thread(uintptr_t key) {
-  return key == (uintptr_t)&thread_stream_tag;
+  return key == (uintptr_t)&grape__thread_stream_tag;
 }
 
 static inline size_t mix(uintptr_t k) {

@@ -32,7 +32,7 @@ typedef struct grape_spin_s {
   int taken;
 } grape_spin_t;
 
-static inline void spin_lock(grape_spin_t* l) {
+static inline __attribute__((always_inline)) void spin_lock(grape_spin_t* l) {
   while (__atomic_exchange_n(&l->taken, 1, __ATOMIC_ACQUIRE))
     while (__atomic_load_n(&l->taken, __ATOMIC_RELAXED))
       sched_yield();
@@ -42,7 +42,7 @@ static inline int spin_trylock(grape_spin_t* l) {
   return !__atomic_exchange_n(&l->taken, 1, __ATOMIC_ACQUIRE);
 }
 
-static inline void spin_unlock(grape_spin_t* l) {
+static inline __attribute__((always_inline)) void spin_unlock(grape_spin_t* l) {
   __atomic_store_n(&l->taken, 0, __ATOMIC_RELEASE);
 }
 
@@ -75,7 +75,16 @@ typedef struct grape_stream_s {
 /* Key of a stream handle as a call names it: 1 for the legacy stream; for a
  * per-thread-default-stream call (or CU_STREAM_PER_THREAD), this thread's own
  * stream. Never 0. */
-uintptr_t grape__stream_key(const void* stream, int ptds);
+extern __thread char grape__thread_stream_tag __attribute__((tls_model("initial-exec")));
+static inline __attribute__((always_inline)) uintptr_t
+grape__stream_key(const void* stream, int ptds) {
+  uintptr_t s = (uintptr_t)stream;
+  if (s == 0)
+    s = ptds ? 2 : 1;   /* CU_STREAM_PER_THREAD : CU_STREAM_LEGACY */
+  if (s == 2)
+    return (uintptr_t)&grape__thread_stream_tag;   /* its address keys this thread's own stream */
+  return s;
+}
 
 /* True for this thread's per-thread default stream key. */
 int grape__stream_key_is_per_thread(uintptr_t key);
