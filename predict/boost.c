@@ -215,7 +215,7 @@ done:
 double grape__boost_eval(const grape__tree_t* t, int ntrees, const float* x) {
   /* The depth is a constant: unrolled, the levels' tests are straight-line
    * compares with no loop (a third fewer instructions per tree). */
-  float s = 0;
+  double s = 0;
   for (int k = 0; k < ntrees; k++, t++) {
     unsigned idx = 0;
 #pragma GCC unroll 16

@@ -231,7 +231,9 @@ void grape__predict_full(const grape_model_t* m, const grape__kprep_t* p,
   }
   float xf[GRAPE__NGF];
   grape__gpu_features(p, x, &r, t0, xf);
-  double t = t0 * exp(grape__boost_eval(k->trees, k->ntrees, xf));
+  /* A correction beyond e^±8 (3000x) is no fit of measured data; a
+   * damaged model file must not give an infinite time. */
+  double t = t0 * exp(fmin(fmax(grape__boost_eval(k->trees, k->ntrees, xf), -8), 8));
   out->ms = t >= 1e-3 ? t : 1e-3;
   out->regime = GRAPE_REGIME_KNOWN;
   interval(out, k->iv, grape__interval_bin(p), m->level);

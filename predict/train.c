@@ -1047,14 +1047,19 @@ static int covers(const grape_prediction_t* p, double lat) {
   return p->has_interval && p->lo_ms <= lat && lat <= p->hi_ms;
 }
 
+/* The GPUs of the data for a cross-validation that needs `min` of them:
+ * their count, -E2BIG (too many) or -ENODATA (too few). */
+static int cv_gpus(const grape_dataset_t* d, const char** gpus, int min) {
+  sel_t all = {0};
+  int n = list_gpus(d, &all, -1, gpus);
+  return n > MAXGPU ? -E2BIG : n < min ? -ENODATA : n;
+}
+
 int grape_model_crossval(const grape_dataset_t* d, FILE* out) {
   const char* gpus[MAXGPU];
-  sel_t all = {0};
-  int ngpu = list_gpus(d, &all, -1, gpus);
-  if (ngpu > MAXGPU)
-    return -E2BIG;
-  if (ngpu < 2)
-    return -ENODATA;
+  int ngpu = cv_gpus(d, gpus, 2);
+  if (ngpu < 0)
+    return ngpu;
   static acc_t acc[MAXGPU][NGROUP];
   memset(acc, 0, sizeof(acc));
   /* Experiments: GRAPE_CV_DUMP=FILE writes every held-out prediction. */
@@ -1162,12 +1167,9 @@ int grape_model_crossval_shapes(const grape_dataset_t* d, int folds, FILE* out) 
   if (folds < 2)
     return -EINVAL;
   const char* gpus[MAXGPU];
-  sel_t all = {0};
-  int ngpu = list_gpus(d, &all, -1, gpus);
-  if (ngpu > MAXGPU)
-    return -E2BIG;
-  if (ngpu < 1)
-    return -ENODATA;
+  int ngpu = cv_gpus(d, gpus, 1);
+  if (ngpu < 0)
+    return ngpu;
   static acc_t acc[MAXGPU][NGROUP];
   memset(acc, 0, sizeof(acc));
   double level = 0;

@@ -427,3 +427,51 @@ Test(predict, path_interval_sums_kernel_bounds_and_gaps) {
   cr_expect(pp.eager_ms == 0 && pp.graph_ms == 0 && pp.kernels == 0);
   grape_model_free(m);
 }
+
+/* A known GPU's trees correct the transfer prediction by at most e^±8: a
+ * damaged file whose leaves are huge still predicts finite times (the
+ * model fuzzer found the infinite one). */
+Test(predict, known_regime_correction_is_bounded) {
+  grape_model_t* m;
+  cr_assert_eq(grape_model_load_default(&m), 0);
+  size_t len;
+  char* text = model_text(m, &len);
+  grape_model_free(m);
+  /* Every leaf of every tree 1e30: the first 12 numbers of a tree line are
+   * its tests. */
+  char* out = malloc(len * 8 + 1);
+  size_t o = 0;
+  for (char* line = text; *line;) {
+    char* eol = strchr(line, '\n');
+    size_t n = eol ? (size_t)(eol - line) : strlen(line);
+    if (strncmp(line, "tree ", 5) == 0) {
+      char* p = line + 4;
+      for (int i = 0; i < 12; i++)
+        p = strchr(p + 1, ' ');
+      memcpy(out + o, line, (size_t)(p - line));
+      o += (size_t)(p - line);
+      for (int l = 0; l < 64; l++)
+        o += (size_t)sprintf(out + o, " 1e30");
+    } else {
+      memcpy(out + o, line, n);
+      o += n;
+    }
+    out[o++] = '\n';
+    line += n + (eol != NULL);
+  }
+  out[o] = '\0';
+  char err[160];
+  cr_assert_eq(grape_model_parse(out, o, &m, err, sizeof(err)), 0, "%s", err);
+  grape_kernel_desc_t k = gemm(1000, 700, 300);
+  k.name = "volta_sgemm_128x64_nn";
+  const grape_gpu_spec_t* g = grape_gpu_find("T4");
+  grape_prediction_t p;
+  grape_predict_kernel(m, g, &k, &p);
+  double t0 = grape_predict_kernel_ms_with(m, GRAPE_METHOD_ROOFLINE, g, &k);
+  cr_expect_eq(p.regime, GRAPE_REGIME_KNOWN);
+  cr_expect(isfinite(p.ms) && isfinite(p.hi_ms), "%g %g", p.ms, p.hi_ms);
+  cr_expect(p.ms < 1e6 * t0, "%g vs the roofline's %g", p.ms, t0);
+  grape_model_free(m);
+  free(out);
+  free(text);
+}
