@@ -12,7 +12,7 @@
  * (nominally 80%) calibrated on held-out data of the same regime
  * (docs/predictor.md).
  *
- * For the shim's exit report (GRAPE_PREDICT_GPU=<name>), five calls suffice:
+ * For the shim's exit report (GRAPE_PREDICT_GPU=<name>), these calls suffice:
  *
  *   grape_model_t* m;
  *   if (grape_model_load_default(&m) < 0) ...;            // built-in model

@@ -476,3 +476,29 @@ Test(predict, known_regime_correction_is_bounded) {
   free(out);
   free(text);
 }
+
+/* Trained on one GPU, a model knows that GPU (with calibrated intervals)
+ * but has no GPU to hold out for the transfer regime: its predictions
+ * elsewhere say they have no interval, and so does a path with one. */
+Test(predict, one_gpu_model_has_no_transfer_interval) {
+  grape_dataset_t* d;
+  grape_load_stats_t st = {0};
+  cr_assert_eq(grape_dataset_new(&d), 0);
+  cr_assert_eq(grape_dataset_add_file(d, SUBSET_DIR "/bmm.csv.gz", "Tesla T4", &st, NULL, 0), 0);
+  grape_model_t* m;
+  cr_assert_eq(grape_model_train(d, &m), 0);
+  cr_expect_eq(grape_model_known_count(m), 1);
+  cr_expect_str_eq(grape_model_known_gpu(m, 0), "Tesla T4");
+  grape_kernel_desc_t k = gemm(1000, 700, 300);
+  grape_prediction_t p;
+  grape_predict_kernel(m, grape_gpu_find("T4"), &k, &p);
+  cr_expect(p.regime == GRAPE_REGIME_KNOWN && p.has_interval && p.lo_ms < p.ms && p.ms < p.hi_ms);
+  grape_predict_kernel(m, grape_gpu_find("H100"), &k, &p);
+  cr_expect(p.regime == GRAPE_REGIME_TRANSFER && !p.has_interval && p.lo_ms == 0 &&
+            isinf(p.hi_ms));
+  grape_path_prediction_t pp;
+  cr_assert_eq(grape_predict_path_interval(m, grape_gpu_find("H100"), &k, 1, &pp), 0);
+  cr_expect(!pp.has_interval && isinf(pp.graph_hi_ms) && pp.graph_ms > 0);
+  grape_model_free(m);
+  grape_dataset_free(d);
+}
