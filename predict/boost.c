@@ -51,26 +51,28 @@ static int thresholds(const float* x, size_t n, int nf, int f, float* tmp, float
   return k;
 }
 
-int grape__boost_fit(const float* x, size_t n, int nf, double* r, const grape__boost_opts_t* o,
-                     grape__tree_t* out) {
-  int err = -ENOMEM, fitted = 0;
-  float* thr = calloc((size_t)nf * NBIN, sizeof(float));
-  int* nthr = calloc((size_t)nf, sizeof(int));
-  uint8_t* bin = malloc(n * (size_t)nf);
-  float* tmp = malloc(n * sizeof(float));
-  uint8_t* leaf = malloc(n);
-  size_t hsz = (size_t)GRAPE__TREE_LEAVES * nf * (NBIN + 1);
-  double* hs = malloc(hsz * sizeof(double));
-  double* hc = malloc(hsz * sizeof(double));
-  if (!thr || !nthr || !bin || !tmp || !leaf || !hs || !hc)
-    goto done;
-  for (int f = 0; f < nf; f++)
-    nthr[f] = thresholds(x, n, nf, f, tmp, thr + (size_t)f * NBIN);
+/* One histogram bin: the residual sum and the row count. */
+typedef struct hbin_s {
+  double s, c;
+} hbin_t;
+
+/* Sums and counts of bins 0..NBIN of one (node, feature) histogram. */
+static void hist_total(const hbin_t* h, double* st, double* ct) {
+  *st = *ct = 0;
+  for (int k = 0; k <= NBIN; k++) {
+    *st += h[k].s;
+    *ct += h[k].c;
+  }
+}
+
+/* Bins every row's features by the thresholds: bin = how many are below. */
+static void bin_rows(const float* x, size_t n, int nf, const float* thr, const int* nthr,
+                     uint8_t* bin) {
   for (size_t i = 0; i < n; i++)
     for (int f = 0; f < nf; f++) {
       const float* t = thr + (size_t)f * NBIN;
       float v = x[i * nf + f];
-      int lo = 0, hi = nthr[f];     /* bin = number of thresholds below v */
+      int lo = 0, hi = nthr[f];
       while (lo < hi) {
         int mid = (lo + hi) / 2;
         if (t[mid] < v)
@@ -80,56 +82,98 @@ int grape__boost_fit(const float* x, size_t n, int nf, double* r, const grape__b
       }
       bin[i * nf + f] = (uint8_t)lo;
     }
+}
+
+int grape__boost_fit(const float* x, size_t n, int nf, double* r, const grape__boost_opts_t* o,
+                     grape__tree_t* out) {
+  int err = -ENOMEM, fitted = 0;
+  size_t stride = (size_t)nf * (NBIN + 1);     /* bins of one node */
+  size_t hsz = (size_t)GRAPE__TREE_LEAVES * stride;
+  float* thr = calloc((size_t)nf * NBIN, sizeof(float));
+  int* nthr = calloc((size_t)nf, sizeof(int));
+  uint8_t* bin = malloc(n * (size_t)nf + 1);
+  float* tmp = malloc(n * sizeof(float) + 1);
+  uint8_t* leaf = malloc(n + 1);
+  hbin_t* cur = malloc(hsz * sizeof(hbin_t));
+  hbin_t* par = malloc(hsz * sizeof(hbin_t));
+  if (!thr || !nthr || !bin || !tmp || !leaf || !cur || !par)
+    goto done;
+  for (int f = 0; f < nf; f++)
+    nthr[f] = thresholds(x, n, nf, f, tmp, thr + (size_t)f * NBIN);
+  bin_rows(x, n, nf, thr, nthr, bin);
   for (int tr = 0; tr < o->trees; tr++) {
     grape__tree_t* T = &out[tr];
     memset(T, 0, sizeof(*T));
     memset(leaf, 0, n);
+    /* small[p]: the child of node p with fewer rows (0 left, 1 right); its
+     * histogram is summed from the rows, its sibling's is the parent's
+     * minus it, so each level reads at most half the rows. */
+    uint8_t small[GRAPE__TREE_LEAVES / 2] = {0};
     int depth;
     for (depth = 0; depth < GRAPE__TREE_DEPTH; depth++) {
       int nodes = 1 << depth;
-      size_t used = (size_t)nodes * nf * (NBIN + 1);
-      memset(hs, 0, used * sizeof(double));
-      memset(hc, 0, used * sizeof(double));
+      memset(cur, 0, (size_t)nodes * stride * sizeof(hbin_t));
       for (size_t i = 0; i < n; i++) {
-        size_t base = (size_t)leaf[i] * nf * (NBIN + 1);
+        unsigned nd = leaf[i];
+        if (depth > 0 && (nd & 1) != small[nd >> 1])
+          continue;
+        hbin_t* h = cur + nd * stride;
         const uint8_t* b = bin + i * nf;
         for (int f = 0; f < nf; f++) {
-          size_t k = base + (size_t)f * (NBIN + 1) + b[f];
-          hs[k] += r[i];
-          hc[k] += 1;
+          hbin_t* e = &h[(size_t)f * (NBIN + 1) + b[f]];
+          e->s += r[i];
+          e->c += 1;
         }
       }
+      if (depth > 0)
+        for (int p = 0; p < nodes / 2; p++) {
+          const hbin_t* ph = par + (size_t)p * stride;
+          const hbin_t* sh = cur + (size_t)(2 * p + small[p]) * stride;
+          hbin_t* oh = cur + (size_t)(2 * p + !small[p]) * stride;
+          for (size_t k = 0; k < stride; k++) {
+            oh[k].s = ph[k].s - sh[k].s;
+            oh[k].c = ph[k].c - sh[k].c;
+          }
+        }
+      /* Gain of each (feature, threshold): per node, the sums left of the
+       * threshold are running sums over the bins. */
       double best = -1;
       int bf = -1, bb = -1;
       for (int f = 0; f < nf; f++) {
-        for (int b = 0; b < nthr[f]; b++) {
-          double gain = 0;
-          for (int nd = 0; nd < nodes; nd++) {
-            const double* s = hs + ((size_t)nd * nf + f) * (NBIN + 1);
-            const double* c = hc + ((size_t)nd * nf + f) * (NBIN + 1);
-            double sl = 0, cl = 0, st = 0, ct = 0;
-            for (int k = 0; k <= NBIN; k++) {
-              if (k <= b) {
-                sl += s[k];
-                cl += c[k];
-              }
-              st += s[k];
-              ct += c[k];
-            }
+        double gain[NBIN] = {0};
+        for (int nd = 0; nd < nodes; nd++) {
+          const hbin_t* h = cur + (size_t)nd * stride + (size_t)f * (NBIN + 1);
+          double st, ct, sl = 0, cl = 0;
+          hist_total(h, &st, &ct);
+          for (int b = 0; b < nthr[f]; b++) {
+            sl += h[b].s;
+            cl += h[b].c;
             double sr = st - sl, cr = ct - cl;
-            gain += sl * sl / (cl + o->l2) + sr * sr / (cr + o->l2);
+            gain[b] += sl * sl / (cl + o->l2) + sr * sr / (cr + o->l2);
           }
-          if (gain > best) {
-            best = gain;
+        }
+        for (int b = 0; b < nthr[f]; b++)
+          if (gain[b] > best) {
+            best = gain[b];
             bf = f;
             bb = b;
           }
-        }
       }
       if (bf < 0)
         break;
-      T->feat[depth] = bf;
+      T->feat[depth] = (uint8_t)bf;
       T->thr[depth] = thr[(size_t)bf * NBIN + bb];
+      for (int nd = 0; nd < nodes; nd++) {
+        const hbin_t* h = cur + (size_t)nd * stride + (size_t)bf * (NBIN + 1);
+        double st, ct, cl = 0;
+        hist_total(h, &st, &ct);
+        for (int b = 0; b <= bb; b++)
+          cl += h[b].c;
+        small[nd] = cl <= ct - cl ? 0 : 1;
+      }
+      hbin_t* t = par;
+      par = cur;
+      cur = t;
       for (size_t i = 0; i < n; i++)
         leaf[i] = (uint8_t)(leaf[i] * 2 + (bin[i * nf + bf] > bb));
     }
@@ -138,7 +182,7 @@ int grape__boost_fit(const float* x, size_t n, int nf, double* r, const grape__b
        * (a finite threshold, so model files hold only finite numbers). */
       for (int d = depth; d < GRAPE__TREE_DEPTH; d++) {
         T->feat[d] = 0;
-        T->thr[d] = 1e30;
+        T->thr[d] = 1e30f;
       }
       for (size_t i = 0; i < n; i++)
         leaf[i] = (uint8_t)(leaf[i] << (GRAPE__TREE_DEPTH - depth));
@@ -148,8 +192,10 @@ int grape__boost_fit(const float* x, size_t n, int nf, double* r, const grape__b
       s[leaf[i]] += r[i];
       c[leaf[i]] += 1;
     }
+    /* Leaves are rounded to float before the residuals are updated, so the
+     * next tree fits exactly what the stored model predicts. */
     for (int l = 0; l < GRAPE__TREE_LEAVES; l++)
-      T->leaf[l] = c[l] >= o->min_leaf ? o->rate * s[l] / (c[l] + o->l2) : 0;
+      T->leaf[l] = c[l] >= o->min_leaf ? (float)(o->rate * s[l] / (c[l] + o->l2)) : 0.0f;
     for (size_t i = 0; i < n; i++)
       r[i] -= T->leaf[leaf[i]];
     fitted++;
@@ -161,18 +207,21 @@ done:
   free(bin);
   free(tmp);
   free(leaf);
-  free(hs);
-  free(hc);
+  free(cur);
+  free(par);
   return err;
 }
 
-double grape__boost_eval(const grape__tree_t* t, int ntrees, const double* x) {
+double grape__boost_eval(const grape__tree_t* t, int ntrees, const float* x) {
+  /* The depth is a constant: unrolled, the levels' tests are straight-line
+   * compares with no loop (a third fewer instructions per tree). */
   double s = 0;
-  for (int k = 0; k < ntrees; k++) {
+  for (int k = 0; k < ntrees; k++, t++) {
     unsigned idx = 0;
+#pragma GCC unroll 16
     for (int d = 0; d < GRAPE__TREE_DEPTH; d++)
-      idx = idx * 2 + (x[t[k].feat[d]] > t[k].thr[d]);
-    s += t[k].leaf[idx];
+      idx = idx * 2 + (x[t->feat[d]] > t->thr[d]);
+    s += t->leaf[idx];
   }
   return s;
 }

@@ -3,16 +3,20 @@
 #define GRAPE_PREDICT_BOOST_H
 
 #include <stddef.h>
+#include <stdint.h>
 
+#ifndef GRAPE__TREE_DEPTH
 #define GRAPE__TREE_DEPTH 6
+#endif
 #define GRAPE__TREE_LEAVES (1 << GRAPE__TREE_DEPTH)
 
 /* An oblivious tree: level l tests x[feat[l]] > thr[l]; the answers, read as
- * bits from the root down, index `leaf`. */
+ * bits from the root down, index `leaf`. Thresholds and leaves are floats so
+ * that a model file written with 9 significant digits reads back exactly. */
 typedef struct grape__tree_s {
-  int feat[GRAPE__TREE_DEPTH];
-  double thr[GRAPE__TREE_DEPTH];
-  double leaf[GRAPE__TREE_LEAVES];
+  uint8_t feat[GRAPE__TREE_DEPTH];
+  float thr[GRAPE__TREE_DEPTH];
+  float leaf[GRAPE__TREE_LEAVES];
 } grape__tree_t;
 
 typedef struct grape__boost_opts_s {
@@ -22,10 +26,10 @@ typedef struct grape__boost_opts_s {
   double l2;            /* leaf value = sum / (count + l2) */
 } grape__boost_opts_t;
 
-/* Fits `o->trees` trees to residuals r[n] (updated in place) of rows x[n][nf].
- * Deterministic. @return trees fitted (<= o->trees) or -ENOMEM. */
+/* Fits `o->trees` trees to residuals r[n] (updated in place) of rows x[n][nf]
+ * (nf <= 255). Deterministic. @return trees fitted (<= o->trees) or -ENOMEM. */
 int grape__boost_fit(const float* x, size_t n, int nf, double* r, const grape__boost_opts_t* o,
                      grape__tree_t* out);
-double grape__boost_eval(const grape__tree_t* t, int ntrees, const double* x);
+double grape__boost_eval(const grape__tree_t* t, int ntrees, const float* x);
 
 #endif

@@ -278,6 +278,7 @@ void grape__kernel_prep(const grape_kernel_desc_t* k, grape__kprep_t* p) {
       p->kred = kk;
       p->numel = b * m * nn;
       p->has_dims = 1;
+      p->shape[0] = b, p->shape[1] = m, p->shape[2] = nn, p->shape[3] = kk;
       if (p->tile_m > 0) {
         /* cuBLAS may swap M and N (column major): take the orientation whose
          * tile count is closer to the grid. Blocks beyond the tiles split K. */
@@ -297,6 +298,7 @@ void grape__kernel_prep(const grape_kernel_desc_t* k, grape__kprep_t* p) {
       p->bytes = d * p->numel * ops;
       p->flops = p->numel * ew_cost[(int)p->variant];
       p->has_dims = 1;
+      p->shape[0] = p->numel;
     }
     break;
   case GRAPE_OP_SOFTMAX:
@@ -307,6 +309,7 @@ void grape__kernel_prep(const grape_kernel_desc_t* k, grape__kprep_t* p) {
       p->bytes = 2 * d * p->numel + (k->op == GRAPE_OP_LAYERNORM ? 2 * d * p->cols : 0);
       p->flops = (k->op == GRAPE_OP_LAYERNORM ? 8 : 5) * p->numel;
       p->has_dims = 1;
+      p->shape[0] = dim(k, 0), p->shape[1] = dim(k, 1);
     }
     break;
   case GRAPE_OP_CONV: {
@@ -319,6 +322,7 @@ void grape__kernel_prep(const grape_kernel_desc_t* k, grape__kprep_t* p) {
       p->numel = b * co * o * o;
       p->kred = ci * ks * ks;
       p->has_dims = 1;
+      p->shape[0] = b, p->shape[1] = ci, p->shape[2] = co, p->shape[3] = s;
     }
     break;
   }

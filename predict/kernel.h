@@ -26,6 +26,11 @@ typedef struct grape__kprep_s {
   double layout;       /* GEMM operand layout: 1 nn, 2 nt, 3 tn, 4 tt, 0 unknown */
   double blk_flops;    /* GEMM: padded FLOPs of one block (tiles, split-K), 0 = unknown */
   double gen;          /* cuBLAS kernel generation prefix: 0 none, 1 maxwell_, 2 volta_/turing_, 3 ampere_ */
+  /* The op's shape, 0 = unknown: GEMM batch, M, N, K; elementwise numel;
+   * softmax and layer norm rows, cols; conv batch, in and out channels,
+   * input size (the kernel size is in kred). What the per-GPU models split
+   * on, and what groups the rows of one shape in cross-validation. */
+  double shape[4];
 } grape__kprep_t;
 
 #define GRAPE__NVARIANT 8

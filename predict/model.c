@@ -4,21 +4,30 @@
  *  - roofline: t = t0 + s * max(Tc, Tm), Tc = FLOPs / peak, Tm = bytes / BW;
  *  - Li et al. (MICRO'23): t = c0 + c1 * Tc + c2 * Tm, linear in op counts
  *    normalised by the GPU's peaks (which is how it transfers across GPUs);
- *  - grape: log t = w . x, a regression in log space on wave-aware,
- *    spec-normalised features: the wave-quantised compute time, the memory
- *    time, a smooth launch-floor basis log(1 + tau / T), occupancy, waves,
- *    tail utilisation, L2 fit, tile shape and kernel family (docs/predictor.md).
+ *  - grape, in two regimes. The transfer regime, for any GPU: log t = w . x,
+ *    a regression in log space on wave-aware, spec-normalised features (the
+ *    wave-quantised compute time, the memory time, a smooth launch-floor
+ *    basis log(1 + tau / T), stacked baseline predictions, a separate fit
+ *    for "_tn" GEMMs; docs/predictor.md), or a linear-time form. The known
+ *    regime, for a GPU with rows of the class in the training data: the
+ *    transfer prediction times exp(oblivious boosted trees) learned from
+ *    that GPU's own rows, on the op's dims, the launch and the transfer
+ *    regime's view of them. Each prediction carries an interval, quantiles
+ *    of log(measured / predicted) stored per regime and class.
  * Features are computed per (kernel, GPU) from a prepared kernel, so the same
  * launch can be predicted on any GPU of the spec table. Each class has a
- * second weight vector for kernels without op dims (launch-only features).
+ * second weight vector for kernels without op dims (launch-only features);
+ * those always take the transfer regime, whose trees need the dims.
  *
- * The model file is text: a version line, then one block per class. A file
- * of another version is refused with -EPROTO rather than misread.
+ * The model file is text: a version line, then one block per class, then
+ * one block per known GPU. A file of another version is refused with
+ * -EPROTO rather than misread.
  */
 #include "predict/model.h"
 #include "predict/gpu.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +39,10 @@ static double lg(double v) {
 }
 
 void grape__features(const grape__kprep_t* p, const grape_gpu_spec_t* g, int launch_only,
-                     double* x, double* xt, grape__roof_t* r) {
+                     double* x, grape__roof_t* r) {
   grape__occ_t o;
   grape__occupancy(p, g, &o);
+  r->occ = o;
   double peak = grape__peak_tflops(p, g) * 1e9;     /* FLOP per ms */
   double bw = g->mem_bw_gbs * 1e6;                  /* bytes per ms */
   double tc = p->flops / peak, tm = p->bytes / bw;
@@ -89,30 +99,27 @@ void grape__features(const grape__kprep_t* p, const grape_gpu_spec_t* g, int lau
   double ws = p->blocks > 0 ? resident * 0.5 * p->bytes / p->blocks : 0;
   r->tre = tm * fmin(1, ws / (g->l2_mb * 1048576.0));
   r->tw = o.waves / g->clock_mhz;
-  if (xt == NULL)
-    return;
-  int i = 0;
-  xt[i++] = lt;
-  xt[i++] = x[2];
-  xt[i++] = x[3];
-  xt[i++] = lg(fmax(tc, 1e-7) / t);
-  xt[i++] = o.util;
-  xt[i++] = lg(o.waves);
-  xt[i++] = lg(o.per_sm);
-  xt[i++] = lg(o.fill);
-  xt[i++] = log1p(p->bytes / (g->l2_mb * 1048576.0));
-  xt[i++] = p->tile_m > 0 ? lg(p->tile_m * p->tile_n) : 0;
-  xt[i++] = p->kred > 0 && !launch_only ? lg(p->kred) : 0;
-  xt[i++] = p->variant;
-  xt[i++] = p->cols > 0 && !launch_only ? lg(p->cols) : 0;
-  xt[i++] = p->operands;
-  xt[i++] = lg(p->threads);
-  xt[i++] = lg(p->blocks);
-  xt[i++] = lg(p->blocks / g->sm_count);
-  xt[i++] = p->math;
-  xt[i++] = p->layout;
-  /* i == GRAPE__NTF here. */
 }
+
+void grape__gpu_features(const grape__kprep_t* p, const double* x, const grape__roof_t* r,
+                         double t0, float* xf) {
+  /* On one GPU nothing needs normalising by its spec: the trees split on the
+   * op's own dims, the launch and the transfer regime's view of it. A tree
+   * splits a monotone transform of a feature where it splits the feature,
+   * so these are raw values, not logs: no log per prediction. */
+  const grape__occ_t* o = &r->occ;
+  double v[GRAPE__NGF] = {
+      t0,           x[1],         x[2],           x[3],
+      p->shape[0],  p->shape[1],  p->shape[2],    p->shape[3],
+      p->blocks,    p->threads,   o->waves,       o->util,
+      o->per_sm,    p->variant,   p->layout,      p->tile_m,
+      p->tile_n,    p->kred,      p->cols,        p->operands,
+      p->numel,     p->flops,     p->bytes,       p->gen,
+  };
+  for (int i = 0; i < GRAPE__NGF; i++)
+    xf[i] = (float)v[i];
+}
+
 
 void grape__lin_basis(int form, const grape__roof_t* r, double v[3]) {
   v[0] = 1;
@@ -135,14 +142,21 @@ void grape__stack(const grape_model_t* m, int c, const grape__roof_t* r, double*
 
 double grape__predict(const grape_model_t* m, grape_method_t method, const grape__kprep_t* p,
                       const grape_gpu_spec_t* g) {
+  double x[GRAPE__NFEAT];
+  grape__roof_t r;
+  return grape__predict_x(m, method, p, g, x, &r);
+}
+
+double grape__predict_x(const grape_model_t* m, grape_method_t method, const grape__kprep_t* p,
+                        const grape_gpu_spec_t* g, double* x, grape__roof_t* rr) {
   int c = (int)p->cls;
   if (c < 0 || c >= GRAPE_KC_COUNT)
     c = GRAPE_KC_OTHER;
-  double x[GRAPE__NFEAT], xt[GRAPE__NTF];
   grape__roof_t r;
   int launch_only = !p->has_dims;
-  grape__features(p, g, launch_only, x, launch_only ? NULL : xt, &r);
+  grape__features(p, g, launch_only, x, &r);
   grape__stack(m, c, &r, x);
+  *rr = r;
   double t;
   switch (method) {
   case GRAPE_METHOD_ROOFLINE: t = m->roof[c][0] + m->roof[c][1] * fmax(r.tc, r.tm); break;
@@ -160,7 +174,6 @@ double grape__predict(const grape_model_t* m, grape_method_t method, const grape
     for (int i = 0; i < GRAPE__NFEAT; i++)
       s += w[i] * x[i];
     if (!launch_only) {
-      s += grape__boost_eval(m->trees[c], m->ntrees[c], xt);
       const double* rg = m->range[c];
       if (rg[0] < rg[1])
         s = fmin(fmax(s, x[9] + rg[0]), x[9] + rg[1]);
@@ -180,18 +193,84 @@ double grape__predict(const grape_model_t* m, grape_method_t method, const grape
   return t >= 1e-3 ? t : 1e-3;
 }
 
+const grape__known_class_t* grape__known_class(const grape_model_t* m, const grape_gpu_spec_t* g,
+                                               int c, int launch) {
+  for (int i = 0; i < m->nknown; i++)
+    if (strcmp(m->known[i].name, g->name) == 0)
+      return m->known[i].c[c][launch].ntrees > 0 ? &m->known[i].c[c][launch] : NULL;
+  return NULL;
+}
+
+int grape__interval_bin(const grape__kprep_t* p) {
+  return p->cls == GRAPE_KC_GEMM && p->layout == 3;
+}
+
+static void interval(grape_prediction_t* out, const double* ivb, int bin, double level) {
+  const double* iv = ivb[2 * bin] <= ivb[2 * bin + 1] ? &ivb[2 * bin] : ivb;
+  out->level = level;
+  out->has_interval = iv[0] <= iv[1];
+  out->lo_ms = out->has_interval ? out->ms * exp(iv[0]) : 0;
+  out->hi_ms = out->has_interval ? out->ms * exp(iv[1]) : INFINITY;
+}
+
+void grape__predict_full(const grape_model_t* m, const grape__kprep_t* p,
+                         const grape_gpu_spec_t* g, grape_prediction_t* out) {
+  int c = (int)p->cls;
+  if (c < 0 || c >= GRAPE_KC_COUNT)
+    c = GRAPE_KC_OTHER;
+  double x[GRAPE__NFEAT];
+  grape__roof_t r;
+  double t0 = grape__predict_x(m, GRAPE_METHOD_GRAPE, p, g, x, &r);
+  const grape__known_class_t* k =
+      grape__known_class(m, g, c, p->has_dims ? GRAPE__KNOWN_DIMS : GRAPE__KNOWN_LAUNCH);
+  if (k == NULL) {
+    out->ms = t0;
+    out->regime = GRAPE_REGIME_TRANSFER;
+    interval(out, p->has_dims ? m->iv[c] : m->ivl[c], grape__interval_bin(p), m->level);
+    return;
+  }
+  float xf[GRAPE__NGF];
+  grape__gpu_features(p, x, &r, t0, xf);
+  /* A correction beyond e^±8 (3000x) is no fit of measured data; a
+   * damaged model file must not give an infinite time. */
+  double t = t0 * exp(fmin(fmax(grape__boost_eval(k->trees, k->ntrees, xf), -8), 8));
+  out->ms = t >= 1e-3 ? t : 1e-3;
+  out->regime = GRAPE_REGIME_KNOWN;
+  interval(out, k->iv, grape__interval_bin(p), m->level);
+}
+
 /* ---- Public prediction ---- */
+
+const char* grape_regime_name(grape_regime_t r) {
+  return r == GRAPE_REGIME_KNOWN ? "known" : "transfer";
+}
+
+void grape_predict_prepared(const grape_model_t* m, const grape_gpu_spec_t* gpu,
+                            const grape_kernel_prep_t* p, grape_prediction_t* out) {
+  grape__predict_full(m, (const grape__kprep_t*)(const void*)p, gpu, out);
+}
+
+void grape_predict_kernel(const grape_model_t* m, const grape_gpu_spec_t* gpu,
+                          const grape_kernel_desc_t* k, grape_prediction_t* out) {
+  grape__kprep_t p;
+  grape__kernel_prep(k, &p);
+  grape__predict_full(m, &p, gpu, out);
+}
 
 double grape_predict_prepared_ms(const grape_model_t* m, grape_method_t method,
                                  const grape_gpu_spec_t* gpu, const grape_kernel_prep_t* p) {
-  return grape__predict(m, method, (const grape__kprep_t*)(const void*)p, gpu);
+  if (method != GRAPE_METHOD_GRAPE)
+    return grape__predict(m, method, (const grape__kprep_t*)(const void*)p, gpu);
+  grape_prediction_t r;
+  grape_predict_prepared(m, gpu, p, &r);
+  return r.ms;
 }
 
 double grape_predict_kernel_ms_with(const grape_model_t* m, grape_method_t method,
                                     const grape_gpu_spec_t* gpu, const grape_kernel_desc_t* k) {
-  grape__kprep_t p;
-  grape__kernel_prep(k, &p);
-  return grape__predict(m, method, &p, gpu);
+  grape_kernel_prep_t p;
+  grape_kernel_prepare(k, &p);
+  return grape_predict_prepared_ms(m, method, gpu, &p);
 }
 
 double grape_predict_kernel_ms(const grape_model_t* m, const grape_gpu_spec_t* gpu,
@@ -199,19 +278,89 @@ double grape_predict_kernel_ms(const grape_model_t* m, const grape_gpu_spec_t* g
   return grape_predict_kernel_ms_with(m, GRAPE_METHOD_GRAPE, gpu, k);
 }
 
+/* Sums of a path's kernels, as grape_path_combine and
+ * grape_predict_path_interval collect them. */
+typedef struct path_acc_s {
+  double sum, lo, hi;
+  int has_interval;
+  size_t n, known;
+} path_acc_t;
+
+static void path_add(path_acc_t* a, const grape_prediction_t* k) {
+  a->sum += k->ms;
+  a->lo += k->lo_ms;
+  a->hi += k->hi_ms;
+  a->has_interval &= k->has_interval;
+  a->known += k->regime == GRAPE_REGIME_KNOWN;
+  a->n++;
+}
+
+/* Adds the launch gaps: eager, one per kernel; a graph, one launch plus a
+ * smaller one per node. */
+static void path_finish(const grape_model_t* m, const path_acc_t* a,
+                        grape_path_prediction_t* out) {
+  double ge = (double)a->n * m->gap_eager_us / 1000;
+  double gg = a->n ? m->graph_launch_us / 1000 + (double)a->n * m->gap_graph_us / 1000 : 0;
+  double lo = a->has_interval ? a->lo : 0, hi = a->has_interval ? a->hi : INFINITY;
+  memset(out, 0, sizeof(*out));
+  out->level = m->level;
+  out->has_interval = a->has_interval;
+  out->kernels = a->n;
+  out->known = a->known;
+  out->eager_ms = a->sum + ge;
+  out->eager_lo_ms = lo + ge;
+  out->eager_hi_ms = hi + ge;
+  out->graph_ms = a->sum + gg;
+  out->graph_lo_ms = lo + gg;
+  out->graph_hi_ms = hi + gg;
+}
+
+int grape_path_combine(const grape_model_t* m, const grape_prediction_t* k, size_t n,
+                       grape_path_prediction_t* out) {
+  if (m == NULL || out == NULL || (k == NULL && n > 0))
+    return -EINVAL;
+  path_acc_t a = {.has_interval = 1};
+  for (size_t i = 0; i < n; i++)
+    path_add(&a, &k[i]);
+  path_finish(m, &a, out);
+  return 0;
+}
+
+int grape_predict_path_interval(const grape_model_t* m, const grape_gpu_spec_t* gpu,
+                                const grape_kernel_desc_t* k, size_t n,
+                                grape_path_prediction_t* out) {
+  if (m == NULL || gpu == NULL || out == NULL || (k == NULL && n > 0))
+    return -EINVAL;
+  path_acc_t a = {.has_interval = 1};
+  for (size_t i = 0; i < n; i++) {
+    grape_prediction_t r;
+    grape_predict_kernel(m, gpu, &k[i], &r);
+    path_add(&a, &r);
+  }
+  path_finish(m, &a, out);
+  return 0;
+}
+
 int grape_predict_path(const grape_model_t* m, const grape_gpu_spec_t* gpu,
                        const grape_kernel_desc_t* k, size_t n, double* eager_ms,
                        double* graph_ms) {
-  if (m == NULL || gpu == NULL || (k == NULL && n > 0))
-    return -EINVAL;
-  double sum = 0;
-  for (size_t i = 0; i < n; i++)
-    sum += grape_predict_kernel_ms(m, gpu, &k[i]);
+  grape_path_prediction_t pp;
+  int err = grape_predict_path_interval(m, gpu, k, n, &pp);
+  if (err < 0)
+    return err;
   if (eager_ms)
-    *eager_ms = sum + n * m->gap_eager_us / 1000;
+    *eager_ms = pp.eager_ms;
   if (graph_ms)
-    *graph_ms = sum + (n ? m->graph_launch_us / 1000 + n * m->gap_graph_us / 1000 : 0);
+    *graph_ms = pp.graph_ms;
   return 0;
+}
+
+size_t grape_model_known_count(const grape_model_t* m) {
+  return m != NULL ? (size_t)m->nknown : 0;
+}
+
+const char* grape_model_known_gpu(const grape_model_t* m, size_t i) {
+  return m != NULL && i < (size_t)m->nknown ? m->known[i].name : NULL;
 }
 
 /* ---- Model file ---- */
@@ -225,12 +374,25 @@ static void put_vec(FILE* f, const char* key, const double* v, int n) {
   fputc('\n', f);
 }
 
+static void put_tree(FILE* f, const grape__tree_t* t) {
+  fprintf(f, "tree");
+  for (int d = 0; d < GRAPE__TREE_DEPTH; d++)
+    fprintf(f, " %d %.9g", t->feat[d], (double)t->thr[d]);
+  for (int l = 0; l < GRAPE__TREE_LEAVES; l++)
+    fprintf(f, " %.9g", (double)t->leaf[l]);
+  fputc('\n', f);
+}
+
+/* The keys of a known class's two fits (GRAPE__KNOWN_DIMS, _LAUNCH). */
+static const char* const known_key[2] = {"known", "known_launch"};
+
 int grape__model_write(const grape_model_t* m, FILE* f) {
   fprintf(f, "%s %d\n", magic, GRAPE_MODEL_FORMAT_VERSION);
   fprintf(f, "# grape kernel-time model; see docs/predictor.md. Times in ms.\n");
-  fprintf(f, "features %d\n", GRAPE__NFEAT);
+  fprintf(f, "features %d %d\n", GRAPE__NFEAT, GRAPE__NGF);
   fprintf(f, "launch_us %.17g %.17g %.17g\n", m->gap_eager_us, m->gap_graph_us,
           m->graph_launch_us);
+  fprintf(f, "interval_level %.17g\n", m->level);
   for (int c = 0; c < GRAPE_KC_COUNT; c++) {
     fprintf(f, "class %s %.17g\n", grape_kclass_name(c), m->rows[c]);
     fprintf(f, "floor %.17g %.17g\n", m->floor_ms[c], m->floor_p);
@@ -240,16 +402,21 @@ int grape__model_write(const grape_model_t* m, FILE* f) {
     put_vec(f, "grape_launch", m->wl[c], GRAPE__NFEAT);
     put_vec(f, "grape_lin", m->glin[c], 4);
     put_vec(f, "grape_range", m->range[c], 2);
-    fprintf(f, "trees %d\n", m->ntrees[c]);
-    for (int k = 0; k < m->ntrees[c]; k++) {
-      const grape__tree_t* t = &m->trees[c][k];
-      fprintf(f, "tree");
-      for (int d = 0; d < GRAPE__TREE_DEPTH; d++)
-        fprintf(f, " %d %.9g", t->feat[d], t->thr[d]);
-      for (int l = 0; l < GRAPE__TREE_LEAVES; l++)
-        fprintf(f, " %.9g", t->leaf[l]);
-      fputc('\n', f);
-    }
+    put_vec(f, "interval", m->iv[c], 2 * GRAPE__NIVB);
+    put_vec(f, "interval_launch", m->ivl[c], 2 * GRAPE__NIVB);
+  }
+  fprintf(f, "known_gpus %d\n", m->nknown);
+  for (int i = 0; i < m->nknown; i++) {
+    const grape__known_t* k = &m->known[i];
+    fprintf(f, "gpu %s\n", k->name);
+    for (int c = 0; c < GRAPE_KC_COUNT; c++)
+      for (int l = 0; l < 2; l++) {
+        const grape__known_class_t* kc = &k->c[c][l];
+        fprintf(f, "%s %s %.17g %d", known_key[l], grape_kclass_name(c), kc->rows, kc->ntrees);
+        put_vec(f, "", kc->iv, 2 * GRAPE__NIVB);
+        for (int t = 0; t < kc->ntrees; t++)
+          put_tree(f, &kc->trees[t]);
+      }
   }
   fprintf(f, "end\n");
   return ferror(f) ? -EIO : 0;
@@ -265,7 +432,20 @@ int grape_model_save(const grape_model_t* m, const char* path) {
   return err;
 }
 
+void grape__known_free(grape_model_t* m) {
+  for (int i = 0; i < m->nknown; i++)
+    for (int c = 0; c < GRAPE_KC_COUNT; c++)
+      for (int l = 0; l < 2; l++)
+        free(m->known[i].c[c][l].trees);
+  free(m->known);
+  m->known = NULL;
+  m->nknown = 0;
+}
+
 void grape_model_free(grape_model_t* m) {
+  if (m == NULL)
+    return;
+  grape__known_free(m);
   free(m);
 }
 
@@ -274,7 +454,7 @@ typedef struct parser_s {
   const char* s;
   const char* end;
   size_t line_no;
-  char line[4096];
+  char line[16384];
   char* err;
   size_t err_len;
 } parser_t;
@@ -331,6 +511,60 @@ static int get_vec(parser_t* p, const char* key, double* v, int n) {
   return 0;
 }
 
+#define MAX_KNOWN 64
+
+/* Parses one "tree" line into t. */
+static int get_tree(parser_t* p, grape__tree_t* t) {
+  double tv[2 * GRAPE__TREE_DEPTH + GRAPE__TREE_LEAVES];
+  int rc = get_vec(p, "tree", tv, 2 * GRAPE__TREE_DEPTH + GRAPE__TREE_LEAVES);
+  if (rc < 0)
+    return rc;
+  for (int i = 0; i < 2 * GRAPE__TREE_DEPTH + GRAPE__TREE_LEAVES; i++)
+    if (fabs(tv[i]) > FLT_MAX)
+      return fail(p, -EINVAL, "tree value out of range");
+  for (int d = 0; d < GRAPE__TREE_DEPTH; d++) {
+    if (tv[2 * d] < 0 || tv[2 * d] >= GRAPE__NGF || tv[2 * d] != floor(tv[2 * d]))
+      return fail(p, -EINVAL, "bad tree feature index");
+    t->feat[d] = (uint8_t)tv[2 * d];
+    t->thr[d] = (float)tv[2 * d + 1];
+  }
+  for (int l = 0; l < GRAPE__TREE_LEAVES; l++)
+    t->leaf[l] = (float)tv[2 * GRAPE__TREE_DEPTH + l];
+  return 0;
+}
+
+/* Parses a "gpu NAME" block: per class a "known" and a "known_launch"
+ * line, each followed by its trees. */
+static int get_known(parser_t* p, grape__known_t* k) {
+  int r = next_line(p);
+  if (r <= 0)
+    return fail(p, -EINVAL, r < 0 ? "line too long" : "unexpected end of file");
+  size_t nl = strlen(p->line);
+  if (strncmp(p->line, "gpu ", 4) != 0 || nl == 4 || nl - 4 >= sizeof(k->name))
+    return fail(p, -EINVAL, "expected 'gpu NAME'");
+  memcpy(k->name, p->line + 4, nl - 3);
+  for (int c = 0; c < 2 * GRAPE_KC_COUNT; c++) {
+    grape__known_class_t* kc = &k->c[c / 2][c % 2];
+    char key[64];
+    double v[2 + 2 * GRAPE__NIVB];
+    snprintf(key, sizeof(key), "%s %s", known_key[c % 2], grape_kclass_name(c / 2));
+    int rc = get_vec(p, key, v, 2 + 2 * GRAPE__NIVB);
+    if (rc < 0)
+      return rc;
+    if (v[0] < 0 || v[1] < 0 || v[1] > GRAPE__MAXTREES || v[1] != floor(v[1]))
+      return fail(p, -EINVAL, "bad known-GPU row or tree count");
+    kc->rows = v[0];
+    memcpy(kc->iv, v + 2, sizeof(kc->iv));
+    if (v[1] > 0 && (kc->trees = malloc((size_t)v[1] * sizeof(*kc->trees))) == NULL)
+      return -ENOMEM;
+    kc->ntrees = (int)v[1];
+    for (int t = 0; t < kc->ntrees; t++)
+      if ((rc = get_tree(p, &kc->trees[t])) < 0)
+        return rc;
+  }
+  return 0;
+}
+
 int grape_model_parse(const char* text, size_t len, grape_model_t** out, char* err,
                       size_t err_len) {
   parser_t p = {.s = text, .end = text + len, .err = err, .err_len = err_len};
@@ -355,11 +589,11 @@ int grape_model_parse(const char* text, size_t len, grape_model_t** out, char* e
   grape_model_t* m = calloc(1, sizeof(*m));
   if (m == NULL)
     return -ENOMEM;
-  double v[3];
+  double v[5];
   int rc;
-  if ((rc = get_vec(&p, "features", v, 1)) < 0)
+  if ((rc = get_vec(&p, "features", v, 2)) < 0)
     goto fail_parse;
-  if (v[0] != GRAPE__NFEAT) {
+  if (v[0] != GRAPE__NFEAT || v[1] != GRAPE__NGF) {
     rc = fail(&p, -EINVAL, "feature count differs from this grape's");
     goto fail_parse;
   }
@@ -368,6 +602,12 @@ int grape_model_parse(const char* text, size_t len, grape_model_t** out, char* e
   m->gap_eager_us = v[0];
   m->gap_graph_us = v[1];
   m->graph_launch_us = v[2];
+  if ((rc = get_vec(&p, "interval_level", &m->level, 1)) < 0)
+    goto fail_parse;
+  if (!(m->level > 0 && m->level < 1)) {
+    rc = fail(&p, -EINVAL, "interval level not in (0, 1)");
+    goto fail_parse;
+  }
   for (int c = 0; c < GRAPE_KC_COUNT; c++) {
     char key[64];
     snprintf(key, sizeof(key), "class %s", grape_kclass_name(c));
@@ -378,19 +618,15 @@ int grape_model_parse(const char* text, size_t len, grape_model_t** out, char* e
         (rc = get_vec(&p, "grape", m->w[c], GRAPE__NFEAT)) < 0 ||
         (rc = get_vec(&p, "grape_launch", m->wl[c], GRAPE__NFEAT)) < 0 ||
         (rc = get_vec(&p, "grape_lin", m->glin[c], 4)) < 0 ||
-        (rc = get_vec(&p, "grape_range", m->range[c], 2)) < 0 ||
-        (rc = get_vec(&p, "trees", v, 1)) < 0)
+        (rc = get_vec(&p, "grape_range", m->range[c], 2)) < 0)
       goto fail_parse;
-    if (v[0] < 0 || v[0] > GRAPE__MAXTREES || v[0] != floor(v[0])) {
-      rc = fail(&p, -EINVAL, "bad tree count");
-      goto fail_parse;
-    }
-    m->ntrees[c] = (int)v[0];
-    if (!(m->range[c][0] <= m->range[c][1]) || !isfinite(m->range[c][0]) ||
-        !isfinite(m->range[c][1])) {
+    if (!(m->range[c][0] <= m->range[c][1])) {
       rc = fail(&p, -EINVAL, "bad grape_range");
       goto fail_parse;
     }
+    if ((rc = get_vec(&p, "interval", m->iv[c], 2 * GRAPE__NIVB)) < 0 ||
+        (rc = get_vec(&p, "interval_launch", m->ivl[c], 2 * GRAPE__NIVB)) < 0)
+      goto fail_parse;
     if (!(m->glin[c][0] >= 0 && m->glin[c][0] <= 4 && m->glin[c][0] == floor(m->glin[c][0]))) {
       rc = fail(&p, -EINVAL, "bad grape_lin form");
       goto fail_parse;
@@ -401,22 +637,21 @@ int grape_model_parse(const char* text, size_t len, grape_model_t** out, char* e
     }
     m->floor_ms[c] = fv[0];
     m->floor_p = fv[1];
-    for (int k = 0; k < m->ntrees[c]; k++) {
-      double tv[2 * GRAPE__TREE_DEPTH + GRAPE__TREE_LEAVES];
-      grape__tree_t* t = &m->trees[c][k];
-      if ((rc = get_vec(&p, "tree", tv, 2 * GRAPE__TREE_DEPTH + GRAPE__TREE_LEAVES)) < 0)
-        goto fail_parse;
-      for (int d = 0; d < GRAPE__TREE_DEPTH; d++) {
-        if (tv[2 * d] < 0 || tv[2 * d] >= GRAPE__NTF || tv[2 * d] != floor(tv[2 * d])) {
-          rc = fail(&p, -EINVAL, "bad tree feature index");
-          goto fail_parse;
-        }
-        t->feat[d] = (int)tv[2 * d];
-        t->thr[d] = tv[2 * d + 1];
-      }
-      memcpy(t->leaf, tv + 2 * GRAPE__TREE_DEPTH, sizeof(t->leaf));
-    }
   }
+  if ((rc = get_vec(&p, "known_gpus", v, 1)) < 0)
+    goto fail_parse;
+  if (v[0] < 0 || v[0] > MAX_KNOWN || v[0] != floor(v[0])) {
+    rc = fail(&p, -EINVAL, "bad known GPU count");
+    goto fail_parse;
+  }
+  if (v[0] > 0 && (m->known = calloc((size_t)v[0], sizeof(*m->known))) == NULL) {
+    rc = -ENOMEM;
+    goto fail_parse;
+  }
+  m->nknown = (int)v[0];
+  for (int i = 0; i < m->nknown; i++)
+    if ((rc = get_known(&p, &m->known[i])) < 0)
+      goto fail_parse;
   r = next_line(&p);
   if (r <= 0 || strcmp(p.line, "end") != 0) {
     rc = fail(&p, -EINVAL, "missing 'end'");
@@ -425,7 +660,7 @@ int grape_model_parse(const char* text, size_t len, grape_model_t** out, char* e
   *out = m;
   return 0;
 fail_parse:
-  free(m);
+  grape_model_free(m);
   return rc;
 }
 

@@ -8,8 +8,34 @@
 #include "predict/boost.h"
 
 #define GRAPE__NFEAT 24     /* linear features of grape's model, x[0] = 1 */
-#define GRAPE__NTF 19       /* tree features of grape's model */
-#define GRAPE__MAXTREES 200
+#define GRAPE__NGF 24       /* features of the per-GPU trees (grape__gpu_features) */
+#define GRAPE__MAXTREES 2000
+/* Intervals are calibrated per class and, within a class, per bin: 0 for
+ * most kernels, 1 for "_tn" GEMMs (nn.Linear's cuBLAS kernels, whose errors
+ * differ from the batched GEMMs' in both regimes). Each bin holds {lo, hi},
+ * quantiles of log(measured / predicted); lo > hi: not calibrated (bin 1
+ * then falls back to bin 0). */
+#define GRAPE__NIVB 2
+
+/* The learned regime of one class on one GPU of the training data: boosted
+ * trees on log(measured / transfer prediction) of its rows, and the
+ * interval of log(measured / prediction) on shapes held out of them. */
+typedef struct grape__known_class_s {
+  double rows;                            /* training rows */
+  int ntrees;                             /* 0: this class uses the transfer regime */
+  grape__tree_t* trees;
+  double iv[2 * GRAPE__NIVB];             /* interval per bin (grape__interval_bin) */
+} grape__known_class_t;
+
+/* Which fit of a known class serves a kernel: with its op dims, or from
+ * the launch alone (what the shim knows). */
+#define GRAPE__KNOWN_DIMS 0
+#define GRAPE__KNOWN_LAUNCH 1
+
+typedef struct grape__known_s {
+  char name[128];                         /* the GPU's spec-table name */
+  grape__known_class_t c[GRAPE_KC_COUNT][2];  /* [class][GRAPE__KNOWN_*] */
+} grape__known_t;
 
 struct grape_model_s {
   double roof[GRAPE_KC_COUNT][2];         /* t0 ms, scale of max(Tc, Tm) */
@@ -27,8 +53,14 @@ struct grape_model_s {
   double rows[GRAPE_KC_COUNT];            /* training rows of each class */
   double floor_ms[GRAPE_KC_COUNT];        /* launch-and-timing floor of an op */
   double floor_p;                         /* t = (floor^p + work^p)^(1/p) */
-  int ntrees[GRAPE_KC_COUNT];             /* boosted trees on the residual */
-  grape__tree_t trees[GRAPE_KC_COUNT][GRAPE__MAXTREES];
+  /* The transfer regime's interval: quantiles of log(measured / predicted)
+   * on GPUs left out of the fit, for kernels with op dims (iv) and without
+   * (ivl). lo > hi: not calibrated (fewer than two training GPUs). */
+  double iv[GRAPE_KC_COUNT][2 * GRAPE__NIVB];
+  double ivl[GRAPE_KC_COUNT][2 * GRAPE__NIVB];
+  double level;                           /* the intervals' nominal coverage */
+  int nknown;                             /* GPUs with a learned regime */
+  grape__known_t* known;
   double gap_eager_us;                    /* per kernel launched alone */
   double gap_graph_us;                    /* per kernel node in a graph */
   double graph_launch_us;                 /* per graph launch */
@@ -40,20 +72,40 @@ typedef struct grape__roof_s {
   double tm;      /* bytes / DRAM bandwidth */
   double tre;     /* the share of tm a second pass re-reads from DRAM, not L2 */
   double tw;      /* waves / clock (MHz): a fixed cost per wave */
+  grape__occ_t occ;
 } grape__roof_t;
 
-/* Writes grape's features of p on g: linear ones to x[GRAPE__NFEAT], tree
- * ones to xt[GRAPE__NTF] (unless NULL); launch_only drops those that need op
- * dims. Also returns the roofline terms in *r. */
+/* Writes grape's features of p on g to x[GRAPE__NFEAT]; launch_only drops
+ * those that need op dims. Also returns the roofline terms in *r. */
 void grape__features(const grape__kprep_t* p, const grape_gpu_spec_t* g, int launch_only,
-                     double* x, double* xt, grape__roof_t* r);
+                     double* x, grape__roof_t* r);
+/* The per-GPU trees' features of p (with op dims), from its features x and
+ * roofline terms r on the GPU and the transfer regime's prediction t0 (ms). */
+void grape__gpu_features(const grape__kprep_t* p, const double* x, const grape__roof_t* r,
+                         double t0, float* xf);
+/* The interval bin of a prepared kernel (GRAPE__NIVB). */
+int grape__interval_bin(const grape__kprep_t* p);
+/* The learned regime of class c on g for kernels with op dims or without
+ * (GRAPE__KNOWN_*), or NULL when g is not a known GPU of m or that fit has
+ * no trees there. */
+const grape__known_class_t* grape__known_class(const grape_model_t* m, const grape_gpu_spec_t* g,
+                                               int c, int launch);
 /* The basis (1, v1, v2) of linear-time form `form`: 0 (1, Tc, Tm), Li et
  * al.'s; 1 (1, max(Tc, Tm), 0), the roofline's; 2 (1, Tm, Tm re-read from
  * DRAM); 3 (1, Tm, waves / clock). */
 void grape__lin_basis(int form, const grape__roof_t* r, double v[3]);
 /* Stacking: x[8], x[9] = log of the Li and roofline predictions of m. */
 void grape__stack(const grape_model_t* m, int c, const grape__roof_t* r, double* x);
+/* The transfer regime's (or a baseline's) time of p on g, ms. */
 double grape__predict(const grape_model_t* m, grape_method_t method, const grape__kprep_t* p,
                       const grape_gpu_spec_t* g);
+/* The same, leaving the features it computed in x[GRAPE__NFEAT] and *r. */
+double grape__predict_x(const grape_model_t* m, grape_method_t method, const grape__kprep_t* p,
+                        const grape_gpu_spec_t* g, double* x, grape__roof_t* r);
+/* grape's prediction with its regime and interval. */
+void grape__predict_full(const grape_model_t* m, const grape__kprep_t* p,
+                         const grape_gpu_spec_t* g, grape_prediction_t* out);
+/* Frees the known-GPU part of m (its trees) and resets it to none. */
+void grape__known_free(grape_model_t* m);
 
 #endif

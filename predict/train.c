@@ -1,19 +1,25 @@
 /* Training data and model fitting: datasets of measured kernel times, the fit
- * of all three models, and leave-one-GPU-out cross-validation.
+ * of all three models in both of grape's regimes, their intervals, and
+ * cross-validation (leave one GPU out; hold out shapes).
  *
  * DESIGN: a dataset keeps, per good row, the prepared kernel, its GPU, its
- * latency and its evaluation group; features are recomputed at fit time
- * (cheap) so nothing GPU-specific is cached. Fits are closed form: weighted
- * least squares through the normal equations and a Cholesky solve, with a
- * small ridge term on standardised features; grape's model adds a few rounds
- * of iteratively reweighted least squares towards least absolute log error,
- * which tracks per-kernel MAPE better than squared error. Everything is
- * sequential in row order, so training is deterministic. A class with fewer
- * than MIN_ROWS rows gets the fit over all rows (the "other" class has no
- * training data of its own in the NeuSight set).
+ * latency, its evaluation group and a hash of its shape; features are
+ * recomputed at fit time (cheap) so nothing GPU-specific is cached. The
+ * transfer regime's fits are closed form: weighted least squares through
+ * the normal equations and a Cholesky solve, with a small ridge term on
+ * standardised features; grape's regression adds a few rounds of
+ * iteratively reweighted least squares towards least relative error. An
+ * inner leave-one-GPU-out picks each class's form and calibrates its
+ * interval. The known regime fits boosted trees (boost.c) per (GPU, class)
+ * on the residual of the transfer regime, and calibrates its interval on
+ * shapes held out of trees fitted on the rest. Everything is sequential in
+ * row order, so training is deterministic to the byte. A class with fewer
+ * than MIN_ROWS rows gets the transfer fit over all rows (the "other" class
+ * has no training data of its own in the NeuSight set).
  */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,15 +30,23 @@
 #define MIN_ROWS 50
 #define IRLS_ROUNDS 4
 #define ALLFEAT ((1u << GRAPE__NFEAT) - 1)
+#define LEVEL 0.8           /* nominal coverage of the intervals */
+#define MIN_KNOWN 100       /* rows a (GPU, class) needs for a learned regime */
+#define KNOWN_TREES 60
+#define KNOWN_RATE 0.3
+#define KNOWN_FOLDS 4
 
 /* ---- Tuning knobs ---- */
 
-/* The defaults are the best leave-one-GPU-out configuration found
- * (docs/predictor.md). GRAPE_TRAIN_TREES, GRAPE_TRAIN_RATE, GRAPE_TRAIN_P and
- * GRAPE_TRAIN_RIDGE, GRAPE_TRAIN_SELECT override them for experiments; read here only. */
+/* The defaults are the best configuration found (docs/predictor.md):
+ * leave-one-GPU-out for the transfer regime, held-out shapes for the known
+ * one. GRAPE_TRAIN_TREES, GRAPE_TRAIN_RATE, GRAPE_TRAIN_P,
+ * GRAPE_TRAIN_RIDGE, GRAPE_TRAIN_SELECT, GRAPE_TRAIN_CRIT and
+ * GRAPE_TRAIN_FOLDS override them for experiments; read here only. */
 typedef struct knobs_s {
-  int trees;          /* boosted trees per class on the log residual */
+  int trees;          /* boosted trees per (known GPU, class) */
   double rate;        /* their shrinkage */
+  int folds;          /* shape folds that calibrate the known regime's intervals */
   double floor_p;     /* 0: no explicit floor; else t = (floor^p + work^p)^(1/p) */
   double ridge;       /* ridge on standardised linear features */
   int select;         /* choose grape's feature set per class by inner CV */
@@ -44,10 +58,12 @@ static const knobs_t* knobs(void) {
   static int done;
   if (!done) {
     const char* e;
-    k.trees = (e = getenv("GRAPE_TRAIN_TREES")) ? atoi(e) : 0;
+    k.trees = (e = getenv("GRAPE_TRAIN_TREES")) ? atoi(e) : KNOWN_TREES;
     k.trees = k.trees < 0 ? 0 : k.trees > GRAPE__MAXTREES ? GRAPE__MAXTREES : k.trees;
-    k.rate = (e = getenv("GRAPE_TRAIN_RATE")) ? atof(e) : 0.1;
-    k.rate = k.rate > 0 && k.rate <= 1 ? k.rate : 0.1;
+    k.rate = (e = getenv("GRAPE_TRAIN_RATE")) ? atof(e) : KNOWN_RATE;
+    k.rate = k.rate > 0 && k.rate <= 1 ? k.rate : KNOWN_RATE;
+    k.folds = (e = getenv("GRAPE_TRAIN_FOLDS")) ? atoi(e) : KNOWN_FOLDS;
+    k.folds = k.folds >= 2 && k.folds <= 20 ? k.folds : KNOWN_FOLDS;
     k.floor_p = (e = getenv("GRAPE_TRAIN_P")) ? atof(e) : 0;
     k.floor_p = k.floor_p >= 0 && k.floor_p <= 64 ? k.floor_p : 0;
     k.ridge = (e = getenv("GRAPE_TRAIN_RIDGE")) ? atof(e) : 1e-4;
@@ -65,6 +81,7 @@ typedef struct row_s {
   const grape_gpu_spec_t* gpu;
   double lat;                /* ms */
   int group;
+  uint32_t shape;            /* hash of the op's shape (or launch) and group, never 0 */
 } row_t;
 
 struct grape_dataset_s {
@@ -86,6 +103,31 @@ void grape_dataset_free(grape_dataset_t* d) {
 
 size_t grape_dataset_size(const grape_dataset_t* d) {
   return d->n;
+}
+
+/* FNV-1a over the op's shape (its dims, the reduction length that holds a
+ * conv's kernel size; for a row without dims, its launch) and the
+ * evaluation group, with a final mix so that
+ * its low bits and its high bits give independent folds. Shapes, not rows,
+ * are what cross-validation holds out: the elementwise ops of one (B, H),
+ * or one GEMM shape on every GPU, leave together. */
+static uint32_t shape_hash(const grape__kprep_t* p, int group) {
+  /* A row without op dims (a launch timed alone) is its launch's shape. */
+  double key[6] = {group, p->shape[0], p->shape[1], p->shape[2], p->shape[3], p->kred};
+  if (!p->has_dims) {
+    key[1] = p->blocks;
+    key[2] = p->threads;
+    key[3] = p->smem;
+    key[4] = p->variant;
+  }
+  const unsigned char* b = (const unsigned char*)key;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < sizeof(key); i++)
+    h = (h ^ b[i]) * 0x100000001b3ull;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return (uint32_t)h | 1;
 }
 
 int grape_dataset_add_file(grape_dataset_t* d, const char* path, const char* gpu_override,
@@ -125,6 +167,7 @@ int grape_dataset_add_file(grape_dataset_t* d, const char* path, const char* gpu
     w->gpu = r.gpu;
     w->lat = r.latency_ms;
     w->group = r.group;
+    w->shape = shape_hash(&w->p, r.group);
     st->used[(int)w->p.cls]++;
   }
   grape_csv_close(c);
@@ -209,10 +252,13 @@ static int ls_solve(ls_t* l, double ridge, double* out) {
 
 /* ---- Fitting ---- */
 
-/* Row selector for cross-validation: rows of `skip` GPU are left out. */
+/* Row selector for cross-validation: rows of `skip` GPU are left out, and
+ * with folds > 0 the rows of shapes whose fold is `fold`. */
 typedef struct sel_s {
   const char* skip;         /* GPU name, or NULL */
   const char* skip2;        /* a second one (inner folds of model selection) */
+  int folds, fold;          /* shape folds: fold = shape hash % folds */
+  int transfer_only;        /* fit no known regime (leave-one-GPU-out needs none) */
   double* floor;            /* per row: its (GPU, class) floor, ms */
   double p;                 /* floor combination exponent */
 } sel_t;
@@ -233,6 +279,8 @@ static int selected(const row_t* r, const sel_t* s, int cls) {
     return 0;
   if (s->skip2 != NULL && strcmp(r->gpu->name, s->skip2) == 0)
     return 0;
+  if (s->folds > 0 && r->shape % (uint32_t)s->folds == (uint32_t)s->fold)
+    return 0;
   return cls < 0 || (int)r->p.cls == cls;
 }
 
@@ -241,7 +289,7 @@ static int selected(const row_t* r, const sel_t* s, int cls) {
 static void lin_basis(const row_t* r, int form, double v[3]) {
   double x[GRAPE__NFEAT];
   grape__roof_t rf;
-  grape__features(&r->p, r->gpu, 0, x, NULL, &rf);
+  grape__features(&r->p, r->gpu, 0, x, &rf);
   grape__lin_basis(form, &rf, v);
 }
 
@@ -340,7 +388,7 @@ static int fit_grape(const grape_dataset_t* d, const sel_t* s, int cls, int laun
         continue;
       double x[GRAPE__NFEAT];
       grape__roof_t rf;
-      grape__features(launch_only ? &r->pl : &r->p, r->gpu, launch_only, x, NULL, &rf);
+      grape__features(launch_only ? &r->pl : &r->p, r->gpu, launch_only, x, &rf);
       grape__stack(m, c, &rf, x);
       double off = 0;
       for (int j = 0; j < GRAPE__NFEAT; j++) {
@@ -377,52 +425,6 @@ static int fit_grape(const grape_dataset_t* d, const sel_t* s, int cls, int laun
     if (cd.fixed >> j & 1)
       w[j] += 1;
   free(l);
-  return err;
-}
-
-static size_t class_rows(const grape_dataset_t* d, const sel_t* s, int cls);
-
-
-/* Boosted trees on the log residual of the linear part (rows with dims). */
-static int fit_trees(const grape_dataset_t* d, const sel_t* s, int cls, grape_model_t* m,
-                     int c) {
-  size_t n = class_rows(d, s, cls), k = 0;
-  m->ntrees[c] = 0;
-  if (n < MIN_ROWS)
-    return 0;
-  float* x = malloc(n * GRAPE__NTF * sizeof(float));
-  double* res = malloc(n * sizeof(double));
-  int err = -ENOMEM;
-  if (x == NULL || res == NULL)
-    goto done;
-  for (size_t i = 0; i < d->n; i++) {
-    const row_t* r = &d->rows[i];
-    if (!selected(r, s, cls))
-      continue;
-    double lx[GRAPE__NFEAT], xt[GRAPE__NTF];
-    grape__roof_t rf;
-    grape__features(&r->p, r->gpu, 0, lx, xt, &rf);
-    grape__stack(m, c, &rf, lx);
-    double pred = 0;
-    for (int j = 0; j < GRAPE__NFEAT; j++)
-      pred += m->w[c][j] * lx[j];
-    for (int j = 0; j < GRAPE__NTF; j++)
-      x[k * GRAPE__NTF + j] = (float)xt[j];
-    double wk = work_ms(s, i, r->lat);
-    if (wk <= 0)
-      continue;
-    res[k++] = log(wk) - pred;
-  }
-  grape__boost_opts_t o = {.trees = knobs()->trees, .rate = knobs()->rate, .min_leaf = 10,
-                           .l2 = 5};
-  err = grape__boost_fit(x, k, GRAPE__NTF, res, &o, m->trees[c]);
-  if (err >= 0) {
-    m->ntrees[c] = err;
-    err = 0;
-  }
-done:
-  free(x);
-  free(res);
   return err;
 }
 
@@ -559,40 +561,199 @@ static int fit_cand(const grape_dataset_t* d, const sel_t* s, int cls, int c, gr
   return err < 0 || cls < 0 ? err : fit_range(d, s, cls, c, m);
 }
 
+/* Residuals log(measured / predicted) of held-out rows, with each row's
+ * interval bin and the index of its GPU (in an inner leave-one-GPU-out,
+ * the GPU that was held out). */
+typedef struct resid_s {
+  double* v;
+  uint8_t* bin;
+  int* gpu;
+  size_t n;
+} resid_t;
+
+static int resid_alloc(resid_t* r, size_t n) {
+  r->n = 0;
+  r->v = malloc((n + 1) * sizeof(double));
+  r->bin = malloc(n + 1);
+  r->gpu = malloc((n + 1) * sizeof(int));
+  return r->v && r->bin && r->gpu ? 0 : -ENOMEM;
+}
+
+static void resid_free(resid_t* r) {
+  free(r->v);
+  free(r->bin);
+  free(r->gpu);
+}
+
+static void resid_add(resid_t* r, double v, const grape__kprep_t* p, int gpu) {
+  r->v[r->n] = v;
+  r->bin[r->n] = (uint8_t)grape__interval_bin(p);
+  r->gpu[r->n] = gpu;
+  r->n++;
+}
+
+/* The level's two quantiles of v[0..n) (sorted here) into iv; lo > hi (not
+ * calibrated) with fewer than MIN_ROWS values. */
+static void quantiles(double* v, size_t n, double* iv) {
+  iv[0] = 1;
+  iv[1] = -1;
+  if (n < MIN_ROWS)
+    return;
+  qsort(v, n, sizeof(double), cmp_double);
+  iv[0] = v[(size_t)((1 - LEVEL) / 2 * (double)(n - 1) + 0.5)];
+  iv[1] = v[(size_t)((1 + LEVEL) / 2 * (double)(n - 1) + 0.5)];
+}
+
+/* The known regime's interval: per bin, the quantiles of the residuals of
+ * held-out shapes. */
+static int bin_quantiles(const resid_t* r, double* iv) {
+  double* v = malloc((r->n + 1) * sizeof(double));
+  if (v == NULL)
+    return -ENOMEM;
+  for (int b = 0; b < GRAPE__NIVB; b++) {
+    size_t n = 0;
+    for (size_t i = 0; i < r->n; i++)
+      if (r->bin[i] == b)
+        v[n++] = r->v[i];
+    quantiles(v, n, &iv[2 * b]);
+  }
+  free(v);
+  return 0;
+}
+
+static double normal_cdf(double z) {
+  return 0.5 * erfc(-z / sqrt(2));
+}
+
+/* The transfer regime's interval of a class's bin b (-1: all of its rows)
+ * from an inner leave-one-GPU-out's residuals (r->gpu: the held-out GPU). A new GPU's
+ * error is a level of its own, which varies between GPUs more than the
+ * spread within one, plus that spread: residual = shift + within. The
+ * held-out GPUs' shifts (their median residuals) give the shift's mean and
+ * standard deviation tau; the interval is the level's quantiles of a normal
+ * shift N(mean, tau^2) plus the pooled within-GPU residuals. Pooling the
+ * residuals alone undercovers (a held-out GPU is often beyond all the
+ * others: softmax 74% on leave-one-GPU-out); widening tau for its
+ * estimate from a few GPUs (Student's t) overcovers (86%), because the
+ * inner folds' models, fitted on one GPU fewer, already err more than the
+ * model they calibrate (docs/predictor.md). */
+static int transfer_interval(const resid_t* r, int ngpu, int b, double* iv) {
+  iv[0] = 1;
+  iv[1] = -1;
+  double* v = malloc((r->n + 1) * sizeof(double));
+  double* w = malloc((r->n + 1) * sizeof(double));
+  double shift[MAXGPU];
+  int k = 0;
+  size_t nw = 0;
+  if (v == NULL || w == NULL) {
+    free(v);
+    free(w);
+    return -ENOMEM;
+  }
+  for (int g = 0; g < ngpu; g++) {
+    size_t n = 0;
+    for (size_t i = 0; i < r->n; i++)
+      if (r->gpu[i] == g && (b < 0 || r->bin[i] == b))
+        v[n++] = r->v[i];
+    if (n == 0)
+      continue;
+    qsort(v, n, sizeof(double), cmp_double);
+    double med = v[n / 2];
+    shift[k++] = med;
+    for (size_t i = 0; i < n; i++)
+      w[nw++] = v[i] - med;
+  }
+  if (nw >= MIN_ROWS && k >= 2) {
+    double mu = 0, var = 0;
+    for (int g = 0; g < k; g++)
+      mu += shift[g] / k;
+    for (int g = 0; g < k; g++)
+      var += (shift[g] - mu) * (shift[g] - mu) / (k - 1);
+    double sd = sqrt(var);
+    qsort(w, nw, sizeof(double), cmp_double);
+    /* The within-GPU residuals at up to 1000 evenly spaced ranks. */
+    size_t nq = nw < 1000 ? nw : 1000;
+    for (size_t j = 0; j < nq; j++)
+      v[j] = w[(size_t)(((double)j + 0.5) / (double)nq * (double)nw)];
+    for (int side = 0; side < 2; side++) {
+      double target = side == 0 ? (1 - LEVEL) / 2 : (1 + LEVEL) / 2;
+      double lo = mu + v[0] - 8 * sd - 1e-9, hi = mu + v[nq - 1] + 8 * sd + 1e-9;
+      for (int it = 0; it < 60; it++) {
+        double x = (lo + hi) / 2, cdf = 0;
+        for (size_t j = 0; j < nq; j++)
+          cdf += sd > 0 ? normal_cdf((x - mu - v[j]) / sd) : x >= mu + v[j];
+        if (cdf / (double)nq < target)
+          lo = x;
+        else
+          hi = x;
+      }
+      iv[side] = (lo + hi) / 2;
+    }
+  } else if (nw >= MIN_ROWS) {
+    /* One GPU: no spread between GPUs to estimate; its own quantiles. */
+    for (size_t i = 0; i < nw; i++)
+      w[i] += shift[0];
+    quantiles(w, nw, iv);
+  }
+  free(v);
+  free(w);
+  return 0;
+}
+
 /* Picks the candidate with the lowest per-kernel MAPE in an inner
  * leave-one-GPU-out over the GPUs `s` selects, so that the choice never sees
- * a held-out GPU. @return its index, or a negative errno. */
-static int select_cand(const grape_dataset_t* d, const sel_t* s, int c) {
+ * a held-out GPU; `only` >= 0 takes that candidate without a choice. The
+ * same folds calibrate the transfer regime's intervals (transfer_interval):
+ * the chosen candidate's held-out residuals give iv, those of the
+ * launch-only fit ivl (both uncalibrated with fewer than two GPUs).
+ * @return the candidate's index, or a negative errno. */
+static int select_cand(const grape_dataset_t* d, const sel_t* s, int c, int only, double* iv,
+                       double* ivl) {
   const char* gpus[MAXGPU];
   int ngpu = list_gpus(d, s, c, gpus);
   ngpu = ngpu > MAXGPU ? MAXGPU : ngpu;
-  if (ngpu < 3)
-    return 0;
+  for (int j = 0; j < 2 * GRAPE__NIVB; j++)
+    iv[j] = ivl[j] = j % 2 ? -1 : 1;
+  if (ngpu < 2)
+    return only >= 0 ? only : 0;
+  /* With two GPUs an inner choice would rest on one held-out GPU: the
+   * regression is kept, but the intervals are still calibrated. */
+  size_t first = only >= 0 ? (size_t)only : 0;
+  size_t last = only >= 0 ? (size_t)only + 1 : ngpu < 3 ? 1 : NCAND;
+  size_t nrows = class_rows(d, s, c) + 1;
   grape_model_t* tm = calloc(1, sizeof(*tm));
-  if (tm == NULL)
-    return -ENOMEM;
+  resid_t cur, best_r, lr;
+  int pick = (int)first, err = 0;
+  if ((resid_alloc(&cur, nrows) | resid_alloc(&best_r, nrows) | resid_alloc(&lr, nrows)) != 0 ||
+      tm == NULL) {
+    err = -ENOMEM;
+    goto done;
+  }
   double best = INFINITY;
-  int pick = 0;
   double score[NCAND] = {0};
-  for (size_t k = 0; k < NCAND; k++) {
+  for (size_t k = first; k < last; k++) {
     double ape = 0, n = 0, worst = 0;
+    cur.n = 0;
     for (int h = 0; h < ngpu; h++) {
       double fape = 0, fn = 0;
       sel_t in = *s;
       in.skip2 = gpus[h];
-      int err;
       if ((err = fit_linear(d, &in, c, 1, tm->roof[c])) < 0 ||
           (err = fit_linear(d, &in, c, 0, tm->li[c])) < 0 ||
-          (err = fit_cand(d, &in, c, c, tm, candidates[k])) < 0) {
-        free(tm);
-        return err;
-      }
+          (err = fit_cand(d, &in, c, c, tm, candidates[k])) < 0 ||
+          (k == first && (err = fit_grape(d, &in, c, 1, tm, c, candidates[0], tm->wl[c])) < 0))
+        goto done;
       for (size_t i = 0; i < d->n; i++) {
         const row_t* r = &d->rows[i];
         if (!selected(r, s, c) || strcmp(r->gpu->name, gpus[h]) != 0)
           continue;
-        fape += fabs(grape__predict(tm, GRAPE_METHOD_GRAPE, &r->p, r->gpu) - r->lat) / r->lat;
+        double t = grape__predict(tm, GRAPE_METHOD_GRAPE, &r->p, r->gpu);
+        fape += fabs(t - r->lat) / r->lat;
         fn++;
+        resid_add(&cur, log(r->lat / t), &r->p, h);
+        if (k == first)
+          resid_add(&lr, log(r->lat / grape__predict(tm, GRAPE_METHOD_GRAPE, &r->pl, r->gpu)),
+                    &r->pl, h);
       }
       ape += fape;
       n += fn;
@@ -603,15 +764,189 @@ static int select_cand(const grape_dataset_t* d, const sel_t* s, int c) {
     if (score[k] < best) {
       best = score[k];
       pick = (int)k;
+      resid_t t = best_r;
+      best_r = cur;
+      cur = t;
     }
   }
-  free(tm);
+  /* With op dims, one interval per class (bin 1 falls back to it): for
+   * `_tn` GEMMs alone, the shifts of inner folds that lack one of the two
+   * Pascal GPUs (which the generation terms learn from) overstate a new
+   * GPU's spread (nn.Linear 87.6% coverage against 83.4% pooled with the
+   * other GEMMs). From the launch alone, nn.Linear's errors are spread far
+   * wider than the batched GEMMs' (no K to tell them apart) and the bins
+   * are needed (pooled: 63% and 86% coverage). */
+  if ((err = transfer_interval(&best_r, ngpu, -1, iv)) < 0)
+    goto done;
+  for (int b = 0; b < GRAPE__NIVB; b++)
+    if ((err = transfer_interval(&lr, ngpu, b, &ivl[2 * b])) < 0)
+      goto done;
   if (getenv("GRAPE_TRAIN_VERBOSE"))
-    for (size_t k = 0; k < NCAND; k++)
+    for (size_t k = first; k < last; k++)
       fprintf(stderr, "grape: %s: inner MAPE of candidate {%#x, %#x, %d}: %.4f%s\n",
-              grape_kclass_name(c), candidates[k].fit, candidates[k].fixed, candidates[k].lin, score[k],
-              (int)k == pick ? " (chosen)" : "");
-  return pick;
+              grape_kclass_name(c), candidates[k].fit, candidates[k].fixed, candidates[k].lin,
+              score[k], (int)k == pick ? " (chosen)" : "");
+done:
+  free(tm);
+  resid_free(&cur);
+  resid_free(&best_r);
+  resid_free(&lr);
+  return err < 0 ? err : pick;
+}
+
+/* ---- The known regime ---- */
+
+/* Rows of one (GPU, class) with op dims, in the form the trees fit: the
+ * features, log(measured / transfer prediction) and the shape hash. */
+typedef struct kset_s {
+  float* x;
+  double* r;
+  uint32_t* shape;
+  uint8_t* bin;            /* interval bin */
+  size_t n;
+} kset_t;
+
+static void kset_free(kset_t* k) {
+  free(k->x);
+  free(k->r);
+  free(k->shape);
+  free(k->bin);
+}
+
+/* Rows of GPU `gpu` and class c: with op dims (launch 0), or all of them
+ * as launches alone (launch 1: what the shim knows of a kernel). */
+static int kset_collect(const grape_dataset_t* d, const sel_t* s, const grape_model_t* m,
+                        const char* gpu, int c, int launch, kset_t* k) {
+  size_t n = 0;
+  for (size_t i = 0; i < d->n; i++) {
+    const row_t* r = &d->rows[i];
+    n += selected(r, s, c) && (launch || r->p.has_dims) && strcmp(r->gpu->name, gpu) == 0;
+  }
+  k->n = 0;
+  k->x = malloc((n + 1) * GRAPE__NGF * sizeof(float));
+  k->r = malloc((n + 1) * sizeof(double));
+  k->shape = malloc((n + 1) * sizeof(uint32_t));
+  k->bin = malloc(n + 1);
+  if (k->x == NULL || k->r == NULL || k->shape == NULL || k->bin == NULL)
+    return -ENOMEM;
+  for (size_t i = 0; i < d->n; i++) {
+    const row_t* r = &d->rows[i];
+    if (!selected(r, s, c) || !(launch || r->p.has_dims) || strcmp(r->gpu->name, gpu) != 0)
+      continue;
+    const grape__kprep_t* p = launch ? &r->pl : &r->p;
+    double x[GRAPE__NFEAT];
+    grape__roof_t rf;
+    double t0 = grape__predict_x(m, GRAPE_METHOD_GRAPE, p, r->gpu, x, &rf);
+    grape__gpu_features(p, x, &rf, t0, &k->x[k->n * GRAPE__NGF]);
+    k->r[k->n] = log(r->lat / t0);
+    k->shape[k->n] = r->shape;
+    k->bin[k->n] = (uint8_t)grape__interval_bin(p);
+    k->n++;
+  }
+  return 0;
+}
+
+static grape__boost_opts_t known_opts(void) {
+  grape__boost_opts_t o = {.trees = knobs()->trees, .rate = knobs()->rate, .min_leaf = 5,
+                           .l2 = 1};
+  return o;
+}
+
+/* Calibrates the interval of one (GPU, class): its shapes split into
+ * folds (by hash bits other than those of the outer cross-validation),
+ * trees fitted on all folds but one predict that one, and the quantiles of
+ * what is left, log(measured / prediction), over every row are the
+ * interval. The transfer prediction under the trees is fitted on all rows:
+ * with its 24 weights it is not what overfits. *keep says whether the
+ * trees beat the transfer prediction alone on the held-out shapes
+ * (per-kernel MAPE): from the launch alone, a GEMM's time is too loosely
+ * tied to what the trees see (no K) for them to help. */
+static int known_interval(const kset_t* k, double* iv, int* keep) {
+  int folds = knobs()->folds, err = 0;
+  double ape_trees = 0, ape_base = 0;
+  grape__boost_opts_t o = known_opts();
+  float* x = malloc((k->n + 1) * GRAPE__NGF * sizeof(float));
+  double* r = malloc((k->n + 1) * sizeof(double));
+  grape__tree_t* t = malloc((size_t)(o.trees + 1) * sizeof(*t));
+  resid_t held;
+  if ((resid_alloc(&held, k->n) | (x == NULL || r == NULL || t == NULL)) != 0) {
+    err = -ENOMEM;
+    goto done;
+  }
+  for (int f = 0; f < folds; f++) {
+    size_t n = 0;
+    for (size_t i = 0; i < k->n; i++)
+      if ((k->shape[i] >> 16) % (uint32_t)folds != (uint32_t)f) {
+        memcpy(&x[n * GRAPE__NGF], &k->x[i * GRAPE__NGF], GRAPE__NGF * sizeof(float));
+        r[n++] = k->r[i];
+      }
+    int nt = grape__boost_fit(x, n, GRAPE__NGF, r, &o, t);
+    if (nt < 0) {
+      err = nt;
+      goto done;
+    }
+    for (size_t i = 0; i < k->n; i++)
+      if ((k->shape[i] >> 16) % (uint32_t)folds == (uint32_t)f) {
+        held.v[held.n] = k->r[i] - grape__boost_eval(t, nt, &k->x[i * GRAPE__NGF]);
+        held.bin[held.n++] = k->bin[i];
+        /* Per-kernel error with and without the trees: r = log(measured /
+         * predicted), so |predicted - measured| / measured = |e^-r - 1|. */
+        ape_trees += fabs(expm1(-held.v[held.n - 1]));
+        ape_base += fabs(expm1(-k->r[i]));
+      }
+  }
+  *keep = ape_trees < ape_base;
+  err = bin_quantiles(&held, iv);
+done:
+  free(x);
+  free(r);
+  free(t);
+  resid_free(&held);
+  return err;
+}
+
+/* The known regime: per GPU of the selected rows and class with MIN_KNOWN
+ * rows with op dims, trees on log(measured / transfer prediction) and
+ * their interval. m's transfer regime is fitted. */
+static int fit_known(const grape_dataset_t* d, const sel_t* s, grape_model_t* m) {
+  const char* gpus[MAXGPU];
+  int ngpu = list_gpus(d, s, -1, gpus);
+  ngpu = ngpu > MAXGPU ? MAXGPU : ngpu;
+  m->known = calloc((size_t)ngpu + 1, sizeof(*m->known));
+  if (m->known == NULL)
+    return -ENOMEM;
+  m->nknown = ngpu;
+  grape__boost_opts_t o = known_opts();
+  for (int g = 0; g < ngpu; g++) {
+    grape__known_t* kg = &m->known[g];
+    snprintf(kg->name, sizeof(kg->name), "%s", gpus[g]);
+    for (int c = 0; c < GRAPE_KC_COUNT; c++)
+      for (int l = 0; l < 2; l++) {
+        grape__known_class_t* kc = &kg->c[c][l];
+        kset_t k = {0};
+        int err = kset_collect(d, s, m, gpus[g], c, l, &k);
+        kc->rows = (double)k.n;
+        for (int j = 0; j < 2 * GRAPE__NIVB; j++)
+          kc->iv[j] = j % 2 ? -1 : 1;
+        int keep = 0;
+        if (err == 0 && k.n >= MIN_KNOWN && o.trees > 0)
+          err = known_interval(&k, kc->iv, &keep);
+        if (!keep)
+          for (int j = 0; j < 2 * GRAPE__NIVB; j++)
+            kc->iv[j] = j % 2 ? -1 : 1;
+        if (err == 0 && keep) {
+          kc->trees = malloc((size_t)o.trees * sizeof(*kc->trees));
+          err = kc->trees == NULL ? -ENOMEM
+                                  : grape__boost_fit(k.x, k.n, GRAPE__NGF, k.r, &o, kc->trees);
+          kc->ntrees = err > 0 ? err : 0;
+          err = err > 0 ? 0 : err;
+        }
+        kset_free(&k);
+        if (err < 0)
+          return err;
+      }
+  }
+  return 0;
 }
 
 static int train_sel(const grape_dataset_t* d, sel_t* s, grape_model_t** out) {
@@ -630,37 +965,60 @@ static int train_sel(const grape_dataset_t* d, sel_t* s, grape_model_t** out) {
   m->gap_eager_us = 4;
   m->gap_graph_us = 1;
   m->graph_launch_us = 5;
+  m->level = LEVEL;
   for (int c = 0; c < GRAPE_KC_COUNT; c++) {
     size_t n = class_rows(d, s, c);
     int fc = n >= MIN_ROWS ? c : -1;
     m->rows[c] = (double)n;
+    for (int j = 0; j < 2 * GRAPE__NIVB; j++)
+      m->iv[c][j] = m->ivl[c][j] = j % 2 ? -1 : 1;
     /* Layer norm reads each row twice (statistics, then normalising), so its
      * time is the L2 re-read form's by design: on four GPUs in five a
      * floor-level inner choice missed it (docs/predictor.md). */
-    int ci = c == GRAPE_KC_LAYERNORM && fc >= 0 ? LAYERNORM_CAND : 0;
-    if (c != GRAPE_KC_LAYERNORM && fc >= 0 && knobs()->select &&
-        (ci = select_cand(d, s, c)) < 0) {
+    int only = c == GRAPE_KC_LAYERNORM ? LAYERNORM_CAND : knobs()->select ? -1 : 0;
+    int ci = 0;
+    if (fc >= 0 && (ci = select_cand(d, s, c, only, m->iv[c], m->ivl[c])) < 0) {
       err = ci;
       goto fail_fit;
     }
     if ((err = fit_linear(d, s, fc, 1, m->roof[c])) < 0 ||
         (err = fit_linear(d, s, fc, 0, m->li[c])) < 0 ||
         (err = fit_cand(d, s, fc, c, m, candidates[ci])) < 0 ||
-        (err = fit_grape(d, s, fc, 1, m, c, candidates[0], m->wl[c])) < 0 ||
-        (err = fit_trees(d, s, fc, m, c)) < 0)
+        (err = fit_grape(d, s, fc, 1, m, c, candidates[0], m->wl[c])) < 0)
       goto fail_fit;
   }
+  /* A class fitted on all rows (none of its own: "other") gets the widest
+   * interval of the others: its kernels could be any of them. */
+  for (int c = 0; c < GRAPE_KC_COUNT; c++) {
+    if (m->rows[c] >= MIN_ROWS)
+      continue;
+    for (int o = 0; o < GRAPE_KC_COUNT; o++) {
+      if (m->rows[o] < MIN_ROWS)
+        continue;
+      double* a[2] = {m->iv[c], m->ivl[c]};
+      const double* b[2] = {m->iv[o], m->ivl[o]};  /* bin 0 of each */
+      for (int j = 0; j < 2; j++) {
+        if (!(b[j][0] <= b[j][1]))
+          continue;
+        int had = a[j][0] <= a[j][1];
+        a[j][0] = had ? fmin(a[j][0], b[j][0]) : b[j][0];
+        a[j][1] = had ? fmax(a[j][1], b[j][1]) : b[j][1];
+      }
+    }
+  }
+  if (!s->transfer_only && (err = fit_known(d, s, m)) < 0)
+    goto fail_fit;
   free(s->floor);
   *out = m;
   return 0;
 fail_fit:
   free(s->floor);
-  free(m);
+  grape_model_free(m);
   return err;
 }
 
 int grape_model_train(const grape_dataset_t* d, grape_model_t** out) {
-  sel_t s = {NULL, NULL, NULL, 0};
+  sel_t s = {0};
   return train_sel(d, &s, out);
 }
 
@@ -678,23 +1036,38 @@ typedef struct acc_s {
   double sum_pred[GRAPE_METHOD_COUNT];
   double sum_meas;
   double n;
+  double covered;                   /* grape's interval holds the measured time */
+  double cover_launch;              /* the same, launch features alone */
+  double ape_known;                 /* shape folds: grape's as served (known regime) */
+  double known;                     /* rows the known regime served */
 } acc_t;
+
+/* Whether grape's interval holds the measured time of r. */
+static int covers(const grape_prediction_t* p, double lat) {
+  return p->has_interval && p->lo_ms <= lat && lat <= p->hi_ms;
+}
+
+/* The GPUs of the data for a cross-validation that needs `min` of them:
+ * their count, -E2BIG (too many) or -ENODATA (too few). */
+static int cv_gpus(const grape_dataset_t* d, const char** gpus, int min) {
+  sel_t all = {0};
+  int n = list_gpus(d, &all, -1, gpus);
+  return n > MAXGPU ? -E2BIG : n < min ? -ENODATA : n;
+}
 
 int grape_model_crossval(const grape_dataset_t* d, FILE* out) {
   const char* gpus[MAXGPU];
-  sel_t all = {NULL, NULL, NULL, 0};
-  int ngpu = list_gpus(d, &all, -1, gpus);
-  if (ngpu > MAXGPU)
-    return -E2BIG;
-  if (ngpu < 2)
-    return -ENODATA;
+  int ngpu = cv_gpus(d, gpus, 2);
+  if (ngpu < 0)
+    return ngpu;
   static acc_t acc[MAXGPU][NGROUP];
   memset(acc, 0, sizeof(acc));
   /* Experiments: GRAPE_CV_DUMP=FILE writes every held-out prediction. */
   const char* dp = getenv("GRAPE_CV_DUMP");
   FILE* dump = dp != NULL ? fopen(dp, "w") : NULL;
+  double level = 0;
   for (int gi = 0; gi < ngpu; gi++) {
-    sel_t s = {gpus[gi], NULL, NULL, 0};
+    sel_t s = {.skip = gpus[gi], .transfer_only = 1};
     grape_model_t* m;
     int err = train_sel(d, &s, &m);
     if (err < 0) {
@@ -702,6 +1075,7 @@ int grape_model_crossval(const grape_dataset_t* d, FILE* out) {
         fclose(dump);
       return err;
     }
+    level = m->level;
     for (size_t i = 0; i < d->n; i++) {
       const row_t* r = &d->rows[i];
       if (strcmp(r->gpu->name, gpus[gi]) != 0 || r->group < 0 || r->group >= NGROUP)
@@ -712,7 +1086,12 @@ int grape_model_crossval(const grape_dataset_t* d, FILE* out) {
         a->ape[me] += fabs(p - r->lat) / r->lat;
         a->sum_pred[me] += p;
       }
-      a->ape_launch += fabs(grape__predict(m, GRAPE_METHOD_GRAPE, &r->pl, r->gpu) - r->lat) / r->lat;
+      grape_prediction_t pf, pl;
+      grape__predict_full(m, &r->p, r->gpu, &pf);
+      grape__predict_full(m, &r->pl, r->gpu, &pl);
+      a->covered += covers(&pf, r->lat);
+      a->cover_launch += covers(&pl, r->lat);
+      a->ape_launch += fabs(pl.ms - r->lat) / r->lat;
       if (dump != NULL)
         fprintf(dump, "%s,%d,%g,%g,%g,%g,%g,%g,%g,%g,%g\n", gpus[gi], r->group, r->lat,
                 grape__predict(m, GRAPE_METHOD_ROOFLINE, &r->p, r->gpu),
@@ -728,13 +1107,16 @@ int grape_model_crossval(const grape_dataset_t* d, FILE* out) {
     fclose(dump);
   static const char* const mname[GRAPE_METHOD_COUNT] = {"roofline", "li", "grape"};
   fprintf(out, "leave-one-GPU-out cross-validation (%d GPUs, %zu rows)\n", ngpu, d->n);
-  fprintf(out, "per-kernel MAPE %% (summed-time error %%, mean over held-out GPUs)\n");
+  fprintf(out, "per-kernel MAPE %% (summed-time error %%, mean over held-out GPUs); "
+               "coverage %% of grape's %.0f%% intervals\n", 100 * level);
   fprintf(out, "%-12s %8s", "group", "rows");
   for (int me = 0; me < GRAPE_METHOD_COUNT; me++)
     fprintf(out, " %18s", mname[me]);
-  fprintf(out, " %14s\n", "grape-no-dims");
+  fprintf(out, " %14s %8s %14s\n", "grape-no-dims", "coverage", "cov-no-dims");
+  acc_t tot = {0};
   for (int g = 0; g < NGROUP; g++) {
     double n = 0, ape[GRAPE_METHOD_COUNT] = {0}, sume[GRAPE_METHOD_COUNT] = {0}, apel = 0;
+    double cov = 0, covl = 0;
     int ng = 0;
     for (int gi = 0; gi < ngpu; gi++) {
       acc_t* a = &acc[gi][g];
@@ -743,6 +1125,8 @@ int grape_model_crossval(const grape_dataset_t* d, FILE* out) {
       ng++;
       n += a->n;
       apel += a->ape_launch;
+      cov += a->covered;
+      covl += a->cover_launch;
       for (int me = 0; me < GRAPE_METHOD_COUNT; me++) {
         ape[me] += a->ape[me];
         sume[me] += fabs(a->sum_pred[me] - a->sum_meas) / a->sum_meas;
@@ -750,23 +1134,124 @@ int grape_model_crossval(const grape_dataset_t* d, FILE* out) {
     }
     if (n == 0)
       continue;
+    tot.n += n;
+    tot.covered += cov;
+    tot.cover_launch += covl;
     fprintf(out, "%-12s %8.0f", group_name(g), n);
     for (int me = 0; me < GRAPE_METHOD_COUNT; me++)
       fprintf(out, "   %6.1f (%6.1f)  ", 100 * ape[me] / n, 100 * sume[me] / ng);
-    fprintf(out, " %14.1f\n", 100 * apel / n);
+    fprintf(out, " %14.1f %8.1f %14.1f\n", 100 * apel / n, 100 * cov / n, 100 * covl / n);
   }
-  fprintf(out, "\nper held-out GPU, grape's per-kernel MAPE %%:\n%-24s", "gpu");
+  fprintf(out, "%-12s %8.0f %78s %8.1f %14.1f\n", "all", tot.n, "", 100 * tot.covered / tot.n,
+          100 * tot.cover_launch / tot.n);
+  fprintf(out, "\nper held-out GPU, grape's per-kernel MAPE %% / coverage %%:\n%-24s", "gpu");
   for (int g = 0; g < NGROUP; g++)
-    fprintf(out, " %11s", group_name(g));
+    fprintf(out, " %13s", group_name(g));
   fputc('\n', out);
   for (int gi = 0; gi < ngpu; gi++) {
     fprintf(out, "%-24s", gpus[gi]);
     for (int g = 0; g < NGROUP; g++) {
       acc_t* a = &acc[gi][g];
       if (a->n == 0)
-        fprintf(out, " %11s", "-");
+        fprintf(out, " %13s", "-");
       else
-        fprintf(out, " %11.1f", 100 * a->ape[GRAPE_METHOD_GRAPE] / a->n);
+        fprintf(out, "   %5.1f/%5.1f", 100 * a->ape[GRAPE_METHOD_GRAPE] / a->n,
+                100 * a->covered / a->n);
+    }
+    fputc('\n', out);
+  }
+  return 0;
+}
+
+int grape_model_crossval_shapes(const grape_dataset_t* d, int folds, FILE* out) {
+  if (folds < 2)
+    return -EINVAL;
+  const char* gpus[MAXGPU];
+  int ngpu = cv_gpus(d, gpus, 1);
+  if (ngpu < 0)
+    return ngpu;
+  static acc_t acc[MAXGPU][NGROUP];
+  memset(acc, 0, sizeof(acc));
+  double level = 0;
+  for (int f = 0; f < folds; f++) {
+    sel_t s = {.folds = folds, .fold = f};
+    grape_model_t* m;
+    int err = train_sel(d, &s, &m);
+    if (err < 0)
+      return err;
+    level = m->level;
+    for (size_t i = 0; i < d->n; i++) {
+      const row_t* r = &d->rows[i];
+      if (!r->p.has_dims || r->shape % (uint32_t)folds != (uint32_t)f || r->group < 0 ||
+          r->group >= NGROUP)
+        continue;
+      int gi = 0;
+      while (gi < ngpu && strcmp(gpus[gi], r->gpu->name) != 0)
+        gi++;
+      acc_t* a = &acc[gi][r->group];
+      grape_prediction_t pf;
+      grape__predict_full(m, &r->p, r->gpu, &pf);
+      double t0 = grape__predict(m, GRAPE_METHOD_GRAPE, &r->p, r->gpu);
+      a->ape[GRAPE_METHOD_GRAPE] += fabs(t0 - r->lat) / r->lat;
+      a->ape_known += fabs(pf.ms - r->lat) / r->lat;
+      a->covered += covers(&pf, r->lat);
+      a->known += pf.regime == GRAPE_REGIME_KNOWN;
+      grape_prediction_t pl;
+      grape__predict_full(m, &r->pl, r->gpu, &pl);
+      a->ape_launch += fabs(pl.ms - r->lat) / r->lat;
+      a->cover_launch += covers(&pl, r->lat);
+      a->n++;
+    }
+    grape_model_free(m);
+  }
+  fprintf(out, "shape-fold cross-validation (%d folds of shapes, %d GPUs, %zu rows)\n", folds,
+          ngpu, d->n);
+  fprintf(out, "per-kernel MAPE %% of grape as served (known regime) and of its transfer "
+               "regime on the same held-out shapes; coverage %% of the %.0f%% intervals; the "
+               "same without op dims (launch only)\n",
+          100 * level);
+  fprintf(out, "%-12s %8s %8s %8s %8s %8s %13s %11s\n", "group", "rows", "known", "grape",
+          "transfer", "coverage", "grape-no-dims", "cov-no-dims");
+  acc_t tot = {0};
+  for (int g = 0; g < NGROUP; g++) {
+    acc_t t = {0};
+    for (int gi = 0; gi < ngpu; gi++) {
+      const acc_t* a = &acc[gi][g];
+      t.n += a->n;
+      t.known += a->known;
+      t.ape_known += a->ape_known;
+      t.ape[GRAPE_METHOD_GRAPE] += a->ape[GRAPE_METHOD_GRAPE];
+      t.covered += a->covered;
+      t.ape_launch += a->ape_launch;
+      t.cover_launch += a->cover_launch;
+    }
+    if (t.n == 0)
+      continue;
+    tot.n += t.n;
+    tot.known += t.known;
+    tot.covered += t.covered;
+    tot.cover_launch += t.cover_launch;
+    fprintf(out, "%-12s %8.0f %8.0f %8.1f %8.1f %8.1f %13.1f %11.1f\n", group_name(g), t.n,
+            t.known, 100 * t.ape_known / t.n, 100 * t.ape[GRAPE_METHOD_GRAPE] / t.n,
+            100 * t.covered / t.n, 100 * t.ape_launch / t.n, 100 * t.cover_launch / t.n);
+  }
+  if (tot.n > 0)
+    fprintf(out, "%-12s %8.0f %8.0f %8s %8s %8.1f %13s %11.1f\n", "all", tot.n, tot.known, "",
+            "", 100 * tot.covered / tot.n, "", 100 * tot.cover_launch / tot.n);
+  fprintf(out, "\nper GPU, grape's per-kernel MAPE %% (transfer regime's) / coverage %%:\n%-24s",
+          "gpu");
+  for (int g = 0; g < NGROUP; g++)
+    fprintf(out, " %19s", group_name(g));
+  fputc('\n', out);
+  for (int gi = 0; gi < ngpu; gi++) {
+    fprintf(out, "%-24s", gpus[gi]);
+    for (int g = 0; g < NGROUP; g++) {
+      const acc_t* a = &acc[gi][g];
+      if (a->n == 0)
+        fprintf(out, " %19s", "-");
+      else
+        fprintf(out, "  %5.1f (%5.1f)/%5.1f", 100 * a->ape_known / a->n,
+                100 * a->ape[GRAPE_METHOD_GRAPE] / a->n, 100 * a->covered / a->n);
     }
     fputc('\n', out);
   }

@@ -1,9 +1,15 @@
 /* grape predict: predicted kernel times for the launches in a CSV.
  *
- * Echoes every input line unchanged and in order, with one column,
- * predicted_ms, appended (empty for a row that cannot be predicted; such rows
- * are counted and the first few named on stderr). The trace form
- * (grape predict --gpu NAME TRACE) waits for the trace format. */
+ * Echoes every input line unchanged and in order, with four columns
+ * appended: predicted_ms; regime, which part of the model served the row
+ * ("known": learned from the GPU's own rows in the training data;
+ * "transfer": spec-based, for a GPU or class the model has no rows of);
+ * lower_ms and upper_ms, the bounds of grape's interval (nominally 80%,
+ * calibrated on held-out data of the same regime; empty for the baselines
+ * and when the model has no calibrated interval). All four are empty for a
+ * row that cannot be predicted; such rows are counted and the first few
+ * named on stderr. The trace form (grape predict --gpu NAME TRACE) waits
+ * for the trace format. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,10 +21,15 @@ static void usage(FILE* to) {
   fprintf(to,
           "usage: grape predict [-m MODEL] [--gpu NAME] [--method M] --csv IN.csv[.gz] [-o OUT.csv]\n"
           "\n"
-          "Writes IN's lines unchanged, in order, with a predicted_ms column appended.\n"
-          "The target GPU of a row is its Device column; --gpu NAME sets it for files\n"
-          "without one (and overrides the column when given). Without -m the model\n"
-          "built into grape (trained on the NeuSight data) is used.\n"
+          "Writes IN's lines unchanged, in order, with four columns appended:\n"
+          "predicted_ms; regime, 'known' when the model learned the row's GPU from its\n"
+          "own measured rows, 'transfer' when it predicts from the GPU's specs; and\n"
+          "lower_ms, upper_ms, the bounds of the interval that held the measured time\n"
+          "of held-out rows of the same regime with the model's nominal probability\n"
+          "(80%%; empty for --method li and roofline). The target GPU of a row is its\n"
+          "Device column; --gpu NAME sets it for files without one (and overrides the\n"
+          "column when given). Without -m the model built into grape (trained on the\n"
+          "NeuSight data) is used.\n"
           "\n"
           "  -m MODEL            model file from 'grape train'\n"
           "  --method M          grape (default), li or roofline\n"
@@ -105,22 +116,35 @@ int cmd_predict(int argc, char** argv) {
     fprintf(stderr, "grape: error: %s: %s\n", outp, strerror(errno));
     goto fail_out;
   }
-  fprintf(out, "%s,predicted_ms\n", grape_csv_header(c));
+  fprintf(out, "%s,predicted_ms,regime,lower_ms,upper_ms\n", grape_csv_header(c));
   grape_csv_row_t r;
-  size_t good = 0, bad = 0;
+  size_t good = 0, bad = 0, known = 0;
   while ((e = grape_csv_next(c, &r)) > 0) {
     if (!r.ok) {
       if (bad++ < 5)
         fprintf(stderr, "grape: warning: %s:%zu: not predicted: %s\n", in, r.line_no, r.why);
-      fprintf(out, "%s,\n", r.line);
+      fprintf(out, "%s,,,,\n", r.line);
       continue;
     }
-    fprintf(out, "%s,%.6g\n", r.line, grape_predict_kernel_ms_with(m, method, r.gpu, &r.desc));
     good++;
+    if (method != GRAPE_METHOD_GRAPE) {
+      fprintf(out, "%s,%.6g,transfer,,\n", r.line,
+              grape_predict_kernel_ms_with(m, method, r.gpu, &r.desc));
+      continue;
+    }
+    grape_prediction_t p;
+    grape_predict_kernel(m, r.gpu, &r.desc, &p);
+    known += p.regime == GRAPE_REGIME_KNOWN;
+    if (p.has_interval)
+      fprintf(out, "%s,%.6g,%s,%.6g,%.6g\n", r.line, p.ms, grape_regime_name(p.regime), p.lo_ms,
+              p.hi_ms);
+    else
+      fprintf(out, "%s,%.6g,%s,,\n", r.line, p.ms, grape_regime_name(p.regime));
   }
   if (e < 0)
     fprintf(stderr, "grape: error: %s: read error (%s)\n", in, strerror(-e));
-  fprintf(stderr, "grape: %zu rows predicted, %zu skipped\n", good, bad);
+  fprintf(stderr, "grape: %zu rows predicted (%zu known regime, %zu transfer), %zu skipped\n", good,
+          known, good - known, bad);
   rc = e < 0 || ferror(out);
   if (outp && fclose(out) != 0)
     rc = 1;

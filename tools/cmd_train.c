@@ -17,7 +17,8 @@
 
 static void usage(FILE* to) {
   fprintf(to,
-          "usage: grape train [-o MODEL] [--cv] [--gpu NAME] [--device-json FILE]... FILE|DIR...\n"
+          "usage: grape train [-o MODEL] [--cv] [--cv-shapes] [--gpu NAME] [--device-json FILE]...\n"
+          "                   FILE|DIR...\n"
           "\n"
           "Fits the roofline, Li et al. and grape kernel-time models on measured\n"
           "timings and writes them to MODEL (a versioned text file).\n"
@@ -26,6 +27,9 @@ static void usage(FILE* to) {
           "                      directory adds every *.csv and *.csv.gz below it\n"
           "  -o MODEL            write the fitted model here\n"
           "  --cv                leave-one-GPU-out cross-validation table on stdout\n"
+          "                      (the transfer regime: GPUs the model has not seen)\n"
+          "  --cv-shapes         cross-validation over held-out shapes, 5 folds (the\n"
+          "                      known regime: GPUs of the training data, new shapes)\n"
           "  --gpu NAME          GPU of rows in files without a Device column\n"
           "  --device-json FILE  add or override a GPU (NeuSight device JSON)\n"
           "  --quiet             do not name skipped lines\n");
@@ -86,7 +90,7 @@ static int add_path(ctx_t* c, const char* path) {
 
 int cmd_train(int argc, char** argv) {
   const char* out = NULL;
-  int cv = 0, rc = 1;
+  int cv = 0, cv_shapes = 0, rc = 1;
   ctx_t c = {0};
   const char** inputs = calloc((size_t)argc, sizeof(*inputs));
   int ninputs = 0;
@@ -102,6 +106,8 @@ int cmd_train(int argc, char** argv) {
       out = argv[++i];
     } else if (strcmp(a, "--cv") == 0) {
       cv = 1;
+    } else if (strcmp(a, "--cv-shapes") == 0) {
+      cv_shapes = 1;
     } else if (strcmp(a, "--quiet") == 0) {
       c.quiet = 1;
     } else if (strcmp(a, "--gpu") == 0 && i + 1 < argc) {
@@ -127,7 +133,7 @@ int cmd_train(int argc, char** argv) {
       inputs[ninputs++] = a;
     }
   }
-  if (ninputs == 0 || (out == NULL && !cv)) {
+  if (ninputs == 0 || (out == NULL && !cv && !cv_shapes)) {
     usage(stderr);
     rc = 2;
     goto done;
@@ -151,6 +157,15 @@ int cmd_train(int argc, char** argv) {
     if (err < 0) {
       fprintf(stderr, "grape: error: cross-validation needs rows of two or more GPUs (%s)\n",
               strerror(-err));
+      goto done;
+    }
+  }
+  if (cv_shapes) {
+    if (cv)
+      putchar('\n');
+    int err = grape_model_crossval_shapes(c.d, 5, stdout);
+    if (err < 0) {
+      fprintf(stderr, "grape: error: shape cross-validation failed: %s\n", strerror(-err));
       goto done;
     }
   }

@@ -4,10 +4,15 @@
  * at launch: the demangled kernel name, grid, block, dynamic shared memory,
  * registers per thread (when known) and, when known, the operation's
  * dimensions. Three models share one text model file: a roofline, Li et al.'s
- * per-class linear model (MICRO'23) as a baseline, and grape's own (wave-aware,
- * spec-normalised log-space regression per kernel class; docs/predictor.md).
+ * per-class linear model (MICRO'23) as a baseline, and grape's own. grape's
+ * has two regimes: on a GPU with measured rows in its training data, a model
+ * learned from that GPU's rows ("known"); on any other GPU, a wave-aware,
+ * spec-normalised log-space regression per kernel class that transfers
+ * across GPUs ("transfer"). Each of its predictions carries an interval
+ * (nominally 80%) calibrated on held-out data of the same regime
+ * (docs/predictor.md).
  *
- * For the shim's exit report (GRAPE_PREDICT_GPU=<name>), five calls suffice:
+ * For the shim's exit report (GRAPE_PREDICT_GPU=<name>), these calls suffice:
  *
  *   grape_model_t* m;
  *   if (grape_model_load_default(&m) < 0) ...;            // built-in model
@@ -17,7 +22,8 @@
  *                            .grid = {8, 16, 1}, .block = {128, 1, 1},
  *                            .regs = -1};              // op = GRAPE_OP_UNKNOWN
  *   double ms = grape_predict_kernel_ms(m, g, &k);
- *   grape_predict_path(m, g, kernels, n, &eager_ms, &graph_ms);
+ *   grape_path_prediction_t pp;                          // times with bounds
+ *   grape_predict_path_interval(m, g, kernels, n, &pp);
  *   grape_model_free(m);
  *
  * DESIGN: all functions are pure computations over read-only data, so they are
@@ -40,9 +46,9 @@ extern "C" {
 #endif
 
 /* Bumped whenever a public struct below changes layout. */
-#define GRAPE_PREDICT_API_VERSION 1
+#define GRAPE_PREDICT_API_VERSION 2
 /* Version written on the first line of model files; others are refused. */
-#define GRAPE_MODEL_FORMAT_VERSION 3
+#define GRAPE_MODEL_FORMAT_VERSION 4
 
 /* ---- GPU specs ---- */
 
@@ -170,6 +176,68 @@ GRAPE_API int grape_predict_path(const grape_model_t* m, const grape_gpu_spec_t*
                                  const grape_kernel_desc_t* k, size_t n, double* eager_ms,
                                  double* graph_ms);
 
+/* ---- Regimes and intervals (grape's model) ---- */
+
+/* Which part of grape's model served a prediction. */
+typedef enum grape_regime_e {
+  GRAPE_REGIME_TRANSFER = 0, /* spec-based transfer: no training rows of this GPU and class */
+  GRAPE_REGIME_KNOWN,        /* learned from this GPU's own measured rows */
+} grape_regime_t;
+
+/* @return "transfer" or "known". */
+GRAPE_API const char* grape_regime_name(grape_regime_t r);
+
+/* One kernel's prediction with its interval: the measured time falls within
+ * [lo_ms, hi_ms] with probability `level` (0.8 in the default model), as
+ * measured on held-out data of the same regime. When the model has no
+ * calibrated interval for the regime (it was trained on one GPU only, so no
+ * GPU could be held out), has_interval is 0, lo_ms 0 and hi_ms INFINITY. */
+typedef struct grape_prediction_s {
+  double ms;
+  double lo_ms, hi_ms;
+  double level;
+  int has_interval;
+  grape_regime_t regime;
+} grape_prediction_t;
+
+/* grape's prediction of one kernel (the same ms as grape_predict_kernel_ms). */
+GRAPE_API void grape_predict_kernel(const grape_model_t* m, const grape_gpu_spec_t* gpu,
+                                    const grape_kernel_desc_t* k, grape_prediction_t* out);
+GRAPE_API void grape_predict_prepared(const grape_model_t* m, const grape_gpu_spec_t* gpu,
+                                      const grape_kernel_prep_t* p, grape_prediction_t* out);
+
+/* A path's predicted times with bounds. eager_* and graph_* are what
+ * grape_predict_path gives plus the bounds: the sums of the kernels' bounds
+ * plus the same launch gaps (the gaps are constants, not fitted, and carry
+ * no interval). Summing bounds assumes the kernels' errors move together,
+ * which holds for repeated launches of one shape and for the transfer
+ * regime's per-GPU level; for independent errors the bounds are wider than
+ * `level` needs (docs/predictor.md). */
+typedef struct grape_path_prediction_s {
+  double eager_ms, eager_lo_ms, eager_hi_ms;
+  double graph_ms, graph_lo_ms, graph_hi_ms;
+  double level;              /* nominal coverage of each kernel's interval */
+  int has_interval;          /* 0 when a kernel had none: lo 0, hi INFINITY */
+  size_t kernels;            /* kernels in the path */
+  size_t known;              /* of them, served by the known regime */
+} grape_path_prediction_t;
+
+/* The whole path in one call: every kernel's prediction and interval, the
+ * launch gaps, eager and graph. @return 0, or -EINVAL (m or gpu NULL, or k
+ * NULL with n > 0). */
+GRAPE_API int grape_predict_path_interval(const grape_model_t* m, const grape_gpu_spec_t* gpu,
+                                          const grape_kernel_desc_t* k, size_t n,
+                                          grape_path_prediction_t* out);
+/* The same from kernel predictions made earlier (a caller that caches one
+ * prediction per launch shape): k[0..n) in launch order, repeats included.
+ * @return 0, or -EINVAL. */
+GRAPE_API int grape_path_combine(const grape_model_t* m, const grape_prediction_t* k, size_t n,
+                                 grape_path_prediction_t* out);
+/* The GPUs with a known regime in m (for at least one class): 0 <= i <
+ * grape_model_known_count(m). Names as in the spec table. */
+GRAPE_API size_t grape_model_known_count(const grape_model_t* m);
+GRAPE_API const char* grape_model_known_gpu(const grape_model_t* m, size_t i);
+
 /* ---- Measured timings (training and evaluation data) ---- */
 
 /* A CSV of measured kernel times: NeuSight's format or grape's own timings
@@ -223,9 +291,17 @@ GRAPE_API size_t grape_dataset_size(const grape_dataset_t* d);
 /* Fits all three models on every row. Deterministic. */
 GRAPE_API int grape_model_train(const grape_dataset_t* d, grape_model_t** out);
 /* Leave-one-GPU-out cross-validation of all three models: for each GPU in the
- * data, fit on the others, predict its rows; writes a table of per-kernel
- * MAPE and NeuSight-style summed error per evaluation group to `out`. */
+ * data, fit on the others, predict its rows (grape's transfer regime); writes
+ * a table of per-kernel MAPE and NeuSight-style summed error per evaluation
+ * group, and the measured coverage of grape's intervals, to `out`. */
 GRAPE_API int grape_model_crossval(const grape_dataset_t* d, FILE* out);
+/* Cross-validation over shapes: the rows' shapes (an op's dims, whatever its
+ * GPU) are split into `folds` groups; each group is held out of a fit on
+ * the rest and predicted on every GPU (grape's known regime). Writes
+ * per-kernel MAPE per evaluation group and per GPU, next to the transfer
+ * regime's on the same rows, and the intervals' coverage. Rows without op
+ * dims are not used. @return 0, -EINVAL (folds < 2), -ENODATA. */
+GRAPE_API int grape_model_crossval_shapes(const grape_dataset_t* d, int folds, FILE* out);
 
 #ifdef __cplusplus
 }

@@ -31,15 +31,19 @@ static int run(const char* cmd, char** out) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-Test(predict, cli_predict_echoes_rows_and_appends_a_column) {
+/* Runs grape predict on the subset's layer-norm file with `args`; checks
+ * that every input line comes back unchanged with predicted_ms, regime,
+ * lower_ms and upper_ms appended, each row's regime `regime` and, when
+ * `bounds`, lower <= predicted <= upper (else both empty). */
+static void check_predict(const char* args, const char* regime, int bounds, const char* summary) {
   char* o;
   const char* in = SUBSET_DIR "/ln.csv.gz";
   char outp[] = "/tmp/grape_pred_XXXXXX";
   close(mkstemp(outp));
   char cmd[1024];
-  snprintf(cmd, sizeof(cmd), "%s predict --csv %s -o %s", GRAPE_EXE, in, outp);
+  snprintf(cmd, sizeof(cmd), "%s predict %s --csv %s -o %s", GRAPE_EXE, args, in, outp);
   cr_assert_eq(run(cmd, &o), 0, "%s", o);
-  cr_expect_not_null(strstr(o, "175 rows predicted, 0 skipped"), "%s", o);
+  cr_expect_not_null(strstr(o, summary), "%s", o);
   free(o);
   gzFile a = gzopen(in, "rb");
   FILE* b = fopen(outp, "r");
@@ -53,11 +57,23 @@ Test(predict, cli_predict_echoes_rows_and_appends_a_column) {
     cr_assert_eq(strncmp(la, lb, n), 0, "line %d changed", lines + 1);
     cr_assert_eq(lb[n], ',', "line %d", lines + 1);
     if (lines == 0) {
-      cr_expect_str_eq(lb + n, ",predicted_ms\n");
+      cr_expect_str_eq(lb + n, ",predicted_ms,regime,lower_ms,upper_ms\n");
     } else {
       char* e;
       double v = strtod(lb + n + 1, &e);
-      cr_expect(v > 0 && *e == '\n', "line %d: %s", lines + 1, lb + n);
+      cr_expect(v > 0 && *e == ',', "line %d: %s", lines + 1, lb + n);
+      size_t rl = strlen(regime);
+      cr_assert(strncmp(e + 1, regime, rl) == 0 && e[1 + rl] == ',', "line %d: %s", lines + 1,
+                lb + n);
+      e += 2 + rl;
+      if (bounds) {
+        double lo = strtod(e, &e);
+        cr_assert_eq(*e, ',', "line %d: %s", lines + 1, lb + n);
+        double hi = strtod(e + 1, &e);
+        cr_expect(lo > 0 && lo < v && v < hi && *e == '\n', "line %d: %s", lines + 1, lb + n);
+      } else {
+        cr_expect_str_eq(e, ",\n", "line %d", lines + 1);
+      }
     }
     lines++;
   }
@@ -66,6 +82,22 @@ Test(predict, cli_predict_echoes_rows_and_appends_a_column) {
   gzclose(a);
   fclose(b);
   unlink(outp);
+}
+
+/* The subset's rows come from the default model's training GPUs: the known
+ * regime serves them. */
+Test(predict, cli_predict_echoes_rows_and_appends_regime_and_interval) {
+  check_predict("", "known", 1, "175 rows predicted (175 known regime, 0 transfer), 0 skipped");
+}
+
+/* The same rows for a GPU of no training row: the transfer regime. */
+Test(predict, cli_predict_on_an_unseen_gpu_uses_the_transfer_regime) {
+  check_predict("--gpu H200", "transfer", 1, "175 rows predicted (0 known regime, 175 transfer)");
+}
+
+/* The baselines have no intervals. */
+Test(predict, cli_predict_baselines_leave_the_bounds_empty) {
+  check_predict("--method li", "transfer", 0, "175 rows predicted");
 }
 
 Test(predict, cli_unknown_gpu_lists_the_known_ones) {
@@ -97,10 +129,10 @@ Test(predict, cli_train_counts_rows_and_model_versions_are_checked) {
            model, SUBSET_DIR);
   cr_expect_eq(run(cmd, &o), 0, "%s", o);
   free(o);
-  snprintf(cmd, sizeof(cmd), "sed -i '1s/ 3$/ 4/' %s && %s predict -m %s --csv %s/softmax.csv.gz",
+  snprintf(cmd, sizeof(cmd), "sed -i '1s/ 4$/ 5/' %s && %s predict -m %s --csv %s/softmax.csv.gz",
            model, GRAPE_EXE, model, SUBSET_DIR);
   cr_expect_eq(run(cmd, &o), 1);
-  cr_expect_not_null(strstr(o, "model format version 4, this grape reads version 3"), "%s", o);
+  cr_expect_not_null(strstr(o, "model format version 5, this grape reads version 4"), "%s", o);
   free(o);
   unlink(model);
 }

@@ -120,30 +120,30 @@ Test(predict, kernel_linear_gemm_power_and_generation_features) {
                            .dims = {1, 4096, 1024, 8192}};
   grape__kprep_t p;
   grape__kernel_prep(&k, &p);
-  double x[GRAPE__NFEAT], xt[GRAPE__NTF];
+  double x[GRAPE__NFEAT];
   grape__roof_t r[1];
   const grape_gpu_spec_t* t4 = grape_gpu_find("T4");
-  grape__features(&p, t4, 0, x, xt, r);
+  grape__features(&p, t4, 0, x, r);
   cr_expect(x[20] > 0.5 * log(250.0 / 70) && x[20] < log(250.0 / 70), "%g", x[20]);
   cr_expect_float_eq(x[21], 1, 1e-12, "maxwell_");
   cr_expect(x[22] > 0.5 && x[22] < 1, "long kernel: %g", x[22]);
   cr_expect_float_eq(x[23], x[1], 1e-12, "the generation's slope in log T");
-  grape__features(&p, grape_gpu_find("NVIDIA A100-PCIE-40GB"), 0, x, xt, r);
+  grape__features(&p, grape_gpu_find("NVIDIA A100-PCIE-40GB"), 0, x, r);
   cr_expect_float_eq(x[20], 0, 1e-12, "a 250 W board does not throttle");
-  grape__features(&p, t4, 1, x, NULL, r);
+  grape__features(&p, t4, 1, x, r);
   cr_expect(x[20] == 0 && x[21] == 0 && x[22] == 0 && x[23] == 0, "launch-only: %g %g", x[20],
             x[21]);
   k.name = "volta_sgemm_128x64_tn";
   grape__kernel_prep(&k, &p);
-  grape__features(&p, t4, 0, x, xt, r);
+  grape__features(&p, t4, 0, x, r);
   cr_expect_float_eq(x[21], -1, 1e-12, "volta_");
   k.name = "ampere_sgemm_128x64_tn";
   grape__kernel_prep(&k, &p);
-  grape__features(&p, t4, 0, x, xt, r);
+  grape__features(&p, t4, 0, x, r);
   cr_expect_float_eq(x[21], 0, 1e-12, "a generation between the two");
   k.name = "maxwell_sgemm_32x128_nn";
   grape__kernel_prep(&k, &p);
-  grape__features(&p, t4, 0, x, xt, r);
+  grape__features(&p, t4, 0, x, r);
   cr_expect(x[20] == 0 && x[21] == 0 && x[23] == 0, "not _tn: %g %g", x[20], x[21]);
 }
 
@@ -160,20 +160,20 @@ Test(predict, kernel_l2_reread_and_wave_terms) {
   grape__roof_t r[1];
   const grape_gpu_spec_t* a100 = grape_gpu_find("NVIDIA A100-PCIE-40GB");
   const grape_gpu_spec_t* p4 = grape_gpu_find("P4");
-  grape__features(&p, a100, 0, x, NULL, r);
+  grape__features(&p, a100, 0, x, r);
   /* 64 resident rows of 4 KiB in a 40 MiB L2. */
   cr_expect_float_eq(r->tre / r->tm, 64 * 4096.0 / (40 * 1048576.0), 0.03 * r->tre / r->tm,
                      "plus the affine vectors' share");
   cr_expect_float_eq(r->tw, 1.0 / 1410, 1e-12, "one wave");
   k.grid[0] = k.dims[0] = 65536;
   grape__kernel_prep(&k, &p);
-  grape__features(&p, p4, 0, x, NULL, r);
+  grape__features(&p, p4, 0, x, r);
   double part = r->tre / r->tm;
   cr_expect(part > 0.6 && part < 0.7, "20 SMs x 16 rows of 4 KiB: 1.25 of 2 MiB: %g", part);
   cr_expect_float_eq(r->tw, ceil(65536.0 / (20 * 16)) / 1113, 1e-12);
   k.dims[1] = 4096;
   grape__kernel_prep(&k, &p);
-  grape__features(&p, p4, 0, x, NULL, r);
+  grape__features(&p, p4, 0, x, r);
   cr_expect_float_eq(r->tre, r->tm, 1e-12, "rows of 16 KiB overflow the L2");
   double v[3];
   grape__lin_basis(2, r, v);

@@ -125,6 +125,16 @@ Test(predict, training_is_deterministic_and_round_trips) {
   const grape_gpu_spec_t* g = grape_gpu_find("L4");
   for (int me = 0; me < GRAPE_METHOD_COUNT; me++)
     cr_expect_eq(grape_predict_kernel_ms_with(a, me, g, &k), grape_predict_kernel_ms_with(c, me, g, &k));
+  /* The known regime (trees, intervals) reads back exactly too. */
+  cr_expect_eq(grape_model_known_count(c), grape_model_known_count(a));
+  cr_expect_geq(grape_model_known_count(c), 5);
+  k.name = "volta_sgemm_128x64_nn";
+  grape_prediction_t ka, kc;
+  grape_predict_kernel(a, grape_gpu_find("T4"), &k, &ka);
+  grape_predict_kernel(c, grape_gpu_find("T4"), &k, &kc);
+  cr_expect_eq(ka.regime, GRAPE_REGIME_KNOWN);
+  cr_expect(ka.ms == kc.ms && ka.lo_ms == kc.lo_ms && ka.hi_ms == kc.hi_ms && ka.regime == kc.regime,
+            "%g %g", ka.ms, kc.ms);
   unlink(pa);
   unlink(pb);
   free(ta);
@@ -181,7 +191,7 @@ Test(predict, model_file_version_and_damage_are_refused) {
   cr_assert_not_null(li);
   li[4] = 'x';
   cr_expect_eq(grape_model_parse(bad, len, &o, err, sizeof(err)), -EINVAL);
-  cr_expect_not_null(strstr(err, "line 8"), "%s", err);
+  cr_expect_not_null(strstr(err, "line 9"), "%s", err);
   free(bad);
   free(v2);
   free(text);
@@ -217,7 +227,7 @@ Test(predict, linear_time_form_is_read_and_used) {
   char err[160];
   cr_assert_eq(grape_model_parse(edited, strlen(edited), &a, err, sizeof(err)), 0, "%s", err);
   cr_assert_eq(grape_model_load_default(&b), 0);
-  const grape_gpu_spec_t* g = grape_gpu_find("T4");
+  const grape_gpu_spec_t* g = grape_gpu_find("L4");  /* no training rows: transfer regime */
   grape_kernel_desc_t k1 = gemm(300, 500, 700);
   cr_expect_float_eq(grape_predict_kernel_ms_with(a, GRAPE_METHOD_GRAPE, g, &k1), 0.5, 1e-12);
   cr_expect(fabs(grape_predict_kernel_ms_with(b, GRAPE_METHOD_GRAPE, g, &k1) - 0.5) > 1e-3);
@@ -236,7 +246,7 @@ Test(predict, regression_range_is_read_and_bounds_the_prediction) {
   grape_model_t* a;
   char err[160];
   cr_assert_eq(grape_model_parse(edited, strlen(edited), &a, err, sizeof(err)), 0, "%s", err);
-  const grape_gpu_spec_t* g = grape_gpu_find("T4");
+  const grape_gpu_spec_t* g = grape_gpu_find("L4");  /* transfer regime */
   grape_kernel_desc_t k1 = gemm(300, 500, 700);
   double roof = grape_predict_kernel_ms_with(a, GRAPE_METHOD_ROOFLINE, g, &k1);
   double tight = grape_predict_kernel_ms_with(a, GRAPE_METHOD_GRAPE, g, &k1);
@@ -247,4 +257,248 @@ Test(predict, regression_range_is_read_and_bounds_the_prediction) {
   cr_expect_eq(grape_model_parse(edited, strlen(edited), &a, err, sizeof(err)), -EINVAL);
   cr_expect_not_null(strstr(err, "bad grape_range"), "%s", err);
   free(edited);
+}
+
+/* The known-GPU part of a model file: damage is refused with the line. */
+Test(predict, model_file_known_gpu_damage_is_refused) {
+  static const struct {
+    const char* key;
+    const char* line;
+    const char* why;
+  } cases[] = {
+      {"\nknown_gpus ", "known_gpus 65", "bad known GPU count"},
+      {"\nknown_gpus ", "known_gpus 99", "bad known GPU count"},
+      {"\ngpu ", "gpu ", "expected 'gpu NAME'"},
+      {"\nknown gemm ", "known gemm 100 3000 -0.1 0.1 -0.1 0.1", "bad known-GPU row or tree count"},
+      {"\nknown gemm ", "known gemm 100", "bad or missing number"},
+      {"\ntree ", "tree 24 0.5", "bad or missing number"},
+      {"\ninterval_level ", "interval_level 1", "interval level not in (0, 1)"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char* edited = default_model_edited(cases[i].key, cases[i].line);
+    grape_model_t* a;
+    char err[160] = "";
+    cr_expect_eq(grape_model_parse(edited, strlen(edited), &a, err, sizeof(err)), -EINVAL,
+                 "%s", cases[i].line);
+    cr_expect_not_null(strstr(err, cases[i].why), "%s: %s", cases[i].line, err);
+    cr_expect_not_null(strstr(err, "line "), "%s", err);
+    free(edited);
+  }
+  /* A whole tree line whose first test names a feature the trees lack. */
+  grape_model_t* m;
+  cr_assert_eq(grape_model_load_default(&m), 0);
+  size_t len;
+  char* text = model_text(m, &len);
+  grape_model_free(m);
+  char* t = strstr(text, "\ntree ");
+  cr_assert_not_null(t);
+  char* rest = strchr(t + 6, ' ');  /* after the first test's feature index */
+  char* bad = malloc(len + 8);
+  size_t head = (size_t)(t - text);
+  memcpy(bad, text, head);
+  strcpy(bad + head, "\ntree 99");
+  strcat(bad + head, rest);
+  free(text);
+  text = bad;
+  char err[160] = "";
+  cr_expect_eq(grape_model_parse(text, strlen(text), &m, err, sizeof(err)), -EINVAL);
+  cr_expect_not_null(strstr(err, "bad tree feature index"), "%s", err);
+  free(text);
+}
+
+/* Intervals are calibrated in both regimes: on the subset, the coverage of
+ * the 80% intervals measured on held-out GPUs (transfer) and on held-out
+ * shapes (known) is within 5 points of 80% (quantiles of the trees'
+ * in-sample residuals give 57%; pooled residuals without the per-GPU
+ * level, 74%), and the known regime is sharper than the transfer one on
+ * the same held-out GEMM shapes. */
+Test(predict, intervals_are_calibrated_in_both_regimes, .timeout = 120) {
+  grape_dataset_t* d = subset();
+  char* buf = NULL;
+  size_t len = 0;
+  FILE* f = open_memstream(&buf, &len);
+  cr_assert_eq(grape_model_crossval(d, f), 0);
+  cr_assert_eq(grape_model_crossval_shapes(d, 5, f), 0);
+  fclose(f);
+  const char* logo = strstr(buf, "\nall ");
+  cr_assert_not_null(logo, "%s", buf);
+  double rows, cov, covl;
+  cr_assert_eq(sscanf(logo, " all %lf %lf %lf", &rows, &cov, &covl), 3, "%.200s", logo);
+  cr_expect(cov > 75 && cov < 85, "transfer regime: %.1f%% of held-out GPUs' rows", cov);
+  cr_expect(covl > 75 && covl < 85, "transfer, no dims: %.1f%%", covl);
+  const char* shapes = strstr(buf, "shape-fold");
+  cr_assert_not_null(shapes, "%s", buf);
+  const char* all = strstr(shapes, "\nall ");
+  double known;
+  cr_assert_not_null(all, "%s", shapes);
+  cr_assert_eq(sscanf(all, " all %lf %lf %lf", &rows, &known, &cov), 3, "%.200s", all);
+  cr_expect(known > 0.85 * rows, "%g of %g rows known: the GEMMs", known, rows);
+  cr_expect(cov > 75 && cov < 85, "known regime: %.1f%% of held-out shapes", cov);
+  const char* bmm = strstr(shapes, "\nbmm ");
+  double kn, served, transfer;
+  cr_assert_not_null(bmm);
+  cr_assert_eq(sscanf(bmm, " bmm %lf %lf %lf %lf", &rows, &kn, &served, &transfer), 4);
+  cr_expect(served < 0.75 * transfer, "bmm held-out shapes: known %.1f%%, transfer %.1f%%", served,
+            transfer);
+  free(buf);
+  grape_dataset_free(d);
+}
+
+/* The default model knows the GPUs of its training data: a kernel with op
+ * dims on one of them is served by the known regime, the same kernel on
+ * another GPU, or without dims, by the transfer regime; every prediction
+ * carries an interval around it. */
+Test(predict, known_regime_serves_training_gpus_and_transfer_the_rest) {
+  grape_model_t* m;
+  cr_assert_eq(grape_model_load_default(&m), 0);
+  size_t nk = grape_model_known_count(m);
+  cr_expect_geq(nk, 5, "five GPUs in the NeuSight data (six for conv)");
+  int t4 = 0;
+  for (size_t i = 0; i < nk; i++)
+    t4 |= strcmp(grape_model_known_gpu(m, i), "Tesla T4") == 0;
+  cr_expect(t4, "the T4 is a known GPU");
+  cr_expect_null(grape_model_known_gpu(m, nk));
+  grape_kernel_desc_t k = gemm(1000, 700, 300);
+  k.name = "volta_sgemm_128x64_nn";
+  grape_prediction_t p;
+  grape_predict_kernel(m, grape_gpu_find("T4"), &k, &p);
+  cr_expect_eq(p.regime, GRAPE_REGIME_KNOWN);
+  cr_expect_str_eq(grape_regime_name(p.regime), "known");
+  cr_expect(p.has_interval && p.lo_ms < p.ms && p.ms < p.hi_ms, "%g [%g, %g]", p.ms, p.lo_ms,
+            p.hi_ms);
+  cr_expect_float_eq(p.level, 0.8, 1e-12);
+  cr_expect_eq(p.ms, grape_predict_kernel_ms(m, grape_gpu_find("T4"), &k),
+               "the same time as the plain call");
+  grape_prediction_t h;
+  grape_predict_kernel(m, grape_gpu_find("H100"), &k, &h);
+  cr_expect_eq(h.regime, GRAPE_REGIME_TRANSFER);
+  cr_expect_str_eq(grape_regime_name(h.regime), "transfer");
+  cr_expect(h.has_interval && h.lo_ms < h.ms && h.ms < h.hi_ms);
+  /* An unseen GPU is less certain than a known one. */
+  cr_expect_gt(h.hi_ms / h.lo_ms, p.hi_ms / p.lo_ms);
+  k.op = GRAPE_OP_UNKNOWN;
+  grape_predict_kernel(m, grape_gpu_find("T4"), &k, &p);
+  cr_expect_eq(p.regime, GRAPE_REGIME_TRANSFER, "no dims: the transfer regime's launch-only fit");
+  cr_expect(p.has_interval && p.lo_ms < p.ms && p.ms < p.hi_ms);
+  grape_model_free(m);
+}
+
+/* A path's bounds are its kernels' bounds summed plus the launch gaps; its
+ * times are grape_predict_path's; grape_path_combine gives the same from
+ * kernel predictions made earlier. */
+Test(predict, path_interval_sums_kernel_bounds_and_gaps) {
+  grape_model_t* m;
+  cr_assert_eq(grape_model_load_default(&m), 0);
+  const grape_gpu_spec_t* g = grape_gpu_find("Tesla V100-PCIE-32GB");
+  grape_kernel_desc_t k[3] = {gemm(512, 512, 512), gemm(64, 4096, 1024), gemm(300, 200, 100)};
+  k[2].op = GRAPE_OP_UNKNOWN;
+  grape_prediction_t kp[3];
+  double sum = 0, lo = 0, hi = 0;
+  for (int i = 0; i < 3; i++) {
+    grape_predict_kernel(m, g, &k[i], &kp[i]);
+    sum += kp[i].ms;
+    lo += kp[i].lo_ms;
+    hi += kp[i].hi_ms;
+  }
+  grape_path_prediction_t pp, pc;
+  cr_assert_eq(grape_predict_path_interval(m, g, k, 3, &pp), 0);
+  double eager, graph;
+  cr_assert_eq(grape_predict_path(m, g, k, 3, &eager, &graph), 0);
+  cr_expect_float_eq(pp.eager_ms, eager, 1e-12);
+  cr_expect_float_eq(pp.graph_ms, graph, 1e-12);
+  cr_expect_float_eq(pp.eager_ms, sum + 3 * 0.004, 1e-12, "4 us per eager launch");
+  cr_expect_float_eq(pp.graph_ms, sum + 0.005 + 3 * 0.001, 1e-12, "one graph launch + 1 us a node");
+  cr_expect_float_eq(pp.eager_lo_ms, lo + 3 * 0.004, 1e-12);
+  cr_expect_float_eq(pp.eager_hi_ms, hi + 3 * 0.004, 1e-12);
+  cr_expect_float_eq(pp.graph_lo_ms, lo + 0.008, 1e-12);
+  cr_expect_float_eq(pp.graph_hi_ms, hi + 0.008, 1e-12);
+  cr_expect(pp.has_interval && pp.kernels == 3 && pp.known == 2, "%zu known", pp.known);
+  cr_expect_float_eq(pp.level, 0.8, 1e-12);
+  cr_assert_eq(grape_path_combine(m, kp, 3, &pc), 0);
+  cr_expect(memcmp(&pc, &pp, sizeof(pc)) == 0, "combine == the one call");
+  /* A kernel without an interval leaves the path without one. */
+  kp[1].has_interval = 0;
+  kp[1].hi_ms = INFINITY;
+  cr_assert_eq(grape_path_combine(m, kp, 3, &pc), 0);
+  cr_expect(!pc.has_interval && pc.eager_lo_ms == 3 * 0.004 && isinf(pc.eager_hi_ms));
+  cr_expect_eq(grape_predict_path_interval(m, NULL, k, 3, &pp), -EINVAL);
+  cr_expect_eq(grape_predict_path_interval(m, g, NULL, 3, &pp), -EINVAL);
+  cr_expect_eq(grape_path_combine(m, NULL, 1, &pc), -EINVAL);
+  cr_assert_eq(grape_predict_path_interval(m, g, NULL, 0, &pp), 0);
+  cr_expect(pp.eager_ms == 0 && pp.graph_ms == 0 && pp.kernels == 0);
+  grape_model_free(m);
+}
+
+/* A known GPU's trees correct the transfer prediction by at most e^±8: a
+ * damaged file whose leaves are huge still predicts finite times (the
+ * model fuzzer found the infinite one). */
+Test(predict, known_regime_correction_is_bounded) {
+  grape_model_t* m;
+  cr_assert_eq(grape_model_load_default(&m), 0);
+  size_t len;
+  char* text = model_text(m, &len);
+  grape_model_free(m);
+  /* Every leaf of every tree 1e30: the first 12 numbers of a tree line are
+   * its tests. */
+  char* out = malloc(len * 8 + 1);
+  size_t o = 0;
+  for (char* line = text; *line;) {
+    char* eol = strchr(line, '\n');
+    size_t n = eol ? (size_t)(eol - line) : strlen(line);
+    if (strncmp(line, "tree ", 5) == 0) {
+      char* p = line + 4;
+      for (int i = 0; i < 12; i++)
+        p = strchr(p + 1, ' ');
+      memcpy(out + o, line, (size_t)(p - line));
+      o += (size_t)(p - line);
+      for (int l = 0; l < 64; l++)
+        o += (size_t)sprintf(out + o, " 1e30");
+    } else {
+      memcpy(out + o, line, n);
+      o += n;
+    }
+    out[o++] = '\n';
+    line += n + (eol != NULL);
+  }
+  out[o] = '\0';
+  char err[160];
+  cr_assert_eq(grape_model_parse(out, o, &m, err, sizeof(err)), 0, "%s", err);
+  grape_kernel_desc_t k = gemm(1000, 700, 300);
+  k.name = "volta_sgemm_128x64_nn";
+  const grape_gpu_spec_t* g = grape_gpu_find("T4");
+  grape_prediction_t p;
+  grape_predict_kernel(m, g, &k, &p);
+  double t0 = grape_predict_kernel_ms_with(m, GRAPE_METHOD_ROOFLINE, g, &k);
+  cr_expect_eq(p.regime, GRAPE_REGIME_KNOWN);
+  cr_expect(isfinite(p.ms) && isfinite(p.hi_ms), "%g %g", p.ms, p.hi_ms);
+  cr_expect(p.ms < 1e6 * t0, "%g vs the roofline's %g", p.ms, t0);
+  grape_model_free(m);
+  free(out);
+  free(text);
+}
+
+/* Trained on one GPU, a model knows that GPU (with calibrated intervals)
+ * but has no GPU to hold out for the transfer regime: its predictions
+ * elsewhere say they have no interval, and so does a path with one. */
+Test(predict, one_gpu_model_has_no_transfer_interval) {
+  grape_dataset_t* d;
+  grape_load_stats_t st = {0};
+  cr_assert_eq(grape_dataset_new(&d), 0);
+  cr_assert_eq(grape_dataset_add_file(d, SUBSET_DIR "/bmm.csv.gz", "Tesla T4", &st, NULL, 0), 0);
+  grape_model_t* m;
+  cr_assert_eq(grape_model_train(d, &m), 0);
+  cr_expect_eq(grape_model_known_count(m), 1);
+  cr_expect_str_eq(grape_model_known_gpu(m, 0), "Tesla T4");
+  grape_kernel_desc_t k = gemm(1000, 700, 300);
+  grape_prediction_t p;
+  grape_predict_kernel(m, grape_gpu_find("T4"), &k, &p);
+  cr_expect(p.regime == GRAPE_REGIME_KNOWN && p.has_interval && p.lo_ms < p.ms && p.ms < p.hi_ms);
+  grape_predict_kernel(m, grape_gpu_find("H100"), &k, &p);
+  cr_expect(p.regime == GRAPE_REGIME_TRANSFER && !p.has_interval && p.lo_ms == 0 &&
+            isinf(p.hi_ms));
+  grape_path_prediction_t pp;
+  cr_assert_eq(grape_predict_path_interval(m, grape_gpu_find("H100"), &k, 1, &pp), 0);
+  cr_expect(!pp.has_interval && isinf(pp.graph_hi_ms) && pp.graph_ms > 0);
+  grape_model_free(m);
+  grape_dataset_free(d);
 }
