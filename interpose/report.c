@@ -10,6 +10,7 @@
 #include "report.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -148,13 +149,14 @@ static void put_op_name(buf_t* b, const names_t* n, const grape_op_key_t* k) {
 
 /* ---- Predicted times (GRAPE_PREDICT_GPU) ----
  * Done here, at exit, never per launch: each distinct kernel launch (function,
- * grid, block, dynamic shared memory) is prepared and predicted once, then
- * every path's time is a sum over its ops plus the model's launch gaps. */
+ * grid, block, dynamic shared memory) is prepared and predicted once, with its
+ * interval; a path's times are those of its kernels combined with the model's
+ * launch gaps (grape_path_combine). */
 
 typedef struct kpred_s {
   const grape_op_key_t* key;    /* the first op seen with this launch; NULL = free slot */
   const grape_op_dims_t* dims;
-  double ms;
+  grape_prediction_t pr;
 } kpred_t;
 
 typedef struct predictor_s {
@@ -163,7 +165,8 @@ typedef struct predictor_s {
   const names_t* names;
   kpred_t* v;
   size_t cap, len;
-  double gap_eager, gap_graph, graph_launch;   /* ms, from grape_predict_path */
+  grape_prediction_t* path;     /* scratch: one path's kernels */
+  size_t path_cap;
 } predictor_t;
 
 static int same_launch(const kpred_t* a, const grape_op_key_t* k, const grape_op_dims_t* d) {
@@ -207,61 +210,54 @@ static int cache_grow(predictor_t* p) {
   return 0;
 }
 
-/* Predicted time of one kernel op in ms, or a negative value when out of memory. */
-static double kernel_ms(predictor_t* p, const grape_op_key_t* key, const grape_op_dims_t* d) {
+/* Prediction of one kernel op, or NULL when out of memory. */
+static const grape_prediction_t* kernel_pred(predictor_t* p, const grape_op_key_t* key,
+                                             const grape_op_dims_t* d) {
   if (p->len * 2 >= p->cap && cache_grow(p) != 0)
-    return -1;
+    return NULL;
   size_t j = launch_hash(key, d) & (p->cap - 1);
   for (; p->v[j].key != NULL; j = (j + 1) & (p->cap - 1))
     if (same_launch(&p->v[j], key, d))
-      return p->v[j].ms;
+      return &p->v[j].pr;
   grape_kernel_desc_t k;
   grape_kernel_prep_t prep;
   kernel_desc(p, key, d, &k);
   grape_kernel_prepare(&k, &prep);
   p->v[j].key = key;
   p->v[j].dims = d;
-  p->v[j].ms = grape_predict_prepared_ms(p->model, GRAPE_METHOD_GRAPE, p->gpu, &prep);
+  grape_predict_prepared(p->model, p->gpu, &prep, &p->v[j].pr);
   p->len++;
-  return p->v[j].ms;
+  return &p->v[j].pr;
 }
 
-/* The model's launch gaps, read back through grape_predict_path (the public
- * API has no accessor): eager = sum + n*ge, graph = sum + L + n*gg. */
-static int predictor_init(predictor_t* p, const grape_model_t* m, const grape_gpu_spec_t* g,
-                          const names_t* names) {
-  memset(p, 0, sizeof(*p));
-  p->model = m;
-  p->gpu = g;
-  p->names = names;
-  grape_kernel_desc_t k[2] = {{.grid = {1, 1, 1}, .block = {32, 1, 1}, .regs = -1},
-                              {.grid = {1, 1, 1}, .block = {32, 1, 1}, .regs = -1}};
-  double t = grape_predict_kernel_ms(m, g, &k[0]), e1, g1, g2;
-  if (grape_predict_path(m, g, k, 1, &e1, &g1) < 0 || grape_predict_path(m, g, k, 2, NULL, &g2) < 0)
-    return -EINVAL;
-  p->gap_eager = e1 - t;
-  p->gap_graph = g2 - g1 - t;
-  p->graph_launch = g1 - t - p->gap_graph;
-  return 0;
-}
-
-/* A path's predicted eager and graph times (kernels only: memsets and copies
- * are not modelled). @return 0, or -ENOMEM. */
-static int path_ms(predictor_t* p, const grape_gc_path_t* path, double* eager, double* graph) {
-  double sum = 0;
+/* A path's predicted eager and graph times with bounds (kernels only:
+ * memsets and copies are not modelled). @return 0, or -ENOMEM. */
+static int path_pred(predictor_t* p, const grape_gc_path_t* path, grape_path_prediction_t* out) {
+  if (path->nops > p->path_cap) {
+    grape_prediction_t* v = realloc(p->path, path->nops * sizeof(*v));
+    if (v == NULL)
+      return -ENOMEM;
+    p->path = v;
+    p->path_cap = path->nops;
+  }
   size_t n = 0;
   for (uint32_t i = 0; i < path->nops; i++) {
     if (path->keys[i].kind != GRAPE_OP_KERNEL)
       continue;
-    double t = kernel_ms(p, &path->keys[i], &path->dims[i]);
-    if (t < 0)
+    const grape_prediction_t* k = kernel_pred(p, &path->keys[i], &path->dims[i]);
+    if (k == NULL)
       return -ENOMEM;
-    sum += t;
-    n++;
+    p->path[n++] = *k;
   }
-  *eager = sum + (double)n * p->gap_eager;
-  *graph = n ? sum + p->graph_launch + (double)n * p->gap_graph : 0;
-  return 0;
+  return grape_path_combine(p->model, p->path, n, out);
+}
+
+/* A bound as JSON: null when there is none (infinite). */
+static void put_bound(buf_t* b, const char* name, double v) {
+  if (isfinite(v))
+    put(b, ",\"%s\":%.17g", name, v);
+  else
+    put(b, ",\"%s\":null", name);
 }
 
 static void put_json_str(buf_t* b, const char* s) {
@@ -304,13 +300,34 @@ static void put_predicted(buf_t* b, const grape_gpu_spec_t* g, const names_t* na
   grape_model_t* m = NULL;
   predictor_t p = {0};
   int rc = grape_model_load_default(&m);
-  if (rc == 0)
-    rc = predictor_init(&p, m, g, names);
-  double te = 0, tg = 0;
+  p.model = m;
+  p.gpu = g;
+  p.names = names;
+  grape_path_prediction_t tot = {0}, *top = calloc(ntop < n ? ntop : n, sizeof(*top));
+  if (rc == 0 && top == NULL && n > 0)
+    rc = -ENOMEM;
+  tot.has_interval = 1;
   for (size_t i = 0; rc == 0 && i < n; i++) {
-    rc = path_ms(&p, &all[i], &eager[i], &graph[i]);
-    te += (double)all[i].count * eager[i];
-    tg += (double)all[i].count * graph[i];
+    grape_path_prediction_t pp;
+    rc = path_pred(&p, &all[i], &pp);
+    if (rc != 0)
+      break;
+    if (i < ntop)
+      top[i] = pp;
+    eager[i] = pp.eager_ms;
+    graph[i] = pp.graph_ms;
+    double c = (double)all[i].count;
+    tot.eager_ms += c * pp.eager_ms;
+    tot.eager_lo_ms += c * pp.eager_lo_ms;
+    tot.eager_hi_ms += c * pp.eager_hi_ms;
+    tot.graph_ms += c * pp.graph_ms;
+    tot.graph_lo_ms += c * pp.graph_lo_ms;
+    tot.graph_hi_ms += c * pp.graph_hi_ms;
+    tot.kernels += (size_t)c * pp.kernels;
+    tot.known += (size_t)c * pp.known;
+    tot.has_interval &= pp.has_interval;
+    if (pp.level > 0)
+      tot.level = pp.level;
   }
   if (rc != 0) {
     grape_log_warn("cannot predict path times for %s (%s); the report says predicted: null",
@@ -320,35 +337,54 @@ static void put_predicted(buf_t* b, const grape_gpu_spec_t* g, const names_t* na
   }
   put(b, "\"predicted\":{\"gpu\":");
   put_json_str(b, g->name);
-  put(b, ",\"model\":\"grape\",\"paths_predicted\":%zu,\"total_eager_ms\":%.17g,"
-      "\"total_graph_ms\":%.17g,\"paths\":[", n, te, tg);
+  put(b, ",\"model\":\"grape\",\"paths_predicted\":%zu,\"level\":%.17g,"
+      "\"kernels_known_regime\":%zu,\"kernels\":%zu,\"total_eager_ms\":%.17g",
+      n, tot.level, tot.known, tot.kernels, tot.eager_ms);
+  put_bound(b, "total_eager_lo_ms", tot.eager_lo_ms);
+  put_bound(b, "total_eager_hi_ms", tot.eager_hi_ms);
+  put(b, ",\"total_graph_ms\":%.17g", tot.graph_ms);
+  put_bound(b, "total_graph_lo_ms", tot.graph_lo_ms);
+  put_bound(b, "total_graph_hi_ms", tot.graph_hi_ms);
+  put(b, ",\"paths\":[");
   for (size_t i = 0; i < ntop && i < n; i++) {
     char hex[17];
     grape__fp_hex(all[i].fp, hex);
-    put(b, "%s{\"fingerprint\":\"%s\",\"count\":%llu,\"eager_ms\":%.17g,\"graph_ms\":%.17g,"
-        "\"kernels\":[", i ? "," : "", hex, (unsigned long long)all[i].count, eager[i], graph[i]);
+    put(b, "%s{\"fingerprint\":\"%s\",\"count\":%llu,\"eager_ms\":%.17g", i ? "," : "", hex,
+        (unsigned long long)all[i].count, top[i].eager_ms);
+    put_bound(b, "eager_lo_ms", top[i].eager_lo_ms);
+    put_bound(b, "eager_hi_ms", top[i].eager_hi_ms);
+    put(b, ",\"graph_ms\":%.17g", top[i].graph_ms);
+    put_bound(b, "graph_lo_ms", top[i].graph_lo_ms);
+    put_bound(b, "graph_hi_ms", top[i].graph_hi_ms);
+    put(b, ",\"kernels\":[");
     int first = 1;
     for (uint32_t j = 0; j < all[i].nops; j++) {
       const grape_op_key_t* key = &all[i].keys[j];
       const grape_op_dims_t* s = &all[i].dims[j];
       if (key->kind != GRAPE_OP_KERNEL)
         continue;
+      const grape_prediction_t* k = kernel_pred(&p, key, s);   /* cached: no allocation */
       put(b, "%s{\"name\":", first ? "" : ",");
       const char* name = name_of(names, key->func);
       if (name)
         put_json_str(b, name);
       else
         put(b, "null");
-      put(b, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem\":%u,\"ms\":%.17g}", s->grid[0],
+      put(b, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem\":%u,\"ms\":%.17g", s->grid[0],
           s->grid[1], s->grid[2], s->block[0], s->block[1], s->block[2], s->shmem,
-          kernel_ms(&p, key, s));
+          k ? k->ms : 0.0);
+      put_bound(b, "lo_ms", k && k->has_interval ? k->lo_ms : INFINITY);
+      put_bound(b, "hi_ms", k && k->has_interval ? k->hi_ms : INFINITY);
+      put(b, ",\"regime\":\"%s\"}", grape_regime_name(k ? k->regime : GRAPE_REGIME_TRANSFER));
       first = 0;
     }
     put(b, "]}");
   }
   put(b, "]},");
 done:
+  free(top);
   free(p.v);
+  free(p.path);
   grape_model_free(m);
 }
 

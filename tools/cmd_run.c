@@ -268,8 +268,14 @@ static void summarise_paths(const json_t* rep) {
   } else if (pred != NULL && pred->kind == JSON_OBJ) {
     const char* gpu = json_str(json_get(pred, "gpu"));
     double e = num(pred, "total_eager_ms"), g = num(pred, "total_graph_ms");
-    fprintf(stderr, "grape: predicted on %s: %.3f ms eager, %.3f ms as graphs (%.1f%% less)\n",
+    fprintf(stderr, "grape: predicted on %s: %.3f ms eager, %.3f ms as graphs (%.1f%% less)",
             gpu ? gpu : "?", e, g, e > 0 ? 100 * (e - g) / e : 0.0);
+    const json_t* hi = json_get(pred, "total_eager_hi_ms");
+    if (hi != NULL && hi->kind == JSON_NUM)
+      fprintf(stderr, "; %.0f%% intervals: eager %.3f-%.3f ms, graphs %.3f-%.3f ms",
+              100 * num(pred, "level"), num(pred, "total_eager_lo_ms"), json_num(hi, 0),
+              num(pred, "total_graph_lo_ms"), num(pred, "total_graph_hi_ms"));
+    fputc('\n', stderr);
   }
 }
 

@@ -3,7 +3,9 @@
  *
  * usage: predict_path GPU < paths
  * Input: one kernel a line, "gx gy gz bx by bz smem<TAB>name" (name "-" when
- * unknown), and a line "end" after each path. Output: "eager graph" a path. */
+ * unknown), and a line "end" after each path. Output a path: "eager graph
+ * eager_lo eager_hi graph_lo graph_hi" (grape_predict_path, then the bounds of
+ * grape_predict_path_interval). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,11 +34,14 @@ int main(int argc, char** argv) {
     line[strcspn(line, "\n")] = '\0';
     if (strcmp(line, "end") == 0) {
       double eager, graph;
-      if (grape_predict_path(m, g, k, n, &eager, &graph) < 0) {
+      grape_path_prediction_t pp;
+      if (grape_predict_path(m, g, k, n, &eager, &graph) < 0 ||
+          grape_predict_path_interval(m, g, k, n, &pp) < 0) {
         rc = 1;
         break;
       }
-      printf("%.17g %.17g\n", eager, graph);
+      printf("%.17g %.17g %.17g %.17g %.17g %.17g\n", eager, graph, pp.eager_lo_ms, pp.eager_hi_ms,
+             pp.graph_lo_ms, pp.graph_hi_ms);
       n = 0;
       continue;
     }

@@ -144,6 +144,11 @@ def case_predict(a):
                 abs(float(m.group(2)) - pr["total_eager_ms"]) > 0.0006 or \
                 abs(float(m.group(3)) - pr["total_graph_ms"]) > 0.0006:
             fail(f"summary vs report {pr}", p)
+        m = re.search(r"80% intervals: eager ([0-9.]+)-([0-9.]+) ms, graphs ([0-9.]+)-([0-9.]+) ms",
+                      p.stderr)
+        keys = ("total_eager_lo_ms", "total_eager_hi_ms", "total_graph_lo_ms", "total_graph_hi_ms")
+        if not m or any(abs(float(m.group(i + 1)) - pr[k]) > 0.0006 for i, k in enumerate(keys)):
+            fail(f"summary intervals vs report {pr}", p)
 
 
 def case_options(a):

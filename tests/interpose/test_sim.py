@@ -205,11 +205,24 @@ def case_predict(a):
     the program's output unchanged."""
     args = ["--iters", "2"]
     base, _, _ = run(a, args, preload=False)
-    p, r, _ = run(a, args, extra_env={"GRAPE_PREDICT_GPU": "H100", "GRAPE_TOP_PATHS": "1000"})
+    # H100: the transfer regime throughout; T4: a GPU of the training data,
+    # where some kernels get the known regime.
+    for gpu in ("H100", "T4"):
+        predicted_matches_api(a, args, base, gpu)
+    p, r, _ = run(a, args, extra_env={"GRAPE_PREDICT_GPU": "NoSuchGPU"})
+    if p.stdout != base.stdout or r.get("predicted", 0) is not None:
+        fail(f"unknown GPU: predicted {r.get('predicted', 'missing')}", p)
+    warn = [l for l in p.stderr.splitlines() if "GRAPE_PREDICT_GPU" in l]
+    if len(warn) != 1 or "NoSuchGPU" not in warn[0] or "NVIDIA H100 80GB HBM3" not in warn[0]:
+        fail(f"unknown GPU warning: {warn}", p)
+
+
+def predicted_matches_api(a, args, base, gpu):
+    p, r, _ = run(a, args, extra_env={"GRAPE_PREDICT_GPU": gpu, "GRAPE_TOP_PATHS": "1000"})
     if p.stdout != base.stdout:
         fail("output differs with GRAPE_PREDICT_GPU", p)
     pr = r.get("predicted")
-    if not pr or "H100" not in pr["gpu"] or pr["model"] != "grape":
+    if not pr or gpu not in pr["gpu"] or pr["model"] != "grape" or pr["level"] != 0.8:
         fail(f"no predicted section: {pr}", p)
     paths = pr["paths"]
     if len(paths) != r["paths"] or pr["paths_predicted"] != r["paths"] or len(r["top_paths"]) != len(paths):
@@ -226,29 +239,30 @@ def case_predict(a):
         if len(q["kernels"]) != nk or nk == 0:
             fail(f"path {t} lists {len(q['kernels'])} kernels", p)
         for k in q["kernels"]:
-            if k["ms"] <= 0 or not k["name"]:
+            if k["ms"] <= 0 or not k["name"] or k["regime"] not in ("known", "transfer") or \
+                    not k["lo_ms"] <= k["ms"] <= k["hi_ms"]:
                 fail(f"kernel {k}", p)
             text += " ".join(map(str, k["grid"] + k["block"] + [k["smem"]])) + "\t" + k["name"] + "\n"
         text += "end\n"
-    h = subprocess.run([a.helper, "H100"], input=text, capture_output=True, text=True, timeout=60)
+    h = subprocess.run([a.helper, gpu], input=text, capture_output=True, text=True, timeout=60)
     if h.returncode != 0:
         fail(f"helper failed: {h.stderr}")
     want = [tuple(map(float, l.split())) for l in h.stdout.splitlines()]
     close = lambda x, y: abs(x - y) <= 1e-9 * max(abs(x), abs(y))
-    for q, (e, g) in zip(paths, want):
-        if not (close(q["eager_ms"], e) and close(q["graph_ms"], g)):
-            fail(f"path {q['fingerprint']}: report {q['eager_ms']}/{q['graph_ms']}, API {e}/{g}", p)
-    te = sum(q["count"] * q["eager_ms"] for q in paths)
-    tg = sum(q["count"] * q["graph_ms"] for q in paths)
-    if not (close(te, pr["total_eager_ms"]) and close(tg, pr["total_graph_ms"])) or \
-            not 0 < pr["total_graph_ms"] < pr["total_eager_ms"]:
-        fail(f"totals {pr['total_eager_ms']}/{pr['total_graph_ms']} vs {te}/{tg}", p)
-    p, r, _ = run(a, args, extra_env={"GRAPE_PREDICT_GPU": "NoSuchGPU"})
-    if p.stdout != base.stdout or r.get("predicted", 0) is not None:
-        fail(f"unknown GPU: predicted {r.get('predicted', 'missing')}", p)
-    warn = [l for l in p.stderr.splitlines() if "GRAPE_PREDICT_GPU" in l]
-    if len(warn) != 1 or "NoSuchGPU" not in warn[0] or "NVIDIA H100 80GB HBM3" not in warn[0]:
-        fail(f"unknown GPU warning: {warn}", p)
+    fields = ("eager_ms", "graph_ms", "eager_lo_ms", "eager_hi_ms", "graph_lo_ms", "graph_hi_ms")
+    for q, w in zip(paths, want):
+        got = [float("inf") if q[f] is None else q[f] for f in fields]
+        if not all(close(x, y) for x, y in zip(got, w)):
+            fail(f"{gpu}: path {q['fingerprint']}: report {got}, API {w}", p)
+        if not q["eager_lo_ms"] <= q["eager_ms"] <= q["eager_hi_ms"]:
+            fail(f"{gpu}: path bounds {q}", p)
+    for f in ("eager_ms", "graph_ms", "eager_lo_ms", "graph_hi_ms"):
+        tot = sum(q["count"] * q[f] for q in paths)
+        if not close(tot, pr["total_" + f]):
+            fail(f"{gpu}: total_{f} {pr['total_' + f]}, want {tot}", p)
+    if not 0 < pr["total_graph_ms"] < pr["total_eager_ms"]:
+        fail(f"{gpu}: totals {pr['total_eager_ms']}/{pr['total_graph_ms']}", p)
+    return pr
 
 
 def main():
