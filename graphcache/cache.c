@@ -39,6 +39,7 @@ enum key_state_e {
   K_WARM = 0,      /* counted, no graph (yet) */
   K_LIVE,          /* has executables: held and replayed */
   K_NOPAY,         /* has executables, but replays cost more than eager launches */
+  K_SLOWER,        /* has executables, but replays were measured slower than eager runs */
   K_SHORT,         /* fewer ops than min_ops */
   K_UNSUPPORTED,   /* an op that cannot be a graph node (function unknown) */
   K_FAILED,        /* its graph could not be built or launched: eager for good */
@@ -48,6 +49,8 @@ static const char* const state_why[] = {
   [K_WARM] = "warming up (its replays have not yet earned what a graph costs to build)",
   [K_LIVE] = "replayed as a graph",
   [K_NOPAY] = "replays cost more than eager launches",
+  [K_SLOWER] = "replays measured slower than eager runs (holding its ops cost the GPU its "
+               "overlap with the host)",
   [K_SHORT] = "fewer ops than GRAPE_MIN_OPS",
   [K_UNSUPPORTED] = "an op cannot be a graph node",
   [K_FAILED] = "its graph could not be built or launched",
@@ -67,7 +70,10 @@ struct grape_gc_key_s {
   grape_op_dims_t* last_dims;   /* warming up: the last sighting's ops (what a replay */
   uint8_t* last_params;         /* would have had to update), NULL until seen */
   double far_ns;                /* spent on updates of replays far from every executable */
-  uint64_t recheck_at;          /* K_NOPAY: `seen` at which to look again */
+  uint64_t recheck_at;          /* K_NOPAY, K_SLOWER: `seen` at which to look again */
+  double cyc_eager, cyc_graph;  /* measured cycle (ns), moving averages: eager runs, replays */
+  uint32_t n_eager, n_graph;    /* samples in them (n_graph: since the key last went live) */
+  uint32_t slower;              /* consecutive "replays were slower" verdicts */
   int warmed;                   /* built once already: later builds need no warmup */
 };
 
@@ -103,6 +109,7 @@ struct grape_gc_s {
   grape_gc_stats_t st;
   int noted_build, noted_launch;
   int graph_mode;               /* made with graphs on (grape_gc_stop turns them off at exit) */
+  int built_now;                /* a graph was built since the last chunk was accounted */
 };
 
 /* ---- Small helpers ---- */
@@ -257,7 +264,7 @@ static void exec_drop(grape_gc_t* c, exec_t* e) {
       break;
     }
   c->st.graph_bytes -= e->bytes;
-  if (k->nvar == 0 && (k->state == K_LIVE || k->state == K_NOPAY))
+  if (k->nvar == 0 && (k->state == K_LIVE || k->state == K_NOPAY || k->state == K_SLOWER))
     make_dead(k, K_WARM);   /* rebuilt when it recurs */
   exec_free(c, e, 1);
 }
@@ -316,6 +323,7 @@ static exec_t* exec_build(grape_gc_t* c, gkey_t* k, const grape_region_t* r, con
   k->var[k->nvar++] = e;
   e->last_use = ++c->tick;
   c->st.graph_bytes += bytes;
+  c->built_now = 1;
   if (c->st.graph_bytes > c->st.graph_bytes_peak)
     c->st.graph_bytes_peak = c->st.graph_bytes;
   c->st.graphs_built++;
@@ -611,9 +619,73 @@ static void recheck(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
     make_live(c, k);
 }
 
+/* Replays timed before a verdict, and the margin by which they must lose. */
+#define CYCLE_SAMPLES 8
+#define CYCLE_MARGIN 1.05
+#define CYCLE_CLEAR_MARGIN 1.20
+
+/* One measured cycle of key k (ns): averaged per way; after CYCLE_SAMPLES
+ * replays, a live key whose replays took longer than its eager runs stops
+ * being held until `recheck` << verdicts more sightings. */
+static void note_cycle(grape_gc_t* c, gkey_t* k, int replayed, uint64_t ns) {
+  double* avg = replayed ? &k->cyc_graph : &k->cyc_eager;
+  uint32_t* n = replayed ? &k->n_graph : &k->n_eager;
+  ++*n;   /* a plain mean of the first samples, then a moving average */
+  *avg += ((double)ns - *avg) / (*n < CYCLE_SAMPLES ? *n : CYCLE_SAMPLES);
+  if (!replayed || k->state != K_LIVE || k->n_eager < 2)
+    return;
+  /* Clearly slower after half the samples, or slower at all after them all. */
+  double ratio = k->cyc_graph / k->cyc_eager;
+  if ((k->n_graph == CYCLE_SAMPLES / 2 && ratio > CYCLE_CLEAR_MARGIN) ||
+      (k->n_graph >= CYCLE_SAMPLES && ratio > CYCLE_MARGIN)) {
+    make_dead(k, K_SLOWER);
+    uint32_t shift = k->slower < 6 ? k->slower : 6;
+    k->recheck_at = k->seen + ((uint64_t)c->cfg.recheck << shift);
+    k->slower++;
+  } else if (k->n_graph == CYCLE_SAMPLES) {
+    k->slower = 0;
+  }
+}
+
+/* A key measured slower, seen again eagerly: live again once its wait is
+ * over, to be measured anew. */
+static void retry_slower(gkey_t* k, grape_gc_t* c) {
+  if (k->seen < k->recheck_at)
+    return;
+  k->n_graph = 0;
+  k->cyc_graph = 0;
+  make_live(c, k);
+}
+
+/* The cycle of the chunk before r on its stream ends where r began. */
+static void time_cycles(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replayed) {
+  if (c->cfg.now == NULL)
+    return;
+  if (r->t_first == 0) {
+    r->prev_key = NULL;   /* an untimed chunk breaks the chain */
+    return;
+  }
+  if (r->prev_key != NULL && !r->prev_skip && r->t_first > r->prev_t)
+    note_cycle(c, (gkey_t*)r->prev_key, r->prev_replayed, r->t_first - r->prev_t);
+  r->prev_key = k;
+  r->prev_replayed = replayed;
+  r->prev_t = r->t_first;
+  r->prev_skip = 0;
+}
+
+static int account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, exec_t* used);
+
 /* Accounts r's chunk (held ops already submitted or replayed with `used`).
  * Under the lock. */
 static int account(grape_gc_t* c, grape_region_t* r, gkey_t* k, exec_t* used) {
+  int rc = account_key(c, r, k, used);
+  /* A cycle in which a graph was built measures the build, not the way. */
+  r->prev_skip = c->built_now;
+  c->built_now = 0;
+  return rc;
+}
+
+static int account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, exec_t* used) {
   c->st.regions++;
   c->st.ops += r->nops;
   if (k == NULL && (k = key_find_or_add(c, grape__fp_keys(r->keys, r->nops), r)) == NULL)
@@ -628,6 +700,7 @@ static int account(grape_gc_t* c, grape_region_t* r, gkey_t* k, exec_t* used) {
   if (p == NULL)
     return -ENOMEM;
   p->count++;
+  time_cycles(c, r, k, used != NULL);
   if (used != NULL) {
     used->path = p;
     if (!pays(c, k)) {
@@ -642,6 +715,8 @@ static int account(grape_gc_t* c, grape_region_t* r, gkey_t* k, exec_t* used) {
     c->st.graph_misses++, k->misses++;
   else if (k->state == K_NOPAY)
     c->st.graph_misses++, k->misses++, recheck(c, k, r);
+  else if (k->state == K_SLOWER)
+    c->st.graph_misses++, k->misses++, retry_slower(k, c);
   else
     maybe_build(c, k, r);
   return 0;
@@ -758,6 +833,8 @@ int grape_gc_flush(grape_gc_t* c, grape_region_t* r, void* stream, grape_gc_caus
     pthread_mutex_unlock(&c->lock);
     grape__region_clear(r);
     r->cur = restart;
+    if (c->cfg.now != NULL)
+      r->t_first = c->cfg.now();   /* the op that diverged starts the next chunk now */
     return rc < 0 ? rc : 1;
   }
   submit_eager(c, r, 0, r->held, stream, cause, drv_err);
@@ -795,6 +872,8 @@ static const char* key_why(const grape_gc_t* c, const gkey_t* k) {
                                            : state_why[k->state];
   if (k->state == K_NOPAY)
     return "replayed as a graph until its replays cost more than eager launches";
+  if (k->state == K_SLOWER)
+    return "replayed as a graph until its replays were measured slower than eager runs";
   if (k->state == K_FAILED)
     return "replayed as a graph until a graph update or launch failed";
   return "replayed as a graph";

@@ -27,6 +27,14 @@
  * from every executable (more than half the nodes) have: rent, then buy, so a
  * path or parameter set that stops recurring wastes at most one build.
  *
+ * Measured: with a clock (config `now`), each chunk's cycle (from its first op
+ * to the first op of the next chunk on its stream: its host work, its
+ * submission and the wait for its results) is averaged per key, for eager runs
+ * and for replays apart. Holding ops costs the GPU its overlap with the host,
+ * which no cost table sees: a key whose replays take longer than its eager
+ * runs stops being held, and is tried again later (each verdict doubles the
+ * wait).
+ *
  * Replay only where it pays: per key, an average of the node updates a replay
  * needed is kept; when one launch plus that many updates costs more than one
  * launch per op (config costs), the key stops being held and runs eagerly,
@@ -91,6 +99,8 @@ typedef struct grape_gc_config_s {
   double build_ns;               /* of building an executable: fixed part */
   double build_node_ns;          /* ... and per node (adding it, instantiating it) */
   long recheck;                  /* sightings between re-checks of a key that did not pay */
+  uint64_t (*now)(void);         /* a clock in ns: replays are timed against eager runs (the
+                                    caller sets a chunk's t_first from it); NULL: not timed */
   void (*note)(const char* msg); /* told once per kind of trouble (a graph that cannot be
                                     built); NULL: silent */
   uint64_t (*stamp)(void);       /* a value kept with each new path (the shim's allocation

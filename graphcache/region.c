@@ -48,6 +48,7 @@ void grape__region_clear(grape_region_t* r) {
   r->nops = 0;
   r->plen = 0;
   r->held = 0;
+  r->t_first = 0;
 }
 
 void grape__region_free(grape_region_t* r) {

@@ -51,6 +51,14 @@ typedef struct grape_region_s {
    * driver; NULL means this chunk runs eagerly to its end. */
   const struct grape_gc_node_s* cur;
   uint32_t held;
+  /* Measured cycles (graph mode with a clock, cache.c): when this chunk's
+   * first op came (0: not timed), and the chunk before it: its key, whether
+   * it was replayed, when it started, and whether its cycle is to be ignored
+   * (a graph was built in it). */
+  uint64_t t_first;
+  const void* prev_key;
+  uint64_t prev_t;
+  int prev_replayed, prev_skip;
 } grape_region_t;
 
 /* Makes room for one more op with up to max_bytes of parameters.

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "allocmap.h"
+#include "grape/simcu_private.h"
 #include "internal.h"
 #include "log.h"
 #include "options.h"
@@ -324,6 +325,35 @@ static void costs_set(grape_gc_config_t* cfg) {
   }
 }
 
+/* ---- The clock replays are timed with ----
+ * The simulated device's host clock when the driver is the sim (its private
+ * export table, include/grape/simcu_private.h), so that graph mode decides in
+ * the time the sim reports; else the monotonic clock. */
+
+int grape__timed;
+static uint64_t (*sim_host_ns)(void);
+
+static uint64_t monotonic_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t grape__clock_ns(void) {
+  uint64_t (*f)(void) = __atomic_load_n(&sim_host_ns, __ATOMIC_RELAXED);
+  return f != NULL ? f() : monotonic_ns();
+}
+
+static void clock_init(void) {
+  typedef CUresult (*get_table_t)(const void**, const CUuuid*);
+  get_table_t get_table = (get_table_t)grape__real_driver("cuGetExportTable");
+  static const CUuuid id = {SIMCU_PRIVATE_UUID};
+  const void* table = NULL;
+  if (get_table != NULL && get_table(&table, &id) == CUDA_SUCCESS && table != NULL &&
+      ((const simcu_private_t*)table)->size >= sizeof(simcu_private_t))
+    __atomic_store_n(&sim_host_ns, ((const simcu_private_t*)table)->host_ns, __ATOMIC_RELAXED);
+}
+
 static long option_at_least(grape_option_t o, long lo) {
   long v = grape__option_get(o);
   return v < lo ? lo : v;
@@ -352,12 +382,16 @@ grape_gc_t* grape__gc(void) {
       .recheck = 64,
       .note = note_to_log,
       .stamp = grape__alloc_epoch,
+      .now = graphs ? grape__clock_ns : NULL,
     };
     costs_set(&cfg);
+    if (graphs)
+      GRAPE_NO_REENTRY(clock_init());
     grape_gc_t* made = NULL;
     if (grape_gc_create(&cfg, graphs ? &driver_table : NULL, &made) != 0)
       grape_log_warn_once("out of memory: regions and paths go unrecorded");
     __atomic_store_n(&graphs_on, graphs && made != NULL, __ATOMIC_RELAXED);
+    __atomic_store_n(&grape__timed, graphs && made != NULL, __ATOMIC_RELAXED);
     /* Held work is submitted, and executables destroyed, while the driver is
      * still there: atexit handlers run before library destructors. */
     if (graphs && made != NULL)

@@ -39,6 +39,13 @@ grape_gc_t* grape__gc_peek(void);
  * stream whose ops may be held, else NULL. */
 const grape_gc_node_t* grape__hold_start(grape_stream_t* s);
 
+/* ---- Timing ---- */
+
+/* Graph mode times each chunk from its first op (graphcache/cache.h:
+ * measured cycles); set once the cache is made. */
+extern int grape__timed;
+uint64_t grape__clock_ns(void);
+
 /* ---- Flush points ---- */
 
 /* Before work is submitted on stream key: the legacy stream's implicit

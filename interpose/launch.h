@@ -64,6 +64,8 @@ grape__lock_room(grape_stream_t* s, size_t max_bytes) {
   if (__builtin_expect(r->nops >= r->cap || r->plen + max_bytes > r->pcap ||
                            r->nops >= grape__chunk_limit(), 0))
     return grape__room_slow(s, max_bytes);
+  if (r->nops == 0 && __atomic_load_n(&grape__timed, __ATOMIC_RELAXED))
+    r->t_first = grape__clock_ns();   /* once per chunk: its cycle starts */
   return 0;
 }
 

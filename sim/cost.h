@@ -24,26 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- Private export table (shared with the runtime and libsimblas) ---- */
-
-/* "simcu-private-01" */
-#define SIMCU_PRIVATE_UUID                                                          \
-  {                                                                                \
-    0x73, 0x69, 0x6d, 0x63, 0x75, 0x2d, 0x70, 0x72, 0x69, 0x76, 0x61, 0x74, 0x65,  \
-        0x2d, 0x30, 0x31                                                           \
-  }
-
-enum simcu_work_e {
-  SIMCU_WORK_OP = 0,        /* the program's own host work per op: SIMCU_HOST_NS */
-  SIMCU_WORK_RUNTIME = 1,   /* the runtime's own overhead per runtime call: row "runtime" */
-};
-
-typedef struct simcu_private_s {
-  size_t size;                      /* sizeof(simcu_private_t) */
-  void (*host_work)(int kind);      /* charges the calling thread's host clock */
-  uint64_t (*host_ns)(void);        /* the calling thread's host clock */
-  uint64_t (*end_ns)(void);         /* latest host clock or finished device work so far */
-} simcu_private_t;
+/* The private export table: include/grape/simcu_private.h. */
+#include "grape/simcu_private.h"
 
 /* ---- Cost rows (driver-internal) ---- */
 

@@ -108,12 +108,18 @@ static int f_update(void* self, void* exec, void* node, const grape_gc_op_t* op)
   e->ops[i] = fop(op);
   return 0;
 }
+/* A host clock the fake driver advances: eager submissions and graph launches
+ * cost what the timing tests set. */
+static uint64_t fake_now, eager_op_ns, graph_launch_ns;
+static uint64_t fake_clock(void) { return fake_now; }
+
 static int f_launch(void* self, void* exec, void* stream) {
   (void)self;
   (void)stream;
   if (dev.fail_launch)
     return 997;
   dev.launches++;
+  fake_now += graph_launch_ns;
   fexec_t* e = exec;
   for (int i = 0; i < e->n; i++)
     run(&e->ops[i]);
@@ -123,6 +129,7 @@ static int f_submit(void* self, const grape_gc_op_t* op, void* stream) {
   (void)self;
   (void)stream;
   dev.submits++;
+  fake_now += eager_op_ns;
   fop_t f = fop(op);
   run(&f);
   return 0;
@@ -147,6 +154,7 @@ typedef struct pop_s {
 } pop_t;
 
 static grape_gc_t* cache;
+static int cache_timed;   /* the cache was given the fake clock */
 static grape_region_t region;
 static fop_t issued[4096];   /* what the program issued, in order */
 static int nissued;
@@ -159,6 +167,8 @@ static void issue(const pop_t* p) {
   void* fn = (void*)(uintptr_t)(0x1000 + p->func);
   grape_gc_op_t view = {GRAPE_OP_KERNEL, 0, fn, &d, &params, 8, 0};
   issued[nissued++] = fop(&view);
+  if (region.nops == 0 && cache_timed)
+    region.t_first = fake_clock();   /* as the shim does at a chunk's first op */
   for (;;) {
     grape_region_t* r = &region;
     if (r->cur != NULL) {
@@ -183,6 +193,7 @@ static void issue(const pop_t* p) {
     /* Eagerly: the program's own launch, then recorded. */
     run(&issued[nissued - 1]);
     eager_launches++;
+    fake_now += eager_op_ns;
     cr_assert_eq(grape__region_reserve(r, 8), 0);
     grape__region_push(r, &k, &d, fn, &params, 8);
     return;
@@ -216,6 +227,9 @@ static void setup_with(grape_gc_config_t cfg) {
   memset(&dev, 0, sizeof(dev));
   memset(&region, 0, sizeof(region));
   nissued = eager_launches = 0;
+  fake_now = 1;
+  eager_op_ns = graph_launch_ns = 0;
+  cache_timed = cfg.now != NULL;
   cr_assert_eq(grape_gc_create(&cfg, &fake, &cache), 0);
   region.cur = grape_gc_root(cache);
 }
@@ -361,6 +375,41 @@ Test(cache, a_far_parameter_set_gets_a_variant_once_its_updates_cost_three_build
   cr_expect_gt(built_at, 4, "not at the first far replay (it came at %d)", built_at);
   cr_expect_eq(st.node_updates, 2 * 4, "two far replays updated every node, then none (%lu)",
                (unsigned long)st.node_updates);
+}
+
+/* n regions of 4 ops whose replays take `graph` ns against 10 ns an eager op. */
+static void run_timed(uint64_t graph, int n) {
+  grape_gc_config_t cfg = config();
+  cfg.now = fake_clock;
+  cfg.recheck = 8;
+  cfg.warmup = 3;   /* two timed eager cycles (the third's holds the build) */
+  teardown();
+  setup_with(cfg);
+  eager_op_ns = 10;
+  graph_launch_ns = graph;
+  pop_t step[4] = {{1, 4, 3}, {2, 4, 3}, {3, 4, 3}, {4, 4, 3}};
+  for (int it = 0; it < n; it++)
+    issue_all(step, 4);
+  expect_device_ran_what_was_issued();
+}
+
+Test(cache, replays_measured_slower_than_eager_runs_stop_and_are_tried_again_later) {
+  run_timed(100, 30);   /* a replay: 100 ns; eager: 4 * 10 */
+  grape_gc_stats_t st = stats();
+  /* Built at the third sighting. A cycle is known when the next chunk
+   * starts, so the verdict "clearly slower" (4 replays timed) comes at the
+   * fifth replay (sightings 4-8): eager until 16, replays 17-21, slower
+   * again: eager for twice as long (22-37; the run ends at 30). */
+  cr_expect_eq(st.graph_hits, 10, "%lu hits", (unsigned long)st.graph_hits);
+  cr_expect_eq(dev.launches, 10);
+  grape_gc_path_t top;
+  cr_assert_eq(grape_gc_top(cache, &top, 1), 1);
+  cr_expect_not_null(strstr(top.why, "measured slower"), "%s", top.why);
+}
+
+Test(cache, replays_measured_faster_stay) {
+  run_timed(15, 40);   /* a replay: 15 ns; eager: 40 */
+  cr_expect_eq(stats().graph_hits, 37);
 }
 
 Test(cache, divergence_submits_the_held_ops_in_order) {

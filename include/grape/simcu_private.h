@@ -1,0 +1,35 @@
+/* The simulated device's private export table: what the sim's driver offers
+ * beyond CUDA's API through cuGetExportTable(SIMCU_PRIVATE_UUID), the way
+ * NVIDIA's runtime reaches its driver's private functions. A real driver does
+ * not know the id, so a caller that finds no table is on a real GPU.
+ *
+ * Users: the sim's runtime and libsimblas (to charge simulated host work) and
+ * libgrape.so (to read the simulated host clock, so that graph mode measures
+ * replays against eager runs in the sim's time, not the machine's). Needs only
+ * <stddef.h> and <stdint.h>. */
+#ifndef GRAPE_SIMCU_PRIVATE_H
+#define GRAPE_SIMCU_PRIVATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* "simcu-private-01" */
+#define SIMCU_PRIVATE_UUID                                                          \
+  {                                                                                \
+    0x73, 0x69, 0x6d, 0x63, 0x75, 0x2d, 0x70, 0x72, 0x69, 0x76, 0x61, 0x74, 0x65,  \
+        0x2d, 0x30, 0x31                                                           \
+  }
+
+enum simcu_work_e {
+  SIMCU_WORK_OP = 0,        /* the program's own host work per op: SIMCU_HOST_NS */
+  SIMCU_WORK_RUNTIME = 1,   /* the runtime's own overhead per runtime call: row "runtime" */
+};
+
+typedef struct simcu_private_s {
+  size_t size;                      /* sizeof(simcu_private_t) */
+  void (*host_work)(int kind);      /* charges the calling thread's host clock */
+  uint64_t (*host_ns)(void);        /* the calling thread's host clock */
+  uint64_t (*end_ns)(void);         /* latest host clock or finished device work so far */
+} simcu_private_t;
+
+#endif
