@@ -12,6 +12,7 @@
 #include "internal.h"
 #include "log.h"
 #include "real.h"
+#include "util/grow.h"
 
 #define TABLE_BITS 16   /* 65536 handles: 1 MiB of table, touched sparsely */
 #define TABLE_SIZE ((size_t)1 << TABLE_BITS)
@@ -138,16 +139,11 @@ static void retire(grape_func_t* f) {
       f->name = copy;
       f->owns_name = copy != NULL;
     }
-    if (nretired == retired_cap) {
-      size_t cap = retired_cap ? retired_cap * 2 : 64;
-      grape_func_t** v = realloc(retired, cap * sizeof(*v));
-      if (v != NULL) {
-        retired = v;
-        retired_cap = cap;
-      }
-    }
-    if (nretired < retired_cap)
-      retired[nretired++] = f;   /* else leaked: out of memory, and it must stay valid */
+    grape_func_t** v = grape__grow(retired, &retired_cap, nretired + 1, sizeof(*retired), 64);
+    if (v != NULL) {
+      retired = v;
+      retired[nretired++] = f;
+    }   /* else leaked: out of memory, and it must stay valid */
   }
   pthread_mutex_unlock(&retire_lock);
 }

@@ -37,6 +37,7 @@
 #include "log.h"
 #include "real.h"
 #include "graph.h"
+#include "util/grow.h"
 
 typedef struct fentry_s {
   uint64_t id;
@@ -63,29 +64,16 @@ typedef struct glue_s {
   char dev_name[256];
 } glue_t;
 
-/* Grows *v (elements of sz bytes) to hold need. @return 0 or -ENOMEM. */
-static int grow_to(void** v, size_t* cap, size_t need, size_t sz) {
-  if (need <= *cap)
-    return 0;
-  size_t ncap = *cap ? *cap : 16;
-  while (ncap < need)
-    ncap *= 2;
-  void* n = ncap <= SIZE_MAX / sz ? realloc(*v, ncap * sz) : NULL;
-  if (n == NULL)
-    return -ENOMEM;
-  *v = n;
-  *cap = ncap;
-  return 0;
-}
-
 /* ---- Collecting ---- */
 
 static void take_path(const grape_gc_path_t* p, void* arg) {
   glue_t* g = arg;
-  if (grow_to((void**)&g->paths, &g->cap_paths, g->npaths + 1, sizeof(*p)) != 0) {
+  grape_gc_path_t* v = grape__grow(g->paths, &g->cap_paths, g->npaths + 1, sizeof(*p), 16);
+  if (v == NULL) {
     g->oom = 1;
     return;
   }
+  g->paths = v;
   g->paths[g->npaths++] = *p;
 }
 
@@ -97,10 +85,12 @@ static int better(const grape_func_t* a, const grape_func_t* b) {
 
 static void take_func(const grape_func_t* f, void* arg) {
   glue_t* g = arg;
-  if (grow_to((void**)&g->funcs, &g->cap_funcs, g->nfuncs + 1, sizeof(*g->funcs)) != 0) {
+  fentry_t* v = grape__grow(g->funcs, &g->cap_funcs, g->nfuncs + 1, sizeof(*g->funcs), 16);
+  if (v == NULL) {
     g->oom = 1;
     return;
   }
+  g->funcs = v;
   g->funcs[g->nfuncs++] = (fentry_t){f->id, f, GRAPE_TRACE_NONE, 0};
 }
 
@@ -184,8 +174,11 @@ static const grape_alloc_life_t* find_alloc(const glue_t* g, uint64_t addr, uint
 
 static void take_handle(const void* h, void* arg) {
   glue_t* g = arg;
-  if (grow_to((void**)&g->handles, &g->cap_handles, g->nhandles + 1, sizeof(*g->handles)) == 0)
+  const void** v = grape__grow(g->handles, &g->cap_handles, g->nhandles + 1, sizeof(*g->handles), 16);
+  if (v != NULL) {
+    g->handles = v;
     g->handles[g->nhandles++] = h;
+  }
 }
 
 /* The image of fb holding kernel name: the one a device of SM version arch
@@ -324,11 +317,18 @@ static int add_path(glue_t* g, const grape_gc_path_t* v, scratch_t* s) {
   size_t nptr = 0;
   for (uint32_t i = 0; i < v->nops; i++)
     nptr += v->keys[i].kind == GRAPE_OP_KERNEL ? v->keys[i].param_bytes / 8 : 0;
-  if ((v->nops > s->cap_ops &&
-       grow_to((void**)&s->ops, &s->cap_ops, v->nops, sizeof(*s->ops))) ||
-      (nptr > s->cap_ptrs &&
-       grow_to((void**)&s->ptrs, &s->cap_ptrs, nptr, sizeof(*s->ptrs))))
-    return -ENOMEM;
+  if (v->nops > s->cap_ops) {
+    grape_trace_op_t* ops = grape__grow(s->ops, &s->cap_ops, v->nops, sizeof(*ops), 16);
+    if (ops == NULL)
+      return -ENOMEM;
+    s->ops = ops;
+  }
+  if (nptr > s->cap_ptrs) {
+    grape_trace_ptr_t* ptrs = grape__grow(s->ptrs, &s->cap_ptrs, nptr, sizeof(*ptrs), 16);
+    if (ptrs == NULL)
+      return -ENOMEM;
+    s->ptrs = ptrs;
+  }
   grape_trace_ptr_t* w = s->ptrs;
   for (uint32_t i = 0; i < v->nops; i++) {
     const grape_op_key_t* key = &v->keys[i];

@@ -27,6 +27,7 @@
 #include "grape/report.h"
 #include "json.h"
 #include "locate.h"
+#include "util/grow.h"
 
 typedef struct option_row_s {
   const char* name;
@@ -130,23 +131,20 @@ static char* read_file(const char* path) {
   FILE* f = fopen(path, "rb");
   if (f == NULL)
     return NULL;
-  size_t cap = 4096, len = 0;
-  char* buf = malloc(cap);
-  while (buf != NULL) {
+  size_t cap = 0, len = 0;
+  char* buf = NULL;
+  for (;;) {
+    char* nb = grape__grow(buf, &cap, len + 2, 1, 4096);   /* a byte to read, and the NUL */
+    if (nb == NULL) {
+      free(buf);
+      buf = NULL;
+      break;
+    }
+    buf = nb;
     size_t n = fread(buf + len, 1, cap - len - 1, f);
     len += n;
     if (n == 0)
       break;
-    if (len + 1 == cap) {
-      char* nb = realloc(buf, cap * 2);
-      if (nb == NULL) {
-        free(buf);
-        buf = NULL;
-        break;
-      }
-      buf = nb;
-      cap *= 2;
-    }
   }
   fclose(f);
   if (buf != NULL)
@@ -172,16 +170,12 @@ static void reports_add(reports_t* r, const char* path) {
     fprintf(stderr, "grape: ignoring a damaged report %s: %s\n", path, err);
     return;
   }
-  if (r->n == r->cap) {
-    size_t cap = r->cap ? 2 * r->cap : 8;
-    json_t** v = realloc(r->v, cap * sizeof(*v));
-    if (v == NULL) {
-      json_free(j);
-      return;
-    }
-    r->v = v;
-    r->cap = cap;
+  json_t** v = grape__grow(r->v, &r->cap, r->n + 1, sizeof(*r->v), 8);
+  if (v == NULL) {
+    json_free(j);
+    return;
   }
+  r->v = v;
   r->v[r->n++] = j;
   snprintf(r->last, sizeof(r->last), "%s", path);
 }
