@@ -25,6 +25,7 @@
 #include "grape/report.h"
 #include "internal.h"
 #include "log.h"
+#include "pattern.h"
 #include "graph.h"
 #include "graphcache/cache.h"
 #include "util/grow.h"
@@ -78,19 +79,6 @@ _Static_assert(sizeof(cause_names) / sizeof(cause_names[0]) == GRAPE_GC_CAUSES,
 /* The report's counters, in GRAPE_REPORT_COUNTERS order. */
 #define COUNTER_ENUM(name, doc) C_##name,
 enum { GRAPE_REPORT_COUNTERS(COUNTER_ENUM) C_COUNT };
-
-/* RANK, else LOCAL_RANK (torchrun and most launchers set them), else -1. */
-static long process_rank(void) {
-  static const char* const vars[] = {"RANK", "LOCAL_RANK"};
-  for (size_t i = 0; i < 2; i++) {
-    const char* v = getenv(vars[i]);
-    char* end;
-    long r = v && *v ? strtol(v, &end, 10) : -1;
-    if (v && *v && *end == '\0' && r >= 0)
-      return r;
-  }
-  return -1;
-}
 
 /* Kernel names by function id, for the ops of the top paths. */
 typedef struct name_entry_s {
@@ -395,7 +383,7 @@ char* grape__report_json(void) {
     return NULL;
   char comm[64];
   command_name(comm, sizeof(comm));
-  long rank = process_rank();
+  long rank = grape__process_rank();
   put(&b, "{\"grape_version\":\"%u.%u.%u\",\"report_format\":%d,\"pid\":%ld,\"ppid\":%ld,\"rank\":",
       grape_version() / 10000, grape_version() / 100 % 100, grape_version() % 100,
       GRAPE_REPORT_FORMAT, (long)getpid(), (long)getppid());
@@ -512,7 +500,7 @@ static int report_path(char* path, size_t cap) {
   const char* target = grape__option_str(grape_option_report);
   if (target == NULL || *target == '\0' || strcmp(target, "stderr") == 0)
     return -1;
-  return grape__expand_pid(target, path, cap) == 0 ? 0 : -1;
+  return grape__pattern_expand(target, (long)getpid(), path, cap) == 0 ? 0 : -1;
 }
 
 void grape__report_mark_forked(void) {
@@ -541,7 +529,7 @@ int grape__report_write(void) {
     goto done;
   }
   char path[4096], tmp[4200];
-  if (grape__expand_pid(target, path, sizeof(path))) {
+  if (grape__pattern_expand(target, (long)getpid(), path, sizeof(path))) {
     rc = -ENAMETOOLONG;
     grape_log_warn("GRAPE_REPORT path too long: no exit report");
     goto done;

@@ -410,22 +410,8 @@ static void device_info(grape_trace_info_t* in, char* name, size_t cap) {
   });
 }
 
-/* The process's rank as launchers set it (torchrun: RANK, LOCAL_RANK); not a
- * GRAPE_ option, so read here rather than through options.c. */
-static long rank_of(void) {
-  static const char* const vars[] = {"RANK", "LOCAL_RANK"};
-  for (int i = 0; i < 2; i++) {
-    const char* s = getenv(vars[i]);
-    char* end;
-    if (s == NULL || *s == '\0')
-      continue;
-    long r = strtol(s, &end, 10);
-    if (*end == '\0' && r >= 0 && r <= INT32_MAX)
-      return r;
-  }
-  return 0;
-}
-
+/* The trace's header: who wrote it, when, on which device, and what the
+ * path table could not keep. */
 static int fill_info(glue_t* g, long rank) {
   char ver[32], prog[PATH_MAX] = "";
   unsigned v = grape_version();
@@ -469,7 +455,9 @@ int grape__trace_write(void) {
   const char* pattern = grape__option_str(grape_option_trace);
   if (pattern == NULL || *pattern == '\0' || grape__mode == GRAPE_MODE_OFF)
     return 0;
-  long rank = rank_of();
+  long rank = grape__process_rank();
+  if (rank < 0)
+    rank = 0;   /* a trace's rank is a number: 0 without a launcher */
   char path[4096], err[512];
   if (grape_trace_expand_path(pattern, (long)getpid(), rank, path, sizeof(path)) != 0) {
     grape_log_warn("GRAPE_TRACE path too long: no trace");
