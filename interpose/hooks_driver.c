@@ -15,6 +15,7 @@
 
 #include "allocmap.h"
 #include "funcinfo.h"
+#include "images.h"
 #include "grape/cubin.h"
 #include "hooks_common.h"
 #include "launch.h"

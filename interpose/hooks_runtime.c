@@ -12,6 +12,7 @@
 
 #include "allocmap.h"
 #include "funcinfo.h"
+#include "images.h"
 #include "hooks_common.h"
 #include "launch.h"
 

@@ -18,6 +18,7 @@
 #include "allocmap.h"
 #include "funcinfo.h"
 #include "graph.h"
+#include "images.h"
 #include "real.h"
 #include "report.h"
 #include "streams.h"
@@ -156,6 +157,7 @@ void grape__reset_child(void) {
   grape__graph_reset_child();
   grape__streams_reset(0);
   grape__func_reset(0);
+  grape__images_reset(0);
   grape__alloc_reset(0);
   grape__log_reset();
   grape__depth = 0;

@@ -30,6 +30,7 @@
 #include "allocmap.h"
 #include "cuda_types.h"
 #include "funcinfo.h"
+#include "images.h"
 #include "grape/cubin.h"
 #include "grape/grape.h"
 #include "grape/trace.h"
