@@ -261,6 +261,30 @@ typedef struct grape_memop_s {
   int ptds;
 } grape_memop_t;
 
+/* The memop of an async memset of count elements of esize bytes (value v)
+ * at dst, and of an async copy of n bytes, on stream s as the call names it
+ * (ptds: its per-thread-default-stream flag). */
+static inline grape_memop_t grape__memop_on(int kind, const void* s, int ptds) {
+  grape_memop_t m;
+  memset(&m, 0, sizeof(m));
+  m.kind = kind;
+  m.stream = s;
+  m.ptds = ptds;
+  return m;
+}
+static inline grape_memop_t grape__memset_op(uint64_t dst, uint32_t v, uint32_t esize, uint64_t count,
+                                             const void* s, int ptds) {
+  grape_memop_t m = grape__memop_on(GRAPE_OP_MEMSET, s, ptds);
+  m.p.set = (grape_memset_params_t){dst, v, esize, count};
+  return m;
+}
+static inline grape_memop_t grape__memcpy_op(uint64_t dst, uint64_t src, uint64_t n, const void* s,
+                                             int ptds) {
+  grape_memop_t m = grape__memop_on(GRAPE_OP_MEMCPY, s, ptds);
+  m.p.cpy = (grape_memcpy_params_t){dst, src, n};
+  return m;
+}
+
 /* Holds memop m (graph mode). @return 1 when held. */
 int grape__hold_memop(const grape_memop_t* m);
 
