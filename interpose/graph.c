@@ -422,8 +422,9 @@ static void stream_classify(grape_stream_t* s) {
   if (resolve_real() == 1)
     GRAPE_NO_REENTRY(rc = real.stream_flags((CUstream)s->handle, &flags));
   /* The kind is read without the lock by the ordering check (graph.h).
-   * A stream the driver does not know (yet) is treated as blocking and held
-   * never: the shim cannot be sure of its ordering. */
+   * A stream the driver does not know (yet) gets the per-thread kind: the
+   * ordering rules treat it as blocking and it is never held, since the shim
+   * cannot be sure of its ordering. */
   __atomic_store_n(&s->kind, rc != CUDA_SUCCESS ? GRAPE_STREAM_PER_THREAD
             : (flags & CU_STREAM_NON_BLOCKING) ? GRAPE_STREAM_NON_BLOCKING
                                                : GRAPE_STREAM_BLOCKING, __ATOMIC_RELAXED);

@@ -1,5 +1,5 @@
 /* The hook table generated from hooks.def: indices, routes, function types and
- * the real_* slots.
+ * the real-function slots (grape__real).
  *
  * DESIGN: a hooked symbol reaches the program in one of four ways, and each
  * needs the real function the caller would otherwise have called:

@@ -8,8 +8,9 @@
  * following the function's cached layout, straight into the stream's region
  * (reserved under the stream's lock). A held launch is recorded instead of
  * submitted and reported as a success: only launches the driver would take
- * are held (a resolved layout and driver function, no launch attributes, no
- * cooperative launch, dimensions within the function's limits); any other op
+ * are held (a resolved layout and driver function, no launch attribute a
+ * graph's kernel node does not carry, no cooperative launch, dimensions
+ * within the function's limits); any other op
  * makes the region leave its known path first, so it reaches the driver in
  * program order and returns its own result. */
 #ifndef GRAPE_INTERPOSE_LAUNCH_H

@@ -9,7 +9,7 @@
  * their id (the hash of the mangled name that op signatures carry); among
  * handles of one kernel (a host stub and the CUfunction fetched for it) the
  * one that knows its image and layout wins. An image is the one the device
- * loaded (the parsed set funcinfo.c keeps per registration), borrowed, not
+ * loaded (the parsed set images.c keeps per registration), borrowed, not
  * copied. A parameter word is a pointer when the allocation history has an
  * interval containing it that was live when the path's parameters were
  * recorded. Kernel bodies of the simulated device are found the way the sim

@@ -8,8 +8,8 @@
  * calibrated on held-out data of the same regime; empty for the baselines
  * and when the model has no calibrated interval). All four are empty for a
  * row that cannot be predicted; such rows are counted and the first few
- * named on stderr. The trace form (grape predict --gpu NAME TRACE) waits
- * for the trace format. */
+ * named on stderr. The trace form (grape predict --gpu NAME TRACE) is not
+ * written yet; grape export --predict-gpu predicts a trace's kernels. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
