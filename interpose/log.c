@@ -16,7 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "pattern.h"
+#include "util/pattern.h"
 
 int grape__log_level_cache = -1;     /* -1: not read yet */
 static int log_fd = -1;            /* -1: not opened yet; 2 when stderr */
@@ -51,7 +51,7 @@ static int open_log_fd(void) {
   fd = 2;
   if (path != NULL && *path) {
     char buf[4096];
-    if (grape__pattern_expand(path, (long)getpid(), buf, sizeof(buf)) == 0) {
+    if (grape__pattern_expand(path, (long)getpid(), NULL, buf, sizeof(buf)) == 0) {
       int f = open(buf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
       if (f >= 0)
         fd = f;

@@ -1,5 +1,5 @@
 /* Options of the shim, read from the environment once (see options.def).
- * With log.h and pattern.h, the layer the shim and the CLI both link
+ * With log.h, the layer the shim and the CLI both link
  * (grape_interpose_base): `grape run` lists these options and checks its
  * --mode with the shim's own parser. */
 #ifndef GRAPE_INTERPOSE_OPTIONS_H

@@ -25,11 +25,11 @@
 #include "grape/report.h"
 #include "internal.h"
 #include "log.h"
-#include "pattern.h"
 #include "graph.h"
 #include "graphcache/cache.h"
 #include "util/grow.h"
 #include "util/json_str.h"
+#include "util/pattern.h"
 
 /* The report's text, in a memory stream (open_memstream), so that the JSON
  * string writer of util/ writes into it as into any file. */
@@ -500,7 +500,7 @@ static int report_path(char* path, size_t cap) {
   const char* target = grape__option_str(grape_option_report);
   if (target == NULL || *target == '\0' || strcmp(target, "stderr") == 0)
     return -1;
-  return grape__pattern_expand(target, (long)getpid(), path, cap) == 0 ? 0 : -1;
+  return grape__pattern_expand(target, (long)getpid(), NULL, path, cap) == 0 ? 0 : -1;
 }
 
 void grape__report_mark_forked(void) {
@@ -529,7 +529,7 @@ int grape__report_write(void) {
     goto done;
   }
   char path[4096], tmp[4200];
-  if (grape__pattern_expand(target, (long)getpid(), path, sizeof(path))) {
+  if (grape__pattern_expand(target, (long)getpid(), NULL, path, sizeof(path))) {
     rc = -ENAMETOOLONG;
     grape_log_warn("GRAPE_REPORT path too long: no exit report");
     goto done;

@@ -26,10 +26,10 @@
 #include "commands.h"
 #include "grape/report.h"
 #include "interpose/options.h"
-#include "interpose/pattern.h"
 #include "json.h"
 #include "locate.h"
 #include "util/grow.h"
+#include "util/pattern.h"
 
 static void usage(FILE* to) {
   fprintf(to,
@@ -490,7 +490,7 @@ int cmd_run(int argc, char** argv) {
       snprintf(where, sizeof(where), "%s", reps.last);
     else
       snprintf(where, sizeof(where), "%s (one per process)", report);
-  } else if (grape__pattern_expand(report, 0, where, sizeof(where)) == 0) {
+  } else if (grape__pattern_expand(report, 0, NULL, where, sizeof(where)) == 0) {
     reports_add(&reps, where);   /* the file the shim wrote ("%%" is a '%') */
   }
   if (reps.n > 0)
