@@ -895,7 +895,7 @@ size_t grape_gc_each_path(grape_gc_t* c, void (*fn)(const grape_gc_path_t* p, vo
   return n;
 }
 
-static int path_cmp(const void* a, const void* b) {
+int grape_gc_path_order(const void* a, const void* b) {
   const grape_gc_path_t* x = a;
   const grape_gc_path_t* y = b;
   if (x->count != y->count)
@@ -914,7 +914,7 @@ size_t grape_gc_top(grape_gc_t* c, grape_gc_path_t* top, size_t n) {
     all[k++] = path_view(c, p);
   }
   if (all != NULL) {
-    qsort(all, k, sizeof(*all), path_cmp);
+    qsort(all, k, sizeof(*all), grape_gc_path_order);
     if (k > n)
       k = n;
     memcpy(top, all, k * sizeof(*all));

@@ -144,6 +144,20 @@ void grape__held_chunk_end(grape_stream_t* s);
  * @return 1 when the chunk ended there (the op may start another path). */
 int grape__diverge(grape_stream_t* s, grape_gc_cause_t cause);
 
+/* The op just pushed on s's region was held at trie node nx: the region
+ * follows nx, s goes on the holding list with its first held op, and the
+ * chunk ends at a leaf of the trie or at its length. Unlocks s. */
+static inline __attribute__((always_inline)) void grape__held_unlock(grape_stream_t* s,
+                                                                     const grape_gc_node_t* nx) {
+  grape_region_t* r = &s->region;
+  r->cur = nx;
+  if (r->held++ == 0)
+    grape__hold_begun(s);
+  if (grape_gc_leaf(nx) || r->nops >= grape__chunk_limit())
+    grape__held_chunk_end(s);
+  spin_unlock(&s->lock);
+}
+
 /* Tries to hold launch l (graph mode). @return 1 when it was held (recorded,
  * not submitted: the hook returns success), 0 when it goes to the driver. */
 static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_t route,
@@ -188,15 +202,10 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
     r->poff[i] = (uint32_t)r->plen;
     r->plen += n + k.attrs_bytes;
     r->nops = i + 1;
-    r->cur = nx;
-    if (r->held++ == 0)
-      grape__hold_begun(s);
     GRAPE_COUNT(launches[route]);
     if (__builtin_expect(grape__log_level() >= GRAPE_LOG_DEBUG, 0))
       grape__log_launch(route, f, l, dst, n);
-    if (grape_gc_leaf(nx) || r->nops >= grape__chunk_limit())
-      grape__held_chunk_end(s);
-    spin_unlock(&s->lock);
+    grape__held_unlock(s, nx);
     return 1;
   }
   r->cur = NULL;

@@ -116,14 +116,6 @@ static void funcs_index(glue_t* g) {
   g->nfuncs = k;
 }
 
-static int path_cmp(const void* a, const void* b) {
-  const grape_gc_path_t* x = a;
-  const grape_gc_path_t* y = b;
-  if (x->count != y->count)
-    return x->count > y->count ? -1 : 1;
-  return x->fp < y->fp ? -1 : x->fp > y->fp;
-}
-
 static int life_cmp(const void* a, const void* b) {
   const grape_alloc_life_t* x = a;
   const grape_alloc_life_t* y = b;
@@ -485,7 +477,7 @@ int grape__trace_write(void) {
   if (rc == 0) {
     device_info(&g.dev, g.dev_name, sizeof(g.dev_name));
     funcs_index(&g);
-    qsort(g.paths, g.npaths, sizeof(*g.paths), path_cmp);
+    qsort(g.paths, g.npaths, sizeof(*g.paths), grape_gc_path_order);   /* most frequent first */
     for (size_t i = 0; i < g.npaths && rc == 0; i++)
       rc = add_path(&g, &g.paths[i], &s);
   }
