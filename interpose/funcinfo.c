@@ -19,10 +19,12 @@ static grape_handle_slot_t* table;   /* handle -> grape_func_t*; made on first u
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Finds key's slot in t; with create, claims a free one. NULL: absent / full. */
-static grape_handle_slot_t* find(grape_handle_slot_t* t, const void* key, int create) {
+/* Finds key's slot in t; with create, claims a free one. NULL: absent / full.
+ * Inlined: every registration and every first launch of a handle probes. */
+static inline __attribute__((always_inline)) grape_handle_slot_t* find(grape_handle_slot_t* t,
+                                                                      const void* key, int create) {
   grape_handle_slot_t* s = grape__handle_slot(t, key, create);
-  if (s == NULL && create)
+  if (__builtin_expect(s == NULL && create, 0))
     grape_log_warn_once("function table full: further kernels are counted without parameters");
   return s;
 }

@@ -128,11 +128,11 @@ static const char* accepted(const option_desc_t* d, int* len) {
   return s;
 }
 
-/* "GRAPE_" + upper(d's name) into out. */
+/* "GRAPE_" + upper(d's name) into out, cut to cap >= 1 bytes. */
 static void env_name(const option_desc_t* d, char* out, size_t cap) {
-  size_t n = 0;
-  for (const char* p = "GRAPE_"; *p && n + 1 < cap; p++)
-    out[n++] = *p;
+  static const char prefix[] = "GRAPE_";
+  size_t n = sizeof(prefix) - 1 < cap ? sizeof(prefix) - 1 : cap - 1;
+  memcpy(out, prefix, n);
   for (const char* p = d->name; *p && n + 1 < cap; p++)
     out[n++] = (char)toupper((unsigned char)*p);
   out[n] = '\0';

@@ -48,7 +48,8 @@ const char* grape__option_doc(grape_option_t o);
 const char* grape__option_default(grape_option_t o);   /* as text; "(unset)" for NULL */
 grape_option_kind_t grape__option_kind(grape_option_t o);
 
-/* The option's environment variable, "GRAPE_" + upper(name), into out. */
+/* The option's environment variable, "GRAPE_" + upper(name), into out
+ * (cut to cap >= 1 bytes). */
 void grape__option_env(grape_option_t o, char* out, size_t cap);
 
 /* What o accepts, for messages: an ENUM's "a | b | c" (len bytes of the
