@@ -103,6 +103,65 @@ static void retire(grape_func_t* f) {
   pthread_mutex_unlock(&retire_lock);
 }
 
+/* ---- Handles by image: what an unload forgets, without scanning the table ----
+ * Every handle registered with an image (and every alias of such a handle) is
+ * listed under the image, so that unloading it touches only its own handles:
+ * a library of thousands of fatbins unregisters each at exit. Under
+ * resolve_lock. */
+
+typedef struct image_handles_s {
+  const void* image;   /* NULL = free entry */
+  const void** handles;
+  size_t n, cap;
+} image_handles_t;
+
+static image_handles_t* by_image;
+static size_t by_image_cap, by_image_len;
+
+static image_handles_t* image_entry(const void* image, int create) {
+  if (by_image_cap == 0 || (create && (by_image_len + 1) * 2 > by_image_cap)) {
+    if (!create)
+      return NULL;
+    size_t ncap = by_image_cap ? by_image_cap * 2 : 256;
+    image_handles_t* nv = calloc(ncap, sizeof(*nv));
+    if (nv == NULL)
+      return NULL;
+    for (size_t i = 0; i < by_image_cap; i++) {
+      if (by_image[i].image == NULL)
+        continue;
+      size_t j = grape__handle_hash(by_image[i].image) & (ncap - 1);
+      while (nv[j].image != NULL)
+        j = (j + 1) & (ncap - 1);
+      nv[j] = by_image[i];
+    }
+    free(by_image);
+    by_image = nv;
+    by_image_cap = ncap;
+  }
+  size_t i = grape__handle_hash(image) & (by_image_cap - 1);
+  for (; by_image[i].image != NULL; i = (i + 1) & (by_image_cap - 1))
+    if (by_image[i].image == image)
+      return &by_image[i];
+  if (!create)
+    return NULL;
+  by_image[i].image = image;
+  by_image_len++;
+  return &by_image[i];
+}
+
+/* Lists handle h under image (out of memory: h is not listed, and an unload
+ * leaves its info in place, as a driver that never reuses the value would). */
+static void image_add_handle(const void* image, const void* h) {
+  image_handles_t* e = image_entry(image, 1);
+  if (e == NULL)
+    return;
+  const void** v = grape__grow(e->handles, &e->cap, e->n + 1, sizeof(*e->handles), 8);
+  if (v == NULL)
+    return;
+  e->handles = v;
+  e->handles[e->n++] = h;
+}
+
 static void drop_thread_caches(void) {
   __atomic_add_fetch(&grape__func_generation, 1, __ATOMIC_RELAXED);
 }
@@ -134,8 +193,11 @@ void grape__func_register(const void* h, grape_handle_kind_t kind, const char* n
     }
   }
   set_name(f, name, copy);
-  if (image != NULL)
+  if (image != NULL) {
+    if (f->image != image)
+      image_add_handle(image, h);
     f->image = image;
+  }
   if (kind == GRAPE_FN_RUNTIME)
     f->stub = 1;
   pthread_mutex_unlock(&resolve_lock);
@@ -154,6 +216,11 @@ void grape__func_alias(const void* alias, grape_handle_kind_t kind, const void* 
     return;
   }
   /* The alias follows the current info of `of`, whatever it held before. */
+  if (f->image != NULL) {
+    pthread_mutex_lock(&resolve_lock);
+    image_add_handle(f->image, alias);
+    pthread_mutex_unlock(&resolve_lock);
+  }
   grape_func_t* old = __atomic_exchange_n(&s->value, f, __ATOMIC_ACQ_REL);
   if (old != NULL && old != f) {
     if (old->handle == alias)
@@ -167,13 +234,17 @@ void grape__func_forget_image(const void* image) {
   if (t == NULL || image == NULL)
     return;
   pthread_mutex_lock(&resolve_lock);
-  for (size_t i = 0; i < GRAPE_HANDLE_SLOTS; i++) {
-    grape_func_t* f = grape__handle_value(&t[i]);
+  image_handles_t* e = image_entry(image, 0);
+  for (size_t i = 0; e != NULL && i < e->n; i++) {
+    grape_handle_slot_t* s = find(t, e->handles[i], 0);
+    grape_func_t* f = s ? grape__handle_value(s) : NULL;
     if (f == NULL || f->image != image)
-      continue;
-    __atomic_store_n(&t[i].value, NULL, __ATOMIC_RELEASE);
+      continue;   /* already forgotten, or since registered for another image */
+    __atomic_store_n(&s->value, NULL, __ATOMIC_RELEASE);
     retire(f);
   }
+  if (e != NULL)
+    e->n = 0;   /* the entry stays: its image handle may be registered again */
   /* The image itself stays registered (the trace writer names it at exit); a
    * new registration of its handle value replaces it (images.c). */
   pthread_mutex_unlock(&resolve_lock);
@@ -423,8 +494,13 @@ void grape__func_reset(int free_memory) {
       info_free(retired[i]);
     free(retired);
     free(table);
+    for (size_t i = 0; i < by_image_cap; i++)
+      free(by_image[i].handles);
+    free(by_image);
   }
   table = NULL;
+  by_image = NULL;
+  by_image_cap = by_image_len = 0;
   retired = NULL;
   nretired = retired_cap = 0;
   drop_thread_caches();
