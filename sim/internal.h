@@ -36,6 +36,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "cost.h"
 #include "grape/cubin.h"
@@ -72,6 +73,19 @@ extern const char* const grape__sim_sym_names[SYM__COUNT];
   } while (0)
 /* Counts a call of an entry point and charges its cost on the caller's host clock. */
 #define SIM_COUNT(sym) grape__sim_enter(SYM_##sym)
+
+/* Room for more elements in a growing array: v reallocated to twice *cap
+ * elements of elem bytes (first, when *cap is 0), *cap updated; NULL (v and
+ * *cap unchanged, v still valid) when memory runs out or the size overflows. */
+static inline void* grape__sim_grow(void* v, size_t* cap, size_t elem, size_t first) {
+  size_t nc = *cap ? *cap * 2 : first;
+  if (nc < *cap || nc > SIZE_MAX / elem)
+    return NULL;
+  void* nv = realloc(v, nc * elem);
+  if (nv != NULL)
+    *cap = nc;
+  return nv;
+}
 
 /* ---- Objects ---- */
 
@@ -255,7 +269,8 @@ struct sim_node_s {
 
 struct CUgraph_st {
   sim_node_t** nodes;
-  uint32_t nnodes, cap;
+  uint32_t nnodes;
+  size_t cap;
 };
 
 struct CUgraphExec_st {
@@ -362,7 +377,6 @@ CUresult grape__sim_free_now(CUdeviceptr p);
 CUresult grape__sim_stream(CUstream h, int ptds, struct CUstream_st** out);
 CUresult grape__sim_submit(struct CUstream_st* s, sim_work_t* w, const sim_dep_t* extra, int nextra);
 CUresult grape__sim_wait_stream(struct CUstream_st* s);
-int grape__sim_capturing(struct CUstream_st* s);
 CUresult grape__sim_wait_all(void);
 void grape__sim_wait_all_timed(int ms);
 int grape__sim_run_work(sim_work_t* w, uint64_t* clock);   /* returns a device fault or 0 */
@@ -372,8 +386,10 @@ uint64_t grape__sim_device_end_ns(void);
 void grape__sim_work_release(sim_work_t* w);
 int grape__sim_work_copy(sim_work_t* dst, const sim_work_t* src);
 void grape__sim_event_unref_locked(struct CUevent_st* e);
-CUresult grape__sim_capture_check(struct CUstream_st* s, int legacy_ok);
-CUresult grape__sim_unsafe_call(void);
+/* Submits a batch (a graph launch) contiguously; works[] and the
+ * dependencies' cells are consumed. */
+CUresult grape__sim_submit_batch(struct CUstream_st* s, sim_work_t* works, sim_dep_t** deps,
+                                 int* ndeps, int n);
 
 /* module.c */
 CUresult grape__sim_make_kernel_work(struct CUfunc_st* f, const unsigned grid[3],
@@ -393,10 +409,27 @@ void grape__sim_memop_atfork(int phase);
 void grape__sim_stream_atfork_child(void);   /* grape__sim.lock held */
 
 /* graph.c */
+struct CUgraph_st* grape__sim_graph_new(void);   /* empty and registered; NULL without memory */
+/* Lock held. Appends a node of g after deps (each a node of g), taking over
+ * *w (zeroed; may be NULL) and a reference to ev (may be NULL); NULL when a
+ * dependency is not g's or memory runs out (then *w is still the caller's). */
+sim_node_t* grape__sim_node_add_locked(struct CUgraph_st* g, int type, sim_node_t* const* deps,
+                                       size_t ndeps, sim_work_t* w, struct CUevent_st* ev);
+void grape__sim_graph_free_locked(struct CUgraph_st* g);   /* lock held (event references) */
+
+/* capture.c */
+int grape__sim_capturing(struct CUstream_st* s);
+/* A synchronising operation on s (see capture.c); legacy_ok: the legacy
+ * stream may sync while blocking streams capture. Invalidates what it refuses. */
+CUresult grape__sim_capture_check(struct CUstream_st* s, int legacy_ok);
+CUresult grape__sim_unsafe_call(void);   /* a potentially unsafe call during capture */
+/* Lock held, s capturing. Takes ownership of *w (when w is not NULL) on success. */
 CUresult grape__sim_capture_add(struct CUstream_st* s, sim_work_t* w, int type,
                                 struct CUevent_st* ev);
-CUresult grape__sim_capture_record_event(struct CUstream_st* s, struct CUevent_st* e);
-CUresult grape__sim_capture_wait_event(struct CUstream_st* s, struct CUevent_st* e);
-void grape__sim_capture_invalidate(struct CUstream_st* s);
+/* Lock held, s capturing: stream work becomes a node after the stream's
+ * frontier; an event record moves the event to the frontier instead. */
+CUresult grape__sim_capture_submit_locked(struct CUstream_st* s, sim_work_t* w);
+CUresult grape__sim_capture_wait_event(struct CUstream_st* s, struct CUevent_st* e);   /* lock held */
+void grape__sim_capture_invalidate(struct CUstream_st* s);   /* lock held */
 
 #endif

@@ -1,10 +1,10 @@
 /* stream.c: streams, their worker threads, events, host functions, and the
  * rules that tie work to streams (legacy NULL stream, per-thread default
- * stream, capture-time restrictions).
+ * stream).
  *
  * DESIGN: grape__sim_submit() is the one door for stream work. Under the
- * global lock it either turns the work into a node of the stream's capture
- * graph, or gives it the next sequence number of the stream, adds the implicit
+ * global lock it either hands the work to the stream's capture (capture.c),
+ * which makes it a graph node, or gives it the next sequence number of the stream, adds the implicit
  * dependencies of the legacy stream (an op on the legacy stream waits for all
  * prior work of blocking streams; an op on a blocking stream waits for prior
  * legacy work) and queues it. A stream's worker thread, started on its first
@@ -41,8 +41,6 @@
 static _Thread_local struct CUstream_st* tls_ptds;
 static pthread_key_t ptds_key;
 static pthread_once_t ptds_once = PTHREAD_ONCE_INIT;
-static _Thread_local CUstreamCaptureMode tls_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-static _Thread_local int tls_own_strict;   /* this thread's non-relaxed captures */
 
 /* ---- Stream objects ---- */
 
@@ -469,16 +467,6 @@ static int add_stream_dep(sim_op_t* op, int* cap, struct CUstream_st* t) {
   return add_dep(op, cap, &d);
 }
 
-static int node_type_of(int kind) {
-  switch (kind) {
-  case OP_KERNEL: return N_KERNEL;
-  case OP_MEMCPY: return N_MEMCPY;
-  case OP_MEMSET: return N_MEMSET;
-  case OP_HOSTFN: return N_HOST;
-  default: return -1;
-  }
-}
-
 /* Lock held. Takes ownership of *w on success (and on failure frees nothing
  * of it); the extra dependencies' cells are taken over either way. */
 static CUresult submit_locked(struct CUstream_st* s, sim_work_t* w, const sim_dep_t* extra,
@@ -486,14 +474,7 @@ static CUresult submit_locked(struct CUstream_st* s, sim_work_t* w, const sim_de
   *run_inline = 0;
   if (s->cap != NULL) {
     grape__sim_deps_drop_locked((sim_dep_t*)extra, nextra);
-    if (s->cap->invalidated)
-      return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-    if (w->kind == OP_EVENT)
-      return grape__sim_capture_record_event(s, w->u.ev.ev);
-    int type = node_type_of(w->kind);
-    if (type < 0)
-      return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    return grape__sim_capture_add(s, w, type, NULL);
+    return grape__sim_capture_submit_locked(s, w);
   }
   if (s->legacy) {
     /* The legacy stream may not join work of a capturing blocking stream. */
@@ -600,8 +581,6 @@ CUresult grape__sim_submit(struct CUstream_st* s, sim_work_t* w, const sim_dep_t
 /* Submits a batch (a graph launch) contiguously. works[] and the
  * dependencies' cells are consumed. */
 CUresult grape__sim_submit_batch(struct CUstream_st* s, sim_work_t* works, sim_dep_t** deps,
-                                 int* ndeps, int n);
-CUresult grape__sim_submit_batch(struct CUstream_st* s, sim_work_t* works, sim_dep_t** deps,
                                  int* ndeps, int n) {
   CUresult r = CUDA_SUCCESS;
   pthread_mutex_lock(&grape__sim.lock);
@@ -690,13 +669,6 @@ out:
   pthread_mutex_unlock(&grape__sim.lock);
 }
 
-int grape__sim_capturing(struct CUstream_st* s) {
-  pthread_mutex_lock(&grape__sim.lock);
-  int c = s->cap != NULL;
-  pthread_mutex_unlock(&grape__sim.lock);
-  return c;
-}
-
 /* A device-wide sync (cuCtxSynchronize, and the calls that imply one). */
 CUresult grape__sim_wait_all(void) {
   uint64_t end = 0;
@@ -749,70 +721,6 @@ void grape__sim_stream_atfork_child(void) {
     (void)pthread_cond_init(&t->cv, NULL);
   }
   grape__sim.host_blocked = 0;
-}
-
-/* ---- Capture-time rules ---- */
-
-/* Lock held. */
-static void invalidate_all_strict(void) {
-  for (struct CUstream_st* t = grape__sim.all_streams; t != NULL; t = t->all_next)
-    if (t->cap != NULL && t->cap->mode != CU_STREAM_CAPTURE_MODE_RELAXED)
-      t->cap->invalidated = 1;
-}
-
-/* A "potentially unsafe" call (cuMemAlloc, cuMemFree, cuCtxSynchronize, ...),
- * judged by the calling thread's capture interaction mode. */
-CUresult grape__sim_unsafe_call(void) {
-  if (tls_mode == CU_STREAM_CAPTURE_MODE_RELAXED)
-    return CUDA_SUCCESS;
-  CUresult r = CUDA_SUCCESS;
-  pthread_mutex_lock(&grape__sim.lock);
-  if (tls_own_strict > 0 ||
-      (tls_mode == CU_STREAM_CAPTURE_MODE_GLOBAL && grape__sim.active_global_captures > 0)) {
-    invalidate_all_strict();
-    r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  }
-  pthread_mutex_unlock(&grape__sim.lock);
-  return r;
-}
-
-/* A synchronising operation on s: illegal if s is capturing (and that
- * invalidates the capture), or if it is the legacy stream while a blocking
- * stream captures. */
-CUresult grape__sim_capture_check(struct CUstream_st* s, int legacy_ok) {
-  CUresult r = CUDA_SUCCESS;
-  pthread_mutex_lock(&grape__sim.lock);
-  if (s->cap != NULL) {
-    s->cap->invalidated = 1;
-    r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  } else if (s->legacy && !legacy_ok) {
-    for (struct CUstream_st* t = grape__sim.all_streams; t != NULL; t = t->all_next)
-      if (!(t->flags & CU_STREAM_NON_BLOCKING) && t->cap != NULL) {
-        t->cap->invalidated = 1;
-        r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
-      }
-  }
-  pthread_mutex_unlock(&grape__sim.lock);
-  if (r == CUDA_SUCCESS)
-    r = grape__sim_unsafe_call();
-  return r;
-}
-
-/* Called by graph.c when a capture begins (delta = 1) or ends (-1) on this thread. */
-void grape__sim_capture_thread_account(CUstreamCaptureMode mode, int delta);
-void grape__sim_capture_thread_account(CUstreamCaptureMode mode, int delta) {
-  if (mode != CU_STREAM_CAPTURE_MODE_RELAXED)
-    tls_own_strict += delta;
-}
-
-SIM_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
-  SIM_COUNT(cuThreadExchangeStreamCaptureMode);
-  if (mode == NULL || (unsigned)*mode > CU_STREAM_CAPTURE_MODE_RELAXED)
-    return CUDA_ERROR_INVALID_VALUE;
-  CUstreamCaptureMode old = tls_mode;
-  tls_mode = *mode;
-  *mode = old;
-  return CUDA_SUCCESS;
 }
 
 /* ---- Stream entry points ---- */
