@@ -163,17 +163,8 @@ static CUresult memset_work_from(const CUDA_MEMSET_NODE_PARAMS* p, sim_work_t* o
       p->width == 0 || p->height == 0)
     return CUDA_ERROR_INVALID_VALUE;
   size_t pitch = p->height > 1 ? p->pitch : p->width * p->elementSize;
-  if (!grape__sim_dev_range(p->dst, pitch * (p->height - 1) + p->width * p->elementSize))
-    return CUDA_ERROR_INVALID_VALUE;
-  sim_work_t w = {.kind = OP_MEMSET};
-  w.u.ms.dst = (void*)(uintptr_t)p->dst;
-  w.u.ms.value = p->value;
-  w.u.ms.esize = p->elementSize;
-  w.u.ms.n = p->width;
-  w.u.ms.height = p->height;
-  w.u.ms.pitch = pitch;
-  *out = w;
-  return CUDA_SUCCESS;
+  return grape__sim_memset_work(p->dst, p->value, p->elementSize, p->width, p->height, pitch,
+                                out);
 }
 
 SIM_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps,
@@ -186,7 +177,7 @@ SIM_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* out, CUgraph g, const CUgr
 }
 
 static CUresult memcpy_work_from(const CUDA_MEMCPY3D* p, sim_work_t* out) {
-  return grape__sim_copy3d_work(p, out);   /* 1-D, 2-D and 3-D (copy3d.c) */
+  return grape__sim_copy3d_work(p, out);   /* 1-D, 2-D and 3-D (copy.c) */
 }
 
 SIM_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps,

@@ -160,7 +160,7 @@ typedef struct sim_work_s {
       const void* src;
       size_t n;                  /* bytes (per row for 2-D/3-D copies) */
       void* owned;               /* snapshot of pageable host source, freed with the work */
-      size_t rows, depth;        /* 2-D/3-D copies (copy3d.c): rows per slice, slices; 0 = 1 */
+      size_t rows, depth;        /* 2-D/3-D copies (copy.c): rows per slice, slices; 0 = 1 */
       size_t spitch, dpitch;     /* bytes between rows */
       size_t sslice, dslice;     /* bytes between slices */
     } cp;
@@ -375,6 +375,9 @@ CUresult grape__sim_free_now(CUdeviceptr p);
 
 /* stream.c */
 CUresult grape__sim_stream(CUstream h, int ptds, struct CUstream_st** out);
+/* The stream of a copy or memset; a synchronous one may not be issued while
+ * that stream (or, for the legacy stream, a blocking one) captures. */
+CUresult grape__sim_op_stream(CUstream h, int ptds, int async, struct CUstream_st** out);
 CUresult grape__sim_submit(struct CUstream_st* s, sim_work_t* w, const sim_dep_t* extra, int nextra);
 CUresult grape__sim_wait_stream(struct CUstream_st* s);
 CUresult grape__sim_wait_all(void);
@@ -397,9 +400,16 @@ CUresult grape__sim_make_kernel_work(struct CUfunc_st* f, const unsigned grid[3]
                                      void** extra, sim_work_t* w);
 CUresult grape__sim_bind_body(struct CUfunc_st* f);
 
-/* copy3d.c */
+/* copy.c */
 void grape__sim_copy_rows(const sim_work_t* w);   /* runs a 2-D/3-D OP_MEMCPY */
 CUresult grape__sim_copy3d_work(const CUDA_MEMCPY3D* p, sim_work_t* w);   /* graph memcpy nodes */
+
+/* memset.c */
+/* The work of a memset of height rows of n elements of esize bytes, pitch
+ * bytes apart, at d (graph memset nodes too); CUDA_ERROR_INVALID_VALUE unless
+ * the rows lie inside one device allocation. */
+CUresult grape__sim_memset_work(CUdeviceptr d, unsigned v, unsigned esize, size_t n,
+                                size_t height, size_t pitch, sim_work_t* w);
 
 /* Fork handlers of each file's locks (phase: SIM_FORK_PREPARE, _PARENT, _CHILD). */
 enum { SIM_FORK_PREPARE, SIM_FORK_PARENT, SIM_FORK_CHILD };

@@ -120,17 +120,16 @@ static void ptds_key_init(void) {
   (void)pthread_key_create(&ptds_key, ptds_exit);
 }
 
-static struct CUstream_st* legacy_stream(void) {
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  void init_legacy(void);
-  pthread_once(&once, init_legacy);
-  return grape__sim.legacy;
-}
-
-void init_legacy(void) {
+static void init_legacy(void) {
   grape__sim.legacy = stream_new(CU_STREAM_DEFAULT, 0);
   if (grape__sim.legacy != NULL)
     grape__sim.legacy->legacy = 1;
+}
+
+static struct CUstream_st* legacy_stream(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, init_legacy);
+  return grape__sim.legacy;
 }
 
 /* Resolves a stream handle as the driver does for the plain (ptds == 0) or
@@ -157,6 +156,11 @@ CUresult grape__sim_stream(CUstream h, int ptds, struct CUstream_st** out) {
     return CUDA_ERROR_INVALID_HANDLE;
   *out = h;
   return CUDA_SUCCESS;
+}
+
+CUresult grape__sim_op_stream(CUstream h, int ptds, int async, struct CUstream_st** out) {
+  SIM_TRY(grape__sim_stream(h, ptds, out));
+  return async ? CUDA_SUCCESS : grape__sim_capture_check(*out, 0);
 }
 
 /* ---- Execution ---- */
@@ -288,7 +292,7 @@ int grape__sim_run_work(sim_work_t* w, uint64_t* clock) {
     break;
   }
   case OP_MEMCPY: {
-    /* A 2-D/3-D copy (copy3d.c) is one op of rows x depth rows of n bytes,
+    /* A 2-D/3-D copy (copy.c) is one op of rows x depth rows of n bytes,
      * costed as one copy of all its bytes. */
     size_t rows = w->u.cp.rows ? w->u.cp.rows : 1, depth = w->u.cp.depth ? w->u.cp.depth : 1;
     if (rows == 1 && depth == 1)

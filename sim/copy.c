@@ -1,19 +1,22 @@
-/* copy3d.c: 2-D, 3-D and peer copies of the simulated driver: cuMemcpy2D,
- * cuMemcpy2DUnaligned, cuMemcpy3D (and their Async, _ptds and _ptsz forms),
- * cuMemcpyPeer[Async] and cuMemcpy3DPeer[Async].
+/* copy.c: the copies of the simulated driver: 1-D (cuMemcpy, cuMemcpyHtoD,
+ * DtoH, DtoD), 2-D and 3-D (cuMemcpy2D, cuMemcpy2DUnaligned, cuMemcpy3D) and
+ * peer copies (cuMemcpyPeer, cuMemcpy3DPeer), each with its Async, _ptds and
+ * _ptsz forms; and the work of a graph's memcpy node.
  *
  * DESIGN: every form becomes one description of a strided copy (a box of
  * WidthInBytes x Height x Depth bytes, each side with its own origin, row
- * pitch and slice height) and then one OP_MEMCPY on the stream, whose rows the
- * worker copies with grape__sim_copy_rows. One op per call, not one per row,
- * so a captured 2-D copy is one memcpy node and the simulated clock charges
- * one copy, as on a GPU. The host-visible rules are those of the 1-D copies
- * in mem.c: a synchronous copy returns after it ran in stream order, an async
- * copy from pageable memory snapshots its source (packed) at the call, an
- * async copy into pageable memory is synchronous, and pageable memory cannot
- * be captured. Device sides must lie inside one allocation, checked over the
- * whole box. Arrays are not simulated (no cuArrayCreate), so an ARRAY side
- * is CUDA_ERROR_INVALID_VALUE.
+ * pitch and slice height; a 1-D copy is a box of one row) and then one
+ * OP_MEMCPY on the stream, whose rows the worker copies with
+ * grape__sim_copy_rows. One op per call, not one per row, so a captured 2-D
+ * copy is one memcpy node and the simulated clock charges one copy, as on a
+ * GPU. Copies follow CUDA's host-visible rules: a synchronous copy returns
+ * after it ran in stream order; an async copy from pageable host memory
+ * snapshots its source (packed) at the call, and an async copy into pageable
+ * memory is synchronous, as documented; copies touching pinned memory are
+ * truly asynchronous, so a program that forgets to synchronise sees stale
+ * data; and pageable memory cannot be captured. Device sides must lie inside
+ * one allocation, checked over the whole box. Arrays are not simulated (no
+ * cuArrayCreate), so an ARRAY side is CUDA_ERROR_INVALID_VALUE.
  *
  * Peer copies: the sim has one device and one context, so a peer copy is a
  * device-to-device copy between the primary context and itself.
@@ -107,9 +110,7 @@ static CUresult box_copy(side_t* src, side_t* dst, const box_t* b, CUstream h, i
   SIM_TRY(side_resolve(src, b));
   SIM_TRY(side_resolve(dst, b));
   struct CUstream_st* s;
-  SIM_TRY(grape__sim_stream(h, ptds, &s));
-  if (!async)
-    SIM_TRY(grape__sim_capture_check(s, 0));
+  SIM_TRY(grape__sim_op_stream(h, ptds, async, &s));
   sim_work_t w;
   box_work(src, dst, b, &w);
   pthread_mutex_lock(&grape__sim.lock);
@@ -138,6 +139,88 @@ static CUresult box_copy(side_t* src, side_t* dst, const box_t* b, CUstream h, i
   if (r == CUDA_SUCCESS && !capturing && (!async || dst->pageable))
     r = grape__sim_wait_stream(s);
   return r;
+}
+
+/* ---- 1-D copies ---- */
+
+/* A copy of n bytes; each side's memory type says what it must be (UNIFIED:
+ * whatever the pointer is, as cuMemcpy[Async] takes it). */
+static CUresult copy1d(void* dst, CUmemorytype dt, const void* src, CUmemorytype st, size_t n,
+                       CUstream h, int ptds, int async) {
+  side_t s = {st, src, (CUdeviceptr)(uintptr_t)src, 0, 0, 0, 0, 0, NULL, 0, 0};
+  side_t d = {dt, dst, (CUdeviceptr)(uintptr_t)dst, 0, 0, 0, 0, 0, NULL, 0, 0};
+  box_t b = {n, 1, 1};
+  return box_copy(&s, &d, &b, h, ptds, async);
+}
+
+#define P(x) ((void*)(uintptr_t)(x))
+#define ANY CU_MEMORYTYPE_UNIFIED
+#define DEV CU_MEMORYTYPE_DEVICE
+#define HOST CU_MEMORYTYPE_HOST
+
+SIM_EXPORT CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  SIM_COUNT(cuMemcpy);
+  return copy1d(P(d), ANY, P(s), ANY, n, NULL, 0, 0);
+}
+SIM_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  SIM_COUNT(cuMemcpy_ptds);
+  return copy1d(P(d), ANY, P(s), ANY, n, NULL, 1, 0);
+}
+SIM_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) {
+  SIM_COUNT(cuMemcpyHtoD_v2);
+  return copy1d(P(d), DEV, s, HOST, n, NULL, 0, 0);
+}
+SIM_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void* s, size_t n) {
+  SIM_COUNT(cuMemcpyHtoD_v2_ptds);
+  return copy1d(P(d), DEV, s, HOST, n, NULL, 1, 0);
+}
+SIM_EXPORT CUresult cuMemcpyDtoH_v2(void* d, CUdeviceptr s, size_t n) {
+  SIM_COUNT(cuMemcpyDtoH_v2);
+  return copy1d(d, HOST, P(s), DEV, n, NULL, 0, 0);
+}
+SIM_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void* d, CUdeviceptr s, size_t n) {
+  SIM_COUNT(cuMemcpyDtoH_v2_ptds);
+  return copy1d(d, HOST, P(s), DEV, n, NULL, 1, 0);
+}
+SIM_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  SIM_COUNT(cuMemcpyDtoD_v2);
+  return copy1d(P(d), DEV, P(s), DEV, n, NULL, 0, 0);
+}
+SIM_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  SIM_COUNT(cuMemcpyDtoD_v2_ptds);
+  return copy1d(P(d), DEV, P(s), DEV, n, NULL, 1, 0);
+}
+SIM_EXPORT CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
+  SIM_COUNT(cuMemcpyAsync);
+  return copy1d(P(d), ANY, P(s), ANY, n, st, 0, 1);
+}
+SIM_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
+  SIM_COUNT(cuMemcpyAsync_ptsz);
+  return copy1d(P(d), ANY, P(s), ANY, n, st, 1, 1);
+}
+SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* s, size_t n, CUstream st) {
+  SIM_COUNT(cuMemcpyHtoDAsync_v2);
+  return copy1d(P(d), DEV, s, HOST, n, st, 0, 1);
+}
+SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr d, const void* s, size_t n, CUstream st) {
+  SIM_COUNT(cuMemcpyHtoDAsync_v2_ptsz);
+  return copy1d(P(d), DEV, s, HOST, n, st, 1, 1);
+}
+SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2(void* d, CUdeviceptr s, size_t n, CUstream st) {
+  SIM_COUNT(cuMemcpyDtoHAsync_v2);
+  return copy1d(d, HOST, P(s), DEV, n, st, 0, 1);
+}
+SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void* d, CUdeviceptr s, size_t n, CUstream st) {
+  SIM_COUNT(cuMemcpyDtoHAsync_v2_ptsz);
+  return copy1d(d, HOST, P(s), DEV, n, st, 1, 1);
+}
+SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
+  SIM_COUNT(cuMemcpyDtoDAsync_v2);
+  return copy1d(P(d), DEV, P(s), DEV, n, st, 0, 1);
+}
+SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
+  SIM_COUNT(cuMemcpyDtoDAsync_v2_ptsz);
+  return copy1d(P(d), DEV, P(s), DEV, n, st, 1, 1);
 }
 
 /* ---- CUDA_MEMCPY2D / CUDA_MEMCPY3D ---- */
@@ -218,10 +301,7 @@ static CUresult check_peer_ctx(CUcontext a, CUcontext b) {
 static CUresult peer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n,
                      CUstream h, int ptds, int async) {
   SIM_TRY(check_peer_ctx(dc, sc));
-  side_t src = {CU_MEMORYTYPE_DEVICE, NULL, s, 0, 0, 0, 0, 0, NULL, 0, 0};
-  side_t dst = {CU_MEMORYTYPE_DEVICE, NULL, d, 0, 0, 0, 0, 0, NULL, 0, 0};
-  box_t b = {n, 1, 1};
-  return box_copy(&src, &dst, &b, h, ptds, async);
+  return copy1d(P(d), DEV, P(s), DEV, n, h, ptds, async);
 }
 
 SIM_EXPORT CUresult cuMemcpyPeer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc,
