@@ -74,9 +74,9 @@ extern const char* const grape__sim_sym_names[SYM__COUNT];
 /* Counts a call of an entry point and charges its cost on the caller's host clock. */
 #define SIM_COUNT(sym) grape__sim_enter(SYM_##sym)
 
-/* Room for more elements in a growing array: v reallocated to twice *cap
- * elements of elem bytes (first, when *cap is 0), *cap updated; NULL (v and
- * *cap unchanged, v still valid) when memory runs out or the size overflows. */
+/* Grows a full array v of *cap elements of elem bytes: *cap doubles (to
+ * first, from 0) and v is reallocated to it. NULL (v and *cap unchanged, v
+ * still valid) when memory runs out or the size overflows. */
 static inline void* grape__sim_grow(void* v, size_t* cap, size_t elem, size_t first) {
   size_t nc = *cap ? *cap * 2 : first;
   if (nc < *cap || nc > SIZE_MAX / elem)
