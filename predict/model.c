@@ -25,6 +25,7 @@
  */
 #include "predict/model.h"
 #include "predict/gpu.h"
+#include "predict/grow.h"
 
 #include <errno.h>
 #include <float.h>
@@ -685,11 +686,10 @@ int grape_model_load(const char* path, grape_model_t** out, char* err, size_t er
       rc = -EFBIG;
       goto fail_read;
     }
-    char* nb = realloc(buf, cap * 2);
+    char* nb = grape__predict_grow(buf, &cap, 1, cap);
     if (nb == NULL)
       goto fail_read;
     buf = nb;
-    cap *= 2;
   }
   if (ferror(f)) {
     rc = -EIO;

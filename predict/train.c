@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "grape/predict.h"
+#include "predict/grow.h"
 #include "predict/kernel.h"
 #include "predict/lsq.h"
 #include "predict/model.h"
@@ -140,14 +141,12 @@ int grape_dataset_add_file(grape_dataset_t* d, const char* path, const char* gpu
       continue;
     }
     if (d->n == d->cap) {
-      size_t nc = d->cap ? d->cap * 2 : 4096;
-      row_t* nr = realloc(d->rows, nc * sizeof(*nr));
+      row_t* nr = grape__predict_grow(d->rows, &d->cap, sizeof(*nr), 4096);
       if (nr == NULL) {
         err = -ENOMEM;
         break;
       }
       d->rows = nr;
-      d->cap = nc;
     }
     row_t* w = &d->rows[d->n++];
     grape__kernel_prep(&r.desc, &w->p);

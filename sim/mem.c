@@ -54,12 +54,10 @@ static size_t tab_lower(const table_t* t, uintptr_t p) {   /* first index with b
 
 static int tab_insert(table_t* t, size_t at, range_t r) {
   if (t->n == t->cap) {
-    size_t nc = t->cap ? t->cap * 2 : 64;
-    range_t* nv = realloc(t->v, nc * sizeof(*nv));
+    range_t* nv = grape__sim_grow(t->v, &t->cap, sizeof(*nv), 64);
     if (nv == NULL)
       return -ENOMEM;
     t->v = nv;
-    t->cap = nc;
   }
   memmove(&t->v[at + 1], &t->v[at], (t->n - at) * sizeof(range_t));
   t->v[at] = r;
@@ -671,14 +669,12 @@ SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t al
   if (arena_init() != 0 || arena_carve(size + al, &block) != 0)
     goto out;
   if (nvres == capvres) {
-    size_t nc = capvres ? capvres * 2 : 16;
-    vres_t* nv = realloc(vres, nc * sizeof(*nv));
+    vres_t* nv = grape__sim_grow(vres, &capvres, sizeof(*nv), 16);
     if (nv == NULL) {
       (void)arena_return(block, size + al);
       goto out;
     }
     vres = nv;
-    capvres = nc;
   }
   uintptr_t base = (block + al - 1) & ~(uintptr_t)(al - 1);
   vres[nvres++] = (vres_t){base, size, block, size + al};

@@ -53,7 +53,7 @@ static void load_extra_libs(void) {
   char* copy = strdup(env);
   if (copy == NULL)
     return;
-  int cap = 0;
+  size_t cap = 0;
   for (char* save = NULL, *tok = strtok_r(copy, ":", &save); tok != NULL;
        tok = strtok_r(NULL, ":", &save)) {
     void* h = dlopen(tok, RTLD_NOW | RTLD_LOCAL);
@@ -61,9 +61,8 @@ static void load_extra_libs(void) {
       grape__sim_logf("SIMCU_KERNELS: cannot load %s: %s", tok, dlerror());
       continue;
     }
-    if (nextra_libs == cap) {
-      cap = cap ? cap * 2 : 4;
-      void** n = realloc(extra_libs, (size_t)cap * sizeof(void*));
+    if ((size_t)nextra_libs == cap) {
+      void** n = grape__sim_grow(extra_libs, &cap, sizeof(void*), 4);
       if (n == NULL) {
         dlclose(h);
         break;

@@ -441,28 +441,26 @@ static void fold(sim_op_t* op, uint64_t t) {
 
 /* Lock held. Takes over d's cell: a finished dependency only moves the op's
  * earliest start; a pending one is kept. */
-static int add_dep(sim_op_t* op, int* cap, const sim_dep_t* d) {
+static int add_dep(sim_op_t* op, size_t* cap, const sim_dep_t* d) {
   if (d->s->completed >= d->seq) {
     fold(op, dep_time(d));
     done_put_locked(d->done);
     return 0;
   }
-  if (op->ndeps == *cap) {
-    int nc = *cap ? *cap * 2 : 4;
-    sim_dep_t* nd = realloc(op->deps, (size_t)nc * sizeof(*nd));
+  if ((size_t)op->ndeps == *cap) {
+    sim_dep_t* nd = grape__sim_grow(op->deps, cap, sizeof(*nd), 4);
     if (nd == NULL) {
       done_put_locked(d->done);
       return -ENOMEM;
     }
     op->deps = nd;
-    *cap = nc;
   }
   op->deps[op->ndeps++] = *d;
   return 0;
 }
 
 /* Lock held: op waits for all work submitted to t so far. */
-static int add_stream_dep(sim_op_t* op, int* cap, struct CUstream_st* t) {
+static int add_stream_dep(sim_op_t* op, size_t* cap, struct CUstream_st* t) {
   if (t->completed >= t->submitted) {
     fold(op, t->clock_ns);
     return 0;
@@ -495,7 +493,7 @@ static CUresult submit_locked(struct CUstream_st* s, sim_work_t* w, const sim_de
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   op->not_before = grape__sim_submit_time();
-  int cap = 0;
+  size_t cap = 0;
   int err = 0;
   for (int i = 0; i < nextra; i++) {
     if (err)
