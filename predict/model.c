@@ -16,8 +16,9 @@
  *    of log(measured / predicted) stored per regime and class.
  * Features are computed per (kernel, GPU) from a prepared kernel, so the same
  * launch can be predicted on any GPU of the spec table. Each class has a
- * second weight vector for kernels without op dims (launch-only features);
- * those always take the transfer regime, whose trees need the dims.
+ * second weight vector for kernels without op dims (launch-only features),
+ * and a known GPU a second tree set fitted on the launch alone
+ * (GRAPE__KNOWN_LAUNCH), kept only where it beats the transfer prediction.
  *
  * The model file is text: a version line, then one block per class, then
  * one block per known GPU. A file of another version is refused with
