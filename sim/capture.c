@@ -199,8 +199,9 @@ void grape__sim_capture_invalidate(struct CUstream_st* s) {
 
 /* Begins a capture into a new graph, or (cuStreamBeginCaptureToGraph) into
  * the caller's graph g after its nodes deps, which stays the caller's. */
-static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, int ptds, CUgraph g,
-                              const CUgraphNode* deps, const CUgraphEdgeData* edges, size_t ndeps) {
+static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, CUgraph g,
+                              const CUgraphNode* deps, const CUgraphEdgeData* edges, size_t ndeps,
+                              int ptds) {
   struct CUstream_st* s;
   SIM_TRY(grape__sim_stream(h, ptds, &s));
   if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED)
@@ -264,31 +265,21 @@ static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, int ptds, CU
   return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
-  SIM_COUNT(cuStreamBeginCapture_v2);
-  return begin_capture(s, mode, 0, NULL, NULL, NULL, 0);
-}
-SIM_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode) {
-  SIM_COUNT(cuStreamBeginCapture_v2_ptsz);
-  return begin_capture(s, mode, 1, NULL, NULL, NULL, 0);
-}
-SIM_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode* deps,
-                                                const CUgraphEdgeData* edges, size_t ndeps,
-                                                CUstreamCaptureMode mode) {
-  SIM_COUNT(cuStreamBeginCaptureToGraph);
+SIM_TWINS(cuStreamBeginCapture_v2, _ptsz, (CUstream s, CUstreamCaptureMode mode), begin_capture,
+          s, mode, NULL, NULL, NULL, 0)
+
+static CUresult begin_capture_to_graph(CUstream s, CUgraph g, const CUgraphNode* deps,
+                                       const CUgraphEdgeData* edges, size_t ndeps,
+                                       CUstreamCaptureMode mode, int ptds) {
   if (g == NULL)
     return CUDA_ERROR_INVALID_VALUE;
-  return begin_capture(s, mode, 0, g, deps, edges, ndeps);
+  return begin_capture(s, mode, g, deps, edges, ndeps, ptds);
 }
-SIM_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g,
-                                                     const CUgraphNode* deps,
-                                                     const CUgraphEdgeData* edges, size_t ndeps,
-                                                     CUstreamCaptureMode mode) {
-  SIM_COUNT(cuStreamBeginCaptureToGraph_ptsz);
-  if (g == NULL)
-    return CUDA_ERROR_INVALID_VALUE;
-  return begin_capture(s, mode, 1, g, deps, edges, ndeps);
-}
+
+SIM_TWINS(cuStreamBeginCaptureToGraph, _ptsz,
+          (CUstream s, CUgraph g, const CUgraphNode* deps, const CUgraphEdgeData* edges,
+           size_t ndeps, CUstreamCaptureMode mode),
+          begin_capture_to_graph, s, g, deps, edges, ndeps, mode)
 
 /* Lock held: is every node of `want` an ancestor-or-self of the frontier? */
 static int joined(sim_node_t** frontier, int nf, sim_node_t** want, int nw, struct CUgraph_st* g) {
@@ -380,16 +371,10 @@ static CUresult end_capture(CUstream h, CUgraph* out, int ptds) {
   return r;
 }
 
-SIM_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph* g) {
-  SIM_COUNT(cuStreamEndCapture);
-  return end_capture(s, g, 0);
-}
-SIM_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph* g) {
-  SIM_COUNT(cuStreamEndCapture_ptsz);
-  return end_capture(s, g, 1);
-}
+SIM_TWINS(cuStreamEndCapture, _ptsz, (CUstream s, CUgraph* g), end_capture, s, g)
 
-static CUresult capture_status(CUstream h, int ptds, CUstreamCaptureStatus* st, sim_capture_t** cp) {
+static CUresult capture_status(CUstream h, CUstreamCaptureStatus* st, sim_capture_t** cp,
+                               int ptds) {
   struct CUstream_st* s;
   CUresult r = grape__sim_stream(h, ptds, &s);
   if (r != CUDA_SUCCESS)
@@ -410,18 +395,13 @@ static CUresult capture_status(CUstream h, int ptds, CUstreamCaptureStatus* st, 
   return r;
 }
 
-SIM_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) {
-  SIM_COUNT(cuStreamIsCapturing);
+static CUresult is_capturing(CUstream s, CUstreamCaptureStatus* st, int ptds) {
   if (st == NULL)
     return CUDA_ERROR_INVALID_VALUE;
-  return capture_status(s, 0, st, NULL);
+  return capture_status(s, st, NULL, ptds);
 }
-SIM_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus* st) {
-  SIM_COUNT(cuStreamIsCapturing_ptsz);
-  if (st == NULL)
-    return CUDA_ERROR_INVALID_VALUE;
-  return capture_status(s, 1, st, NULL);
-}
+
+SIM_TWINS(cuStreamIsCapturing, _ptsz, (CUstream s, CUstreamCaptureStatus* st), is_capturing, s, st)
 
 static CUresult capture_info(CUstream h, CUstreamCaptureStatus* st, cuuint64_t* id, CUgraph* g,
                              const CUgraphNode** deps, const CUgraphEdgeData** edges, size_t* n,
@@ -429,7 +409,7 @@ static CUresult capture_info(CUstream h, CUstreamCaptureStatus* st, cuuint64_t* 
   if (st == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   sim_capture_t* c = NULL;
-  SIM_TRY(capture_status(h, ptds, st, &c));
+  SIM_TRY(capture_status(h, st, &c, ptds));
   struct CUstream_st* s;
   (void)grape__sim_stream(h, ptds, &s);
   pthread_mutex_lock(&grape__sim.lock);
@@ -447,16 +427,7 @@ static CUresult capture_info(CUstream h, CUstreamCaptureStatus* st, cuuint64_t* 
   return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id,
-                                              CUgraph* g, const CUgraphNode** deps,
-                                              const CUgraphEdgeData** edges, size_t* n) {
-  SIM_COUNT(cuStreamGetCaptureInfo_v3);
-  return capture_info(s, st, id, g, deps, edges, n, 0);
-}
-SIM_EXPORT CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus* st,
-                                                   cuuint64_t* id, CUgraph* g,
-                                                   const CUgraphNode** deps,
-                                                   const CUgraphEdgeData** edges, size_t* n) {
-  SIM_COUNT(cuStreamGetCaptureInfo_v3_ptsz);
-  return capture_info(s, st, id, g, deps, edges, n, 1);
-}
+SIM_TWINS(cuStreamGetCaptureInfo_v3, _ptsz,
+          (CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id, CUgraph* g,
+           const CUgraphNode** deps, const CUgraphEdgeData** edges, size_t* n),
+          capture_info, s, st, id, g, deps, edges, n)

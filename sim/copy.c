@@ -102,8 +102,8 @@ void grape__sim_copy_rows(const sim_work_t* w) {
 }
 
 /* Submits a resolved copy with the rules described at the top. */
-static CUresult box_copy(side_t* src, side_t* dst, const box_t* b, CUstream h, int ptds,
-                         int async) {
+static CUresult box_copy(side_t* src, side_t* dst, const box_t* b, CUstream h, int async,
+                         int ptds) {
   SIM_TRY(grape__sim_check_init());
   if (b->width == 0 || b->height == 0 || b->depth == 0)
     return CUDA_SUCCESS;
@@ -146,11 +146,11 @@ static CUresult box_copy(side_t* src, side_t* dst, const box_t* b, CUstream h, i
 /* A copy of n bytes; each side's memory type says what it must be (UNIFIED:
  * whatever the pointer is, as cuMemcpy[Async] takes it). */
 static CUresult copy1d(void* dst, CUmemorytype dt, const void* src, CUmemorytype st, size_t n,
-                       CUstream h, int ptds, int async) {
+                       CUstream h, int async, int ptds) {
   side_t s = {st, src, (CUdeviceptr)(uintptr_t)src, 0, 0, 0, 0, 0, NULL, 0, 0};
   side_t d = {dt, dst, (CUdeviceptr)(uintptr_t)dst, 0, 0, 0, 0, 0, NULL, 0, 0};
   box_t b = {n, 1, 1};
-  return box_copy(&s, &d, &b, h, ptds, async);
+  return box_copy(&s, &d, &b, h, async, ptds);
 }
 
 #define P(x) ((void*)(uintptr_t)(x))
@@ -158,74 +158,26 @@ static CUresult copy1d(void* dst, CUmemorytype dt, const void* src, CUmemorytype
 #define DEV CU_MEMORYTYPE_DEVICE
 #define HOST CU_MEMORYTYPE_HOST
 
-SIM_EXPORT CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) {
-  SIM_COUNT(cuMemcpy);
-  return copy1d(P(d), ANY, P(s), ANY, n, NULL, 0, 0);
-}
-SIM_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) {
-  SIM_COUNT(cuMemcpy_ptds);
-  return copy1d(P(d), ANY, P(s), ANY, n, NULL, 1, 0);
-}
-SIM_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) {
-  SIM_COUNT(cuMemcpyHtoD_v2);
-  return copy1d(P(d), DEV, s, HOST, n, NULL, 0, 0);
-}
-SIM_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void* s, size_t n) {
-  SIM_COUNT(cuMemcpyHtoD_v2_ptds);
-  return copy1d(P(d), DEV, s, HOST, n, NULL, 1, 0);
-}
-SIM_EXPORT CUresult cuMemcpyDtoH_v2(void* d, CUdeviceptr s, size_t n) {
-  SIM_COUNT(cuMemcpyDtoH_v2);
-  return copy1d(d, HOST, P(s), DEV, n, NULL, 0, 0);
-}
-SIM_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void* d, CUdeviceptr s, size_t n) {
-  SIM_COUNT(cuMemcpyDtoH_v2_ptds);
-  return copy1d(d, HOST, P(s), DEV, n, NULL, 1, 0);
-}
-SIM_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) {
-  SIM_COUNT(cuMemcpyDtoD_v2);
-  return copy1d(P(d), DEV, P(s), DEV, n, NULL, 0, 0);
-}
-SIM_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) {
-  SIM_COUNT(cuMemcpyDtoD_v2_ptds);
-  return copy1d(P(d), DEV, P(s), DEV, n, NULL, 1, 0);
-}
-SIM_EXPORT CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
-  SIM_COUNT(cuMemcpyAsync);
-  return copy1d(P(d), ANY, P(s), ANY, n, st, 0, 1);
-}
-SIM_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
-  SIM_COUNT(cuMemcpyAsync_ptsz);
-  return copy1d(P(d), ANY, P(s), ANY, n, st, 1, 1);
-}
-SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* s, size_t n, CUstream st) {
-  SIM_COUNT(cuMemcpyHtoDAsync_v2);
-  return copy1d(P(d), DEV, s, HOST, n, st, 0, 1);
-}
-SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr d, const void* s, size_t n, CUstream st) {
-  SIM_COUNT(cuMemcpyHtoDAsync_v2_ptsz);
-  return copy1d(P(d), DEV, s, HOST, n, st, 1, 1);
-}
-SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2(void* d, CUdeviceptr s, size_t n, CUstream st) {
-  SIM_COUNT(cuMemcpyDtoHAsync_v2);
-  return copy1d(d, HOST, P(s), DEV, n, st, 0, 1);
-}
-SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void* d, CUdeviceptr s, size_t n, CUstream st) {
-  SIM_COUNT(cuMemcpyDtoHAsync_v2_ptsz);
-  return copy1d(d, HOST, P(s), DEV, n, st, 1, 1);
-}
-SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
-  SIM_COUNT(cuMemcpyDtoDAsync_v2);
-  return copy1d(P(d), DEV, P(s), DEV, n, st, 0, 1);
-}
-SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
-  SIM_COUNT(cuMemcpyDtoDAsync_v2_ptsz);
-  return copy1d(P(d), DEV, P(s), DEV, n, st, 1, 1);
-}
+SIM_TWINS(cuMemcpy, _ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), copy1d,
+          P(d), ANY, P(s), ANY, n, NULL, 0)
+SIM_TWINS(cuMemcpyHtoD_v2, _ptds, (CUdeviceptr d, const void* s, size_t n), copy1d,
+          P(d), DEV, s, HOST, n, NULL, 0)
+SIM_TWINS(cuMemcpyDtoH_v2, _ptds, (void* d, CUdeviceptr s, size_t n), copy1d,
+          d, HOST, P(s), DEV, n, NULL, 0)
+SIM_TWINS(cuMemcpyDtoD_v2, _ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), copy1d,
+          P(d), DEV, P(s), DEV, n, NULL, 0)
+SIM_TWINS(cuMemcpyAsync, _ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), copy1d,
+          P(d), ANY, P(s), ANY, n, st, 1)
+SIM_TWINS(cuMemcpyHtoDAsync_v2, _ptsz, (CUdeviceptr d, const void* s, size_t n, CUstream st),
+          copy1d, P(d), DEV, s, HOST, n, st, 1)
+SIM_TWINS(cuMemcpyDtoHAsync_v2, _ptsz, (void* d, CUdeviceptr s, size_t n, CUstream st), copy1d,
+          d, HOST, P(s), DEV, n, st, 1)
+SIM_TWINS(cuMemcpyDtoDAsync_v2, _ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st),
+          copy1d, P(d), DEV, P(s), DEV, n, st, 1)
 
 /* ---- CUDA_MEMCPY2D / CUDA_MEMCPY3D ---- */
 
-static CUresult copy2d(const CUDA_MEMCPY2D* p, CUstream h, int ptds, int async) {
+static CUresult copy2d(const CUDA_MEMCPY2D* p, CUstream h, int async, int ptds) {
   if (p == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   side_t src = {p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, 0,
@@ -233,7 +185,7 @@ static CUresult copy2d(const CUDA_MEMCPY2D* p, CUstream h, int ptds, int async) 
   side_t dst = {p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, 0,
                 p->dstPitch, 0, NULL, 0, 0};
   box_t b = {p->WidthInBytes, p->Height, 1};
-  return box_copy(&src, &dst, &b, h, ptds, async);
+  return box_copy(&src, &dst, &b, h, async, ptds);
 }
 
 static void sides3d(const CUDA_MEMCPY3D* p, side_t* src, side_t* dst, box_t* b) {
@@ -244,13 +196,13 @@ static void sides3d(const CUDA_MEMCPY3D* p, side_t* src, side_t* dst, box_t* b) 
   *b = (box_t){p->WidthInBytes, p->Height, p->Depth};
 }
 
-static CUresult copy3d(const CUDA_MEMCPY3D* p, CUstream h, int ptds, int async) {
+static CUresult copy3d(const CUDA_MEMCPY3D* p, CUstream h, int async, int ptds) {
   if (p == NULL || p->reserved0 != NULL || p->reserved1 != NULL)
     return CUDA_ERROR_INVALID_VALUE;
   side_t src, dst;
   box_t b;
   sides3d(p, &src, &dst, &b);
-  return box_copy(&src, &dst, &b, h, ptds, async);
+  return box_copy(&src, &dst, &b, h, async, ptds);
 }
 
 /* The work of a memcpy graph node (no stream, no snapshot: a node of pageable
@@ -269,26 +221,11 @@ CUresult grape__sim_copy3d_work(const CUDA_MEMCPY3D* p, sim_work_t* w) {
   return CUDA_SUCCESS;
 }
 
-#define COPY_API(name, T, fn, ptds)                                                \
-  SIM_EXPORT CUresult name(const T* p) {                                           \
-    SIM_COUNT(name);                                                               \
-    return fn(p, NULL, ptds, 0);                                                   \
-  }
-#define COPY_ASYNC_API(name, T, fn, ptds)                                          \
-  SIM_EXPORT CUresult name(const T* p, CUstream s) {                               \
-    SIM_COUNT(name);                                                               \
-    return fn(p, s, ptds, 1);                                                      \
-  }
-COPY_API(cuMemcpy2D_v2, CUDA_MEMCPY2D, copy2d, 0)
-COPY_API(cuMemcpy2D_v2_ptds, CUDA_MEMCPY2D, copy2d, 1)
-COPY_API(cuMemcpy2DUnaligned_v2, CUDA_MEMCPY2D, copy2d, 0)
-COPY_API(cuMemcpy2DUnaligned_v2_ptds, CUDA_MEMCPY2D, copy2d, 1)
-COPY_ASYNC_API(cuMemcpy2DAsync_v2, CUDA_MEMCPY2D, copy2d, 0)
-COPY_ASYNC_API(cuMemcpy2DAsync_v2_ptsz, CUDA_MEMCPY2D, copy2d, 1)
-COPY_API(cuMemcpy3D_v2, CUDA_MEMCPY3D, copy3d, 0)
-COPY_API(cuMemcpy3D_v2_ptds, CUDA_MEMCPY3D, copy3d, 1)
-COPY_ASYNC_API(cuMemcpy3DAsync_v2, CUDA_MEMCPY3D, copy3d, 0)
-COPY_ASYNC_API(cuMemcpy3DAsync_v2_ptsz, CUDA_MEMCPY3D, copy3d, 1)
+SIM_TWINS(cuMemcpy2D_v2, _ptds, (const CUDA_MEMCPY2D* p), copy2d, p, NULL, 0)
+SIM_TWINS(cuMemcpy2DUnaligned_v2, _ptds, (const CUDA_MEMCPY2D* p), copy2d, p, NULL, 0)
+SIM_TWINS(cuMemcpy2DAsync_v2, _ptsz, (const CUDA_MEMCPY2D* p, CUstream s), copy2d, p, s, 1)
+SIM_TWINS(cuMemcpy3D_v2, _ptds, (const CUDA_MEMCPY3D* p), copy3d, p, NULL, 0)
+SIM_TWINS(cuMemcpy3DAsync_v2, _ptsz, (const CUDA_MEMCPY3D* p, CUstream s), copy3d, p, s, 1)
 
 /* ---- Peer copies ---- */
 
@@ -299,33 +236,18 @@ static CUresult check_peer_ctx(CUcontext a, CUcontext b) {
 }
 
 static CUresult peer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n,
-                     CUstream h, int ptds, int async) {
+                     CUstream h, int async, int ptds) {
   SIM_TRY(check_peer_ctx(dc, sc));
-  return copy1d(P(d), DEV, P(s), DEV, n, h, ptds, async);
+  return copy1d(P(d), DEV, P(s), DEV, n, h, async, ptds);
 }
 
-SIM_EXPORT CUresult cuMemcpyPeer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc,
-                                 size_t n) {
-  SIM_COUNT(cuMemcpyPeer);
-  return peer(d, dc, s, sc, n, NULL, 0, 0);
-}
-SIM_EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc,
-                                      size_t n) {
-  SIM_COUNT(cuMemcpyPeer_ptds);
-  return peer(d, dc, s, sc, n, NULL, 1, 0);
-}
-SIM_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc,
-                                      size_t n, CUstream h) {
-  SIM_COUNT(cuMemcpyPeerAsync);
-  return peer(d, dc, s, sc, n, h, 0, 1);
-}
-SIM_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr d, CUcontext dc, CUdeviceptr s,
-                                           CUcontext sc, size_t n, CUstream h) {
-  SIM_COUNT(cuMemcpyPeerAsync_ptsz);
-  return peer(d, dc, s, sc, n, h, 1, 1);
-}
+SIM_TWINS(cuMemcpyPeer, _ptds, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n),
+          peer, d, dc, s, sc, n, NULL, 0)
+SIM_TWINS(cuMemcpyPeerAsync, _ptsz,
+          (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream h), peer,
+          d, dc, s, sc, n, h, 1)
 
-static CUresult peer3d(const CUDA_MEMCPY3D_PEER* p, CUstream h, int ptds, int async) {
+static CUresult peer3d(const CUDA_MEMCPY3D_PEER* p, CUstream h, int async, int ptds) {
   if (p == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   SIM_TRY(check_peer_ctx(p->dstContext, p->srcContext));
@@ -334,10 +256,8 @@ static CUresult peer3d(const CUDA_MEMCPY3D_PEER* p, CUstream h, int ptds, int as
   side_t dst = {p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, p->dstZ,
                 p->dstPitch, p->dstHeight, NULL, 0, 0};
   box_t b = {p->WidthInBytes, p->Height, p->Depth};
-  return box_copy(&src, &dst, &b, h, ptds, async);
+  return box_copy(&src, &dst, &b, h, async, ptds);
 }
 
-COPY_API(cuMemcpy3DPeer, CUDA_MEMCPY3D_PEER, peer3d, 0)
-COPY_API(cuMemcpy3DPeer_ptds, CUDA_MEMCPY3D_PEER, peer3d, 1)
-COPY_ASYNC_API(cuMemcpy3DPeerAsync, CUDA_MEMCPY3D_PEER, peer3d, 0)
-COPY_ASYNC_API(cuMemcpy3DPeerAsync_ptsz, CUDA_MEMCPY3D_PEER, peer3d, 1)
+SIM_TWINS(cuMemcpy3DPeer, _ptds, (const CUDA_MEMCPY3D_PEER* p), peer3d, p, NULL, 0)
+SIM_TWINS(cuMemcpy3DPeerAsync, _ptsz, (const CUDA_MEMCPY3D_PEER* p, CUstream s), peer3d, p, s, 1)

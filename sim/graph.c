@@ -495,14 +495,7 @@ out:
   return r;
 }
 
-SIM_EXPORT CUresult cuGraphLaunch(CUgraphExec x, CUstream s) {
-  SIM_COUNT(cuGraphLaunch);
-  return graph_launch(x, s, 0);
-}
-SIM_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec x, CUstream s) {
-  SIM_COUNT(cuGraphLaunch_ptsz);
-  return graph_launch(x, s, 1);
-}
+SIM_TWINS(cuGraphLaunch, _ptsz, (CUgraphExec x, CUstream s), graph_launch, x, s)
 
 static CUresult graph_upload(CUgraphExec x, CUstream h, int ptds) {
   struct CUstream_st* s;
@@ -510,14 +503,7 @@ static CUresult graph_upload(CUgraphExec x, CUstream h, int ptds) {
   return grape__sim_reg_has(x, K_EXEC) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
-SIM_EXPORT CUresult cuGraphUpload(CUgraphExec x, CUstream s) {
-  SIM_COUNT(cuGraphUpload);
-  return graph_upload(x, s, 0);
-}
-SIM_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec x, CUstream s) {
-  SIM_COUNT(cuGraphUpload_ptsz);
-  return graph_upload(x, s, 1);
-}
+SIM_TWINS(cuGraphUpload, _ptsz, (CUgraphExec x, CUstream s), graph_upload, x, s)
 
 /* Node h of the graph x was instantiated from, where it has the given type. */
 static sim_node_t* exec_node(CUgraphExec x, CUgraphNode h, int type) {

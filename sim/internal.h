@@ -74,6 +74,20 @@ extern const char* const grape__sim_sym_names[SYM__COUNT];
 /* Counts a call of an entry point and charges its cost on the caller's host clock. */
 #define SIM_COUNT(sym) grape__sim_enter(SYM_##sym)
 
+/* An entry point and its twin for the per-thread default stream (suffix
+ * _ptsz or _ptds), written once: each is counted under its own name and
+ * calls impl(args..., ptds) with ptds 0 and 1. params is the parameter list
+ * of both, in parentheses. */
+#define SIM_TWINS(name, suffix, params, impl, ...) \
+  SIM_EXPORT CUresult name params {                 \
+    SIM_COUNT(name);                                \
+    return impl(__VA_ARGS__, 0);                    \
+  }                                                 \
+  SIM_EXPORT CUresult name##suffix params {         \
+    SIM_COUNT(name##suffix);                        \
+    return impl(__VA_ARGS__, 1);                    \
+  }
+
 /* Grows a full array v of *cap elements of elem bytes: *cap doubles (to
  * first, from 0) and v is reallocated to it. NULL (v and *cap unchanged, v
  * still valid) when memory runs out or the size overflows. */

@@ -569,23 +569,10 @@ static CUresult alloc_async(CUdeviceptr* p, size_t n, CUmemoryPool pool, CUstrea
   return dev_alloc(p, n, 0);
 }
 
-SIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* p, size_t n, CUstream s) {
-  SIM_COUNT(cuMemAllocAsync);
-  return alloc_async(p, n, atomic_load(&current_pool), s, 0);
-}
-SIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* p, size_t n, CUstream s) {
-  SIM_COUNT(cuMemAllocAsync_ptsz);
-  return alloc_async(p, n, atomic_load(&current_pool), s, 1);
-}
-SIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* p, size_t n, CUmemoryPool pool, CUstream s) {
-  SIM_COUNT(cuMemAllocFromPoolAsync);
-  return alloc_async(p, n, pool, s, 0);
-}
-SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* p, size_t n, CUmemoryPool pool,
-                                                 CUstream s) {
-  SIM_COUNT(cuMemAllocFromPoolAsync_ptsz);
-  return alloc_async(p, n, pool, s, 1);
-}
+SIM_TWINS(cuMemAllocAsync, _ptsz, (CUdeviceptr* p, size_t n, CUstream s),
+          alloc_async, p, n, atomic_load(&current_pool), s)
+SIM_TWINS(cuMemAllocFromPoolAsync, _ptsz, (CUdeviceptr* p, size_t n, CUmemoryPool pool, CUstream s),
+          alloc_async, p, n, pool, s)
 
 static CUresult free_async(CUdeviceptr p, CUstream h, int ptds) {
   CUresult r = grape__sim_check_init();
@@ -604,14 +591,7 @@ static CUresult free_async(CUdeviceptr p, CUstream h, int ptds) {
   return grape__sim_submit(s, &w, NULL, 0);
 }
 
-SIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
-  SIM_COUNT(cuMemFreeAsync);
-  return free_async(p, s, 0);
-}
-SIM_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
-  SIM_COUNT(cuMemFreeAsync_ptsz);
-  return free_async(p, s, 1);
-}
+SIM_TWINS(cuMemFreeAsync, _ptsz, (CUdeviceptr p, CUstream s), free_async, p, s)
 
 /* ---- Virtual memory management (cuMemAddressReserve / cuMemCreate / cuMemMap) ----
  *
@@ -903,24 +883,11 @@ static CUmemLocation device_location(CUdevice d) {
   return loc;
 }
 
-SIM_EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice d, CUstream s) {
-  SIM_COUNT(cuMemPrefetchAsync);
-  return prefetch(p, n, device_location(d), 0, s, 0);
-}
-SIM_EXPORT CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr p, size_t n, CUdevice d, CUstream s) {
-  SIM_COUNT(cuMemPrefetchAsync_ptsz);
-  return prefetch(p, n, device_location(d), 0, s, 1);
-}
-SIM_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation loc,
-                                          unsigned int flags, CUstream s) {
-  SIM_COUNT(cuMemPrefetchAsync_v2);
-  return prefetch(p, n, loc, flags, s, 0);
-}
-SIM_EXPORT CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation loc,
-                                               unsigned int flags, CUstream s) {
-  SIM_COUNT(cuMemPrefetchAsync_v2_ptsz);
-  return prefetch(p, n, loc, flags, s, 1);
-}
+SIM_TWINS(cuMemPrefetchAsync, _ptsz, (CUdeviceptr p, size_t n, CUdevice d, CUstream s),
+          prefetch, p, n, device_location(d), 0, s)
+SIM_TWINS(cuMemPrefetchAsync_v2, _ptsz,
+          (CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int flags, CUstream s),
+          prefetch, p, n, loc, flags, s)
 
 static CUresult advise(CUdeviceptr p, size_t n, CUmem_advise advice, CUmemLocation loc) {
   SIM_TRY(grape__sim_check_init());
@@ -961,12 +928,5 @@ static CUresult attach(CUstream h, CUdeviceptr p, size_t n, unsigned flags, int 
   return ordered_hint(p, n, h, ptds);
 }
 
-SIM_EXPORT CUresult cuStreamAttachMemAsync(CUstream s, CUdeviceptr p, size_t n, unsigned int flags) {
-  SIM_COUNT(cuStreamAttachMemAsync);
-  return attach(s, p, n, flags, 0);
-}
-SIM_EXPORT CUresult cuStreamAttachMemAsync_ptsz(CUstream s, CUdeviceptr p, size_t n,
-                                                unsigned int flags) {
-  SIM_COUNT(cuStreamAttachMemAsync_ptsz);
-  return attach(s, p, n, flags, 1);
-}
+SIM_TWINS(cuStreamAttachMemAsync, _ptsz, (CUstream s, CUdeviceptr p, size_t n, unsigned int flags),
+          attach, s, p, n, flags)

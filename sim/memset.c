@@ -26,7 +26,7 @@ CUresult grape__sim_memset_work(CUdeviceptr d, unsigned v, unsigned esize, size_
 
 /* A memset entry point: pitch 0 means rows packed (1-D forms). */
 static CUresult memset_any(CUdeviceptr d, unsigned v, unsigned esize, size_t n, size_t height,
-                           size_t pitch, CUstream h, int ptds, int async) {
+                           size_t pitch, CUstream h, int async, int ptds) {
   SIM_TRY(grape__sim_check_init());
   if (n == 0 || height == 0)
     return CUDA_SUCCESS;
@@ -44,50 +44,35 @@ static CUresult memset_any(CUdeviceptr d, unsigned v, unsigned esize, size_t n, 
   return r;
 }
 
-#define MEMSET_API(name, T, es, ptds, async)                                       \
-  SIM_EXPORT CUresult name(CUdeviceptr d, T v, size_t n) {                         \
-    SIM_COUNT(name);                                                               \
-    return memset_any(d, v, es, n, 1, 0, NULL, ptds, async);                       \
-  }
-#define MEMSET_ASYNC_API(name, T, es, ptds)                                        \
-  SIM_EXPORT CUresult name(CUdeviceptr d, T v, size_t n, CUstream s) {             \
-    SIM_COUNT(name);                                                               \
-    return memset_any(d, v, es, n, 1, 0, s, ptds, 1);                              \
-  }
-MEMSET_API(cuMemsetD8_v2, unsigned char, 1, 0, 0)
-MEMSET_API(cuMemsetD8_v2_ptds, unsigned char, 1, 1, 0)
-MEMSET_API(cuMemsetD16_v2, unsigned short, 2, 0, 0)
-MEMSET_API(cuMemsetD16_v2_ptds, unsigned short, 2, 1, 0)
-MEMSET_API(cuMemsetD32_v2, unsigned int, 4, 0, 0)
-MEMSET_API(cuMemsetD32_v2_ptds, unsigned int, 4, 1, 0)
-MEMSET_ASYNC_API(cuMemsetD8Async, unsigned char, 1, 0)
-MEMSET_ASYNC_API(cuMemsetD8Async_ptsz, unsigned char, 1, 1)
-MEMSET_ASYNC_API(cuMemsetD16Async, unsigned short, 2, 0)
-MEMSET_ASYNC_API(cuMemsetD16Async_ptsz, unsigned short, 2, 1)
-MEMSET_ASYNC_API(cuMemsetD32Async, unsigned int, 4, 0)
-MEMSET_ASYNC_API(cuMemsetD32Async_ptsz, unsigned int, 4, 1)
+SIM_TWINS(cuMemsetD8_v2, _ptds, (CUdeviceptr d, unsigned char v, size_t n), memset_any,
+          d, v, 1, n, 1, 0, NULL, 0)
+SIM_TWINS(cuMemsetD16_v2, _ptds, (CUdeviceptr d, unsigned short v, size_t n), memset_any,
+          d, v, 2, n, 1, 0, NULL, 0)
+SIM_TWINS(cuMemsetD32_v2, _ptds, (CUdeviceptr d, unsigned int v, size_t n), memset_any,
+          d, v, 4, n, 1, 0, NULL, 0)
+SIM_TWINS(cuMemsetD8Async, _ptsz, (CUdeviceptr d, unsigned char v, size_t n, CUstream s),
+          memset_any, d, v, 1, n, 1, 0, s, 1)
+SIM_TWINS(cuMemsetD16Async, _ptsz, (CUdeviceptr d, unsigned short v, size_t n, CUstream s),
+          memset_any, d, v, 2, n, 1, 0, s, 1)
+SIM_TWINS(cuMemsetD32Async, _ptsz, (CUdeviceptr d, unsigned int v, size_t n, CUstream s),
+          memset_any, d, v, 4, n, 1, 0, s, 1)
 
-#define MEMSET2D_API(name, T, es, ptds)                                            \
-  SIM_EXPORT CUresult name(CUdeviceptr d, size_t pitch, T v, size_t w, size_t h) { \
-    SIM_COUNT(name);                                                               \
-    return memset_any(d, v, es, w, h, pitch, NULL, ptds, 0);                       \
-  }
-MEMSET2D_API(cuMemsetD2D8_v2, unsigned char, 1, 0)
-MEMSET2D_API(cuMemsetD2D8_v2_ptds, unsigned char, 1, 1)
-MEMSET2D_API(cuMemsetD2D32_v2, unsigned int, 4, 0)
-MEMSET2D_API(cuMemsetD2D32_v2_ptds, unsigned int, 4, 1)
-MEMSET2D_API(cuMemsetD2D16_v2, unsigned short, 2, 0)
-MEMSET2D_API(cuMemsetD2D16_v2_ptds, unsigned short, 2, 1)
-
-#define MEMSET2D_ASYNC_API(name, T, es, ptds)                                      \
-  SIM_EXPORT CUresult name(CUdeviceptr d, size_t pitch, T v, size_t w, size_t h,   \
-                           CUstream s) {                                           \
-    SIM_COUNT(name);                                                               \
-    return memset_any(d, v, es, w, h, pitch, s, ptds, 1);                          \
-  }
-MEMSET2D_ASYNC_API(cuMemsetD2D8Async, unsigned char, 1, 0)
-MEMSET2D_ASYNC_API(cuMemsetD2D8Async_ptsz, unsigned char, 1, 1)
-MEMSET2D_ASYNC_API(cuMemsetD2D16Async, unsigned short, 2, 0)
-MEMSET2D_ASYNC_API(cuMemsetD2D16Async_ptsz, unsigned short, 2, 1)
-MEMSET2D_ASYNC_API(cuMemsetD2D32Async, unsigned int, 4, 0)
-MEMSET2D_ASYNC_API(cuMemsetD2D32Async_ptsz, unsigned int, 4, 1)
+/* 2-D: w elements per row, h rows, pitch bytes apart. */
+SIM_TWINS(cuMemsetD2D8_v2, _ptds,
+          (CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h), memset_any,
+          d, v, 1, w, h, pitch, NULL, 0)
+SIM_TWINS(cuMemsetD2D16_v2, _ptds,
+          (CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h), memset_any,
+          d, v, 2, w, h, pitch, NULL, 0)
+SIM_TWINS(cuMemsetD2D32_v2, _ptds,
+          (CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h), memset_any,
+          d, v, 4, w, h, pitch, NULL, 0)
+SIM_TWINS(cuMemsetD2D8Async, _ptsz,
+          (CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h, CUstream s),
+          memset_any, d, v, 1, w, h, pitch, s, 1)
+SIM_TWINS(cuMemsetD2D16Async, _ptsz,
+          (CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h, CUstream s),
+          memset_any, d, v, 2, w, h, pitch, s, 1)
+SIM_TWINS(cuMemsetD2D32Async, _ptsz,
+          (CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h, CUstream s),
+          memset_any, d, v, 4, w, h, pitch, s, 1)

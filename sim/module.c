@@ -646,19 +646,10 @@ static CUresult launch(CUfunction h, const unsigned grid[3], const unsigned bloc
   return grape__sim_submit(s, &w, NULL, 0);
 }
 
-#define LAUNCH_ARGS                                                                \
-  CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,  \
-      unsigned bz, unsigned smem, CUstream s, void **params, void **extra
-
-SIM_EXPORT CUresult cuLaunchKernel(LAUNCH_ARGS) {
-  SIM_COUNT(cuLaunchKernel);
-  return launch(f, (unsigned[3]){gx, gy, gz}, (unsigned[3]){bx, by, bz}, smem, s, params, extra, 0);
-}
-
-SIM_EXPORT CUresult cuLaunchKernel_ptsz(LAUNCH_ARGS) {
-  SIM_COUNT(cuLaunchKernel_ptsz);
-  return launch(f, (unsigned[3]){gx, gy, gz}, (unsigned[3]){bx, by, bz}, smem, s, params, extra, 1);
-}
+SIM_TWINS(cuLaunchKernel, _ptsz,
+          (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+           unsigned bz, unsigned smem, CUstream s, void** params, void** extra),
+          launch, f, (unsigned[3]){gx, gy, gz}, (unsigned[3]){bx, by, bz}, smem, s, params, extra)
 
 static CUresult launch_ex(const CUlaunchConfig* c, CUfunction f, void** params, void** extra,
                           int ptds) {
@@ -684,17 +675,9 @@ static CUresult launch_ex(const CUlaunchConfig* c, CUfunction f, void** params, 
                 c->hStream, params, extra, ptds);
 }
 
-SIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void** params,
-                                     void** extra) {
-  SIM_COUNT(cuLaunchKernelEx);
-  return launch_ex(c, f, params, extra, 0);
-}
-
-SIM_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* c, CUfunction f, void** params,
-                                          void** extra) {
-  SIM_COUNT(cuLaunchKernelEx_ptsz);
-  return launch_ex(c, f, params, extra, 1);
-}
+SIM_TWINS(cuLaunchKernelEx, _ptsz,
+          (const CUlaunchConfig* c, CUfunction f, void** params, void** extra),
+          launch_ex, c, f, params, extra)
 
 static CUresult launch_coop(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                             unsigned by, unsigned bz, unsigned smem, CUstream s, void** params,
@@ -705,17 +688,7 @@ static CUresult launch_coop(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                 ptds);
 }
 
-SIM_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                                              unsigned bx, unsigned by, unsigned bz, unsigned smem,
-                                              CUstream s, void** params) {
-  SIM_COUNT(cuLaunchCooperativeKernel);
-  return launch_coop(f, gx, gy, gz, bx, by, bz, smem, s, params, 0);
-}
-
-SIM_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy,
-                                                   unsigned gz, unsigned bx, unsigned by,
-                                                   unsigned bz, unsigned smem, CUstream s,
-                                                   void** params) {
-  SIM_COUNT(cuLaunchCooperativeKernel_ptsz);
-  return launch_coop(f, gx, gy, gz, bx, by, bz, smem, s, params, 1);
-}
+SIM_TWINS(cuLaunchCooperativeKernel, _ptsz,
+          (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+           unsigned bz, unsigned smem, CUstream s, void** params),
+          launch_coop, f, gx, gy, gz, bx, by, bz, smem, s, params)

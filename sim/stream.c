@@ -784,14 +784,7 @@ static CUresult stream_sync(CUstream h, int ptds) {
   return grape__sim_wait_stream(s);
 }
 
-SIM_EXPORT CUresult cuStreamSynchronize(CUstream h) {
-  SIM_COUNT(cuStreamSynchronize);
-  return stream_sync(h, 0);
-}
-SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream h) {
-  SIM_COUNT(cuStreamSynchronize_ptsz);
-  return stream_sync(h, 1);
-}
+SIM_TWINS(cuStreamSynchronize, _ptsz, (CUstream h), stream_sync, h)
 
 /* Lock held: the answer of a query for op seq of t (see the DESIGN note):
  * ready if the work finished no later than the moment the query was made
@@ -822,14 +815,7 @@ static CUresult stream_query(CUstream h, int ptds) {
   return r;
 }
 
-SIM_EXPORT CUresult cuStreamQuery(CUstream h) {
-  SIM_COUNT(cuStreamQuery);
-  return stream_query(h, 0);
-}
-SIM_EXPORT CUresult cuStreamQuery_ptsz(CUstream h) {
-  SIM_COUNT(cuStreamQuery_ptsz);
-  return stream_query(h, 1);
-}
+SIM_TWINS(cuStreamQuery, _ptsz, (CUstream h), stream_query, h)
 
 static CUresult stream_wait_event(CUstream h, CUevent e, unsigned flags, int ptds) {
   struct CUstream_st* s;
@@ -855,14 +841,8 @@ static CUresult stream_wait_event(CUstream h, CUevent e, unsigned flags, int ptd
   return grape__sim_submit(s, &w, &d, 1);
 }
 
-SIM_EXPORT CUresult cuStreamWaitEvent(CUstream h, CUevent e, unsigned int flags) {
-  SIM_COUNT(cuStreamWaitEvent);
-  return stream_wait_event(h, e, flags, 0);
-}
-SIM_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream h, CUevent e, unsigned int flags) {
-  SIM_COUNT(cuStreamWaitEvent_ptsz);
-  return stream_wait_event(h, e, flags, 1);
-}
+SIM_TWINS(cuStreamWaitEvent, _ptsz, (CUstream h, CUevent e, unsigned int flags),
+          stream_wait_event, h, e, flags)
 
 #define STREAM_GETTER(name, T, expr, ptds)                                         \
   SIM_EXPORT CUresult name(CUstream h, T* out) {                                   \
@@ -897,14 +877,7 @@ static CUresult host_func(CUstream h, CUhostFn fn, void* data, int ptds) {
   return grape__sim_submit(s, &w, NULL, 0);
 }
 
-SIM_EXPORT CUresult cuLaunchHostFunc(CUstream h, CUhostFn fn, void* data) {
-  SIM_COUNT(cuLaunchHostFunc);
-  return host_func(h, fn, data, 0);
-}
-SIM_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream h, CUhostFn fn, void* data) {
-  SIM_COUNT(cuLaunchHostFunc_ptsz);
-  return host_func(h, fn, data, 1);
-}
+SIM_TWINS(cuLaunchHostFunc, _ptsz, (CUstream h, CUhostFn fn, void* data), host_func, h, fn, data)
 
 /* cuStreamAddCallback: a host function that also receives the stream and a status. */
 typedef struct cb_s {
@@ -932,15 +905,9 @@ static CUresult add_callback(CUstream h, CUstreamCallback fn, void* data, unsign
   return r;
 }
 
-SIM_EXPORT CUresult cuStreamAddCallback(CUstream h, CUstreamCallback fn, void* data, unsigned int flags) {
-  SIM_COUNT(cuStreamAddCallback);
-  return add_callback(h, fn, data, flags, 0);
-}
-SIM_EXPORT CUresult cuStreamAddCallback_ptsz(CUstream h, CUstreamCallback fn, void* data,
-                                             unsigned int flags) {
-  SIM_COUNT(cuStreamAddCallback_ptsz);
-  return add_callback(h, fn, data, flags, 1);
-}
+SIM_TWINS(cuStreamAddCallback, _ptsz,
+          (CUstream h, CUstreamCallback fn, void* data, unsigned int flags),
+          add_callback, h, fn, data, flags)
 
 /* ---- Events ---- */
 
