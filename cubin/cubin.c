@@ -22,6 +22,7 @@
 #include <stdlib.h>
 
 #include "bytes.h"
+#include "grow.h"
 #include "set.h"
 
 /* .nv.info attribute codes used here (EIATTR_*). */
@@ -180,7 +181,7 @@ static int parse_kernel_info(cubin_ctx_t* c, size_t sec, grape_kernel_t* k) {
       /* v1 packs the size into the top 14 bits of a flags word; v2 stores it plainly. */
       pi.size = r.attr == ATTR_KPARAM_INFO ? rd32(r.body + 8) >> 18 : rd32(r.body + 8) & 0xffff;
       if (np == cap) {
-        pinfo_t* n = grape__cubin_grow(ps, &cap, np + 1, sizeof(*ps), 8);
+        pinfo_t* n = grape__grow(ps, &cap, np + 1, sizeof(*ps), 8);
         if (n == NULL) {
           grape__cubin_errf(c->err, "out of memory");
           rc = -ENOMEM;

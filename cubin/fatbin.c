@@ -27,6 +27,7 @@
 #include "bytes.h"
 #include "cubin.h"
 #include "ptx.h"
+#include "grow.h"
 #include "set.h"
 
 #define ENTRY_MIN_HEADER 64u
@@ -263,7 +264,7 @@ static int parse_container(grape_fatbin_t* fb, ZSTD_DCtx** dctx, const uint8_t* 
     entry_t* e = &one;
     if (fb->select_arch) {
       if (n == cap) {
-        entry_t* a = grape__cubin_grow(all, &cap, n + 1, sizeof(*a), 8);
+        entry_t* a = grape__grow(all, &cap, n + 1, sizeof(*a), 8);
         if (a == NULL) {
           grape__cubin_errf(err, "out of memory");
           rc = -ENOMEM;
@@ -335,7 +336,7 @@ int grape__fatbin_split(const uint8_t* data, size_t size, size_t base_off, grape
       break;
     }
     if (*n == cap) {
-      grape__span_t* sp = grape__cubin_grow(*spans, &cap, *n + 1, sizeof(*sp), 16);
+      grape__span_t* sp = grape__grow(*spans, &cap, *n + 1, sizeof(*sp), 16);
       if (sp == NULL) {
         grape__cubin_errf(err, "out of memory");
         rc = -ENOMEM;

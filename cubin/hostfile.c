@@ -28,6 +28,7 @@
 #include "cubin.h"
 #include "fatbin.h"
 #include "jobs.h"
+#include "grow.h"
 #include "set.h"
 
 /* Reads len bytes at off into a buffer owned by fb (plus a NUL). */
@@ -192,7 +193,7 @@ static int plan_job(plan_t* p, const uint8_t* data, size_t size, size_t base_off
 static int plan_region(plan_t* p, grape_fatbin_t* fb, int fd, const GElf_Shdr* sh, int map_only,
                        size_t* idx, grape_cubin_err_t* err) {
   if (p->nregions == p->rcap) {
-    region_t* rs = grape__cubin_grow(p->regions, &p->rcap, p->nregions + 1, sizeof(*rs), 8);
+    region_t* rs = grape__grow(p->regions, &p->rcap, p->nregions + 1, sizeof(*rs), 8);
     if (rs == NULL) {
       grape__cubin_errf(err, "out of memory");
       return -ENOMEM;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "fatbin.h"
+#include "grow.h"
 #include "set.h"
 
 #define MAX_THREADS 4
@@ -61,13 +62,13 @@ static void* worker(void* arg) {
 static int merge(grape_fatbin_t* dst, grape_fatbin_t* src) {
   if (dst->nimages + src->nimages > dst->cap) {
     grape_image_t* im =
-        grape__cubin_grow(dst->images, &dst->cap, dst->nimages + src->nimages, sizeof(*im), 8);
+        grape__grow(dst->images, &dst->cap, dst->nimages + src->nimages, sizeof(*im), 8);
     if (im == NULL)
       return -ENOMEM;
     dst->images = im;
   }
   if (dst->nbufs + src->nbufs > dst->bufcap) {
-    void** b = grape__cubin_grow(dst->bufs, &dst->bufcap, dst->nbufs + src->nbufs, sizeof(*b), 8);
+    void** b = grape__grow(dst->bufs, &dst->bufcap, dst->nbufs + src->nbufs, sizeof(*b), 8);
     if (b == NULL)
       return -ENOMEM;
     dst->bufs = b;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "set.h"
 
 typedef struct scan_s {
@@ -153,7 +154,7 @@ static int parse_params(scan_t* s, grape_kernel_t* k) {
       align = esize;
     off = (off + align - 1) & ~(align - 1);
     if (k->nparams == cap) {
-      grape_kparam_t* p = grape__cubin_grow(k->params, &cap, k->nparams + 1, sizeof(*p), 8);
+      grape_kparam_t* p = grape__grow(k->params, &cap, k->nparams + 1, sizeof(*p), 8);
       if (p == NULL)
         return -ENOMEM;
       k->params = p;
@@ -227,7 +228,7 @@ int grape__ptx_parse(grape_image_t* img, grape_cubin_err_t* err) {
     }
     if (img->nkernels == cap) {
       grape_kernel_t* ks =
-          grape__cubin_grow(img->kernels, &cap, img->nkernels + 1, sizeof(*ks), 8);
+          grape__grow(img->kernels, &cap, img->nkernels + 1, sizeof(*ks), 8);
       if (ks == NULL) {
         rc = -ENOMEM;
         grape__cubin_errf(err, "out of memory");

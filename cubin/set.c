@@ -18,6 +18,8 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "grow.h"
+
 /* ---- Errors ---- */
 
 void grape__cubin_errf(grape_cubin_err_t* err, const char* fmt, ...) {
@@ -46,23 +48,6 @@ void grape__cubin_err_prefix(grape_cubin_err_t* err, const char* fmt, ...) {
   err->msg[sizeof err->msg - 1] = '\0';
 }
 
-/* ---- Growing arrays ---- */
-
-void* grape__cubin_grow(void* v, size_t* cap, size_t need, size_t elem, size_t first) {
-  size_t nc = *cap ? *cap : first;
-  while (nc < need) {
-    if (nc > SIZE_MAX / 2)
-      return NULL;
-    nc *= 2;
-  }
-  if (nc > SIZE_MAX / elem)
-    return NULL;
-  void* nv = realloc(v, nc * elem);
-  if (nv != NULL)
-    *cap = nc;
-  return nv;
-}
-
 /* ---- The set ---- */
 
 grape_fatbin_t* grape__fatbin_new(grape_cubin_err_t* err) {
@@ -74,7 +59,7 @@ grape_fatbin_t* grape__fatbin_new(grape_cubin_err_t* err) {
 
 int grape__fatbin_own(grape_fatbin_t* fb, void* buf) {
   if (fb->nbufs == fb->bufcap) {
-    void** b = grape__cubin_grow(fb->bufs, &fb->bufcap, fb->nbufs + 1, sizeof(*b), 8);
+    void** b = grape__grow(fb->bufs, &fb->bufcap, fb->nbufs + 1, sizeof(*b), 8);
     if (b == NULL) {
       free(buf);
       return -ENOMEM;
@@ -87,7 +72,7 @@ int grape__fatbin_own(grape_fatbin_t* fb, void* buf) {
 
 grape_image_t* grape__fatbin_push(grape_fatbin_t* fb) {
   if (fb->nimages == fb->cap) {
-    grape_image_t* im = grape__cubin_grow(fb->images, &fb->cap, fb->nimages + 1, sizeof(*im), 8);
+    grape_image_t* im = grape__grow(fb->images, &fb->cap, fb->nimages + 1, sizeof(*im), 8);
     if (im == NULL)
       return NULL;
     fb->images = im;

@@ -37,12 +37,6 @@ void grape__cubin_errf(grape_cubin_err_t* err, const char* fmt, ...)
 void grape__cubin_err_prefix(grape_cubin_err_t* err, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Grows the array v of *cap elements of elem bytes to hold `need` (call it
- * when need > *cap): *cap doubles, starting from first, until it does, and v
- * is reallocated to it. NULL (v and *cap unchanged, v still valid) when
- * memory runs out or the size overflows. */
-void* grape__cubin_grow(void* v, size_t* cap, size_t need, size_t elem, size_t first);
-
 /* An empty set; NULL when out of memory (err says so). */
 grape_fatbin_t* grape__fatbin_new(grape_cubin_err_t* err);
 /* Hands buf to fb (freed with it). On failure frees buf and returns -ENOMEM. */

@@ -20,7 +20,7 @@
 #include <zlib.h>
 
 #include "grape/predict.h"
-#include "predict/grow.h"
+#include "cubin/grow.h"
 
 enum {
   C_LAT, C_DEV, C_NAME, C_OP, C_GX, C_GY, C_GZ, C_BX, C_BY, C_BZ, C_SMEM, C_REGS, C_DIMS,
@@ -66,7 +66,7 @@ static int read_line(grape_csv_t* c) {
   size_t len = 0;
   for (;;) {
     if (c->cap - len < 2) {
-      char* nl = grape__predict_grow(c->line, &c->cap, 1, 4096);
+      char* nl = grape__grow(c->line, &c->cap, len + 2, 1, 4096);
       if (nl == NULL)
         return -ENOMEM;
       c->line = nl;
@@ -108,7 +108,7 @@ static int split(grape_csv_t* c) {
   char* o = c->work;
   for (;;) {
     if ((size_t)n == c->nfield_cap) {
-      char** nf = grape__predict_grow(c->field, &c->nfield_cap, sizeof(*nf), 32);
+      char** nf = grape__grow(c->field, &c->nfield_cap, (size_t)n + 1, sizeof(*nf), 32);
       if (nf == NULL)
         return -ENOMEM;
       c->field = nf;

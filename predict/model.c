@@ -26,7 +26,7 @@
  */
 #include "predict/model.h"
 #include "predict/gpu.h"
-#include "predict/grow.h"
+#include "cubin/grow.h"
 
 #include <errno.h>
 #include <float.h>
@@ -687,7 +687,7 @@ int grape_model_load(const char* path, grape_model_t** out, char* err, size_t er
       rc = -EFBIG;
       goto fail_read;
     }
-    char* nb = grape__predict_grow(buf, &cap, 1, cap);
+    char* nb = grape__grow(buf, &cap, cap + 1, 1, cap);
     if (nb == NULL)
       goto fail_read;
     buf = nb;

@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "grape/predict.h"
-#include "predict/grow.h"
+#include "cubin/grow.h"
 #include "predict/kernel.h"
 #include "predict/lsq.h"
 #include "predict/model.h"
@@ -141,7 +141,7 @@ int grape_dataset_add_file(grape_dataset_t* d, const char* path, const char* gpu
       continue;
     }
     if (d->n == d->cap) {
-      row_t* nr = grape__predict_grow(d->rows, &d->cap, sizeof(*nr), 4096);
+      row_t* nr = grape__grow(d->rows, &d->cap, d->n + 1, sizeof(*nr), 4096);
       if (nr == NULL) {
         err = -ENOMEM;
         break;
@@ -952,6 +952,28 @@ int grape_model_train(const grape_dataset_t* d, grape_model_t** out) {
 
 const char* grape_cv_group_name(int g) {
   return g == GRAPE_KC_COUNT ? "linear" : g == GRAPE_KC_GEMM ? "bmm" : grape_kclass_name(g);
+}
+
+static void cell_add(grape_cv_cell_t* t, const grape_cv_cell_t* a) {
+  t->n += a->n;
+  for (int me = 0; me < GRAPE_METHOD_COUNT; me++) {
+    t->ape[me] += a->ape[me];
+    t->sum_pred[me] += a->sum_pred[me];
+  }
+  t->sum_meas += a->sum_meas;
+  t->ape_launch += a->ape_launch;
+  t->covered += a->covered;
+  t->cover_launch += a->cover_launch;
+  t->ape_known += a->ape_known;
+  t->known += a->known;
+}
+
+void grape_cv_sum(const grape_cv_t* cv, int group, grape_cv_cell_t* out) {
+  memset(out, 0, sizeof(*out));
+  for (int g = 0; g < NGROUP; g++)
+    if (group < 0 || g == group)
+      for (int gi = 0; gi < cv->ngpu; gi++)
+        cell_add(out, &cv->cell[gi][g]);
 }
 
 /* Whether grape's interval holds the measured time of r. */

@@ -42,31 +42,66 @@ static void usage(FILE* to) {
           "  --quiet             do not name skipped lines\n");
 }
 
+/* An experiment knob of the environment, read as atoi / atof read it. */
+static void env_int(const char* name, int* v) {
+  const char* e = getenv(name);
+  if (e != NULL)
+    *v = atoi(e);
+}
+static void env_double(const char* name, double* v) {
+  const char* e = getenv(name);
+  if (e != NULL)
+    *v = atof(e);
+}
+
 /* The training options: the defaults, with the experiment knobs of the
- * environment applied (each read as atoi/atof reads it; a value out of
- * range is then taken as grape_train_opts_t says). */
+ * environment applied (a value out of range is then taken as
+ * grape_train_opts_t says). */
 static void train_opts_from_env(grape_train_opts_t* o) {
-  const char* e;
   grape_train_opts_init(o);
-  if ((e = getenv("GRAPE_TRAIN_TREES")) != NULL)
-    o->trees = atoi(e);
-  if ((e = getenv("GRAPE_TRAIN_RATE")) != NULL)
-    o->rate = atof(e);
-  if ((e = getenv("GRAPE_TRAIN_FOLDS")) != NULL)
-    o->folds = atoi(e);
-  if ((e = getenv("GRAPE_TRAIN_P")) != NULL)
-    o->floor_p = atof(e);
-  if ((e = getenv("GRAPE_TRAIN_RIDGE")) != NULL)
-    o->ridge = atof(e);
-  if ((e = getenv("GRAPE_TRAIN_SELECT")) != NULL)
-    o->select = atoi(e);
-  if ((e = getenv("GRAPE_TRAIN_CRIT")) != NULL)
-    o->crit = atoi(e);
+  env_int("GRAPE_TRAIN_TREES", &o->trees);
+  env_double("GRAPE_TRAIN_RATE", &o->rate);
+  env_int("GRAPE_TRAIN_FOLDS", &o->folds);
+  env_double("GRAPE_TRAIN_P", &o->floor_p);
+  env_double("GRAPE_TRAIN_RIDGE", &o->ridge);
+  env_int("GRAPE_TRAIN_SELECT", &o->select);
+  env_int("GRAPE_TRAIN_CRIT", &o->crit);
   if (getenv("GRAPE_TRAIN_VERBOSE") != NULL)
     o->log = stderr;
 }
 
 /* ---- Cross-validation tables ---- */
+
+/* The per-GPU table: a header of group names, then a row per GPU whose
+ * cells, `w` wide, cell() writes ("-" where the GPU has no rows). */
+static void print_per_gpu(const grape_cv_t* cv, int w, void (*cell)(const grape_cv_cell_t* a)) {
+  printf("%-24s", "gpu");
+  for (int g = 0; g < GRAPE_CV_GROUPS; g++)
+    printf(" %*s", w, grape_cv_group_name(g));
+  putchar('\n');
+  for (int gi = 0; gi < cv->ngpu; gi++) {
+    printf("%-24s", cv->gpu[gi]);
+    for (int g = 0; g < GRAPE_CV_GROUPS; g++) {
+      const grape_cv_cell_t* a = &cv->cell[gi][g];
+      if (a->n == 0)
+        printf(" %*s", w, "-");
+      else
+        cell(a);
+    }
+    putchar('\n');
+  }
+}
+
+/* Leave one GPU out: grape's per-kernel MAPE / coverage. */
+static void gpu_cell(const grape_cv_cell_t* a) {
+  printf("   %5.1f/%5.1f", 100 * a->ape[GRAPE_METHOD_GRAPE] / a->n, 100 * a->covered / a->n);
+}
+
+/* Held-out shapes: grape as served (its transfer regime) / coverage. */
+static void shape_cell(const grape_cv_cell_t* a) {
+  printf("  %5.1f (%5.1f)/%5.1f", 100 * a->ape_known / a->n,
+         100 * a->ape[GRAPE_METHOD_GRAPE] / a->n, 100 * a->covered / a->n);
+}
 
 /* Leave one GPU out: per group, each method's per-kernel MAPE and summed-time
  * error (mean over held-out GPUs), then per held-out GPU. */
@@ -79,53 +114,34 @@ static void print_cv_gpus(const grape_cv_t* cv) {
   for (int me = 0; me < GRAPE_METHOD_COUNT; me++)
     printf(" %18s", mname[me]);
   printf(" %14s %8s %14s\n", "grape-no-dims", "coverage", "cov-no-dims");
-  double tot_n = 0, tot_cov = 0, tot_covl = 0;
   for (int g = 0; g < GRAPE_CV_GROUPS; g++) {
-    double n = 0, ape[GRAPE_METHOD_COUNT] = {0}, sume[GRAPE_METHOD_COUNT] = {0}, apel = 0;
-    double cov = 0, covl = 0;
+    grape_cv_cell_t t;
+    grape_cv_sum(cv, g, &t);
+    if (t.n == 0)
+      continue;
+    /* The summed-time error is each held-out GPU's, then their mean. */
+    double sume[GRAPE_METHOD_COUNT] = {0};
     int ng = 0;
     for (int gi = 0; gi < cv->ngpu; gi++) {
       const grape_cv_cell_t* a = &cv->cell[gi][g];
       if (a->n == 0)
         continue;
       ng++;
-      n += a->n;
-      apel += a->ape_launch;
-      cov += a->covered;
-      covl += a->cover_launch;
-      for (int me = 0; me < GRAPE_METHOD_COUNT; me++) {
-        ape[me] += a->ape[me];
+      for (int me = 0; me < GRAPE_METHOD_COUNT; me++)
         sume[me] += fabs(a->sum_pred[me] - a->sum_meas) / a->sum_meas;
-      }
     }
-    if (n == 0)
-      continue;
-    tot_n += n;
-    tot_cov += cov;
-    tot_covl += covl;
-    printf("%-12s %8.0f", grape_cv_group_name(g), n);
+    printf("%-12s %8.0f", grape_cv_group_name(g), t.n);
     for (int me = 0; me < GRAPE_METHOD_COUNT; me++)
-      printf("   %6.1f (%6.1f)  ", 100 * ape[me] / n, 100 * sume[me] / ng);
-    printf(" %14.1f %8.1f %14.1f\n", 100 * apel / n, 100 * cov / n, 100 * covl / n);
+      printf("   %6.1f (%6.1f)  ", 100 * t.ape[me] / t.n, 100 * sume[me] / ng);
+    printf(" %14.1f %8.1f %14.1f\n", 100 * t.ape_launch / t.n, 100 * t.covered / t.n,
+           100 * t.cover_launch / t.n);
   }
-  printf("%-12s %8.0f %78s %8.1f %14.1f\n", "all", tot_n, "", 100 * tot_cov / tot_n,
-         100 * tot_covl / tot_n);
-  printf("\nper held-out GPU, grape's per-kernel MAPE %% / coverage %%:\n%-24s", "gpu");
-  for (int g = 0; g < GRAPE_CV_GROUPS; g++)
-    printf(" %13s", grape_cv_group_name(g));
-  putchar('\n');
-  for (int gi = 0; gi < cv->ngpu; gi++) {
-    printf("%-24s", cv->gpu[gi]);
-    for (int g = 0; g < GRAPE_CV_GROUPS; g++) {
-      const grape_cv_cell_t* a = &cv->cell[gi][g];
-      if (a->n == 0)
-        printf(" %13s", "-");
-      else
-        printf("   %5.1f/%5.1f", 100 * a->ape[GRAPE_METHOD_GRAPE] / a->n,
-               100 * a->covered / a->n);
-    }
-    putchar('\n');
-  }
+  grape_cv_cell_t tot;
+  grape_cv_sum(cv, -1, &tot);
+  printf("%-12s %8.0f %78s %8.1f %14.1f\n", "all", tot.n, "", 100 * tot.covered / tot.n,
+         100 * tot.cover_launch / tot.n);
+  printf("\nper held-out GPU, grape's per-kernel MAPE %% / coverage %%:\n");
+  print_per_gpu(cv, 13, gpu_cell);
 }
 
 /* Held-out shapes: per group, grape as served next to its transfer regime,
@@ -139,48 +155,22 @@ static void print_cv_shapes(const grape_cv_t* cv) {
          100 * cv->level);
   printf("%-12s %8s %8s %8s %8s %8s %13s %11s\n", "group", "rows", "known", "grape",
          "transfer", "coverage", "grape-no-dims", "cov-no-dims");
-  grape_cv_cell_t tot = {0};
   for (int g = 0; g < GRAPE_CV_GROUPS; g++) {
-    grape_cv_cell_t t = {0};
-    for (int gi = 0; gi < cv->ngpu; gi++) {
-      const grape_cv_cell_t* a = &cv->cell[gi][g];
-      t.n += a->n;
-      t.known += a->known;
-      t.ape_known += a->ape_known;
-      t.ape[GRAPE_METHOD_GRAPE] += a->ape[GRAPE_METHOD_GRAPE];
-      t.covered += a->covered;
-      t.ape_launch += a->ape_launch;
-      t.cover_launch += a->cover_launch;
-    }
+    grape_cv_cell_t t;
+    grape_cv_sum(cv, g, &t);
     if (t.n == 0)
       continue;
-    tot.n += t.n;
-    tot.known += t.known;
-    tot.covered += t.covered;
-    tot.cover_launch += t.cover_launch;
     printf("%-12s %8.0f %8.0f %8.1f %8.1f %8.1f %13.1f %11.1f\n", grape_cv_group_name(g), t.n,
            t.known, 100 * t.ape_known / t.n, 100 * t.ape[GRAPE_METHOD_GRAPE] / t.n,
            100 * t.covered / t.n, 100 * t.ape_launch / t.n, 100 * t.cover_launch / t.n);
   }
+  grape_cv_cell_t tot;
+  grape_cv_sum(cv, -1, &tot);
   if (tot.n > 0)
     printf("%-12s %8.0f %8.0f %8s %8s %8.1f %13s %11.1f\n", "all", tot.n, tot.known, "", "",
            100 * tot.covered / tot.n, "", 100 * tot.cover_launch / tot.n);
-  printf("\nper GPU, grape's per-kernel MAPE %% (transfer regime's) / coverage %%:\n%-24s", "gpu");
-  for (int g = 0; g < GRAPE_CV_GROUPS; g++)
-    printf(" %19s", grape_cv_group_name(g));
-  putchar('\n');
-  for (int gi = 0; gi < cv->ngpu; gi++) {
-    printf("%-24s", cv->gpu[gi]);
-    for (int g = 0; g < GRAPE_CV_GROUPS; g++) {
-      const grape_cv_cell_t* a = &cv->cell[gi][g];
-      if (a->n == 0)
-        printf(" %19s", "-");
-      else
-        printf("  %5.1f (%5.1f)/%5.1f", 100 * a->ape_known / a->n,
-               100 * a->ape[GRAPE_METHOD_GRAPE] / a->n, 100 * a->covered / a->n);
-    }
-    putchar('\n');
-  }
+  printf("\nper GPU, grape's per-kernel MAPE %% (transfer regime's) / coverage %%:\n");
+  print_per_gpu(cv, 19, shape_cell);
 }
 
 /* ---- The command ---- */

@@ -354,6 +354,10 @@ typedef struct grape_cv_s {
   grape_cv_cell_t cell[GRAPE_CV_MAX_GPUS][GRAPE_CV_GROUPS];
 } grape_cv_t;
 
+/* The cells of one evaluation group summed over the GPUs, in GPU order
+ * (group -1: of every group, group by group). */
+GRAPE_API void grape_cv_sum(const grape_cv_t* cv, int group, grape_cv_cell_t* out);
+
 /* Leave-one-GPU-out cross-validation of all three models: for each GPU in the
  * data, fit on the others (options o, NULL: the defaults) and predict its
  * rows (grape's transfer regime). @return 0, -ENODATA (fewer than two GPUs),

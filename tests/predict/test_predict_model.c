@@ -145,33 +145,11 @@ Test(predict, training_is_deterministic_and_round_trips) {
   grape_dataset_free(d);
 }
 
-/* One group's cells summed over the held-out GPUs (or shape folds). */
-static grape_cv_cell_t cv_group(const grape_cv_t* cv, int g) {
-  grape_cv_cell_t t = {0};
-  for (int gi = 0; gi < cv->ngpu; gi++) {
-    const grape_cv_cell_t* a = &cv->cell[gi][g];
-    t.n += a->n;
-    t.known += a->known;
-    t.covered += a->covered;
-    t.cover_launch += a->cover_launch;
-    t.ape_known += a->ape_known;
-    for (int me = 0; me < GRAPE_METHOD_COUNT; me++)
-      t.ape[me] += a->ape[me];
-  }
-  return t;
-}
-
-/* Every group's cells summed. */
-static grape_cv_cell_t cv_all(const grape_cv_t* cv) {
-  grape_cv_cell_t t = {0};
-  for (int g = 0; g < GRAPE_CV_GROUPS; g++) {
-    grape_cv_cell_t a = cv_group(cv, g);
-    t.n += a.n;
-    t.known += a.known;
-    t.covered += a.covered;
-    t.cover_launch += a.cover_launch;
-  }
-  return t;
+/* The rows a cross-validation held out, all groups together. */
+static double cv_n(const grape_cv_t* cv) {
+  grape_cv_cell_t all;
+  grape_cv_sum(cv, -1, &all);
+  return all.n;
 }
 
 Test(predict, crossval_measures_each_group_on_each_held_out_gpu) {
@@ -190,9 +168,10 @@ Test(predict, crossval_measures_each_group_on_each_held_out_gpu) {
   cr_expect_gt(cv->cell[t4][GRAPE_KC_GEMM].n, 0);
   cr_expect_gt(cv->cell[t4][GRAPE_KC_ELEMENTWISE].n, 0);
   /* Every row of the data is held out once, in its own group. */
-  cr_expect_eq(cv_all(cv).n, (double)grape_dataset_size(d));
+  cr_expect_eq(cv_n(cv), (double)grape_dataset_size(d));
   for (int g = 0; g < GRAPE_CV_GROUPS; g++) {
-    grape_cv_cell_t a = cv_group(cv, g);
+    grape_cv_cell_t a;
+    grape_cv_sum(cv, g, &a);
     for (int me = 0; me < GRAPE_METHOD_COUNT; me++)
       cr_expect(a.n == 0 || (a.ape[me] > 0 && a.ape[me] < a.n), "group %s method %d: %g / %g",
                 grape_cv_group_name(g), me, a.ape[me], a.n);
@@ -400,17 +379,19 @@ Test(predict, intervals_are_calibrated_in_both_regimes, .timeout = 120) {
   grape_dataset_t* d = subset();
   grape_cv_t* cv = malloc(sizeof(*cv));
   cr_assert_eq(grape_model_crossval(d, NULL, cv), 0);
-  grape_cv_cell_t all = cv_all(cv);
+  grape_cv_cell_t all;
+  grape_cv_sum(cv, -1, &all);
   double cov = 100 * all.covered / all.n, covl = 100 * all.cover_launch / all.n;
   cr_expect(cov > 75 && cov < 85, "transfer regime: %.1f%% of held-out GPUs' rows", cov);
   cr_expect(covl > 75 && covl < 85, "transfer, no dims: %.1f%%", covl);
   cr_assert_eq(grape_model_crossval_shapes(d, 5, NULL, cv), 0);
   cr_expect_eq(cv->folds, 5);
-  all = cv_all(cv);
+  grape_cv_sum(cv, -1, &all);
   cov = 100 * all.covered / all.n;
   cr_expect(all.known > 0.85 * all.n, "%g of %g rows known: the GEMMs", all.known, all.n);
   cr_expect(cov > 75 && cov < 85, "known regime: %.1f%% of held-out shapes", cov);
-  grape_cv_cell_t bmm = cv_group(cv, GRAPE_KC_GEMM);
+  grape_cv_cell_t bmm;
+  grape_cv_sum(cv, GRAPE_KC_GEMM, &bmm);
   double served = 100 * bmm.ape_known / bmm.n;
   double transfer = 100 * bmm.ape[GRAPE_METHOD_GRAPE] / bmm.n;
   cr_expect(served < 0.75 * transfer, "bmm held-out shapes: known %.1f%%, transfer %.1f%%", served,
