@@ -194,7 +194,7 @@ static char* model_text(const grape_model_t* m, size_t* len) {
 /* Training options: a layout too old is refused, a value out of range is
  * taken as documented (here the defaults, so the model is the default
  * fit's), and trees = 0 turns the known regime off. */
-Test(predict, training_options_are_checked_and_reach_the_fit, .timeout = 60) {
+Test(predict, training_options_are_checked_and_reach_the_fit) {
   grape_dataset_t* d = subset();
   grape_train_opts_t o;
   grape_model_t *def, *m;
