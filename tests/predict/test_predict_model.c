@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "grape/predict.h"
+#include "predict/model.h"
 
 #ifndef SUBSET_DIR
 #error "SUBSET_DIR must name data/neusight-subset"
@@ -182,7 +183,6 @@ Test(predict, crossval_measures_each_group_on_each_held_out_gpu) {
 
 /* Model m written as its text file (malloc'd; *len bytes). */
 static char* model_text(const grape_model_t* m, size_t* len) {
-  extern int grape__model_write(const grape_model_t* m, FILE* f);
   char* text = NULL;
   FILE* f = open_memstream(&text, len);
   cr_assert_not_null(f);
