@@ -314,22 +314,25 @@ static int kind_types(enum cudaMemcpyKind k, CUmemorytype* src, CUmemorytype* ds
       (c)->pre##Device = (CUdeviceptr)(uintptr_t)(ptr);                            \
   } while (0)
 
+/* One side of a 3-D copy's box, from the runtime's position and pitched
+ * pointer: origin, row pitch and slice height. */
+#define BOX_SIDE(c, pre, pos, pptr)                                                \
+  do {                                                                             \
+    (c)->pre##XInBytes = (pos).x;                                                  \
+    (c)->pre##Y = (pos).y;                                                         \
+    (c)->pre##Z = (pos).z;                                                         \
+    (c)->pre##Pitch = (pptr).pitch;                                                \
+    (c)->pre##Height = (pptr).ysize;                                               \
+  } while (0)
+
 /* The box of a 3-D copy from the runtime's parameters p (cudaMemcpy3DParms or
  * cudaMemcpy3DPeerParms: the same fields) into the driver's c (CUDA_MEMCPY3D
- * or CUDA_MEMCPY3D_PEER): each side's origin, row pitch and slice height, and
- * the extent (in bytes: no array takes part). */
+ * or CUDA_MEMCPY3D_PEER): both sides and the extent (in bytes: no array takes
+ * part). */
 #define COPY_BOX(c, p)                                                             \
   do {                                                                             \
-    (c)->srcXInBytes = (p)->srcPos.x;                                              \
-    (c)->srcY = (p)->srcPos.y;                                                     \
-    (c)->srcZ = (p)->srcPos.z;                                                     \
-    (c)->srcPitch = (p)->srcPtr.pitch;                                             \
-    (c)->srcHeight = (p)->srcPtr.ysize;                                            \
-    (c)->dstXInBytes = (p)->dstPos.x;                                              \
-    (c)->dstY = (p)->dstPos.y;                                                     \
-    (c)->dstZ = (p)->dstPos.z;                                                     \
-    (c)->dstPitch = (p)->dstPtr.pitch;                                             \
-    (c)->dstHeight = (p)->dstPtr.ysize;                                            \
+    BOX_SIDE(c, src, (p)->srcPos, (p)->srcPtr);                                    \
+    BOX_SIDE(c, dst, (p)->dstPos, (p)->dstPtr);                                    \
     (c)->WidthInBytes = (p)->extent.width;                                         \
     (c)->Height = (p)->extent.height;                                              \
     (c)->Depth = (p)->extent.depth;                                                \
