@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/grow.h"
+
 #define MAX_VARIANTS 16
 
 typedef struct path_s path_t;
@@ -121,19 +123,6 @@ static inline size_t mix(uint64_t x) {
   return (size_t)x;
 }
 
-static int push_ptr(void*** v, size_t* len, size_t* cap, void* p) {
-  if (*len == *cap) {
-    size_t ncap = *cap ? *cap * 2 : 64;
-    void** nv = realloc(*v, ncap * sizeof(*nv));
-    if (nv == NULL)
-      return -ENOMEM;
-    *v = nv;
-    *cap = ncap;
-  }
-  (*v)[(*len)++] = p;
-  return 0;
-}
-
 static void* dup_bytes(const void* p, size_t n) {
   void* d = malloc(n ? n : 1);
   if (d != NULL && n)
@@ -194,10 +183,14 @@ static grape_gc_node_t* trie_path(grape_gc_t* c, const gkey_t* k) {
     grape_gc_node_t* next = trie_child(n, &k->keys[i]);
     if (next == NULL) {
       next = calloc(1, sizeof(*next));
-      if (next == NULL || push_ptr((void***)&c->nodes, &c->nnodes, &c->nodes_cap, next)) {
+      grape_gc_node_t** all =
+          next ? grape__grow(c->nodes, &c->nodes_cap, c->nnodes + 1, sizeof(*c->nodes), 64) : NULL;
+      if (all == NULL) {
         free(next);
         return NULL;
       }
+      c->nodes = all;
+      all[c->nnodes++] = next;
       next->key = k->keys[i];
       next->parent = n;
       next->depth = n->depth + 1;
@@ -318,8 +311,11 @@ static exec_t* exec_build(grape_gc_t* c, gkey_t* k, const grape_region_t* r, con
   }
   if ((*drv_err = c->drv.graph_instantiate(c->drv.self, &e->exec, e->graph)) != 0)
     goto fail;
-  if (push_ptr((void***)&c->execs, &c->nexecs, &c->execs_cap, e) != 0)
+  exec_t** execs = grape__grow(c->execs, &c->execs_cap, c->nexecs + 1, sizeof(*c->execs), 64);
+  if (execs == NULL)
     goto fail;
+  c->execs = execs;
+  execs[c->nexecs++] = e;
   k->var[k->nvar++] = e;
   e->last_use = ++c->tick;
   c->st.graph_bytes += bytes;
@@ -899,7 +895,7 @@ size_t grape_gc_each_path(grape_gc_t* c, void (*fn)(const grape_gc_path_t* p, vo
   return n;
 }
 
-static int path_cmp(const void* a, const void* b) {
+int grape_gc_path_order(const void* a, const void* b) {
   const grape_gc_path_t* x = a;
   const grape_gc_path_t* y = b;
   if (x->count != y->count)
@@ -918,7 +914,7 @@ size_t grape_gc_top(grape_gc_t* c, grape_gc_path_t* top, size_t n) {
     all[k++] = path_view(c, p);
   }
   if (all != NULL) {
-    qsort(all, k, sizeof(*all), path_cmp);
+    qsort(all, k, sizeof(*all), grape_gc_path_order);
     if (k > n)
       k = n;
     memcpy(top, all, k * sizeof(*all));

@@ -240,6 +240,10 @@ typedef struct grape_gc_path_s {
  * counts them. @return how many were written (or exist). */
 size_t grape_gc_top(grape_gc_t* c, grape_gc_path_t* top, size_t n);
 
+/* grape_gc_top's order, as a qsort comparison of two grape_gc_path_t: most
+ * frequent first, equal counts by fingerprint. */
+int grape_gc_path_order(const void* a, const void* b);
+
 /* Calls fn for every path, in no order, under the cache's lock (fn must not
  * call the cache). @return how many. */
 size_t grape_gc_each_path(grape_gc_t* c, void (*fn)(const grape_gc_path_t* p, void* arg), void* arg);

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "util/grow.h"
+
 /* Grows one per-op array to ncap elements of size sz; NULL on failure (the
  * old array stays valid). */
 static void* grow(void* p, uint32_t ncap, size_t sz) {
@@ -12,7 +14,7 @@ static void* grow(void* p, uint32_t ncap, size_t sz) {
 
 int grape__region_reserve(grape_region_t* r, size_t max_bytes) {
   if (r->nops == r->cap) {
-    uint32_t ncap = r->cap ? r->cap * 2 : 64;
+    uint32_t ncap = (uint32_t)grape__grow_cap(r->cap, (size_t)r->nops + 1, 64);
     void* k = grow(r->keys, ncap, sizeof(*r->keys));
     if (k == NULL)
       return -ENOMEM;
@@ -32,14 +34,10 @@ int grape__region_reserve(grape_region_t* r, size_t max_bytes) {
     r->cap = ncap;   /* only once every array has the new size */
   }
   if (r->plen + max_bytes > r->pcap) {
-    size_t ncap = r->pcap ? r->pcap * 2 : 4096;
-    while (ncap < r->plen + max_bytes)
-      ncap *= 2;
-    uint8_t* p = realloc(r->params, ncap);
+    uint8_t* p = grape__grow(r->params, &r->pcap, r->plen + max_bytes, 1, 4096);
     if (p == NULL)
       return -ENOMEM;
     r->params = p;
-    r->pcap = ncap;
   }
   return 0;
 }

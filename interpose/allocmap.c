@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "options.h"
+#include "util/grow.h"
 
 static pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
 static grape_alloc_t* iv;          /* sorted by start, disjoint */
@@ -31,22 +32,18 @@ static int history_on(void) {
 static void history_add(const grape_alloc_t* a) {
   if (!history_on())
     return;
-  if (hist_len == hist_cap) {
-    size_t ncap = hist_cap ? hist_cap * 2 : 256;
-    grape_alloc_life_t* n = realloc(hist, ncap * sizeof(*n));
-    if (n == NULL) {
-      /* Without every entry, ids no longer index the history: drop it. */
-      free(hist);
-      hist = NULL;
-      hist_len = hist_cap = 0;
-      hist_on = 0;
-      grape_log_warn_once("out of memory for the allocation history: the trace's pointer "
-                          "parameters will not be resolved");
-      return;
-    }
-    hist = n;
-    hist_cap = ncap;
+  grape_alloc_life_t* n = grape__grow(hist, &hist_cap, hist_len + 1, sizeof(*hist), 256);
+  if (n == NULL) {
+    /* Without every entry, ids no longer index the history: drop it. */
+    free(hist);
+    hist = NULL;
+    hist_len = hist_cap = 0;
+    hist_on = 0;
+    grape_log_warn_once("out of memory for the allocation history: the trace's pointer "
+                        "parameters will not be resolved");
+    return;
   }
+  hist = n;
   hist[hist_len++] = (grape_alloc_life_t){*a, epoch, 0};
 }
 
@@ -95,16 +92,12 @@ int grape__alloc_add(uint64_t start, uint64_t size, grape_alloc_kind_t kind) {
   while (j < len && iv[j].start < start + size)
     j++;
   erase(i, j - i);
-  if (len == cap) {
-    size_t ncap = cap ? cap * 2 : 256;
-    grape_alloc_t* n = realloc(iv, ncap * sizeof(*n));
-    if (n == NULL) {
-      pthread_rwlock_unlock(&lock);
-      return -ENOMEM;
-    }
-    iv = n;
-    cap = ncap;
+  grape_alloc_t* n = grape__grow(iv, &cap, len + 1, sizeof(*iv), 256);
+  if (n == NULL) {
+    pthread_rwlock_unlock(&lock);
+    return -ENOMEM;
   }
+  iv = n;
   memmove(&iv[i + 1], &iv[i], (len - i) * sizeof(*iv));
   iv[i] = (grape_alloc_t){start, size, kind, ++serial};
   len++;

@@ -2,7 +2,8 @@
  *
  * DESIGN: a sorted array of disjoint intervals under a reader-writer lock.
  * Allocation calls are rare next to launches and never on the launch path;
- * queries (the trace writer, the replayer, tests) take the read lock. A new
+ * queries (cudaMemcpyAsync asking whether both ends are device memory, the
+ * trace writer at exit) take the read lock. A new
  * interval that overlaps stale ones (a free the shim did not see) replaces them.
  * Host-pinned and registered ranges are kept too, marked as host.
  * With GRAPE_TRACE set, every interval ever added is also kept in a history

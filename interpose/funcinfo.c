@@ -1,7 +1,6 @@
 /* Function info (see funcinfo.h for the design). */
 #include "funcinfo.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,68 +8,25 @@
 #include "cuda_types.h"
 #include "graphcache/fingerprint.h"
 #include "grape/cubin.h"
+#include "handles.h"
+#include "images.h"
 #include "internal.h"
 #include "log.h"
 #include "real.h"
+#include "util/grow.h"
 
-#define TABLE_BITS 16   /* 65536 handles: 1 MiB of table, touched sparsely */
-#define TABLE_SIZE ((size_t)1 << TABLE_BITS)
-
-typedef struct slot_s {
-  const void* key;      /* 0 = free; claimed by CAS */
-  grape_func_t* info;   /* published after the key */
-} slot_t;
-
-static slot_t* table;
-static slot_t* images;                           /* handle -> image (info = image ptr) */
+static grape_handle_slot_t* table;   /* handle -> grape_func_t*; made on first use */
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static inline size_t mix(const void* p) {
-  uint64_t x = (uint64_t)(uintptr_t)p;
-  x ^= x >> 33;
-  x *= UINT64_C(0xff51afd7ed558ccd);
-  x ^= x >> 33;
-  return (size_t)x & (TABLE_SIZE - 1);
-}
-
-static int tables_init(void) {
-  pthread_mutex_lock(&init_lock);
-  if (table == NULL) {
-    slot_t* im = calloc(TABLE_SIZE, sizeof(slot_t));
-    slot_t* t = calloc(TABLE_SIZE, sizeof(slot_t));
-    if (t && im) {
-      images = im;
-      __atomic_store_n(&table, t, __ATOMIC_RELEASE);
-    } else {
-      free(t);
-      free(im);
-    }
-  }
-  pthread_mutex_unlock(&init_lock);
-  return table ? 0 : -1;
-}
-
-/* Finds key's slot in t; with create, claims a free one. NULL: absent / full. */
-static slot_t* find(slot_t* t, const void* key, int create) {
-  size_t i = mix(key);
-  for (size_t n = 0; n < TABLE_SIZE; n++, i = (i + 1) & (TABLE_SIZE - 1)) {
-    const void* k = __atomic_load_n(&t[i].key, __ATOMIC_ACQUIRE);
-    if (k == key)
-      return &t[i];
-    if (k == NULL) {
-      if (!create)
-        return NULL;
-      const void* expected = NULL;
-      if (__atomic_compare_exchange_n(&t[i].key, &expected, key, 0, __ATOMIC_ACQ_REL,
-                                      __ATOMIC_ACQUIRE))
-        return &t[i];
-      if (expected == key)
-        return &t[i];
-    }
-  }
-  grape_log_warn_once("function table full: further kernels are counted without parameters");
-  return NULL;
+/* Finds key's slot in t; with create, claims a free one. NULL: absent / full.
+ * Inlined: every registration and every first launch of a handle probes. */
+static inline __attribute__((always_inline)) grape_handle_slot_t* find(grape_handle_slot_t* t,
+                                                                      const void* key, int create) {
+  grape_handle_slot_t* s = grape__handle_slot(t, key, create);
+  if (__builtin_expect(s == NULL && create, 0))
+    grape_log_warn_once("function table full: further kernels are counted without parameters");
+  return s;
 }
 
 static grape_func_t* info_new(const void* h, grape_handle_kind_t kind) {
@@ -86,26 +42,26 @@ static grape_func_t* info_new(const void* h, grape_handle_kind_t kind) {
 }
 
 /* The info of slot s, creating it (lock-free: the loser frees its copy). */
-static grape_func_t* slot_info(slot_t* s, const void* h, grape_handle_kind_t kind) {
-  grape_func_t* f = __atomic_load_n(&s->info, __ATOMIC_ACQUIRE);
+static grape_func_t* slot_info(grape_handle_slot_t* s, const void* h, grape_handle_kind_t kind) {
+  grape_func_t* f = grape__handle_value(s);
   if (f != NULL)
     return f;
   grape_func_t* n = info_new(h, kind);
   if (n == NULL)
     return NULL;
-  grape_func_t* expected = NULL;
-  if (__atomic_compare_exchange_n(&s->info, &expected, n, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+  void* expected = NULL;
+  if (__atomic_compare_exchange_n(&s->value, &expected, n, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     return n;
   free(n);
   return expected;
 }
 
 grape_func_t* grape__func_peek(const void* h) {
-  slot_t* t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+  grape_handle_slot_t* t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
   if (t == NULL)
     return NULL;
-  slot_t* s = find(t, h, 0);
-  return s ? __atomic_load_n(&s->info, __ATOMIC_ACQUIRE) : NULL;
+  grape_handle_slot_t* s = find(t, h, 0);
+  return s ? grape__handle_value(s) : NULL;
 }
 
 /* Sets f's name if it has none. copy: the caller's string may not outlive the
@@ -138,16 +94,11 @@ static void retire(grape_func_t* f) {
       f->name = copy;
       f->owns_name = copy != NULL;
     }
-    if (nretired == retired_cap) {
-      size_t cap = retired_cap ? retired_cap * 2 : 64;
-      grape_func_t** v = realloc(retired, cap * sizeof(*v));
-      if (v != NULL) {
-        retired = v;
-        retired_cap = cap;
-      }
-    }
-    if (nretired < retired_cap)
-      retired[nretired++] = f;   /* else leaked: out of memory, and it must stay valid */
+    grape_func_t** v = grape__grow(retired, &retired_cap, nretired + 1, sizeof(*retired), 64);
+    if (v != NULL) {
+      retired = v;
+      retired[nretired++] = f;
+    }   /* else leaked: out of memory, and it must stay valid */
   }
   pthread_mutex_unlock(&retire_lock);
 }
@@ -158,9 +109,8 @@ static void drop_thread_caches(void) {
 
 void grape__func_register(const void* h, grape_handle_kind_t kind, const char* name,
                           const void* image) {
-  if (h == NULL || (table == NULL && tables_init()))
-    return;
-  slot_t* s = find(table, h, 1);
+  grape_handle_slot_t* t = h != NULL ? grape__handle_table(&table, &init_lock) : NULL;
+  grape_handle_slot_t* s = t != NULL ? find(t, h, 1) : NULL;
   grape_func_t* f = s ? slot_info(s, h, kind) : NULL;
   if (f == NULL)
     return;
@@ -171,7 +121,8 @@ void grape__func_register(const void* h, grape_handle_kind_t kind, const char* n
   if (f->handle != h || (f->name != NULL && name != NULL && strcmp(f->name, name) != 0) ||
       (image != NULL && f->image != NULL && f->image != image)) {
     grape_func_t* n = info_new(h, kind);
-    if (n != NULL && __atomic_compare_exchange_n(&s->info, &f, n, 0, __ATOMIC_ACQ_REL,
+    void* cur = f;
+    if (n != NULL && __atomic_compare_exchange_n(&s->value, &cur, n, 0, __ATOMIC_ACQ_REL,
                                                  __ATOMIC_ACQUIRE)) {
       if (f->handle == h)
         retire(f);
@@ -179,6 +130,7 @@ void grape__func_register(const void* h, grape_handle_kind_t kind, const char* n
       drop_thread_caches();
     } else {
       free(n);
+      f = cur;   /* what the slot holds now */
     }
   }
   set_name(f, name, copy);
@@ -190,10 +142,11 @@ void grape__func_register(const void* h, grape_handle_kind_t kind, const char* n
 }
 
 void grape__func_alias(const void* alias, grape_handle_kind_t kind, const void* of) {
-  if (alias == NULL || alias == of || (table == NULL && tables_init()))
+  grape_handle_slot_t* t = alias != NULL && alias != of ? grape__handle_table(&table, &init_lock) : NULL;
+  if (t == NULL)
     return;
   grape_func_t* f = grape__func_peek(of);
-  slot_t* s = find(table, alias, 1);
+  grape_handle_slot_t* s = find(t, alias, 1);
   if (s == NULL)
     return;
   if (f == NULL) {
@@ -201,7 +154,7 @@ void grape__func_alias(const void* alias, grape_handle_kind_t kind, const void* 
     return;
   }
   /* The alias follows the current info of `of`, whatever it held before. */
-  grape_func_t* old = __atomic_exchange_n(&s->info, f, __ATOMIC_ACQ_REL);
+  grape_func_t* old = __atomic_exchange_n(&s->value, f, __ATOMIC_ACQ_REL);
   if (old != NULL && old != f) {
     if (old->handle == alias)
       retire(old);
@@ -209,103 +162,20 @@ void grape__func_alias(const void* alias, grape_handle_kind_t kind, const void* 
   }
 }
 
-typedef struct image_s {
-  const void* raw;             /* fatbin wrapper, parsed lazily; NULL when parsed at load */
-  grape_fatbin_t* parsed;
-  int tried;                   /* a lazy parse was attempted (under resolve_lock) */
-} image_t;
-
-static void image_put(const void* handle, const void* raw, grape_fatbin_t* fb) {
-  if (handle == NULL || (table == NULL && tables_init())) {
-    grape_fatbin_free(fb);
-    return;
-  }
-  image_t* im = calloc(1, sizeof(*im));
-  slot_t* s = im ? find(images, handle, 1) : NULL;
-  if (s == NULL) {
-    free(im);
-    grape_fatbin_free(fb);
-    return;
-  }
-  im->raw = raw;
-  im->parsed = fb;
-  im->tried = fb != NULL;
-  /* A handle value reused after an unload replaces the old image (kept: a
-   * function info may still point at it). */
-  __atomic_store_n(&s->info, (grape_func_t*)(void*)im, __ATOMIC_RELEASE);
-}
-
-void grape__image_register(const void* handle, const void* image) {
-  image_put(handle, image, NULL);
-}
-
-void grape__image_register_parsed(const void* handle, grape_fatbin_t* fb) {
-  image_put(handle, NULL, fb);
-}
-
-/* SM version of the current device (90 for sm_90), or 0 when unknown: only
- * the image this device loads is parsed (grape_image_load_arch). Asked of the
- * driver once, after a launch or a module load, when a context exists. */
-static int device_arch(void) {
-  static int arch = -1;
-  if (arch >= 0)
-    return arch;
-  typedef CUresult (*ctx_dev_fn)(CUdevice*);
-  typedef CUresult (*attr_fn)(int*, CUdevice_attribute, CUdevice);
-  ctx_dev_fn ctx_dev = (ctx_dev_fn)grape__real_driver("cuCtxGetDevice");
-  attr_fn attr = (attr_fn)grape__real_driver("cuDeviceGetAttribute");
-  CUdevice dev;
-  int major = 0, minor = 0, rc = 1;
-  if (ctx_dev != NULL && attr != NULL)
-    GRAPE_NO_REENTRY(rc = ctx_dev(&dev) == CUDA_SUCCESS &&
-                          attr(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) == CUDA_SUCCESS &&
-                          attr(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) == CUDA_SUCCESS
-                      ? 0 : 1);
-  arch = rc == 0 ? major * 10 + minor : 0;
-  return arch;
-}
-
-int grape__image_load(const void* image, grape_fatbin_t** out, grape_cubin_err_t* err) {
-  int arch;
-  pthread_mutex_lock(&resolve_lock);
-  arch = device_arch();
-  pthread_mutex_unlock(&resolve_lock);
-  return grape_image_load_arch(image, 0, arch, out, err);
-}
-
-/* The parsed image of handle, parsing it now if needed. Under resolve_lock. */
-static grape_fatbin_t* image_get(const void* handle) {
-  if (table == NULL || handle == NULL)
-    return NULL;
-  slot_t* s = find(images, handle, 0);
-  image_t* im = s ? (image_t*)(void*)__atomic_load_n(&s->info, __ATOMIC_ACQUIRE) : NULL;
-  if (im == NULL)
-    return NULL;
-  if (!im->tried) {
-    im->tried = 1;
-    grape_cubin_err_t err;
-    if (grape_image_load_arch(im->raw, 0, device_arch(), &im->parsed, &err) != 0) {
-      im->parsed = NULL;
-      grape_log_debug("kernel image not parsed: %s", err.msg);
-    }
-  }
-  return im->parsed;
-}
-
 void grape__func_forget_image(const void* image) {
-  slot_t* t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+  grape_handle_slot_t* t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
   if (t == NULL || image == NULL)
     return;
   pthread_mutex_lock(&resolve_lock);
-  for (size_t i = 0; i < TABLE_SIZE; i++) {
-    grape_func_t* f = __atomic_load_n(&t[i].info, __ATOMIC_ACQUIRE);
+  for (size_t i = 0; i < GRAPE_HANDLE_SLOTS; i++) {
+    grape_func_t* f = grape__handle_value(&t[i]);
     if (f == NULL || f->image != image)
       continue;
-    __atomic_store_n(&t[i].info, NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&t[i].value, NULL, __ATOMIC_RELEASE);
     retire(f);
   }
   /* The image itself stays registered (the trace writer names it at exit); a
-   * new registration of its handle value replaces it (image_put). */
+   * new registration of its handle value replaces it (images.c). */
   pthread_mutex_unlock(&resolve_lock);
   drop_thread_caches();
 }
@@ -324,22 +194,6 @@ const char* grape__func_display_name(grape_func_t* f) {
     }
   }
   return d ? d : f->name;
-}
-
-const grape_fatbin_t* grape__image_get(const void* handle) {
-  pthread_mutex_lock(&resolve_lock);
-  const grape_fatbin_t* fb = image_get(handle);
-  pthread_mutex_unlock(&resolve_lock);
-  return fb;
-}
-
-void grape__image_each(void (*fn)(const void* handle, void* arg), void* arg) {
-  slot_t* im = __atomic_load_n(&images, __ATOMIC_ACQUIRE);
-  if (im == NULL)
-    return;
-  for (size_t i = 0; i < TABLE_SIZE; i++)
-    if (__atomic_load_n(&im[i].info, __ATOMIC_ACQUIRE) != NULL)
-      fn(im[i].key, arg);
 }
 
 /* ---- Resolution (first launch of a handle; under resolve_lock) ---- */
@@ -375,7 +229,7 @@ static int query_layout(grape_func_t* f, const void* h, param_info_fn fn) {
 }
 
 static int layout_from_image(grape_func_t* f) {
-  grape_fatbin_t* fb = f->name ? image_get(f->image) : NULL;
+  const grape_fatbin_t* fb = f->name ? grape__image_get(f->image) : NULL;
   if (fb == NULL)
     return -1;
   int rc = -1;
@@ -488,16 +342,13 @@ grape_func_t* grape__func_get_slow(const void* h, grape_handle_kind_t kind) {
 }
 
 static grape_func_t* func_get_slow(const void* h, grape_handle_kind_t kind) {
-  slot_t* t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
-  if (__builtin_expect(t == NULL, 0)) {
-    if (tables_init())
-      return NULL;
-    t = table;
-  }
-  slot_t* s = find(t, h, 1);
+  grape_handle_slot_t* t = grape__handle_table(&table, &init_lock);
+  if (__builtin_expect(t == NULL, 0))
+    return NULL;
+  grape_handle_slot_t* s = find(t, h, 1);
   if (s == NULL)
     return NULL;
-  grape_func_t* f = __atomic_load_n(&s->info, __ATOMIC_ACQUIRE);
+  grape_func_t* f = grape__handle_value(s);
   if (__builtin_expect(f == NULL, 0) && (f = slot_info(s, h, kind)) == NULL)
     return NULL;
   if (__builtin_expect(!__atomic_load_n(&f->resolved, __ATOMIC_ACQUIRE), 0)) {
@@ -536,11 +387,11 @@ size_t grape__extra_size(void** extra) {
 }
 
 void grape__func_each(void (*fn)(const grape_func_t* f, void* arg), void* arg) {
-  slot_t* t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+  grape_handle_slot_t* t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
   if (t == NULL)
     return;
-  for (size_t i = 0; i < TABLE_SIZE; i++) {
-    grape_func_t* f = __atomic_load_n(&t[i].info, __ATOMIC_ACQUIRE);
+  for (size_t i = 0; i < GRAPE_HANDLE_SLOTS; i++) {
+    grape_func_t* f = grape__handle_value(&t[i]);
     if (f != NULL && t[i].key == f->handle)
       fn(f, arg);
   }
@@ -560,8 +411,8 @@ static void info_free(grape_func_t* f) {
 
 void grape__func_reset(int free_memory) {
   if (free_memory && table != NULL) {
-    for (size_t i = 0; i < TABLE_SIZE; i++) {
-      grape_func_t* f = table[i].info;
+    for (size_t i = 0; i < GRAPE_HANDLE_SLOTS; i++) {
+      grape_func_t* f = table[i].value;
       if (f == NULL)
         continue;
       if (table[i].key != f->handle || f->retired)
@@ -571,18 +422,9 @@ void grape__func_reset(int free_memory) {
     for (size_t i = 0; i < nretired; i++)
       info_free(retired[i]);
     free(retired);
-    for (size_t i = 0; i < TABLE_SIZE; i++) {
-      image_t* im = (image_t*)(void*)images[i].info;
-      if (im != NULL) {
-        grape_fatbin_free(im->parsed);
-        free(im);
-      }
-    }
     free(table);
-    free(images);
   }
   table = NULL;
-  images = NULL;
   retired = NULL;
   nretired = retired_cap = 0;
   drop_thread_caches();

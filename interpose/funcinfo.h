@@ -1,8 +1,8 @@
 /* Function info: name and parameter layout of every kernel handle a launch names.
  *
- * DESIGN: one lock-free open-addressing table maps a handle (runtime host stub,
- * cudaKernel_t, CUfunction or CUkernel: all are pointers, all distinct while
- * loaded) to its info. Registration calls (__cudaRegisterFunction,
+ * DESIGN: one lock-free handle map (handles.h) takes a handle (runtime host
+ * stub, cudaKernel_t, CUfunction or CUkernel: all are pointers, all distinct
+ * while loaded) to its info. Registration calls (__cudaRegisterFunction,
  * __cudaGetKernel, cuModuleGetFunction, cuLibraryGetKernel, cuKernelGetFunction)
  * insert names and image pointers only: no copy of a runtime-registered name (it
  * lives in the registering image), no demangling, no hashing, because a process
@@ -11,7 +11,8 @@
  * loaded the function (lazy loading), from the driver (cuFuncGetParamInfo /
  * cuKernelGetParamInfo on the function behind the handle: a runtime query would
  * set the thread's last error when it reaches the end of the list), falling back
- * to the .nv.info records of the image (cubin/). Later launches find a resolved
+ * to the .nv.info records of its image (the image registry, images.h, parses
+ * it with cubin/). Later launches find a resolved
  * info with one probe: no parsing on the hot path.
  *
  * Handle values are reused by drivers after an unload, so an unload forgets the
@@ -26,8 +27,6 @@
 #include <stdint.h>
 
 #include <string.h>
-
-#include "grape/cubin.h"
 
 typedef enum grape_handle_kind_e {
   GRAPE_FN_RUNTIME = 1,    /* host stub or cudaKernel_t: ask the runtime */
@@ -104,31 +103,9 @@ const char* grape__func_display_name(grape_func_t* f);
 /* Makes handle alias share the info of handle of (same name, same layout). */
 void grape__func_alias(const void* alias, grape_handle_kind_t kind, const void* of);
 
-/* Remembers the image behind a fatbin handle (__cudaRegisterFatBinary: the
- * wrapper is static data, parsed on the first launch that needs it) or a module
- * / library (parsed at load: the caller may free its buffer; fb is adopted). */
-void grape__image_register(const void* handle, const void* image);
-void grape__image_register_parsed(const void* handle, grape_fatbin_t* fb);
-
-/* The parsed image registered under handle, parsing a registered fatbin now
- * if no launch needed it yet (only the current device's arch is kept); NULL
- * when unknown or unparsable. Takes the resolve lock: not for the hot path
- * (the trace writer calls it at exit). The set lives until exit. */
-const grape_fatbin_t* grape__image_get(const void* handle);
-
-/* Calls fn with every handle an image was registered under. */
-void grape__image_each(void (*fn)(const void* handle, void* arg), void* arg);
-
-/* Parses an image handed to the driver, keeping only what the current device
- * loads (grape_image_load_arch with its SM version, when known). */
-int grape__image_load(const void* image, grape_fatbin_t** out, grape_cubin_err_t* err);
-
-/* Copies the parameters of one launch into out (capacity cap bytes) following
- * f's layout: kernelParams[i] -> out + offset_i, or the 'extra' buffer as a
- * whole. @return bytes written (the parameter block size), or 0 when unknown or
- * too large. */
-
-/* The 'extra' form: {BUFFER_POINTER, p, BUFFER_SIZE, &size, END} in any order. */
+/* Copies the parameter buffer of a launch's 'extra' form ({BUFFER_POINTER, p,
+ * BUFFER_SIZE, &size, END} in any order) into out, of cap bytes.
+ * @return its size, or 0 when absent or larger than cap. */
 size_t grape__capture_extra(void** extra, void* out, size_t cap);
 
 /* Copies kernelParams into out following f's layout (f->nparams >= 0) and

@@ -84,6 +84,25 @@ def base_of(symbol):
     return symbol
 
 
+def class_of(rules, name, classes, unclassified):
+    """name's class and named stream argument, recorded in classes; a name no
+    line matches is listed in unclassified and gets sync_all (the safe default)."""
+    cls, named = classify(rules, name)
+    if cls is None:
+        unclassified.append(name)
+        cls = "sync_all"
+    classes[name] = cls
+    return cls, named
+
+
+def row_fields(f, cls, named, name):
+    """The KIND, ptds and stream fields of f's row."""
+    kind = KINDS[cls]
+    ptds = 1 if f["variant"] else 0
+    stream = stream_arg(f, named, f"api.txt ({name})") if kind.endswith("STREAM") else "0"
+    return kind, ptds, stream
+
+
 def driver_rows(api, rules, classes, symbols, unclassified):
     rows = []
     procs = api["procs"]
@@ -93,21 +112,14 @@ def driver_rows(api, rules, classes, symbols, unclassified):
         newest[key] = max(newest.get(key, 0), p["version"])
     seen = set()
     for p in procs:
-        cls, named = classify(rules, p["name"])
-        if cls is None:
-            unclassified.append(p["name"])
-            cls = "sync_all"
-        classes[p["name"]] = cls
+        cls, named = class_of(rules, p["name"], classes, unclassified)
         symbols[p["symbol"]] = cls
         if cls in ("harmless", "interop") or p["symbol"] in seen:
             continue
         seen.add(p["symbol"])
         if cls == "custom" and p["version"] != newest[(p["name"], p["variant"])]:
             cls = "sync_all"   # an older ABI: no hand-written hook for it
-        kind = KINDS[cls]
-        ptds = 1 if p["variant"] else 0
-        where = f"api.txt ({p['name']})"
-        stream = stream_arg(p, named, where) if kind.endswith("STREAM") else "0"
+        kind, ptds, stream = row_fields(p, cls, named, p["name"])
         if not p["params"]:
             rows.append(f'GRAPE_DRV0(CUresult, {p["symbol"]}, {base_of(p["symbol"])}, "{p["name"]}", '
                         f'{p["version"]}, {ptds}, {kind})')
@@ -121,18 +133,12 @@ def driver_rows(api, rules, classes, symbols, unclassified):
 def runtime_rows(funcs, rules, classes, unclassified):
     rows = []
     for f in funcs:
-        cls, named = classify(rules, f["base"])
-        if cls is None:
-            unclassified.append(f["base"])
-            cls = "sync_all"
-        classes[f["base"]] = cls
+        cls, named = class_of(rules, f["base"], classes, unclassified)
         if cls in ("harmless", "interop"):
             continue
         if f["ret"].strip() != "cudaError_t":
             sys.exit(f"api.txt ({f['base']}): returns {f['ret']}, so it can only be harmless")
-        kind = KINDS[cls]
-        ptds = 1 if f["variant"] else 0
-        stream = stream_arg(f, named, f"api.txt ({f['base']})") if kind.endswith("STREAM") else "0"
+        kind, ptds, stream = row_fields(f, cls, named, f["base"])
         if not f["params"]:
             rows.append(f'GRAPE_RT0({f["name"]}, {base_of(f["name"])}, {ptds}, {kind})')
             continue

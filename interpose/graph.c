@@ -422,8 +422,9 @@ static void stream_classify(grape_stream_t* s) {
   if (resolve_real() == 1)
     GRAPE_NO_REENTRY(rc = real.stream_flags((CUstream)s->handle, &flags));
   /* The kind is read without the lock by the ordering check (graph.h).
-   * A stream the driver does not know (yet) is treated as blocking and held
-   * never: the shim cannot be sure of its ordering. */
+   * A stream the driver does not know (yet) gets the per-thread kind: the
+   * ordering rules treat it as blocking and it is never held, since the shim
+   * cannot be sure of its ordering. */
   __atomic_store_n(&s->kind, rc != CUDA_SUCCESS ? GRAPE_STREAM_PER_THREAD
             : (flags & CU_STREAM_NON_BLOCKING) ? GRAPE_STREAM_NON_BLOCKING
                                                : GRAPE_STREAM_BLOCKING, __ATOMIC_RELAXED);
@@ -445,6 +446,15 @@ static grape_stream_t* hold_head;
 static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
 static void watchdog_wake(void);
 
+/* The holding counts with s joining (d = 1) or leaving (d = -1) the list. */
+static void holding_count(const grape_stream_t* s, int d) {
+  if (s->kind == GRAPE_STREAM_LEGACY)
+    __atomic_add_fetch(&grape__holding_legacy, d, __ATOMIC_RELAXED);
+  else if (s->kind == GRAPE_STREAM_BLOCKING)
+    __atomic_add_fetch(&grape__holding_blocking, d, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&grape__holding, d, __ATOMIC_RELEASE);
+}
+
 static void hold_list_add(grape_stream_t* s) {
   pthread_mutex_lock(&hold_lock);
   if (!s->on_hold_list) {
@@ -454,11 +464,7 @@ static void hold_list_add(grape_stream_t* s) {
     if (hold_head != NULL)
       hold_head->hold_prev = s;
     hold_head = s;
-    if (s->kind == GRAPE_STREAM_LEGACY)
-      __atomic_add_fetch(&grape__holding_legacy, 1, __ATOMIC_RELAXED);
-    else if (s->kind == GRAPE_STREAM_BLOCKING)
-      __atomic_add_fetch(&grape__holding_blocking, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&grape__holding, 1, __ATOMIC_RELEASE);
+    holding_count(s, 1);
   }
   pthread_mutex_unlock(&hold_lock);
 }
@@ -473,11 +479,7 @@ static void hold_list_remove(grape_stream_t* s) {
       hold_head = s->hold_next;
     if (s->hold_next != NULL)
       s->hold_next->hold_prev = s->hold_prev;
-    if (s->kind == GRAPE_STREAM_LEGACY)
-      __atomic_sub_fetch(&grape__holding_legacy, 1, __ATOMIC_RELAXED);
-    else if (s->kind == GRAPE_STREAM_BLOCKING)
-      __atomic_sub_fetch(&grape__holding_blocking, 1, __ATOMIC_RELAXED);
-    __atomic_sub_fetch(&grape__holding, 1, __ATOMIC_RELEASE);
+    holding_count(s, -1);
   }
   pthread_mutex_unlock(&hold_lock);
 }

@@ -6,7 +6,7 @@
  * and the moments: an op is held when its stream's region follows a known path
  * (grape_gc_step) and the op is one a graph node can carry; everything that
  * lets the program observe or order stream work flushes first (see the
- * flush functions below and hooks.def); a watchdog thread flushes what has
+ * flush functions below, and api.txt for which call flushes what); a watchdog thread flushes what has
  * been held with no new op for GRAPE_FLUSH_US. Held work is submitted with the
  * stream handle and context it was issued under, so any thread can flush it;
  * a per-thread default stream has no handle another thread can use, so its

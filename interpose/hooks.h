@@ -1,15 +1,17 @@
 /* The hook table generated from hooks.def: indices, routes, function types and
- * the real_* slots.
+ * the real-function slots (grape__real).
  *
- * DESIGN: a hooked symbol reaches the program through one of four routes, and
- * each route needs the real function the caller would otherwise have called:
+ * DESIGN: a hooked symbol reaches the program in one of four ways, and each
+ * needs the real function the caller would otherwise have called:
  *   EXPORT  the shim's exported override; real = next definition (RTLD_NEXT)
  *   DLSYM   a wrapper returned by the dlsym override; real = what dlsym found
  *   GPA     a wrapper returned by cuGetProcAddress[_v2]; real = what it returned
  *   EP      a wrapper returned by cudaGetDriverEntryPoint[ByVersion]
- * so every row has one real slot per route, and one wrapper per route that
- * calls hook_<base>(route, ptds, real, args...). _ptsz rows are separate rows
- * with ptds = 1: one wrapper per (symbol, per-thread flag). */
+ * so every row has one real slot per way (grape_slot_t), and one function per
+ * way that calls its body with the real function of its slot. The report
+ * counts launches by five routes (grape_route_t): the EXPORT slot serves two,
+ * runtime overrides (cuda*) and driver overrides (cu*). _ptsz rows are
+ * separate rows with ptds = 1: one wrapper per (symbol, per-thread flag). */
 #ifndef GRAPE_INTERPOSE_HOOKS_H
 #define GRAPE_INTERPOSE_HOOKS_H
 

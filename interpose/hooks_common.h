@@ -5,69 +5,80 @@
  * by. Generic kinds count the call, end regions where the row says, and call
  * the real function with the re-entry guard raised; CUSTOM rows call the
  * hand-written hook_<base>(route, row, ptds, real, args...) defined before the
- * generator is expanded; most of those only add work before or after the real
- * call and are written with GRAPE_HOOK_DEF, so every hook shares one shape
- * (GRAPE_HOOK_BODY). Bodies are inlined into each entry's out-of-line slow
- * part (GRAPE_GEN_ENTRY), so that the entry itself stays small: off mode costs
- * a few loads, a branch and a tail jump to the real function. */
+ * generator is expanded. Most of those only add work before the real call or
+ * after it succeeded, and are written with GRAPE_HOOK_DEF, whose `before` and
+ * `on_success` are calls of named functions on the row's own parameters: a
+ * reader sees every name a hook uses in its row. Bodies are inlined into each
+ * entry's out-of-line slow part (GRAPE_GEN_ENTRY), so that the entry itself
+ * stays small: off mode costs a few loads, a branch and a tail jump to the
+ * real function. Every body and hook runs only after its entry found the shim
+ * active (grape__active()). */
 #ifndef GRAPE_INTERPOSE_HOOKS_COMMON_H
 #define GRAPE_INTERPOSE_HOOKS_COMMON_H
 
 #include "internal.h"
 #include "allocmap.h"
+#include "funcinfo.h"
 #include "graph.h"
+#include "launch.h"
 #include "streams.h"
 
 #define GRAPE_UNPAREN(...) __VA_ARGS__
 
-/* Calls real with the guard raised, into a local r_ of type ret. */
-#define GRAPE_CALL(ret, real, args) \
-  ret r_;                           \
-  GRAPE_NO_REENTRY(r_ = (real) args)
+/* An empty `before` or `on_success`. */
+#define GRAPE_NOTHING ((void)0)
 
-/* The shape of every hook: pass through while inactive, count the call as
- * row hk, run `before`, call real with the guard raised, run `after` (which
- * sees the result r_), return r_. */
-#define GRAPE_HOOK_BODY(ret, hk, real, args, before, after) \
-  if (!grape__active())                                    \
-    return real args;                                      \
-  GRAPE_COUNT(api_calls[hk]);            \
-  before;                                                  \
-  GRAPE_CALL(ret, real, args);                             \
-  after;                                                   \
-  return r_;
-
-/* A hand-written hook_<base> of that shape, for rows whose work is only
- * `before` and `after`. */
-#define GRAPE_HOOK_DEF(ret, base, params, args, before, after)                            \
+/* GRAPE_HOOK_DEF(ret, base, (params), (args), before, on_success) defines
+ *   ret hook_<base>(grape_route_t route, grape_hook_t h, int ptds,
+ *                   pfn_<base> real, params)
+ * which counts the call as row h, evaluates `before`, calls real(args) with
+ * the re-entry guard raised, evaluates `on_success` when that returned success
+ * (0 in both APIs), and returns the real result unchanged. `before` and
+ * `on_success` are calls of functions on the row's parameters and ptds (1
+ * when the entry is a per-thread-default-stream variant), or GRAPE_NOTHING. */
+#define GRAPE_HOOK_DEF(ret, base, params, args, before, on_success)                        \
   static inline ret hook_##base(grape_route_t route, grape_hook_t h, int ptds,            \
                                 pfn_##base real, GRAPE_UNPAREN params) {                  \
     (void)route;                                                                          \
     (void)ptds;                                                                           \
-    GRAPE_HOOK_BODY(ret, h, real, args, before, after)                                    \
+    GRAPE_COUNT(api_calls[h]);                                                            \
+    before;                                                                               \
+    ret r;                                                                                \
+    GRAPE_NO_REENTRY(r = real args);                                                      \
+    if (r == 0)                                                                           \
+      on_success;                                                                         \
+    return r;                                                                             \
   }
 
-/* What the generic kinds do before and after the real call:
+/* ---- What hooks do around the real call ---- */
+
+/* Ends the region of stream s as a call names it (ptds: the call's
+ * per-thread-default-stream flag): work on it, or a point where the host sees
+ * its results, after the legacy-stream rules. */
+static inline void grape__flush_stream_of(const void* s, int ptds) {
+  grape__flush_stream(grape__stream_key(s, ptds));
+}
+
+/* The generic kinds, before the real call (row's ptds and stream argument)
+ * and on its result:
  *   PLAIN        count only
  *   SYNC_ALL     end every stream's region first (a device-wide ordering point)
- *   SYNC_STREAM  end `stream`'s region first (work on it, or a point where the
- *                host sees its results), after the legacy-stream rules
+ *   SYNC_STREAM  end `stream`'s region first
  *   WAIT_ALL, WAIT_STREAM  as SYNC_*, and the call reports asynchronous
  *                errors: one met while flushing held work is returned by it
  *   REPORT       reports asynchronous errors only */
-#define GRAPE_BEFORE_PLAIN(ptds, stream)
+#define GRAPE_BEFORE_PLAIN(ptds, stream) GRAPE_NOTHING
 #define GRAPE_BEFORE_SYNC_ALL(ptds, stream) grape__flush_all()
-#define GRAPE_BEFORE_SYNC_STREAM(ptds, stream) \
-  grape__flush_stream(grape__stream_key((const void*)(stream), ptds))
+#define GRAPE_BEFORE_SYNC_STREAM(ptds, stream) grape__flush_stream_of((const void*)(stream), ptds)
 #define GRAPE_BEFORE_WAIT_ALL GRAPE_BEFORE_SYNC_ALL
 #define GRAPE_BEFORE_WAIT_STREAM GRAPE_BEFORE_SYNC_STREAM
 #define GRAPE_BEFORE_REPORT GRAPE_BEFORE_PLAIN
-#define GRAPE_AFTER_PLAIN
-#define GRAPE_AFTER_SYNC_ALL
-#define GRAPE_AFTER_SYNC_STREAM
-#define GRAPE_AFTER_WAIT_ALL r_ = (__typeof__(r_))grape__report_async((int)r_)
-#define GRAPE_AFTER_WAIT_STREAM GRAPE_AFTER_WAIT_ALL
-#define GRAPE_AFTER_REPORT GRAPE_AFTER_WAIT_ALL
+#define GRAPE_RESULT_PLAIN(r) (r)
+#define GRAPE_RESULT_SYNC_ALL(r) (r)
+#define GRAPE_RESULT_SYNC_STREAM(r) (r)
+#define GRAPE_RESULT_WAIT_ALL(r) ((__typeof__(r))grape__report_async((int)(r)))
+#define GRAPE_RESULT_WAIT_STREAM GRAPE_RESULT_WAIT_ALL
+#define GRAPE_RESULT_REPORT GRAPE_RESULT_WAIT_ALL
 
 /* The program's own stream capture: while any is open, each launch asks
  * whether its stream is capturing. Only captures the driver accepted count: a
@@ -83,26 +94,82 @@ static inline void grape__capture_ended(void) {
                                                __ATOMIC_RELAXED))
     ;
 }
-/* The end-capture hook's two halves: whether stream s was capturing before the
- * real call, and, after it, the count lowered if it no longer is. */
-#define GRAPE_CAPTURE_END_BEFORE(s) int was_capturing_ = grape__stream_capturing((s), ptds)
-#define GRAPE_CAPTURE_END_AFTER(s)                                 \
-  if (was_capturing_ && !grape__stream_capturing((s), ptds))       \
-    grape__capture_ended()
 
-/* Allocation and free hooks, driver and runtime alike (0 is success in both
- * APIs): `before` is the flush the call needs (an implicitly synchronising
- * free ends every region; a stream-ordered alloc or free ends its stream's),
- * then the allocation map follows what succeeded. */
-#define GRAPE_FLUSH_NONE
-#define GRAPE_FLUSH_ALL grape__flush_all()
-#define GRAPE_FLUSH_STREAM(s) grape__flush_stream(grape__stream_key((s), ptds))
-#define GRAPE_ALLOC_HOOK(ret, base, kind, before, call_args, params_decl, ptr_expr, size_expr)   \
-  GRAPE_HOOK_DEF(ret, base, params_decl, call_args, before,                                    \
-                 if (r_ == 0) grape__alloc_add((uint64_t)(uintptr_t)(ptr_expr), (size_expr), kind))
-#define GRAPE_FREE_HOOK(ret, base, before, call_args, params_decl, ptr_expr)                     \
-  GRAPE_HOOK_DEF(ret, base, params_decl, call_args, before,                                    \
-                 if (r_ == 0 && (ptr_expr) != 0) grape__alloc_remove((uint64_t)(uintptr_t)(ptr_expr)))
+/* hook_<base> of cuStreamEndCapture / cudaStreamEndCapture(s, g): whether s
+ * was capturing is asked before the real call, so that the count falls only
+ * for a capture this call ended. */
+#define GRAPE_CAPTURE_END_HOOK(ret, base, stream_type, graph_type)                         \
+  static inline ret hook_##base(grape_route_t route, grape_hook_t h, int ptds,              \
+                                pfn_##base real, stream_type s, graph_type* g) {            \
+    (void)route;                                                                            \
+    GRAPE_COUNT(api_calls[h]);                                                              \
+    int was_capturing = grape__stream_capturing(s, ptds);                                   \
+    ret r;                                                                                  \
+    GRAPE_NO_REENTRY(r = real(s, g));                                                       \
+    if (was_capturing && !grape__stream_capturing(s, ptds))                                 \
+      grape__capture_ended();                                                               \
+    return r;                                                                               \
+  }
+
+/* A stream is destroyed (its handle value may come back for another). */
+static inline void grape__stream_gone(const void* s) {
+  grape__stream_destroyed(grape__stream_key(s, 0));
+}
+
+/* A function or kernel h fetched by name (NULL when the call made none): its
+ * name and image are recorded. */
+static inline void grape__fetched(const void* h, grape_handle_kind_t kind, const char* name,
+                                  const void* image) {
+  GRAPE_NO_REENTRY(grape__func_register(h, kind, name, image));
+}
+
+/* Handle h stands for the kernel of (cuKernelGetFunction, __cudaGetKernel):
+ * it shares that kernel's info. */
+static inline void grape__aliased(const void* h, grape_handle_kind_t kind, const void* of) {
+  GRAPE_NO_REENTRY(grape__func_alias(h, kind, of));
+}
+
+/* A module, library or fatbin was unloaded: its functions' infos go, since
+ * the driver may hand their handle values out again. */
+static inline void grape__image_unloaded(const void* image) {
+  GRAPE_NO_REENTRY(grape__func_forget_image(image));
+}
+
+/* hook_<base> of an async memset or device-to-device copy, driver and
+ * runtime alike: the op `memop` (a grape_memop_t built from the row's
+ * parameters and ptds: grape__memset_op, grape__memcpy_op) is held in graph
+ * mode, and the call returns success (0); else the real call is made and the
+ * op recorded when it succeeded. */
+#define GRAPE_MEMOP_HOOK(ret, base, params, args, memop)                                   \
+  static inline ret hook_##base(grape_route_t route, grape_hook_t h, int ptds,             \
+                                pfn_##base real, GRAPE_UNPAREN params) {                   \
+    (void)route;                                                                           \
+    GRAPE_COUNT(api_calls[h]);                                                             \
+    grape_memop_t m = memop;                                                               \
+    if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_memop(&m))                          \
+      return (ret)0;                                                                       \
+    ret r;                                                                                 \
+    GRAPE_NO_REENTRY(r = real args);                                                       \
+    if (r == 0)                                                                            \
+      GRAPE_NO_REENTRY(grape__on_memop(&m));                                               \
+    return r;                                                                              \
+  }
+
+/* Allocation and free hooks, driver and runtime alike: `flush` is what the
+ * call needs first (GRAPE_NOTHING; grape__flush_all() for a free that
+ * synchronises implicitly; grape__flush_stream_of(s, ptds) for a
+ * stream-ordered alloc or free), then the allocation map follows what
+ * succeeded: [ptr, ptr + size) added as kind, or the allocation at ptr
+ * removed (ptr and size: expressions of the row's parameters, evaluated after
+ * the call). */
+#define GRAPE_ALLOC_HOOK(ret, base, params, args, flush, kind, ptr, size) \
+  GRAPE_HOOK_DEF(ret, base, params, args, flush, grape__alloc_add((uintptr_t)(ptr), (size), kind))
+#define GRAPE_FREE_HOOK(ret, base, params, args, flush, ptr) \
+  GRAPE_HOOK_DEF(ret, base, params, args, flush, grape__alloc_freed((uintptr_t)(ptr)))
+static inline void grape__alloc_freed(uintptr_t p) {
+  if (p != 0)   /* freeing NULL is allowed and frees nothing */
+    grape__alloc_remove((uint64_t)p);
+}
 
 /* body_<name>(route, real, params...) for each kind. */
 #define GRAPE_GEN_BODY_CUSTOM(ret, name, base, ptds, stream, params, args)                 \
@@ -113,9 +180,13 @@ static inline void grape__capture_ended(void) {
 #define GRAPE_GEN_BODY_GENERIC(K, ret, name, base, ptds, stream, params, args)            \
   static inline __attribute__((always_inline)) ret body_##name(grape_route_t route, pfn_##name real, GRAPE_UNPAREN params) { \
     (void)route;                                                                         \
-    GRAPE_HOOK_BODY(ret, GRAPE_HOOK_##name, real, args, GRAPE_BEFORE_##K(ptds, stream),  \
-                    GRAPE_AFTER_##K)                                                     \
+    GRAPE_COUNT(api_calls[GRAPE_HOOK_##name]);                                           \
+    GRAPE_BEFORE_##K(ptds, stream);                                                      \
+    ret r;                                                                               \
+    GRAPE_NO_REENTRY(r = real args);                                                     \
+    return GRAPE_RESULT_##K(r);                                                          \
   }
+
 /* Row name's real function for an entry of slot: the exported override's is
  * looked up on first use, a route wrapper's was stored when it was handed out. */
 #define GRAPE_REAL_AT(name, slot)                                                        \
@@ -160,7 +231,11 @@ static inline void grape__capture_ended(void) {
 #define GRAPE_GEN_BODY0_GENERIC(K, ret, name)                                                \
   static inline __attribute__((always_inline)) ret body_##name(grape_route_t route, pfn_##name real) { \
     (void)route;                                                                             \
-    GRAPE_HOOK_BODY(ret, GRAPE_HOOK_##name, real, (), GRAPE_BEFORE_##K(0, 0), GRAPE_AFTER_##K) \
+    GRAPE_COUNT(api_calls[GRAPE_HOOK_##name]);                                               \
+    GRAPE_BEFORE_##K(0, 0);                                                                  \
+    ret r;                                                                                   \
+    GRAPE_NO_REENTRY(r = real());                                                            \
+    return GRAPE_RESULT_##K(r);                                                              \
   }
 #define GRAPE_GEN_BODY0_PLAIN(ret, name) GRAPE_GEN_BODY0_GENERIC(PLAIN, ret, name)
 #define GRAPE_GEN_BODY0_SYNC_ALL(ret, name) GRAPE_GEN_BODY0_GENERIC(SYNC_ALL, ret, name)

@@ -15,6 +15,7 @@
 
 #include "allocmap.h"
 #include "funcinfo.h"
+#include "images.h"
 #include "grape/cubin.h"
 #include "hooks_common.h"
 #include "launch.h"
@@ -46,18 +47,19 @@ void* grape__route_entry(grape_slot_t slot, const char* symbol, void* p, int ver
                                      pfn_##name real, GRAPE_UNPAREN params) {             \
     (void)route;                                                                          \
     (void)ptds;                                                                           \
+    CUresult r;                                                                           \
     if (!grape__active()) {                                                               \
-      CUresult r = real args;                                                             \
+      r = real args;                                                                      \
       if (r == CUDA_SUCCESS && pfn != NULL && *pfn != NULL)                               \
         *pfn = grape__unown(*pfn);                                                        \
       return r;                                                                           \
     }                                                                                     \
-    GRAPE_COUNT(api_calls[h]);                                          \
-    GRAPE_CALL(CUresult, real, args);                                                     \
-    if (r_ == CUDA_SUCCESS && pfn != NULL)                                                \
+    GRAPE_COUNT(api_calls[h]);                                                            \
+    GRAPE_NO_REENTRY(r = real args);                                                      \
+    if (r == CUDA_SUCCESS && pfn != NULL)                                                 \
       *pfn = grape__route_entry(GRAPE_SLOT_GPA, symbol, *pfn, cudaVersion,                \
                                 (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0); \
-    return r_;                                                                            \
+    return r;                                                                             \
   }
 GPA_HOOK(cuGetProcAddress, (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags),
          (symbol, pfn, cudaVersion, flags))
@@ -78,7 +80,7 @@ static void log_export_table(const CUuuid* id) {
 }
 
 GRAPE_HOOK_DEF(CUresult, cuGetExportTable, (const void** table, const CUuuid* id), (table, id),
-               log_export_table(id), )
+               log_export_table(id), GRAPE_NOTHING)
 
 /* ---- Launches ---- */
 
@@ -92,10 +94,11 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernel(grape_
                       params, extra, 0, NULL, 0};
   if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l))
     return CUDA_SUCCESS;
-  GRAPE_CALL(CUresult, real, (f, gx, gy, gz, bx, by, bz, shm, s, params, extra));
-  if (r_ == CUDA_SUCCESS)
+  CUresult r;
+  GRAPE_NO_REENTRY(r = real(f, gx, gy, gz, bx, by, bz, shm, s, params, extra));
+  if (r == CUDA_SUCCESS)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
-  return r_;
+  return r;
 }
 
 static inline __attribute__((always_inline)) CUresult hook_cuLaunchCooperativeKernel(grape_route_t route, grape_hook_t h,
@@ -111,10 +114,11 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchCooperativeKe
                       params, NULL, GRAPE_SIG_COOPERATIVE, NULL, 0};
   if (grape__mode == GRAPE_MODE_GRAPH)
     grape__hold_launch(route, &l);
-  GRAPE_CALL(CUresult, real, (f, gx, gy, gz, bx, by, bz, shm, s, params));
-  if (r_ == CUDA_SUCCESS)
+  CUresult r;
+  GRAPE_NO_REENTRY(r = real(f, gx, gy, gz, bx, by, bz, shm, s, params));
+  if (r == CUDA_SUCCESS)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
-  return r_;
+  return r;
 }
 
 static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grape_route_t route, grape_hook_t h, int ptds,
@@ -132,10 +136,11 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grap
       l.flags |= GRAPE_SIG_COOPERATIVE;
   if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l))
     return CUDA_SUCCESS;
-  GRAPE_CALL(CUresult, real, (c, f, params, extra));
-  if (r_ == CUDA_SUCCESS)
+  CUresult r;
+  GRAPE_NO_REENTRY(r = real(c, f, params, extra));
+  if (r == CUDA_SUCCESS)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
-  return r_;
+  return r;
 }
 
 /* ---- The program's own stream capture ---- */
@@ -143,20 +148,18 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grap
 /* Begin: the stream's region ends first (its ops must not mix with captured
  * work); see grape__capture_begun. */
 GRAPE_HOOK_DEF(CUresult, cuStreamBeginCapture_v2, (CUstream s, CUstreamCaptureMode mode), (s, mode),
-               grape__flush_stream(grape__stream_key(s, ptds)),
-               if (r_ == CUDA_SUCCESS) grape__capture_begun())
+               grape__flush_stream_of(s, ptds), grape__capture_begun())
 GRAPE_HOOK_DEF(CUresult, cuStreamBeginCaptureToGraph,
                (CUstream s, CUgraph g, const CUgraphNode* deps, const CUgraphEdgeData* data, size_t n,
                 CUstreamCaptureMode mode),
-               (s, g, deps, data, n, mode), grape__flush_stream(grape__stream_key(s, ptds)),
-               if (r_ == CUDA_SUCCESS) grape__capture_begun())
-GRAPE_HOOK_DEF(CUresult, cuStreamEndCapture, (CUstream s, CUgraph* g), (s, g),
-               GRAPE_CAPTURE_END_BEFORE(s), GRAPE_CAPTURE_END_AFTER(s))
+               (s, g, deps, data, n, mode), grape__flush_stream_of(s, ptds), grape__capture_begun())
+GRAPE_CAPTURE_END_HOOK(CUresult, cuStreamEndCapture, CUstream, CUgraph)
 
 /* ---- Modules and functions ---- */
 
 /* Images handed to the driver may be freed right after the load, so they are
- * parsed now (the parse owns copies) and kept by module handle. */
+ * parsed now (the parse owns copies) and kept by the handle the load made (a
+ * module or a library; NULL when it made none). */
 static void register_loaded_image(const void* handle, const void* image) {
   grape_fatbin_t* fb = NULL;
   grape_cubin_err_t err;
@@ -166,114 +169,92 @@ static void register_loaded_image(const void* handle, const void* image) {
   }
   grape__image_register_parsed(handle, fb);
 }
+static void image_loaded(const void* handle, const void* image) {
+  if (handle != NULL)
+    GRAPE_NO_REENTRY(register_loaded_image(handle, image));
+}
 
-/* Loads: the image of a loaded module or library is parsed and registered. */
-#define LOAD_HOOK(base, params, args, out, image)                              \
-  GRAPE_HOOK_DEF(CUresult, base, params, args, ,                               \
-                 if (r_ == CUDA_SUCCESS && (out) != NULL)                      \
-                     GRAPE_NO_REENTRY(register_loaded_image(*(out), image)))
-LOAD_HOOK(cuModuleLoadData, (CUmodule* m, const void* image), (m, image), m, image)
-LOAD_HOOK(cuModuleLoadDataEx, (CUmodule* m, const void* image, unsigned n, CUjit_option* o, void** v),
-          (m, image, n, o, v), m, image)
-LOAD_HOOK(cuModuleLoadFatBinary, (CUmodule* m, const void* image), (m, image), m, image)
-LOAD_HOOK(cuLibraryLoadData,
-          (CUlibrary* lib, const void* code, CUjit_option* jo, void** jv, unsigned nj,
-           CUlibraryOption* lo, void** lv, unsigned nl),
-          (lib, code, jo, jv, nj, lo, lv, nl), lib, code)
+GRAPE_HOOK_DEF(CUresult, cuModuleLoadData, (CUmodule* m, const void* image), (m, image),
+               GRAPE_NOTHING, image_loaded(m ? *m : NULL, image))
+GRAPE_HOOK_DEF(CUresult, cuModuleLoadDataEx,
+               (CUmodule* m, const void* image, unsigned n, CUjit_option* o, void** v),
+               (m, image, n, o, v), GRAPE_NOTHING, image_loaded(m ? *m : NULL, image))
+GRAPE_HOOK_DEF(CUresult, cuModuleLoadFatBinary, (CUmodule* m, const void* image), (m, image),
+               GRAPE_NOTHING, image_loaded(m ? *m : NULL, image))
+GRAPE_HOOK_DEF(CUresult, cuLibraryLoadData,
+               (CUlibrary* lib, const void* code, CUjit_option* jo, void** jv, unsigned nj,
+                CUlibraryOption* lo, void** lv, unsigned nl),
+               (lib, code, jo, jv, nj, lo, lv, nl), GRAPE_NOTHING, image_loaded(lib ? *lib : NULL, code))
 
-GRAPE_HOOK_DEF(CUresult, cuModuleGetFunction, (CUfunction* f, CUmodule m, const char* name), (f, m, name), ,
-               if (r_ == CUDA_SUCCESS && f != NULL)
-                   GRAPE_NO_REENTRY(grape__func_register(*f, GRAPE_FN_FUNCTION, name, m)))
-GRAPE_HOOK_DEF(CUresult, cuLibraryGetKernel, (CUkernel* k, CUlibrary lib, const char* name), (k, lib, name), ,
-               if (r_ == CUDA_SUCCESS && k != NULL)
-                   GRAPE_NO_REENTRY(grape__func_register(*k, GRAPE_FN_KERNEL, name, lib)))
-/* Unloads end every region (the driver synchronises) and forget the image's
- * function infos: the driver may hand their handle values out again. */
-#define UNLOAD_HOOK(base, type)                                                   \
-  GRAPE_HOOK_DEF(CUresult, base, (type image), (image), grape__flush_all(),     \
-                 if (r_ == CUDA_SUCCESS) GRAPE_NO_REENTRY(grape__func_forget_image(image)))
-UNLOAD_HOOK(cuModuleUnload, CUmodule)
-UNLOAD_HOOK(cuLibraryUnload, CUlibrary)
+GRAPE_HOOK_DEF(CUresult, cuModuleGetFunction, (CUfunction* f, CUmodule m, const char* name),
+               (f, m, name), GRAPE_NOTHING, grape__fetched(f ? *f : NULL, GRAPE_FN_FUNCTION, name, m))
+GRAPE_HOOK_DEF(CUresult, cuLibraryGetKernel, (CUkernel* k, CUlibrary lib, const char* name),
+               (k, lib, name), GRAPE_NOTHING, grape__fetched(k ? *k : NULL, GRAPE_FN_KERNEL, name, lib))
+GRAPE_HOOK_DEF(CUresult, cuKernelGetFunction, (CUfunction* f, CUkernel k), (f, k), GRAPE_NOTHING,
+               grape__aliased(f ? *f : NULL, GRAPE_FN_FUNCTION, k))
+
+/* Unloads end every region (the driver synchronises), then forget the
+ * image's function infos. */
+GRAPE_HOOK_DEF(CUresult, cuModuleUnload, (CUmodule m), (m), grape__flush_all(),
+               grape__image_unloaded(m))
+GRAPE_HOOK_DEF(CUresult, cuLibraryUnload, (CUlibrary lib), (lib), grape__flush_all(),
+               grape__image_unloaded(lib))
 
 /* Context teardown: held work is submitted and every executable graph goes
  * before the context does. */
-#define CTX_TEARDOWN_HOOK(base, type)                                            \
-  GRAPE_HOOK_DEF(CUresult, base, (type x), (x), grape__graphs_drop(), )
-CTX_TEARDOWN_HOOK(cuCtxDestroy_v2, CUcontext)
-CTX_TEARDOWN_HOOK(cuCtxDetach, CUcontext)
-CTX_TEARDOWN_HOOK(cuGreenCtxDestroy, CUgreenCtx)
-CTX_TEARDOWN_HOOK(cuDevicePrimaryCtxRelease_v2, CUdevice)
-CTX_TEARDOWN_HOOK(cuDevicePrimaryCtxReset_v2, CUdevice)
+GRAPE_HOOK_DEF(CUresult, cuCtxDestroy_v2, (CUcontext x), (x), grape__graphs_drop(), GRAPE_NOTHING)
+GRAPE_HOOK_DEF(CUresult, cuCtxDetach, (CUcontext x), (x), grape__graphs_drop(), GRAPE_NOTHING)
+GRAPE_HOOK_DEF(CUresult, cuGreenCtxDestroy, (CUgreenCtx x), (x), grape__graphs_drop(), GRAPE_NOTHING)
+GRAPE_HOOK_DEF(CUresult, cuDevicePrimaryCtxRelease_v2, (CUdevice d), (d), grape__graphs_drop(),
+               GRAPE_NOTHING)
+GRAPE_HOOK_DEF(CUresult, cuDevicePrimaryCtxReset_v2, (CUdevice d), (d), grape__graphs_drop(),
+               GRAPE_NOTHING)
 
 /* A function's opt-in limits change: a held launch checks them again. */
-GRAPE_HOOK_DEF(CUresult, cuFuncSetAttribute, (CUfunction f, CUfunction_attribute a, int v), (f, a, v), ,
-               if (r_ == CUDA_SUCCESS) grape__limits_forget(f))
+GRAPE_HOOK_DEF(CUresult, cuFuncSetAttribute, (CUfunction f, CUfunction_attribute a, int v), (f, a, v),
+               GRAPE_NOTHING, grape__limits_forget(f))
 GRAPE_HOOK_DEF(CUresult, cuKernelSetAttribute, (CUfunction_attribute a, int v, CUkernel k, CUdevice d),
-               (a, v, k, d), , if (r_ == CUDA_SUCCESS) grape__limits_forget(k))
+               (a, v, k, d), GRAPE_NOTHING, grape__limits_forget(k))
 
-GRAPE_HOOK_DEF(CUresult, cuStreamDestroy_v2, (CUstream s), (s),
-               grape__stream_destroyed(grape__stream_key(s, 0)), )
-
-GRAPE_HOOK_DEF(CUresult, cuKernelGetFunction, (CUfunction* f, CUkernel k), (f, k), ,
-               if (r_ == CUDA_SUCCESS && f != NULL)
-                   GRAPE_NO_REENTRY(grape__func_alias(*f, GRAPE_FN_FUNCTION, k)))
+GRAPE_HOOK_DEF(CUresult, cuStreamDestroy_v2, (CUstream s), (s), grape__stream_gone(s), GRAPE_NOTHING)
 
 /* ---- Allocations ---- */
 
-#define ALLOC_HOOK(base, kind, before, ...) GRAPE_ALLOC_HOOK(CUresult, base, kind, before, __VA_ARGS__)
-#define FREE_HOOK(base, before, ...) GRAPE_FREE_HOOK(CUresult, base, before, __VA_ARGS__)
-ALLOC_HOOK(cuMemAlloc_v2, GRAPE_ALLOC_DEVICE, GRAPE_FLUSH_NONE, (p, n), (CUdeviceptr* p, size_t n), *p, n)
-ALLOC_HOOK(cuMemAllocManaged, GRAPE_ALLOC_MANAGED, GRAPE_FLUSH_NONE, (p, n, fl),
-           (CUdeviceptr* p, size_t n, unsigned fl), *p, n)
-ALLOC_HOOK(cuMemAllocAsync, GRAPE_ALLOC_ASYNC, GRAPE_FLUSH_STREAM(s), (p, n, s),
-           (CUdeviceptr* p, size_t n, CUstream s), *p, n)
-ALLOC_HOOK(cuMemMap, GRAPE_ALLOC_MAPPED, GRAPE_FLUSH_NONE, (p, n, off, mh, fl),
-           (CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle mh, unsigned long long fl), p, n)
-ALLOC_HOOK(cuMemHostAlloc, GRAPE_ALLOC_HOST_PINNED, GRAPE_FLUSH_NONE, (p, n, fl),
-           (void** p, size_t n, unsigned fl), *p, n)
-ALLOC_HOOK(cuMemAllocHost_v2, GRAPE_ALLOC_HOST_PINNED, GRAPE_FLUSH_NONE, (p, n), (void** p, size_t n), *p, n)
-ALLOC_HOOK(cuMemHostRegister_v2, GRAPE_ALLOC_HOST_REGISTERED, GRAPE_FLUSH_NONE, (p, n, fl),
-           (void* p, size_t n, unsigned fl), p, n)
+GRAPE_ALLOC_HOOK(CUresult, cuMemAlloc_v2, (CUdeviceptr* p, size_t n), (p, n), GRAPE_NOTHING,
+                 GRAPE_ALLOC_DEVICE, *p, n)
+GRAPE_ALLOC_HOOK(CUresult, cuMemAllocManaged, (CUdeviceptr* p, size_t n, unsigned fl), (p, n, fl),
+                 GRAPE_NOTHING, GRAPE_ALLOC_MANAGED, *p, n)
+GRAPE_ALLOC_HOOK(CUresult, cuMemAllocAsync, (CUdeviceptr* p, size_t n, CUstream s), (p, n, s),
+                 grape__flush_stream_of(s, ptds), GRAPE_ALLOC_ASYNC, *p, n)
+GRAPE_ALLOC_HOOK(CUresult, cuMemMap,
+                 (CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle mh, unsigned long long fl),
+                 (p, n, off, mh, fl), GRAPE_NOTHING, GRAPE_ALLOC_MAPPED, p, n)
+GRAPE_ALLOC_HOOK(CUresult, cuMemHostAlloc, (void** p, size_t n, unsigned fl), (p, n, fl), GRAPE_NOTHING,
+                 GRAPE_ALLOC_HOST_PINNED, *p, n)
+GRAPE_ALLOC_HOOK(CUresult, cuMemAllocHost_v2, (void** p, size_t n), (p, n), GRAPE_NOTHING,
+                 GRAPE_ALLOC_HOST_PINNED, *p, n)
+GRAPE_ALLOC_HOOK(CUresult, cuMemHostRegister_v2, (void* p, size_t n, unsigned fl), (p, n, fl),
+                 GRAPE_NOTHING, GRAPE_ALLOC_HOST_REGISTERED, p, n)
 /* cuMemFree synchronises implicitly; cuMemFreeAsync is stream-ordered. */
-FREE_HOOK(cuMemFree_v2, GRAPE_FLUSH_ALL, (p), (CUdeviceptr p), p)
-FREE_HOOK(cuMemFreeAsync, GRAPE_FLUSH_STREAM(s), (p, s), (CUdeviceptr p, CUstream s), p)
-FREE_HOOK(cuMemFreeHost, GRAPE_FLUSH_ALL, (p), (void* p), p)
-FREE_HOOK(cuMemHostUnregister, GRAPE_FLUSH_ALL, (p), (void* p), p)
+GRAPE_FREE_HOOK(CUresult, cuMemFree_v2, (CUdeviceptr p), (p), grape__flush_all(), p)
+GRAPE_FREE_HOOK(CUresult, cuMemFreeAsync, (CUdeviceptr p, CUstream s), (p, s),
+                grape__flush_stream_of(s, ptds), p)
+GRAPE_FREE_HOOK(CUresult, cuMemFreeHost, (void* p), (p), grape__flush_all(), p)
+GRAPE_FREE_HOOK(CUresult, cuMemHostUnregister, (void* p), (p), grape__flush_all(), p)
 
 GRAPE_HOOK_DEF(CUresult, cuMemUnmap, (CUdeviceptr p, size_t n), (p, n), grape__flush_all(),
-               if (r_ == CUDA_SUCCESS) grape__alloc_remove_range((uint64_t)p, n))
+               grape__alloc_remove_range((uint64_t)p, n))
 
 /* ---- Async memsets and device-to-device copies: ops of the region ---- */
 
-/* Holds memop m (graph mode), else calls real and records it. */
-#define MEMOP_HOOK(base, params, args, fill)                                                \
-  static inline CUresult hook_##base(grape_route_t route, grape_hook_t h, int ptds,          \
-                                     pfn_##base real, GRAPE_UNPAREN params) {                \
-    (void)route;                                                                            \
-    if (!grape__active())                                                                   \
-      return real args;                                                                     \
-    GRAPE_COUNT(api_calls[h]);                                                              \
-    grape_memop_t m;                                                                        \
-    memset(&m, 0, sizeof(m));                                                               \
-    m.ptds = ptds;                                                                          \
-    fill;                                                                                   \
-    if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_memop(&m))                           \
-      return CUDA_SUCCESS;                                                                  \
-    GRAPE_CALL(CUresult, real, args);                                                       \
-    if (r_ == CUDA_SUCCESS)                                                                 \
-      GRAPE_NO_REENTRY(grape__on_memop(&m));                                                \
-    return r_;                                                                              \
-  }
-#define MEMSET_FILL(esz, d, v, n, s) \
-  (m.kind = GRAPE_OP_MEMSET, m.p.set = (grape_memset_params_t){(d), (v), (esz), (n)}, m.stream = (s))
-MEMOP_HOOK(cuMemsetD8Async, (CUdeviceptr d, unsigned char v, size_t n, CUstream s), (d, v, n, s),
-           MEMSET_FILL(1, d, v, n, s))
-MEMOP_HOOK(cuMemsetD16Async, (CUdeviceptr d, unsigned short v, size_t n, CUstream s), (d, v, n, s),
-           MEMSET_FILL(2, d, v, n, s))
-MEMOP_HOOK(cuMemsetD32Async, (CUdeviceptr d, unsigned int v, size_t n, CUstream s), (d, v, n, s),
-           MEMSET_FILL(4, d, v, n, s))
-MEMOP_HOOK(cuMemcpyDtoDAsync_v2, (CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s), (d, src, n, s),
-           (m.kind = GRAPE_OP_MEMCPY, m.p.cpy = (grape_memcpy_params_t){d, src, n}, m.stream = s))
+GRAPE_MEMOP_HOOK(CUresult, cuMemsetD8Async, (CUdeviceptr d, unsigned char v, size_t n, CUstream s),
+                 (d, v, n, s), grape__memset_op(d, v, 1, n, s, ptds))
+GRAPE_MEMOP_HOOK(CUresult, cuMemsetD16Async, (CUdeviceptr d, unsigned short v, size_t n, CUstream s),
+                 (d, v, n, s), grape__memset_op(d, v, 2, n, s, ptds))
+GRAPE_MEMOP_HOOK(CUresult, cuMemsetD32Async, (CUdeviceptr d, unsigned int v, size_t n, CUstream s),
+                 (d, v, n, s), grape__memset_op(d, v, 4, n, s, ptds))
+GRAPE_MEMOP_HOOK(CUresult, cuMemcpyDtoDAsync_v2, (CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s),
+                 (d, src, n, s), grape__memcpy_op(d, src, n, s, ptds))
 
 /* ---- Generated: bodies, exported overrides, route wrappers ---- */
 

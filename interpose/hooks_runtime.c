@@ -12,6 +12,7 @@
 
 #include "allocmap.h"
 #include "funcinfo.h"
+#include "images.h"
 #include "hooks_common.h"
 #include "launch.h"
 
@@ -34,10 +35,11 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernel(g
                       s, ptds, args, NULL, 0, NULL, 0};
   if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l))
     return cudaSuccess;
-  GRAPE_CALL(cudaError_t, real, (func, g, b, args, shm, s));
-  if (r_ == cudaSuccess)
+  cudaError_t r;
+  GRAPE_NO_REENTRY(r = real(func, g, b, args, shm, s));
+  if (r == cudaSuccess)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
-  return r_;
+  return r;
 }
 
 static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernelExC(grape_route_t route, grape_hook_t h, int ptds,
@@ -56,10 +58,11 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernelEx
       l.flags |= GRAPE_SIG_COOPERATIVE;
   if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l))
     return cudaSuccess;
-  GRAPE_CALL(cudaError_t, real, (c, func, args));
-  if (r_ == cudaSuccess)
+  cudaError_t r;
+  GRAPE_NO_REENTRY(r = real(c, func, args));
+  if (r == cudaSuccess)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
-  return r_;
+  return r;
 }
 
 /* A cooperative grid must fit on the device at once: never held; the region
@@ -72,68 +75,66 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchCooperat
                       s, ptds, args, NULL, GRAPE_SIG_COOPERATIVE, NULL, 0};
   if (grape__mode == GRAPE_MODE_GRAPH)
     grape__hold_launch(route, &l);
-  GRAPE_CALL(cudaError_t, real, (func, g, b, args, shm, s));
-  if (r_ == cudaSuccess)
+  cudaError_t r;
+  GRAPE_NO_REENTRY(r = real(func, g, b, args, shm, s));
+  if (r == cudaSuccess)
     grape__on_launch(route, &l);
-  return r_;
+  return r;
 }
 
-GRAPE_HOOK_DEF(cudaError_t, __cudaGetKernel, (cudaKernel_t* k, const void* hostFun), (k, hostFun), ,
-               if (r_ == cudaSuccess && k != NULL)
-                   GRAPE_NO_REENTRY(grape__func_alias(*k, GRAPE_FN_RUNTIME, hostFun)))
+GRAPE_HOOK_DEF(cudaError_t, __cudaGetKernel, (cudaKernel_t* k, const void* hostFun), (k, hostFun),
+               GRAPE_NOTHING, grape__aliased(k ? *k : NULL, GRAPE_FN_RUNTIME, hostFun))
 
 /* ---- The program's own stream capture (see hooks_driver.c) ---- */
 
 GRAPE_HOOK_DEF(cudaError_t, cudaStreamBeginCapture, (cudaStream_t s, enum cudaStreamCaptureMode mode),
-               (s, mode), grape__flush_stream(grape__stream_key(s, ptds)),
-               if (r_ == cudaSuccess) grape__capture_begun())
+               (s, mode), grape__flush_stream_of(s, ptds), grape__capture_begun())
 GRAPE_HOOK_DEF(cudaError_t, cudaStreamBeginCaptureToGraph,
                (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t* deps,
                 const cudaGraphEdgeData* data, size_t n, enum cudaStreamCaptureMode mode),
-               (s, g, deps, data, n, mode), grape__flush_stream(grape__stream_key(s, ptds)),
-               if (r_ == cudaSuccess) grape__capture_begun())
-GRAPE_HOOK_DEF(cudaError_t, cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t* g), (s, g),
-               GRAPE_CAPTURE_END_BEFORE(s), GRAPE_CAPTURE_END_AFTER(s))
+               (s, g, deps, data, n, mode), grape__flush_stream_of(s, ptds), grape__capture_begun())
+GRAPE_CAPTURE_END_HOOK(cudaError_t, cudaStreamEndCapture, cudaStream_t, cudaGraph_t)
 
 /* ---- Driver entry points ---- */
 
-/* The entry point's wrapper for the route: per-thread default stream when the
- * flags ask for it, or when they leave it open and the call was a _ptsz one. */
-static inline void* ep_route(const char* sym, void* p, int version, unsigned long long flags,
-                             int ptds) {
+/* The entry point *fp found for sym becomes the wrapper of its row for this
+ * route: per-thread default stream when the flags ask for it, or when they
+ * leave it open and the call was a _ptsz one. */
+static inline void ep_route(const char* sym, void** fp, int version, unsigned long long flags,
+                            int ptds) {
   int pt = (flags & cudaEnablePerThreadDefaultStream) || (ptds && !(flags & cudaEnableLegacyStream));
-  return grape__route_entry(GRAPE_SLOT_EP, sym, p, version, pt);
+  if (fp != NULL)
+    *fp = grape__route_entry(GRAPE_SLOT_EP, sym, *fp, version, pt);
 }
 
 GRAPE_HOOK_DEF(cudaError_t, cudaGetDriverEntryPoint,
                (const char* sym, void** fp, unsigned long long flags,
                 enum cudaDriverEntryPointQueryResult* st),
-               (sym, fp, flags, st), ,
-               if (r_ == cudaSuccess && fp != NULL) *fp = ep_route(sym, *fp, CUDART_VERSION, flags, ptds))
+               (sym, fp, flags, st), GRAPE_NOTHING, ep_route(sym, fp, CUDART_VERSION, flags, ptds))
 GRAPE_HOOK_DEF(cudaError_t, cudaGetDriverEntryPointByVersion,
                (const char* sym, void** fp, unsigned ver, unsigned long long flags,
                 enum cudaDriverEntryPointQueryResult* st),
-               (sym, fp, ver, flags, st), ,
-               if (r_ == cudaSuccess && fp != NULL) *fp = ep_route(sym, *fp, (int)ver, flags, ptds))
+               (sym, fp, ver, flags, st), GRAPE_NOTHING, ep_route(sym, fp, (int)ver, flags, ptds))
 
 /* ---- Allocations ---- */
 
-#define RT_ALLOC_HOOK(base, kind, before, ...) GRAPE_ALLOC_HOOK(cudaError_t, base, kind, before, __VA_ARGS__)
-#define RT_FREE_HOOK(base, before, ...) GRAPE_FREE_HOOK(cudaError_t, base, before, __VA_ARGS__)
-RT_ALLOC_HOOK(cudaMalloc, GRAPE_ALLOC_DEVICE, GRAPE_FLUSH_NONE, (p, n), (void** p, size_t n), *p, n)
-RT_ALLOC_HOOK(cudaMallocManaged, GRAPE_ALLOC_MANAGED, GRAPE_FLUSH_NONE, (p, n, fl),
-              (void** p, size_t n, unsigned fl), *p, n)
-RT_ALLOC_HOOK(cudaMallocAsync, GRAPE_ALLOC_ASYNC, GRAPE_FLUSH_STREAM(s), (p, n, s),
-              (void** p, size_t n, cudaStream_t s), *p, n)
-RT_ALLOC_HOOK(cudaMallocHost, GRAPE_ALLOC_HOST_PINNED, GRAPE_FLUSH_NONE, (p, n), (void** p, size_t n), *p, n)
-RT_ALLOC_HOOK(cudaHostAlloc, GRAPE_ALLOC_HOST_PINNED, GRAPE_FLUSH_NONE, (p, n, fl),
-              (void** p, size_t n, unsigned fl), *p, n)
-RT_ALLOC_HOOK(cudaHostRegister, GRAPE_ALLOC_HOST_REGISTERED, GRAPE_FLUSH_NONE, (p, n, fl),
-              (void* p, size_t n, unsigned fl), p, n)
-RT_FREE_HOOK(cudaFree, GRAPE_FLUSH_ALL, (p), (void* p), p)
-RT_FREE_HOOK(cudaFreeAsync, GRAPE_FLUSH_STREAM(s), (p, s), (void* p, cudaStream_t s), p)
-RT_FREE_HOOK(cudaFreeHost, GRAPE_FLUSH_ALL, (p), (void* p), p)
-RT_FREE_HOOK(cudaHostUnregister, GRAPE_FLUSH_ALL, (p), (void* p), p)
+GRAPE_ALLOC_HOOK(cudaError_t, cudaMalloc, (void** p, size_t n), (p, n), GRAPE_NOTHING,
+                 GRAPE_ALLOC_DEVICE, *p, n)
+GRAPE_ALLOC_HOOK(cudaError_t, cudaMallocManaged, (void** p, size_t n, unsigned fl), (p, n, fl),
+                 GRAPE_NOTHING, GRAPE_ALLOC_MANAGED, *p, n)
+GRAPE_ALLOC_HOOK(cudaError_t, cudaMallocAsync, (void** p, size_t n, cudaStream_t s), (p, n, s),
+                 grape__flush_stream_of(s, ptds), GRAPE_ALLOC_ASYNC, *p, n)
+GRAPE_ALLOC_HOOK(cudaError_t, cudaMallocHost, (void** p, size_t n), (p, n), GRAPE_NOTHING,
+                 GRAPE_ALLOC_HOST_PINNED, *p, n)
+GRAPE_ALLOC_HOOK(cudaError_t, cudaHostAlloc, (void** p, size_t n, unsigned fl), (p, n, fl),
+                 GRAPE_NOTHING, GRAPE_ALLOC_HOST_PINNED, *p, n)
+GRAPE_ALLOC_HOOK(cudaError_t, cudaHostRegister, (void* p, size_t n, unsigned fl), (p, n, fl),
+                 GRAPE_NOTHING, GRAPE_ALLOC_HOST_REGISTERED, p, n)
+GRAPE_FREE_HOOK(cudaError_t, cudaFree, (void* p), (p), grape__flush_all(), p)
+GRAPE_FREE_HOOK(cudaError_t, cudaFreeAsync, (void* p, cudaStream_t s), (p, s),
+                grape__flush_stream_of(s, ptds), p)
+GRAPE_FREE_HOOK(cudaError_t, cudaFreeHost, (void* p), (p), grape__flush_all(), p)
+GRAPE_FREE_HOOK(cudaError_t, cudaHostUnregister, (void* p), (p), grape__flush_all(), p)
 
 /* ---- Copies and memsets on a stream ---- */
 
@@ -149,56 +150,38 @@ static inline cudaError_t hook_cudaMemcpyAsync(grape_route_t route, grape_hook_t
                                                const void* src, size_t n,
                                                enum cudaMemcpyKind kind, cudaStream_t s) {
   (void)route;
-  if (!grape__active())
-    return real(dst, src, n, kind, s);
   GRAPE_COUNT(api_calls[h]);
   /* A device-to-device copy is an op of the region; one that touches host
    * memory is a point where the host sees results: it ends the region. */
   int d2d = kind == cudaMemcpyDeviceToDevice || (kind == cudaMemcpyDefault && both_device(dst, src));
-  grape_memop_t m = {.kind = GRAPE_OP_MEMCPY,
-                     .p.cpy = {(uint64_t)(uintptr_t)dst, (uint64_t)(uintptr_t)src, n},
-                     .stream = s, .ptds = ptds};
+  grape_memop_t m = grape__memcpy_op((uintptr_t)dst, (uintptr_t)src, n, s, ptds);
   if (!d2d)
-    grape__flush_stream(grape__stream_key(s, ptds));
+    grape__flush_stream_of(s, ptds);
   else if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_memop(&m))
     return cudaSuccess;
-  GRAPE_CALL(cudaError_t, real, (dst, src, n, kind, s));
-  if (d2d && r_ == cudaSuccess)
+  cudaError_t r;
+  GRAPE_NO_REENTRY(r = real(dst, src, n, kind, s));
+  if (d2d && r == cudaSuccess)
     GRAPE_NO_REENTRY(grape__on_memop(&m));
   if (!d2d)
     GRAPE_COUNT(submissions);
-  return r_;
+  return r;
 }
 
-static inline cudaError_t hook_cudaMemsetAsync(grape_route_t route, grape_hook_t h, int ptds,
-                                               pfn_cudaMemsetAsync real, void* p, int v, size_t n,
-                                               cudaStream_t s) {
-  (void)route;
-  if (!grape__active())
-    return real(p, v, n, s);
-  GRAPE_COUNT(api_calls[h]);
-  grape_memop_t m = {.kind = GRAPE_OP_MEMSET,
-                     .p.set = {(uint64_t)(uintptr_t)p, (uint32_t)(unsigned char)v, 1, n},
-                     .stream = s, .ptds = ptds};
-  if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_memop(&m))
-    return cudaSuccess;
-  GRAPE_CALL(cudaError_t, real, (p, v, n, s));
-  if (r_ == cudaSuccess)
-    GRAPE_NO_REENTRY(grape__on_memop(&m));
-  return r_;
-}
+GRAPE_MEMOP_HOOK(cudaError_t, cudaMemsetAsync, (void* p, int v, size_t n, cudaStream_t s), (p, v, n, s),
+                 grape__memset_op((uintptr_t)p, (unsigned char)v, 1, n, s, ptds))
 
 /* ---- Streams, limits, teardown ---- */
 
-GRAPE_HOOK_DEF(cudaError_t, cudaStreamDestroy, (cudaStream_t s), (s),
-               grape__stream_destroyed(grape__stream_key(s, 0)), )
+GRAPE_HOOK_DEF(cudaError_t, cudaStreamDestroy, (cudaStream_t s), (s), grape__stream_gone(s),
+               GRAPE_NOTHING)
 GRAPE_HOOK_DEF(cudaError_t, cudaFuncSetAttribute, (const void* f, enum cudaFuncAttribute a, int v),
-               (f, a, v), , if (r_ == cudaSuccess) grape__limits_forget(f))
+               (f, a, v), GRAPE_NOTHING, grape__limits_forget(f))
 GRAPE_HOOK_DEF(cudaError_t, cudaKernelSetAttributeForDevice,
-               (cudaKernel_t k, enum cudaFuncAttribute a, int v, int d), (k, a, v, d), ,
-               if (r_ == cudaSuccess) grape__limits_forget(k))
+               (cudaKernel_t k, enum cudaFuncAttribute a, int v, int d), (k, a, v, d), GRAPE_NOTHING,
+               grape__limits_forget(k))
 GRAPE_HOOK_DEF(cudaError_t, cudaLibraryUnload, (cudaLibrary_t lib), (lib), grape__flush_all(),
-               if (r_ == cudaSuccess) GRAPE_NO_REENTRY(grape__func_forget_image(lib)))
+               grape__image_unloaded(lib))
 
 /* ---- Generated: bodies and exported overrides ---- */
 
@@ -230,31 +213,34 @@ GRAPE_HOOK_DEF(cudaError_t, cudaLibraryUnload, (cudaLibrary_t lib), (lib), grape
 #define GRAPE_RT0(name, base, ptds, kind) GRAPE_GEN_RT0_##kind(name)
 #include "hooks.def"
 
-/* ---- Calls without arguments (hooks.def: MANUAL) ---- */
+/* ---- Calls without arguments, written out (api.txt: manual) ---- */
+
+/* The exported override name(void): a generated entry's shape, with the
+ * named function before() called ahead of the real call and the real result
+ * passed through result(). */
+#define RT0_OVERRIDE(name, before, result)                    \
+  GRAPE_EXPORT cudaError_t name(void) {                       \
+    pfn_##name real = GRAPE_REAL_AT(name, GRAPE_SLOT_EXPORT); \
+    if (real == NULL)                                         \
+      return GRAPE_MISSING_cudaError_t;                       \
+    if (!grape__active())                                     \
+      return real();                                          \
+    GRAPE_COUNT(api_calls[GRAPE_HOOK_##name]);                \
+    before();                                                 \
+    cudaError_t r;                                            \
+    GRAPE_NO_REENTRY(r = real());                             \
+    return (cudaError_t)result((int)r);                       \
+  }
+static void nothing_first(void) {}
+static int result_unchanged(int r) { return r; }
+static int error_peeked(int r) { return grape__pending_take(r, 1); }
 
 /* The thread's last error: an error met while submitting held work is
  * returned here too (taken, or only peeked); neither call flushes. */
-GRAPE_EXPORT cudaError_t cudaGetLastError(void) {
-  pfn_cudaGetLastError real = GRAPE_REAL_AT(cudaGetLastError, GRAPE_SLOT_EXPORT);
-  if (real == NULL)
-    return GRAPE_MISSING_cudaError_t;
-  GRAPE_HOOK_BODY(cudaError_t, GRAPE_HOOK_cudaGetLastError, real, (), , GRAPE_AFTER_REPORT)
-}
-
-GRAPE_EXPORT cudaError_t cudaPeekAtLastError(void) {
-  pfn_cudaPeekAtLastError real = GRAPE_REAL_AT(cudaPeekAtLastError, GRAPE_SLOT_EXPORT);
-  if (real == NULL)
-    return GRAPE_MISSING_cudaError_t;
-  GRAPE_HOOK_BODY(cudaError_t, GRAPE_HOOK_cudaPeekAtLastError, real, (), ,
-                  r_ = (cudaError_t)grape__pending_take((int)r_, 1))
-}
-
-GRAPE_EXPORT cudaError_t cudaDeviceReset(void) {
-  pfn_cudaDeviceReset real = GRAPE_REAL_AT(cudaDeviceReset, GRAPE_SLOT_EXPORT);
-  if (real == NULL)
-    return GRAPE_MISSING_cudaError_t;
-  GRAPE_HOOK_BODY(cudaError_t, GRAPE_HOOK_cudaDeviceReset, real, (), grape__graphs_drop(), )
-}
+RT0_OVERRIDE(cudaGetLastError, nothing_first, grape__report_async)
+RT0_OVERRIDE(cudaPeekAtLastError, nothing_first, error_peeked)
+/* A reset destroys every graph of the device: the shim's executables go first. */
+RT0_OVERRIDE(cudaDeviceReset, grape__graphs_drop, result_unchanged)
 
 /* ---- Registration (written out: void and handle results) ---- */
 

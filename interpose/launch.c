@@ -102,12 +102,7 @@ int grape__hold_memop(const grape_memop_t* m) {
       break;
     }
     grape__region_push(r, &k, &d, NULL, &m->p, sizeof(m->p));
-    r->cur = nx;
-    if (r->held++ == 0)
-      grape__hold_begun(s);
-    if (grape_gc_leaf(nx) || r->nops >= grape__chunk_limit())
-      grape__held_chunk_end(s);
-    spin_unlock(&s->lock);
+    grape__held_unlock(s, nx);
     return 1;
   }
   r->cur = NULL;

@@ -8,8 +8,9 @@
  * following the function's cached layout, straight into the stream's region
  * (reserved under the stream's lock). A held launch is recorded instead of
  * submitted and reported as a success: only launches the driver would take
- * are held (a resolved layout and driver function, no launch attributes, no
- * cooperative launch, dimensions within the function's limits); any other op
+ * are held (a resolved layout and driver function, no launch attribute a
+ * graph's kernel node does not carry, no cooperative launch, dimensions
+ * within the function's limits); any other op
  * makes the region leave its known path first, so it reaches the driver in
  * program order and returns its own result. */
 #ifndef GRAPE_INTERPOSE_LAUNCH_H
@@ -143,6 +144,20 @@ void grape__held_chunk_end(grape_stream_t* s);
  * @return 1 when the chunk ended there (the op may start another path). */
 int grape__diverge(grape_stream_t* s, grape_gc_cause_t cause);
 
+/* The op just pushed on s's region was held at trie node nx: the region
+ * follows nx, s goes on the holding list with its first held op, and the
+ * chunk ends at a leaf of the trie or at its length. Unlocks s. */
+static inline __attribute__((always_inline)) void grape__held_unlock(grape_stream_t* s,
+                                                                     const grape_gc_node_t* nx) {
+  grape_region_t* r = &s->region;
+  r->cur = nx;
+  if (r->held++ == 0)
+    grape__hold_begun(s);
+  if (grape_gc_leaf(nx) || r->nops >= grape__chunk_limit())
+    grape__held_chunk_end(s);
+  spin_unlock(&s->lock);
+}
+
 /* Tries to hold launch l (graph mode). @return 1 when it was held (recorded,
  * not submitted: the hook returns success), 0 when it goes to the driver. */
 static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_t route,
@@ -187,15 +202,10 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
     r->poff[i] = (uint32_t)r->plen;
     r->plen += n + k.attrs_bytes;
     r->nops = i + 1;
-    r->cur = nx;
-    if (r->held++ == 0)
-      grape__hold_begun(s);
     GRAPE_COUNT(launches[route]);
     if (__builtin_expect(grape__log_level() >= GRAPE_LOG_DEBUG, 0))
       grape__log_launch(route, f, l, dst, n);
-    if (grape_gc_leaf(nx) || r->nops >= grape__chunk_limit())
-      grape__held_chunk_end(s);
-    spin_unlock(&s->lock);
+    grape__held_unlock(s, nx);
     return 1;
   }
   r->cur = NULL;
@@ -260,6 +270,30 @@ typedef struct grape_memop_s {
   const void* stream;
   int ptds;
 } grape_memop_t;
+
+/* The memop of an async memset of count elements of esize bytes (value v)
+ * at dst, and of an async copy of n bytes, on stream s as the call names it
+ * (ptds: its per-thread-default-stream flag). */
+static inline grape_memop_t grape__memop_on(int kind, const void* s, int ptds) {
+  grape_memop_t m;
+  memset(&m, 0, sizeof(m));
+  m.kind = kind;
+  m.stream = s;
+  m.ptds = ptds;
+  return m;
+}
+static inline grape_memop_t grape__memset_op(uint64_t dst, uint32_t v, uint32_t esize, uint64_t count,
+                                             const void* s, int ptds) {
+  grape_memop_t m = grape__memop_on(GRAPE_OP_MEMSET, s, ptds);
+  m.p.set = (grape_memset_params_t){dst, v, esize, count};
+  return m;
+}
+static inline grape_memop_t grape__memcpy_op(uint64_t dst, uint64_t src, uint64_t n, const void* s,
+                                             int ptds) {
+  grape_memop_t m = grape__memop_on(GRAPE_OP_MEMCPY, s, ptds);
+  m.p.cpy = (grape_memcpy_params_t){dst, src, n};
+  return m;
+}
 
 /* Holds memop m (graph mode). @return 1 when held. */
 int grape__hold_memop(const grape_memop_t* m);

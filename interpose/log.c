@@ -16,28 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-
-int grape__expand_pid(const char* pattern, char* out, size_t cap) {
-  size_t n = 0;
-  for (const char* p = pattern; *p; p++) {
-    char num[24];
-    const char* piece = p;
-    size_t len = 1;
-    if (p[0] == '%' && p[1] == 'p') {
-      len = (size_t)snprintf(num, sizeof(num), "%ld", (long)getpid());
-      piece = num;
-      p++;
-    } else if (p[0] == '%' && p[1] == '%') {
-      p++;
-    }
-    if (n + len + 1 > cap)
-      return -ENAMETOOLONG;
-    memcpy(out + n, piece, len);
-    n += len;
-  }
-  out[n] = '\0';
-  return 0;
-}
+#include "util/pattern.h"
 
 int grape__log_level_cache = -1;     /* -1: not read yet */
 static int log_fd = -1;            /* -1: not opened yet; 2 when stderr */
@@ -72,7 +51,7 @@ static int open_log_fd(void) {
   fd = 2;
   if (path != NULL && *path) {
     char buf[4096];
-    if (grape__expand_pid(path, buf, sizeof(buf)) == 0) {
+    if (grape__pattern_expand(path, (long)getpid(), NULL, buf, sizeof(buf)) == 0) {
       int f = open(buf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
       if (f >= 0)
         fd = f;

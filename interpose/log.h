@@ -30,10 +30,6 @@ void grape__log_emit(int level, const char* fmt, ...);
  * for 'stderr'. */
 void grape__output(const char* msg);
 
-/* Copies pattern into out, replacing each "%p" by the pid and "%%" by "%".
- * @return 0, or -ENAMETOOLONG when it does not fit. */
-int grape__expand_pid(const char* pattern, char* out, size_t cap);
-
 /* Forgets the cached level, open log file and warning count (fork child, tests). */
 void grape__log_reset(void);
 

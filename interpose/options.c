@@ -1,6 +1,8 @@
 /* Options of the shim: one table generated from options.def, one parser.
  *
- * DESIGN: the environment is read in exactly one place (option_init). Each
+ * DESIGN: the environment is read in this file only: the options in one
+ * place (option_init), and the launcher's rank, which the report and the
+ * trace both name (grape__process_rank). Each
  * option moves UNINIT -> DEFAULTED | SET on first use, so a getter works before
  * the constructor has run (a CUDA library's constructor may call into the shim
  * first). A bad value gives one warning naming the variable and the accepted
@@ -12,6 +14,7 @@
 
 #include <ctype.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -23,7 +26,7 @@
 typedef enum { UNINIT = 0, DEFAULTED, SET } option_state_t;
 
 typedef struct option_desc_s {
-  long value;                 /* current value (ENUM index, number, bool) */
+  long value;                 /* current value (ENUM index, number) */
   const char* str;            /* current value of a STR option (strdup'd, or the default) */
   int state;                  /* option_state_t */
   const char* name;           /* e.g. "mode" */
@@ -33,16 +36,13 @@ typedef struct option_desc_s {
   const char* doc;
 } option_desc_t;
 
+/* A row's default as a number (LONG) or as text (ENUM word, STR value). */
 #define DFLT_LONG_ENUM(d) 0
 #define DFLT_LONG_STR(d) 0
 #define DFLT_LONG_LONG(d) (d)
-#define DFLT_LONG_BOOL(d) (d)
-#define DFLT_LONG_SIZE(d) (d)
 #define DFLT_STR_ENUM(d) (d)
 #define DFLT_STR_STR(d) (d)
 #define DFLT_STR_LONG(d) NULL
-#define DFLT_STR_BOOL(d) NULL
-#define DFLT_STR_SIZE(d) NULL
 
 static option_desc_t options[grape_option_count] = {
 #define GRAPE_OPTION(name, kind, dflt, doc) \
@@ -80,43 +80,11 @@ static int enum_list_len(const char* doc) {
   return semi ? (int)(semi - doc) : (int)strlen(doc);
 }
 
-static int parse_bool(const char* s, long* out) {
-  static const char* const on[] = {"", "1", "true", "yes", "on"};
-  static const char* const off[] = {"0", "false", "no", "off"};
-  for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++)
-    if (strcasecmp(s, on[i]) == 0)
-      return *out = 1, 0;
-  for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++)
-    if (strcasecmp(s, off[i]) == 0)
-      return *out = 0, 0;
-  return -EINVAL;
-}
-
-static int parse_long(const char* s, long* out, int allow_suffix) {
+static int parse_long(const char* s, long* out) {
   char* end;
   errno = 0;
   long v = strtol(s, &end, 10);
-  if (end == s || errno != 0)
-    return -EINVAL;
-  if (allow_suffix && *end) {
-    long mul = 0;
-    switch (toupper((unsigned char)*end)) {
-    case 'K': mul = 1L << 10; break;
-    case 'M': mul = 1L << 20; break;
-    case 'G': mul = 1L << 30; break;
-    }
-    if (mul == 0)
-      return -EINVAL;
-    end++;
-    if (toupper((unsigned char)*end) == 'B' || toupper((unsigned char)*end) == 'I')
-      end++;   /* "KB", "KiB" */
-    if (toupper((unsigned char)*end) == 'B')
-      end++;
-    if (v > 0 && v > __LONG_MAX__ / mul)
-      return -EINVAL;
-    v *= mul;
-  }
-  if (*end)
+  if (end == s || errno != 0 || *end)
     return -EINVAL;
   *out = v;
   return 0;
@@ -140,17 +108,7 @@ static int parse_value(option_desc_t* d, const char* s) {
     return 0;
   }
   case GRAPE_OPT_LONG:
-    if (parse_long(s, &v, 0))
-      return -EINVAL;
-    d->value = v;
-    return 0;
-  case GRAPE_OPT_SIZE:
-    if (parse_long(s, &v, 1))
-      return -EINVAL;
-    d->value = v;
-    return 0;
-  case GRAPE_OPT_BOOL:
-    if (parse_bool(s, &v))
+    if (parse_long(s, &v))
       return -EINVAL;
     d->value = v;
     return 0;
@@ -164,12 +122,20 @@ static const char* accepted(const option_desc_t* d, int* len) {
   switch (d->kind) {
   case GRAPE_OPT_ENUM: *len = enum_list_len(d->doc); return d->doc;
   case GRAPE_OPT_LONG: s = "a whole number"; break;
-  case GRAPE_OPT_SIZE: s = "a number with an optional K, M or G suffix"; break;
-  case GRAPE_OPT_BOOL: s = "1, true, yes, on, 0, false, no, off"; break;
   case GRAPE_OPT_STR: break;
   }
   *len = (int)strlen(s);
   return s;
+}
+
+/* "GRAPE_" + upper(d's name) into out, cut to cap >= 1 bytes. */
+static void env_name(const option_desc_t* d, char* out, size_t cap) {
+  static const char prefix[] = "GRAPE_";
+  size_t n = sizeof(prefix) - 1 < cap ? sizeof(prefix) - 1 : cap - 1;
+  memcpy(out, prefix, n);
+  for (const char* p = d->name; *p && n + 1 < cap; p++)
+    out[n++] = (char)toupper((unsigned char)*p);
+  out[n] = '\0';
 }
 
 static void set_default(option_desc_t* d) {
@@ -187,11 +153,8 @@ static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
  * Serialised by init_lock (first use only); the warning for a bad value is
  * printed after the lock is released, since the logger reads options too. */
 static void option_init(option_desc_t* d) {
-  char env[64] = "GRAPE_";
-  size_t n = strlen(env);
-  for (const char* p = d->name; *p && n + 1 < sizeof(env); p++)
-    env[n++] = (char)toupper((unsigned char)*p);
-  env[n] = '\0';
+  char env[64];
+  env_name(d, env, sizeof(env));
   char bad[65];
   bad[0] = '\0';
   pthread_mutex_lock(&init_lock);
@@ -249,6 +212,14 @@ int grape__option_set(grape_option_t o, const char* s) {
   return 0;
 }
 
+int grape__option_check(grape_option_t o, const char* s) {
+  option_desc_t tmp = options[o];
+  int err = parse_value(&tmp, s);
+  if (err == 0 && tmp.kind == GRAPE_OPT_STR)
+    free((char*)tmp.str);
+  return err;
+}
+
 void grape__options_reset(void) {
   pthread_mutex_init(&init_lock, NULL);
   for (int i = 0; i < grape_option_count; i++)
@@ -258,6 +229,14 @@ void grape__options_reset(void) {
 const char* grape__option_name(grape_option_t o) { return options[o].name; }
 const char* grape__option_doc(grape_option_t o) { return options[o].doc; }
 grape_option_kind_t grape__option_kind(grape_option_t o) { return options[o].kind; }
+
+void grape__option_env(grape_option_t o, char* out, size_t cap) {
+  env_name(&options[o], out, cap);
+}
+
+const char* grape__option_accepted(grape_option_t o, int* len) {
+  return accepted(&options[o], len);
+}
 
 const char* grape__option_default(grape_option_t o) {
   static char buf[grape_option_count][24];
@@ -287,13 +266,10 @@ void grape__options_print(void) {
   for (int i = 0; i < grape_option_count; i++) {
     option_desc_t* d = desc((grape_option_t)i);
     const char* how = d->state == SET ? "set" : "default";
-    char up[64];
-    size_t n = 0;
-    for (const char* p = d->name; *p && n + 1 < sizeof(up); p++)
-      up[n++] = (char)toupper((unsigned char)*p);
-    up[n] = '\0';
+    char env[64];
+    env_name(d, env, sizeof(env));
     if (d->kind == GRAPE_OPT_STR)
-      grape_log_info("option GRAPE_%s=%s (%s)", up, d->str ? d->str : "(unset)", how);
+      grape_log_info("option %s=%s (%s)", env, d->str ? d->str : "(unset)", how);
     else if (d->kind == GRAPE_OPT_ENUM) {
       /* Print the word at index value. */
       const char* p = d->doc;
@@ -304,8 +280,24 @@ void grape__options_print(void) {
       int len = 0;
       while (p[len] && p[len] != ' ' && p[len] != '|' && p[len] != ';')
         len++;
-      grape_log_info("option GRAPE_%s=%.*s (%s)", up, len, p, how);
+      grape_log_info("option %s=%.*s (%s)", env, len, p, how);
     } else
-      grape_log_info("option GRAPE_%s=%ld (%s)", up, d->value, how);
+      grape_log_info("option %s=%ld (%s)", env, d->value, how);
   }
+}
+
+/* ---- The launcher's rank ---- */
+
+long grape__process_rank(void) {
+  static const char* const vars[] = {"RANK", "LOCAL_RANK"};
+  for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+    const char* v = getenv(vars[i]);
+    char* end;
+    if (v == NULL || *v == '\0')
+      continue;
+    long r = strtol(v, &end, 10);
+    if (*end == '\0' && r >= 0 && r <= INT32_MAX)
+      return r;
+  }
+  return -1;
 }

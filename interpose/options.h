@@ -1,4 +1,7 @@
-/* Options of the shim, read from the environment once (see options.def). */
+/* Options of the shim, read from the environment once (see options.def).
+ * With log.h, the layer the shim and the CLI both link
+ * (grape_interpose_base): `grape run` lists these options and checks its
+ * --mode with the shim's own parser. */
 #ifndef GRAPE_INTERPOSE_OPTIONS_H
 #define GRAPE_INTERPOSE_OPTIONS_H
 
@@ -15,15 +18,13 @@ typedef enum grape_option_kind_e {
   GRAPE_OPT_ENUM,   /* one word of the doc's "a | b | c" list; value = its index */
   GRAPE_OPT_STR,    /* a string; NULL when unset */
   GRAPE_OPT_LONG,   /* a decimal number, whole string */
-  GRAPE_OPT_BOOL,   /* 1/true/yes/on/"" or 0/false/no/off */
-  GRAPE_OPT_SIZE,   /* a number with an optional K/M/G suffix, in bytes */
 } grape_option_kind_t;
 
 /* Values of the enum options (indices into their word lists). */
 enum { GRAPE_MODE_OFF = 0, GRAPE_MODE_OBSERVE = 1, GRAPE_MODE_GRAPH = 2 };
 enum { GRAPE_LOG_ERROR = 0, GRAPE_LOG_WARN = 1, GRAPE_LOG_INFO = 2, GRAPE_LOG_DEBUG = 3 };
 
-/* Value of an integer-like option (ENUM index, LONG, BOOL, SIZE). Initialises the
+/* Value of an integer-like option (ENUM index, LONG). Initialises the
  * option from the environment on first use, so it works before the constructor.
  * Thread-safe: racing first readers parse the same environment to the same value. */
 long grape__option_get(grape_option_t o);
@@ -35,6 +36,9 @@ const char* grape__option_str(grape_option_t o);
  * an environment value. @return 0, or -EINVAL (value kept) for a bad value. */
 int grape__option_set(grape_option_t o, const char* s);
 
+/* 0 when s is a value option o accepts, else -EINVAL; o keeps its value. */
+int grape__option_check(grape_option_t o, const char* s);
+
 /* Forgets every value so the next get reads the environment again (tests, fork). */
 void grape__options_reset(void);
 
@@ -44,8 +48,21 @@ const char* grape__option_doc(grape_option_t o);
 const char* grape__option_default(grape_option_t o);   /* as text; "(unset)" for NULL */
 grape_option_kind_t grape__option_kind(grape_option_t o);
 
+/* The option's environment variable, "GRAPE_" + upper(name), into out
+ * (cut to cap >= 1 bytes). */
+void grape__option_env(grape_option_t o, char* out, size_t cap);
+
+/* What o accepts, for messages: an ENUM's "a | b | c" (len bytes of the
+ * returned text, which is not NUL-terminated there), else a description. */
+const char* grape__option_accepted(grape_option_t o, int* len);
+
 /* Writes "GRAPE_MODE=observe (default)"-style lines for every option through the
  * log sink (used at GRAPE_LOG=info). */
 void grape__options_print(void);
+
+/* The process's rank as a launcher gives it (RANK, else LOCAL_RANK: torchrun
+ * and most launchers set them), a whole number up to INT32_MAX; -1 when
+ * neither holds one. Read here, where the environment is read. */
+long grape__process_rank(void);
 
 #endif

@@ -1,5 +1,6 @@
-/* The door to the real CUDA (real.c): the real_* slots of hooks.h plus lookups
- * of CUDA functions the shim calls for itself (parameter info, names). */
+/* The door to the real CUDA (real.c): the real-function slots of hooks.h,
+ * plus lookups of CUDA functions the shim calls for itself (parameter info,
+ * names). */
 #ifndef GRAPE_INTERPOSE_REAL_H
 #define GRAPE_INTERPOSE_REAL_H
 

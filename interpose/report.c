@@ -27,39 +27,42 @@
 #include "log.h"
 #include "graph.h"
 #include "graphcache/cache.h"
+#include "util/grow.h"
+#include "util/json_str.h"
+#include "util/pattern.h"
 
+/* The report's text, in a memory stream (open_memstream), so that the JSON
+ * string writer of util/ writes into it as into any file. */
 typedef struct buf_s {
-  char* p;
-  size_t len, cap;
-  int oom;
+  FILE* f;
+  char* p;      /* the text, once buf_end has closed f */
+  size_t len;
 } buf_t;
+
+static int buf_begin(buf_t* b) {
+  b->p = NULL;
+  b->len = 0;
+  b->f = open_memstream(&b->p, &b->len);
+  return b->f != NULL ? 0 : -ENOMEM;
+}
+
+/* Closes b. @return its text (malloc'd: the caller frees it), or NULL when
+ * a write ran out of memory. */
+static char* buf_end(buf_t* b) {
+  int bad = ferror(b->f);
+  if (fclose(b->f) != 0 || bad) {
+    free(b->p);
+    return NULL;
+  }
+  return b->p;
+}
 
 __attribute__((format(printf, 2, 3)))
 static void put(buf_t* b, const char* fmt, ...) {
-  if (b->oom)
-    return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-      b->oom = 1;
-      return;
-    }
-    if ((size_t)n < b->cap - b->len) {
-      b->len += (size_t)n;
-      return;
-    }
-    size_t ncap = b->cap * 2 + (size_t)n;
-    char* np = realloc(b->p, ncap);
-    if (np == NULL) {
-      b->oom = 1;
-      return;
-    }
-    b->p = np;
-    b->cap = ncap;
-  }
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(b->f, fmt, ap);
+  va_end(ap);
 }
 
 #define ROUTE_NAME(r) #r,
@@ -77,19 +80,6 @@ _Static_assert(sizeof(cause_names) / sizeof(cause_names[0]) == GRAPE_GC_CAUSES,
 #define COUNTER_ENUM(name, doc) C_##name,
 enum { GRAPE_REPORT_COUNTERS(COUNTER_ENUM) C_COUNT };
 
-/* RANK, else LOCAL_RANK (torchrun and most launchers set them), else -1. */
-static long process_rank(void) {
-  static const char* const vars[] = {"RANK", "LOCAL_RANK"};
-  for (size_t i = 0; i < 2; i++) {
-    const char* v = getenv(vars[i]);
-    char* end;
-    long r = v && *v ? strtol(v, &end, 10) : -1;
-    if (v && *v && *end == '\0' && r >= 0)
-      return r;
-  }
-  return -1;
-}
-
 /* Kernel names by function id, for the ops of the top paths. */
 typedef struct name_entry_s {
   uint64_t id;
@@ -105,14 +95,10 @@ static void collect_name(const grape_func_t* f, void* arg) {
   names_t* n = arg;
   if (f->name == NULL)
     return;
-  if (n->len == n->cap) {
-    size_t cap = n->cap ? n->cap * 2 : 256;
-    name_entry_t* v = realloc(n->v, cap * sizeof(*v));
-    if (v == NULL)
-      return;
-    n->v = v;
-    n->cap = cap;
-  }
+  name_entry_t* v = grape__grow(n->v, &n->cap, n->len + 1, sizeof(*n->v), 256);
+  if (v == NULL)
+    return;
+  n->v = v;
   /* Demangled here, at exit, and only for kernels that were launched. */
   const char* name = f->resolved ? grape__func_display_name((grape_func_t*)f) : f->name;
   n->v[n->len++] = (name_entry_t){f->id, name};
@@ -260,20 +246,6 @@ static void put_bound(buf_t* b, const char* name, double v) {
     put(b, ",\"%s\":null", name);
 }
 
-static void put_json_str(buf_t* b, const char* s) {
-  put(b, "\"");
-  for (; s && *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      put(b, "\\%c", c);
-    else if (c < 0x20)
-      put(b, "\\u%04x", c);
-    else
-      put(b, "%c", c);
-  }
-  put(b, "\"");
-}
-
 /* The GPU GRAPE_PREDICT_GPU names, or NULL (unset, or unknown: warned once). */
 static const grape_gpu_spec_t* predict_gpu(void) {
   const char* name = grape__option_str(grape_option_predict_gpu);
@@ -281,12 +253,16 @@ static const grape_gpu_spec_t* predict_gpu(void) {
     return NULL;
   const grape_gpu_spec_t* g = grape_gpu_find(name);
   if (g == NULL) {
-    buf_t known = {malloc(256), 0, 256, 0};
-    for (size_t i = 0; known.p && i < grape_gpu_count(); i++)
-      put(&known, "%s%s", i ? ", " : "", grape_gpu_at(i)->name);
+    buf_t known;
+    char* list = NULL;
+    if (buf_begin(&known) == 0) {
+      for (size_t i = 0; i < grape_gpu_count(); i++)
+        put(&known, "%s%s", i ? ", " : "", grape_gpu_at(i)->name);
+      list = buf_end(&known);
+    }
     grape_log_warn("GRAPE_PREDICT_GPU names an unknown GPU '%s' (known: %s); no predicted times",
-                   name, known.p && !known.oom ? known.p : "?");
-    free(known.p);
+                   name, list ? list : "?");
+    free(list);
   }
   return g;
 }
@@ -336,7 +312,7 @@ static void put_predicted(buf_t* b, const grape_gpu_spec_t* g, const names_t* na
     goto done;
   }
   put(b, "\"predicted\":{\"gpu\":");
-  put_json_str(b, g->name);
+  grape__json_put_str(b->f, g->name);
   put(b, ",\"model\":\"grape\",\"paths_predicted\":%zu,\"level\":%.17g,"
       "\"kernels_known_regime\":%zu,\"kernels\":%zu,\"total_eager_ms\":%.17g",
       n, tot.level, tot.known, tot.kernels, tot.eager_ms);
@@ -367,7 +343,7 @@ static void put_predicted(buf_t* b, const grape_gpu_spec_t* g, const names_t* na
       put(b, "%s{\"name\":", first ? "" : ",");
       const char* name = name_of(names, key->func);
       if (name)
-        put_json_str(b, name);
+        grape__json_put_str(b->f, name);
       else
         put(b, "null");
       put(b, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem\":%u,\"ms\":%.17g", s->grid[0],
@@ -402,12 +378,12 @@ static void command_name(char* out, size_t cap) {
 }
 
 char* grape__report_json(void) {
-  buf_t b = {malloc(4096), 0, 4096, 0};
-  if (b.p == NULL)
+  buf_t b;
+  if (buf_begin(&b) != 0)
     return NULL;
   char comm[64];
   command_name(comm, sizeof(comm));
-  long rank = process_rank();
+  long rank = grape__process_rank();
   put(&b, "{\"grape_version\":\"%u.%u.%u\",\"report_format\":%d,\"pid\":%ld,\"ppid\":%ld,\"rank\":",
       grape_version() / 10000, grape_version() / 100 % 100, grape_version() % 100,
       GRAPE_REPORT_FORMAT, (long)getpid(), (long)getppid());
@@ -416,7 +392,7 @@ char* grape__report_json(void) {
   else
     put(&b, "null");
   put(&b, ",\"command\":");
-  put_json_str(&b, comm);
+  grape__json_put_str(b.f, comm);
   put(&b, ",\"mode\":\"%s\",", mode_names[grape__mode]);
   long want = grape__option_get(grape_option_top_paths);
   size_t ntop = want > 0 ? (size_t)want : 0;
@@ -497,7 +473,7 @@ char* grape__report_json(void) {
         "\"graph_hits\":%llu,\"ran_as\":\"%s\",\"why\":",
         i ? "," : "", hex, khex, top[i].nops, (unsigned long long)top[i].count,
         (unsigned long long)top[i].key_hits, top[i].way == GRAPE_GC_WAY_GRAPH ? "graph" : "eager");
-    put_json_str(&b, top[i].why);
+    grape__json_put_str(b.f, top[i].why);
     put(&b, ",\"kernels\":[");
     /* The first 16 ops name the path; longer ones end with "...". */
     for (uint32_t j = 0; j < top[i].nops && j < 16; j++) {
@@ -516,11 +492,7 @@ char* grape__report_json(void) {
   free(pred);
   free(names.v);
   free(top);
-  if (b.oom) {
-    free(b.p);
-    return NULL;
-  }
-  return b.p;
+  return buf_end(&b);
 }
 
 /* The report's file for this process, or -1 when GRAPE_REPORT names none. */
@@ -528,7 +500,7 @@ static int report_path(char* path, size_t cap) {
   const char* target = grape__option_str(grape_option_report);
   if (target == NULL || *target == '\0' || strcmp(target, "stderr") == 0)
     return -1;
-  return grape__expand_pid(target, path, cap) == 0 ? 0 : -1;
+  return grape__pattern_expand(target, (long)getpid(), NULL, path, cap) == 0 ? 0 : -1;
 }
 
 void grape__report_mark_forked(void) {
@@ -557,7 +529,7 @@ int grape__report_write(void) {
     goto done;
   }
   char path[4096], tmp[4200];
-  if (grape__expand_pid(target, path, sizeof(path))) {
+  if (grape__pattern_expand(target, (long)getpid(), NULL, path, sizeof(path))) {
     rc = -ENAMETOOLONG;
     grape_log_warn("GRAPE_REPORT path too long: no exit report");
     goto done;

@@ -1,13 +1,15 @@
-/* Life cycle of the shim: init, passthrough fallback, fork, exit report.
+/* Life cycle of the shim: init, passthrough fallback, per-thread counters,
+ * fork, exit (report and trace).
  *
  * DESIGN: init only reads options and sets up logging: it never touches CUDA
  * (a program that never uses CUDA must run unaffected, and CUDA may not be
  * initialised from a constructor). It runs from the constructor, or earlier
  * from the first hook if another library's constructor calls CUDA first. At
- * exit, the destructor ends every open region and writes the report. A fork
- * child starts clean: counters, regions, paths, the function table and the
- * allocation map are forgotten (not freed: another thread of the parent may
- * have held one of their locks at the fork). */
+ * exit, the destructor ends every open region and writes the report and the
+ * trace. A fork child starts clean: counters, regions, paths, the function
+ * table, the image registry and the allocation map are forgotten (not freed:
+ * another thread of the parent may have held one of their locks at the
+ * fork). */
 #include "internal.h"
 
 #include <pthread.h>
@@ -18,6 +20,7 @@
 #include "allocmap.h"
 #include "funcinfo.h"
 #include "graph.h"
+#include "images.h"
 #include "real.h"
 #include "report.h"
 #include "streams.h"
@@ -156,6 +159,7 @@ void grape__reset_child(void) {
   grape__graph_reset_child();
   grape__streams_reset(0);
   grape__func_reset(0);
+  grape__images_reset(0);
   grape__alloc_reset(0);
   grape__log_reset();
   grape__depth = 0;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "util/grow.h"
 
 #define TOMBSTONE UINTPTR_MAX   /* a removed key: probes go on past it */
 
@@ -110,16 +111,12 @@ static grape_stream_t* slot_new(uintptr_t key) {
     s = calloc(1, sizeof(*s));
     if (s == NULL)
       return NULL;
-    if (nall == all_cap) {
-      size_t cap = all_cap ? 2 * all_cap : 64;
-      grape_stream_t** v = realloc(all_slots, cap * sizeof(*v));
-      if (v == NULL) {
-        free(s);
-        return NULL;
-      }
-      all_slots = v;
-      all_cap = cap;
+    grape_stream_t** v = grape__grow(all_slots, &all_cap, nall + 1, sizeof(*all_slots), 64);
+    if (v == NULL) {
+      free(s);
+      return NULL;
     }
+    all_slots = v;
     all_slots[nall++] = s;
   }
   s->key = key;

@@ -9,7 +9,7 @@
  * their id (the hash of the mangled name that op signatures carry); among
  * handles of one kernel (a host stub and the CUfunction fetched for it) the
  * one that knows its image and layout wins. An image is the one the device
- * loaded (the parsed set funcinfo.c keeps per registration), borrowed, not
+ * loaded (the parsed set images.c keeps per registration), borrowed, not
  * copied. A parameter word is a pointer when the allocation history has an
  * interval containing it that was live when the path's parameters were
  * recorded. Kernel bodies of the simulated device are found the way the sim
@@ -30,6 +30,7 @@
 #include "allocmap.h"
 #include "cuda_types.h"
 #include "funcinfo.h"
+#include "images.h"
 #include "grape/cubin.h"
 #include "grape/grape.h"
 #include "grape/trace.h"
@@ -37,6 +38,7 @@
 #include "log.h"
 #include "real.h"
 #include "graph.h"
+#include "util/grow.h"
 
 typedef struct fentry_s {
   uint64_t id;
@@ -63,29 +65,16 @@ typedef struct glue_s {
   char dev_name[256];
 } glue_t;
 
-/* Grows *v (elements of sz bytes) to hold need. @return 0 or -ENOMEM. */
-static int grow_to(void** v, size_t* cap, size_t need, size_t sz) {
-  if (need <= *cap)
-    return 0;
-  size_t ncap = *cap ? *cap : 16;
-  while (ncap < need)
-    ncap *= 2;
-  void* n = ncap <= SIZE_MAX / sz ? realloc(*v, ncap * sz) : NULL;
-  if (n == NULL)
-    return -ENOMEM;
-  *v = n;
-  *cap = ncap;
-  return 0;
-}
-
 /* ---- Collecting ---- */
 
 static void take_path(const grape_gc_path_t* p, void* arg) {
   glue_t* g = arg;
-  if (grow_to((void**)&g->paths, &g->cap_paths, g->npaths + 1, sizeof(*p)) != 0) {
+  grape_gc_path_t* v = grape__grow(g->paths, &g->cap_paths, g->npaths + 1, sizeof(*p), 16);
+  if (v == NULL) {
     g->oom = 1;
     return;
   }
+  g->paths = v;
   g->paths[g->npaths++] = *p;
 }
 
@@ -97,10 +86,12 @@ static int better(const grape_func_t* a, const grape_func_t* b) {
 
 static void take_func(const grape_func_t* f, void* arg) {
   glue_t* g = arg;
-  if (grow_to((void**)&g->funcs, &g->cap_funcs, g->nfuncs + 1, sizeof(*g->funcs)) != 0) {
+  fentry_t* v = grape__grow(g->funcs, &g->cap_funcs, g->nfuncs + 1, sizeof(*g->funcs), 16);
+  if (v == NULL) {
     g->oom = 1;
     return;
   }
+  g->funcs = v;
   g->funcs[g->nfuncs++] = (fentry_t){f->id, f, GRAPE_TRACE_NONE, 0};
 }
 
@@ -123,14 +114,6 @@ static void funcs_index(glue_t* g) {
     g->funcs[k++] = g->funcs[i];
   }
   g->nfuncs = k;
-}
-
-static int path_cmp(const void* a, const void* b) {
-  const grape_gc_path_t* x = a;
-  const grape_gc_path_t* y = b;
-  if (x->count != y->count)
-    return x->count > y->count ? -1 : 1;
-  return x->fp < y->fp ? -1 : x->fp > y->fp;
 }
 
 static int life_cmp(const void* a, const void* b) {
@@ -184,8 +167,11 @@ static const grape_alloc_life_t* find_alloc(const glue_t* g, uint64_t addr, uint
 
 static void take_handle(const void* h, void* arg) {
   glue_t* g = arg;
-  if (grow_to((void**)&g->handles, &g->cap_handles, g->nhandles + 1, sizeof(*g->handles)) == 0)
+  const void** v = grape__grow(g->handles, &g->cap_handles, g->nhandles + 1, sizeof(*g->handles), 16);
+  if (v != NULL) {
+    g->handles = v;
     g->handles[g->nhandles++] = h;
+  }
 }
 
 /* The image of fb holding kernel name: the one a device of SM version arch
@@ -324,11 +310,18 @@ static int add_path(glue_t* g, const grape_gc_path_t* v, scratch_t* s) {
   size_t nptr = 0;
   for (uint32_t i = 0; i < v->nops; i++)
     nptr += v->keys[i].kind == GRAPE_OP_KERNEL ? v->keys[i].param_bytes / 8 : 0;
-  if ((v->nops > s->cap_ops &&
-       grow_to((void**)&s->ops, &s->cap_ops, v->nops, sizeof(*s->ops))) ||
-      (nptr > s->cap_ptrs &&
-       grow_to((void**)&s->ptrs, &s->cap_ptrs, nptr, sizeof(*s->ptrs))))
-    return -ENOMEM;
+  if (v->nops > s->cap_ops) {
+    grape_trace_op_t* ops = grape__grow(s->ops, &s->cap_ops, v->nops, sizeof(*ops), 16);
+    if (ops == NULL)
+      return -ENOMEM;
+    s->ops = ops;
+  }
+  if (nptr > s->cap_ptrs) {
+    grape_trace_ptr_t* ptrs = grape__grow(s->ptrs, &s->cap_ptrs, nptr, sizeof(*ptrs), 16);
+    if (ptrs == NULL)
+      return -ENOMEM;
+    s->ptrs = ptrs;
+  }
   grape_trace_ptr_t* w = s->ptrs;
   for (uint32_t i = 0; i < v->nops; i++) {
     const grape_op_key_t* key = &v->keys[i];
@@ -410,22 +403,8 @@ static void device_info(grape_trace_info_t* in, char* name, size_t cap) {
   });
 }
 
-/* The process's rank as launchers set it (torchrun: RANK, LOCAL_RANK); not a
- * GRAPE_ option, so read here rather than through options.c. */
-static long rank_of(void) {
-  static const char* const vars[] = {"RANK", "LOCAL_RANK"};
-  for (int i = 0; i < 2; i++) {
-    const char* s = getenv(vars[i]);
-    char* end;
-    if (s == NULL || *s == '\0')
-      continue;
-    long r = strtol(s, &end, 10);
-    if (*end == '\0' && r >= 0 && r <= INT32_MAX)
-      return r;
-  }
-  return 0;
-}
-
+/* The trace's header: who wrote it, when, on which device, and what the
+ * path table could not keep. */
 static int fill_info(glue_t* g, long rank) {
   char ver[32], prog[PATH_MAX] = "";
   unsigned v = grape_version();
@@ -469,7 +448,9 @@ int grape__trace_write(void) {
   const char* pattern = grape__option_str(grape_option_trace);
   if (pattern == NULL || *pattern == '\0' || grape__mode == GRAPE_MODE_OFF)
     return 0;
-  long rank = rank_of();
+  long rank = grape__process_rank();
+  if (rank < 0)
+    rank = 0;   /* a trace's rank is a number: 0 without a launcher */
   char path[4096], err[512];
   if (grape_trace_expand_path(pattern, (long)getpid(), rank, path, sizeof(path)) != 0) {
     grape_log_warn("GRAPE_TRACE path too long: no trace");
@@ -496,7 +477,7 @@ int grape__trace_write(void) {
   if (rc == 0) {
     device_info(&g.dev, g.dev_name, sizeof(g.dev_name));
     funcs_index(&g);
-    qsort(g.paths, g.npaths, sizeof(*g.paths), path_cmp);
+    qsort(g.paths, g.npaths, sizeof(*g.paths), grape_gc_path_order);   /* most frequent first */
     for (size_t i = 0; i < g.npaths && rc == 0; i++)
       rc = add_path(&g, &g.paths[i], &s);
   }

@@ -16,6 +16,7 @@
 #include "grape/cubin.h"
 #include "grape/trace.h"
 #include "graphcache/fingerprint.h"
+#include "util/json_str.h"
 
 /* Writes s as a CSV field (quoted, quotes doubled). */
 static void csv_field(FILE* out, const char* s) {
@@ -57,21 +58,6 @@ long grape_replay_write_csv(const grape_trace_t* t, const char* device, FILE* ou
   return ferror(out) ? -EIO : rows;
 }
 
-/* Writes s as a JSON string. */
-static void json_str(FILE* out, const char* s) {
-  fputc('"', out);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(out, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(out, "\\u%04x", c);
-    else
-      fputc(c, out);
-  }
-  fputc('"', out);
-}
-
 const char* grape_trace_op_kind_name(uint32_t k) {
   return k == GRAPE_TRACE_OP_KERNEL ? "kernel" : k == GRAPE_TRACE_OP_MEMSET ? "memset" : "memcpy";
 }
@@ -98,7 +84,7 @@ static void json_op(FILE* out, const grape_trace_t* t, const grape_trace_op_t* o
   else
     fprintf(out, "%u", op->func);
   fprintf(out, ",\"name\":");
-  json_str(out, grape_trace_short_name(mangled, name, sizeof(name)));
+  grape__json_put_str(out, grape_trace_short_name(mangled, name, sizeof(name)));
   fprintf(out, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem\":%u,\"param_bytes\":%u,"
          "\"attr_bytes\":%u,\"pointers\":%u}",
          op->grid[0], op->grid[1], op->grid[2], op->block[0], op->block[1], op->block[2],
@@ -108,12 +94,12 @@ static void json_op(FILE* out, const grape_trace_t* t, const grape_trace_op_t* o
 long grape_trace_write_json(const grape_trace_t* t, FILE* out) {
   const grape_trace_info_t* in = grape_trace_info(t);
   fprintf(out, "{\"format_version\":%d,\"grape_version\":", GRAPE_TRACE_FORMAT_VERSION);
-  json_str(out, in->grape_version);
+  grape__json_put_str(out, in->grape_version);
   fprintf(out, ",\"program\":");
-  json_str(out, in->program);
+  grape__json_put_str(out, in->program);
   fprintf(out, ",\"pid\":%" PRId64 ",\"rank\":%d,\"created_ns\":%" PRIu64 ",\"device\":{\"name\":",
          in->pid, (int)in->rank, in->created_ns);
-  json_str(out, in->device_name);
+  grape__json_put_str(out, in->device_name);
   fprintf(out, ",\"cc\":\"%u.%u\",\"driver_version\":%d},\"regions\":%" PRIu64 ",\"ops\":%" PRIu64
          ",\"paths_omitted\":%" PRIu64 ",\"images_omitted\":%" PRIu64 ",\n\"paths\":[",
          in->cc_major, in->cc_minor, (int)in->driver_version, in->regions, in->ops,
@@ -134,13 +120,13 @@ long grape_trace_write_json(const grape_trace_t* t, FILE* out) {
       fprintf(out, ",\"graph\":{\"hits\":%" PRIu64 ",\"built\":%s,\"ran\":\"%s\",\"why\":",
              p->graph->hits, p->graph->built ? "true" : "false",
              p->graph->ran_graph ? "graph" : "eager");
-      json_str(out, p->graph->why);
+      grape__json_put_str(out, p->graph->why);
       fprintf(out, "}");
     }
     if (p->times != NULL) {
       fprintf(out, ",\"times\":{\"iters\":%u,\"path_ms\":%.9g,\"device\":", p->times->iters,
              p->times->path_ms);
-      json_str(out, p->times->device);
+      grape__json_put_str(out, p->times->device);
       fprintf(out, ",\"op_ms\":[");
       for (uint32_t j = 0; j < p->nops; j++)
         fprintf(out, "%s%.9g", j ? "," : "", p->times->op_ms[j]);
@@ -153,9 +139,9 @@ long grape_trace_write_json(const grape_trace_t* t, FILE* out) {
     const grape_trace_func_t* f = grape_trace_func(t, i);
     char* dm = grape_demangle(f->name);
     fprintf(out, "%s\n{\"name\":", i ? "," : "");
-    json_str(out, f->name);
+    grape__json_put_str(out, f->name);
     fprintf(out, ",\"demangled\":");
-    json_str(out, dm ? dm : f->name);
+    grape__json_put_str(out, dm ? dm : f->name);
     free(dm);
     fprintf(out, ",\"image\":");
     if (f->image == GRAPE_TRACE_NONE)
@@ -173,7 +159,7 @@ long grape_trace_write_json(const grape_trace_t* t, FILE* out) {
     }
     fprintf(out, ",\"param_bytes\":%u,\"registers\":%d,\"static_smem\":%u,\"bodies\":", f->param_bytes,
            (int)f->registers, f->static_smem);
-    json_str(out, f->bodies);
+    grape__json_put_str(out, f->bodies);
     fprintf(out, "}");
   }
   fprintf(out, "],\n\"images\":[");
@@ -209,15 +195,15 @@ long grape_trace_export_chrome(const grape_trace_t* t, grape_trace_duration_fn* 
   const grape_trace_info_t* in = grape_trace_info(t);
   long slices = 0;
   fprintf(out, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"source\":\"grape\",\"durations\":");
-  json_str(out, label ? label : "");
+  grape__json_put_str(out, label ? label : "");
   fprintf(out, ",\"device\":");
-  json_str(out, in->device_name);
+  grape__json_put_str(out, in->device_name);
   fprintf(out, "},\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,"
                "\"args\":{\"name\":");
   char proc[600];
   snprintf(proc, sizeof(proc), "%s (pid %lld, rank %d)", in->program[0] ? in->program : "program",
            (long long)in->pid, (int)in->rank);
-  json_str(out, proc);
+  grape__json_put_str(out, proc);
   fprintf(out, "}}");
   for (size_t i = 0; i < grape_trace_path_count(t); i++) {
     const grape_trace_path_t* p = grape_trace_path(t, i);
@@ -226,7 +212,7 @@ long grape_trace_export_chrome(const grape_trace_t* t, grape_trace_duration_fn* 
     snprintf(name, sizeof(name), "path %s x%llu", fp, (unsigned long long)p->count);
     fprintf(out, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%zu,\"args\":{\"name\":",
             i + 1);
-    json_str(out, name);
+    grape__json_put_str(out, name);
     fprintf(out, "}},\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%zu,"
                  "\"args\":{\"sort_index\":%zu}}", i + 1, i);
     double ts = 0;   /* microseconds from the path's start */
@@ -238,7 +224,7 @@ long grape_trace_export_chrome(const grape_trace_t* t, grape_trace_duration_fn* 
       char lbl[256];
       op_label(t, op, lbl, sizeof(lbl));
       fprintf(out, ",\n{\"name\":");
-      json_str(out, lbl);
+      grape__json_put_str(out, lbl);
       fprintf(out, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%zu,\"ts\":%.3f,\"dur\":%.3f,"
                    "\"args\":{\"position\":%u,\"ms\":%.9g",
               op->kind == GRAPE_TRACE_OP_KERNEL ? "kernel" : "memory", i + 1, ts, ms * 1000.0, j,
@@ -249,7 +235,7 @@ long grape_trace_export_chrome(const grape_trace_t* t, grape_trace_duration_fn* 
         if (op->func != GRAPE_TRACE_NONE) {
           char* dm = grape_demangle(grape_trace_func(t, op->func)->name);
           fprintf(out, ",\"kernel\":");
-          json_str(out, dm ? dm : grape_trace_func(t, op->func)->name);
+          grape__json_put_str(out, dm ? dm : grape_trace_func(t, op->func)->name);
           free(dm);
         }
       } else {

@@ -20,6 +20,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "util/pattern.h"
+
 
 int grape__trace_grow(void** v, size_t* cap, size_t len, size_t sz) {
   if (len < *cap)
@@ -368,28 +370,5 @@ int grape_trace_set_times(grape_trace_t* t, size_t i, const grape_trace_times_t*
 /* ---- Small helpers ---- */
 
 int grape_trace_expand_path(const char* pattern, long pid, long rank, char* out, size_t cap) {
-  size_t n = 0;
-  for (const char* p = pattern; *p; p++) {
-    char num[32];
-    const char* add = num;
-    size_t len;
-    if (p[0] == '%' && (p[1] == 'p' || p[1] == 'r')) {
-      snprintf(num, sizeof(num), "%ld", p[1] == 'p' ? pid : rank);
-      p++;
-    } else if (p[0] == '%' && p[1] == '%') {
-      num[0] = '%', num[1] = '\0';
-      p++;
-    } else {
-      num[0] = *p, num[1] = '\0';
-    }
-    len = strlen(add);
-    if (n + len + 1 > cap)
-      return -ENAMETOOLONG;
-    memcpy(out + n, add, len);
-    n += len;
-  }
-  if (cap == 0)
-    return -ENAMETOOLONG;
-  out[n] = '\0';
-  return 0;
+  return grape__pattern_expand(pattern, pid, &rank, out, cap);
 }

@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "grape/cubin.h"
+#include "util/json_str.h"
 
 typedef struct opts_s {
   const char* path;
@@ -75,20 +76,6 @@ static int image_wanted(const grape_image_t* img, const opts_t* o) {
   return 0;
 }
 
-static void json_str(FILE* f, const char* s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(f, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(f, "\\u%04x", c);
-    else
-      fputc(c, f);
-  }
-  fputc('"', f);
-}
-
 static void json_int(FILE* f, long v) {
   if (v < 0)
     fputs("null", f);
@@ -116,9 +103,9 @@ static void print_json(const grape_fatbin_t* fb, const opts_t* o) {
         continue;
       fputs(first_k ? "{\"name\":" : ",{\"name\":", f);
       first_k = 0;
-      json_str(f, kr->name);
+      grape__json_put_str(f, kr->name);
       fputs(",\"demangled\":", f);
-      json_str(f, kr->demangled);
+      grape__json_put_str(f, kr->demangled);
       fputs(",\"params\":[", f);
       for (uint32_t p = 0; p < kr->nparams; p++)
         fprintf(f, "%s{\"offset\":%u,\"size\":%u}", p ? "," : "", kr->params[p].offset,

@@ -8,8 +8,8 @@
  * calibrated on held-out data of the same regime; empty for the baselines
  * and when the model has no calibrated interval). All four are empty for a
  * row that cannot be predicted; such rows are counted and the first few
- * named on stderr. The trace form (grape predict --gpu NAME TRACE) waits
- * for the trace format. */
+ * named on stderr. The trace form (grape predict --gpu NAME TRACE) is not
+ * written yet; grape export --predict-gpu predicts a trace's kernels. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,8 +36,9 @@ static void usage(FILE* to) {
           "  --device-json FILE  add or override a GPU (NeuSight device JSON)\n"
           "  -o OUT.csv          output file (default: stdout)\n"
           "\n"
-          "Only the CSV form is supported for now: predicting the paths of a trace\n"
-          "(grape predict --gpu NAME TRACE) waits for grape's trace format.\n");
+          "A trace's paths: 'grape export --chrome TRACE --predict-gpu NAME' predicts\n"
+          "their kernels on a GPU; 'grape replay TRACE --all --time -o OUT.csv' writes a\n"
+          "CSV of measured launches that this command reads.\n");
 }
 
 int cmd_predict(int argc, char** argv) {

@@ -25,25 +25,11 @@
 
 #include "commands.h"
 #include "grape/report.h"
+#include "interpose/options.h"
 #include "json.h"
 #include "locate.h"
-
-typedef struct option_row_s {
-  const char* name;
-  const char* dflt;
-  const char* doc;
-} option_row_t;
-
-#define STR_ENUM(d) d
-#define STR_STR(d) (d)
-#define STR_LONG(d) #d
-#define STR_BOOL(d) #d
-#define STR_SIZE(d) #d
-static const option_row_t option_rows[] = {
-#define GRAPE_OPTION(name, kind, dflt, doc) {#name, STR_##kind(dflt), doc},
-#include "interpose/options.def"
-#undef GRAPE_OPTION
-};
+#include "util/grow.h"
+#include "util/pattern.h"
 
 static void usage(FILE* to) {
   fprintf(to,
@@ -59,14 +45,11 @@ static void usage(FILE* to) {
           "  --device D    auto (default): the real driver when it loads and reports a\n"
           "                device, else the simulated device; cuda; sim\n\n"
           "Environment options read by libgrape.so (see docs/configuration.md):\n");
-  for (size_t i = 0; i < sizeof(option_rows) / sizeof(option_rows[0]); i++) {
-    char env[64] = "GRAPE_";
-    size_t n = 6;
-    for (const char* p = option_rows[i].name; *p && n + 1 < sizeof(env); p++)
-      env[n++] = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
-    env[n] = '\0';
-    fprintf(to, "  %-20s default %s\n      %s\n", env,
-            option_rows[i].dflt ? option_rows[i].dflt : "(unset)", option_rows[i].doc);
+  for (int i = 0; i < grape_option_count; i++) {
+    char env[64];
+    grape__option_env((grape_option_t)i, env, sizeof(env));
+    fprintf(to, "  %-20s default %s\n      %s\n", env, grape__option_default((grape_option_t)i),
+            grape__option_doc((grape_option_t)i));
   }
   fprintf(to, "\nGRAPE_LIB and GRAPE_SIM_DIR override where grape finds libgrape.so and the\n"
               "simulated device's libraries.\n");
@@ -130,23 +113,20 @@ static char* read_file(const char* path) {
   FILE* f = fopen(path, "rb");
   if (f == NULL)
     return NULL;
-  size_t cap = 4096, len = 0;
-  char* buf = malloc(cap);
-  while (buf != NULL) {
+  size_t cap = 0, len = 0;
+  char* buf = NULL;
+  for (;;) {
+    char* nb = grape__grow(buf, &cap, len + 2, 1, 4096);   /* a byte to read, and the NUL */
+    if (nb == NULL) {
+      free(buf);
+      buf = NULL;
+      break;
+    }
+    buf = nb;
     size_t n = fread(buf + len, 1, cap - len - 1, f);
     len += n;
     if (n == 0)
       break;
-    if (len + 1 == cap) {
-      char* nb = realloc(buf, cap * 2);
-      if (nb == NULL) {
-        free(buf);
-        buf = NULL;
-        break;
-      }
-      buf = nb;
-      cap *= 2;
-    }
   }
   fclose(f);
   if (buf != NULL)
@@ -172,44 +152,45 @@ static void reports_add(reports_t* r, const char* path) {
     fprintf(stderr, "grape: ignoring a damaged report %s: %s\n", path, err);
     return;
   }
-  if (r->n == r->cap) {
-    size_t cap = r->cap ? 2 * r->cap : 8;
-    json_t** v = realloc(r->v, cap * sizeof(*v));
-    if (v == NULL) {
-      json_free(j);
-      return;
-    }
-    r->v = v;
-    r->cap = cap;
+  json_t** v = grape__grow(r->v, &r->cap, r->n + 1, sizeof(*r->v), 8);
+  if (v == NULL) {
+    json_free(j);
+    return;
   }
+  r->v = v;
   r->v[r->n++] = j;
   snprintf(r->last, sizeof(r->last), "%s", path);
 }
 
-/* Every report named prefix + <pid> + suffix in dir; a fork child's mark (the
+/* Every report the command's processes wrote under pattern (a path whose
+ * file name holds %p: one report per process). A fork child's mark (its
  * report's name + ".forked") without its report counts as a silent child. */
-static void reports_collect(reports_t* r, const char* dir, const char* prefix, const char* suffix) {
-  DIR* d = opendir(dir);
+static void reports_collect(reports_t* r, const char* pattern) {
+  char folder[PATH_MAX];
+  snprintf(folder, sizeof(folder), "%s", pattern);
+  char* slash = strrchr(folder, '/');
+  const char* base = slash ? pattern + (slash - folder) + 1 : pattern;
+  if (slash == folder)
+    folder[1] = '\0';   /* a report in / */
+  else if (slash != NULL)
+    *slash = '\0';
+  else
+    snprintf(folder, sizeof(folder), ".");
+  DIR* d = opendir(folder);
   if (d == NULL)
     return;
-  size_t lp = strlen(prefix), ls = strlen(suffix);
   struct dirent* e;
-  char path[PATH_MAX];
+  char path[PATH_MAX], name[sizeof(e->d_name)];
   while ((e = readdir(d)) != NULL) {
-    const char* name = e->d_name;
-    size_t len = strlen(name);
-    int mark = len > 7 && strcmp(name + len - 7, ".forked") == 0;
-    size_t end = len - (mark ? 7 : 0);   /* the report's name ends here */
-    if (end < lp + ls + 1 || strncmp(name, prefix, lp) != 0 ||
-        strncmp(name + end - ls, suffix, ls) != 0 ||
-        strspn(name + lp, "0123456789") != end - ls - lp || grape__path_join(path, sizeof(path), dir, name))
+    size_t len = strlen(e->d_name);
+    int mark = len > 7 && strcmp(e->d_name + len - 7, ".forked") == 0;
+    snprintf(name, sizeof(name), "%.*s", (int)(len - (mark ? 7 : 0)), e->d_name);
+    if (!grape__pattern_match(base, name) || grape__path_join(path, sizeof(path), folder, name))
       continue;
-    if (!mark) {
+    if (!mark)
       reports_add(r, path);
-    } else {
-      path[strlen(path) - 7] = '\0';
+    else
       r->forked_silent += !grape__path_exists(path);
-    }
   }
   closedir(d);
 }
@@ -415,8 +396,10 @@ int cmd_run(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
-  if (mode && strcmp(mode, "off") && strcmp(mode, "observe") && strcmp(mode, "graph")) {
-    fprintf(stderr, "grape run: --mode must be off, observe or graph\n");
+  if (mode && grape__option_check(grape_option_mode, mode) != 0) {
+    int len;
+    const char* words = grape__option_accepted(grape_option_mode, &len);
+    fprintf(stderr, "grape run: --mode must be one of %.*s\n", len, words);
     return 2;
   }
   if (strcmp(device, "auto") && strcmp(device, "cuda") && strcmp(device, "sim")) {
@@ -499,27 +482,16 @@ int cmd_run(int argc, char** argv) {
   reports_t reps = {0};
   char where[PATH_MAX];
   if (own_dir) {
-    reports_collect(&reps, tmpdir, "report.", ".json");
+    reports_collect(&reps, report_pattern);
     remove_dir(tmpdir);
-  } else if (strstr(report, "%p") != NULL) {
-    /* One report per process: the pattern's folder, its name around %p. */
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof(dir), "%s", report);
-    char* slash = strrchr(dir, '/');
-    const char* base = slash ? slash + 1 : dir;
-    const char* pct = strstr(base, "%p");
-    char prefix[PATH_MAX];
-    snprintf(prefix, sizeof(prefix), "%.*s", pct ? (int)(pct - base) : 0, base);
-    const char* folder = slash == dir ? "/" : slash ? (*slash = '\0', dir) : ".";
-    if (pct != NULL)
-      reports_collect(&reps, folder, prefix, pct + 2);
+  } else if (grape__pattern_per_process(report)) {
+    reports_collect(&reps, report);
     if (reps.n == 1)
       snprintf(where, sizeof(where), "%s", reps.last);
     else
       snprintf(where, sizeof(where), "%s (one per process)", report);
-  } else {
-    reports_add(&reps, report);
-    snprintf(where, sizeof(where), "%s", report);
+  } else if (grape__pattern_expand(report, 0, NULL, where, sizeof(where)) == 0) {
+    reports_add(&reps, where);   /* the file the shim wrote ("%%" is a '%') */
   }
   if (reps.n > 0)
     summarise(&reps, own_dir ? NULL : where, use_sim);

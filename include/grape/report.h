@@ -3,7 +3,7 @@
  * run`, tests), so that neither scrapes text the other may rename.
  *
  * DESIGN: X-macro lists. The report is one JSON object per process:
- *   {"grape_version":"0.1.0","pid":N,"ppid":N,"rank":N|null,"command":"...",
+ *   {"grape_version":"0.1.0","report_format":2,"pid":N,"ppid":N,"rank":N|null,"command":"...",
  *    "mode":"observe", <every counter below>: N, ...,
  *    "launches_by_route":{<route>: N, ...},
  *    "held_ops_flushed_eager":{<cause>: N, ...},

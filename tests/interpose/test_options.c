@@ -1,5 +1,6 @@
 /* Options: parsing, defaults, one warning per bad value (interpose/options.c). */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,4 +78,41 @@ Test(options, every_option_has_name_doc_default) {
   }
   cr_expect_str_eq(grape__option_default(grape_option_chunk), "1024");
   cr_expect_str_eq(grape__option_default(grape_option_mode), "graph");
+}
+
+Test(options, check_parses_without_setting) {
+  unsetenv("GRAPE_MODE");
+  cr_expect_eq(grape__option_check(grape_option_mode, "Observe"), 0);
+  cr_expect_eq(grape__option_check(grape_option_mode, "fast"), -EINVAL);
+  cr_expect_eq(grape__option_check(grape_option_chunk, "12x"), -EINVAL);
+  cr_expect_eq(grape__option_check(grape_option_report, "/tmp/r.%p.json"), 0);
+  cr_expect_eq(grape__option_get(grape_option_mode), GRAPE_MODE_GRAPH, "check must not set");
+  cr_expect_null(grape__option_str(grape_option_report));
+  int len;
+  const char* words = grape__option_accepted(grape_option_mode, &len);
+  cr_expect_eq(strncmp(words, "off | observe | graph", (size_t)len), 0);
+  cr_expect_eq(len, (int)strlen("off | observe | graph"));
+}
+
+Test(options, env_names_are_grape_and_upper_name) {
+  char env[64];
+  grape__option_env(grape_option_cache_mb, env, sizeof(env));
+  cr_expect_str_eq(env, "GRAPE_CACHE_MB");
+  grape__option_env(grape_option_mode, env, 8);
+  cr_expect_str_eq(env, "GRAPE_M", "cut to the buffer");
+}
+
+Test(options, rank_from_rank_then_local_rank) {
+  unsetenv("RANK");
+  unsetenv("LOCAL_RANK");
+  cr_expect_eq(grape__process_rank(), -1);
+  setenv("LOCAL_RANK", "3", 1);
+  cr_expect_eq(grape__process_rank(), 3);
+  setenv("RANK", "7", 1);
+  cr_expect_eq(grape__process_rank(), 7);
+  setenv("RANK", "x7", 1);
+  cr_expect_eq(grape__process_rank(), 3, "a bad RANK falls back to LOCAL_RANK");
+  setenv("RANK", "-2", 1);
+  unsetenv("LOCAL_RANK");
+  cr_expect_eq(grape__process_rank(), -1);
 }
