@@ -22,8 +22,8 @@
 #include <stdlib.h>
 
 #include "bytes.h"
-#include "grow.h"
 #include "set.h"
+#include "util/grow.h"
 
 /* .nv.info attribute codes used here (EIATTR_*). */
 enum {

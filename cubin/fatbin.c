@@ -27,8 +27,8 @@
 #include "bytes.h"
 #include "cubin.h"
 #include "ptx.h"
-#include "grow.h"
 #include "set.h"
+#include "util/grow.h"
 
 #define ENTRY_MIN_HEADER 64u
 

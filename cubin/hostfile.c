@@ -28,8 +28,8 @@
 #include "cubin.h"
 #include "fatbin.h"
 #include "jobs.h"
-#include "grow.h"
 #include "set.h"
+#include "util/grow.h"
 
 /* Reads len bytes at off into a buffer owned by fb (plus a NUL). */
 static int read_owned(grape_fatbin_t* fb, int fd, uint64_t off, uint64_t len, uint8_t** out,

@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "fatbin.h"
-#include "grow.h"
 #include "set.h"
+#include "util/grow.h"
 
 #define MAX_THREADS 4
 

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grow.h"
 #include "set.h"
+#include "util/grow.h"
 
 typedef struct scan_s {
   const char* p;

@@ -10,6 +10,7 @@
  * is handed to the caller (grape__fatbin_finish).
  */
 #include "set.h"
+#include "util/grow.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -18,7 +19,6 @@
 #include <string.h>
 #include <zstd.h>
 
-#include "grow.h"
 
 /* ---- Errors ---- */
 

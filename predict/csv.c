@@ -20,7 +20,7 @@
 #include <zlib.h>
 
 #include "grape/predict.h"
-#include "cubin/grow.h"
+#include "util/grow.h"
 
 enum {
   C_LAT, C_DEV, C_NAME, C_OP, C_GX, C_GY, C_GZ, C_BX, C_BY, C_BZ, C_SMEM, C_REGS, C_DIMS,

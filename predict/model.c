@@ -26,7 +26,7 @@
  */
 #include "predict/model.h"
 #include "predict/gpu.h"
-#include "cubin/grow.h"
+#include "util/grow.h"
 
 #include <errno.h>
 #include <float.h>

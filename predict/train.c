@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "grape/predict.h"
-#include "cubin/grow.h"
+#include "util/grow.h"
 #include "predict/kernel.h"
 #include "predict/lsq.h"
 #include "predict/model.h"

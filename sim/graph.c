@@ -28,7 +28,7 @@ sim_node_t* grape__sim_node_add_locked(struct CUgraph_st* g, int type, sim_node_
     if (deps[i] == NULL || !grape__sim_reg_has(deps[i], K_NODE) || deps[i]->g != g)
       return NULL;
   if (g->nnodes == g->cap) {
-    sim_node_t** nn = grape__sim_grow(g->nodes, &g->cap, sizeof(*nn), 16);
+    sim_node_t** nn = grape__grow(g->nodes, &g->cap, (size_t)g->nnodes + 1, sizeof(*nn), 16);
     if (nn == NULL)
       return NULL;
     g->nodes = nn;

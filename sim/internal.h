@@ -36,11 +36,11 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stddef.h>
-#include <stdlib.h>
 
 #include "cost.h"
 #include "grape/cubin.h"
 #include "simcu.h"
+#include "util/grow.h"
 
 #define SIM_EXPORT __attribute__((visibility("default")))
 #define SIM_DRIVER_VERSION 13000
@@ -87,19 +87,6 @@ extern const char* const grape__sim_sym_names[SYM__COUNT];
     SIM_COUNT(name##suffix);                        \
     return impl(__VA_ARGS__, 1);                    \
   }
-
-/* Grows a full array v of *cap elements of elem bytes: *cap doubles (to
- * first, from 0) and v is reallocated to it. NULL (v and *cap unchanged, v
- * still valid) when memory runs out or the size overflows. */
-static inline void* grape__sim_grow(void* v, size_t* cap, size_t elem, size_t first) {
-  size_t nc = *cap ? *cap * 2 : first;
-  if (nc < *cap || nc > SIZE_MAX / elem)
-    return NULL;
-  void* nv = realloc(v, nc * elem);
-  if (nv != NULL)
-    *cap = nc;
-  return nv;
-}
 
 /* ---- Objects ---- */
 

@@ -54,7 +54,7 @@ static size_t tab_lower(const table_t* t, uintptr_t p) {   /* first index with b
 
 static int tab_insert(table_t* t, size_t at, range_t r) {
   if (t->n == t->cap) {
-    range_t* nv = grape__sim_grow(t->v, &t->cap, sizeof(*nv), 64);
+    range_t* nv = grape__grow(t->v, &t->cap, t->n + 1, sizeof(*nv), 64);
     if (nv == NULL)
       return -ENOMEM;
     t->v = nv;
@@ -649,7 +649,7 @@ SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t al
   if (arena_init() != 0 || arena_carve(size + al, &block) != 0)
     goto out;
   if (nvres == capvres) {
-    vres_t* nv = grape__sim_grow(vres, &capvres, sizeof(*nv), 16);
+    vres_t* nv = grape__grow(vres, &capvres, nvres + 1, sizeof(*nv), 16);
     if (nv == NULL) {
       (void)arena_return(block, size + al);
       goto out;

@@ -62,7 +62,7 @@ static void load_extra_libs(void) {
       continue;
     }
     if ((size_t)nextra_libs == cap) {
-      void** n = grape__sim_grow(extra_libs, &cap, sizeof(void*), 4);
+      void** n = grape__grow(extra_libs, &cap, cap + 1, sizeof(void*), 4);
       if (n == NULL) {
         dlclose(h);
         break;

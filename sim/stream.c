@@ -448,7 +448,7 @@ static int add_dep(sim_op_t* op, size_t* cap, const sim_dep_t* d) {
     return 0;
   }
   if ((size_t)op->ndeps == *cap) {
-    sim_dep_t* nd = grape__sim_grow(op->deps, cap, sizeof(*nd), 4);
+    sim_dep_t* nd = grape__grow(op->deps, cap, *cap + 1, sizeof(*nd), 4);
     if (nd == NULL) {
       done_put_locked(d->done);
       return -ENOMEM;
