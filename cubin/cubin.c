@@ -11,15 +11,19 @@
  * which is how they are matched without comparing names. The .nv.info record
  * format is in CUDA-NOTES.md; codes not listed below are skipped.
  */
-#include "internal.h"
+#include "cubin.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
+
+#include "bytes.h"
+#include "set.h"
+#include "util/grow.h"
 
 /* .nv.info attribute codes used here (EIATTR_*). */
 enum {
@@ -177,8 +181,7 @@ static int parse_kernel_info(cubin_ctx_t* c, size_t sec, grape_kernel_t* k) {
       /* v1 packs the size into the top 14 bits of a flags word; v2 stores it plainly. */
       pi.size = r.attr == ATTR_KPARAM_INFO ? rd32(r.body + 8) >> 18 : rd32(r.body + 8) & 0xffff;
       if (np == cap) {
-        cap = cap ? cap * 2 : 8;
-        pinfo_t* n = realloc(ps, cap * sizeof(*ps));
+        pinfo_t* n = grape__grow(ps, &cap, np + 1, sizeof(*ps), 8);
         if (n == NULL) {
           grape__cubin_errf(c->err, "out of memory");
           rc = -ENOMEM;

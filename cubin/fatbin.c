@@ -1,6 +1,8 @@
 /* Fatbin containers: walking their entries, decompressing LZ4 and zstd
  * payloads, detecting the form of an image handed to the driver, and
- * choosing the image a device would load.
+ * choosing the image a device would load. The set they fill and the error
+ * messages are set.c's; cubin ELF and PTX images are parsed by cubin.c and
+ * ptx.c.
  *
  * DESIGN: a parse first copies the caller's bytes into one buffer the set
  * owns, then walks that copy; uncompressed entries point into it and
@@ -14,154 +16,32 @@
  *              u32 compressed_size @16, u32 arch @28, u64 flags @40,
  *              u64 decompressed_size @56 (header_size 64, 80, 96 or 112).
  */
-#include "internal.h"
+#include "fatbin.h"
 
 #include <errno.h>
 #include <lz4.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <zstd.h>
+
+#include "bytes.h"
+#include "cubin.h"
+#include "ptx.h"
+#include "set.h"
+#include "util/grow.h"
 
 #define ENTRY_MIN_HEADER 64u
 
-/* ---- Errors and the set ---- */
+/* Fatbin entry flags. */
+#define GRAPE__FLAG_LZ4_OLD 0x1000u       /* an older scheme, not produced by nvcc 13 */
+#define GRAPE__FLAG_LZ4 0x2000u           /* LZ4 block (-compress-mode=speed) */
+#define GRAPE__FLAG_ZSTD 0x8000u          /* zstd frame (default, size) */
+#define GRAPE__FLAG_ARCH_SPECIFIC 0x100000u   /* sm_90a */
+#define GRAPE__FLAG_FAMILY 0x200000u          /* sm_100f */
 
-void grape__cubin_errf(grape_cubin_err_t* err, const char* fmt, ...) {
-  va_list ap;
-  if (err == NULL)
-    return;
-  va_start(ap, fmt);
-  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-  va_end(ap);
-}
-
-void grape__cubin_err_prefix(grape_cubin_err_t* err, const char* fmt, ...) {
-  char head[128];
-  va_list ap;
-  if (err == NULL)
-    return;
-  va_start(ap, fmt);
-  vsnprintf(head, sizeof head, fmt, ap);
-  va_end(ap);
-  size_t hl = strlen(head) + 2;   /* "head: " */
-  if (hl >= sizeof err->msg)
-    return;
-  memmove(err->msg + hl, err->msg, sizeof err->msg - hl);
-  memcpy(err->msg, head, hl - 2);
-  memcpy(err->msg + hl - 2, ": ", 2);
-  err->msg[sizeof err->msg - 1] = '\0';
-}
-
-grape_fatbin_t* grape__fatbin_new(void) {
-  return calloc(1, sizeof(grape_fatbin_t));
-}
-
-int grape__fatbin_own(grape_fatbin_t* fb, void* buf) {
-  if (fb->nbufs == fb->bufcap) {
-    size_t cap = fb->bufcap ? fb->bufcap * 2 : 8;
-    void** b = realloc(fb->bufs, cap * sizeof(*b));
-    if (b == NULL) {
-      free(buf);
-      return -ENOMEM;
-    }
-    fb->bufs = b;
-    fb->bufcap = cap;
-  }
-  fb->bufs[fb->nbufs++] = buf;
-  return 0;
-}
-
-grape_image_t* grape__fatbin_push(grape_fatbin_t* fb) {
-  if (fb->nimages == fb->cap) {
-    size_t cap = fb->cap ? fb->cap * 2 : 8;
-    grape_image_t* im = realloc(fb->images, cap * sizeof(*im));
-    if (im == NULL)
-      return NULL;
-    fb->images = im;
-    fb->cap = cap;
-  }
-  grape_image_t* img = &fb->images[fb->nimages++];
-  memset(img, 0, sizeof(*img));
-  return img;
-}
-
-void grape__image_clear(grape_image_t* img) {
-  for (uint32_t k = 0; k < img->nkernels; k++) {
-    free(img->kernels[k].name);
-    free(img->kernels[k].demangled);
-    free(img->kernels[k].params);
-  }
-  free(img->kernels);
-  img->kernels = NULL;
-  img->nkernels = 0;
-}
-
-void grape_image_release(grape_image_t* img) {
-  if (img)
-    grape__image_clear(img);
-}
-
-void grape__fatbin_release(grape_fatbin_t* fb) {
-  ZSTD_freeDCtx(fb->dctx);
-  fb->dctx = NULL;
-  free(fb->scratch);
-  fb->scratch = NULL;
-  fb->scratch_cap = 0;
-}
-
-void grape_fatbin_free(grape_fatbin_t* fb) {
-  if (fb == NULL)
-    return;
-  for (size_t i = 0; i < fb->nimages; i++)
-    grape__image_clear(&fb->images[i]);
-  free(fb->images);
-  for (size_t i = 0; i < fb->nbufs; i++)
-    free(fb->bufs[i]);
-  free(fb->bufs);
-  grape__fatbin_release(fb);
-  free(fb);
-}
-
-size_t grape_fatbin_count(const grape_fatbin_t* fb) {
-  return fb ? fb->nimages : 0;
-}
-
-const grape_image_t* grape_fatbin_image(const grape_fatbin_t* fb, size_t i) {
-  return fb && i < fb->nimages ? &fb->images[i] : NULL;
-}
-
-size_t grape_fatbin_kernel_count(const grape_fatbin_t* fb) {
-  size_t n = 0;
-  for (size_t i = 0; fb && i < fb->nimages; i++)
-    n += fb->images[i].nkernels;
-  return n;
-}
-
-const char* grape_compression_name(grape_compression_t c) {
-  switch (c) {
-    case GRAPE_COMPRESS_NONE: return "none";
-    case GRAPE_COMPRESS_LZ4: return "lz4";
-    case GRAPE_COMPRESS_ZSTD: return "zstd";
-  }
-  return "unknown";
-}
-
-const char* grape_image_kind_name(grape_image_kind_t k) {
-  return k == GRAPE_IMAGE_ELF     ? "elf"
-         : k == GRAPE_IMAGE_PTX   ? "ptx"
-         : k == GRAPE_IMAGE_LTOIR ? "ltoir"
-                                  : "unknown";
-}
-
-const grape_kernel_t* grape_image_find_kernel(const grape_image_t* img, const char* name) {
-  if (img == NULL || name == NULL)
-    return NULL;
-  for (uint32_t k = 0; k < img->nkernels; k++)
-    if (strcmp(img->kernels[k].name, name) == 0)
-      return &img->kernels[k];
-  return NULL;
-}
+/* The largest decompressed entry accepted: a lying header must not make us
+ * allocate without bound (the largest cubin in libcublasLt is a few MB). */
+#define GRAPE__MAX_ENTRY_BYTES ((uint64_t)512 << 20)
 
 /* ---- Entries ---- */
 
@@ -384,8 +264,7 @@ static int parse_container(grape_fatbin_t* fb, ZSTD_DCtx** dctx, const uint8_t* 
     entry_t* e = &one;
     if (fb->select_arch) {
       if (n == cap) {
-        cap = cap ? cap * 2 : 8;
-        entry_t* a = realloc(all, cap * sizeof(*a));
+        entry_t* a = grape__grow(all, &cap, n + 1, sizeof(*a), 8);
         if (a == NULL) {
           grape__cubin_errf(err, "out of memory");
           rc = -ENOMEM;
@@ -457,8 +336,7 @@ int grape__fatbin_split(const uint8_t* data, size_t size, size_t base_off, grape
       break;
     }
     if (*n == cap) {
-      cap = cap ? cap * 2 : 16;
-      grape__span_t* sp = realloc(*spans, cap * sizeof(*sp));
+      grape__span_t* sp = grape__grow(*spans, &cap, *n + 1, sizeof(*sp), 16);
       if (sp == NULL) {
         grape__cubin_errf(err, "out of memory");
         rc = -ENOMEM;
@@ -527,23 +405,13 @@ int grape_fatbin_parse(const void* data, size_t size, grape_fatbin_t** out,
     grape__cubin_errf(err, "fatbin: zero length");
     return -EINVAL;
   }
-  grape_fatbin_t* fb = grape__fatbin_new();
-  if (fb == NULL) {
-    grape__cubin_errf(err, "out of memory");
+  grape_fatbin_t* fb = grape__fatbin_new(err);
+  if (fb == NULL)
     return -ENOMEM;
-  }
   rc = own_copy(fb, data, size, &copy, err);
-  if (rc)
-    goto fail;
-  rc = grape__fatbin_parse_into(fb, copy, size, 0, err);
-  if (rc)
-    goto fail;
-  grape__fatbin_release(fb);
-  *out = fb;
-  return 0;
-fail:
-  grape_fatbin_free(fb);
-  return rc;
+  if (rc == 0)
+    rc = grape__fatbin_parse_into(fb, copy, size, 0, err);
+  return grape__fatbin_finish(fb, rc, out);
 }
 
 /* Arch of a bare cubin from e_flags (bits 8-15 hold the SM number). */
@@ -603,11 +471,9 @@ int grape_image_load_arch(const void* data, size_t size, int arch, grape_fatbin_
     magic = GRAPE__WRAPPER_MAGIC;
   else if (has_magic(p, size, GRAPE__FATBIN_MAGIC))
     magic = GRAPE__FATBIN_MAGIC;
-  grape_fatbin_t* fb = grape__fatbin_new();
-  if (fb == NULL) {
-    grape__cubin_errf(err, "out of memory");
+  grape_fatbin_t* fb = grape__fatbin_new(err);
+  if (fb == NULL)
     return -ENOMEM;
-  }
   fb->select_arch = arch > 0 ? arch : 0;
 
   if (magic == GRAPE__WRAPPER_MAGIC) {
@@ -615,13 +481,13 @@ int grape_image_load_arch(const void* data, size_t size, int arch, grape_fatbin_
     if (size != 0 && size < 24) {
       grape__cubin_errf(err, "fatbin wrapper: truncated (%zu of 24 bytes)", size);
       rc = -EINVAL;
-      goto fail;
+      goto done;
     }
     const uint8_t* inner = (const uint8_t*)(uintptr_t)rd64(p + 8);
     if (inner == NULL) {
       grape__cubin_errf(err, "fatbin wrapper: NULL data pointer");
       rc = -EINVAL;
-      goto fail;
+      goto done;
     }
     p = inner;
     size = 0;
@@ -629,7 +495,7 @@ int grape_image_load_arch(const void* data, size_t size, int arch, grape_fatbin_
       grape__cubin_errf(err, "fatbin wrapper: data does not start with the container magic "
                         "0x%08x", GRAPE__FATBIN_MAGIC);
       rc = -ENOEXEC;
-      goto fail;
+      goto done;
     }
     magic = GRAPE__FATBIN_MAGIC;
   }
@@ -642,14 +508,14 @@ int grape_image_load_arch(const void* data, size_t size, int arch, grape_fatbin_
         grape__cubin_errf(err, "fatbin container: implausible header (header size %u, fat size %llu)",
                           rd16(p + 6), (unsigned long long)rd64(p + 8));
         rc = -EINVAL;
-        goto fail;
+        goto done;
       }
       size = (size_t)ext;
     }
     if (size < 16) {
       grape__cubin_errf(err, "fatbin container: truncated (%zu of 16 header bytes)", size);
       rc = -EINVAL;
-      goto fail;
+      goto done;
     }
     uint8_t* copy;
     rc = own_copy(fb, p, size, &copy, err);
@@ -661,13 +527,13 @@ int grape_image_load_arch(const void* data, size_t size, int arch, grape_fatbin_
       if (size == 0) {
         grape__cubin_errf(err, "cubin: not a 64-bit little-endian ELF header");
         rc = -ENOEXEC;
-        goto fail;
+        goto done;
       }
     }
     if (size < 64) {
       grape__cubin_errf(err, "cubin: truncated ELF header (%zu of 64 bytes)", size);
       rc = -EINVAL;
-      goto fail;
+      goto done;
     }
     rc = load_bare(fb, p, size, GRAPE_IMAGE_ELF, err);
   } else {
@@ -676,20 +542,14 @@ int grape_image_load_arch(const void* data, size_t size, int arch, grape_fatbin_
     if (n == 0) {
       grape__cubin_errf(err, "image: zero length (empty, or a NUL first byte)");
       rc = -EINVAL;
-      goto fail;
+      goto done;
     }
     rc = load_bare(fb, p, n, GRAPE_IMAGE_PTX, err);
     if (rc == -ENOEXEC)
       grape__cubin_err_prefix(err, "not a fatbin, cubin or PTX image (no magic number)");
   }
-  if (rc)
-    goto fail;
-  grape__fatbin_release(fb);
-  *out = fb;
-  return 0;
-fail:
-  grape_fatbin_free(fb);
-  return rc;
+done:
+  return grape__fatbin_finish(fb, rc, out);
 }
 
 /* ---- Choosing an image ---- */

@@ -10,7 +10,7 @@
  * container) and run by grape__fatbin_run_jobs on several threads; results
  * keep the order of the file. Error offsets are file offsets.
  */
-#include "internal.h"
+#include "grape/cubin.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -23,6 +23,13 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "bytes.h"
+#include "cubin.h"
+#include "fatbin.h"
+#include "jobs.h"
+#include "set.h"
+#include "util/grow.h"
 
 /* Reads len bytes at off into a buffer owned by fb (plus a NUL). */
 static int read_owned(grape_fatbin_t* fb, int fd, uint64_t off, uint64_t len, uint8_t** out,
@@ -186,14 +193,12 @@ static int plan_job(plan_t* p, const uint8_t* data, size_t size, size_t base_off
 static int plan_region(plan_t* p, grape_fatbin_t* fb, int fd, const GElf_Shdr* sh, int map_only,
                        size_t* idx, grape_cubin_err_t* err) {
   if (p->nregions == p->rcap) {
-    size_t cap = p->rcap ? p->rcap * 2 : 8;
-    region_t* r = realloc(p->regions, cap * sizeof(*r));
-    if (r == NULL) {
+    region_t* rs = grape__grow(p->regions, &p->rcap, p->nregions + 1, sizeof(*rs), 8);
+    if (rs == NULL) {
       grape__cubin_errf(err, "out of memory");
       return -ENOMEM;
     }
-    p->regions = r;
-    p->rcap = cap;
+    p->regions = rs;
   }
   region_t* r = &p->regions[p->nregions];
   memset(r, 0, sizeof(*r));
@@ -448,9 +453,8 @@ int grape_fatbin_from_file_ex(const char* path, unsigned flags, grape_fatbin_t**
     grape__cubin_errf(err, "%s: %s", path, strerror(errno));
     goto fail_fd;
   }
-  grape_fatbin_t* fb = grape__fatbin_new();
+  grape_fatbin_t* fb = grape__fatbin_new(err);
   if (fb == NULL) {
-    grape__cubin_errf(err, "out of memory");
     rc = -ENOMEM;
     goto fail_fd;
   }

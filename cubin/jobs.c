@@ -9,13 +9,18 @@
  * it parallelises per container. Used by the file readers only: the shim's
  * single-image loads stay on the caller's thread.
  */
-#include "internal.h"
+#include "jobs.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+
+#include "fatbin.h"
+#include "set.h"
+#include "util/grow.h"
 
 #define MAX_THREADS 4
 
@@ -32,10 +37,9 @@ static void* worker(void* arg) {
   size_t i;
   while ((i = atomic_fetch_add(&p->next, 1)) < p->n) {
     grape__job_t* j = &p->jobs[i];
-    j->out = grape__fatbin_new();
+    j->out = grape__fatbin_new(&j->err);
     if (j->out == NULL) {
       j->rc = -ENOMEM;
-      grape__cubin_errf(&j->err, "out of memory");
       continue;
     }
     j->out->flags = p->flags;
@@ -57,24 +61,17 @@ static void* worker(void* arg) {
 /* Moves src's images and buffers to the end of dst; src is left empty. */
 static int merge(grape_fatbin_t* dst, grape_fatbin_t* src) {
   if (dst->nimages + src->nimages > dst->cap) {
-    size_t cap = dst->cap ? dst->cap : 8;
-    while (cap < dst->nimages + src->nimages)
-      cap *= 2;
-    grape_image_t* im = realloc(dst->images, cap * sizeof(*im));
+    grape_image_t* im =
+        grape__grow(dst->images, &dst->cap, dst->nimages + src->nimages, sizeof(*im), 8);
     if (im == NULL)
       return -ENOMEM;
     dst->images = im;
-    dst->cap = cap;
   }
   if (dst->nbufs + src->nbufs > dst->bufcap) {
-    size_t cap = dst->bufcap ? dst->bufcap : 8;
-    while (cap < dst->nbufs + src->nbufs)
-      cap *= 2;
-    void** b = realloc(dst->bufs, cap * sizeof(*b));
+    void** b = grape__grow(dst->bufs, &dst->bufcap, dst->nbufs + src->nbufs, sizeof(*b), 8);
     if (b == NULL)
       return -ENOMEM;
     dst->bufs = b;
-    dst->bufcap = cap;
   }
   if (src->nimages)
     memcpy(dst->images + dst->nimages, src->images, src->nimages * sizeof(*src->images));

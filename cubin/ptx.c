@@ -7,11 +7,15 @@
  * payload mislabelled as PTX is an error. Registers and shared memory are not
  * known before ptxas runs: they stay -1 and 0.
  */
-#include "internal.h"
+#include "ptx.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "set.h"
+#include "util/grow.h"
 
 typedef struct scan_s {
   const char* p;
@@ -92,7 +96,8 @@ static int parse_params(scan_t* s, grape_kernel_t* k) {
   size_t n = token(s, &t);
   if (!tok_is(t, n, "("))
     return 0;   /* no parameter list */
-  uint32_t off = 0, cap = 0;
+  uint32_t off = 0;
+  size_t cap = 0;
   for (;;) {
     n = token(s, &t);
     if (n == 0)
@@ -149,8 +154,7 @@ static int parse_params(scan_t* s, grape_kernel_t* k) {
       align = esize;
     off = (off + align - 1) & ~(align - 1);
     if (k->nparams == cap) {
-      cap = cap ? cap * 2 : 8;
-      grape_kparam_t* p = realloc(k->params, cap * sizeof(*p));
+      grape_kparam_t* p = grape__grow(k->params, &cap, k->nparams + 1, sizeof(*p), 8);
       if (p == NULL)
         return -ENOMEM;
       k->params = p;
@@ -175,7 +179,7 @@ int grape__ptx_parse(grape_image_t* img, grape_cubin_err_t* err) {
   const char* text = (const char*)img->data;
   size_t size = strnlen(text, img->size);
   size_t head = size < PTX_HEAD ? size : PTX_HEAD;
-  uint32_t cap = 0;
+  size_t cap = 0;
   int rc = 0;
   for (size_t i = 0; i < head; i++) {
     unsigned char ch = (unsigned char)text[i];
@@ -223,8 +227,8 @@ int grape__ptx_parse(grape_image_t* img, grape_cubin_err_t* err) {
       goto fail;
     }
     if (img->nkernels == cap) {
-      cap = cap ? cap * 2 : 8;
-      grape_kernel_t* ks = realloc(img->kernels, cap * sizeof(*ks));
+      grape_kernel_t* ks =
+          grape__grow(img->kernels, &cap, img->nkernels + 1, sizeof(*ks), 8);
       if (ks == NULL) {
         rc = -ENOMEM;
         grape__cubin_errf(err, "out of memory");

@@ -70,13 +70,9 @@ int main(int argc, char** argv) {
   uint64_t sum = EX_FNV_INIT;
   long steps = 0, penalized = 0, early = 0;
   for (int it = 0; it < iters; it++) {
-    uint64_t seed = 7 + (uint64_t)it;
     uint32_t h0[BEAM_K];
     int32_t cum0[BEAM_K];
-    for (int k = 0; k < BEAM_K; k++) {
-      h0[k] = ex_rand(&seed);
-      cum0[k] = k == 0 ? 0 : -100000;   // start from one beam
-    }
+    beam_start(it, h0, cum0);
     CHECK(cudaMemcpyAsync(d_h[0], h0, sizeof(h0), cudaMemcpyHostToDevice, s));
     CHECK(cudaMemcpyAsync(d_cum, cum0, sizeof(cum0), cudaMemcpyHostToDevice, s));
     int cur = 0, pen = 0;

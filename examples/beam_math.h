@@ -1,9 +1,12 @@
 /* beam_math.h: beam's scoring and state arithmetic, shared by the CUDA kernels
  * and the CPU bodies (unsigned 32-bit and int arithmetic only: bit-identical
- * on a GPU and on the sim). */
+ * on a GPU and on the sim), and each search's start, shared by the program
+ * and the test's plain-C reference. */
 #ifndef BEAM_MATH_H
 #define BEAM_MATH_H
 #include <stdint.h>
+
+#include "common.h"
 
 #ifdef __CUDACC__
 #define EX_HD __host__ __device__ static inline
@@ -16,6 +19,16 @@
 #define BEAM_STEPS 32   /* longest decode */
 #define BEAM_EOS 4      /* tokens below this end the sequence */
 #define BEAM_PENALTY 2048
+
+/* The start of search `it` (host code), drawn from its own seed: each beam's
+ * state h[BEAM_K], and cum[BEAM_K] with only beam 0 alive. */
+static inline void beam_start(int it, uint32_t* h, int32_t* cum) {
+  uint64_t seed = 7 + (uint64_t)it;
+  for (int k = 0; k < BEAM_K; k++) {
+    h[k] = ex_rand(&seed);
+    cum[k] = k == 0 ? 0 : -100000;   /* start from one beam */
+  }
+}
 
 EX_HD int32_t beam_score(uint32_t h, int32_t cum, int v) {
   uint32_t x = h ^ ((uint32_t)v * 0x9e3779b9u);

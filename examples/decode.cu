@@ -297,17 +297,13 @@ int main(int argc, char** argv) {
   uint64_t sum = EX_FNV_INIT, prev_sig = 0;
   long steps = 0, seqs = 0, by_eos = 0, by_len = 0, shrinks = 0, collections = 0, moved = 0;
   for (int it = 0; it < iters; it++) {
-    uint64_t seed = 77 + (uint64_t)it;
     int32_t maxlen[DEC_B];
     dec_rows_t rows;
     memset(&rows, 0, sizeof(rows));   // unused slots are parameter bytes too
-    rows.n = DEC_B - (int32_t)(ex_rand(&seed) % 4);
+    rows.n = dec_batch(it, h_batch, h_batch + DEC_B, maxlen);
     for (int b = 0; b < rows.n; b++) {
       rows.slot[b] = b;
-      h_batch[b] = DEC_EOS + (int32_t)(ex_rand(&seed) % (DEC_V - DEC_EOS));
-      h_batch[DEC_B + b] = (int32_t)ex_rand(&seed);
       h_batch[2 * DEC_B + b] = 0;
-      maxlen[b] = DEC_MINLEN + (int32_t)(ex_rand(&seed) % (DEC_T - DEC_MINLEN + 1));
     }
     seqs += rows.n;
     CHECK(cudaMemcpyAsync(d_batch, h_batch, 3 * DEC_B * sizeof(int32_t), cudaMemcpyHostToDevice,

@@ -8,9 +8,9 @@
  * one output element or one row, in a fixed order; the loops over rows,
  * heads and layers belong to the callers. The sizes and the weight layout are
  * here too because the program, its bodies and the reference must agree on
- * them, and so are the weights (input data, host code). Values stay inside
- * +-DEC_CLAMP after every step, so no product of two of them overflows the
- * 64-bit accumulators.
+ * them, and so are the weights and each batch's sequences (input data, host
+ * code). Values stay inside +-DEC_CLAMP after every step, so no product of
+ * two of them overflows the 64-bit accumulators.
  */
 #ifndef DECODE_MATH_H
 #define DECODE_MATH_H
@@ -82,6 +82,20 @@ static inline void dec_weights(int32_t* W) {
     W[DEC_W_GF + i] = 12 + (int32_t)(ex_rand(&seed) % 9);
   for (int i = 0; i < DEC_D * DEC_V; i++)
     W[DEC_W_LM + i] = (int32_t)(ex_rand(&seed) % 9) - 4;
+}
+
+/* The sequences of batch `it` (host code), drawn from its own seed: how many
+ * there are (DEC_B - 3 to DEC_B, the return value), and per sequence its
+ * first token tok[], its sampling seed seed[] and its length limit maxlen[]. */
+static inline int dec_batch(int it, int32_t* tok, int32_t* seed, int32_t* maxlen) {
+  uint64_t s = 77 + (uint64_t)it;
+  int n = DEC_B - (int)(ex_rand(&s) % 4);
+  for (int b = 0; b < n; b++) {
+    tok[b] = DEC_EOS + (int32_t)(ex_rand(&s) % (DEC_V - DEC_EOS));
+    seed[b] = (int32_t)ex_rand(&s);
+    maxlen[b] = DEC_MINLEN + (int32_t)(ex_rand(&s) % (DEC_T - DEC_MINLEN + 1));
+  }
+  return n;
 }
 
 /* KV cache: [slot][layer][position][D] int32, one array for K then one for V. */

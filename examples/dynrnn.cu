@@ -76,13 +76,7 @@ int main(int argc, char** argv) {
   uint64_t sum = EX_FNV_INIT;
   long steps = 0, dense = 0, sparse = 0, renorms = 0;
   for (int it = 0; it < iters; it++) {
-    uint64_t seed = 1000 + (uint64_t)it;
-    for (int b = 0; b < RNN_B; b++)
-      len[b] = 4 + (int32_t)(ex_rand(&seed) % (RNN_T - 4));
-    for (int i = 0; i < RNN_B * RNN_T; i++)
-      x[i] = (int32_t)(ex_rand(&seed) % 17) - 8;
-    for (int i = 0; i < RNN_H * RNN_H; i++)
-      W[i] = (int32_t)(ex_rand(&seed) % 7) - 3;
+    rnn_inputs(it, len, x, W);
     CHECK(cudaMemcpy(d_len, len, sizeof(len), cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(d_x, x, sizeof(x), cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(d_W, W, sizeof(W), cudaMemcpyHostToDevice));

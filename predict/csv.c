@@ -20,6 +20,7 @@
 #include <zlib.h>
 
 #include "grape/predict.h"
+#include "util/grow.h"
 
 enum {
   C_LAT, C_DEV, C_NAME, C_OP, C_GX, C_GY, C_GZ, C_BX, C_BY, C_BZ, C_SMEM, C_REGS, C_DIMS,
@@ -65,12 +66,10 @@ static int read_line(grape_csv_t* c) {
   size_t len = 0;
   for (;;) {
     if (c->cap - len < 2) {
-      size_t nc = c->cap ? c->cap * 2 : 4096;
-      char* nl = realloc(c->line, nc);
+      char* nl = grape__grow(c->line, &c->cap, len + 2, 1, 4096);
       if (nl == NULL)
         return -ENOMEM;
       c->line = nl;
-      c->cap = nc;
     }
     if (gzgets(c->f, c->line + len, (int)(c->cap - len > 1 << 30 ? 1 << 30 : c->cap - len)) ==
         NULL) {
@@ -109,12 +108,10 @@ static int split(grape_csv_t* c) {
   char* o = c->work;
   for (;;) {
     if ((size_t)n == c->nfield_cap) {
-      size_t nc = c->nfield_cap ? c->nfield_cap * 2 : 32;
-      char** nf = realloc(c->field, nc * sizeof(*nf));
+      char** nf = grape__grow(c->field, &c->nfield_cap, (size_t)n + 1, sizeof(*nf), 32);
       if (nf == NULL)
         return -ENOMEM;
       c->field = nf;
-      c->nfield_cap = nc;
     }
     c->field[n++] = o;
     int quoted = *s == '"';

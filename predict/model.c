@@ -16,8 +16,9 @@
  *    of log(measured / predicted) stored per regime and class.
  * Features are computed per (kernel, GPU) from a prepared kernel, so the same
  * launch can be predicted on any GPU of the spec table. Each class has a
- * second weight vector for kernels without op dims (launch-only features);
- * those always take the transfer regime, whose trees need the dims.
+ * second weight vector for kernels without op dims (launch-only features),
+ * and a known GPU a second tree set fitted on the launch alone
+ * (GRAPE__KNOWN_LAUNCH), kept only where it beats the transfer prediction.
  *
  * The model file is text: a version line, then one block per class, then
  * one block per known GPU. A file of another version is refused with
@@ -25,6 +26,7 @@
  */
 #include "predict/model.h"
 #include "predict/gpu.h"
+#include "util/grow.h"
 
 #include <errno.h>
 #include <float.h>
@@ -685,11 +687,10 @@ int grape_model_load(const char* path, grape_model_t** out, char* err, size_t er
       rc = -EFBIG;
       goto fail_read;
     }
-    char* nb = realloc(buf, cap * 2);
+    char* nb = grape__grow(buf, &cap, cap + 1, 1, cap);
     if (nb == NULL)
       goto fail_read;
     buf = nb;
-    cap *= 2;
   }
   if (ferror(f)) {
     rc = -EIO;

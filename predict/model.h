@@ -107,5 +107,8 @@ void grape__predict_full(const grape_model_t* m, const grape__kprep_t* p,
                          const grape_gpu_spec_t* g, grape_prediction_t* out);
 /* Frees the known-GPU part of m (its trees) and resets it to none. */
 void grape__known_free(grape_model_t* m);
+/* Writes m as the text of a model file (grape_model_save writes it to a
+ * path). @return 0, or -EIO. */
+int grape__model_write(const grape_model_t* m, FILE* f);
 
 #endif

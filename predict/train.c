@@ -1,21 +1,23 @@
 /* Training data and model fitting: datasets of measured kernel times, the fit
  * of all three models in both of grape's regimes, their intervals, and
- * cross-validation (leave one GPU out; hold out shapes).
+ * cross-validation (leave one GPU out; hold out shapes), which measures and
+ * returns its numbers (the CLI prints the tables).
  *
  * DESIGN: a dataset keeps, per good row, the prepared kernel, its GPU, its
  * latency, its evaluation group and a hash of its shape; features are
  * recomputed at fit time (cheap) so nothing GPU-specific is cached. The
- * transfer regime's fits are closed form: weighted least squares through
- * the normal equations and a Cholesky solve, with a small ridge term on
- * standardised features; grape's regression adds a few rounds of
- * iteratively reweighted least squares towards least relative error. An
- * inner leave-one-GPU-out picks each class's form and calibrates its
+ * transfer regime's fits are closed form: weighted least squares with a
+ * small ridge term on standardised features (lsq.c); grape's regression
+ * adds a few rounds of iteratively reweighted least squares towards least
+ * relative error. An inner leave-one-GPU-out picks each class's form and calibrates its
  * interval. The known regime fits boosted trees (boost.c) per (GPU, class)
  * on the residual of the transfer regime, and calibrates its interval on
  * shapes held out of trees fitted on the rest. Everything is sequential in
  * row order, so training is deterministic to the byte. A class with fewer
  * than MIN_ROWS rows gets the transfer fit over all rows (the "other" class
- * has no training data of its own in the NeuSight set).
+ * has no training data of its own in the NeuSight set). The caller's
+ * options (grape_train_opts_t) are resolved once per call and reach every
+ * fit through the row selector; nothing here reads the environment.
  */
 #include <errno.h>
 #include <math.h>
@@ -24,8 +26,12 @@
 #include <string.h>
 
 #include "grape/predict.h"
+#include "util/grow.h"
 #include "predict/kernel.h"
+#include "predict/lsq.h"
 #include "predict/model.h"
+
+_Static_assert(GRAPE__NFEAT <= GRAPE__LS_MAX, "grape's features fit the least-squares solver");
 
 #define MIN_ROWS 50
 #define IRLS_ROUNDS 4
@@ -36,43 +42,29 @@
 #define KNOWN_RATE 0.3
 #define KNOWN_FOLDS 4
 
-/* ---- Tuning knobs ---- */
+/* ---- Options ---- */
 
-/* The defaults are the best configuration found (docs/predictor.md):
- * leave-one-GPU-out for the transfer regime, held-out shapes for the known
- * one. GRAPE_TRAIN_TREES, GRAPE_TRAIN_RATE, GRAPE_TRAIN_P,
- * GRAPE_TRAIN_RIDGE, GRAPE_TRAIN_SELECT, GRAPE_TRAIN_CRIT and
- * GRAPE_TRAIN_FOLDS override them for experiments; read here only. */
-typedef struct knobs_s {
-  int trees;          /* boosted trees per (known GPU, class) */
-  double rate;        /* their shrinkage */
-  int folds;          /* shape folds that calibrate the known regime's intervals */
-  double floor_p;     /* 0: no explicit floor; else t = (floor^p + work^p)^(1/p) */
-  double ridge;       /* ridge on standardised linear features */
-  int select;         /* choose grape's feature set per class by inner CV */
-  int crit;           /* inner-CV score: 0 pooled MAPE, 1 worst GPU's MAPE */
-} knobs_t;
+void grape_train_opts_init(grape_train_opts_t* o) {
+  *o = (grape_train_opts_t){.sz = sizeof(*o), .trees = KNOWN_TREES, .rate = KNOWN_RATE,
+                            .folds = KNOWN_FOLDS, .floor_p = 0, .ridge = 1e-4, .select = 1,
+                            .crit = 0};
+}
 
-static const knobs_t* knobs(void) {
-  static knobs_t k;
-  static int done;
-  if (!done) {
-    const char* e;
-    k.trees = (e = getenv("GRAPE_TRAIN_TREES")) ? atoi(e) : KNOWN_TREES;
-    k.trees = k.trees < 0 ? 0 : k.trees > GRAPE__MAXTREES ? GRAPE__MAXTREES : k.trees;
-    k.rate = (e = getenv("GRAPE_TRAIN_RATE")) ? atof(e) : KNOWN_RATE;
-    k.rate = k.rate > 0 && k.rate <= 1 ? k.rate : KNOWN_RATE;
-    k.folds = (e = getenv("GRAPE_TRAIN_FOLDS")) ? atoi(e) : KNOWN_FOLDS;
-    k.folds = k.folds >= 2 && k.folds <= 20 ? k.folds : KNOWN_FOLDS;
-    k.floor_p = (e = getenv("GRAPE_TRAIN_P")) ? atof(e) : 0;
-    k.floor_p = k.floor_p >= 0 && k.floor_p <= 64 ? k.floor_p : 0;
-    k.ridge = (e = getenv("GRAPE_TRAIN_RIDGE")) ? atof(e) : 1e-4;
-    k.ridge = k.ridge >= 0 && k.ridge <= 100 ? k.ridge : 1e-4;
-    k.select = (e = getenv("GRAPE_TRAIN_SELECT")) ? atoi(e) : 1;
-    k.crit = (e = getenv("GRAPE_TRAIN_CRIT")) ? atoi(e) : 0;
-    done = 1;
-  }
-  return &k;
+/* o with each value out of its range taken as grape_train_opts_t documents
+ * (the defaults for NULL); -EINVAL when o is too old a layout. */
+static int resolve(const grape_train_opts_t* o, grape_train_opts_t* k) {
+  grape_train_opts_init(k);
+  if (o == NULL)
+    return 0;
+  if (o->sz < sizeof(*o))
+    return -EINVAL;
+  *k = *o;
+  k->trees = o->trees < 0 ? 0 : o->trees > GRAPE__MAXTREES ? GRAPE__MAXTREES : o->trees;
+  k->rate = o->rate > 0 && o->rate <= 1 ? o->rate : KNOWN_RATE;
+  k->folds = o->folds >= 2 && o->folds <= 20 ? o->folds : KNOWN_FOLDS;
+  k->floor_p = o->floor_p >= 0 && o->floor_p <= 64 ? o->floor_p : 0;
+  k->ridge = o->ridge >= 0 && o->ridge <= 100 ? o->ridge : 1e-4;
+  return 0;
 }
 
 typedef struct row_s {
@@ -149,14 +141,12 @@ int grape_dataset_add_file(grape_dataset_t* d, const char* path, const char* gpu
       continue;
     }
     if (d->n == d->cap) {
-      size_t nc = d->cap ? d->cap * 2 : 4096;
-      row_t* nr = realloc(d->rows, nc * sizeof(*nr));
+      row_t* nr = grape__grow(d->rows, &d->cap, d->n + 1, sizeof(*nr), 4096);
       if (nr == NULL) {
         err = -ENOMEM;
         break;
       }
       d->rows = nr;
-      d->cap = nc;
     }
     row_t* w = &d->rows[d->n++];
     grape__kernel_prep(&r.desc, &w->p);
@@ -174,82 +164,6 @@ int grape_dataset_add_file(grape_dataset_t* d, const char* path, const char* gpu
   return err < 0 ? err : 0;
 }
 
-/* ---- Least squares ---- */
-
-/* Solves A x = b (A symmetric positive definite, n x n, overwritten). */
-static int cholesky_solve(double* a, double* b, int n) {
-  for (int j = 0; j < n; j++) {
-    double s = a[j * n + j];
-    for (int k = 0; k < j; k++)
-      s -= a[j * n + k] * a[j * n + k];
-    if (!(s > 0))
-      return -EDOM;
-    double l = sqrt(s);
-    a[j * n + j] = l;
-    for (int i = j + 1; i < n; i++) {
-      double t = a[i * n + j];
-      for (int k = 0; k < j; k++)
-        t -= a[i * n + k] * a[j * n + k];
-      a[i * n + j] = t / l;
-    }
-  }
-  for (int i = 0; i < n; i++) {
-    double t = b[i];
-    for (int k = 0; k < i; k++)
-      t -= a[i * n + k] * b[k];
-    b[i] = t / a[i * n + i];
-  }
-  for (int i = n - 1; i >= 0; i--) {
-    double t = b[i];
-    for (int k = i + 1; k < n; k++)
-      t -= a[k * n + i] * b[k];
-    b[i] = t / a[i * n + i];
-  }
-  return 0;
-}
-
-/* Normal equations accumulated row by row; feature 0 is the intercept. */
-typedef struct ls_s {
-  int n;
-  double ata[GRAPE__NFEAT * GRAPE__NFEAT];
-  double atb[GRAPE__NFEAT];
-  double sx[GRAPE__NFEAT], sxx[GRAPE__NFEAT], sw;
-} ls_t;
-
-static void ls_init(ls_t* l, int n) {
-  memset(l, 0, sizeof(*l));
-  l->n = n;
-}
-
-static void ls_add(ls_t* l, const double* x, double y, double w) {
-  int n = l->n;
-  for (int i = 0; i < n; i++) {
-    double wx = w * x[i];
-    for (int j = 0; j <= i; j++)
-      l->ata[i * n + j] += wx * x[j];
-    l->atb[i] += wx * y;
-    l->sx[i] += wx;
-    l->sxx[i] += wx * x[i];
-  }
-  l->sw += w;
-}
-
-/* Solves with a ridge of `ridge` x variance on each non-intercept feature. */
-static int ls_solve(ls_t* l, double ridge, double* out) {
-  int n = l->n;
-  double a[GRAPE__NFEAT * GRAPE__NFEAT];
-  for (int i = 0; i < n; i++)
-    for (int j = 0; j <= i; j++)
-      a[i * n + j] = a[j * n + i] = l->ata[i * n + j];
-  for (int i = 1; i < n; i++) {
-    double mean = l->sw > 0 ? l->sx[i] / l->sw : 0;
-    double var = l->sw > 0 ? l->sxx[i] / l->sw - mean * mean : 0;
-    a[i * n + i] += ridge * l->sw * (var > 1e-12 ? var : 1e-6) + 1e-12;
-  }
-  memcpy(out, l->atb, n * sizeof(double));
-  return cholesky_solve(a, out, n);
-}
-
 /* ---- Fitting ---- */
 
 /* Row selector for cross-validation: rows of `skip` GPU are left out, and
@@ -261,6 +175,7 @@ typedef struct sel_s {
   int transfer_only;        /* fit no known regime (leave-one-GPU-out needs none) */
   double* floor;            /* per row: its (GPU, class) floor, ms */
   double p;                 /* floor combination exponent */
+  const grape_train_opts_t* o;   /* resolved options */
 } sel_t;
 
 /* The work part of a measured time: what is left above the row's floor, or
@@ -296,20 +211,20 @@ static void lin_basis(const row_t* r, int form, double v[3]) {
 /* Li et al. / roofline: linear in (Tc, Tm) or max(Tc, Tm), relative error. */
 static int fit_linear(const grape_dataset_t* d, const sel_t* s, int cls, int roof,
                       double* out) {
-  ls_t l;
+  grape__ls_t l;
   int n = roof ? 2 : 3;
-  ls_init(&l, n);
+  grape__ls_init(&l, n);
   for (size_t i = 0; i < d->n; i++) {
     const row_t* r = &d->rows[i];
     if (!selected(r, s, cls))
       continue;
     double v[3];
     lin_basis(r, roof, v);
-    ls_add(&l, v, r->lat, 1 / (r->lat * r->lat));
+    grape__ls_add(&l, v, r->lat, 1 / (r->lat * r->lat));
   }
   if (l.sw == 0)
     return -ENODATA;
-  return ls_solve(&l, 1e-9, out);
+  return grape__ls_solve(&l, 1e-9, out);
 }
 
 /* A candidate form of grape's model: weights fitted on the features of
@@ -342,8 +257,8 @@ static int fit_lin_l1(const grape_dataset_t* d, const sel_t* s, int cls, int for
   double w[3] = {0, 0, 0};
   int err = n ? 0 : -ENODATA;
   for (int round = 0; round < 2 * IRLS_ROUNDS && err == 0; round++) {
-    ls_t l;
-    ls_init(&l, nb);
+    grape__ls_t l;
+    grape__ls_init(&l, nb);
     for (size_t i = 0; i < n; i++) {
       const double* o = &v[4 * i];
       double y = o[3], wt = 1 / (y * y);
@@ -351,10 +266,10 @@ static int fit_lin_l1(const grape_dataset_t* d, const sel_t* s, int cls, int for
         double p = w[0] + w[1] * o[1] + w[2] * o[2];
         wt = 1 / (y * fmax(fabs(p - y), 1e-3 * y));
       }
-      ls_add(&l, o, y, wt);
+      grape__ls_add(&l, o, y, wt);
     }
     double nw[3] = {0, 0, 0};
-    if ((err = ls_solve(&l, 1e-9, nw)) == 0)
+    if ((err = grape__ls_solve(&l, 1e-9, nw)) == 0)
       memcpy(w, nw, sizeof(w));
   }
   free(v);
@@ -377,11 +292,11 @@ static int fit_grape(const grape_dataset_t* d, const sel_t* s, int cls, int laun
       w[j] = cd.fixed >> j & 1;
     return 0;
   }
-  ls_t* l = malloc(sizeof(*l));
+  grape__ls_t* l = malloc(sizeof(*l));
   if (l == NULL)
     return -ENOMEM;
   for (int round = 0; round < IRLS_ROUNDS; round++) {
-    ls_init(l, GRAPE__NFEAT);
+    grape__ls_init(l, GRAPE__NFEAT);
     for (size_t i = 0; i < d->n; i++) {
       const row_t* r = &d->rows[i];
       if (!selected(r, s, cls))
@@ -409,14 +324,14 @@ static int fit_grape(const grape_dataset_t* d, const sel_t* s, int cls, int laun
         /* IRLS weight of the loss |exp(rr) - 1|: relative error. */
         wt = fabs(expm1(rr)) / fmax(rr * rr, 1e-3);
       }
-      ls_add(l, x, y, wt);
+      grape__ls_add(l, x, y, wt);
     }
     if (l->sw == 0) {
       err = -ENODATA;
       break;
     }
     double nw[GRAPE__NFEAT];
-    err = ls_solve(l, knobs()->ridge, nw);
+    err = grape__ls_solve(l, s->o->ridge, nw);
     if (err < 0)
       break;
     memcpy(w, nw, sizeof(nw));
@@ -440,7 +355,7 @@ static int cmp_double(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
-#define MAXGPU 32
+#define MAXGPU GRAPE_CV_MAX_GPUS
 
 /* The distinct GPUs of the rows `s` selects of class `cls` (-1 all), in
  * first-seen order, at most MAXGPU of them into gpus. @return how many there
@@ -760,7 +675,7 @@ static int select_cand(const grape_dataset_t* d, const sel_t* s, int c, int only
       if (fn > 0 && fape / fn > worst)
         worst = fape / fn;
     }
-    score[k] = n == 0 ? INFINITY : knobs()->crit ? worst : ape / n;
+    score[k] = n == 0 ? INFINITY : s->o->crit ? worst : ape / n;
     if (score[k] < best) {
       best = score[k];
       pick = (int)k;
@@ -781,9 +696,9 @@ static int select_cand(const grape_dataset_t* d, const sel_t* s, int c, int only
   for (int b = 0; b < GRAPE__NIVB; b++)
     if ((err = transfer_interval(&lr, ngpu, b, &ivl[2 * b])) < 0)
       goto done;
-  if (getenv("GRAPE_TRAIN_VERBOSE"))
+  if (s->o->log != NULL)
     for (size_t k = first; k < last; k++)
-      fprintf(stderr, "grape: %s: inner MAPE of candidate {%#x, %#x, %d}: %.4f%s\n",
+      fprintf(s->o->log, "grape: %s: inner MAPE of candidate {%#x, %#x, %d}: %.4f%s\n",
               grape_kclass_name(c), candidates[k].fit, candidates[k].fixed, candidates[k].lin,
               score[k], (int)k == pick ? " (chosen)" : "");
 done:
@@ -846,9 +761,8 @@ static int kset_collect(const grape_dataset_t* d, const sel_t* s, const grape_mo
   return 0;
 }
 
-static grape__boost_opts_t known_opts(void) {
-  grape__boost_opts_t o = {.trees = knobs()->trees, .rate = knobs()->rate, .min_leaf = 5,
-                           .l2 = 1};
+static grape__boost_opts_t known_opts(const grape_train_opts_t* k) {
+  grape__boost_opts_t o = {.trees = k->trees, .rate = k->rate, .min_leaf = 5, .l2 = 1};
   return o;
 }
 
@@ -861,10 +775,11 @@ static grape__boost_opts_t known_opts(void) {
  * trees beat the transfer prediction alone on the held-out shapes
  * (per-kernel MAPE): from the launch alone, a GEMM's time is too loosely
  * tied to what the trees see (no K) for them to help. */
-static int known_interval(const kset_t* k, double* iv, int* keep) {
-  int folds = knobs()->folds, err = 0;
+static int known_interval(const kset_t* k, const grape_train_opts_t* opts, double* iv,
+                          int* keep) {
+  int folds = opts->folds, err = 0;
   double ape_trees = 0, ape_base = 0;
-  grape__boost_opts_t o = known_opts();
+  grape__boost_opts_t o = known_opts(opts);
   float* x = malloc((k->n + 1) * GRAPE__NGF * sizeof(float));
   double* r = malloc((k->n + 1) * sizeof(double));
   grape__tree_t* t = malloc((size_t)(o.trees + 1) * sizeof(*t));
@@ -916,7 +831,7 @@ static int fit_known(const grape_dataset_t* d, const sel_t* s, grape_model_t* m)
   if (m->known == NULL)
     return -ENOMEM;
   m->nknown = ngpu;
-  grape__boost_opts_t o = known_opts();
+  grape__boost_opts_t o = known_opts(s->o);
   for (int g = 0; g < ngpu; g++) {
     grape__known_t* kg = &m->known[g];
     snprintf(kg->name, sizeof(kg->name), "%s", gpus[g]);
@@ -930,7 +845,7 @@ static int fit_known(const grape_dataset_t* d, const sel_t* s, grape_model_t* m)
           kc->iv[j] = j % 2 ? -1 : 1;
         int keep = 0;
         if (err == 0 && k.n >= MIN_KNOWN && o.trees > 0)
-          err = known_interval(&k, kc->iv, &keep);
+          err = known_interval(&k, s->o, kc->iv, &keep);
         if (!keep)
           for (int j = 0; j < 2 * GRAPE__NIVB; j++)
             kc->iv[j] = j % 2 ? -1 : 1;
@@ -954,7 +869,7 @@ static int train_sel(const grape_dataset_t* d, sel_t* s, grape_model_t** out) {
   if (m == NULL)
     return -ENOMEM;
   int err = -ENOMEM;
-  s->p = knobs()->floor_p;
+  s->p = s->o->floor_p;
   s->floor = malloc((d->n + 1) * sizeof(double));
   if (s->floor == NULL)
     goto fail_fit;
@@ -975,7 +890,7 @@ static int train_sel(const grape_dataset_t* d, sel_t* s, grape_model_t** out) {
     /* Layer norm reads each row twice (statistics, then normalising), so its
      * time is the L2 re-read form's by design: on four GPUs in five a
      * floor-level inner choice missed it (docs/predictor.md). */
-    int only = c == GRAPE_KC_LAYERNORM ? LAYERNORM_CAND : knobs()->select ? -1 : 0;
+    int only = c == GRAPE_KC_LAYERNORM ? LAYERNORM_CAND : s->o->select ? -1 : 0;
     int ci = 0;
     if (fc >= 0 && (ci = select_cand(d, s, c, only, m->iv[c], m->ivl[c])) < 0) {
       err = ci;
@@ -1017,70 +932,92 @@ fail_fit:
   return err;
 }
 
-int grape_model_train(const grape_dataset_t* d, grape_model_t** out) {
-  sel_t s = {0};
+int grape_model_train_opts(const grape_dataset_t* d, const grape_train_opts_t* o,
+                           grape_model_t** out) {
+  grape_train_opts_t k;
+  int err = resolve(o, &k);
+  if (err < 0)
+    return err;
+  sel_t s = {.o = &k};
   return train_sel(d, &s, out);
+}
+
+int grape_model_train(const grape_dataset_t* d, grape_model_t** out) {
+  return grape_model_train_opts(d, NULL, out);
 }
 
 /* ---- Cross-validation ---- */
 
-#define NGROUP (GRAPE_KC_COUNT + 1)
+#define NGROUP GRAPE_CV_GROUPS
 
-static const char* group_name(int g) {
+const char* grape_cv_group_name(int g) {
   return g == GRAPE_KC_COUNT ? "linear" : g == GRAPE_KC_GEMM ? "bmm" : grape_kclass_name(g);
 }
 
-typedef struct acc_s {
-  double ape[GRAPE_METHOD_COUNT];   /* sum of |pred - meas| / meas */
-  double ape_launch;                /* grape's, from launch features alone */
-  double sum_pred[GRAPE_METHOD_COUNT];
-  double sum_meas;
-  double n;
-  double covered;                   /* grape's interval holds the measured time */
-  double cover_launch;              /* the same, launch features alone */
-  double ape_known;                 /* shape folds: grape's as served (known regime) */
-  double known;                     /* rows the known regime served */
-} acc_t;
+static void cell_add(grape_cv_cell_t* t, const grape_cv_cell_t* a) {
+  t->n += a->n;
+  for (int me = 0; me < GRAPE_METHOD_COUNT; me++) {
+    t->ape[me] += a->ape[me];
+    t->sum_pred[me] += a->sum_pred[me];
+  }
+  t->sum_meas += a->sum_meas;
+  t->ape_launch += a->ape_launch;
+  t->covered += a->covered;
+  t->cover_launch += a->cover_launch;
+  t->ape_known += a->ape_known;
+  t->known += a->known;
+}
+
+void grape_cv_sum(const grape_cv_t* cv, int group, grape_cv_cell_t* out) {
+  memset(out, 0, sizeof(*out));
+  for (int g = 0; g < NGROUP; g++)
+    if (group < 0 || g == group)
+      for (int gi = 0; gi < cv->ngpu; gi++)
+        cell_add(out, &cv->cell[gi][g]);
+}
 
 /* Whether grape's interval holds the measured time of r. */
 static int covers(const grape_prediction_t* p, double lat) {
   return p->has_interval && p->lo_ms <= lat && lat <= p->hi_ms;
 }
 
-/* The GPUs of the data for a cross-validation that needs `min` of them:
- * their count, -E2BIG (too many) or -ENODATA (too few). */
-static int cv_gpus(const grape_dataset_t* d, const char** gpus, int min) {
+/* Starts a cross-validation of d over the GPUs of the data, which needs
+ * `min` of them: out emptied and its GPUs listed, options resolved into k.
+ * @return 0, -E2BIG (too many GPUs), -ENODATA (too few) or -EINVAL. */
+static int cv_begin(const grape_dataset_t* d, const grape_train_opts_t* o, int min,
+                    grape_train_opts_t* k, grape_cv_t* out) {
+  int err = resolve(o, k);
+  if (err < 0)
+    return err;
+  memset(out, 0, sizeof(*out));
   sel_t all = {0};
-  int n = list_gpus(d, &all, -1, gpus);
-  return n > MAXGPU ? -E2BIG : n < min ? -ENODATA : n;
+  int n = list_gpus(d, &all, -1, out->gpu);
+  if (n > MAXGPU)
+    return -E2BIG;
+  if (n < min)
+    return -ENODATA;
+  out->ngpu = n;
+  out->rows = d->n;
+  return 0;
 }
 
-int grape_model_crossval(const grape_dataset_t* d, FILE* out) {
-  const char* gpus[MAXGPU];
-  int ngpu = cv_gpus(d, gpus, 2);
-  if (ngpu < 0)
-    return ngpu;
-  static acc_t acc[MAXGPU][NGROUP];
-  memset(acc, 0, sizeof(acc));
-  /* Experiments: GRAPE_CV_DUMP=FILE writes every held-out prediction. */
-  const char* dp = getenv("GRAPE_CV_DUMP");
-  FILE* dump = dp != NULL ? fopen(dp, "w") : NULL;
-  double level = 0;
-  for (int gi = 0; gi < ngpu; gi++) {
-    sel_t s = {.skip = gpus[gi], .transfer_only = 1};
+int grape_model_crossval(const grape_dataset_t* d, const grape_train_opts_t* o, grape_cv_t* out) {
+  grape_train_opts_t k;
+  int err = cv_begin(d, o, 2, &k, out);
+  if (err < 0)
+    return err;
+  FILE* dump = k.cv_dump;
+  for (int gi = 0; gi < out->ngpu; gi++) {
+    sel_t s = {.skip = out->gpu[gi], .transfer_only = 1, .o = &k};
     grape_model_t* m;
-    int err = train_sel(d, &s, &m);
-    if (err < 0) {
-      if (dump != NULL)
-        fclose(dump);
+    if ((err = train_sel(d, &s, &m)) < 0)
       return err;
-    }
-    level = m->level;
+    out->level = m->level;
     for (size_t i = 0; i < d->n; i++) {
       const row_t* r = &d->rows[i];
-      if (strcmp(r->gpu->name, gpus[gi]) != 0 || r->group < 0 || r->group >= NGROUP)
+      if (strcmp(r->gpu->name, out->gpu[gi]) != 0 || r->group < 0 || r->group >= NGROUP)
         continue;
-      acc_t* a = &acc[gi][r->group];
+      grape_cv_cell_t* a = &out->cell[gi][r->group];
       for (int me = 0; me < GRAPE_METHOD_COUNT; me++) {
         double p = grape__predict(m, me, &r->p, r->gpu);
         a->ape[me] += fabs(p - r->lat) / r->lat;
@@ -1093,7 +1030,7 @@ int grape_model_crossval(const grape_dataset_t* d, FILE* out) {
       a->cover_launch += covers(&pl, r->lat);
       a->ape_launch += fabs(pl.ms - r->lat) / r->lat;
       if (dump != NULL)
-        fprintf(dump, "%s,%d,%g,%g,%g,%g,%g,%g,%g,%g,%g\n", gpus[gi], r->group, r->lat,
+        fprintf(dump, "%s,%d,%g,%g,%g,%g,%g,%g,%g,%g,%g\n", out->gpu[gi], r->group, r->lat,
                 grape__predict(m, GRAPE_METHOD_ROOFLINE, &r->p, r->gpu),
                 grape__predict(m, GRAPE_METHOD_LI, &r->p, r->gpu),
                 grape__predict(m, GRAPE_METHOD_GRAPE, &r->p, r->gpu), r->p.flops, r->p.kred,
@@ -1103,92 +1040,33 @@ int grape_model_crossval(const grape_dataset_t* d, FILE* out) {
     }
     grape_model_free(m);
   }
-  if (dump != NULL)
-    fclose(dump);
-  static const char* const mname[GRAPE_METHOD_COUNT] = {"roofline", "li", "grape"};
-  fprintf(out, "leave-one-GPU-out cross-validation (%d GPUs, %zu rows)\n", ngpu, d->n);
-  fprintf(out, "per-kernel MAPE %% (summed-time error %%, mean over held-out GPUs); "
-               "coverage %% of grape's %.0f%% intervals\n", 100 * level);
-  fprintf(out, "%-12s %8s", "group", "rows");
-  for (int me = 0; me < GRAPE_METHOD_COUNT; me++)
-    fprintf(out, " %18s", mname[me]);
-  fprintf(out, " %14s %8s %14s\n", "grape-no-dims", "coverage", "cov-no-dims");
-  acc_t tot = {0};
-  for (int g = 0; g < NGROUP; g++) {
-    double n = 0, ape[GRAPE_METHOD_COUNT] = {0}, sume[GRAPE_METHOD_COUNT] = {0}, apel = 0;
-    double cov = 0, covl = 0;
-    int ng = 0;
-    for (int gi = 0; gi < ngpu; gi++) {
-      acc_t* a = &acc[gi][g];
-      if (a->n == 0)
-        continue;
-      ng++;
-      n += a->n;
-      apel += a->ape_launch;
-      cov += a->covered;
-      covl += a->cover_launch;
-      for (int me = 0; me < GRAPE_METHOD_COUNT; me++) {
-        ape[me] += a->ape[me];
-        sume[me] += fabs(a->sum_pred[me] - a->sum_meas) / a->sum_meas;
-      }
-    }
-    if (n == 0)
-      continue;
-    tot.n += n;
-    tot.covered += cov;
-    tot.cover_launch += covl;
-    fprintf(out, "%-12s %8.0f", group_name(g), n);
-    for (int me = 0; me < GRAPE_METHOD_COUNT; me++)
-      fprintf(out, "   %6.1f (%6.1f)  ", 100 * ape[me] / n, 100 * sume[me] / ng);
-    fprintf(out, " %14.1f %8.1f %14.1f\n", 100 * apel / n, 100 * cov / n, 100 * covl / n);
-  }
-  fprintf(out, "%-12s %8.0f %78s %8.1f %14.1f\n", "all", tot.n, "", 100 * tot.covered / tot.n,
-          100 * tot.cover_launch / tot.n);
-  fprintf(out, "\nper held-out GPU, grape's per-kernel MAPE %% / coverage %%:\n%-24s", "gpu");
-  for (int g = 0; g < NGROUP; g++)
-    fprintf(out, " %13s", group_name(g));
-  fputc('\n', out);
-  for (int gi = 0; gi < ngpu; gi++) {
-    fprintf(out, "%-24s", gpus[gi]);
-    for (int g = 0; g < NGROUP; g++) {
-      acc_t* a = &acc[gi][g];
-      if (a->n == 0)
-        fprintf(out, " %13s", "-");
-      else
-        fprintf(out, "   %5.1f/%5.1f", 100 * a->ape[GRAPE_METHOD_GRAPE] / a->n,
-                100 * a->covered / a->n);
-    }
-    fputc('\n', out);
-  }
   return 0;
 }
 
-int grape_model_crossval_shapes(const grape_dataset_t* d, int folds, FILE* out) {
+int grape_model_crossval_shapes(const grape_dataset_t* d, int folds, const grape_train_opts_t* o,
+                                grape_cv_t* out) {
   if (folds < 2)
     return -EINVAL;
-  const char* gpus[MAXGPU];
-  int ngpu = cv_gpus(d, gpus, 1);
-  if (ngpu < 0)
-    return ngpu;
-  static acc_t acc[MAXGPU][NGROUP];
-  memset(acc, 0, sizeof(acc));
-  double level = 0;
+  grape_train_opts_t k;
+  int err = cv_begin(d, o, 1, &k, out);
+  if (err < 0)
+    return err;
+  out->folds = folds;
   for (int f = 0; f < folds; f++) {
-    sel_t s = {.folds = folds, .fold = f};
+    sel_t s = {.folds = folds, .fold = f, .o = &k};
     grape_model_t* m;
-    int err = train_sel(d, &s, &m);
-    if (err < 0)
+    if ((err = train_sel(d, &s, &m)) < 0)
       return err;
-    level = m->level;
+    out->level = m->level;
     for (size_t i = 0; i < d->n; i++) {
       const row_t* r = &d->rows[i];
       if (!r->p.has_dims || r->shape % (uint32_t)folds != (uint32_t)f || r->group < 0 ||
           r->group >= NGROUP)
         continue;
       int gi = 0;
-      while (gi < ngpu && strcmp(gpus[gi], r->gpu->name) != 0)
+      while (gi < out->ngpu && strcmp(out->gpu[gi], r->gpu->name) != 0)
         gi++;
-      acc_t* a = &acc[gi][r->group];
+      grape_cv_cell_t* a = &out->cell[gi][r->group];
       grape_prediction_t pf;
       grape__predict_full(m, &r->p, r->gpu, &pf);
       double t0 = grape__predict(m, GRAPE_METHOD_GRAPE, &r->p, r->gpu);
@@ -1203,57 +1081,6 @@ int grape_model_crossval_shapes(const grape_dataset_t* d, int folds, FILE* out) 
       a->n++;
     }
     grape_model_free(m);
-  }
-  fprintf(out, "shape-fold cross-validation (%d folds of shapes, %d GPUs, %zu rows)\n", folds,
-          ngpu, d->n);
-  fprintf(out, "per-kernel MAPE %% of grape as served (known regime) and of its transfer "
-               "regime on the same held-out shapes; coverage %% of the %.0f%% intervals; the "
-               "same without op dims (launch only)\n",
-          100 * level);
-  fprintf(out, "%-12s %8s %8s %8s %8s %8s %13s %11s\n", "group", "rows", "known", "grape",
-          "transfer", "coverage", "grape-no-dims", "cov-no-dims");
-  acc_t tot = {0};
-  for (int g = 0; g < NGROUP; g++) {
-    acc_t t = {0};
-    for (int gi = 0; gi < ngpu; gi++) {
-      const acc_t* a = &acc[gi][g];
-      t.n += a->n;
-      t.known += a->known;
-      t.ape_known += a->ape_known;
-      t.ape[GRAPE_METHOD_GRAPE] += a->ape[GRAPE_METHOD_GRAPE];
-      t.covered += a->covered;
-      t.ape_launch += a->ape_launch;
-      t.cover_launch += a->cover_launch;
-    }
-    if (t.n == 0)
-      continue;
-    tot.n += t.n;
-    tot.known += t.known;
-    tot.covered += t.covered;
-    tot.cover_launch += t.cover_launch;
-    fprintf(out, "%-12s %8.0f %8.0f %8.1f %8.1f %8.1f %13.1f %11.1f\n", group_name(g), t.n,
-            t.known, 100 * t.ape_known / t.n, 100 * t.ape[GRAPE_METHOD_GRAPE] / t.n,
-            100 * t.covered / t.n, 100 * t.ape_launch / t.n, 100 * t.cover_launch / t.n);
-  }
-  if (tot.n > 0)
-    fprintf(out, "%-12s %8.0f %8.0f %8s %8s %8.1f %13s %11.1f\n", "all", tot.n, tot.known, "",
-            "", 100 * tot.covered / tot.n, "", 100 * tot.cover_launch / tot.n);
-  fprintf(out, "\nper GPU, grape's per-kernel MAPE %% (transfer regime's) / coverage %%:\n%-24s",
-          "gpu");
-  for (int g = 0; g < NGROUP; g++)
-    fprintf(out, " %19s", group_name(g));
-  fputc('\n', out);
-  for (int gi = 0; gi < ngpu; gi++) {
-    fprintf(out, "%-24s", gpus[gi]);
-    for (int g = 0; g < NGROUP; g++) {
-      const acc_t* a = &acc[gi][g];
-      if (a->n == 0)
-        fprintf(out, " %19s", "-");
-      else
-        fprintf(out, "  %5.1f (%5.1f)/%5.1f", 100 * a->ape_known / a->n,
-                100 * a->ape[GRAPE_METHOD_GRAPE] / a->n, 100 * a->covered / a->n);
-    }
-    fputc('\n', out);
   }
   return 0;
 }

@@ -1,4 +1,4 @@
-/* graph.c: CUDA graphs (build, instantiate, launch, update) and stream capture.
+/* graph.c: CUDA graphs: build, instantiate, launch, update.
  *
  * DESIGN: a graph owns its nodes; a node owns a copy of its work (kernel
  * parameters are copied when the node is added, as CUDA does). Instantiation
@@ -7,13 +7,8 @@
  * on the stream as one contiguous batch in that order: a valid serialisation
  * of the DAG, so results equal eager execution. Per-launch copies of the
  * parameters mean a later cuGraphExecKernelNodeSetParams never changes a launch
- * already queued, as documented.
- *
- * Capture: a capturing stream turns submitted work into nodes whose
- * dependencies are the stream's current capture frontier. Events recorded
- * during capture carry the frontier to other streams (fork/join). Capture
- * records are never freed (they are small), so an event that points to an
- * ended capture stays safe to inspect.
+ * already queued, as documented. Stream capture (capture.c) builds its graphs
+ * with the same node constructor.
  */
 #include "internal.h"
 
@@ -21,28 +16,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-CUresult grape__sim_submit_batch(struct CUstream_st* s, sim_work_t* works, sim_dep_t** deps,
-                                 int* ndeps, int n);
-void grape__sim_capture_thread_account(CUstreamCaptureMode mode, int delta);
-
 /* ---- Graph and node objects ---- */
 
-static struct CUgraph_st* graph_new(void) {
+struct CUgraph_st* grape__sim_graph_new(void) {
   return grape__sim_reg_new(sizeof(struct CUgraph_st), K_GRAPH);
 }
 
-/* Lock not required; event references are taken by the caller under the lock. */
-static sim_node_t* node_new(struct CUgraph_st* g, int type, sim_node_t* const* deps, size_t ndeps) {
+sim_node_t* grape__sim_node_add_locked(struct CUgraph_st* g, int type, sim_node_t* const* deps,
+                                       size_t ndeps, sim_work_t* w, struct CUevent_st* ev) {
   for (size_t i = 0; i < ndeps; i++)
     if (deps[i] == NULL || !grape__sim_reg_has(deps[i], K_NODE) || deps[i]->g != g)
       return NULL;
   if (g->nnodes == g->cap) {
-    uint32_t nc = g->cap ? g->cap * 2 : 16;
-    sim_node_t** nn = realloc(g->nodes, nc * sizeof(*nn));
+    sim_node_t** nn = grape__grow(g->nodes, &g->cap, (size_t)g->nnodes + 1, sizeof(*nn), 16);
     if (nn == NULL)
       return NULL;
     g->nodes = nn;
-    g->cap = nc;
   }
   sim_node_t* n = calloc(1, sizeof(*n));
   if (n == NULL)
@@ -65,12 +54,19 @@ static sim_node_t* node_new(struct CUgraph_st* g, int type, sim_node_t* const* d
     return NULL;
   }
   g->nodes[g->nnodes++] = n;
+  if (w != NULL) {
+    n->w = *w;
+    memset(w, 0, sizeof(*w));
+  }
+  if (ev != NULL) {
+    n->ev = ev;
+    ev->refs++;
+  }
   return n;
 }
 
-/* Lock held (event references). */
-static void graph_free_locked(struct CUgraph_st* g) {
-  for (uint32_t i = 0; i < g->nnodes; i++) {
+void grape__sim_graph_free_locked(struct CUgraph_st* g) {
+  for (size_t i = 0; i < g->nnodes; i++) {
     sim_node_t* n = g->nodes[i];
     grape__sim_reg_del(n);
     grape__sim_work_release(&n->w);
@@ -93,7 +89,7 @@ SIM_EXPORT CUresult cuGraphCreate(CUgraph* out, unsigned int flags) {
   SIM_TRY(grape__sim_check_init());
   if (out == NULL || flags != 0)
     return CUDA_ERROR_INVALID_VALUE;
-  *out = graph_new();
+  *out = grape__sim_graph_new();
   return *out != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
@@ -102,7 +98,7 @@ SIM_EXPORT CUresult cuGraphDestroy(CUgraph g) {
   if (check_graph(g) != CUDA_SUCCESS)
     return CUDA_ERROR_INVALID_VALUE;   /* cuGraphDestroy documents INVALID_VALUE */
   pthread_mutex_lock(&grape__sim.lock);
-  graph_free_locked(g);
+  grape__sim_graph_free_locked(g);
   pthread_mutex_unlock(&grape__sim.lock);
   return CUDA_SUCCESS;
 }
@@ -116,17 +112,7 @@ static CUresult add_node(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, s
   if (ev != NULL && !grape__sim_reg_has(ev, K_EVENT))
     return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&grape__sim.lock);
-  sim_node_t* n = node_new(g, type, (sim_node_t* const*)deps, ndeps);
-  if (n != NULL) {
-    if (w != NULL) {
-      n->w = *w;
-      memset(w, 0, sizeof(*w));
-    }
-    if (ev != NULL) {
-      n->ev = ev;
-      ev->refs++;
-    }
-  }
+  sim_node_t* n = grape__sim_node_add_locked(g, type, (sim_node_t* const*)deps, ndeps, w, ev);
   pthread_mutex_unlock(&grape__sim.lock);
   if (n == NULL)
     return CUDA_ERROR_INVALID_VALUE;
@@ -177,17 +163,8 @@ static CUresult memset_work_from(const CUDA_MEMSET_NODE_PARAMS* p, sim_work_t* o
       p->width == 0 || p->height == 0)
     return CUDA_ERROR_INVALID_VALUE;
   size_t pitch = p->height > 1 ? p->pitch : p->width * p->elementSize;
-  if (!grape__sim_dev_range(p->dst, pitch * (p->height - 1) + p->width * p->elementSize))
-    return CUDA_ERROR_INVALID_VALUE;
-  sim_work_t w = {.kind = OP_MEMSET};
-  w.u.ms.dst = (void*)(uintptr_t)p->dst;
-  w.u.ms.value = p->value;
-  w.u.ms.esize = p->elementSize;
-  w.u.ms.n = p->width;
-  w.u.ms.height = p->height;
-  w.u.ms.pitch = pitch;
-  *out = w;
-  return CUDA_SUCCESS;
+  return grape__sim_memset_work(p->dst, p->value, p->elementSize, p->width, p->height, pitch,
+                                out);
 }
 
 SIM_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps,
@@ -200,7 +177,7 @@ SIM_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* out, CUgraph g, const CUgr
 }
 
 static CUresult memcpy_work_from(const CUDA_MEMCPY3D* p, sim_work_t* out) {
-  return grape__sim_copy3d_work(p, out);   /* 1-D, 2-D and 3-D (copy3d.c) */
+  return grape__sim_copy3d_work(p, out);   /* 1-D, 2-D and 3-D (copy.c) */
 }
 
 SIM_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps,
@@ -504,11 +481,9 @@ static CUresult graph_launch(CUgraphExec x, CUstream h, int ptds) {
   /* Event works carry one extra reference each; submit_batch takes its own. */
   r = grape__sim_submit_batch(s, works, deps, ndeps, nw);
   pthread_mutex_lock(&grape__sim.lock);
-  for (uint32_t k = 0, i = 0; k < n; k++)
-    if (x->types[k] == N_EVENT_RECORD) {
-      (void)i;
+  for (uint32_t k = 0; k < n; k++)
+    if (x->types[k] == N_EVENT_RECORD)
       grape__sim_event_unref_locked(x->evs[k]);
-    }
   pthread_mutex_unlock(&grape__sim.lock);
   if (r == CUDA_SUCCESS && !capturing)
     atomic_fetch_add(&grape__sim.graph_launches, 1);
@@ -520,14 +495,7 @@ out:
   return r;
 }
 
-SIM_EXPORT CUresult cuGraphLaunch(CUgraphExec x, CUstream s) {
-  SIM_COUNT(cuGraphLaunch);
-  return graph_launch(x, s, 0);
-}
-SIM_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec x, CUstream s) {
-  SIM_COUNT(cuGraphLaunch_ptsz);
-  return graph_launch(x, s, 1);
-}
+SIM_TWINS(cuGraphLaunch, _ptsz, (CUgraphExec x, CUstream s), graph_launch, x, s)
 
 static CUresult graph_upload(CUgraphExec x, CUstream h, int ptds) {
   struct CUstream_st* s;
@@ -535,14 +503,7 @@ static CUresult graph_upload(CUgraphExec x, CUstream h, int ptds) {
   return grape__sim_reg_has(x, K_EXEC) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
-SIM_EXPORT CUresult cuGraphUpload(CUgraphExec x, CUstream s) {
-  SIM_COUNT(cuGraphUpload);
-  return graph_upload(x, s, 0);
-}
-SIM_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec x, CUstream s) {
-  SIM_COUNT(cuGraphUpload_ptsz);
-  return graph_upload(x, s, 1);
-}
+SIM_TWINS(cuGraphUpload, _ptsz, (CUgraphExec x, CUstream s), graph_upload, x, s)
 
 /* Node h of the graph x was instantiated from, where it has the given type. */
 static sim_node_t* exec_node(CUgraphExec x, CUgraphNode h, int type) {
@@ -720,357 +681,4 @@ out:
   if (r != CUDA_SUCCESS)
     return r;
   return res == CU_GRAPH_EXEC_UPDATE_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
-}
-
-/* ---- Stream capture ---- */
-
-/* Lock held. Takes ownership of *w (when w is not NULL). */
-CUresult grape__sim_capture_add(struct CUstream_st* s, sim_work_t* w, int type,
-                                struct CUevent_st* ev) {
-  sim_capture_t* c = s->cap;
-  if (c->invalidated)
-    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-  sim_node_t* n = node_new(c->g, type, s->cap_deps, (size_t)s->ncap_deps);
-  if (n == NULL)
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  if (w != NULL) {
-    n->w = *w;
-    memset(w, 0, sizeof(*w));
-  }
-  if (ev != NULL) {
-    n->ev = ev;
-    ev->refs++;
-  }
-  sim_node_t** nd = realloc(s->cap_deps, sizeof(*nd));
-  if (nd == NULL)
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  s->cap_deps = nd;
-  s->cap_deps[0] = n;
-  s->ncap_deps = 1;
-  return CUDA_SUCCESS;
-}
-
-/* Lock held: an event recorded in a capturing stream marks the capture frontier. */
-CUresult grape__sim_capture_record_event(struct CUstream_st* s, struct CUevent_st* e) {
-  sim_node_t** nodes = NULL;
-  if (s->ncap_deps > 0) {
-    nodes = malloc((size_t)s->ncap_deps * sizeof(*nodes));
-    if (nodes == NULL)
-      return CUDA_ERROR_OUT_OF_MEMORY;
-    memcpy(nodes, s->cap_deps, (size_t)s->ncap_deps * sizeof(*nodes));
-  }
-  free(e->cap_nodes);
-  e->cap_nodes = nodes;
-  e->ncap_nodes = s->ncap_deps;
-  e->cap = s->cap;
-  e->s = NULL;
-  return CUDA_SUCCESS;
-}
-
-/* Lock held. */
-CUresult grape__sim_capture_wait_event(struct CUstream_st* s, struct CUevent_st* e) {
-  int ecap = grape__sim_cap_live(e->cap) && !e->cap->invalidated ? 1 : 0;
-  if (!ecap) {
-    if (s->cap != NULL) {
-      if (e->s == NULL || e->s->completed >= e->seq)
-        return CUDA_SUCCESS;   /* nothing pending: no dependency to capture */
-      s->cap->invalidated = 1;
-      return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
-    }
-    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-  }
-  if (s->cap != NULL && s->cap != e->cap)
-    return CUDA_ERROR_STREAM_CAPTURE_MERGE;
-  int total = (s->cap != NULL ? s->ncap_deps : 0) + e->ncap_nodes;
-  sim_node_t** nd = malloc((size_t)(total ? total : 1) * sizeof(*nd));
-  if (nd == NULL)
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  int k = 0;
-  if (s->cap != NULL)
-    for (int i = 0; i < s->ncap_deps; i++)
-      nd[k++] = s->cap_deps[i];
-  for (int i = 0; i < e->ncap_nodes; i++) {
-    int dup = 0;
-    for (int j = 0; j < k; j++)
-      dup |= nd[j] == e->cap_nodes[i];
-    if (!dup)
-      nd[k++] = e->cap_nodes[i];
-  }
-  if (s->cap == NULL) {
-    s->cap = e->cap;
-    e->cap->nstreams++;
-  }
-  free(s->cap_deps);
-  s->cap_deps = nd;
-  s->ncap_deps = k;
-  return CUDA_SUCCESS;
-}
-
-void grape__sim_capture_invalidate(struct CUstream_st* s) {
-  if (s->cap != NULL)
-    s->cap->invalidated = 1;
-}
-
-/* Begins a capture into a new graph, or (cuStreamBeginCaptureToGraph) into
- * the caller's graph g after its nodes deps, which stays the caller's. */
-static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, int ptds, CUgraph g,
-                              const CUgraphNode* deps, const CUgraphEdgeData* edges, size_t ndeps) {
-  struct CUstream_st* s;
-  SIM_TRY(grape__sim_stream(h, ptds, &s));
-  if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED)
-    return CUDA_ERROR_INVALID_VALUE;
-  if (s->legacy)
-    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  sim_node_t** first = NULL;
-  if (g != NULL) {
-    if (check_graph(g) != CUDA_SUCCESS || (ndeps > 0 && deps == NULL))
-      return CUDA_ERROR_INVALID_VALUE;
-    for (size_t i = 0; i < ndeps; i++) {
-      if (!grape__sim_reg_has(deps[i], K_NODE) || ((sim_node_t*)deps[i])->g != g)
-        return CUDA_ERROR_INVALID_VALUE;
-      /* Edge data other than the default (full dependency, port 0) is not simulated. */
-      if (edges != NULL && (edges[i].type != CU_GRAPH_DEPENDENCY_TYPE_DEFAULT ||
-                            edges[i].from_port != 0 || edges[i].to_port != 0))
-        return CUDA_ERROR_NOT_SUPPORTED;
-    }
-    if (ndeps > 0 && (first = malloc(ndeps * sizeof(*first))) == NULL)
-      return CUDA_ERROR_OUT_OF_MEMORY;
-    if (ndeps > 0)
-      memcpy(first, deps, ndeps * sizeof(*first));
-  }
-  sim_capture_t* c = calloc(1, sizeof(*c));
-  if (c == NULL) {
-    free(first);
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  c->to_graph = g != NULL;
-  c->g = g != NULL ? g : graph_new();
-  if (c->g == NULL) {
-    free(first);
-    free(c);
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  pthread_mutex_lock(&grape__sim.lock);
-  if (s->cap != NULL) {
-    if (!c->to_graph)
-      graph_free_locked(c->g);
-    pthread_mutex_unlock(&grape__sim.lock);
-    free(first);
-    free(c);
-    return CUDA_ERROR_ILLEGAL_STATE;
-  }
-  c->mode = mode;
-  c->origin = s;
-  c->thread = pthread_self();
-  c->id = ++grape__sim.next_capture_id;
-  c->nstreams = 1;
-  c->next = grape__sim.captures;
-  grape__sim.captures = c;
-  s->cap = c;
-  free(s->cap_deps);
-  s->cap_deps = first;
-  s->ncap_deps = (int)(first != NULL ? ndeps : 0);
-  grape__sim.active_captures++;
-  if (mode == CU_STREAM_CAPTURE_MODE_GLOBAL)
-    grape__sim.active_global_captures++;
-  pthread_mutex_unlock(&grape__sim.lock);
-  grape__sim_capture_thread_account(mode, 1);
-  return CUDA_SUCCESS;
-}
-
-SIM_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
-  SIM_COUNT(cuStreamBeginCapture_v2);
-  return begin_capture(s, mode, 0, NULL, NULL, NULL, 0);
-}
-SIM_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode) {
-  SIM_COUNT(cuStreamBeginCapture_v2_ptsz);
-  return begin_capture(s, mode, 1, NULL, NULL, NULL, 0);
-}
-SIM_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode* deps,
-                                                const CUgraphEdgeData* edges, size_t ndeps,
-                                                CUstreamCaptureMode mode) {
-  SIM_COUNT(cuStreamBeginCaptureToGraph);
-  if (g == NULL)
-    return CUDA_ERROR_INVALID_VALUE;
-  return begin_capture(s, mode, 0, g, deps, edges, ndeps);
-}
-SIM_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g,
-                                                     const CUgraphNode* deps,
-                                                     const CUgraphEdgeData* edges, size_t ndeps,
-                                                     CUstreamCaptureMode mode) {
-  SIM_COUNT(cuStreamBeginCaptureToGraph_ptsz);
-  if (g == NULL)
-    return CUDA_ERROR_INVALID_VALUE;
-  return begin_capture(s, mode, 1, g, deps, edges, ndeps);
-}
-
-/* Lock held: is every node of `want` an ancestor-or-self of the frontier? */
-static int joined(sim_node_t** frontier, int nf, sim_node_t** want, int nw, struct CUgraph_st* g) {
-  if (nw == 0)
-    return 1;
-  char* seen = calloc(g->nnodes ? g->nnodes : 1, 1);
-  sim_node_t** stack = malloc((g->nnodes ? g->nnodes : 1) * sizeof(*stack));
-  int ok = 1;
-  if (seen == NULL || stack == NULL) {
-    ok = 1;   /* cannot check without memory: do not fail the capture */
-    goto out;
-  }
-  int sp = 0;
-  for (int i = 0; i < nf; i++)
-    if (!seen[frontier[i]->id]) {
-      seen[frontier[i]->id] = 1;
-      stack[sp++] = frontier[i];
-    }
-  while (sp > 0) {
-    sim_node_t* n = stack[--sp];
-    for (int d = 0; d < n->ndeps; d++)
-      if (!seen[n->deps[d]->id]) {
-        seen[n->deps[d]->id] = 1;
-        stack[sp++] = n->deps[d];
-      }
-  }
-  for (int i = 0; i < nw; i++)
-    if (!seen[want[i]->id])
-      ok = 0;
-out:
-  free(seen);
-  free(stack);
-  return ok;
-}
-
-static CUresult end_capture(CUstream h, CUgraph* out, int ptds) {
-  struct CUstream_st* s;
-  CUresult r = grape__sim_stream(h, ptds, &s);
-  if (r != CUDA_SUCCESS)
-    return r;
-  if (out == NULL)
-    return CUDA_ERROR_INVALID_VALUE;
-  pthread_mutex_lock(&grape__sim.lock);
-  sim_capture_t* c = s->cap;
-  if (c == NULL) {
-    pthread_mutex_unlock(&grape__sim.lock);
-    return CUDA_ERROR_ILLEGAL_STATE;
-  }
-  if (c->origin != s) {
-    c->invalidated = 1;
-    pthread_mutex_unlock(&grape__sim.lock);
-    return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
-  }
-  if (c->mode != CU_STREAM_CAPTURE_MODE_RELAXED && !pthread_equal(c->thread, pthread_self())) {
-    pthread_mutex_unlock(&grape__sim.lock);
-    return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
-  }
-  int unjoined = 0;
-  for (struct CUstream_st* t = grape__sim.all_streams; t != NULL; t = t->all_next) {
-    if (t == s || t->cap != c)
-      continue;
-    if (!joined(s->cap_deps, s->ncap_deps, t->cap_deps, t->ncap_deps, c->g))
-      unjoined = 1;
-    t->cap = NULL;
-    free(t->cap_deps);
-    t->cap_deps = NULL;
-    t->ncap_deps = 0;
-  }
-  s->cap = NULL;
-  free(s->cap_deps);
-  s->cap_deps = NULL;
-  s->ncap_deps = 0;
-  grape__sim.active_captures--;
-  if (c->mode == CU_STREAM_CAPTURE_MODE_GLOBAL)
-    grape__sim.active_global_captures--;
-  struct CUgraph_st* g = c->g;
-  c->g = NULL;   /* the capture record stays, ended */
-  if (c->invalidated || unjoined) {
-    if (!c->to_graph)
-      graph_free_locked(g);   /* a graph given to cuStreamBeginCaptureToGraph stays the caller's */
-    *out = NULL;
-    r = unjoined && !c->invalidated ? CUDA_ERROR_STREAM_CAPTURE_UNJOINED
-                                    : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-  } else {
-    *out = g;
-  }
-  pthread_mutex_unlock(&grape__sim.lock);
-  grape__sim_capture_thread_account(c->mode, -1);
-  return r;
-}
-
-SIM_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph* g) {
-  SIM_COUNT(cuStreamEndCapture);
-  return end_capture(s, g, 0);
-}
-SIM_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph* g) {
-  SIM_COUNT(cuStreamEndCapture_ptsz);
-  return end_capture(s, g, 1);
-}
-
-static CUresult capture_status(CUstream h, int ptds, CUstreamCaptureStatus* st, sim_capture_t** cp) {
-  struct CUstream_st* s;
-  CUresult r = grape__sim_stream(h, ptds, &s);
-  if (r != CUDA_SUCCESS)
-    return r;
-  pthread_mutex_lock(&grape__sim.lock);
-  if (s->legacy) {
-    for (struct CUstream_st* t = grape__sim.all_streams; t != NULL; t = t->all_next)
-      if (!(t->flags & CU_STREAM_NON_BLOCKING) && t->cap != NULL)
-        r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
-  }
-  sim_capture_t* c = s->cap;
-  *st = c == NULL ? CU_STREAM_CAPTURE_STATUS_NONE
-                  : (c->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
-                                    : CU_STREAM_CAPTURE_STATUS_ACTIVE);
-  if (cp != NULL)
-    *cp = c;
-  pthread_mutex_unlock(&grape__sim.lock);
-  return r;
-}
-
-SIM_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) {
-  SIM_COUNT(cuStreamIsCapturing);
-  if (st == NULL)
-    return CUDA_ERROR_INVALID_VALUE;
-  return capture_status(s, 0, st, NULL);
-}
-SIM_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus* st) {
-  SIM_COUNT(cuStreamIsCapturing_ptsz);
-  if (st == NULL)
-    return CUDA_ERROR_INVALID_VALUE;
-  return capture_status(s, 1, st, NULL);
-}
-
-static CUresult capture_info(CUstream h, CUstreamCaptureStatus* st, cuuint64_t* id, CUgraph* g,
-                             const CUgraphNode** deps, const CUgraphEdgeData** edges, size_t* n,
-                             int ptds) {
-  if (st == NULL)
-    return CUDA_ERROR_INVALID_VALUE;
-  sim_capture_t* c = NULL;
-  SIM_TRY(capture_status(h, ptds, st, &c));
-  struct CUstream_st* s;
-  (void)grape__sim_stream(h, ptds, &s);
-  pthread_mutex_lock(&grape__sim.lock);
-  if (id != NULL)
-    *id = c != NULL ? c->id : 0;
-  if (g != NULL)
-    *g = c != NULL ? c->g : NULL;
-  if (deps != NULL)
-    *deps = c != NULL ? (const CUgraphNode*)s->cap_deps : NULL;
-  if (edges != NULL)
-    *edges = NULL;
-  if (n != NULL)
-    *n = c != NULL ? (size_t)s->ncap_deps : 0;
-  pthread_mutex_unlock(&grape__sim.lock);
-  return CUDA_SUCCESS;
-}
-
-SIM_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id,
-                                              CUgraph* g, const CUgraphNode** deps,
-                                              const CUgraphEdgeData** edges, size_t* n) {
-  SIM_COUNT(cuStreamGetCaptureInfo_v3);
-  return capture_info(s, st, id, g, deps, edges, n, 0);
-}
-SIM_EXPORT CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus* st,
-                                                   cuuint64_t* id, CUgraph* g,
-                                                   const CUgraphNode** deps,
-                                                   const CUgraphEdgeData** edges, size_t* n) {
-  SIM_COUNT(cuStreamGetCaptureInfo_v3_ptsz);
-  return capture_info(s, st, id, g, deps, edges, n, 1);
 }

@@ -40,6 +40,7 @@
 #include "cost.h"
 #include "grape/cubin.h"
 #include "simcu.h"
+#include "util/grow.h"
 
 #define SIM_EXPORT __attribute__((visibility("default")))
 #define SIM_DRIVER_VERSION 13000
@@ -72,6 +73,20 @@ extern const char* const grape__sim_sym_names[SYM__COUNT];
   } while (0)
 /* Counts a call of an entry point and charges its cost on the caller's host clock. */
 #define SIM_COUNT(sym) grape__sim_enter(SYM_##sym)
+
+/* An entry point and its twin for the per-thread default stream (suffix
+ * _ptsz or _ptds), written once: each is counted under its own name and
+ * calls impl(args..., ptds) with ptds 0 and 1. params is the parameter list
+ * of both, in parentheses. */
+#define SIM_TWINS(name, suffix, params, impl, ...) \
+  SIM_EXPORT CUresult name params {                 \
+    SIM_COUNT(name);                                \
+    return impl(__VA_ARGS__, 0);                    \
+  }                                                 \
+  SIM_EXPORT CUresult name##suffix params {         \
+    SIM_COUNT(name##suffix);                        \
+    return impl(__VA_ARGS__, 1);                    \
+  }
 
 /* ---- Objects ---- */
 
@@ -146,7 +161,7 @@ typedef struct sim_work_s {
       const void* src;
       size_t n;                  /* bytes (per row for 2-D/3-D copies) */
       void* owned;               /* snapshot of pageable host source, freed with the work */
-      size_t rows, depth;        /* 2-D/3-D copies (copy3d.c): rows per slice, slices; 0 = 1 */
+      size_t rows, depth;        /* 2-D/3-D copies (copy.c): rows per slice, slices; 0 = 1 */
       size_t spitch, dpitch;     /* bytes between rows */
       size_t sslice, dslice;     /* bytes between slices */
     } cp;
@@ -255,7 +270,8 @@ struct sim_node_s {
 
 struct CUgraph_st {
   sim_node_t** nodes;
-  uint32_t nnodes, cap;
+  uint32_t nnodes;
+  size_t cap;
 };
 
 struct CUgraphExec_st {
@@ -360,9 +376,11 @@ CUresult grape__sim_free_now(CUdeviceptr p);
 
 /* stream.c */
 CUresult grape__sim_stream(CUstream h, int ptds, struct CUstream_st** out);
+/* The stream of a copy or memset; a synchronous one may not be issued while
+ * that stream (or, for the legacy stream, a blocking one) captures. */
+CUresult grape__sim_op_stream(CUstream h, int ptds, int async, struct CUstream_st** out);
 CUresult grape__sim_submit(struct CUstream_st* s, sim_work_t* w, const sim_dep_t* extra, int nextra);
 CUresult grape__sim_wait_stream(struct CUstream_st* s);
-int grape__sim_capturing(struct CUstream_st* s);
 CUresult grape__sim_wait_all(void);
 void grape__sim_wait_all_timed(int ms);
 int grape__sim_run_work(sim_work_t* w, uint64_t* clock);   /* returns a device fault or 0 */
@@ -372,8 +390,10 @@ uint64_t grape__sim_device_end_ns(void);
 void grape__sim_work_release(sim_work_t* w);
 int grape__sim_work_copy(sim_work_t* dst, const sim_work_t* src);
 void grape__sim_event_unref_locked(struct CUevent_st* e);
-CUresult grape__sim_capture_check(struct CUstream_st* s, int legacy_ok);
-CUresult grape__sim_unsafe_call(void);
+/* Submits a batch (a graph launch) contiguously; works[] and the
+ * dependencies' cells are consumed. */
+CUresult grape__sim_submit_batch(struct CUstream_st* s, sim_work_t* works, sim_dep_t** deps,
+                                 int* ndeps, int n);
 
 /* module.c */
 CUresult grape__sim_make_kernel_work(struct CUfunc_st* f, const unsigned grid[3],
@@ -381,9 +401,16 @@ CUresult grape__sim_make_kernel_work(struct CUfunc_st* f, const unsigned grid[3]
                                      void** extra, sim_work_t* w);
 CUresult grape__sim_bind_body(struct CUfunc_st* f);
 
-/* copy3d.c */
+/* copy.c */
 void grape__sim_copy_rows(const sim_work_t* w);   /* runs a 2-D/3-D OP_MEMCPY */
 CUresult grape__sim_copy3d_work(const CUDA_MEMCPY3D* p, sim_work_t* w);   /* graph memcpy nodes */
+
+/* memset.c */
+/* The work of a memset of height rows of n elements of esize bytes, pitch
+ * bytes apart, at d (graph memset nodes too); CUDA_ERROR_INVALID_VALUE unless
+ * the rows lie inside one device allocation. */
+CUresult grape__sim_memset_work(CUdeviceptr d, unsigned v, unsigned esize, size_t n,
+                                size_t height, size_t pitch, sim_work_t* w);
 
 /* Fork handlers of each file's locks (phase: SIM_FORK_PREPARE, _PARENT, _CHILD). */
 enum { SIM_FORK_PREPARE, SIM_FORK_PARENT, SIM_FORK_CHILD };
@@ -393,10 +420,27 @@ void grape__sim_memop_atfork(int phase);
 void grape__sim_stream_atfork_child(void);   /* grape__sim.lock held */
 
 /* graph.c */
+struct CUgraph_st* grape__sim_graph_new(void);   /* empty and registered; NULL without memory */
+/* Lock held. Appends a node of g after deps (each a node of g), taking over
+ * *w (zeroed; may be NULL) and a reference to ev (may be NULL); NULL when a
+ * dependency is not g's or memory runs out (then *w is still the caller's). */
+sim_node_t* grape__sim_node_add_locked(struct CUgraph_st* g, int type, sim_node_t* const* deps,
+                                       size_t ndeps, sim_work_t* w, struct CUevent_st* ev);
+void grape__sim_graph_free_locked(struct CUgraph_st* g);   /* lock held (event references) */
+
+/* capture.c */
+int grape__sim_capturing(struct CUstream_st* s);
+/* A synchronising operation on s (see capture.c); legacy_ok: the legacy
+ * stream may sync while blocking streams capture. Invalidates what it refuses. */
+CUresult grape__sim_capture_check(struct CUstream_st* s, int legacy_ok);
+CUresult grape__sim_unsafe_call(void);   /* a potentially unsafe call during capture */
+/* Lock held, s capturing. Takes ownership of *w (when w is not NULL) on success. */
 CUresult grape__sim_capture_add(struct CUstream_st* s, sim_work_t* w, int type,
                                 struct CUevent_st* ev);
-CUresult grape__sim_capture_record_event(struct CUstream_st* s, struct CUevent_st* e);
-CUresult grape__sim_capture_wait_event(struct CUstream_st* s, struct CUevent_st* e);
-void grape__sim_capture_invalidate(struct CUstream_st* s);
+/* Lock held, s capturing: stream work becomes a node after the stream's
+ * frontier; an event record moves the event to the frontier instead. */
+CUresult grape__sim_capture_submit_locked(struct CUstream_st* s, sim_work_t* w);
+CUresult grape__sim_capture_wait_event(struct CUstream_st* s, struct CUevent_st* e);   /* lock held */
+void grape__sim_capture_invalidate(struct CUstream_st* s);   /* lock held */
 
 #endif

@@ -1,5 +1,7 @@
-/* mem.c: device, host and managed memory of the simulated device, and the
- * copy and memset entry points.
+/* mem.c: device, host and managed memory of the simulated device: the
+ * arena, host ranges, pointer attributes, pools, virtual memory management,
+ * pitched allocation and managed-memory hints. Copies are in copy.c and
+ * memsets in memset.c.
  *
  * DESIGN: device memory is one large anonymous mapping (the arena, reserved
  * with MAP_NORESERVE so untouched pages cost nothing), carved by a first-fit
@@ -7,12 +9,6 @@
  * therefore lies in one known range that never aliases malloc'd host memory,
  * which is how cuPointerGetAttribute tells device from host. Pinned and
  * registered host ranges are kept in a second sorted table.
- *
- * Copies follow CUDA's host-visible rules: synchronous calls return after the
- * copy ran in stream order; an async copy from pageable host memory snapshots
- * the source at call time, and an async copy into pageable host memory is
- * synchronous, as documented; copies touching pinned memory are truly
- * asynchronous, so a program that forgets to synchronise sees stale data.
  */
 #include "internal.h"
 
@@ -58,12 +54,10 @@ static size_t tab_lower(const table_t* t, uintptr_t p) {   /* first index with b
 
 static int tab_insert(table_t* t, size_t at, range_t r) {
   if (t->n == t->cap) {
-    size_t nc = t->cap ? t->cap * 2 : 64;
-    range_t* nv = realloc(t->v, nc * sizeof(*nv));
+    range_t* nv = grape__grow(t->v, &t->cap, t->n + 1, sizeof(*nv), 64);
     if (nv == NULL)
       return -ENOMEM;
     t->v = nv;
-    t->cap = nc;
   }
   memmove(&t->v[at + 1], &t->v[at], (t->n - at) * sizeof(range_t));
   t->v[at] = r;
@@ -575,23 +569,10 @@ static CUresult alloc_async(CUdeviceptr* p, size_t n, CUmemoryPool pool, CUstrea
   return dev_alloc(p, n, 0);
 }
 
-SIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* p, size_t n, CUstream s) {
-  SIM_COUNT(cuMemAllocAsync);
-  return alloc_async(p, n, atomic_load(&current_pool), s, 0);
-}
-SIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* p, size_t n, CUstream s) {
-  SIM_COUNT(cuMemAllocAsync_ptsz);
-  return alloc_async(p, n, atomic_load(&current_pool), s, 1);
-}
-SIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* p, size_t n, CUmemoryPool pool, CUstream s) {
-  SIM_COUNT(cuMemAllocFromPoolAsync);
-  return alloc_async(p, n, pool, s, 0);
-}
-SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* p, size_t n, CUmemoryPool pool,
-                                                 CUstream s) {
-  SIM_COUNT(cuMemAllocFromPoolAsync_ptsz);
-  return alloc_async(p, n, pool, s, 1);
-}
+SIM_TWINS(cuMemAllocAsync, _ptsz, (CUdeviceptr* p, size_t n, CUstream s),
+          alloc_async, p, n, atomic_load(&current_pool), s)
+SIM_TWINS(cuMemAllocFromPoolAsync, _ptsz, (CUdeviceptr* p, size_t n, CUmemoryPool pool, CUstream s),
+          alloc_async, p, n, pool, s)
 
 static CUresult free_async(CUdeviceptr p, CUstream h, int ptds) {
   CUresult r = grape__sim_check_init();
@@ -610,220 +591,7 @@ static CUresult free_async(CUdeviceptr p, CUstream h, int ptds) {
   return grape__sim_submit(s, &w, NULL, 0);
 }
 
-SIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
-  SIM_COUNT(cuMemFreeAsync);
-  return free_async(p, s, 0);
-}
-SIM_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
-  SIM_COUNT(cuMemFreeAsync_ptsz);
-  return free_async(p, s, 1);
-}
-
-/* ---- Copies ---- */
-
-/* The stream a copy or memset goes to; a synchronous one may not be issued
- * while that stream captures. */
-static CUresult op_stream(CUstream h, int ptds, int async, struct CUstream_st** s) {
-  CUresult r = grape__sim_stream(h, ptds, s);
-  if (r == CUDA_SUCCESS && !async)
-    r = grape__sim_capture_check(*s, 0);
-  return r;
-}
-
-enum dir_e { D_ANY, D_HTOD, D_DTOH, D_DTOD };
-
-static CUresult copy(void* dst, const void* src, size_t n, int dir, CUstream h, int ptds,
-                     int async) {
-  CUresult r = grape__sim_check_init();
-  if (r != CUDA_SUCCESS)
-    return r;
-  if (n == 0)
-    return CUDA_SUCCESS;
-  if (dst == NULL || src == NULL)
-    return CUDA_ERROR_INVALID_VALUE;
-  if ((dir == D_HTOD || dir == D_DTOD) && !grape__sim_dev_range((CUdeviceptr)(uintptr_t)dst, n))
-    return CUDA_ERROR_INVALID_VALUE;
-  if ((dir == D_DTOH || dir == D_DTOD) && !grape__sim_dev_range((CUdeviceptr)(uintptr_t)src, n))
-    return CUDA_ERROR_INVALID_VALUE;
-  struct CUstream_st* s;
-  r = op_stream(h, ptds, async, &s);
-  if (r != CUDA_SUCCESS)
-    return r;
-  int dst_dev = grape__sim_dev_range((CUdeviceptr)(uintptr_t)dst, n);
-  int src_dev = grape__sim_dev_range((CUdeviceptr)(uintptr_t)src, n);
-  int dst_pageable = !dst_dev && !grape__sim_host_range(dst, n);
-  int src_pageable = !src_dev && !grape__sim_host_range(src, n);
-  sim_work_t w = {.kind = OP_MEMCPY};
-  w.u.cp.dst = dst;
-  w.u.cp.src = src;
-  w.u.cp.n = n;
-  pthread_mutex_lock(&grape__sim.lock);
-  int capturing = s->cap != NULL;
-  if (capturing && (dst_pageable || src_pageable))
-    s->cap->invalidated = 1;   /* a graph cannot hold a copy of pageable memory */
-  pthread_mutex_unlock(&grape__sim.lock);
-  if (capturing && (dst_pageable || src_pageable))
-    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  if (!capturing && async && src_pageable) {
-    /* Pageable source: CUDA stages it before returning. */
-    w.u.cp.owned = malloc(n);
-    if (w.u.cp.owned == NULL)
-      return CUDA_ERROR_OUT_OF_MEMORY;
-    memcpy(w.u.cp.owned, src, n);
-    w.u.cp.src = w.u.cp.owned;
-  }
-  r = grape__sim_submit(s, &w, NULL, 0);
-  if (r != CUDA_SUCCESS)
-    return r;
-  if (!capturing && (!async || dst_pageable))
-    r = grape__sim_wait_stream(s);
-  return r;
-}
-
-#define P(x) ((void*)(uintptr_t)(x))
-
-SIM_EXPORT CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) {
-  SIM_COUNT(cuMemcpy);
-  return copy(P(d), P(s), n, D_ANY, NULL, 0, 0);
-}
-SIM_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) {
-  SIM_COUNT(cuMemcpy_ptds);
-  return copy(P(d), P(s), n, D_ANY, NULL, 1, 0);
-}
-SIM_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) {
-  SIM_COUNT(cuMemcpyHtoD_v2);
-  return copy(P(d), s, n, D_HTOD, NULL, 0, 0);
-}
-SIM_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void* s, size_t n) {
-  SIM_COUNT(cuMemcpyHtoD_v2_ptds);
-  return copy(P(d), s, n, D_HTOD, NULL, 1, 0);
-}
-SIM_EXPORT CUresult cuMemcpyDtoH_v2(void* d, CUdeviceptr s, size_t n) {
-  SIM_COUNT(cuMemcpyDtoH_v2);
-  return copy(d, P(s), n, D_DTOH, NULL, 0, 0);
-}
-SIM_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void* d, CUdeviceptr s, size_t n) {
-  SIM_COUNT(cuMemcpyDtoH_v2_ptds);
-  return copy(d, P(s), n, D_DTOH, NULL, 1, 0);
-}
-SIM_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) {
-  SIM_COUNT(cuMemcpyDtoD_v2);
-  return copy(P(d), P(s), n, D_DTOD, NULL, 0, 0);
-}
-SIM_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) {
-  SIM_COUNT(cuMemcpyDtoD_v2_ptds);
-  return copy(P(d), P(s), n, D_DTOD, NULL, 1, 0);
-}
-SIM_EXPORT CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
-  SIM_COUNT(cuMemcpyAsync);
-  return copy(P(d), P(s), n, D_ANY, st, 0, 1);
-}
-SIM_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
-  SIM_COUNT(cuMemcpyAsync_ptsz);
-  return copy(P(d), P(s), n, D_ANY, st, 1, 1);
-}
-SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* s, size_t n, CUstream st) {
-  SIM_COUNT(cuMemcpyHtoDAsync_v2);
-  return copy(P(d), s, n, D_HTOD, st, 0, 1);
-}
-SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr d, const void* s, size_t n, CUstream st) {
-  SIM_COUNT(cuMemcpyHtoDAsync_v2_ptsz);
-  return copy(P(d), s, n, D_HTOD, st, 1, 1);
-}
-SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2(void* d, CUdeviceptr s, size_t n, CUstream st) {
-  SIM_COUNT(cuMemcpyDtoHAsync_v2);
-  return copy(d, P(s), n, D_DTOH, st, 0, 1);
-}
-SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void* d, CUdeviceptr s, size_t n, CUstream st) {
-  SIM_COUNT(cuMemcpyDtoHAsync_v2_ptsz);
-  return copy(d, P(s), n, D_DTOH, st, 1, 1);
-}
-SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
-  SIM_COUNT(cuMemcpyDtoDAsync_v2);
-  return copy(P(d), P(s), n, D_DTOD, st, 0, 1);
-}
-SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
-  SIM_COUNT(cuMemcpyDtoDAsync_v2_ptsz);
-  return copy(P(d), P(s), n, D_DTOD, st, 1, 1);
-}
-
-/* ---- Memsets ---- */
-
-static CUresult memset_any(CUdeviceptr d, unsigned v, unsigned esize, size_t n, size_t height,
-                           size_t pitch, CUstream h, int ptds, int async) {
-  CUresult r = grape__sim_check_init();
-  if (r != CUDA_SUCCESS)
-    return r;
-  if (n == 0 || height == 0)
-    return CUDA_SUCCESS;
-  if (pitch == 0)
-    pitch = n * esize;
-  if ((d % esize) != 0 || !grape__sim_dev_range(d, pitch * (height - 1) + n * esize))
-    return CUDA_ERROR_INVALID_VALUE;
-  struct CUstream_st* s;
-  r = op_stream(h, ptds, async, &s);
-  if (r != CUDA_SUCCESS)
-    return r;
-  sim_work_t w = {.kind = OP_MEMSET};
-  w.u.ms.dst = P(d);
-  w.u.ms.value = v;
-  w.u.ms.esize = esize;
-  w.u.ms.n = n;
-  w.u.ms.height = height;
-  w.u.ms.pitch = pitch;
-  r = grape__sim_submit(s, &w, NULL, 0);
-  if (r == CUDA_SUCCESS && !async)
-    r = grape__sim_wait_stream(s);
-  return r;
-}
-
-#define MEMSET_API(name, T, es, ptds, async)                                       \
-  SIM_EXPORT CUresult name(CUdeviceptr d, T v, size_t n) {                         \
-    SIM_COUNT(name);                                                               \
-    return memset_any(d, v, es, n, 1, 0, NULL, ptds, async);                       \
-  }
-#define MEMSET_ASYNC_API(name, T, es, ptds)                                        \
-  SIM_EXPORT CUresult name(CUdeviceptr d, T v, size_t n, CUstream s) {             \
-    SIM_COUNT(name);                                                               \
-    return memset_any(d, v, es, n, 1, 0, s, ptds, 1);                              \
-  }
-MEMSET_API(cuMemsetD8_v2, unsigned char, 1, 0, 0)
-MEMSET_API(cuMemsetD8_v2_ptds, unsigned char, 1, 1, 0)
-MEMSET_API(cuMemsetD16_v2, unsigned short, 2, 0, 0)
-MEMSET_API(cuMemsetD16_v2_ptds, unsigned short, 2, 1, 0)
-MEMSET_API(cuMemsetD32_v2, unsigned int, 4, 0, 0)
-MEMSET_API(cuMemsetD32_v2_ptds, unsigned int, 4, 1, 0)
-MEMSET_ASYNC_API(cuMemsetD8Async, unsigned char, 1, 0)
-MEMSET_ASYNC_API(cuMemsetD8Async_ptsz, unsigned char, 1, 1)
-MEMSET_ASYNC_API(cuMemsetD16Async, unsigned short, 2, 0)
-MEMSET_ASYNC_API(cuMemsetD16Async_ptsz, unsigned short, 2, 1)
-MEMSET_ASYNC_API(cuMemsetD32Async, unsigned int, 4, 0)
-MEMSET_ASYNC_API(cuMemsetD32Async_ptsz, unsigned int, 4, 1)
-
-#define MEMSET2D_API(name, T, es, ptds)                                            \
-  SIM_EXPORT CUresult name(CUdeviceptr d, size_t pitch, T v, size_t w, size_t h) { \
-    SIM_COUNT(name);                                                               \
-    return memset_any(d, v, es, w, h, pitch, NULL, ptds, 0);                       \
-  }
-MEMSET2D_API(cuMemsetD2D8_v2, unsigned char, 1, 0)
-MEMSET2D_API(cuMemsetD2D8_v2_ptds, unsigned char, 1, 1)
-MEMSET2D_API(cuMemsetD2D32_v2, unsigned int, 4, 0)
-MEMSET2D_API(cuMemsetD2D32_v2_ptds, unsigned int, 4, 1)
-MEMSET2D_API(cuMemsetD2D16_v2, unsigned short, 2, 0)
-MEMSET2D_API(cuMemsetD2D16_v2_ptds, unsigned short, 2, 1)
-
-#define MEMSET2D_ASYNC_API(name, T, es, ptds)                                      \
-  SIM_EXPORT CUresult name(CUdeviceptr d, size_t pitch, T v, size_t w, size_t h,   \
-                           CUstream s) {                                           \
-    SIM_COUNT(name);                                                               \
-    return memset_any(d, v, es, w, h, pitch, s, ptds, 1);                          \
-  }
-MEMSET2D_ASYNC_API(cuMemsetD2D8Async, unsigned char, 1, 0)
-MEMSET2D_ASYNC_API(cuMemsetD2D8Async_ptsz, unsigned char, 1, 1)
-MEMSET2D_ASYNC_API(cuMemsetD2D16Async, unsigned short, 2, 0)
-MEMSET2D_ASYNC_API(cuMemsetD2D16Async_ptsz, unsigned short, 2, 1)
-MEMSET2D_ASYNC_API(cuMemsetD2D32Async, unsigned int, 4, 0)
-MEMSET2D_ASYNC_API(cuMemsetD2D32Async_ptsz, unsigned int, 4, 1)
+SIM_TWINS(cuMemFreeAsync, _ptsz, (CUdeviceptr p, CUstream s), free_async, p, s)
 
 /* ---- Virtual memory management (cuMemAddressReserve / cuMemCreate / cuMemMap) ----
  *
@@ -881,14 +649,12 @@ SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t al
   if (arena_init() != 0 || arena_carve(size + al, &block) != 0)
     goto out;
   if (nvres == capvres) {
-    size_t nc = capvres ? capvres * 2 : 16;
-    vres_t* nv = realloc(vres, nc * sizeof(*nv));
+    vres_t* nv = grape__grow(vres, &capvres, nvres + 1, sizeof(*nv), 16);
     if (nv == NULL) {
       (void)arena_return(block, size + al);
       goto out;
     }
     vres = nv;
-    capvres = nc;
   }
   uintptr_t base = (block + al - 1) & ~(uintptr_t)(al - 1);
   vres[nvres++] = (vres_t){base, size, block, size + al};
@@ -1117,24 +883,11 @@ static CUmemLocation device_location(CUdevice d) {
   return loc;
 }
 
-SIM_EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice d, CUstream s) {
-  SIM_COUNT(cuMemPrefetchAsync);
-  return prefetch(p, n, device_location(d), 0, s, 0);
-}
-SIM_EXPORT CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr p, size_t n, CUdevice d, CUstream s) {
-  SIM_COUNT(cuMemPrefetchAsync_ptsz);
-  return prefetch(p, n, device_location(d), 0, s, 1);
-}
-SIM_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation loc,
-                                          unsigned int flags, CUstream s) {
-  SIM_COUNT(cuMemPrefetchAsync_v2);
-  return prefetch(p, n, loc, flags, s, 0);
-}
-SIM_EXPORT CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation loc,
-                                               unsigned int flags, CUstream s) {
-  SIM_COUNT(cuMemPrefetchAsync_v2_ptsz);
-  return prefetch(p, n, loc, flags, s, 1);
-}
+SIM_TWINS(cuMemPrefetchAsync, _ptsz, (CUdeviceptr p, size_t n, CUdevice d, CUstream s),
+          prefetch, p, n, device_location(d), 0, s)
+SIM_TWINS(cuMemPrefetchAsync_v2, _ptsz,
+          (CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int flags, CUstream s),
+          prefetch, p, n, loc, flags, s)
 
 static CUresult advise(CUdeviceptr p, size_t n, CUmem_advise advice, CUmemLocation loc) {
   SIM_TRY(grape__sim_check_init());
@@ -1175,12 +928,5 @@ static CUresult attach(CUstream h, CUdeviceptr p, size_t n, unsigned flags, int 
   return ordered_hint(p, n, h, ptds);
 }
 
-SIM_EXPORT CUresult cuStreamAttachMemAsync(CUstream s, CUdeviceptr p, size_t n, unsigned int flags) {
-  SIM_COUNT(cuStreamAttachMemAsync);
-  return attach(s, p, n, flags, 0);
-}
-SIM_EXPORT CUresult cuStreamAttachMemAsync_ptsz(CUstream s, CUdeviceptr p, size_t n,
-                                                unsigned int flags) {
-  SIM_COUNT(cuStreamAttachMemAsync_ptsz);
-  return attach(s, p, n, flags, 1);
-}
+SIM_TWINS(cuStreamAttachMemAsync, _ptsz, (CUstream s, CUdeviceptr p, size_t n, unsigned int flags),
+          attach, s, p, n, flags)

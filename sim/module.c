@@ -53,7 +53,7 @@ static void load_extra_libs(void) {
   char* copy = strdup(env);
   if (copy == NULL)
     return;
-  int cap = 0;
+  size_t cap = 0;
   for (char* save = NULL, *tok = strtok_r(copy, ":", &save); tok != NULL;
        tok = strtok_r(NULL, ":", &save)) {
     void* h = dlopen(tok, RTLD_NOW | RTLD_LOCAL);
@@ -61,9 +61,8 @@ static void load_extra_libs(void) {
       grape__sim_logf("SIMCU_KERNELS: cannot load %s: %s", tok, dlerror());
       continue;
     }
-    if (nextra_libs == cap) {
-      cap = cap ? cap * 2 : 4;
-      void** n = realloc(extra_libs, (size_t)cap * sizeof(void*));
+    if ((size_t)nextra_libs == cap) {
+      void** n = grape__grow(extra_libs, &cap, cap + 1, sizeof(void*), 4);
       if (n == NULL) {
         dlclose(h);
         break;
@@ -647,19 +646,10 @@ static CUresult launch(CUfunction h, const unsigned grid[3], const unsigned bloc
   return grape__sim_submit(s, &w, NULL, 0);
 }
 
-#define LAUNCH_ARGS                                                                \
-  CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,  \
-      unsigned bz, unsigned smem, CUstream s, void **params, void **extra
-
-SIM_EXPORT CUresult cuLaunchKernel(LAUNCH_ARGS) {
-  SIM_COUNT(cuLaunchKernel);
-  return launch(f, (unsigned[3]){gx, gy, gz}, (unsigned[3]){bx, by, bz}, smem, s, params, extra, 0);
-}
-
-SIM_EXPORT CUresult cuLaunchKernel_ptsz(LAUNCH_ARGS) {
-  SIM_COUNT(cuLaunchKernel_ptsz);
-  return launch(f, (unsigned[3]){gx, gy, gz}, (unsigned[3]){bx, by, bz}, smem, s, params, extra, 1);
-}
+SIM_TWINS(cuLaunchKernel, _ptsz,
+          (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+           unsigned bz, unsigned smem, CUstream s, void** params, void** extra),
+          launch, f, (unsigned[3]){gx, gy, gz}, (unsigned[3]){bx, by, bz}, smem, s, params, extra)
 
 static CUresult launch_ex(const CUlaunchConfig* c, CUfunction f, void** params, void** extra,
                           int ptds) {
@@ -685,17 +675,9 @@ static CUresult launch_ex(const CUlaunchConfig* c, CUfunction f, void** params, 
                 c->hStream, params, extra, ptds);
 }
 
-SIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void** params,
-                                     void** extra) {
-  SIM_COUNT(cuLaunchKernelEx);
-  return launch_ex(c, f, params, extra, 0);
-}
-
-SIM_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* c, CUfunction f, void** params,
-                                          void** extra) {
-  SIM_COUNT(cuLaunchKernelEx_ptsz);
-  return launch_ex(c, f, params, extra, 1);
-}
+SIM_TWINS(cuLaunchKernelEx, _ptsz,
+          (const CUlaunchConfig* c, CUfunction f, void** params, void** extra),
+          launch_ex, c, f, params, extra)
 
 static CUresult launch_coop(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                             unsigned by, unsigned bz, unsigned smem, CUstream s, void** params,
@@ -706,17 +688,7 @@ static CUresult launch_coop(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                 ptds);
 }
 
-SIM_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                                              unsigned bx, unsigned by, unsigned bz, unsigned smem,
-                                              CUstream s, void** params) {
-  SIM_COUNT(cuLaunchCooperativeKernel);
-  return launch_coop(f, gx, gy, gz, bx, by, bz, smem, s, params, 0);
-}
-
-SIM_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy,
-                                                   unsigned gz, unsigned bx, unsigned by,
-                                                   unsigned bz, unsigned smem, CUstream s,
-                                                   void** params) {
-  SIM_COUNT(cuLaunchCooperativeKernel_ptsz);
-  return launch_coop(f, gx, gy, gz, bx, by, bz, smem, s, params, 1);
-}
+SIM_TWINS(cuLaunchCooperativeKernel, _ptsz,
+          (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+           unsigned bz, unsigned smem, CUstream s, void** params),
+          launch_coop, f, gx, gy, gz, bx, by, bz, smem, s, params)

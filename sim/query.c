@@ -20,14 +20,7 @@ static CUresult stream_device(CUstream h, CUdevice* d, int ptds) {
   return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuStreamGetDevice(CUstream h, CUdevice* d) {
-  SIM_COUNT(cuStreamGetDevice);
-  return stream_device(h, d, 0);
-}
-SIM_EXPORT CUresult cuStreamGetDevice_ptsz(CUstream h, CUdevice* d) {
-  SIM_COUNT(cuStreamGetDevice_ptsz);
-  return stream_device(h, d, 1);
-}
+SIM_TWINS(cuStreamGetDevice, _ptsz, (CUstream h, CUdevice* d), stream_device, h, d)
 
 SIM_EXPORT CUresult cuGraphExecGetFlags(CUgraphExec x, cuuint64_t* flags) {
   SIM_COUNT(cuGraphExecGetFlags);
@@ -90,11 +83,5 @@ static CUresult stream_ctx(CUstream h, CUcontext* ctx, CUgreenCtx* green, int pt
   return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuStreamGetCtx_v2(CUstream h, CUcontext* ctx, CUgreenCtx* green) {
-  SIM_COUNT(cuStreamGetCtx_v2);
-  return stream_ctx(h, ctx, green, 0);
-}
-SIM_EXPORT CUresult cuStreamGetCtx_v2_ptsz(CUstream h, CUcontext* ctx, CUgreenCtx* green) {
-  SIM_COUNT(cuStreamGetCtx_v2_ptsz);
-  return stream_ctx(h, ctx, green, 1);
-}
+SIM_TWINS(cuStreamGetCtx_v2, _ptsz, (CUstream h, CUcontext* ctx, CUgreenCtx* green),
+          stream_ctx, h, ctx, green)

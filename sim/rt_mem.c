@@ -314,6 +314,30 @@ static int kind_types(enum cudaMemcpyKind k, CUmemorytype* src, CUmemorytype* ds
       (c)->pre##Device = (CUdeviceptr)(uintptr_t)(ptr);                            \
   } while (0)
 
+/* One side of a 3-D copy's box, from the runtime's position and pitched
+ * pointer: origin, row pitch and slice height. */
+#define BOX_SIDE(c, pre, pos, pptr)                                                \
+  do {                                                                             \
+    (c)->pre##XInBytes = (pos).x;                                                  \
+    (c)->pre##Y = (pos).y;                                                         \
+    (c)->pre##Z = (pos).z;                                                         \
+    (c)->pre##Pitch = (pptr).pitch;                                                \
+    (c)->pre##Height = (pptr).ysize;                                               \
+  } while (0)
+
+/* The box of a 3-D copy from the runtime's parameters p (cudaMemcpy3DParms or
+ * cudaMemcpy3DPeerParms: the same fields) into the driver's c (CUDA_MEMCPY3D
+ * or CUDA_MEMCPY3D_PEER): both sides and the extent (in bytes: no array takes
+ * part). */
+#define COPY_BOX(c, p)                                                             \
+  do {                                                                             \
+    BOX_SIDE(c, src, (p)->srcPos, (p)->srcPtr);                                    \
+    BOX_SIDE(c, dst, (p)->dstPos, (p)->dstPtr);                                    \
+    (c)->WidthInBytes = (p)->extent.width;                                         \
+    (c)->Height = (p)->extent.height;                                              \
+    (c)->Depth = (p)->extent.depth;                                                \
+  } while (0)
+
 static cudaError_t copy2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                           size_t height, enum cudaMemcpyKind k, cudaStream_t s, int async, int pt) {
   RT_ENTER();
@@ -363,20 +387,8 @@ cudaError_t grape__rt_copy3d_params(const struct cudaMemcpy3DParms* p, CUDA_MEMC
     return cudaErrorInvalidMemcpyDirection;
   memset(c, 0, sizeof(*c));
   COPY_SIDE(c, src, st, p->srcPtr.ptr);
-  c->srcXInBytes = p->srcPos.x;
-  c->srcY = p->srcPos.y;
-  c->srcZ = p->srcPos.z;
-  c->srcPitch = p->srcPtr.pitch;
-  c->srcHeight = p->srcPtr.ysize;
   COPY_SIDE(c, dst, dt, p->dstPtr.ptr);
-  c->dstXInBytes = p->dstPos.x;
-  c->dstY = p->dstPos.y;
-  c->dstZ = p->dstPos.z;
-  c->dstPitch = p->dstPtr.pitch;
-  c->dstHeight = p->dstPtr.ysize;
-  c->WidthInBytes = p->extent.width;   /* bytes: no array takes part */
-  c->Height = p->extent.height;
-  c->Depth = p->extent.depth;
+  COPY_BOX(c, p);
   return cudaSuccess;
 }
 
@@ -432,25 +444,11 @@ static cudaError_t copy3d_peer(const struct cudaMemcpy3DPeerParms* p, cudaStream
     return grape__rt_err(cudaErrorInvalidDevice);
   CUDA_MEMCPY3D_PEER c;
   memset(&c, 0, sizeof(c));
-  c.srcMemoryType = CU_MEMORYTYPE_UNIFIED;
-  c.srcDevice = (CUdeviceptr)(uintptr_t)p->srcPtr.ptr;
-  c.srcXInBytes = p->srcPos.x;
-  c.srcY = p->srcPos.y;
-  c.srcZ = p->srcPos.z;
-  c.srcPitch = p->srcPtr.pitch;
-  c.srcHeight = p->srcPtr.ysize;
+  COPY_SIDE(&c, src, CU_MEMORYTYPE_UNIFIED, p->srcPtr.ptr);
+  COPY_SIDE(&c, dst, CU_MEMORYTYPE_UNIFIED, p->dstPtr.ptr);
   c.srcContext = grape__rt_primary_ctx;
-  c.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
-  c.dstDevice = (CUdeviceptr)(uintptr_t)p->dstPtr.ptr;
-  c.dstXInBytes = p->dstPos.x;
-  c.dstY = p->dstPos.y;
-  c.dstZ = p->dstPos.z;
-  c.dstPitch = p->dstPtr.pitch;
-  c.dstHeight = p->dstPtr.ysize;
   c.dstContext = grape__rt_primary_ctx;
-  c.WidthInBytes = p->extent.width;
-  c.Height = p->extent.height;
-  c.Depth = p->extent.depth;
+  COPY_BOX(&c, p);
   CUresult r = async ? RT_PT(pt, Memcpy3DPeerAsync)(&c, s) : RT_PT(pt, Memcpy3DPeer)(&c);
   return grape__rt_err(grape__rt_map(r));
 }

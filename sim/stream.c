@@ -1,10 +1,10 @@
 /* stream.c: streams, their worker threads, events, host functions, and the
  * rules that tie work to streams (legacy NULL stream, per-thread default
- * stream, capture-time restrictions).
+ * stream).
  *
  * DESIGN: grape__sim_submit() is the one door for stream work. Under the
- * global lock it either turns the work into a node of the stream's capture
- * graph, or gives it the next sequence number of the stream, adds the implicit
+ * global lock it either hands the work to the stream's capture (capture.c),
+ * which makes it a graph node, or gives it the next sequence number of the stream, adds the implicit
  * dependencies of the legacy stream (an op on the legacy stream waits for all
  * prior work of blocking streams; an op on a blocking stream waits for prior
  * legacy work) and queues it. A stream's worker thread, started on its first
@@ -41,8 +41,6 @@
 static _Thread_local struct CUstream_st* tls_ptds;
 static pthread_key_t ptds_key;
 static pthread_once_t ptds_once = PTHREAD_ONCE_INIT;
-static _Thread_local CUstreamCaptureMode tls_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-static _Thread_local int tls_own_strict;   /* this thread's non-relaxed captures */
 
 /* ---- Stream objects ---- */
 
@@ -122,17 +120,16 @@ static void ptds_key_init(void) {
   (void)pthread_key_create(&ptds_key, ptds_exit);
 }
 
-static struct CUstream_st* legacy_stream(void) {
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  void init_legacy(void);
-  pthread_once(&once, init_legacy);
-  return grape__sim.legacy;
-}
-
-void init_legacy(void) {
+static void init_legacy(void) {
   grape__sim.legacy = stream_new(CU_STREAM_DEFAULT, 0);
   if (grape__sim.legacy != NULL)
     grape__sim.legacy->legacy = 1;
+}
+
+static struct CUstream_st* legacy_stream(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, init_legacy);
+  return grape__sim.legacy;
 }
 
 /* Resolves a stream handle as the driver does for the plain (ptds == 0) or
@@ -159,6 +156,11 @@ CUresult grape__sim_stream(CUstream h, int ptds, struct CUstream_st** out) {
     return CUDA_ERROR_INVALID_HANDLE;
   *out = h;
   return CUDA_SUCCESS;
+}
+
+CUresult grape__sim_op_stream(CUstream h, int ptds, int async, struct CUstream_st** out) {
+  SIM_TRY(grape__sim_stream(h, ptds, out));
+  return async ? CUDA_SUCCESS : grape__sim_capture_check(*out, 0);
 }
 
 /* ---- Execution ---- */
@@ -290,7 +292,7 @@ int grape__sim_run_work(sim_work_t* w, uint64_t* clock) {
     break;
   }
   case OP_MEMCPY: {
-    /* A 2-D/3-D copy (copy3d.c) is one op of rows x depth rows of n bytes,
+    /* A 2-D/3-D copy (copy.c) is one op of rows x depth rows of n bytes,
      * costed as one copy of all its bytes. */
     size_t rows = w->u.cp.rows ? w->u.cp.rows : 1, depth = w->u.cp.depth ? w->u.cp.depth : 1;
     if (rows == 1 && depth == 1)
@@ -439,44 +441,32 @@ static void fold(sim_op_t* op, uint64_t t) {
 
 /* Lock held. Takes over d's cell: a finished dependency only moves the op's
  * earliest start; a pending one is kept. */
-static int add_dep(sim_op_t* op, int* cap, const sim_dep_t* d) {
+static int add_dep(sim_op_t* op, size_t* cap, const sim_dep_t* d) {
   if (d->s->completed >= d->seq) {
     fold(op, dep_time(d));
     done_put_locked(d->done);
     return 0;
   }
-  if (op->ndeps == *cap) {
-    int nc = *cap ? *cap * 2 : 4;
-    sim_dep_t* nd = realloc(op->deps, (size_t)nc * sizeof(*nd));
+  if ((size_t)op->ndeps == *cap) {
+    sim_dep_t* nd = grape__grow(op->deps, cap, *cap + 1, sizeof(*nd), 4);
     if (nd == NULL) {
       done_put_locked(d->done);
       return -ENOMEM;
     }
     op->deps = nd;
-    *cap = nc;
   }
   op->deps[op->ndeps++] = *d;
   return 0;
 }
 
 /* Lock held: op waits for all work submitted to t so far. */
-static int add_stream_dep(sim_op_t* op, int* cap, struct CUstream_st* t) {
+static int add_stream_dep(sim_op_t* op, size_t* cap, struct CUstream_st* t) {
   if (t->completed >= t->submitted) {
     fold(op, t->clock_ns);
     return 0;
   }
   sim_dep_t d = {t, t->submitted, op_watch_locked(t->last_op), 0};
   return add_dep(op, cap, &d);
-}
-
-static int node_type_of(int kind) {
-  switch (kind) {
-  case OP_KERNEL: return N_KERNEL;
-  case OP_MEMCPY: return N_MEMCPY;
-  case OP_MEMSET: return N_MEMSET;
-  case OP_HOSTFN: return N_HOST;
-  default: return -1;
-  }
 }
 
 /* Lock held. Takes ownership of *w on success (and on failure frees nothing
@@ -486,14 +476,7 @@ static CUresult submit_locked(struct CUstream_st* s, sim_work_t* w, const sim_de
   *run_inline = 0;
   if (s->cap != NULL) {
     grape__sim_deps_drop_locked((sim_dep_t*)extra, nextra);
-    if (s->cap->invalidated)
-      return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-    if (w->kind == OP_EVENT)
-      return grape__sim_capture_record_event(s, w->u.ev.ev);
-    int type = node_type_of(w->kind);
-    if (type < 0)
-      return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    return grape__sim_capture_add(s, w, type, NULL);
+    return grape__sim_capture_submit_locked(s, w);
   }
   if (s->legacy) {
     /* The legacy stream may not join work of a capturing blocking stream. */
@@ -510,7 +493,7 @@ static CUresult submit_locked(struct CUstream_st* s, sim_work_t* w, const sim_de
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   op->not_before = grape__sim_submit_time();
-  int cap = 0;
+  size_t cap = 0;
   int err = 0;
   for (int i = 0; i < nextra; i++) {
     if (err)
@@ -600,8 +583,6 @@ CUresult grape__sim_submit(struct CUstream_st* s, sim_work_t* w, const sim_dep_t
 /* Submits a batch (a graph launch) contiguously. works[] and the
  * dependencies' cells are consumed. */
 CUresult grape__sim_submit_batch(struct CUstream_st* s, sim_work_t* works, sim_dep_t** deps,
-                                 int* ndeps, int n);
-CUresult grape__sim_submit_batch(struct CUstream_st* s, sim_work_t* works, sim_dep_t** deps,
                                  int* ndeps, int n) {
   CUresult r = CUDA_SUCCESS;
   pthread_mutex_lock(&grape__sim.lock);
@@ -690,13 +671,6 @@ out:
   pthread_mutex_unlock(&grape__sim.lock);
 }
 
-int grape__sim_capturing(struct CUstream_st* s) {
-  pthread_mutex_lock(&grape__sim.lock);
-  int c = s->cap != NULL;
-  pthread_mutex_unlock(&grape__sim.lock);
-  return c;
-}
-
 /* A device-wide sync (cuCtxSynchronize, and the calls that imply one). */
 CUresult grape__sim_wait_all(void) {
   uint64_t end = 0;
@@ -749,70 +723,6 @@ void grape__sim_stream_atfork_child(void) {
     (void)pthread_cond_init(&t->cv, NULL);
   }
   grape__sim.host_blocked = 0;
-}
-
-/* ---- Capture-time rules ---- */
-
-/* Lock held. */
-static void invalidate_all_strict(void) {
-  for (struct CUstream_st* t = grape__sim.all_streams; t != NULL; t = t->all_next)
-    if (t->cap != NULL && t->cap->mode != CU_STREAM_CAPTURE_MODE_RELAXED)
-      t->cap->invalidated = 1;
-}
-
-/* A "potentially unsafe" call (cuMemAlloc, cuMemFree, cuCtxSynchronize, ...),
- * judged by the calling thread's capture interaction mode. */
-CUresult grape__sim_unsafe_call(void) {
-  if (tls_mode == CU_STREAM_CAPTURE_MODE_RELAXED)
-    return CUDA_SUCCESS;
-  CUresult r = CUDA_SUCCESS;
-  pthread_mutex_lock(&grape__sim.lock);
-  if (tls_own_strict > 0 ||
-      (tls_mode == CU_STREAM_CAPTURE_MODE_GLOBAL && grape__sim.active_global_captures > 0)) {
-    invalidate_all_strict();
-    r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  }
-  pthread_mutex_unlock(&grape__sim.lock);
-  return r;
-}
-
-/* A synchronising operation on s: illegal if s is capturing (and that
- * invalidates the capture), or if it is the legacy stream while a blocking
- * stream captures. */
-CUresult grape__sim_capture_check(struct CUstream_st* s, int legacy_ok) {
-  CUresult r = CUDA_SUCCESS;
-  pthread_mutex_lock(&grape__sim.lock);
-  if (s->cap != NULL) {
-    s->cap->invalidated = 1;
-    r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  } else if (s->legacy && !legacy_ok) {
-    for (struct CUstream_st* t = grape__sim.all_streams; t != NULL; t = t->all_next)
-      if (!(t->flags & CU_STREAM_NON_BLOCKING) && t->cap != NULL) {
-        t->cap->invalidated = 1;
-        r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
-      }
-  }
-  pthread_mutex_unlock(&grape__sim.lock);
-  if (r == CUDA_SUCCESS)
-    r = grape__sim_unsafe_call();
-  return r;
-}
-
-/* Called by graph.c when a capture begins (delta = 1) or ends (-1) on this thread. */
-void grape__sim_capture_thread_account(CUstreamCaptureMode mode, int delta);
-void grape__sim_capture_thread_account(CUstreamCaptureMode mode, int delta) {
-  if (mode != CU_STREAM_CAPTURE_MODE_RELAXED)
-    tls_own_strict += delta;
-}
-
-SIM_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
-  SIM_COUNT(cuThreadExchangeStreamCaptureMode);
-  if (mode == NULL || (unsigned)*mode > CU_STREAM_CAPTURE_MODE_RELAXED)
-    return CUDA_ERROR_INVALID_VALUE;
-  CUstreamCaptureMode old = tls_mode;
-  tls_mode = *mode;
-  *mode = old;
-  return CUDA_SUCCESS;
 }
 
 /* ---- Stream entry points ---- */
@@ -874,14 +784,7 @@ static CUresult stream_sync(CUstream h, int ptds) {
   return grape__sim_wait_stream(s);
 }
 
-SIM_EXPORT CUresult cuStreamSynchronize(CUstream h) {
-  SIM_COUNT(cuStreamSynchronize);
-  return stream_sync(h, 0);
-}
-SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream h) {
-  SIM_COUNT(cuStreamSynchronize_ptsz);
-  return stream_sync(h, 1);
-}
+SIM_TWINS(cuStreamSynchronize, _ptsz, (CUstream h), stream_sync, h)
 
 /* Lock held: the answer of a query for op seq of t (see the DESIGN note):
  * ready if the work finished no later than the moment the query was made
@@ -912,14 +815,7 @@ static CUresult stream_query(CUstream h, int ptds) {
   return r;
 }
 
-SIM_EXPORT CUresult cuStreamQuery(CUstream h) {
-  SIM_COUNT(cuStreamQuery);
-  return stream_query(h, 0);
-}
-SIM_EXPORT CUresult cuStreamQuery_ptsz(CUstream h) {
-  SIM_COUNT(cuStreamQuery_ptsz);
-  return stream_query(h, 1);
-}
+SIM_TWINS(cuStreamQuery, _ptsz, (CUstream h), stream_query, h)
 
 static CUresult stream_wait_event(CUstream h, CUevent e, unsigned flags, int ptds) {
   struct CUstream_st* s;
@@ -945,14 +841,8 @@ static CUresult stream_wait_event(CUstream h, CUevent e, unsigned flags, int ptd
   return grape__sim_submit(s, &w, &d, 1);
 }
 
-SIM_EXPORT CUresult cuStreamWaitEvent(CUstream h, CUevent e, unsigned int flags) {
-  SIM_COUNT(cuStreamWaitEvent);
-  return stream_wait_event(h, e, flags, 0);
-}
-SIM_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream h, CUevent e, unsigned int flags) {
-  SIM_COUNT(cuStreamWaitEvent_ptsz);
-  return stream_wait_event(h, e, flags, 1);
-}
+SIM_TWINS(cuStreamWaitEvent, _ptsz, (CUstream h, CUevent e, unsigned int flags),
+          stream_wait_event, h, e, flags)
 
 #define STREAM_GETTER(name, T, expr, ptds)                                         \
   SIM_EXPORT CUresult name(CUstream h, T* out) {                                   \
@@ -987,14 +877,7 @@ static CUresult host_func(CUstream h, CUhostFn fn, void* data, int ptds) {
   return grape__sim_submit(s, &w, NULL, 0);
 }
 
-SIM_EXPORT CUresult cuLaunchHostFunc(CUstream h, CUhostFn fn, void* data) {
-  SIM_COUNT(cuLaunchHostFunc);
-  return host_func(h, fn, data, 0);
-}
-SIM_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream h, CUhostFn fn, void* data) {
-  SIM_COUNT(cuLaunchHostFunc_ptsz);
-  return host_func(h, fn, data, 1);
-}
+SIM_TWINS(cuLaunchHostFunc, _ptsz, (CUstream h, CUhostFn fn, void* data), host_func, h, fn, data)
 
 /* cuStreamAddCallback: a host function that also receives the stream and a status. */
 typedef struct cb_s {
@@ -1022,15 +905,9 @@ static CUresult add_callback(CUstream h, CUstreamCallback fn, void* data, unsign
   return r;
 }
 
-SIM_EXPORT CUresult cuStreamAddCallback(CUstream h, CUstreamCallback fn, void* data, unsigned int flags) {
-  SIM_COUNT(cuStreamAddCallback);
-  return add_callback(h, fn, data, flags, 0);
-}
-SIM_EXPORT CUresult cuStreamAddCallback_ptsz(CUstream h, CUstreamCallback fn, void* data,
-                                             unsigned int flags) {
-  SIM_COUNT(cuStreamAddCallback_ptsz);
-  return add_callback(h, fn, data, flags, 1);
-}
+SIM_TWINS(cuStreamAddCallback, _ptsz,
+          (CUstream h, CUstreamCallback fn, void* data, unsigned int flags),
+          add_callback, h, fn, data, flags)
 
 /* ---- Events ---- */
 

@@ -3,9 +3,16 @@
  * Reads NeuSight CSV(.gz) files and grape's own timings CSVs (directories are
  * searched recursively for *.csv and *.csv.gz, in sorted order, so a run is
  * reproducible), prints the rows used and skipped per class, and writes the
- * model file. --cv instead (or also) runs leave-one-GPU-out cross-validation. */
+ * model file. --cv and --cv-shapes instead (or also) run the predictor's
+ * cross-validations and print their tables.
+ *
+ * DESIGN: the library measures, the command reads the environment and
+ * prints. The training knobs of experiments (GRAPE_TRAIN_*, GRAPE_CV_DUMP,
+ * docs/predictor.md) are read here, once, into grape_train_opts_t; a
+ * cross-validation returns a grape_cv_t whose sums the tables below divide. */
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +41,139 @@ static void usage(FILE* to) {
           "  --device-json FILE  add or override a GPU (NeuSight device JSON)\n"
           "  --quiet             do not name skipped lines\n");
 }
+
+/* An experiment knob of the environment, read as atoi / atof read it. */
+static void env_int(const char* name, int* v) {
+  const char* e = getenv(name);
+  if (e != NULL)
+    *v = atoi(e);
+}
+static void env_double(const char* name, double* v) {
+  const char* e = getenv(name);
+  if (e != NULL)
+    *v = atof(e);
+}
+
+/* The training options: the defaults, with the experiment knobs of the
+ * environment applied (a value out of range is then taken as
+ * grape_train_opts_t says). */
+static void train_opts_from_env(grape_train_opts_t* o) {
+  grape_train_opts_init(o);
+  env_int("GRAPE_TRAIN_TREES", &o->trees);
+  env_double("GRAPE_TRAIN_RATE", &o->rate);
+  env_int("GRAPE_TRAIN_FOLDS", &o->folds);
+  env_double("GRAPE_TRAIN_P", &o->floor_p);
+  env_double("GRAPE_TRAIN_RIDGE", &o->ridge);
+  env_int("GRAPE_TRAIN_SELECT", &o->select);
+  env_int("GRAPE_TRAIN_CRIT", &o->crit);
+  if (getenv("GRAPE_TRAIN_VERBOSE") != NULL)
+    o->log = stderr;
+}
+
+/* ---- Cross-validation tables ---- */
+
+/* The per-GPU table: a header of group names, then a row per GPU whose
+ * cells, `w` wide, cell() writes ("-" where the GPU has no rows). */
+static void print_per_gpu(const grape_cv_t* cv, int w, void (*cell)(const grape_cv_cell_t* a)) {
+  printf("%-24s", "gpu");
+  for (int g = 0; g < GRAPE_CV_GROUPS; g++)
+    printf(" %*s", w, grape_cv_group_name(g));
+  putchar('\n');
+  for (int gi = 0; gi < cv->ngpu; gi++) {
+    printf("%-24s", cv->gpu[gi]);
+    for (int g = 0; g < GRAPE_CV_GROUPS; g++) {
+      const grape_cv_cell_t* a = &cv->cell[gi][g];
+      if (a->n == 0)
+        printf(" %*s", w, "-");
+      else
+        cell(a);
+    }
+    putchar('\n');
+  }
+}
+
+/* Leave one GPU out: grape's per-kernel MAPE / coverage. */
+static void gpu_cell(const grape_cv_cell_t* a) {
+  printf("   %5.1f/%5.1f", 100 * a->ape[GRAPE_METHOD_GRAPE] / a->n, 100 * a->covered / a->n);
+}
+
+/* Held-out shapes: grape as served (its transfer regime) / coverage. */
+static void shape_cell(const grape_cv_cell_t* a) {
+  printf("  %5.1f (%5.1f)/%5.1f", 100 * a->ape_known / a->n,
+         100 * a->ape[GRAPE_METHOD_GRAPE] / a->n, 100 * a->covered / a->n);
+}
+
+/* Leave one GPU out: per group, each method's per-kernel MAPE and summed-time
+ * error (mean over held-out GPUs), then per held-out GPU. */
+static void print_cv_gpus(const grape_cv_t* cv) {
+  static const char* const mname[GRAPE_METHOD_COUNT] = {"roofline", "li", "grape"};
+  printf("leave-one-GPU-out cross-validation (%d GPUs, %zu rows)\n", cv->ngpu, cv->rows);
+  printf("per-kernel MAPE %% (summed-time error %%, mean over held-out GPUs); "
+         "coverage %% of grape's %.0f%% intervals\n", 100 * cv->level);
+  printf("%-12s %8s", "group", "rows");
+  for (int me = 0; me < GRAPE_METHOD_COUNT; me++)
+    printf(" %18s", mname[me]);
+  printf(" %14s %8s %14s\n", "grape-no-dims", "coverage", "cov-no-dims");
+  for (int g = 0; g < GRAPE_CV_GROUPS; g++) {
+    grape_cv_cell_t t;
+    grape_cv_sum(cv, g, &t);
+    if (t.n == 0)
+      continue;
+    /* The summed-time error is each held-out GPU's, then their mean. */
+    double sume[GRAPE_METHOD_COUNT] = {0};
+    int ng = 0;
+    for (int gi = 0; gi < cv->ngpu; gi++) {
+      const grape_cv_cell_t* a = &cv->cell[gi][g];
+      if (a->n == 0)
+        continue;
+      ng++;
+      for (int me = 0; me < GRAPE_METHOD_COUNT; me++)
+        sume[me] += fabs(a->sum_pred[me] - a->sum_meas) / a->sum_meas;
+    }
+    printf("%-12s %8.0f", grape_cv_group_name(g), t.n);
+    for (int me = 0; me < GRAPE_METHOD_COUNT; me++)
+      printf("   %6.1f (%6.1f)  ", 100 * t.ape[me] / t.n, 100 * sume[me] / ng);
+    printf(" %14.1f %8.1f %14.1f\n", 100 * t.ape_launch / t.n, 100 * t.covered / t.n,
+           100 * t.cover_launch / t.n);
+  }
+  grape_cv_cell_t tot;
+  grape_cv_sum(cv, -1, &tot);
+  printf("%-12s %8.0f %78s %8.1f %14.1f\n", "all", tot.n, "", 100 * tot.covered / tot.n,
+         100 * tot.cover_launch / tot.n);
+  printf("\nper held-out GPU, grape's per-kernel MAPE %% / coverage %%:\n");
+  print_per_gpu(cv, 13, gpu_cell);
+}
+
+/* Held-out shapes: per group, grape as served next to its transfer regime,
+ * then per GPU. */
+static void print_cv_shapes(const grape_cv_t* cv) {
+  printf("shape-fold cross-validation (%d folds of shapes, %d GPUs, %zu rows)\n", cv->folds,
+         cv->ngpu, cv->rows);
+  printf("per-kernel MAPE %% of grape as served (known regime) and of its transfer "
+         "regime on the same held-out shapes; coverage %% of the %.0f%% intervals; the "
+         "same without op dims (launch only)\n",
+         100 * cv->level);
+  printf("%-12s %8s %8s %8s %8s %8s %13s %11s\n", "group", "rows", "known", "grape",
+         "transfer", "coverage", "grape-no-dims", "cov-no-dims");
+  for (int g = 0; g < GRAPE_CV_GROUPS; g++) {
+    grape_cv_cell_t t;
+    grape_cv_sum(cv, g, &t);
+    if (t.n == 0)
+      continue;
+    printf("%-12s %8.0f %8.0f %8.1f %8.1f %8.1f %13.1f %11.1f\n", grape_cv_group_name(g), t.n,
+           t.known, 100 * t.ape_known / t.n, 100 * t.ape[GRAPE_METHOD_GRAPE] / t.n,
+           100 * t.covered / t.n, 100 * t.ape_launch / t.n, 100 * t.cover_launch / t.n);
+  }
+  grape_cv_cell_t tot;
+  grape_cv_sum(cv, -1, &tot);
+  if (tot.n > 0)
+    printf("%-12s %8.0f %8.0f %8s %8s %8.1f %13s %11.1f\n", "all", tot.n, tot.known, "", "",
+           100 * tot.covered / tot.n, "", 100 * tot.cover_launch / tot.n);
+  printf("\nper GPU, grape's per-kernel MAPE %% (transfer regime's) / coverage %%:\n");
+  print_per_gpu(cv, 19, shape_cell);
+}
+
+/* ---- The command ---- */
 
 static int ends_with(const char* s, const char* suf) {
   size_t a = strlen(s), b = strlen(suf);
@@ -92,6 +232,9 @@ int cmd_train(int argc, char** argv) {
   const char* out = NULL;
   int cv = 0, cv_shapes = 0, rc = 1;
   ctx_t c = {0};
+  grape_cv_t* res = NULL;
+  grape_train_opts_t opts;
+  train_opts_from_env(&opts);
   const char** inputs = calloc((size_t)argc, sizeof(*inputs));
   int ninputs = 0;
   if (inputs == NULL)
@@ -152,28 +295,38 @@ int cmd_train(int argc, char** argv) {
     fprintf(stderr, "grape: error: no usable rows\n");
     goto done;
   }
+  if ((cv || cv_shapes) && (res = malloc(sizeof(*res))) == NULL)
+    goto done;
   if (cv) {
-    int err = grape_model_crossval(c.d, stdout);
+    /* Experiments: GRAPE_CV_DUMP=FILE writes every held-out prediction. */
+    const char* dp = getenv("GRAPE_CV_DUMP");
+    opts.cv_dump = dp != NULL ? fopen(dp, "w") : NULL;
+    int err = grape_model_crossval(c.d, &opts, res);
+    if (opts.cv_dump != NULL)
+      fclose(opts.cv_dump);
+    opts.cv_dump = NULL;
     if (err < 0) {
       fprintf(stderr, "grape: error: cross-validation needs rows of two or more GPUs (%s)\n",
               strerror(-err));
       goto done;
     }
+    print_cv_gpus(res);
   }
   if (cv_shapes) {
     if (cv)
       putchar('\n');
-    int err = grape_model_crossval_shapes(c.d, 5, stdout);
+    int err = grape_model_crossval_shapes(c.d, 5, &opts, res);
     if (err < 0) {
       fprintf(stderr, "grape: error: shape cross-validation failed: %s\n", strerror(-err));
       goto done;
     }
+    print_cv_shapes(res);
   }
   if (out != NULL) {
     grape_model_t* m;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int err = grape_model_train(c.d, &m);
+    int err = grape_model_train_opts(c.d, &opts, &m);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (err < 0) {
       fprintf(stderr, "grape: error: training failed: %s\n", strerror(-err));
@@ -190,6 +343,7 @@ int cmd_train(int argc, char** argv) {
   }
   rc = 0;
 done:
+  free(res);
   grape_dataset_free(c.d);
   free(inputs);
   return rc;

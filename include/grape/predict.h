@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a public struct below changes layout. */
-#define GRAPE_PREDICT_API_VERSION 2
+#define GRAPE_PREDICT_API_VERSION 3
 /* Version written on the first line of model files; others are refused. */
 #define GRAPE_MODEL_FORMAT_VERSION 4
 
@@ -288,20 +288,89 @@ GRAPE_API int grape_dataset_add_file(grape_dataset_t* d, const char* path,
                                      FILE* diag, int max_named);
 GRAPE_API size_t grape_dataset_size(const grape_dataset_t* d);
 
-/* Fits all three models on every row. Deterministic. */
+/* How training fits the models. The defaults (grape_train_opts_init) are
+ * the best configuration found (docs/predictor.md); the other values are
+ * for experiments. A value out of its range is taken as noted. */
+typedef struct grape_train_opts_s {
+  size_t sz;            /* sizeof(grape_train_opts_t) */
+  int trees;            /* boosted trees per (known GPU, class) (60); 0 turns the known regime
+                           off; clamped to [0, 2000] */
+  double rate;          /* their shrinkage, in (0, 1] (0.3; else 0.3) */
+  int folds;            /* shape folds that calibrate the known regime's intervals, 2..20 (4;
+                           else 4) */
+  double floor_p;       /* 0: no explicit floor; else t = (floor^p + work^p)^(1/p), p in
+                           [0, 64] (0; else 0) */
+  double ridge;         /* ridge on standardised linear features, [0, 100] (1e-4; else 1e-4) */
+  int select;           /* non-zero: choose grape's form per class by inner cross-validation
+                           (1); 0: the regression everywhere */
+  int crit;             /* inner-CV score: 0 the pooled MAPE (0), non-zero the worst inner
+                           GPU's MAPE */
+  FILE* log;            /* NULL (NULL), or where the inner-CV choice per class is written */
+  FILE* cv_dump;        /* leave-one-GPU-out only: NULL (NULL), or where every held-out
+                           prediction is written as CSV (gpu, group, measured, roofline, Li,
+                           grape, flops, reduction length, blocks, tile area, variant) */
+} grape_train_opts_t;
+
+/* Fills o with the defaults (and sz). */
+GRAPE_API void grape_train_opts_init(grape_train_opts_t* o);
+
+/* Fits all three models on every row with the default options. Deterministic. */
 GRAPE_API int grape_model_train(const grape_dataset_t* d, grape_model_t** out);
+/* The same with options o (NULL: the defaults). @return 0, -EINVAL (o->sz too
+ * small), -ENOMEM. */
+GRAPE_API int grape_model_train_opts(const grape_dataset_t* d, const grape_train_opts_t* o,
+                                     grape_model_t** out);
+
+/* ---- Cross-validation ---- */
+
+#define GRAPE_CV_MAX_GPUS 32
+/* Evaluation groups: the kernel classes, with GEMM rows split by op name into
+ * "bmm" (group GRAPE_KC_GEMM) and "linear" (group GRAPE_KC_COUNT). */
+#define GRAPE_CV_GROUPS (GRAPE_KC_COUNT + 1)
+GRAPE_API const char* grape_cv_group_name(int group);
+
+/* The held-out rows of one GPU and group: sums over rows, which a table
+ * divides by n. */
+typedef struct grape_cv_cell_s {
+  double n;                             /* rows */
+  double ape[GRAPE_METHOD_COUNT];       /* |predicted - measured| / measured; by shape folds
+                                           grape's transfer regime only */
+  double sum_pred[GRAPE_METHOD_COUNT];  /* leave-one-GPU-out: predicted times, ms */
+  double sum_meas;                      /* leave-one-GPU-out: measured times, ms */
+  double ape_launch;                    /* grape's from the launch alone (no op dims) */
+  double covered;                       /* rows whose measured time lies in grape's interval */
+  double cover_launch;                  /* the same from the launch alone */
+  double ape_known;                     /* shape folds: grape as served (known regime) */
+  double known;                         /* shape folds: rows the known regime served */
+} grape_cv_cell_t;
+
+/* What a cross-validation measured, per held-out GPU and evaluation group. */
+typedef struct grape_cv_s {
+  int folds;                            /* 0: leave one GPU out; else shape folds */
+  size_t rows;                          /* rows of the data set */
+  double level;                         /* nominal coverage of grape's intervals */
+  int ngpu;
+  const char* gpu[GRAPE_CV_MAX_GPUS];   /* names, in the data's first-seen order */
+  grape_cv_cell_t cell[GRAPE_CV_MAX_GPUS][GRAPE_CV_GROUPS];
+} grape_cv_t;
+
+/* The cells of one evaluation group summed over the GPUs, in GPU order
+ * (group -1: of every group, group by group). */
+GRAPE_API void grape_cv_sum(const grape_cv_t* cv, int group, grape_cv_cell_t* out);
+
 /* Leave-one-GPU-out cross-validation of all three models: for each GPU in the
- * data, fit on the others, predict its rows (grape's transfer regime); writes
- * a table of per-kernel MAPE and NeuSight-style summed error per evaluation
- * group, and the measured coverage of grape's intervals, to `out`. */
-GRAPE_API int grape_model_crossval(const grape_dataset_t* d, FILE* out);
+ * data, fit on the others (options o, NULL: the defaults) and predict its
+ * rows (grape's transfer regime). @return 0, -ENODATA (fewer than two GPUs),
+ * -E2BIG (more than GRAPE_CV_MAX_GPUS), -EINVAL, -ENOMEM. */
+GRAPE_API int grape_model_crossval(const grape_dataset_t* d, const grape_train_opts_t* o,
+                                   grape_cv_t* out);
 /* Cross-validation over shapes: the rows' shapes (an op's dims, whatever its
  * GPU) are split into `folds` groups; each group is held out of a fit on
- * the rest and predicted on every GPU (grape's known regime). Writes
- * per-kernel MAPE per evaluation group and per GPU, next to the transfer
- * regime's on the same rows, and the intervals' coverage. Rows without op
- * dims are not used. @return 0, -EINVAL (folds < 2), -ENODATA. */
-GRAPE_API int grape_model_crossval_shapes(const grape_dataset_t* d, int folds, FILE* out);
+ * the rest and predicted on every GPU: grape as served (its known regime)
+ * next to its transfer regime on the same rows. Rows without op dims are
+ * not used. @return 0, -EINVAL (folds < 2), -ENODATA, -E2BIG, -ENOMEM. */
+GRAPE_API int grape_model_crossval_shapes(const grape_dataset_t* d, int folds,
+                                          const grape_train_opts_t* o, grape_cv_t* out);
 
 #ifdef __cplusplus
 }

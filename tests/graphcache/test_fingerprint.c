@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "graphcache/fingerprint.h"
+#include "graphcache/region.h"
 
 #define GOLDEN_NAME "0f4c202cd261dc05"
 #define GOLDEN_KEYS "ca025ef4c5f964ac"
@@ -31,7 +32,7 @@ static grape_op_dims_t dims(uint32_t grid) {
   return d;
 }
 
-/* Parameter values are not part of a signature at all; what is: */
+/* What a graph key is made of (parameter values are not: see below). */
 Test(fingerprint, keys_follow_kernels_and_sizes_not_dimensions) {
   grape_op_key_t a[2] = {key(1), key(2)}, b[2] = {key(1), key(2)};
   cr_expect_eq(grape__fp_keys(a, 2), grape__fp_keys(b, 2));
@@ -42,6 +43,27 @@ Test(fingerprint, keys_follow_kernels_and_sizes_not_dimensions) {
   b[1] = key(2);
   b[1].attrs = 9;
   cr_expect_neq(grape__fp_keys(a, 2), grape__fp_keys(b, 2), "launch attributes");
+}
+
+/* Two launches of one kernel with one shape and different parameter values,
+ * recorded as the shim records them: the values are kept (a replay binds
+ * them), and neither the graph key nor the path fingerprint sees them. */
+Test(fingerprint, parameter_values_reach_neither_key_nor_path) {
+  grape_region_t a = {0}, b = {0};
+  uint64_t va[3] = {0x1000, 7, 3}, vb[3] = {0x2000, 8, 3};
+  grape_op_key_t k = key(1);
+  grape_op_dims_t d = dims(2);
+  cr_assert_eq(grape__region_reserve(&a, sizeof(va)), 0);
+  cr_assert_eq(grape__region_reserve(&b, sizeof(vb)), 0);
+  grape__region_push(&a, &k, &d, NULL, va, sizeof(va));
+  grape__region_push(&b, &k, &d, NULL, vb, sizeof(vb));
+  cr_assert_neq(memcmp(a.params, b.params, sizeof(va)), 0, "the values were not recorded");
+  uint64_t ka = grape__fp_keys(a.keys, a.nops), kb = grape__fp_keys(b.keys, b.nops);
+  cr_expect_eq(ka, kb, "a parameter value changed the graph key");
+  cr_expect_eq(grape__fp_path(ka, a.dims, a.nops), grape__fp_path(kb, b.dims, b.nops),
+               "a parameter value changed the path");
+  grape__region_free(&a);
+  grape__region_free(&b);
 }
 
 Test(fingerprint, paths_follow_dimensions_under_one_key) {

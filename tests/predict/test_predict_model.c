@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "grape/predict.h"
+#include "predict/model.h"
 
 #ifndef SUBSET_DIR
 #error "SUBSET_DIR must name data/neusight-subset"
@@ -145,29 +146,91 @@ Test(predict, training_is_deterministic_and_round_trips) {
   grape_dataset_free(d);
 }
 
-Test(predict, crossval_reports_each_group) {
+/* The rows a cross-validation held out, all groups together. */
+static double cv_n(const grape_cv_t* cv) {
+  grape_cv_cell_t all;
+  grape_cv_sum(cv, -1, &all);
+  return all.n;
+}
+
+Test(predict, crossval_measures_each_group_on_each_held_out_gpu) {
   grape_dataset_t* d = subset();
-  char* buf = NULL;
-  size_t len = 0;
-  FILE* f = open_memstream(&buf, &len);
-  cr_assert_eq(grape_model_crossval(d, f), 0);
-  fclose(f);
-  cr_expect_not_null(strstr(buf, "bmm "), "%s", buf);
-  cr_expect_not_null(strstr(buf, "elementwise "), "%s", buf);
-  cr_expect_not_null(strstr(buf, "Tesla T4"), "%s", buf);
-  free(buf);
+  grape_cv_t* cv = malloc(sizeof(*cv));
+  cr_assert_eq(grape_model_crossval(d, NULL, cv), 0);
+  cr_expect_eq(cv->folds, 0);
+  cr_expect_eq(cv->rows, grape_dataset_size(d));
+  int t4 = -1;
+  for (int gi = 0; gi < cv->ngpu; gi++)
+    if (strcmp(cv->gpu[gi], "Tesla T4") == 0)
+      t4 = gi;
+  cr_assert(t4 >= 0, "Tesla T4 is not among the %d held-out GPUs", cv->ngpu);
+  cr_expect_str_eq(grape_cv_group_name(GRAPE_KC_GEMM), "bmm");
+  cr_expect_str_eq(grape_cv_group_name(GRAPE_KC_COUNT), "linear");
+  cr_expect_gt(cv->cell[t4][GRAPE_KC_GEMM].n, 0);
+  cr_expect_gt(cv->cell[t4][GRAPE_KC_ELEMENTWISE].n, 0);
+  /* Every row of the data is held out once, in its own group. */
+  cr_expect_eq(cv_n(cv), (double)grape_dataset_size(d));
+  for (int g = 0; g < GRAPE_CV_GROUPS; g++) {
+    grape_cv_cell_t a;
+    grape_cv_sum(cv, g, &a);
+    for (int me = 0; me < GRAPE_METHOD_COUNT; me++)
+      cr_expect(a.n == 0 || (a.ape[me] > 0 && a.ape[me] < a.n), "group %s method %d: %g / %g",
+                grape_cv_group_name(g), me, a.ape[me], a.n);
+  }
+  free(cv);
   grape_dataset_free(d);
 }
 
 /* Model m written as its text file (malloc'd; *len bytes). */
 static char* model_text(const grape_model_t* m, size_t* len) {
-  extern int grape__model_write(const grape_model_t* m, FILE* f);
   char* text = NULL;
   FILE* f = open_memstream(&text, len);
   cr_assert_not_null(f);
   cr_assert_eq(grape__model_write(m, f), 0);
   fclose(f);
   return text;
+}
+
+/* Training options: a layout too old is refused, a value out of range is
+ * taken as documented (here the defaults, so the model is the default
+ * fit's), and trees = 0 turns the known regime off. */
+Test(predict, training_options_are_checked_and_reach_the_fit) {
+  grape_dataset_t* d = subset();
+  grape_train_opts_t o;
+  grape_model_t *def, *m;
+  cr_assert_eq(grape_model_train(d, &def), 0);
+  cr_expect_gt(grape_model_known_count(def), 0);
+  grape_train_opts_init(&o);
+  o.sz = sizeof(o) - 1;
+  cr_expect_eq(grape_model_train_opts(d, &o, &m), -EINVAL);
+  grape_train_opts_init(&o);
+  o.rate = 5;
+  o.folds = 1;
+  o.ridge = -1;
+  o.floor_p = 100;
+  cr_assert_eq(grape_model_train_opts(d, &o, &m), 0);
+  size_t la, lb;
+  char* ta = model_text(def, &la);
+  char* tb = model_text(m, &lb);
+  cr_expect(la == lb && memcmp(ta, tb, la) == 0, "out-of-range options changed the fit");
+  free(ta);
+  free(tb);
+  grape_model_free(m);
+  /* A GEMM with op dims on a training GPU: the default fit serves it from
+   * the known regime, a fit without trees from the transfer regime. */
+  grape_kernel_desc_t k = gemm(300, 500, 700);
+  k.name = "volta_sgemm_128x64_nn";
+  grape_prediction_t p;
+  grape_predict_kernel(def, grape_gpu_find("T4"), &k, &p);
+  cr_expect_eq(p.regime, GRAPE_REGIME_KNOWN);
+  grape_train_opts_init(&o);
+  o.trees = 0;
+  cr_assert_eq(grape_model_train_opts(d, &o, &m), 0);
+  grape_predict_kernel(m, grape_gpu_find("T4"), &k, &p);
+  cr_expect_eq(p.regime, GRAPE_REGIME_TRANSFER, "trees = 0 still fitted a known regime");
+  grape_model_free(m);
+  grape_model_free(def);
+  grape_dataset_free(d);
 }
 
 Test(predict, model_file_version_and_damage_are_refused) {
@@ -314,33 +377,26 @@ Test(predict, model_file_known_gpu_damage_is_refused) {
  * the same held-out GEMM shapes. */
 Test(predict, intervals_are_calibrated_in_both_regimes, .timeout = 120) {
   grape_dataset_t* d = subset();
-  char* buf = NULL;
-  size_t len = 0;
-  FILE* f = open_memstream(&buf, &len);
-  cr_assert_eq(grape_model_crossval(d, f), 0);
-  cr_assert_eq(grape_model_crossval_shapes(d, 5, f), 0);
-  fclose(f);
-  const char* logo = strstr(buf, "\nall ");
-  cr_assert_not_null(logo, "%s", buf);
-  double rows, cov, covl;
-  cr_assert_eq(sscanf(logo, " all %lf %lf %lf", &rows, &cov, &covl), 3, "%.200s", logo);
+  grape_cv_t* cv = malloc(sizeof(*cv));
+  cr_assert_eq(grape_model_crossval(d, NULL, cv), 0);
+  grape_cv_cell_t all;
+  grape_cv_sum(cv, -1, &all);
+  double cov = 100 * all.covered / all.n, covl = 100 * all.cover_launch / all.n;
   cr_expect(cov > 75 && cov < 85, "transfer regime: %.1f%% of held-out GPUs' rows", cov);
   cr_expect(covl > 75 && covl < 85, "transfer, no dims: %.1f%%", covl);
-  const char* shapes = strstr(buf, "shape-fold");
-  cr_assert_not_null(shapes, "%s", buf);
-  const char* all = strstr(shapes, "\nall ");
-  double known;
-  cr_assert_not_null(all, "%s", shapes);
-  cr_assert_eq(sscanf(all, " all %lf %lf %lf", &rows, &known, &cov), 3, "%.200s", all);
-  cr_expect(known > 0.85 * rows, "%g of %g rows known: the GEMMs", known, rows);
+  cr_assert_eq(grape_model_crossval_shapes(d, 5, NULL, cv), 0);
+  cr_expect_eq(cv->folds, 5);
+  grape_cv_sum(cv, -1, &all);
+  cov = 100 * all.covered / all.n;
+  cr_expect(all.known > 0.85 * all.n, "%g of %g rows known: the GEMMs", all.known, all.n);
   cr_expect(cov > 75 && cov < 85, "known regime: %.1f%% of held-out shapes", cov);
-  const char* bmm = strstr(shapes, "\nbmm ");
-  double kn, served, transfer;
-  cr_assert_not_null(bmm);
-  cr_assert_eq(sscanf(bmm, " bmm %lf %lf %lf %lf", &rows, &kn, &served, &transfer), 4);
+  grape_cv_cell_t bmm;
+  grape_cv_sum(cv, GRAPE_KC_GEMM, &bmm);
+  double served = 100 * bmm.ape_known / bmm.n;
+  double transfer = 100 * bmm.ape[GRAPE_METHOD_GRAPE] / bmm.n;
   cr_expect(served < 0.75 * transfer, "bmm held-out shapes: known %.1f%%, transfer %.1f%%", served,
             transfer);
-  free(buf);
+  free(cv);
   grape_dataset_free(d);
 }
 

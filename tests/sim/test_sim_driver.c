@@ -82,7 +82,6 @@ static CUresult copyk(CUstream s, CUdeviceptr d, CUdeviceptr src, int n) {
   return cuLaunchKernel(f_copy, (unsigned)(n + 127) / 128, 1, 1, 128, 1, 1, 0, s, args, NULL);
 }
 
-/* A gate: host work that blocks its stream until opened. */
 /* Launches x on s, waits for it and reads n bytes at a back into h. */
 static void launch_and_read(CUgraphExec x, CUstream s, CUdeviceptr a, void* h, size_t n) {
   OK(cuGraphLaunch(x, s));
@@ -90,6 +89,7 @@ static void launch_and_read(CUgraphExec x, CUstream s, CUdeviceptr a, void* h, s
   OK(cuMemcpyDtoH(h, a, n));
 }
 
+/* A gate: host work that blocks its stream until opened. */
 static sem_t gate;
 static void wait_gate(void* p) {
   (void)p;

@@ -98,13 +98,7 @@ static dyn_ref_t dynrnn_ref(int iters) {
   static int32_t len[RNN_B], x[RNN_B * RNN_T], W[RNN_H * RNN_H], h[2][RNN_B * RNN_H];
   dyn_ref_t r = {EX_FNV_INIT, 0, 0, 0, 0};
   for (int it = 0; it < iters; it++) {
-    uint64_t seed = 1000 + (uint64_t)it;
-    for (int b = 0; b < RNN_B; b++)
-      len[b] = 4 + (int32_t)(ex_rand(&seed) % (RNN_T - 4));
-    for (int i = 0; i < RNN_B * RNN_T; i++)
-      x[i] = (int32_t)(ex_rand(&seed) % 17) - 8;
-    for (int i = 0; i < RNN_H * RNN_H; i++)
-      W[i] = (int32_t)(ex_rand(&seed) % 7) - 3;
+    rnn_inputs(it, len, x, W);
     memset(h, 0, sizeof(h));
     int cur = 0, active = RNN_B, maxabs = 0;
     for (int t = 0; active > 0 && t < RNN_T; t++) {
@@ -198,13 +192,9 @@ typedef struct beam_ref_s {
 static beam_ref_t beam_ref(int iters) {
   beam_ref_t r = {EX_FNV_INIT, 0, 0};
   for (int it = 0; it < iters; it++) {
-    uint64_t seed = 7 + (uint64_t)it;
     uint32_t h[BEAM_K], nh[BEAM_K];
     int32_t cum[BEAM_K], scores[BEAM_K * BEAM_V], parent[BEAM_K], token[BEAM_K], info[2];
-    for (int k = 0; k < BEAM_K; k++) {
-      h[k] = ex_rand(&seed);
-      cum[k] = k == 0 ? 0 : -100000;
-    }
+    beam_start(it, h, cum);
     int pen = 0;
     for (int t = 0; t < BEAM_STEPS; t++) {
       for (int k = 0; k < BEAM_K; k++)
@@ -400,15 +390,10 @@ static dec_ref_t decode_ref(int iters) {
   dec_weights(W);
   memset(kv, 0, sizeof(kv));
   for (int it = 0; it < iters; it++) {
-    uint64_t seed = 77 + (uint64_t)it;
     int32_t tok[DEC_B], sseed[DEC_B], maxlen[DEC_B], live[DEC_B];
-    int n = DEC_B - (int)(ex_rand(&seed) % 4);
-    for (int b = 0; b < n; b++) {
+    int n = dec_batch(it, tok, sseed, maxlen);
+    for (int b = 0; b < n; b++)
       live[b] = b;
-      tok[b] = DEC_EOS + (int32_t)(ex_rand(&seed) % (DEC_V - DEC_EOS));
-      sseed[b] = (int32_t)ex_rand(&seed);
-      maxlen[b] = DEC_MINLEN + (int32_t)(ex_rand(&seed) % (DEC_T - DEC_MINLEN + 1));
-    }
     for (int t = 0; n > 0; t++) {
       for (int i = 0; i < n; i++)
         tok[live[i]] = dec_ref_token(W, kv, live[i], tok[live[i]], (uint32_t)sseed[live[i]], t);

@@ -1,19 +1,22 @@
-/* copy3d.c: 2-D, 3-D and peer copies of the simulated driver: cuMemcpy2D,
- * cuMemcpy2DUnaligned, cuMemcpy3D (and their Async, _ptds and _ptsz forms),
- * cuMemcpyPeer[Async] and cuMemcpy3DPeer[Async].
+/* copy.c: the copies of the simulated driver: 1-D (cuMemcpy, cuMemcpyHtoD,
+ * DtoH, DtoD), 2-D and 3-D (cuMemcpy2D, cuMemcpy2DUnaligned, cuMemcpy3D) and
+ * peer copies (cuMemcpyPeer, cuMemcpy3DPeer), each with its Async, _ptds and
+ * _ptsz forms; and the work of a graph's memcpy node.
  *
  * DESIGN: every form becomes one description of a strided copy (a box of
  * WidthInBytes x Height x Depth bytes, each side with its own origin, row
- * pitch and slice height) and then one OP_MEMCPY on the stream, whose rows the
- * worker copies with grape__sim_copy_rows. One op per call, not one per row,
- * so a captured 2-D copy is one memcpy node and the simulated clock charges
- * one copy, as on a GPU. The host-visible rules are those of the 1-D copies
- * in mem.c: a synchronous copy returns after it ran in stream order, an async
- * copy from pageable memory snapshots its source (packed) at the call, an
- * async copy into pageable memory is synchronous, and pageable memory cannot
- * be captured. Device sides must lie inside one allocation, checked over the
- * whole box. Arrays are not simulated (no cuArrayCreate), so an ARRAY side
- * is CUDA_ERROR_INVALID_VALUE.
+ * pitch and slice height; a 1-D copy is a box of one row) and then one
+ * OP_MEMCPY on the stream, whose rows the worker copies with
+ * grape__sim_copy_rows. One op per call, not one per row, so a captured 2-D
+ * copy is one memcpy node and the simulated clock charges one copy, as on a
+ * GPU. Copies follow CUDA's host-visible rules: a synchronous copy returns
+ * after it ran in stream order; an async copy from pageable host memory
+ * snapshots its source (packed) at the call, and an async copy into pageable
+ * memory is synchronous, as documented; copies touching pinned memory are
+ * truly asynchronous, so a program that forgets to synchronise sees stale
+ * data; and pageable memory cannot be captured. Device sides must lie inside
+ * one allocation, checked over the whole box. Arrays are not simulated (no
+ * cuArrayCreate), so an ARRAY side is CUDA_ERROR_INVALID_VALUE.
  *
  * Peer copies: the sim has one device and one context, so a peer copy is a
  * device-to-device copy between the primary context and itself.
@@ -99,17 +102,15 @@ void grape__sim_copy_rows(const sim_work_t* w) {
 }
 
 /* Submits a resolved copy with the rules described at the top. */
-static CUresult box_copy(side_t* src, side_t* dst, const box_t* b, CUstream h, int ptds,
-                         int async) {
+static CUresult box_copy(side_t* src, side_t* dst, const box_t* b, CUstream h, int async,
+                         int ptds) {
   SIM_TRY(grape__sim_check_init());
   if (b->width == 0 || b->height == 0 || b->depth == 0)
     return CUDA_SUCCESS;
   SIM_TRY(side_resolve(src, b));
   SIM_TRY(side_resolve(dst, b));
   struct CUstream_st* s;
-  SIM_TRY(grape__sim_stream(h, ptds, &s));
-  if (!async)
-    SIM_TRY(grape__sim_capture_check(s, 0));
+  SIM_TRY(grape__sim_op_stream(h, ptds, async, &s));
   sim_work_t w;
   box_work(src, dst, b, &w);
   pthread_mutex_lock(&grape__sim.lock);
@@ -140,9 +141,43 @@ static CUresult box_copy(side_t* src, side_t* dst, const box_t* b, CUstream h, i
   return r;
 }
 
+/* ---- 1-D copies ---- */
+
+/* A copy of n bytes; each side's memory type says what it must be (UNIFIED:
+ * whatever the pointer is, as cuMemcpy[Async] takes it). */
+static CUresult copy1d(void* dst, CUmemorytype dt, const void* src, CUmemorytype st, size_t n,
+                       CUstream h, int async, int ptds) {
+  side_t s = {st, src, (CUdeviceptr)(uintptr_t)src, 0, 0, 0, 0, 0, NULL, 0, 0};
+  side_t d = {dt, dst, (CUdeviceptr)(uintptr_t)dst, 0, 0, 0, 0, 0, NULL, 0, 0};
+  box_t b = {n, 1, 1};
+  return box_copy(&s, &d, &b, h, async, ptds);
+}
+
+#define P(x) ((void*)(uintptr_t)(x))
+#define ANY CU_MEMORYTYPE_UNIFIED
+#define DEV CU_MEMORYTYPE_DEVICE
+#define HOST CU_MEMORYTYPE_HOST
+
+SIM_TWINS(cuMemcpy, _ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), copy1d,
+          P(d), ANY, P(s), ANY, n, NULL, 0)
+SIM_TWINS(cuMemcpyHtoD_v2, _ptds, (CUdeviceptr d, const void* s, size_t n), copy1d,
+          P(d), DEV, s, HOST, n, NULL, 0)
+SIM_TWINS(cuMemcpyDtoH_v2, _ptds, (void* d, CUdeviceptr s, size_t n), copy1d,
+          d, HOST, P(s), DEV, n, NULL, 0)
+SIM_TWINS(cuMemcpyDtoD_v2, _ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), copy1d,
+          P(d), DEV, P(s), DEV, n, NULL, 0)
+SIM_TWINS(cuMemcpyAsync, _ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), copy1d,
+          P(d), ANY, P(s), ANY, n, st, 1)
+SIM_TWINS(cuMemcpyHtoDAsync_v2, _ptsz, (CUdeviceptr d, const void* s, size_t n, CUstream st),
+          copy1d, P(d), DEV, s, HOST, n, st, 1)
+SIM_TWINS(cuMemcpyDtoHAsync_v2, _ptsz, (void* d, CUdeviceptr s, size_t n, CUstream st), copy1d,
+          d, HOST, P(s), DEV, n, st, 1)
+SIM_TWINS(cuMemcpyDtoDAsync_v2, _ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st),
+          copy1d, P(d), DEV, P(s), DEV, n, st, 1)
+
 /* ---- CUDA_MEMCPY2D / CUDA_MEMCPY3D ---- */
 
-static CUresult copy2d(const CUDA_MEMCPY2D* p, CUstream h, int ptds, int async) {
+static CUresult copy2d(const CUDA_MEMCPY2D* p, CUstream h, int async, int ptds) {
   if (p == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   side_t src = {p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, 0,
@@ -150,7 +185,7 @@ static CUresult copy2d(const CUDA_MEMCPY2D* p, CUstream h, int ptds, int async) 
   side_t dst = {p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, 0,
                 p->dstPitch, 0, NULL, 0, 0};
   box_t b = {p->WidthInBytes, p->Height, 1};
-  return box_copy(&src, &dst, &b, h, ptds, async);
+  return box_copy(&src, &dst, &b, h, async, ptds);
 }
 
 static void sides3d(const CUDA_MEMCPY3D* p, side_t* src, side_t* dst, box_t* b) {
@@ -161,13 +196,13 @@ static void sides3d(const CUDA_MEMCPY3D* p, side_t* src, side_t* dst, box_t* b) 
   *b = (box_t){p->WidthInBytes, p->Height, p->Depth};
 }
 
-static CUresult copy3d(const CUDA_MEMCPY3D* p, CUstream h, int ptds, int async) {
+static CUresult copy3d(const CUDA_MEMCPY3D* p, CUstream h, int async, int ptds) {
   if (p == NULL || p->reserved0 != NULL || p->reserved1 != NULL)
     return CUDA_ERROR_INVALID_VALUE;
   side_t src, dst;
   box_t b;
   sides3d(p, &src, &dst, &b);
-  return box_copy(&src, &dst, &b, h, ptds, async);
+  return box_copy(&src, &dst, &b, h, async, ptds);
 }
 
 /* The work of a memcpy graph node (no stream, no snapshot: a node of pageable
@@ -186,26 +221,11 @@ CUresult grape__sim_copy3d_work(const CUDA_MEMCPY3D* p, sim_work_t* w) {
   return CUDA_SUCCESS;
 }
 
-#define COPY_API(name, T, fn, ptds)                                                \
-  SIM_EXPORT CUresult name(const T* p) {                                           \
-    SIM_COUNT(name);                                                               \
-    return fn(p, NULL, ptds, 0);                                                   \
-  }
-#define COPY_ASYNC_API(name, T, fn, ptds)                                          \
-  SIM_EXPORT CUresult name(const T* p, CUstream s) {                               \
-    SIM_COUNT(name);                                                               \
-    return fn(p, s, ptds, 1);                                                      \
-  }
-COPY_API(cuMemcpy2D_v2, CUDA_MEMCPY2D, copy2d, 0)
-COPY_API(cuMemcpy2D_v2_ptds, CUDA_MEMCPY2D, copy2d, 1)
-COPY_API(cuMemcpy2DUnaligned_v2, CUDA_MEMCPY2D, copy2d, 0)
-COPY_API(cuMemcpy2DUnaligned_v2_ptds, CUDA_MEMCPY2D, copy2d, 1)
-COPY_ASYNC_API(cuMemcpy2DAsync_v2, CUDA_MEMCPY2D, copy2d, 0)
-COPY_ASYNC_API(cuMemcpy2DAsync_v2_ptsz, CUDA_MEMCPY2D, copy2d, 1)
-COPY_API(cuMemcpy3D_v2, CUDA_MEMCPY3D, copy3d, 0)
-COPY_API(cuMemcpy3D_v2_ptds, CUDA_MEMCPY3D, copy3d, 1)
-COPY_ASYNC_API(cuMemcpy3DAsync_v2, CUDA_MEMCPY3D, copy3d, 0)
-COPY_ASYNC_API(cuMemcpy3DAsync_v2_ptsz, CUDA_MEMCPY3D, copy3d, 1)
+SIM_TWINS(cuMemcpy2D_v2, _ptds, (const CUDA_MEMCPY2D* p), copy2d, p, NULL, 0)
+SIM_TWINS(cuMemcpy2DUnaligned_v2, _ptds, (const CUDA_MEMCPY2D* p), copy2d, p, NULL, 0)
+SIM_TWINS(cuMemcpy2DAsync_v2, _ptsz, (const CUDA_MEMCPY2D* p, CUstream s), copy2d, p, s, 1)
+SIM_TWINS(cuMemcpy3D_v2, _ptds, (const CUDA_MEMCPY3D* p), copy3d, p, NULL, 0)
+SIM_TWINS(cuMemcpy3DAsync_v2, _ptsz, (const CUDA_MEMCPY3D* p, CUstream s), copy3d, p, s, 1)
 
 /* ---- Peer copies ---- */
 
@@ -216,36 +236,18 @@ static CUresult check_peer_ctx(CUcontext a, CUcontext b) {
 }
 
 static CUresult peer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n,
-                     CUstream h, int ptds, int async) {
+                     CUstream h, int async, int ptds) {
   SIM_TRY(check_peer_ctx(dc, sc));
-  side_t src = {CU_MEMORYTYPE_DEVICE, NULL, s, 0, 0, 0, 0, 0, NULL, 0, 0};
-  side_t dst = {CU_MEMORYTYPE_DEVICE, NULL, d, 0, 0, 0, 0, 0, NULL, 0, 0};
-  box_t b = {n, 1, 1};
-  return box_copy(&src, &dst, &b, h, ptds, async);
+  return copy1d(P(d), DEV, P(s), DEV, n, h, async, ptds);
 }
 
-SIM_EXPORT CUresult cuMemcpyPeer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc,
-                                 size_t n) {
-  SIM_COUNT(cuMemcpyPeer);
-  return peer(d, dc, s, sc, n, NULL, 0, 0);
-}
-SIM_EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc,
-                                      size_t n) {
-  SIM_COUNT(cuMemcpyPeer_ptds);
-  return peer(d, dc, s, sc, n, NULL, 1, 0);
-}
-SIM_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc,
-                                      size_t n, CUstream h) {
-  SIM_COUNT(cuMemcpyPeerAsync);
-  return peer(d, dc, s, sc, n, h, 0, 1);
-}
-SIM_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr d, CUcontext dc, CUdeviceptr s,
-                                           CUcontext sc, size_t n, CUstream h) {
-  SIM_COUNT(cuMemcpyPeerAsync_ptsz);
-  return peer(d, dc, s, sc, n, h, 1, 1);
-}
+SIM_TWINS(cuMemcpyPeer, _ptds, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n),
+          peer, d, dc, s, sc, n, NULL, 0)
+SIM_TWINS(cuMemcpyPeerAsync, _ptsz,
+          (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream h), peer,
+          d, dc, s, sc, n, h, 1)
 
-static CUresult peer3d(const CUDA_MEMCPY3D_PEER* p, CUstream h, int ptds, int async) {
+static CUresult peer3d(const CUDA_MEMCPY3D_PEER* p, CUstream h, int async, int ptds) {
   if (p == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   SIM_TRY(check_peer_ctx(p->dstContext, p->srcContext));
@@ -254,10 +256,8 @@ static CUresult peer3d(const CUDA_MEMCPY3D_PEER* p, CUstream h, int ptds, int as
   side_t dst = {p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, p->dstZ,
                 p->dstPitch, p->dstHeight, NULL, 0, 0};
   box_t b = {p->WidthInBytes, p->Height, p->Depth};
-  return box_copy(&src, &dst, &b, h, ptds, async);
+  return box_copy(&src, &dst, &b, h, async, ptds);
 }
 
-COPY_API(cuMemcpy3DPeer, CUDA_MEMCPY3D_PEER, peer3d, 0)
-COPY_API(cuMemcpy3DPeer_ptds, CUDA_MEMCPY3D_PEER, peer3d, 1)
-COPY_ASYNC_API(cuMemcpy3DPeerAsync, CUDA_MEMCPY3D_PEER, peer3d, 0)
-COPY_ASYNC_API(cuMemcpy3DPeerAsync_ptsz, CUDA_MEMCPY3D_PEER, peer3d, 1)
+SIM_TWINS(cuMemcpy3DPeer, _ptds, (const CUDA_MEMCPY3D_PEER* p), peer3d, p, NULL, 0)
+SIM_TWINS(cuMemcpy3DPeerAsync, _ptsz, (const CUDA_MEMCPY3D_PEER* p, CUstream s), peer3d, p, s, 1)

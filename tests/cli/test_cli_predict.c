@@ -1,4 +1,5 @@
-/* Tests of the train, predict and gpus commands (tools/cmd_*.c), run as a user would. */
+/* The train, predict and gpus commands (tools/cmd_train.c, cmd_predict.c,
+ * cmd_gpus.c) run as a user would: output formats, tables, messages. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
