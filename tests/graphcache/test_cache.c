@@ -241,6 +241,12 @@ static void teardown(void) {
   grape__region_free(&region);
 }
 
+/* A test with its own configuration: the suite's cache is replaced. */
+static void restart_with(grape_gc_config_t cfg) {
+  teardown();
+  setup_with(cfg);
+}
+
 static grape_gc_stats_t stats(void) {
   grape_gc_stats_t st;
   grape_gc_stats(cache, &st);
@@ -298,8 +304,7 @@ Test(cache, ping_pong_parameters_need_no_updates_with_two_variants) {
 Test(cache, one_variant_updates_the_nodes_that_differ) {
   grape_gc_config_t cfg = config();
   cfg.variants = 1;
-  teardown();
-  setup_with(cfg);
+  restart_with(cfg);
   for (int it = 0; it < 6; it++) {
     pop_t step[3] = {{1, 4, (uint32_t)(it % 2)}, {2, 4, 5}, {3, 4, 9}};
     issue_all(step, 3);
@@ -319,8 +324,7 @@ Test(cache, a_graph_is_built_once_eager_runs_have_cost_three_builds) {
   grape_gc_config_t cfg = config();
   cfg.build_ns = 1000;
   cfg.build_node_ns = 1000;
-  teardown();
-  setup_with(cfg);
+  restart_with(cfg);
   pop_t step[4] = {{1, 4, 3}, {2, 4, 3}, {3, 4, 3}, {4, 4, 3}};
   for (int it = 0; it < 3; it++)
     issue_all(step, 4);
@@ -339,8 +343,7 @@ Test(cache, a_path_whose_updates_eat_the_saving_never_gets_a_graph) {
   grape_gc_config_t cfg = config();
   cfg.update_ns = 1500;
   cfg.build_ns = 1;
-  teardown();
-  setup_with(cfg);
+  restart_with(cfg);
   pop_t step[4] = {{1, 4, 0}, {2, 4, 0}, {3, 4, 0}, {4, 4, 0}};
   for (int it = 0; it < 40; it++) {
     for (int i = 0; i < 4; i++)
@@ -359,8 +362,7 @@ Test(cache, a_far_parameter_set_gets_a_variant_once_its_updates_cost_three_build
   grape_gc_config_t cfg = config();
   cfg.warmup = 1;
   cfg.build_node_ns = 1000;
-  teardown();
-  setup_with(cfg);
+  restart_with(cfg);
   int built_at = -1;
   for (int it = 0; it < 40; it++) {
     uint32_t v = (uint32_t)(it % 2);
@@ -383,8 +385,7 @@ static void run_timed(uint64_t graph, int n) {
   cfg.now = fake_clock;
   cfg.recheck = 8;
   cfg.warmup = 3;   /* two timed eager cycles (the third's holds the build) */
-  teardown();
-  setup_with(cfg);
+  restart_with(cfg);
   eager_op_ns = 10;
   graph_launch_ns = graph;
   pop_t step[4] = {{1, 4, 3}, {2, 4, 3}, {3, 4, 3}, {4, 4, 3}};
@@ -454,8 +455,7 @@ Test(cache, keys_that_do_not_pay_stop_being_held) {
   grape_gc_config_t cfg = config();
   cfg.variants = 1;
   cfg.update_ns = 4000;
-  teardown();
-  setup_with(cfg);
+  restart_with(cfg);
   for (int it = 0; it < 12; it++) {
     pop_t step[4] = {{1, 4, (uint32_t)it}, {2, 4, (uint32_t)it}, {3, 4, (uint32_t)it}, {4, 4, (uint32_t)it}};
     issue_all(step, 4);
@@ -470,8 +470,7 @@ Test(cache, keys_that_do_not_pay_stop_being_held) {
 Test(cache, a_tiny_cache_evicts_and_stays_correct) {
   grape_gc_config_t cfg = config();
   cfg.max_graphs = 1;
-  teardown();
-  setup_with(cfg);
+  restart_with(cfg);
   for (int it = 0; it < 9; it++) {
     pop_t a[2] = {{1, 2, (uint32_t)it}, {2, 2, 0}};
     pop_t b[3] = {{5, 2, 0}, {6, 2, (uint32_t)it}, {7, 2, 0}};
@@ -542,8 +541,7 @@ Test(cache, dropped_graphs_are_rebuilt_when_their_key_recurs) {
 Test(cache, observe_mode_accounts_paths_without_graphs) {
   grape_gc_config_t cfg = config();
   cfg.graphs = 0;
-  teardown();
-  setup_with(cfg);
+  restart_with(cfg);
   cr_expect_null(grape_gc_root(cache));
   for (int it = 0; it < 4; it++) {
     pop_t step[2] = {{1, 2u + (uint32_t)(it % 2), 1}, {2, 2, 2}};
