@@ -15,6 +15,7 @@
 #ifndef GRAPE_INTERPOSE_HOOKS_H
 #define GRAPE_INTERPOSE_HOOKS_H
 
+#include "grape/report.h"
 #include "cuda_types.h"
 
 /* Exported overrides need default visibility: the build hides everything else. */
@@ -44,6 +45,11 @@ typedef enum grape_route_e {
   GRAPE_ROUTE_EP,
   GRAPE_ROUTE_COUNT
 } grape_route_t;
+/* The report names them by GRAPE_REPORT_ROUTES (grape/report.h), in this order. */
+#define GRAPE_ROUTE_ONE(r) +1
+_Static_assert(GRAPE_ROUTE_COUNT == 0 GRAPE_REPORT_ROUTES(GRAPE_ROUTE_ONE),
+               "grape_route_t and GRAPE_REPORT_ROUTES list the same routes");
+#undef GRAPE_ROUTE_ONE
 
 typedef enum grape_hook_e {
 #define GRAPE_DRV(ret, name, base, gpa, ver, ptds, kind, stream, params, args) GRAPE_HOOK_##name,

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grape/report.h"
 #include "log.h"
 #include "options.h"
 
@@ -116,3 +117,25 @@ Test(options, rank_from_rank_then_local_rank) {
   unsetenv("LOCAL_RANK");
   cr_expect_eq(grape__process_rank(), -1);
 }
+
+/* The report names modes by GRAPE_REPORT_MODES (include/grape/report.h), the
+ * option parser by the words of GRAPE_MODE's doc string: the same words, in
+ * the order of the GRAPE_MODE_* values. */
+Test(options, mode_words_are_the_report_modes_in_order) {
+#define MODE_WORD(m) " | " #m
+  const char* report = GRAPE_REPORT_MODES(MODE_WORD) + 3;
+#undef MODE_WORD
+  int len = 0;
+  const char* accepted = grape__option_accepted(grape_option_mode, &len);
+  cr_expect_eq((size_t)len, strlen(report), "'%.*s' against '%s'", len, accepted, report);
+  cr_expect_eq(strncmp(accepted, report, strlen(report)), 0, "'%.*s' against '%s'", len, accepted,
+               report);
+  static const char* const words[] = {"off", "observe", "graph"};
+  for (int i = 0; i < 3; i++) {
+    setenv("GRAPE_MODE", words[i], 1);
+    grape__options_reset();
+    cr_expect_eq(grape__option_get(grape_option_mode),
+                 i == 0 ? GRAPE_MODE_OFF : i == 1 ? GRAPE_MODE_OBSERVE : GRAPE_MODE_GRAPH);
+  }
+}
+
