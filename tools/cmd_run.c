@@ -238,7 +238,7 @@ static void summarise_paths(const json_t* rep) {
     const char* way = json_str(json_get(t, "ran_as"));
     if (way != NULL) {
       const char* why = json_str(json_get(t, "why"));
-      fprintf(stderr, "  [%s%s%s, %.0f graph hits]", way, why ? ": " : "", why ? why : "",
+      fprintf(stderr, "  [%s%s%s; its graph key: %.0f hits]", way, why ? ": " : "", why ? why : "",
               num(t, "graph_hits"));
     }
     fputc('\n', stderr);
