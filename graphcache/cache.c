@@ -329,11 +329,17 @@ fail:
   return NULL;
 }
 
+/* True when op i of r has the dimensions and parameter bytes of dims[i] and
+ * params (laid out as r's, the key's layout). */
+static inline int same_dims_params(const grape_op_dims_t* dims, const uint8_t* params,
+                                   const grape_region_t* r, uint32_t i) {
+  return __builtin_memcmp(&dims[i], &r->dims[i], sizeof(r->dims[i])) == 0 &&
+         memcmp(params + r->poff[i], r->params + r->poff[i], r->keys[i].param_bytes) == 0;
+}
+
 /* True when op i of r is what e's node i holds. */
 static inline int same_op(const exec_t* e, const grape_region_t* r, uint32_t i) {
-  return e->fns[i] == r->fns[i] &&
-         __builtin_memcmp(&e->dims[i], &r->dims[i], sizeof(r->dims[i])) == 0 &&
-         memcmp(e->params + r->poff[i], r->params + r->poff[i], r->keys[i].param_bytes) == 0;
+  return e->fns[i] == r->fns[i] && same_dims_params(e->dims, e->params, r, i);
 }
 
 /* True when e holds exactly r's ops: three passes over contiguous memory,
@@ -547,8 +553,7 @@ static void earn_credit(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   if (k->last_dims != NULL) {
     d = 0;
     for (uint32_t i = 0; i < r->nops; i++)
-      d += memcmp(&k->last_dims[i], &r->dims[i], sizeof(r->dims[i])) != 0 ||
-           memcmp(k->last_params + r->poff[i], r->params + r->poff[i], r->keys[i].param_bytes) != 0;
+      d += !same_dims_params(k->last_dims, k->last_params, r, i);
     memcpy(k->last_dims, r->dims, r->nops * sizeof(*r->dims));
     memcpy(k->last_params, r->params, r->plen);
   } else if ((k->last_dims = dup_bytes(r->dims, r->nops * sizeof(*r->dims))) == NULL ||

@@ -56,8 +56,6 @@ int grape__room_slow(grape_stream_t* s, size_t max_bytes) {
     grape_log_warn_once("out of memory while recording a region; ops go unrecorded");
     return -ENOMEM;
   }
-  if (s->region.nops == 0 && __atomic_load_n(&grape__timed, __ATOMIC_RELAXED))
-    s->region.t_first = grape__clock_ns();
   return 0;
 }
 

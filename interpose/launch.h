@@ -16,6 +16,7 @@
 #ifndef GRAPE_INTERPOSE_LAUNCH_H
 #define GRAPE_INTERPOSE_LAUNCH_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -63,8 +64,9 @@ grape__lock_room(grape_stream_t* s, size_t max_bytes) {
   spin_lock(&s->lock);
   grape_region_t* r = &s->region;
   if (__builtin_expect(r->nops >= r->cap || r->plen + max_bytes > r->pcap ||
-                           r->nops >= grape__chunk_limit(), 0))
-    return grape__room_slow(s, max_bytes);
+                           r->nops >= grape__chunk_limit(), 0) &&
+      grape__room_slow(s, max_bytes) != 0)
+    return -ENOMEM;
   if (r->nops == 0 && __atomic_load_n(&grape__timed, __ATOMIC_RELAXED))
     r->t_first = grape__clock_ns();   /* once per chunk: its cycle starts */
   return 0;
