@@ -18,256 +18,8 @@
 #include "internal.h"
 #include "log.h"
 #include "options.h"
+#include "graph_driver.h"
 #include "real.h"
-
-/* ---- The real driver behind the cache ---- */
-
-typedef struct real_s {
-  CUresult (*graph_create)(CUgraph*, unsigned);
-  CUresult (*add_kernel)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_KERNEL_NODE_PARAMS*);
-  CUresult (*add_memset)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_MEMSET_NODE_PARAMS*, CUcontext);
-  CUresult (*add_memcpy)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_MEMCPY3D*, CUcontext);
-  CUresult (*instantiate)(CUgraphExec*, CUgraph, unsigned long long);
-  CUresult (*graph_destroy)(CUgraph);
-  CUresult (*exec_destroy)(CUgraphExec);
-  CUresult (*set_kernel)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*);
-  CUresult (*set_memset)(CUgraphExec, CUgraphNode, const CUDA_MEMSET_NODE_PARAMS*, CUcontext);
-  CUresult (*set_memcpy)(CUgraphExec, CUgraphNode, const CUDA_MEMCPY3D*, CUcontext);
-  CUresult (*launch)(CUgraphExec, CUstream);
-  CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                            unsigned, CUstream, void**, void**);
-  CUresult (*launch_kernel_ex)(const CUlaunchConfig*, CUfunction, void**, void**);
-  CUresult (*node_set_attr)(CUgraphNode, CUkernelNodeAttrID, const CUkernelNodeAttrValue*);
-  CUresult (*memset8)(CUdeviceptr, unsigned char, size_t, CUstream);
-  CUresult (*memset16)(CUdeviceptr, unsigned short, size_t, CUstream);
-  CUresult (*memset32)(CUdeviceptr, unsigned int, size_t, CUstream);
-  CUresult (*memcpy_dtod)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
-  CUresult (*ctx_get)(CUcontext*);
-  CUresult (*ctx_set)(CUcontext);
-  CUresult (*ctx_device)(CUdevice*);
-  CUresult (*stream_flags)(CUstream, unsigned*);
-  CUresult (*func_attr)(int*, CUfunction_attribute, CUfunction);
-  CUresult (*kernel_attr)(int*, CUfunction_attribute, CUkernel, CUdevice);
-  CUresult (*device_attr)(int*, CUdevice_attribute, CUdevice);
-} real_t;
-
-static real_t real;
-static int real_state;   /* 0 unresolved, 1 complete, -1 something missing (no graphs) */
-static pthread_mutex_t real_lock = PTHREAD_MUTEX_INITIALIZER;
-
-#define REAL_ROW(field, name) {(void**)&real.field, name}
-static int resolve_real(void) {
-  int st = __atomic_load_n(&real_state, __ATOMIC_ACQUIRE);
-  if (st != 0)
-    return st;
-  pthread_mutex_lock(&real_lock);
-  if (real_state == 0) {
-    const struct {
-      void** slot;
-      const char* name;
-    } rows[] = {
-      REAL_ROW(graph_create, "cuGraphCreate"),       REAL_ROW(add_kernel, "cuGraphAddKernelNode_v2"),
-      REAL_ROW(add_memset, "cuGraphAddMemsetNode"),  REAL_ROW(add_memcpy, "cuGraphAddMemcpyNode"),
-      REAL_ROW(instantiate, "cuGraphInstantiateWithFlags"),
-      REAL_ROW(graph_destroy, "cuGraphDestroy"),     REAL_ROW(exec_destroy, "cuGraphExecDestroy"),
-      REAL_ROW(set_kernel, "cuGraphExecKernelNodeSetParams_v2"),
-      REAL_ROW(set_memset, "cuGraphExecMemsetNodeSetParams"),
-      REAL_ROW(set_memcpy, "cuGraphExecMemcpyNodeSetParams"),
-      REAL_ROW(launch, "cuGraphLaunch"),             REAL_ROW(launch_kernel, "cuLaunchKernel"),
-      REAL_ROW(launch_kernel_ex, "cuLaunchKernelEx"),
-      REAL_ROW(node_set_attr, "cuGraphKernelNodeSetAttribute"),
-      REAL_ROW(memset8, "cuMemsetD8Async"),          REAL_ROW(memset16, "cuMemsetD16Async"),
-      REAL_ROW(memset32, "cuMemsetD32Async"),        REAL_ROW(memcpy_dtod, "cuMemcpyDtoDAsync_v2"),
-      REAL_ROW(ctx_get, "cuCtxGetCurrent"),          REAL_ROW(ctx_set, "cuCtxSetCurrent"),
-      REAL_ROW(ctx_device, "cuCtxGetDevice"),        REAL_ROW(stream_flags, "cuStreamGetFlags"),
-      REAL_ROW(func_attr, "cuFuncGetAttribute"),     REAL_ROW(kernel_attr, "cuKernelGetAttribute"),
-      REAL_ROW(device_attr, "cuDeviceGetAttribute"),
-    };
-    st = 1;
-    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-      *rows[i].slot = grape__real_driver(rows[i].name);
-      if (*rows[i].slot == NULL) {
-        grape_log_warn("graph mode needs %s, which the driver does not have; running as observe",
-                       rows[i].name);
-        st = -1;
-        break;
-      }
-    }
-    __atomic_store_n(&real_state, st, __ATOMIC_RELEASE);
-  }
-  pthread_mutex_unlock(&real_lock);
-  return real_state;
-}
-
-/* CUDA_KERNEL_NODE_PARAMS of a kernel op: its packed parameter block as the
- * 'extra' buffer, so no per-parameter pointers are needed. */
-typedef struct kernel_args_s {
-  CUDA_KERNEL_NODE_PARAMS p;
-  void* extra[5];
-  size_t size;
-} kernel_args_t;
-
-static void kernel_args(const grape_gc_op_t* op, CUcontext ctx, kernel_args_t* a) {
-  memset(&a->p, 0, sizeof(a->p));
-  if (op->flags & GRAPE_SIG_CUKERNEL) {
-    a->p.kern = (CUkernel)op->fn;
-    a->p.ctx = ctx;
-  } else {
-    a->p.func = (CUfunction)op->fn;
-  }
-  a->p.gridDimX = op->dims->grid[0];
-  a->p.gridDimY = op->dims->grid[1];
-  a->p.gridDimZ = op->dims->grid[2];
-  a->p.blockDimX = op->dims->block[0];
-  a->p.blockDimY = op->dims->block[1];
-  a->p.blockDimZ = op->dims->block[2];
-  a->p.sharedMemBytes = op->dims->shmem;
-  a->size = op->param_bytes;
-  a->extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
-  a->extra[1] = (void*)op->params;
-  a->extra[2] = CU_LAUNCH_PARAM_BUFFER_SIZE;
-  a->extra[3] = &a->size;
-  a->extra[4] = CU_LAUNCH_PARAM_END;
-  a->p.extra = a->size ? a->extra : NULL;
-}
-
-static CUDA_MEMSET_NODE_PARAMS memset_args(const grape_gc_op_t* op) {
-  grape_memset_params_t m;
-  memcpy(&m, op->params, sizeof(m));
-  return (CUDA_MEMSET_NODE_PARAMS){.dst = m.dst, .pitch = 0, .value = m.value,
-                                   .elementSize = m.esize, .width = m.count, .height = 1};
-}
-
-static CUDA_MEMCPY3D memcpy_args(const grape_gc_op_t* op) {
-  grape_memcpy_params_t m;
-  memcpy(&m, op->params, sizeof(m));
-  CUDA_MEMCPY3D c;
-  memset(&c, 0, sizeof(c));
-  c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-  c.srcDevice = m.src;
-  c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-  c.dstDevice = m.dst;
-  c.WidthInBytes = m.bytes;
-  c.Height = 1;
-  c.Depth = 1;
-  return c;
-}
-
-/* The context the cache's calls run under: the calling thread's. */
-static CUcontext current_ctx(void) {
-  CUcontext c = NULL;
-  real.ctx_get(&c);
-  return c;
-}
-
-static int d_graph_create(void* self, void** g) {
-  (void)self;
-  return real.graph_create((CUgraph*)g, 0);
-}
-
-static int d_graph_add(void* self, void** node, void* graph, void* after, const grape_gc_op_t* op) {
-  (void)self;
-  CUgraphNode dep = after;
-  size_t ndeps = after != NULL;
-  switch (op->kind) {
-  case GRAPE_OP_KERNEL: {
-    kernel_args_t a;
-    kernel_args(op, current_ctx(), &a);
-    CUresult r = real.add_kernel((CUgraphNode*)node, graph, &dep, ndeps, &a.p);
-    /* Its launch attributes go on the node (a key's are fixed: never updated). */
-    const CUlaunchAttribute* at = (const void*)((const uint8_t*)op->params + op->param_bytes);
-    for (size_t i = 0; r == CUDA_SUCCESS && i < op->attrs_bytes / sizeof(*at); i++)
-      if (at[i].id != CU_LAUNCH_ATTRIBUTE_IGNORE)
-        r = real.node_set_attr(*node, (CUkernelNodeAttrID)at[i].id, (const CUkernelNodeAttrValue*)&at[i].value);
-    return r;
-  }
-  case GRAPE_OP_MEMSET: {
-    CUDA_MEMSET_NODE_PARAMS m = memset_args(op);
-    return real.add_memset((CUgraphNode*)node, graph, &dep, ndeps, &m, current_ctx());
-  }
-  default: {
-    CUDA_MEMCPY3D m = memcpy_args(op);
-    return real.add_memcpy((CUgraphNode*)node, graph, &dep, ndeps, &m, current_ctx());
-  }
-  }
-}
-
-static int d_instantiate(void* self, void** exec, void* graph) {
-  (void)self;
-  return real.instantiate((CUgraphExec*)exec, graph, 0);
-}
-
-static int d_graph_destroy(void* self, void* g) {
-  (void)self;
-  return real.graph_destroy(g);
-}
-
-static int d_exec_destroy(void* self, void* e) {
-  (void)self;
-  return real.exec_destroy(e);
-}
-
-static int d_exec_update(void* self, void* exec, void* node, const grape_gc_op_t* op) {
-  (void)self;
-  switch (op->kind) {
-  case GRAPE_OP_KERNEL: {
-    kernel_args_t a;
-    kernel_args(op, current_ctx(), &a);
-    return real.set_kernel(exec, node, &a.p);
-  }
-  case GRAPE_OP_MEMSET: {
-    CUDA_MEMSET_NODE_PARAMS m = memset_args(op);
-    return real.set_memset(exec, node, &m, current_ctx());
-  }
-  default: {
-    CUDA_MEMCPY3D m = memcpy_args(op);
-    return real.set_memcpy(exec, node, &m, current_ctx());
-  }
-  }
-}
-
-static int d_exec_launch(void* self, void* exec, void* stream) {
-  (void)self;
-  return real.launch(exec, stream);
-}
-
-static int d_submit(void* self, const grape_gc_op_t* op, void* stream) {
-  (void)self;
-  switch (op->kind) {
-  case GRAPE_OP_KERNEL: {
-    kernel_args_t a;
-    kernel_args(op, NULL, &a);
-    const grape_op_dims_t* d = op->dims;
-    if (op->attrs_bytes) {
-      CUlaunchConfig c = {d->grid[0], d->grid[1], d->grid[2], d->block[0], d->block[1], d->block[2],
-                          d->shmem, stream,
-                          (CUlaunchAttribute*)((const uint8_t*)op->params + op->param_bytes),
-                          op->attrs_bytes / (unsigned)sizeof(CUlaunchAttribute)};
-      return real.launch_kernel_ex(&c, (CUfunction)op->fn, NULL, a.p.extra);
-    }
-    return real.launch_kernel((CUfunction)op->fn, d->grid[0], d->grid[1], d->grid[2], d->block[0],
-                              d->block[1], d->block[2], d->shmem, stream, NULL, a.p.extra);
-  }
-  case GRAPE_OP_MEMSET: {
-    grape_memset_params_t m;
-    memcpy(&m, op->params, sizeof(m));
-    if (m.esize == 4)
-      return real.memset32(m.dst, m.value, m.count, stream);
-    if (m.esize == 2)
-      return real.memset16(m.dst, (unsigned short)m.value, m.count, stream);
-    return real.memset8(m.dst, (unsigned char)m.value, m.count, stream);
-  }
-  default: {
-    grape_memcpy_params_t m;
-    memcpy(&m, op->params, sizeof(m));
-    return real.memcpy_dtod(m.dst, m.src, m.bytes, stream);
-  }
-  }
-}
-
-static const grape_gc_driver_t driver_table = {NULL,          d_graph_create, d_graph_add,
-                                               d_instantiate, d_graph_destroy, d_exec_destroy,
-                                               d_exec_update, d_exec_launch,   d_submit};
 
 /* ---- The cache ---- */
 
@@ -370,7 +122,7 @@ grape_gc_t* grape__gc(void) {
   pthread_mutex_lock(&cache_lock);
   if (cache == NULL) {
     int graphs = grape__mode == GRAPE_MODE_GRAPH;
-    GRAPE_NO_REENTRY(graphs = graphs && resolve_real() == 1);
+    GRAPE_NO_REENTRY(graphs = graphs && grape__graph_real_resolve() == 1);
     grape_gc_config_t cfg = {
       .sz = sizeof(cfg),
       .graphs = graphs,
@@ -388,7 +140,7 @@ grape_gc_t* grape__gc(void) {
     if (graphs)
       GRAPE_NO_REENTRY(clock_init());
     grape_gc_t* made = NULL;
-    if (grape_gc_create(&cfg, graphs ? &driver_table : NULL, &made) != 0)
+    if (grape_gc_create(&cfg, graphs ? &grape__graph_driver : NULL, &made) != 0)
       grape_log_warn_once("out of memory: regions and paths go unrecorded");
     __atomic_store_n(&graphs_on, graphs && made != NULL, __ATOMIC_RELAXED);
     __atomic_store_n(&grape__timed, graphs && made != NULL, __ATOMIC_RELAXED);
@@ -402,41 +154,70 @@ grape_gc_t* grape__gc(void) {
   return cache;
 }
 
-/* ---- Streams: their kind and handle ---- */
+/* ---- Streams: their kind, handle and context ---- */
 
-static void stream_classify(grape_stream_t* s) {
+/* Finds s's kind and the context its work belongs to, once (s locked, or not
+ * yet shared). The driver is asked on a thread with a current context: the
+ * stream's own thread, where it is launched on. On a thread with none (a new
+ * thread before its runtime made a context current) the kind stays unknown,
+ * to be found by the next thread that launches on it. A stream the driver
+ * does not know gets the per-thread kind: the ordering rules treat it as
+ * blocking and it is never held, since its ordering is not known. The legacy
+ * stream is one per context: its work is held only while the process has one
+ * context, which is then its context. */
+void grape__stream_classify(grape_stream_t* s) {
   if (s->kind != GRAPE_STREAM_UNKNOWN)
     return;
-  if (s->key == GRAPE_STREAM_LEGACY_KEY) {
-    __atomic_store_n(&s->kind, GRAPE_STREAM_LEGACY, __ATOMIC_RELAXED);
-    s->handle = CU_STREAM_LEGACY;
-    return;
-  }
   if (grape__stream_key_is_per_thread(s->key)) {
     __atomic_store_n(&s->kind, GRAPE_STREAM_PER_THREAD, __ATOMIC_RELAXED);
     return;
   }
+  if (grape__graph_real_resolve() != 1)
+    return;
+  CUcontext cur;
+  GRAPE_NO_REENTRY(cur = grape__ctx_current());
+  if (cur == NULL)
+    return;
+  if (s->key == GRAPE_STREAM_LEGACY_KEY) {
+    s->handle = CU_STREAM_LEGACY;
+    s->ctx = cur;
+    __atomic_store_n(&s->kind, GRAPE_STREAM_LEGACY, __ATOMIC_RELAXED);
+    return;
+  }
   s->handle = (void*)s->key;
   unsigned flags = 0;
-  CUresult rc = CUDA_ERROR_NOT_FOUND;
-  if (resolve_real() == 1)
-    GRAPE_NO_REENTRY(rc = real.stream_flags((CUstream)s->handle, &flags));
-  /* The kind is read without the lock by the ordering check (graph.h).
-   * A stream the driver does not know (yet) gets the per-thread kind: the
-   * ordering rules treat it as blocking and it is never held, since the shim
-   * cannot be sure of its ordering. */
+  CUcontext ctx = NULL;
+  CUresult rc;
+  GRAPE_NO_REENTRY(rc = grape__rg.stream_flags((CUstream)s->handle, &flags));
+  if (rc == CUDA_SUCCESS)
+    GRAPE_NO_REENTRY(rc = grape__rg.stream_ctx((CUstream)s->handle, &ctx));
+  s->ctx = rc == CUDA_SUCCESS ? ctx : NULL;
+  /* The kind is read without the lock by the ordering check (graph.h). */
   __atomic_store_n(&s->kind, rc != CUDA_SUCCESS ? GRAPE_STREAM_PER_THREAD
             : (flags & CU_STREAM_NON_BLOCKING) ? GRAPE_STREAM_NON_BLOCKING
                                                : GRAPE_STREAM_BLOCKING, __ATOMIC_RELAXED);
 }
 
+void grape__stream_meet(grape_stream_t* s) {
+  spin_lock(&s->lock);
+  grape__stream_classify(s);
+  spin_unlock(&s->lock);
+}
+
 const grape_gc_node_t* grape__hold_start(grape_stream_t* s) {
   if (!__atomic_load_n(&graphs_on, __ATOMIC_RELAXED))
     return NULL;
-  stream_classify(s);
-  if (s->kind == GRAPE_STREAM_PER_THREAD)
+  int kind = grape__stream_kind(s);
+  if (kind == GRAPE_STREAM_PER_THREAD || (kind == GRAPE_STREAM_LEGACY && grape__ctx_multi()))
     return NULL;
   return grape_gc_root(cache);
+}
+
+int grape__hold_ready_slow(grape_stream_t* s) {
+  grape__stream_classify(s);
+  int kind = grape__stream_kind(s);
+  return kind != GRAPE_STREAM_UNKNOWN && kind != GRAPE_STREAM_PER_THREAD && s->ctx != NULL &&
+         !(kind == GRAPE_STREAM_LEGACY && grape__ctx_multi());
 }
 
 /* ---- Streams that hold ops ---- */
@@ -485,8 +266,7 @@ static void hold_list_remove(grape_stream_t* s) {
 }
 
 void grape__hold_begun(grape_stream_t* s) {
-  if (s->ctx == NULL)
-    GRAPE_NO_REENTRY(s->ctx = current_ctx());
+  s->holder = &grape__ctx_thread_tag;
   hold_list_add(s);
   watchdog_wake();
 }
@@ -508,8 +288,10 @@ int grape__flush_held_locked(grape_stream_t* s, grape_gc_cause_t cause) {
   int ended = 0;
   if (s->region.held > 0) {
     int err = 0;
+    grape_ctx_guard_t g = grape__ctx_enter(s->ctx, s->holder);
     GRAPE_NO_REENTRY(ended = grape_gc_flush(cache, &s->region, s->handle, cause,
                                             grape__hold_start(s), &err) == 1);
+    grape__ctx_leave(g);
     if (err != 0)
       grape__note_flush_error(err);
     s->chunks += ended;
@@ -525,9 +307,11 @@ void grape__end_locked(grape_stream_t* s) {
   grape_gc_t* c = grape__gc();
   if (c != NULL && s->region.nops > 0) {
     int err = 0;
-    if (s->region.held > 0)
-      stream_classify(s);   /* it held, so it is classified: this is cheap */
+    /* Held work is submitted, and graphs are built, in the stream's context
+     * (none yet: the calling thread's). */
+    grape_ctx_guard_t g = grape__ctx_enter(s->ctx, s->holder);
     GRAPE_NO_REENTRY(grape_gc_end(c, &s->region, s->handle, grape__hold_start(s), &err));
+    grape__ctx_leave(g);
     if (err != 0)
       grape__note_flush_error(err);
   } else {
@@ -549,22 +333,22 @@ void grape__order_slow(uintptr_t key) {
   grape_stream_t* s = grape__stream_of(key);
   if (s == NULL)
     return;
-  if (grape__stream_kind(s) == GRAPE_STREAM_UNKNOWN) {
-    spin_lock(&s->lock);
-    stream_classify(s);
-    spin_unlock(&s->lock);
-  }
+  if (grape__stream_kind(s) == GRAPE_STREAM_UNKNOWN)
+    grape__stream_meet(s);
   int kind = grape__stream_kind(s);
   grape_stream_t* list[64];
   size_t n = 0;
-  if (kind == GRAPE_STREAM_LEGACY && __atomic_load_n(&grape__holding_blocking, __ATOMIC_RELAXED) > 0) {
+  /* A stream not classified yet counts as blocking: it may be. */
+  if (key == GRAPE_STREAM_LEGACY_KEY) {
+    if (__atomic_load_n(&grape__holding_blocking, __ATOMIC_RELAXED) == 0)
+      return;
     /* Every blocking stream's held ops precede the legacy stream's new work. */
     do {
       n = holders(list, 64, GRAPE_STREAM_BLOCKING);
       for (size_t i = 0; i < n; i++)
         flush_one(list[i]);
     } while (n == 64);
-  } else if ((kind == GRAPE_STREAM_BLOCKING || kind == GRAPE_STREAM_PER_THREAD) &&
+  } else if (kind != GRAPE_STREAM_NON_BLOCKING &&
              __atomic_load_n(&grape__holding_legacy, __ATOMIC_RELAXED) > 0) {
     grape_stream_t* legacy = grape__stream_peek(GRAPE_STREAM_LEGACY_KEY);
     if (legacy != NULL)
@@ -626,6 +410,38 @@ int grape__pending_take(int r, int peek) {
   return e;
 }
 
+/* ---- Device faults ---- */
+
+static int is_sticky(int r) {
+  switch (r) {
+  case CUDA_ERROR_ECC_UNCORRECTABLE:
+  case CUDA_ERROR_ILLEGAL_ADDRESS:
+  case CUDA_ERROR_LAUNCH_TIMEOUT:
+  case CUDA_ERROR_ASSERT:
+  case CUDA_ERROR_HARDWARE_STACK_ERROR:
+  case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+  case CUDA_ERROR_MISALIGNED_ADDRESS:
+  case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+  case CUDA_ERROR_INVALID_PC:
+  case CUDA_ERROR_LAUNCH_FAILED:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+void grape__saw_error(int r) {
+  static int faulted;
+  if (!is_sticky(r) || __atomic_exchange_n(&faulted, 1, __ATOMIC_RELAXED))
+    return;
+  /* Nothing is held from here on: later work goes to the driver, which
+   * returns the fault's error, and what is held now is submitted (and fails
+   * the same way, reported by the next call that reports errors). */
+  __atomic_store_n(&graphs_on, 0, __ATOMIC_RELAXED);
+  grape_log_info("a device fault (error %d) left the context unusable: graph mode stops", r);
+  grape__flush_all();
+}
+
 /* ---- Function limits ---- */
 
 uint32_t grape__dev_limits[6];   /* [0] == 0 until asked */
@@ -638,10 +454,10 @@ static int ask_device_limits(void) {
   };
   CUdevice dev;
   int v[6];
-  if (real.ctx_device(&dev) != CUDA_SUCCESS)
+  if (grape__rg.ctx_device(&dev) != CUDA_SUCCESS)
     return -1;
   for (int i = 0; i < 6; i++)
-    if (real.device_attr(&v[i], attrs[i], dev) != CUDA_SUCCESS || v[i] <= 0)
+    if (grape__rg.device_attr(&v[i], attrs[i], dev) != CUDA_SUCCESS || v[i] <= 0)
       return -1;
   for (int i = 5; i >= 0; i--)
     __atomic_store_n(&grape__dev_limits[i], (uint32_t)v[i], __ATOMIC_RELAXED);
@@ -655,13 +471,13 @@ static int ask_function_limits(grape_func_t* f) {
   CUresult a, b;
   if (f->drv_kernel) {
     CUdevice dev;
-    if (real.ctx_device(&dev) != CUDA_SUCCESS)
+    if (grape__rg.ctx_device(&dev) != CUDA_SUCCESS)
       return -1;
-    a = real.kernel_attr(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f->drv, dev);
-    b = real.kernel_attr(&smem, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f->drv, dev);
+    a = grape__rg.kernel_attr(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f->drv, dev);
+    b = grape__rg.kernel_attr(&smem, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f->drv, dev);
   } else {
-    a = real.func_attr(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f->drv);
-    b = real.func_attr(&smem, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f->drv);
+    a = grape__rg.func_attr(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f->drv);
+    b = grape__rg.func_attr(&smem, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f->drv);
   }
   if (a != CUDA_SUCCESS || b != CUDA_SUCCESS)
     return -1;
@@ -675,6 +491,10 @@ int grape__launch_fits_slow(grape_func_t* f, const uint32_t grid[3], const uint3
   int st = __atomic_load_n(&f->lim_state, __ATOMIC_ACQUIRE);
   if (st == 0) {
     int ok;
+    CUcontext cur;
+    GRAPE_NO_REENTRY(cur = grape__ctx_current());
+    if (cur == NULL)
+      return 0;   /* asked again on a thread with a context */
     GRAPE_NO_REENTRY(ok = (__atomic_load_n(&grape__dev_limits[0], __ATOMIC_RELAXED) != 0 ||
                            ask_device_limits() == 0) &&
                           ask_function_limits(f) == 0);
@@ -705,11 +525,8 @@ static void watchdog_look(void) {
     grape_stream_t* s = list[i];
     spin_lock(&s->lock);
     if (s->on_hold_list && s->region.held > 0 && s->region.nops == s->wd_nops &&
-        s->chunks == s->wd_chunks) {
-      if (s->ctx != NULL)
-        real.ctx_set(s->ctx);
+        s->chunks == s->wd_chunks)
       grape__flush_held_locked(s, GRAPE_GC_WATCHDOG);
-    }
     s->wd_nops = s->region.nops;
     s->wd_chunks = s->chunks;
     spin_unlock(&s->lock);

@@ -39,6 +39,21 @@ grape_gc_t* grape__gc_peek(void);
  * stream whose ops may be held, else NULL. */
 const grape_gc_node_t* grape__hold_start(grape_stream_t* s);
 
+/* Finds a stream's kind and context if not yet known (see graph.c). */
+void grape__stream_classify(grape_stream_t* s);
+
+/* True when s's work may be held now: its kind and context are known (found
+ * on this thread if need be) and allow it. Asked before a chunk's first held
+ * op (s locked). */
+int grape__hold_ready_slow(grape_stream_t* s);
+static inline __attribute__((always_inline)) int grape__hold_ready(grape_stream_t* s) {
+  int kind = __atomic_load_n(&s->kind, __ATOMIC_RELAXED);
+  if (__builtin_expect((kind == GRAPE_STREAM_BLOCKING || kind == GRAPE_STREAM_NON_BLOCKING) &&
+                           s->ctx != NULL, 1))
+    return 1;
+  return grape__hold_ready_slow(s);
+}
+
 /* ---- Timing ---- */
 
 /* Graph mode times each chunk from its first op (graphcache/cache.h:
@@ -106,6 +121,17 @@ void grape__hold_begun(grape_stream_t* s);
 extern __thread int grape__pending_error __attribute__((tls_model("initial-exec")));
 extern int grape__pending_any;   /* set by flushes on other threads (the watchdog) */
 void grape__note_flush_error(int err);
+
+/* Every result a hook returns passes here: a device fault's error (sticky:
+ * the context is unusable, and CUDA returns it from all later work) ends
+ * graph mode, so that no later launch is held and reported as a success. */
+void grape__saw_error(int r);
+static inline __attribute__((always_inline)) int grape__seen(int r) {
+  if (__builtin_expect(r != 0, 0))
+    grape__saw_error(r);
+  return r;
+}
+#define GRAPE_SEEN(r) ((__typeof__(r))grape__seen((int)(r)))
 
 /* The result a reporting call returns: its own r, or the pending error (taken)
  * when r is success. peek: leave the pending error in place. */

@@ -47,7 +47,7 @@
     GRAPE_NO_REENTRY(r = real args);                                                      \
     if (r == 0)                                                                           \
       on_success;                                                                         \
-    return r;                                                                             \
+    return GRAPE_SEEN(r);                                                                 \
   }
 
 /* ---- What hooks do around the real call ---- */
@@ -73,10 +73,10 @@ static inline void grape__flush_stream_of(const void* s, int ptds) {
 #define GRAPE_BEFORE_WAIT_ALL GRAPE_BEFORE_SYNC_ALL
 #define GRAPE_BEFORE_WAIT_STREAM GRAPE_BEFORE_SYNC_STREAM
 #define GRAPE_BEFORE_REPORT GRAPE_BEFORE_PLAIN
-#define GRAPE_RESULT_PLAIN(r) (r)
-#define GRAPE_RESULT_SYNC_ALL(r) (r)
-#define GRAPE_RESULT_SYNC_STREAM(r) (r)
-#define GRAPE_RESULT_WAIT_ALL(r) ((__typeof__(r))grape__report_async((int)(r)))
+#define GRAPE_RESULT_PLAIN(r) GRAPE_SEEN(r)
+#define GRAPE_RESULT_SYNC_ALL(r) GRAPE_SEEN(r)
+#define GRAPE_RESULT_SYNC_STREAM(r) GRAPE_SEEN(r)
+#define GRAPE_RESULT_WAIT_ALL(r) ((__typeof__(r))grape__report_async(grape__seen((int)(r))))
 #define GRAPE_RESULT_WAIT_STREAM GRAPE_RESULT_WAIT_ALL
 #define GRAPE_RESULT_REPORT GRAPE_RESULT_WAIT_ALL
 
@@ -103,12 +103,12 @@ static inline void grape__capture_ended(void) {
                                 pfn_##base real, stream_type s, graph_type* g) {            \
     (void)route;                                                                            \
     GRAPE_COUNT(api_calls[h]);                                                              \
-    int was_capturing = grape__stream_capturing(s, ptds);                                   \
+    int was_capturing = grape__stream_capturing(s, ptds) == 1;                               \
     ret r;                                                                                  \
     GRAPE_NO_REENTRY(r = real(s, g));                                                       \
-    if (was_capturing && !grape__stream_capturing(s, ptds))                                 \
+    if (was_capturing && grape__stream_capturing(s, ptds) != 1)                             \
       grape__capture_ended();                                                               \
-    return r;                                                                               \
+    return GRAPE_SEEN(r);                                                                   \
   }
 
 /* A stream is destroyed (its handle value may come back for another). */
@@ -152,7 +152,7 @@ static inline void grape__image_unloaded(const void* image) {
     GRAPE_NO_REENTRY(r = real args);                                                       \
     if (r == 0)                                                                            \
       GRAPE_NO_REENTRY(grape__on_memop(&m));                                               \
-    return r;                                                                              \
+    return GRAPE_SEEN(r);                                                                  \
   }
 
 /* Allocation and free hooks, driver and runtime alike: `flush` is what the

@@ -98,7 +98,7 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernel(grape_
   GRAPE_NO_REENTRY(r = real(f, gx, gy, gz, bx, by, bz, shm, s, params, extra));
   if (r == CUDA_SUCCESS)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
-  return r;
+  return GRAPE_SEEN(r);
 }
 
 static inline __attribute__((always_inline)) CUresult hook_cuLaunchCooperativeKernel(grape_route_t route, grape_hook_t h,
@@ -118,7 +118,7 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchCooperativeKe
   GRAPE_NO_REENTRY(r = real(f, gx, gy, gz, bx, by, bz, shm, s, params));
   if (r == CUDA_SUCCESS)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
-  return r;
+  return GRAPE_SEEN(r);
 }
 
 static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grape_route_t route, grape_hook_t h, int ptds,
@@ -140,7 +140,7 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grap
   GRAPE_NO_REENTRY(r = real(c, f, params, extra));
   if (r == CUDA_SUCCESS)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
-  return r;
+  return GRAPE_SEEN(r);
 }
 
 /* ---- The program's own stream capture ---- */

@@ -39,7 +39,7 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernel(g
   GRAPE_NO_REENTRY(r = real(func, g, b, args, shm, s));
   if (r == cudaSuccess)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
-  return r;
+  return GRAPE_SEEN(r);
 }
 
 static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernelExC(grape_route_t route, grape_hook_t h, int ptds,
@@ -62,7 +62,7 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernelEx
   GRAPE_NO_REENTRY(r = real(c, func, args));
   if (r == cudaSuccess)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
-  return r;
+  return GRAPE_SEEN(r);
 }
 
 /* A cooperative grid must fit on the device at once: never held; the region
@@ -79,7 +79,7 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchCooperat
   GRAPE_NO_REENTRY(r = real(func, g, b, args, shm, s));
   if (r == cudaSuccess)
     grape__on_launch(route, &l);
-  return r;
+  return GRAPE_SEEN(r);
 }
 
 GRAPE_HOOK_DEF(cudaError_t, __cudaGetKernel, (cudaKernel_t* k, const void* hostFun), (k, hostFun),
@@ -165,7 +165,7 @@ static inline cudaError_t hook_cudaMemcpyAsync(grape_route_t route, grape_hook_t
     GRAPE_NO_REENTRY(grape__on_memop(&m));
   if (!d2d)
     GRAPE_COUNT(submissions);
-  return r;
+  return GRAPE_SEEN(r);
 }
 
 GRAPE_MEMOP_HOOK(cudaError_t, cudaMemsetAsync, (void* p, int v, size_t n, cudaStream_t s), (p, v, n, s),
@@ -229,7 +229,7 @@ GRAPE_HOOK_DEF(cudaError_t, cudaLibraryUnload, (cudaLibrary_t lib), (lib), grape
     before();                                                 \
     cudaError_t r;                                            \
     GRAPE_NO_REENTRY(r = real());                             \
-    return (cudaError_t)result((int)r);                       \
+    return (cudaError_t)grape__seen(result((int)r));          \
   }
 static void nothing_first(void) {}
 static int result_unchanged(int r) { return r; }

@@ -78,8 +78,10 @@ void grape__counters_sum(grape_counters_t* out);
  * is non-zero, each launch asks the driver whether its stream is capturing. */
 extern int grape__captures;
 
-/* True when stream (as a launch names it) is being captured by the program:
- * then its work is neither counted as launches nor recorded. */
+/* Whether stream (as a launch names it) is being captured by the program: 1
+ * (its work is then neither counted as launches nor recorded), 0, or -1 when
+ * the driver answers with an error (the legacy stream while a blocking stream
+ * captures): work that is then neither held nor taken as captured. */
 int grape__stream_capturing(const void* stream, int ptds);
 
 /* Resets all state for a fork child (called from the atfork handler). */

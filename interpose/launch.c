@@ -86,9 +86,12 @@ int grape__hold_memop(const grape_memop_t* m) {
   uintptr_t key = grape__stream_key(m->stream, m->ptds);
   grape_stream_t* s = grape__stream_of(key);
   grape__order_stream(s, key);
-  if (s == NULL || grape__lock_room(s, sizeof(m->p)) != 0)
+  if (s == NULL || !grape__may_hold(s))
+    return 0;
+  if (grape__lock_room(s, sizeof(m->p)) != 0)
     return 0;
   grape_region_t* r = &s->region;
+  grape__hold_check_first(s);
   grape_op_key_t k;
   grape_op_dims_t d;
   memop_sig(m, &k, &d);
@@ -110,7 +113,7 @@ int grape__hold_memop(const grape_memop_t* m) {
 
 void grape__on_memop(const grape_memop_t* m) {
   if (__atomic_load_n(&grape__captures, __ATOMIC_RELAXED) > 0 &&
-      grape__stream_capturing(m->stream, m->ptds))
+      grape__stream_capturing(m->stream, m->ptds) == 1)
     return;
   GRAPE_COUNT(submissions);
   grape_stream_t* s = grape__stream_of(grape__stream_key(m->stream, m->ptds));

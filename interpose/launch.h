@@ -160,6 +160,24 @@ static inline __attribute__((always_inline)) void grape__held_unlock(grape_strea
   spin_unlock(&s->lock);
 }
 
+/* True when s's next op may be held (read without the lock, checked again
+ * under it): its chunk follows a known path, or is at its length (the next
+ * chunk starts on the root). A stream first seen here is classified on this
+ * thread, which launches on it and so has its context current. */
+void grape__stream_meet(grape_stream_t* s);
+static inline __attribute__((always_inline)) int grape__may_hold(grape_stream_t* s) {
+  if (__builtin_expect(__atomic_load_n(&s->kind, __ATOMIC_RELAXED) == GRAPE_STREAM_UNKNOWN, 0))
+    grape__stream_meet(s);
+  return s->region.cur != NULL || s->region.nops >= grape__chunk_limit();
+}
+
+/* Before a chunk's first held op (s locked): the chunk runs eagerly when s's
+ * work may not be held now (graph.h, grape__hold_ready). */
+static inline __attribute__((always_inline)) void grape__hold_check_first(grape_stream_t* s) {
+  if (__builtin_expect(s->region.held == 0, 0) && s->region.cur != NULL && !grape__hold_ready(s))
+    s->region.cur = NULL;
+}
+
 /* Tries to hold launch l (graph mode). @return 1 when it was held (recorded,
  * not submitted: the hook returns success), 0 when it goes to the driver. */
 static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_t route,
@@ -169,9 +187,9 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
     return 0;
   uintptr_t key = grape__stream_key(l->stream, l->ptds);
   grape_stream_t* s = grape__stream_of(key);
-  grape__order_stream(s, key);
-  if (__builtin_expect(s == NULL || s->region.cur == NULL, 0))
-    return 0;   /* read without the lock: this chunk runs eagerly (rechecked below) */
+  grape__order_stream(s, key);   /* the legacy stream's ordering, held or not */
+  if (__builtin_expect(s == NULL || !grape__may_hold(s), 0))
+    return 0;
   grape_func_t* f = grape__func_get(l->fn, (grape_handle_kind_t)l->kind);
   int extra_form = l->extra != NULL && l->params == NULL;
   int eligible = f != NULL && f->drv != NULL && !(l->flags & GRAPE_SIG_COOPERATIVE) &&
@@ -180,6 +198,7 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
   if (grape__lock_room(s, room) != 0)
     return 0;
   grape_region_t* r = &s->region;
+  grape__hold_check_first(s);
   for (int tries = 0; r->cur != NULL && tries < 2; tries++) {
     if (__builtin_expect(!eligible || !grape__launch_fits(f, l->grid, l->block, l->shmem), 0)) {
       grape__diverge(s, GRAPE_GC_INVALID_LAUNCH);
@@ -222,7 +241,7 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
 static inline __attribute__((always_inline)) void grape__on_launch(grape_route_t route,
                                                                   const grape_launch_t* l) {
   if (__builtin_expect(__atomic_load_n(&grape__captures, __ATOMIC_RELAXED) > 0, 0) &&
-      grape__stream_capturing(l->stream, l->ptds)) {
+      grape__stream_capturing(l->stream, l->ptds) == 1) {
     GRAPE_COUNT(captured);   /* the program's own graph: not ours */
     return;
   }

@@ -110,7 +110,12 @@ int grape__stream_capturing(const void* stream, int ptds) {
   CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
   CUresult rc;
   GRAPE_NO_REENTRY(rc = fn(s, &st));
-  return rc == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE;
+  /* An error is an answer too: the legacy stream while a blocking stream
+   * captures (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT), where work would join or
+   * break the capture. Such work is never held: the driver decides. */
+  if (rc != CUDA_SUCCESS)
+    return -1;
+  return st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;

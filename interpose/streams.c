@@ -123,6 +123,7 @@ static grape_stream_t* slot_new(uintptr_t key) {
   __atomic_store_n(&s->kind, GRAPE_STREAM_UNKNOWN, __ATOMIC_RELAXED);
   s->handle = NULL;
   s->ctx = NULL;
+  s->holder = NULL;
   s->free_next = NULL;
   return s;
 }

@@ -62,7 +62,8 @@ typedef struct grape_stream_s {
   grape_region_t region;
   int kind;                           /* grape_stream_kind_t */
   void* handle;                       /* CUstream to submit its ops on */
-  void* ctx;                          /* CUcontext of its held ops */
+  void* ctx;                          /* CUcontext its work belongs to (NULL: not known yet) */
+  const void* holder;                 /* tag of the thread that held its ops (graph_driver.h) */
   struct grape_stream_s* hold_prev;   /* on the holding list (graph.c's lock) */
   struct grape_stream_s* hold_next;
   int on_hold_list;

@@ -34,6 +34,9 @@ CUcontext grape__rt_primary_ctx;
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
 static cudaError_t rt_init_status = cudaErrorInitializationError;
 static _Thread_local cudaError_t last_error;
+/* A device fault's error, once a call has returned it: as with NVIDIA's
+ * runtime it cannot be reset, so cudaGetLastError returns it from then on. */
+static _Atomic int sticky_error;
 static _Thread_local int thread_ctx_set;
 /* The registered kernels (kfuncs); held across driver calls while a lookup
  * loads a fatbin, so the driver's locks nest inside it. */
@@ -41,9 +44,33 @@ static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- Driver and per-thread state ---- */
 
+/* The device faults that leave the context unusable (cuda_runtime_api.h:
+ * "any further CUDA work will return the same error"). */
+static int is_sticky(cudaError_t e) {
+  switch ((int)e) {
+  case cudaErrorIllegalAddress:
+  case cudaErrorLaunchTimeout:
+  case cudaErrorAssert:
+  case cudaErrorHardwareStackError:
+  case cudaErrorIllegalInstruction:
+  case cudaErrorMisalignedAddress:
+  case cudaErrorInvalidAddressSpace:
+  case cudaErrorInvalidPc:
+  case cudaErrorLaunchFailure:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
 cudaError_t grape__rt_err(cudaError_t e) {
-  if (e != cudaSuccess)
+  if (e != cudaSuccess) {
     last_error = e;
+    if (is_sticky(e)) {
+      int none = 0;
+      atomic_compare_exchange_strong(&sticky_error, &none, (int)e);
+    }
+  }
   return e;
 }
 
@@ -596,11 +623,13 @@ RT_API cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* dyn, const 
 RT_API cudaError_t cudaGetLastError(void) {
   cudaError_t e = last_error;
   last_error = cudaSuccess;
-  return e;
+  int sticky = atomic_load(&sticky_error);
+  return sticky != 0 ? (cudaError_t)sticky : e;
 }
 
 RT_API cudaError_t cudaPeekAtLastError(void) {
-  return last_error;
+  int sticky = atomic_load(&sticky_error);
+  return sticky != 0 ? (cudaError_t)sticky : last_error;
 }
 
 static const struct {

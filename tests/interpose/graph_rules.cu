@@ -22,6 +22,17 @@
 //   invalid    a known path whose next launch has an invalid configuration
 //   threads    4 threads, 2 streams each, events between them
 //   fork       held paths, then a forked child that exits, then more paths
+//   funcattr   a held launch under a raised dynamic shared memory limit, then the
+//              program lowers the limit (the launch must still run, no error)
+//   newthread  held work, then a new thread whose first runtime call flushes it
+//              (before the runtime has made a context current on that thread)
+//   sticky     a device fault: every later launch returns the sticky error
+//              (prints what each call returned: compared with no shim)
+//   implicit   a legacy-stream launch while a blocking stream captures: the
+//              driver's error, not a held success (prints the results)
+//   long       one long run of launches with no sync (cut by GRAPE_CHUNK only)
+//   prefix     two recurring paths, one the prefix of the other (prints nothing
+//              more: the test compares the report's path counts with observe mode)
 #include <cuda_runtime.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -35,6 +46,12 @@
 
 extern "C" __global__ void set_val(int* p, int v) { *p = v; }
 extern "C" __global__ void copy_add(const int* src, int* dst, int a) { *dst = *src + a; }
+extern "C" __global__ void smem_set(int* p, int v) {
+  extern __shared__ int sh[];
+  sh[0] = v;
+  *p = sh[0];
+}
+extern "C" __global__ void fault(int* p) { p[-(1 << 30)] = 0; }
 // Waits (up to about 3 s) for *flag == want; *out = 1 if it came, 0 if not.
 extern "C" __global__ void spin_until(volatile int* flag, int want, int* out) {
   long long t0 = clock64();
@@ -53,6 +70,15 @@ SIMCU_KERNEL(copy_add) {
   const int* src = SIMCU_ARG(0, const int*);
   int* dst = SIMCU_ARG(1, int*);
   *dst = *src + SIMCU_ARG(2, int);
+}
+SIMCU_KERNEL(smem_set) {
+  int* sh = (int*)simcu_blk->shared;
+  sh[0] = SIMCU_ARG(1, int);
+  *SIMCU_ARG(0, int*) = sh[0];
+}
+SIMCU_KERNEL(fault) {
+  (void)simcu_args;
+  SIMCU_FAULT(SIMCU_FAULT_ILLEGAL_ADDRESS);
 }
 SIMCU_KERNEL(spin_until) {
   volatile int* flag = SIMCU_ARG(0, volatile int*);
@@ -287,6 +313,130 @@ static void mode_fork(void) {
   mode_d2h();
 }
 
+// The FlashAttention idiom: the limit is set right before each launch. On
+// every third step it is lowered after a launch that needed the higher one:
+// that launch was issued under 60 KB and must run as issued.
+static void mode_funcattr(void) {
+  cudaStream_t s;
+  CHECK(cudaStreamCreate(&s));
+  for (int i = 0; i < iters; i++) {
+    CHECK(cudaFuncSetAttribute(smem_set, cudaFuncAttributeMaxDynamicSharedMemorySize, 60 * 1024));
+    set_val<<<1, 1, 0, s>>>(x, i);
+    smem_set<<<1, 1, 60 * 1024, s>>>(y, i);
+    CHECK(cudaGetLastError());
+    if (i % 3 == 2)
+      CHECK(cudaFuncSetAttribute(smem_set, cudaFuncAttributeMaxDynamicSharedMemorySize, 50 * 1024));
+    copy_add<<<1, 1, 0, s>>>(x, x2, 1);
+    CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaMemcpy(h, y, sizeof(int), cudaMemcpyDeviceToHost));
+    EXPECT(*h == i, "funcattr: step %d: the held launch wrote %d", i, *h);
+  }
+}
+
+static void* first_call_reads(void* arg) {
+  int* out = (int*)arg;
+  // This thread's first runtime call: a synchronous copy, which orders
+  // against every stream (the held work on the main thread's stream).
+  cudaError_t e = cudaMemcpy(out, x2, sizeof(int), cudaMemcpyDeviceToHost);
+  if (e != cudaSuccess)
+    *out = -1000 - (int)e;
+  return NULL;
+}
+
+static void mode_newthread(void) {
+  cudaStream_t s;
+  CHECK(cudaStreamCreate(&s));
+  for (int i = 0; i < iters; i++) {
+    writes(s, x, x2, 300 + i, i);
+    int seen = 0;
+    pthread_t t;
+    pthread_create(&t, NULL, first_call_reads, &seen);
+    pthread_join(t, NULL);
+    CHECK(cudaStreamSynchronize(s));
+    EXPECT(seen == 300 + i, "newthread: step %d: the new thread read %d", i, seen);
+  }
+  CHECK(cudaGetLastError());
+}
+
+static void mode_sticky(void) {
+  cudaStream_t s;
+  CHECK(cudaStreamCreate(&s));
+  for (int i = 0; i < iters; i++) {
+    writes(s, x, x2, i, i);
+    CHECK(cudaStreamSynchronize(s));
+  }
+  fault<<<1, 1, 0, s>>>(x);
+  printf("fault launch: %s\n", cudaGetErrorName(cudaGetLastError()));
+  printf("sync: %s\n", cudaGetErrorName(cudaStreamSynchronize(s)));
+  // What each launch itself returns (a held launch would say success).
+  for (int i = 0; i < 4; i++) {
+    void* a_set[] = {&x, &i};
+    int zero = 0;
+    void* a_add[] = {&x, &x2, &zero};
+    printf("launch %d: %s\n", 2 * i,
+           cudaGetErrorName(cudaLaunchKernel((const void*)set_val, 1, 1, a_set, 0, s)));
+    printf("launch %d: %s\n", 2 * i + 1,
+           cudaGetErrorName(cudaLaunchKernel((const void*)copy_add, 1, 1, a_add, 0, s)));
+  }
+  printf("last error: %s\n", cudaGetErrorName(cudaGetLastError()));
+  printf("sync: %s\n", cudaGetErrorName(cudaStreamSynchronize(s)));
+  printf("ok sticky\n");
+  exit(0);   // the context is unusable: main's final checks would fail
+}
+
+static void mode_implicit(void) {
+  cudaStream_t b;
+  CHECK(cudaStreamCreate(&b));   // blocking
+  for (int i = 0; i < iters; i++) {
+    writes(0, x, x2, i, i);
+    CHECK(cudaStreamSynchronize(0));
+  }
+  CHECK(cudaStreamBeginCapture(b, cudaStreamCaptureModeGlobal));
+  set_val<<<1, 1, 0, b>>>(y, 1);
+  set_val<<<1, 1, 0, 0>>>(x, 7);   // would make the legacy stream depend on b
+  printf("legacy launch during capture: %s\n", cudaGetErrorName(cudaGetLastError()));
+  copy_add<<<1, 1, 0, 0>>>(x, x2, 0);
+  printf("legacy launch during capture: %s\n", cudaGetErrorName(cudaGetLastError()));
+  cudaGraph_t g = NULL;
+  printf("end capture: %s\n", cudaGetErrorName(cudaStreamEndCapture(b, &g)));
+  if (g != NULL)
+    cudaGraphDestroy(g);
+  cudaGetLastError();
+  printf("sync: %s\n", cudaGetErrorName(cudaDeviceSynchronize()));
+  CHECK(cudaMemcpy(h, x2, sizeof(int), cudaMemcpyDeviceToHost));
+  printf("x2 = %d\n", *h);
+}
+
+// No sync for many ops: only GRAPE_CHUNK cuts the region (the test sets it).
+static void mode_long(void) {
+  cudaStream_t s;
+  CHECK(cudaStreamCreate(&s));
+  for (int i = 0; i < 64 * iters; i++) {
+    set_val<<<1, 1, 0, s>>>(x, i);
+    copy_add<<<1, 1, 0, s>>>(x, x2, 1);
+  }
+  CHECK(cudaStreamSynchronize(s));
+  CHECK(cudaMemcpy(h, x2, sizeof(int), cudaMemcpyDeviceToHost));
+  EXPECT(*h == 64 * iters, "long: read %d, want %d", *h, 64 * iters);
+}
+
+// P = (set_val, copy_add) and P + memset + copy_add, in a fixed pattern.
+static void mode_prefix(void) {
+  cudaStream_t s;
+  CHECK(cudaStreamCreate(&s));
+  for (int i = 0; i < 4 * iters; i++) {
+    set_val<<<1, 1, 0, s>>>(x, i);
+    copy_add<<<1, 1, 0, s>>>(x, x2, 1);
+    if (i % 5 < 2) {
+      CHECK(cudaMemsetAsync(y, 0, sizeof(int), s));
+      copy_add<<<1, 1, 0, s>>>(x2, y, 1);
+    }
+    CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaMemcpy(h, x2, sizeof(int), cudaMemcpyDeviceToHost));
+    EXPECT(*h == i + 1, "prefix: step %d read %d", i, *h);
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: graph_rules MODE [ITERS]\n");
@@ -314,6 +464,18 @@ int main(int argc, char** argv) {
     mode_threads();
   else if (!strcmp(m, "fork"))
     mode_fork();
+  else if (!strcmp(m, "funcattr"))
+    mode_funcattr();
+  else if (!strcmp(m, "newthread"))
+    mode_newthread();
+  else if (!strcmp(m, "sticky"))
+    mode_sticky();
+  else if (!strcmp(m, "implicit"))
+    mode_implicit();
+  else if (!strcmp(m, "long"))
+    mode_long();
+  else if (!strcmp(m, "prefix"))
+    mode_prefix();
   else
     return 2;
   CHECK(cudaDeviceSynchronize());

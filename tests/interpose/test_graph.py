@@ -113,6 +113,75 @@ def case_fork(a):
     rule(a, "fork")
 
 
+def same_as_no_shim(a, mode, expect_hits=True, env=None):
+    """The program prints what each call returned: graph mode must print
+    exactly what it prints without the shim, after holding work."""
+    base, _, _ = run(a, [mode], preload=False, env=env)
+    p, rep = rule(a, mode, expect_hits=expect_hits, env=env)
+    if p.stdout != base.stdout:
+        fail(f"{mode}: results differ from the run without the shim:\n{base.stdout}", p)
+    return p, rep
+
+
+def case_funcattr(a):
+    p, rep = rule(a, "funcattr")
+    if sum(rep["held_ops_flushed_eager"].values()) == 0 and rep["graph_hits"] < 8:
+        fail(f"funcattr: the lowered limit never met held work: {rep}", p)
+
+
+def case_newthread(a):
+    rule(a, "newthread")
+
+
+def case_sticky(a):
+    same_as_no_shim(a, "sticky")
+
+
+def case_implicit(a):
+    same_as_no_shim(a, "implicit")
+
+
+def case_long(a):
+    """Chunks of a long region without syncs are replayed (every chunk but
+    the ones that warm the path up)."""
+    p, rep = rule(a, "long", env={"GRAPE_CHUNK": "64"})
+    if rep["graph_hits"] < rep["regions"] // 2:
+        fail(f"long: {rep['graph_hits']} of {rep['regions']} chunks replayed", p)
+
+
+def case_drvd_unload(a):
+    rule(a, "unload")
+
+
+def case_drvd_memset(a):
+    same_as_no_shim(a, "memset")
+
+
+def case_drvd_attrpad(a):
+    """Padding and unused value bytes are not part of a launch's signature."""
+    p, rep = rule(a, "attrpad")
+    if rep["paths"] > 2:
+        fail(f"attrpad: {rep['paths']} paths for one program path", p)
+
+
+def case_drvd_funcattr(a):
+    rule(a, "funcattr")
+
+
+def path_counts(rep):
+    return sorted((tp["ops"], tp["count"]) for tp in rep["top_paths"])
+
+
+def case_prefix(a):
+    """A path that is the prefix of another: graph mode accounts the same
+    paths as observe mode (it does not end a region at the shorter key)."""
+    _, obs, _ = run(a, ["prefix"], mode="observe")
+    p, rep = rule(a, "prefix")
+    if path_counts(rep) != path_counts(obs):
+        fail(f"prefix: paths (ops, count) {path_counts(rep)} in graph mode, "
+             f"{path_counts(obs)} in observe mode", p)
+
+
 def example(a, args, min_hit_share):
     base, _, sim0 = run(a, args, preload=False)
     obs, rep_o, sim_o = run(a, args, mode="observe")

@@ -1,0 +1,274 @@
+/* The real driver behind graph mode (see graph_driver.h for the design). */
+#include "graph_driver.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "internal.h"
+#include "log.h"
+#include "real.h"
+
+grape_real_graph_t grape__rg;
+static int real_state;   /* 0 unresolved, 1 complete, -1 something missing (no graphs) */
+static pthread_mutex_t real_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The context the cache's driver calls name (grape__ctx_enter). */
+static __thread CUcontext sub_ctx __attribute__((tls_model("initial-exec")));
+
+
+#define REAL_ROW(field, name) {(void**)&grape__rg.field, name}
+int grape__graph_real_resolve(void) {
+  int st = __atomic_load_n(&real_state, __ATOMIC_ACQUIRE);
+  if (st != 0)
+    return st;
+  pthread_mutex_lock(&real_lock);
+  if (real_state == 0) {
+    const struct {
+      void** slot;
+      const char* name;
+    } rows[] = {
+      REAL_ROW(graph_create, "cuGraphCreate"),       REAL_ROW(add_kernel, "cuGraphAddKernelNode_v2"),
+      REAL_ROW(add_memset, "cuGraphAddMemsetNode"),  REAL_ROW(add_memcpy, "cuGraphAddMemcpyNode"),
+      REAL_ROW(instantiate, "cuGraphInstantiateWithFlags"),
+      REAL_ROW(graph_destroy, "cuGraphDestroy"),     REAL_ROW(exec_destroy, "cuGraphExecDestroy"),
+      REAL_ROW(set_kernel, "cuGraphExecKernelNodeSetParams_v2"),
+      REAL_ROW(set_memset, "cuGraphExecMemsetNodeSetParams"),
+      REAL_ROW(set_memcpy, "cuGraphExecMemcpyNodeSetParams"),
+      REAL_ROW(launch, "cuGraphLaunch"),             REAL_ROW(launch_kernel, "cuLaunchKernel"),
+      REAL_ROW(launch_kernel_ex, "cuLaunchKernelEx"),
+      REAL_ROW(node_set_attr, "cuGraphKernelNodeSetAttribute"),
+      REAL_ROW(memset8, "cuMemsetD8Async"),          REAL_ROW(memset16, "cuMemsetD16Async"),
+      REAL_ROW(memset32, "cuMemsetD32Async"),        REAL_ROW(memcpy_dtod, "cuMemcpyDtoDAsync_v2"),
+      REAL_ROW(ctx_get, "cuCtxGetCurrent"),          REAL_ROW(ctx_set, "cuCtxSetCurrent"),
+      REAL_ROW(ctx_device, "cuCtxGetDevice"),        REAL_ROW(stream_flags, "cuStreamGetFlags"),
+      REAL_ROW(stream_ctx, "cuStreamGetCtx"),        REAL_ROW(device_count, "cuDeviceGetCount"),
+      REAL_ROW(func_attr, "cuFuncGetAttribute"),     REAL_ROW(kernel_attr, "cuKernelGetAttribute"),
+      REAL_ROW(device_attr, "cuDeviceGetAttribute"),
+    };
+    st = 1;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+      *rows[i].slot = grape__real_driver(rows[i].name);
+      if (*rows[i].slot == NULL) {
+        grape_log_warn("graph mode needs %s, which the driver does not have; running as observe",
+                       rows[i].name);
+        st = -1;
+        break;
+      }
+    }
+    __atomic_store_n(&real_state, st, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&real_lock);
+  return real_state;
+}
+
+/* CUDA_KERNEL_NODE_PARAMS of a kernel op: its packed parameter block as the
+ * 'extra' buffer, so no per-parameter pointers are needed. */
+typedef struct kernel_args_s {
+  CUDA_KERNEL_NODE_PARAMS p;
+  void* extra[5];
+  size_t size;
+} kernel_args_t;
+
+static void kernel_args(const grape_gc_op_t* op, CUcontext ctx, kernel_args_t* a) {
+  memset(&a->p, 0, sizeof(a->p));
+  if (op->flags & GRAPE_SIG_CUKERNEL) {
+    a->p.kern = (CUkernel)op->fn;
+    a->p.ctx = ctx;
+  } else {
+    a->p.func = (CUfunction)op->fn;
+  }
+  a->p.gridDimX = op->dims->grid[0];
+  a->p.gridDimY = op->dims->grid[1];
+  a->p.gridDimZ = op->dims->grid[2];
+  a->p.blockDimX = op->dims->block[0];
+  a->p.blockDimY = op->dims->block[1];
+  a->p.blockDimZ = op->dims->block[2];
+  a->p.sharedMemBytes = op->dims->shmem;
+  a->size = op->param_bytes;
+  a->extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
+  a->extra[1] = (void*)op->params;
+  a->extra[2] = CU_LAUNCH_PARAM_BUFFER_SIZE;
+  a->extra[3] = &a->size;
+  a->extra[4] = CU_LAUNCH_PARAM_END;
+  a->p.extra = a->size ? a->extra : NULL;
+}
+
+static CUDA_MEMSET_NODE_PARAMS memset_args(const grape_gc_op_t* op) {
+  grape_memset_params_t m;
+  memcpy(&m, op->params, sizeof(m));
+  return (CUDA_MEMSET_NODE_PARAMS){.dst = m.dst, .pitch = 0, .value = m.value,
+                                   .elementSize = m.esize, .width = m.count, .height = 1};
+}
+
+static CUDA_MEMCPY3D memcpy_args(const grape_gc_op_t* op) {
+  grape_memcpy_params_t m;
+  memcpy(&m, op->params, sizeof(m));
+  CUDA_MEMCPY3D c;
+  memset(&c, 0, sizeof(c));
+  c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.srcDevice = m.src;
+  c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.dstDevice = m.dst;
+  c.WidthInBytes = m.bytes;
+  c.Height = 1;
+  c.Depth = 1;
+  return c;
+}
+
+
+static int d_graph_create(void* self, void** g) {
+  (void)self;
+  return grape__rg.graph_create((CUgraph*)g, 0);
+}
+
+static int d_graph_add(void* self, void** node, void* graph, void* after, const grape_gc_op_t* op) {
+  (void)self;
+  CUgraphNode dep = after;
+  size_t ndeps = after != NULL;
+  switch (op->kind) {
+  case GRAPE_OP_KERNEL: {
+    kernel_args_t a;
+    kernel_args(op, sub_ctx, &a);
+    CUresult r = grape__rg.add_kernel((CUgraphNode*)node, graph, &dep, ndeps, &a.p);
+    /* Its launch attributes go on the node (a key's are fixed: never updated). */
+    const CUlaunchAttribute* at = (const void*)((const uint8_t*)op->params + op->param_bytes);
+    for (size_t i = 0; r == CUDA_SUCCESS && i < op->attrs_bytes / sizeof(*at); i++)
+      if (at[i].id != CU_LAUNCH_ATTRIBUTE_IGNORE)
+        r = grape__rg.node_set_attr(*node, (CUkernelNodeAttrID)at[i].id, (const CUkernelNodeAttrValue*)&at[i].value);
+    return r;
+  }
+  case GRAPE_OP_MEMSET: {
+    CUDA_MEMSET_NODE_PARAMS m = memset_args(op);
+    return grape__rg.add_memset((CUgraphNode*)node, graph, &dep, ndeps, &m, sub_ctx);
+  }
+  default: {
+    CUDA_MEMCPY3D m = memcpy_args(op);
+    return grape__rg.add_memcpy((CUgraphNode*)node, graph, &dep, ndeps, &m, sub_ctx);
+  }
+  }
+}
+
+static int d_instantiate(void* self, void** exec, void* graph) {
+  (void)self;
+  return grape__rg.instantiate((CUgraphExec*)exec, graph, 0);
+}
+
+static int d_graph_destroy(void* self, void* g) {
+  (void)self;
+  return grape__rg.graph_destroy(g);
+}
+
+static int d_exec_destroy(void* self, void* e) {
+  (void)self;
+  return grape__rg.exec_destroy(e);
+}
+
+static int d_exec_update(void* self, void* exec, void* node, const grape_gc_op_t* op) {
+  (void)self;
+  switch (op->kind) {
+  case GRAPE_OP_KERNEL: {
+    kernel_args_t a;
+    kernel_args(op, sub_ctx, &a);
+    return grape__rg.set_kernel(exec, node, &a.p);
+  }
+  case GRAPE_OP_MEMSET: {
+    CUDA_MEMSET_NODE_PARAMS m = memset_args(op);
+    return grape__rg.set_memset(exec, node, &m, sub_ctx);
+  }
+  default: {
+    CUDA_MEMCPY3D m = memcpy_args(op);
+    return grape__rg.set_memcpy(exec, node, &m, sub_ctx);
+  }
+  }
+}
+
+static int d_exec_launch(void* self, void* exec, void* stream) {
+  (void)self;
+  return grape__rg.launch(exec, stream);
+}
+
+static int d_submit(void* self, const grape_gc_op_t* op, void* stream) {
+  (void)self;
+  switch (op->kind) {
+  case GRAPE_OP_KERNEL: {
+    kernel_args_t a;
+    kernel_args(op, NULL, &a);
+    const grape_op_dims_t* d = op->dims;
+    if (op->attrs_bytes) {
+      CUlaunchConfig c = {d->grid[0], d->grid[1], d->grid[2], d->block[0], d->block[1], d->block[2],
+                          d->shmem, stream,
+                          (CUlaunchAttribute*)((const uint8_t*)op->params + op->param_bytes),
+                          op->attrs_bytes / (unsigned)sizeof(CUlaunchAttribute)};
+      return grape__rg.launch_kernel_ex(&c, (CUfunction)op->fn, NULL, a.p.extra);
+    }
+    return grape__rg.launch_kernel((CUfunction)op->fn, d->grid[0], d->grid[1], d->grid[2], d->block[0],
+                              d->block[1], d->block[2], d->shmem, stream, NULL, a.p.extra);
+  }
+  case GRAPE_OP_MEMSET: {
+    grape_memset_params_t m;
+    memcpy(&m, op->params, sizeof(m));
+    if (m.esize == 4)
+      return grape__rg.memset32(m.dst, m.value, m.count, stream);
+    if (m.esize == 2)
+      return grape__rg.memset16(m.dst, (unsigned short)m.value, m.count, stream);
+    return grape__rg.memset8(m.dst, (unsigned char)m.value, m.count, stream);
+  }
+  default: {
+    grape_memcpy_params_t m;
+    memcpy(&m, op->params, sizeof(m));
+    return grape__rg.memcpy_dtod(m.dst, m.src, m.bytes, stream);
+  }
+  }
+}
+
+const grape_gc_driver_t grape__graph_driver = {NULL,          d_graph_create, d_graph_add,
+                                               d_instantiate, d_graph_destroy, d_exec_destroy,
+                                               d_exec_update, d_exec_launch,   d_submit};
+
+/* ---- The submission context ---- */
+
+__thread char grape__ctx_thread_tag __attribute__((tls_model("initial-exec")));
+static int multi_ctx = -1;   /* -1: not asked yet */
+
+CUcontext grape__ctx_current(void) {
+  CUcontext c = NULL;
+  if (grape__rg.ctx_get(&c) != CUDA_SUCCESS)
+    return NULL;
+  return c;
+}
+
+int grape__ctx_multi(void) {
+  int m = __atomic_load_n(&multi_ctx, __ATOMIC_RELAXED);
+  if (__builtin_expect(m >= 0, 1))
+    return m;
+  int n = 0;
+  GRAPE_NO_REENTRY(m = grape__rg.device_count(&n) != CUDA_SUCCESS || n != 1);
+  int expected = -1;
+  __atomic_compare_exchange_n(&multi_ctx, &expected, m, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  return __atomic_load_n(&multi_ctx, __ATOMIC_RELAXED);
+}
+
+void grape__ctx_note_created(void) {
+  __atomic_store_n(&multi_ctx, 1, __ATOMIC_RELAXED);
+}
+
+grape_ctx_guard_t grape__ctx_enter(CUcontext ctx, const void* holder) {
+  grape_ctx_guard_t g = {NULL, 0};
+  sub_ctx = ctx;
+  /* One context in the process, and the thread that held the work: it is
+   * current (that thread issued the work in it). */
+  if (ctx == NULL || (holder == &grape__ctx_thread_tag && !grape__ctx_multi()))
+    return g;
+  GRAPE_NO_REENTRY(g.prev = grape__ctx_current());
+  if (g.prev != ctx) {
+    GRAPE_NO_REENTRY(grape__rg.ctx_set(ctx));
+    g.switched = 1;
+  }
+  return g;
+}
+
+void grape__ctx_leave(grape_ctx_guard_t g) {
+  if (g.switched)
+    GRAPE_NO_REENTRY(grape__rg.ctx_set(g.prev));
+}
