@@ -852,6 +852,32 @@ void grape_gc_drop_graphs(grape_gc_t* c) {
   pthread_mutex_unlock(&c->lock);
 }
 
+static int ptr_order(const void* a, const void* b) {
+  uintptr_t x = (uintptr_t) * (void* const*)a, y = (uintptr_t) * (void* const*)b;
+  return x < y ? -1 : x > y;
+}
+
+void grape_gc_drop_functions(grape_gc_t* c, void* const* fns, size_t n) {
+  void** sorted = n ? malloc(n * sizeof(*sorted)) : NULL;
+  pthread_mutex_lock(&c->lock);
+  if (sorted != NULL) {
+    memcpy(sorted, fns, n * sizeof(*sorted));
+    qsort(sorted, n, sizeof(*sorted), ptr_order);
+  }
+  for (size_t i = c->nexecs; i-- > 0;) {
+    exec_t* e = c->execs[i];
+    int uses = 0;
+    for (uint32_t j = 0; j < e->key->nops && !uses; j++)
+      uses = e->fns[j] != NULL &&
+             (sorted != NULL ? bsearch(&e->fns[j], sorted, n, sizeof(*sorted), ptr_order) != NULL
+                             : n > 0);   /* out of memory: drop every executable */
+    if (uses)
+      exec_drop(c, e);
+  }
+  pthread_mutex_unlock(&c->lock);
+  free(sorted);
+}
+
 void grape_gc_stop(grape_gc_t* c) {
   pthread_mutex_lock(&c->lock);
   c->cfg.graphs = 0;

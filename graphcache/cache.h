@@ -171,6 +171,7 @@ typedef enum grape_gc_cause_e {
   GRAPE_GC_INVALID_LAUNCH,   /* a launch outside its function's limits follows */
   GRAPE_GC_NO_GRAPH,         /* the region ended on a prefix that has no graph of its own */
   GRAPE_GC_GRAPH_FAILED,     /* an update or the graph launch failed */
+  GRAPE_GC_ORDERING,         /* a call the held ops must precede (a function attribute change) */
   GRAPE_GC_CAUSES
 } grape_gc_cause_t;
 
@@ -194,6 +195,11 @@ int grape_gc_end(grape_gc_t* c, grape_region_t* r, void* stream, const grape_gc_
  * their context destroyed); keys keep their counts and get new graphs when
  * they recur. */
 void grape_gc_drop_graphs(grape_gc_t* c);
+
+/* Destroys every executable with a node that launches one of the n driver
+ * functions fns (their module is being unloaded: the driver may hand their
+ * handle values out again, for other functions). */
+void grape_gc_drop_functions(grape_gc_t* c, void* const* fns, size_t n);
 
 /* No graph is built or replayed from now on (process exit): regions are only
  * accounted. Existing executables stay until grape_gc_drop_graphs. */

@@ -251,6 +251,27 @@ void grape__func_forget_image(const void* image) {
   drop_thread_caches();
 }
 
+void grape__func_image_drvs(const void* image, void*** out, size_t* n) {
+  *out = NULL;
+  *n = 0;
+  grape_handle_slot_t* t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+  if (t == NULL || image == NULL)
+    return;
+  pthread_mutex_lock(&resolve_lock);
+  image_handles_t* e = image_entry(image, 0);
+  void** v = e != NULL && e->n ? malloc(e->n * sizeof(*v)) : NULL;
+  size_t k = 0;
+  for (size_t i = 0; v != NULL && i < e->n; i++) {
+    grape_handle_slot_t* s = find(t, e->handles[i], 0);
+    grape_func_t* f = s ? grape__handle_value(s) : NULL;
+    if (f != NULL && f->image == image && f->drv != NULL)
+      v[k++] = f->drv;
+  }
+  pthread_mutex_unlock(&resolve_lock);
+  *out = v;
+  *n = k;
+}
+
 const char* grape__func_display_name(grape_func_t* f) {
   if (f == NULL || f->name == NULL)
     return "(unnamed)";

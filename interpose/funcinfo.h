@@ -96,6 +96,11 @@ void grape__func_register(const void* h, grape_handle_kind_t kind, const char* n
  * kernels. Not for the hot path (scans the table). */
 void grape__func_forget_image(const void* image);
 
+/* The driver functions (grape_func_t.drv) of image's infos, into a malloc'd
+ * array *out (*n of them; NULL when none or out of memory). Call before
+ * grape__func_forget_image. */
+void grape__func_image_drvs(const void* image, void*** out, size_t* n);
+
 /* The name to print: demangled on first call (cached), else the mangled name,
  * else "(unnamed)". */
 const char* grape__func_display_name(grape_func_t* f);

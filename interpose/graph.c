@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "allocmap.h"
+#include "funcattrs.h"
 #include "grape/simcu_private.h"
 #include "internal.h"
 #include "log.h"
@@ -356,6 +357,25 @@ void grape__order_slow(uintptr_t key) {
   }
 }
 
+void grape__flush_holding_if(int (*pred)(const grape_stream_t* s, const void* arg), const void* arg,
+                              grape_gc_cause_t cause) {
+  grape_stream_t* list[64];
+  size_t n, flushed;
+  do {
+    n = holders(list, 64, -1);
+    flushed = 0;
+    for (size_t i = 0; i < n; i++) {
+      grape_stream_t* s = list[i];
+      spin_lock(&s->lock);
+      if (s->region.held > 0 && pred(s, arg)) {
+        grape__flush_held_locked(s, cause);
+        flushed++;
+      }
+      spin_unlock(&s->lock);
+    }
+  } while (n == 64 && flushed > 0);
+}
+
 void grape__flush_stream(uintptr_t key) {
   grape__order_before(key);
   grape_stream_t* s = grape__stream_of(key);
@@ -576,6 +596,20 @@ void grape__graphs_drop(void) {
   grape_gc_t* c = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
   if (c != NULL && __atomic_load_n(&graphs_on, __ATOMIC_RELAXED))
     GRAPE_NO_REENTRY(grape_gc_drop_graphs(c));
+}
+
+void grape__graphs_forget_image(const void* image) {
+  grape_gc_t* c = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
+  if (c != NULL && __atomic_load_n(&graphs_on, __ATOMIC_RELAXED)) {
+    void** fns;
+    size_t n;
+    grape__func_image_drvs(image, &fns, &n);
+    if (n > 0)
+      grape_gc_drop_functions(c, fns, n);
+    free(fns);
+  }
+  grape__func_forget_image(image);
+  grape__func_attrs_forget();
 }
 
 void grape__graph_exit(void) {

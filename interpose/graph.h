@@ -102,6 +102,11 @@ void grape__flush_stream(uintptr_t key);
  * unload...). */
 void grape__flush_all(void);
 
+/* Submits what each holding stream holds for which pred(s, arg) is true
+ * (s locked), counted under cause. */
+void grape__flush_holding_if(int (*pred)(const grape_stream_t* s, const void* arg), const void* arg,
+                              grape_gc_cause_t cause);
+
 /* A stream is being destroyed: its region ends and its slot is reclaimed. */
 void grape__stream_destroyed(uintptr_t key);
 
@@ -170,6 +175,11 @@ void grape__limits_forget(const void* handle);
 /* Every executable graph goes (module unload, context destroy); what is held
  * is submitted first. */
 void grape__graphs_drop(void);
+
+/* An image (module, library, fatbin) was unloaded: the executables that
+ * launch its functions go, then its function infos and the remembered
+ * function attributes (funcattrs.h). */
+void grape__graphs_forget_image(const void* image);
 
 /* Fork child: forgets the cache, the holding list and the watchdog. */
 void grape__graph_reset_child(void);

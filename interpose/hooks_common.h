@@ -129,10 +129,11 @@ static inline void grape__aliased(const void* h, grape_handle_kind_t kind, const
   GRAPE_NO_REENTRY(grape__func_alias(h, kind, of));
 }
 
-/* A module, library or fatbin was unloaded: its functions' infos go, since
- * the driver may hand their handle values out again. */
+/* A module, library or fatbin was unloaded: its functions' infos, the
+ * executable graphs that launch them and the remembered attribute values go,
+ * since the driver may hand their handle values out again. */
 static inline void grape__image_unloaded(const void* image) {
-  GRAPE_NO_REENTRY(grape__func_forget_image(image));
+  GRAPE_NO_REENTRY(grape__graphs_forget_image(image));
 }
 
 /* hook_<base> of an async memset or device-to-device copy, driver and

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "allocmap.h"
+#include "funcattrs.h"
 #include "funcinfo.h"
 #include "images.h"
 #include "grape/cubin.h"
@@ -210,11 +211,21 @@ GRAPE_HOOK_DEF(CUresult, cuDevicePrimaryCtxRelease_v2, (CUdevice d), (d), grape_
 GRAPE_HOOK_DEF(CUresult, cuDevicePrimaryCtxReset_v2, (CUdevice d), (d), grape__graphs_drop(),
                GRAPE_NOTHING)
 
-/* A function's opt-in limits change: a held launch checks them again. */
+/* A function's attributes change: what is held of it goes first, and a held
+ * launch checks its limits again (funcattrs.h). */
 GRAPE_HOOK_DEF(CUresult, cuFuncSetAttribute, (CUfunction f, CUfunction_attribute a, int v), (f, a, v),
-               GRAPE_NOTHING, grape__limits_forget(f))
+               grape__func_attr_setting(f, a, v), grape__func_attr_set(f, a, v))
 GRAPE_HOOK_DEF(CUresult, cuKernelSetAttribute, (CUfunction_attribute a, int v, CUkernel k, CUdevice d),
-               (a, v, k, d), GRAPE_NOTHING, grape__limits_forget(k))
+               (a, v, k, d), grape__func_attr_setting(k, a, v), grape__func_attr_set(k, a, v))
+GRAPE_HOOK_DEF(CUresult, cuFuncSetCacheConfig, (CUfunction f, CUfunc_cache c), (f, c),
+               grape__func_attr_setting(f, GRAPE_FATTR_CACHE_CONFIG, c),
+               grape__func_attr_set(f, GRAPE_FATTR_CACHE_CONFIG, c))
+GRAPE_HOOK_DEF(CUresult, cuKernelSetCacheConfig, (CUkernel k, CUfunc_cache c, CUdevice d), (k, c, d),
+               grape__func_attr_setting(k, GRAPE_FATTR_CACHE_CONFIG, c),
+               grape__func_attr_set(k, GRAPE_FATTR_CACHE_CONFIG, c))
+GRAPE_HOOK_DEF(CUresult, cuFuncSetSharedMemConfig, (CUfunction f, CUsharedconfig c), (f, c),
+               grape__func_attr_setting(f, GRAPE_FATTR_SHMEM_CONFIG, c),
+               grape__func_attr_set(f, GRAPE_FATTR_SHMEM_CONFIG, c))
 
 GRAPE_HOOK_DEF(CUresult, cuStreamDestroy_v2, (CUstream s), (s), grape__stream_gone(s), GRAPE_NOTHING)
 
@@ -225,6 +236,13 @@ GRAPE_ALLOC_HOOK(CUresult, cuMemAlloc_v2, (CUdeviceptr* p, size_t n), (p, n), GR
 GRAPE_ALLOC_HOOK(CUresult, cuMemAllocManaged, (CUdeviceptr* p, size_t n, unsigned fl), (p, n, fl),
                  GRAPE_NOTHING, GRAPE_ALLOC_MANAGED, *p, n)
 GRAPE_ALLOC_HOOK(CUresult, cuMemAllocAsync, (CUdeviceptr* p, size_t n, CUstream s), (p, n, s),
+                 grape__flush_stream_of(s, ptds), GRAPE_ALLOC_ASYNC, *p, n)
+GRAPE_ALLOC_HOOK(CUresult, cuMemAllocPitch_v2,
+                 (CUdeviceptr* p, size_t* pitch, size_t width, size_t rows, unsigned es),
+                 (p, pitch, width, rows, es),
+                 GRAPE_NOTHING, GRAPE_ALLOC_DEVICE, *p, *pitch * rows)
+GRAPE_ALLOC_HOOK(CUresult, cuMemAllocFromPoolAsync,
+                 (CUdeviceptr* p, size_t n, CUmemoryPool pool, CUstream s), (p, n, pool, s),
                  grape__flush_stream_of(s, ptds), GRAPE_ALLOC_ASYNC, *p, n)
 GRAPE_ALLOC_HOOK(CUresult, cuMemMap,
                  (CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle mh, unsigned long long fl),

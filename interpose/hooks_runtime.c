@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "allocmap.h"
+#include "funcattrs.h"
 #include "funcinfo.h"
 #include "images.h"
 #include "hooks_common.h"
@@ -124,6 +125,13 @@ GRAPE_ALLOC_HOOK(cudaError_t, cudaMallocManaged, (void** p, size_t n, unsigned f
                  GRAPE_NOTHING, GRAPE_ALLOC_MANAGED, *p, n)
 GRAPE_ALLOC_HOOK(cudaError_t, cudaMallocAsync, (void** p, size_t n, cudaStream_t s), (p, n, s),
                  grape__flush_stream_of(s, ptds), GRAPE_ALLOC_ASYNC, *p, n)
+GRAPE_ALLOC_HOOK(cudaError_t, cudaMallocFromPoolAsync,
+                 (void** p, size_t n, cudaMemPool_t pool, cudaStream_t s), (p, n, pool, s),
+                 grape__flush_stream_of(s, ptds), GRAPE_ALLOC_ASYNC, *p, n)
+GRAPE_ALLOC_HOOK(cudaError_t, cudaMallocPitch, (void** p, size_t* pitch, size_t width, size_t rows),
+                 (p, pitch, width, rows), GRAPE_NOTHING, GRAPE_ALLOC_DEVICE, *p, *pitch * rows)
+GRAPE_ALLOC_HOOK(cudaError_t, cudaMalloc3D, (struct cudaPitchedPtr* pp, struct cudaExtent e), (pp, e),
+                 GRAPE_NOTHING, GRAPE_ALLOC_DEVICE, pp->ptr, pp->pitch * e.height * e.depth)
 GRAPE_ALLOC_HOOK(cudaError_t, cudaMallocHost, (void** p, size_t n), (p, n), GRAPE_NOTHING,
                  GRAPE_ALLOC_HOST_PINNED, *p, n)
 GRAPE_ALLOC_HOOK(cudaError_t, cudaHostAlloc, (void** p, size_t n, unsigned fl), (p, n, fl),
@@ -176,10 +184,16 @@ GRAPE_MEMOP_HOOK(cudaError_t, cudaMemsetAsync, (void* p, int v, size_t n, cudaSt
 GRAPE_HOOK_DEF(cudaError_t, cudaStreamDestroy, (cudaStream_t s), (s), grape__stream_gone(s),
                GRAPE_NOTHING)
 GRAPE_HOOK_DEF(cudaError_t, cudaFuncSetAttribute, (const void* f, enum cudaFuncAttribute a, int v),
-               (f, a, v), GRAPE_NOTHING, grape__limits_forget(f))
+               (f, a, v), grape__func_attr_setting(f, a, v), grape__func_attr_set(f, a, v))
 GRAPE_HOOK_DEF(cudaError_t, cudaKernelSetAttributeForDevice,
-               (cudaKernel_t k, enum cudaFuncAttribute a, int v, int d), (k, a, v, d), GRAPE_NOTHING,
-               grape__limits_forget(k))
+               (cudaKernel_t k, enum cudaFuncAttribute a, int v, int d), (k, a, v, d),
+               grape__func_attr_setting(k, a, v), grape__func_attr_set(k, a, v))
+GRAPE_HOOK_DEF(cudaError_t, cudaFuncSetCacheConfig, (const void* f, enum cudaFuncCache c), (f, c),
+               grape__func_attr_setting(f, GRAPE_FATTR_CACHE_CONFIG, c),
+               grape__func_attr_set(f, GRAPE_FATTR_CACHE_CONFIG, c))
+GRAPE_HOOK_DEF(cudaError_t, cudaFuncSetSharedMemConfig, (const void* f, enum cudaSharedMemConfig c),
+               (f, c), grape__func_attr_setting(f, GRAPE_FATTR_SHMEM_CONFIG, c),
+               grape__func_attr_set(f, GRAPE_FATTR_SHMEM_CONFIG, c))
 GRAPE_HOOK_DEF(cudaError_t, cudaLibraryUnload, (cudaLibrary_t lib), (lib), grape__flush_all(),
                grape__image_unloaded(lib))
 
@@ -284,7 +298,7 @@ GRAPE_EXPORT void __cudaUnregisterFatBinary(void** handle) {
   }
   GRAPE_NO_REENTRY(real(handle));
   if (active)
-    GRAPE_NO_REENTRY(grape__func_forget_image(handle));
+    GRAPE_NO_REENTRY(grape__graphs_forget_image(handle));
 }
 
 GRAPE_EXPORT void __cudaRegisterFunction(void** handle, const char* hostFun, char* deviceFun,

@@ -9,9 +9,11 @@
 #include "launch.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "allocmap.h"
 #include "graphcache/fingerprint.h"
 #include "grape/report.h"
 #include "internal.h"
@@ -36,6 +38,38 @@ void grape__log_launch(grape_route_t route, const grape_func_t* f, const grape_l
                   f && f->name ? f->name : "(unnamed)", route_names[route], l->grid[0], l->grid[1],
                   l->grid[2], l->block[0], l->block[1], l->block[2], l->shmem, l->stream,
                   f ? f->layout_source : "none", hex);
+}
+
+/* Bytes of an attribute's value that its id uses (cuda.h's
+ * CUlaunchAttributeValue); an id not listed keeps all 64. */
+static size_t attr_value_bytes(CUlaunchAttributeID id) {
+  const CUlaunchAttributeValue* v = NULL;
+  switch (id) {
+  case CU_LAUNCH_ATTRIBUTE_IGNORE: return 0;
+  case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+    return offsetof(CUaccessPolicyWindow, missProp) + sizeof(v->accessPolicyWindow.missProp);
+  case CU_LAUNCH_ATTRIBUTE_COOPERATIVE: return sizeof(v->cooperative);
+  case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY: return sizeof(v->syncPolicy);
+  case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: return sizeof(v->clusterDim);
+  case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+    return sizeof(v->clusterSchedulingPolicyPreference);
+  case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+    return sizeof(v->programmaticStreamSerializationAllowed);
+  case CU_LAUNCH_ATTRIBUTE_PRIORITY: return sizeof(v->priority);
+  case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP: return sizeof(v->memSyncDomainMap);
+  case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN: return sizeof(v->memSyncDomain);
+  case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION: return sizeof(v->preferredClusterDim);
+  case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: return sizeof(v->sharedMemCarveout);
+  default: return sizeof(*v);
+  }
+}
+
+void grape__attrs_canon(CUlaunchAttribute* dst, const CUlaunchAttribute* src, size_t count) {
+  memset(dst, 0, count * sizeof(*dst));
+  for (size_t i = 0; i < count; i++) {
+    dst[i].id = src[i].id;
+    memcpy(&dst[i].value, &src[i].value, attr_value_bytes(src[i].id));
+  }
 }
 
 long grape__chunk;
@@ -79,6 +113,22 @@ static void memop_sig(const grape_memop_t* m, grape_op_key_t* k, grape_op_dims_t
   *d = (grape_op_dims_t){{(uint32_t)bytes, (uint32_t)(bytes >> 32), 0}, {0, 0, 0}, 0, 0};
 }
 
+/* True when [addr, addr + n) lies inside one allocation the shim knows. */
+static int range_known(uint64_t addr, uint64_t n) {
+  grape_alloc_t a;
+  return grape__alloc_find(addr, &a) == 0 && n <= a.start + a.size - addr;
+}
+
+/* True when the driver would take memop m: only such a memop is held, since a
+ * held call returns success (a misaligned memset or a copy out of range goes
+ * to the driver, which returns its own error). */
+static int memop_valid(const grape_memop_t* m) {
+  if (m->kind == GRAPE_OP_MEMSET)
+    return m->p.set.dst % m->p.set.esize == 0 &&
+           range_known(m->p.set.dst, m->p.set.count * m->p.set.esize);
+  return range_known(m->p.cpy.dst, m->p.cpy.bytes) && range_known(m->p.cpy.src, m->p.cpy.bytes);
+}
+
 int grape__hold_memop(const grape_memop_t* m) {
   if (__atomic_load_n(&grape__captures, __ATOMIC_RELAXED) > 0 &&
       grape__stream_capturing(m->stream, m->ptds))
@@ -95,6 +145,8 @@ int grape__hold_memop(const grape_memop_t* m) {
   grape_op_key_t k;
   grape_op_dims_t d;
   memop_sig(m, &k, &d);
+  if (r->cur != NULL && !memop_valid(m))
+    grape__diverge(s, GRAPE_GC_INVALID_LAUNCH);
   for (int tries = 0; r->cur != NULL && tries < 2; tries++) {
     const grape_gc_node_t* nx = grape_gc_step(r->cur, &k);
     if (nx == NULL) {

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "allocmap.h"
+#include "funcattrs.h"
 #include "funcinfo.h"
 #include "graph.h"
 #include "images.h"
@@ -162,6 +163,7 @@ void grape__reset_child(void) {
   grape__counters_tls = NULL;
   grape__captures = 0;
   grape__graph_reset_child();
+  grape__func_attrs_reset();
   grape__streams_reset(0);
   grape__func_reset(0);
   grape__images_reset(0);

@@ -43,9 +43,11 @@
 #define GRAPE_REPORT_FLUSH_CAUSES(X)                                                  \
   X(divergence, "the region left the known path")                                    \
   X(watchdog, "held longer than GRAPE_FLUSH_US")                                     \
-  X(invalid_launch, "a launch outside its function's limits, submitted on its own") \
+  X(invalid_launch, "an op the driver would reject (a launch outside its function's "\
+                   "limits, a misaligned memset, memory not known), submitted on its own") \
   X(no_graph, "the region ended on a path prefix with no graph of its own")          \
-  X(graph_failed, "a graph update or launch failed")
+  X(graph_failed, "a graph update or launch failed")                                 \
+  X(ordering, "a call the held work must precede (a function attribute change)")
 
 /* Members of "launches_by_route": how the program reached the driver. */
 #define GRAPE_REPORT_ROUTES(X) X(runtime) X(driver) X(dlsym) X(getprocaddress) X(entrypoint)
