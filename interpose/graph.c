@@ -591,11 +591,23 @@ static void watchdog_wake(void) {
 
 /* ---- Teardown ---- */
 
+/* A stream's kind and context are found again at its next use: after a
+ * context teardown its handle value may come back for a new stream. */
+static void stream_unclassify(grape_stream_t* s, void* arg) {
+  (void)arg;
+  spin_lock(&s->lock);
+  __atomic_store_n(&s->kind, GRAPE_STREAM_UNKNOWN, __ATOMIC_RELAXED);
+  s->ctx = NULL;
+  s->handle = NULL;
+  spin_unlock(&s->lock);
+}
+
 void grape__graphs_drop(void) {
   grape__flush_all();
   grape_gc_t* c = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
   if (c != NULL && __atomic_load_n(&graphs_on, __ATOMIC_RELAXED))
     GRAPE_NO_REENTRY(grape_gc_drop_graphs(c));
+  grape__streams_each(stream_unclassify, NULL);
 }
 
 void grape__graphs_forget_image(const void* image) {

@@ -172,8 +172,9 @@ void grape__limits_forget(const void* handle);
 
 /* ---- Teardown ---- */
 
-/* Every executable graph goes (module unload, context destroy); what is held
- * is submitted first. */
+/* Every executable graph goes (context destroy, device reset); what is held
+ * is submitted first, and every stream's kind and context are found anew at
+ * its next use. */
 void grape__graphs_drop(void);
 
 /* An image (module, library, fatbin) was unloaded: the executables that
