@@ -113,6 +113,7 @@ struct CUfunc_st {               /* also serves as CUkernel: a CUkernel may be p
   int max_threads;
   int max_dyn_smem;              /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
   int cuda_api_version;
+  uint64_t gen;                  /* this incarnation of the object (its value is reused) */
   struct CUfunc_st* free_next;   /* unloaded, waiting for reuse */
 };
 
@@ -150,6 +151,7 @@ typedef struct sim_work_s {
   union {
     struct {
       struct CUfunc_st* f;
+      uint64_t fgen;             /* f->gen when the work was made: f may be unloaded since */
       unsigned grid[3], block[3];
       unsigned smem;
       unsigned char* params;     /* owned copy of the parameter block */
@@ -400,6 +402,9 @@ CUresult grape__sim_make_kernel_work(struct CUfunc_st* f, const unsigned grid[3]
                                      const unsigned block[3], unsigned smem, void** params,
                                      void** extra, sim_work_t* w);
 CUresult grape__sim_bind_body(struct CUfunc_st* f);
+/* Whether the function of kernel work w is still loaded: neither unloaded
+ * nor an equal handle value of a later load (any other work: 1). */
+int grape__sim_work_func_live(const sim_work_t* w);
 
 /* copy.c */
 void grape__sim_copy_rows(const sim_work_t* w);   /* runs a 2-D/3-D OP_MEMCPY */

@@ -133,6 +133,81 @@ Test(sim_reuse, an_unloaded_function_value_serves_the_next_kernel) {
   }
 }
 
+/* A graph keeps naming the function of its nodes after the function's module
+ * is unloaded; CUDA leaves using it undefined. The sim answers
+ * CUDA_ERROR_INVALID_VALUE (what instantiation, launch and upload document
+ * for an invalid graph) and runs nothing, also when a later load hands out
+ * the same handle value: an equal value is not the same function. A node
+ * update naming a loaded function makes the executable launchable again. */
+static void unloaded_function_in_graph(int reuse) {
+  start(reuse);
+  CUmodule ma, mb;
+  CUfunction fa, fb;
+  CUdeviceptr d;
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  OK(cuMemAlloc(&d, sizeof(int)));
+  OK(cuMemsetD32(d, 0, 1));
+  OK(cuModuleLoadData(&ma, ptx_a));
+  OK(cuModuleGetFunction(&fa, ma, "k_one"));
+  CUDA_KERNEL_NODE_PARAMS p = {.func = fa, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                               .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
+                               .kernelParams = (void*[]){&d}};
+  CUgraph g;
+  CUgraphNode node;
+  CUgraphExec x, x2;
+  OK(cuGraphCreate(&g, 0));
+  OK(cuGraphAddKernelNode(&node, g, NULL, 0, &p));
+  OK(cuGraphInstantiate(&x, g, 0));
+  OK(cuGraphLaunch(x, s));
+  OK(cuStreamSynchronize(s));
+  cr_assert_eq(*(int*)(uintptr_t)d, 1);
+  OK(cuModuleUnload(ma));
+  for (int loaded = 0; loaded < 2; loaded++) {
+    cr_assert_eq(cuGraphLaunch(x, s), CUDA_ERROR_INVALID_VALUE, "after unload (reloaded: %d)", loaded);
+    cr_assert_eq(cuGraphUpload(x, s), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuGraphInstantiate(&x2, g, 0), CUDA_ERROR_INVALID_VALUE);
+    CUDA_KERNEL_NODE_PARAMS got;
+    cr_assert_eq(cuGraphKernelNodeGetParams(node, &got), CUDA_ERROR_INVALID_VALUE);
+    CUgraphExecUpdateResultInfo info;
+    cr_assert_eq(cuGraphExecUpdate(x, g, &info), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(info.result, CU_GRAPH_EXEC_UPDATE_ERROR);
+    cr_assert_eq(info.errorNode, node);
+    OK(cuStreamSynchronize(s));
+    cr_assert_eq(*(int*)(uintptr_t)d, 1, "nothing ran");
+    if (loaded == 0) {
+      OK(cuModuleLoadData(&mb, ptx_b));
+      OK(cuModuleGetFunction(&fb, mb, "k_two"));
+      cr_assert_eq(fb == fa, reuse, "the value comes back only with reuse");
+    }
+  }
+  /* The node now names k_two: the executable runs again. */
+  int v = 42;
+  CUDA_KERNEL_NODE_PARAMS pb = p;
+  pb.func = fb;
+  pb.kernelParams = (void*[]){&d, &v};
+  OK(cuGraphExecKernelNodeSetParams(x, node, &pb));
+  OK(cuGraphLaunch(x, s));
+  OK(cuStreamSynchronize(s));
+  cr_assert_eq(*(int*)(uintptr_t)d, 42);
+  /* So does the graph once its node is set to it. */
+  OK(cuGraphKernelNodeSetParams(node, &pb));
+  OK(cuGraphInstantiate(&x2, g, 0));
+  v = 7;
+  OK(cuGraphExecKernelNodeSetParams(x2, node, &pb));
+  OK(cuGraphLaunch(x2, s));
+  OK(cuStreamSynchronize(s));
+  cr_assert_eq(*(int*)(uintptr_t)d, 7);
+}
+
+Test(sim_reuse, a_graph_naming_an_unloaded_function_fails_cleanly) {
+  unloaded_function_in_graph(1);
+}
+
+Test(sim_reuse, a_graph_naming_an_unloaded_function_fails_cleanly_without_reuse) {
+  unloaded_function_in_graph(0);
+}
+
 Test(sim_reuse, no_reuse_keeps_values_unique) {
   start(0);
   CUstream s, t;
