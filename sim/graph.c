@@ -580,13 +580,35 @@ static CUresult exec_set_work(CUgraphExec x, CUgraphNode h, int type, sim_work_t
   return CUDA_SUCCESS;
 }
 
+/* Whether an instantiated memset may take new dimensions: CUDA rejects every
+ * dimension change of a 2-D memset and a change of height of a 1-D one (a
+ * 1-D memset's width and element size may change "if the resulting work
+ * maps onto the resources already allocated", which the sim allows). */
+static int memset_dims_ok(const sim_work_t* cur, const sim_work_t* w) {
+  if (cur->u.ms.height != w->u.ms.height)
+    return 0;
+  return cur->u.ms.height == 1 ||
+         (cur->u.ms.n == w->u.ms.n && cur->u.ms.esize == w->u.ms.esize &&
+          cur->u.ms.pitch == w->u.ms.pitch);
+}
+
 SIM_EXPORT CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec x, CUgraphNode h,
                                                    const CUDA_MEMSET_NODE_PARAMS* p, CUcontext ctx) {
   SIM_COUNT(cuGraphExecMemsetNodeSetParams);
   (void)ctx;
   sim_work_t w;
-  CUresult r = memset_work_from(p, &w);
-  return r != CUDA_SUCCESS ? r : exec_set_work(x, h, N_MEMSET, &w);
+  SIM_TRY(memset_work_from(p, &w));
+  sim_node_t* n = exec_node(x, h, N_MEMSET);
+  if (n != NULL) {
+    pthread_mutex_lock(&grape__sim.lock);
+    int ok = memset_dims_ok(&x->work[x->pos_of_id[n->id]], &w);
+    pthread_mutex_unlock(&grape__sim.lock);
+    if (!ok) {
+      grape__sim_work_release(&w);
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  return exec_set_work(x, h, N_MEMSET, &w);
 }
 
 SIM_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec x, CUgraphNode h,
@@ -669,6 +691,9 @@ SIM_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec x, CUgraph g, CUgraphExecUp
       bad = (CUgraphNode)nd;
       r = CUDA_ERROR_INVALID_VALUE;
     } else if ((nd->type == N_EVENT_RECORD || nd->type == N_WAIT_EVENT) && nd->ev != x->evs[k]) {
+      res = CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+      bad = (CUgraphNode)nd;
+    } else if (nd->type == N_MEMSET && !memset_dims_ok(&x->work[k], &nd->w)) {
       res = CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
       bad = (CUgraphNode)nd;
     }

@@ -413,7 +413,8 @@ CUresult grape__sim_copy3d_work(const CUDA_MEMCPY3D* p, sim_work_t* w);   /* gra
 /* memset.c */
 /* The work of a memset of height rows of n elements of esize bytes, pitch
  * bytes apart, at d (graph memset nodes too); CUDA_ERROR_INVALID_VALUE unless
- * the rows lie inside one device allocation. */
+ * d (and, for height > 1, pitch) is aligned to esize and the rows lie inside
+ * one device allocation. */
 CUresult grape__sim_memset_work(CUdeviceptr d, unsigned v, unsigned esize, size_t n,
                                 size_t height, size_t pitch, sim_work_t* w);
 
