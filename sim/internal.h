@@ -226,6 +226,8 @@ struct CUstream_st {
 };
 
 struct CUevent_st {
+  struct CUevent_st* live_prev;  /* the list of live events (a reset destroys them) */
+  struct CUevent_st* live_next;
   unsigned flags;
   int refs;                      /* handle + pending record ops */
   int live;                      /* handle not destroyed */
@@ -244,6 +246,7 @@ struct CUctx_st {
   int primary;
   _Atomic unsigned flags;
   _Atomic int refs;              /* read without the lock by every entry point */
+  _Atomic int destroyed;         /* reset: the value stays readable, using it fails */
 };
 
 /* ---- Graphs ---- */
@@ -314,13 +317,15 @@ typedef struct sim_state_s {
   struct CUstream_st* legacy;
   struct CUstream_st* all_streams;
   struct sim_capture_s* captures;
-  struct CUctx_st primary;
+  _Atomic(struct CUctx_st*) primary;   /* the primary context now: a new object after each
+                                          reset (old ones are kept, destroyed) */
   unsigned long long next_stream_id;
   unsigned long long next_capture_id;
   int active_global_captures;    /* captures in GLOBAL mode */
   int active_captures;
   int no_reuse;                  /* SIMCU_NO_REUSE=1: handle values are never handed out again */
   struct CUstream_st* free_streams;
+  struct CUevent_st* live_events;   /* events created and not destroyed */
   uint64_t retired_blocking_ns;  /* latest finish of reused blocking streams' earlier work */
   uint64_t retired_all_ns;       /* the same for every reused stream */
   int host_blocked;              /* blocking host ops running now (host functions, stream
@@ -369,7 +374,13 @@ int grape__sim_reg_has(const void* p, int kind);   /* caller may hold the lock o
 /* A zeroed handle object of size bytes, registered as kind; NULL when either fails. */
 void* grape__sim_reg_new(size_t size, int kind);
 void grape__sim_logf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The calling thread's current context when it is the live primary context,
+ * else NULL (none set, released, or destroyed by a reset). */
 struct CUctx_st* grape__sim_current_ctx(void);
+/* CUDA_SUCCESS, CUDA_ERROR_INVALID_CONTEXT (no current context) or
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED (the thread's current context was reset). */
+CUresult grape__sim_ctx_error(void);
+struct CUctx_st* grape__sim_primary(void);   /* the device's primary context now */
 
 /* mem.c */
 int grape__sim_dev_range(CUdeviceptr p, size_t n);   /* 1 if [p, p+n) lies in one device allocation */
@@ -424,6 +435,9 @@ void grape__sim_module_atfork(int phase);
 void grape__sim_mem_atfork(int phase);
 void grape__sim_memop_atfork(int phase);
 void grape__sim_stream_atfork_child(void);   /* grape__sim.lock held */
+/* Lock held, all work finished: a primary context reset destroys every
+ * created stream (values reusable) and every event (stream.c). */
+void grape__sim_stream_reset_locked(void);
 
 /* graph.c */
 struct CUgraph_st* grape__sim_graph_new(void);   /* empty and registered; NULL without memory */

@@ -241,8 +241,8 @@ static void module_free(sim_module_t* m) {
 
 static CUresult module_load(const void* image, int is_library, sim_module_t** out) {
   SIM_TRY(grape__sim_check_init());
-  if (grape__sim_current_ctx() == NULL && !is_library)
-    return CUDA_ERROR_INVALID_CONTEXT;
+  if (!is_library)
+    SIM_TRY(grape__sim_ctx_error());
   SIM_TRY(grape__sim_sticky());
   if (image == NULL || out == NULL)
     return CUDA_ERROR_INVALID_VALUE;

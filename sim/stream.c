@@ -862,8 +862,8 @@ STREAM_GETTER(cuStreamGetPriority, int, s->priority, 0)
 STREAM_GETTER(cuStreamGetPriority_ptsz, int, s->priority, 1)
 STREAM_GETTER(cuStreamGetId, unsigned long long, s->id, 0)
 STREAM_GETTER(cuStreamGetId_ptsz, unsigned long long, s->id, 1)
-STREAM_GETTER(cuStreamGetCtx, CUcontext, &grape__sim.primary, 0)
-STREAM_GETTER(cuStreamGetCtx_ptsz, CUcontext, &grape__sim.primary, 1)
+STREAM_GETTER(cuStreamGetCtx, CUcontext, grape__sim_primary(), 0)
+STREAM_GETTER(cuStreamGetCtx_ptsz, CUcontext, grape__sim_primary(), 1)
 
 static CUresult host_func(CUstream h, CUhostFn fn, void* data, int ptds) {
   struct CUstream_st* s;
@@ -923,8 +923,27 @@ SIM_EXPORT CUresult cuEventCreate(CUevent* out, unsigned int flags) {
   e->flags = flags;
   e->refs = 1;
   e->live = 1;
+  pthread_mutex_lock(&grape__sim.lock);
+  e->live_next = grape__sim.live_events;
+  if (e->live_next != NULL)
+    e->live_next->live_prev = e;
+  grape__sim.live_events = e;
+  pthread_mutex_unlock(&grape__sim.lock);
   *out = e;
   return CUDA_SUCCESS;
+}
+
+/* Lock held: e's handle dies (the object lives on while work refers to it). */
+static void event_kill_locked(struct CUevent_st* e) {
+  if (e->live_prev != NULL)
+    e->live_prev->live_next = e->live_next;
+  else
+    grape__sim.live_events = e->live_next;
+  if (e->live_next != NULL)
+    e->live_next->live_prev = e->live_prev;
+  e->live_prev = e->live_next = NULL;
+  e->live = 0;
+  grape__sim_event_unref_locked(e);
 }
 
 SIM_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
@@ -933,10 +952,26 @@ SIM_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
     return CUDA_ERROR_INVALID_HANDLE;
   grape__sim_reg_del(e);
   pthread_mutex_lock(&grape__sim.lock);
-  e->live = 0;
-  grape__sim_event_unref_locked(e);
+  event_kill_locked(e);
   pthread_mutex_unlock(&grape__sim.lock);
   return CUDA_SUCCESS;
+}
+
+void grape__sim_stream_reset_locked(void) {
+  for (struct CUstream_st* t = grape__sim.all_streams; t != NULL; t = t->all_next) {
+    if (t->legacy || t->per_thread || !grape__sim_reg_has(t, K_STREAM))
+      continue;
+    grape__sim_reg_del(t);
+    if (t->cap != NULL) {
+      t->cap->invalidated = 1;
+      t->cap = NULL;
+    }
+    retire_locked(t);
+  }
+  while (grape__sim.live_events != NULL) {
+    grape__sim_reg_del(grape__sim.live_events);
+    event_kill_locked(grape__sim.live_events);
+  }
 }
 
 /* sym: the entry point, whose cost depends on the event's timing flag. */

@@ -5,6 +5,7 @@
  * tables by these values must cope with the former. */
 #include <cuda.h>
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <semaphore.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -206,6 +207,85 @@ Test(sim_reuse, a_graph_naming_an_unloaded_function_fails_cleanly) {
 
 Test(sim_reuse, a_graph_naming_an_unloaded_function_fails_cleanly_without_reuse) {
   unloaded_function_in_graph(0);
+}
+
+/* A primary context reset destroys the context, its streams and its events.
+ * Threads that keep the old context current get CONTEXT_IS_DESTROYED, the
+ * old handles INVALID_HANDLE, and the new primary context has another value,
+ * so code that keeps a context or a stream's context across a reset is
+ * caught; a stream value may come back with other flags. */
+static CUcontext other_ctx;
+static pthread_barrier_t reset_bar;
+static CUresult other_result;
+
+static void* other_thread(void* arg) {
+  (void)arg;
+  cuCtxSetCurrent(other_ctx);
+  pthread_barrier_wait(&reset_bar);   /* the main thread resets */
+  pthread_barrier_wait(&reset_bar);
+  CUstream s;
+  other_result = cuStreamCreate(&s, 0);
+  return NULL;
+}
+
+Test(sim_reuse, a_context_reset_destroys_the_context_and_its_streams_and_events) {
+  start(1);
+  CUcontext c1, c2, cur, sc;
+  OK(cuCtxGetCurrent(&c1));
+  other_ctx = c1;
+  pthread_barrier_init(&reset_bar, NULL, 2);
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, other_thread, NULL), 0);
+  CUstream nb, blk;
+  CUevent e;
+  OK(cuStreamCreate(&nb, CU_STREAM_NON_BLOCKING));
+  OK(cuStreamCreate(&blk, CU_STREAM_DEFAULT));
+  OK(cuEventCreate(&e, 0));
+  OK(cuEventRecord(e, nb));
+  OK(cuStreamGetCtx(nb, &sc));
+  cr_assert_eq(sc, c1);
+  pthread_barrier_wait(&reset_bar);
+  OK(cuDevicePrimaryCtxReset(0));
+  pthread_barrier_wait(&reset_bar);
+  pthread_join(th, NULL);
+  cr_assert_eq(other_result, CUDA_ERROR_CONTEXT_IS_DESTROYED, "another thread's current context");
+  cr_assert_eq(cuStreamSynchronize(nb), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+  OK(cuCtxGetCurrent(&cur));
+  cr_assert_eq(cur, c1, "the destroyed context stays current until replaced");
+  unsigned flags;
+  int active;
+  OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+  cr_assert_eq(active, 1, "a reset does not release the retain");
+  OK(cuDevicePrimaryCtxRetain(&c2, 0));
+  cr_assert_neq(c2, c1, "the new primary context is a new context");
+  cr_assert_eq(cuCtxSetCurrent(c1), CUDA_ERROR_INVALID_CONTEXT, "the old one is no context");
+  cr_assert_eq(cuCtxSynchronize_v2(c1), CUDA_ERROR_INVALID_CONTEXT);
+  OK(cuCtxSetCurrent(c2));
+  OK(cuCtxSynchronize_v2(c2));
+  cr_assert_eq(cuStreamSynchronize(nb), CUDA_ERROR_INVALID_HANDLE);
+  cr_assert_eq(cuStreamSynchronize(blk), CUDA_ERROR_INVALID_HANDLE);
+  cr_assert_eq(cuStreamGetCtx(nb, &sc), CUDA_ERROR_INVALID_HANDLE);
+  cr_assert_eq(cuEventQuery(e), CUDA_ERROR_INVALID_HANDLE);
+  cr_assert_eq(cuEventRecord(e, NULL), CUDA_ERROR_INVALID_HANDLE);
+  OK(cuStreamGetCtx(CU_STREAM_LEGACY, &sc));
+  cr_assert_eq(sc, c2);
+  /* A new stream may take an old value, with its own flags and context. */
+  CUstream t;
+  OK(cuStreamCreate(&t, CU_STREAM_DEFAULT));
+  cr_assert(t == nb || t == blk, "a destroyed stream's value comes back");
+  OK(cuStreamGetFlags(t, &flags));
+  cr_assert_eq(flags, (unsigned)CU_STREAM_DEFAULT);
+  OK(cuStreamGetCtx(t, &sc));
+  cr_assert_eq(sc, c2);
+  CUmodule m;
+  CUfunction f;
+  CUdeviceptr d;
+  OK(cuModuleLoadData(&m, ptx_a));
+  OK(cuModuleGetFunction(&f, m, "k_one"));
+  OK(cuMemAlloc(&d, sizeof(int)));
+  OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, t, (void*[]){&d}, NULL));
+  OK(cuStreamSynchronize(t));
+  cr_assert_eq(*(int*)(uintptr_t)d, 1, "the new context runs work");
 }
 
 Test(sim_reuse, no_reuse_keeps_values_unique) {
