@@ -8,7 +8,10 @@
  * of the DAG, so results equal eager execution. Per-launch copies of the
  * parameters mean a later cuGraphExecKernelNodeSetParams never changes a launch
  * already queued, as documented. Stream capture (capture.c) builds its graphs
- * with the same node constructor.
+ * with the same node constructor. An executable exists from the end of its
+ * instantiation on the instantiating thread's host clock (ready_ns): a thread
+ * that launches or updates it earlier in simulated time begins that call
+ * then (cost.c), since it could not have had the handle before.
  */
 #include "internal.h"
 
@@ -395,6 +398,7 @@ SIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* out, CUgraph g, uns
       nd->ev->refs++;
     }
   }
+  x->ready_ns = grape__sim_host_now();
   if (grape__sim_reg_add(x, K_EXEC) != 0) {
     r = CUDA_ERROR_OUT_OF_MEMORY;
     goto fail;
@@ -440,6 +444,7 @@ static CUresult graph_launch(CUgraphExec x, CUstream h, int ptds) {
     return r;
   if (!grape__sim_reg_has(x, K_EXEC))
     return CUDA_ERROR_INVALID_HANDLE;
+  grape__sim_host_not_before(x->ready_ns);
   uint32_t n = x->n;
   grape__sim_host_charge(grape__sim_costs[COST_GRAPH_LAUNCH_NODE] * n);
   sim_work_t* works = calloc(n ? n : 1, sizeof(*works));
@@ -524,6 +529,7 @@ static CUresult graph_upload(CUgraphExec x, CUstream h, int ptds) {
   SIM_TRY(grape__sim_stream(h, ptds, &s));
   if (!grape__sim_reg_has(x, K_EXEC))
     return CUDA_ERROR_INVALID_HANDLE;
+  grape__sim_host_not_before(x->ready_ns);
   pthread_mutex_lock(&grape__sim.lock);
   int live = exec_funcs_live_locked(x);
   pthread_mutex_unlock(&grape__sim.lock);
@@ -536,6 +542,7 @@ SIM_TWINS(cuGraphUpload, _ptsz, (CUgraphExec x, CUstream s), graph_upload, x, s)
 static sim_node_t* exec_node(CUgraphExec x, CUgraphNode h, int type) {
   if (!grape__sim_reg_has(x, K_EXEC))
     return NULL;
+  grape__sim_host_not_before(x->ready_ns);
   sim_node_t* n = as_node(h);
   if (n == NULL || n->g != x->src || n->id >= x->nids || n->type != type)
     return NULL;
@@ -659,6 +666,7 @@ SIM_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec x, CUgraph g, CUgraphExecUp
   SIM_COUNT(cuGraphExecUpdate_v2);
   if (!grape__sim_reg_has(x, K_EXEC) || check_graph(g) != CUDA_SUCCESS)
     return CUDA_ERROR_INVALID_VALUE;
+  grape__sim_host_not_before(x->ready_ns);
   CUgraphExecUpdateResult res = CU_GRAPH_EXEC_UPDATE_SUCCESS;
   CUgraphNode bad = NULL;
   CUresult r = CUDA_SUCCESS;

@@ -288,6 +288,7 @@ struct CUgraphExec_st {
   uint32_t nids;
   struct CUgraph_st* src;        /* the graph it came from (identity only) */
   unsigned long long flags;
+  uint64_t ready_ns;             /* host time its instantiation ended (another thread's, maybe) */
 };
 
 struct sim_capture_s {
@@ -351,6 +352,7 @@ uint64_t grape__sim_host_now(void);
 uint64_t grape__sim_host_call_start(void);      /* the clock before the current entry point */
 uint64_t grape__sim_submit_time(void);          /* host now + submission latency */
 void grape__sim_host_wait(uint64_t t_done);     /* waited for work that finished at t_done */
+void grape__sim_host_not_before(uint64_t t);    /* the current call may not begin before t */
 void grape__sim_charge_event_record(int sym, int timing);
 uint64_t grape__sim_host_total(void);
 uint64_t grape__sim_end_ns(void);
