@@ -795,14 +795,21 @@ static void write_report(void) {
     fprintf(f, "%s\"%s\":%llu", first ? "" : ",", grape__sim_sym_names[i], n);
     first = 0;
   }
+  sim_bound_t b;
+  grape__sim_bound_report(&b);
   fprintf(f, "},\"kernels_executed\":%llu,\"graph_launches\":%llu,"
              "\"graph_kernel_nodes_executed\":%llu,\"exec_node_param_updates\":%llu,"
-             "\"sim_host_ns\":%llu,\"sim_end_ns\":%llu}\n",
+             "\"sim_host_ns\":%llu,\"sim_end_ns\":%llu,\"device_busy_ns\":%llu,"
+             "\"lower_bound_ns\":%llu,\"lower_bound_host_ns\":%llu,"
+             "\"lower_bound_device_ns\":%llu,\"lower_bound_stretches\":%llu}\n",
           (unsigned long long)atomic_load(&grape__sim.kernels_executed),
           (unsigned long long)atomic_load(&grape__sim.graph_launches),
           (unsigned long long)atomic_load(&grape__sim.graph_kernel_nodes_executed),
           (unsigned long long)atomic_load(&grape__sim.exec_node_param_updates),
-          (unsigned long long)grape__sim_host_total(), (unsigned long long)grape__sim_end_ns());
+          (unsigned long long)grape__sim_host_total(), (unsigned long long)grape__sim_end_ns(),
+          (unsigned long long)b.device_busy_ns, (unsigned long long)b.lower_bound_ns,
+          (unsigned long long)b.host_ns, (unsigned long long)b.device_ns,
+          (unsigned long long)b.stretches);
   fclose(f);
 }
 

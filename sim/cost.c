@@ -347,8 +347,10 @@ uint64_t grape__sim_end_ns(void) {
 
 static void host_work(int kind) {
   grape__sim_costs_load();
-  if (kind == SIMCU_WORK_OP)
+  if (kind == SIMCU_WORK_OP) {
     grape__sim_host_charge(host_op_ns);
+    grape__sim_bound_host(host_op_ns);
+  }
   else if (kind == SIMCU_WORK_RUNTIME)
     grape__sim_host_charge(grape__sim_costs[COST_RUNTIME]);
 }

@@ -223,6 +223,9 @@ struct CUstream_st {
   sim_capture_t* cap;
   sim_node_t** cap_deps;
   int ncap_deps;
+  /* the lower bound (bound.c) */
+  uint64_t lb_epoch;             /* the stretch lb_path belongs to */
+  uint64_t lb_path;              /* device time of the chain ending with its last op in it */
 };
 
 struct CUevent_st {
@@ -240,6 +243,7 @@ struct CUevent_st {
   sim_capture_t* cap;
   sim_node_t** cap_nodes;
   int ncap_nodes;
+  uint64_t lb_epoch, lb_upto;    /* bound.c: its stream's chain at the last record */
 };
 
 struct CUctx_st {
@@ -399,6 +403,9 @@ CUresult grape__sim_wait_stream(struct CUstream_st* s);
 CUresult grape__sim_wait_all(void);
 void grape__sim_wait_all_timed(int ms);
 int grape__sim_run_work(sim_work_t* w, uint64_t* clock);   /* returns a device fault or 0 */
+/* The modelled device time of w (cost.h device rows); a kernel as a node of
+ * a launched graph when as_node, else as it was submitted. */
+uint64_t grape__sim_work_ns(const sim_work_t* w, int as_node);
 int grape__sim_dep_on_event_locked(struct CUevent_st* e, sim_dep_t* d);
 void grape__sim_deps_drop_locked(sim_dep_t* d, int n);
 uint64_t grape__sim_device_end_ns(void);
@@ -440,6 +447,23 @@ void grape__sim_stream_atfork_child(void);   /* grape__sim.lock held */
 /* Lock held, all work finished: a primary context reset destroys every
  * created stream (values reusable) and every event (stream.c). */
 void grape__sim_stream_reset_locked(void);
+
+/* bound.c: the device's busy time and the lower bound of the exit report.
+ * The _locked functions need grape__sim.lock. */
+typedef struct sim_bound_s {
+  uint64_t device_busy_ns;       /* device time of every op run */
+  uint64_t lower_bound_ns;       /* LB: sum over stretches of max(host, device) */
+  uint64_t host_ns, device_ns;   /* the two sides, summed apart */
+  uint64_t stretches;            /* wait points + 1 */
+} sim_bound_t;
+void grape__sim_bound_host(uint64_t ns);        /* framework host work (SIMCU_HOST_NS) */
+void grape__sim_bound_busy(uint64_t ns);        /* an op ran for ns */
+void grape__sim_bound_submit_locked(struct CUstream_st* s, const sim_work_t* w);
+void grape__sim_bound_record_locked(struct CUevent_st* e, struct CUstream_st* s);
+void grape__sim_bound_join_locked(struct CUstream_st* s, const struct CUevent_st* e);
+/* A wait point: s or e awaited; both NULL, the whole device. */
+void grape__sim_bound_cut_locked(struct CUstream_st* s, const struct CUevent_st* e);
+void grape__sim_bound_report(sim_bound_t* out);   /* ends the last stretch */
 
 /* graph.c */
 struct CUgraph_st* grape__sim_graph_new(void);   /* empty and registered; NULL without memory */
