@@ -231,8 +231,8 @@ SIM_TWINS(cuMemcpy3DAsync_v2, _ptsz, (const CUDA_MEMCPY3D* p, CUstream s), copy3
 
 static CUresult check_peer_ctx(CUcontext a, CUcontext b) {
   SIM_TRY(grape__sim_check_init());
-  return a == &grape__sim.primary && b == &grape__sim.primary ? CUDA_SUCCESS
-                                                              : CUDA_ERROR_INVALID_CONTEXT;
+  struct CUctx_st* p = grape__sim_primary();
+  return a == p && b == p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
 static CUresult peer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n,

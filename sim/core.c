@@ -5,7 +5,11 @@
  * context. cuInit must precede every other call as with the real driver
  * (CUDA_ERROR_NOT_INITIALIZED otherwise). Contexts beyond the primary one are
  * not simulated; the current context is a thread-local pointer that is either
- * NULL or the primary context.
+ * NULL or a primary context. A primary context reset destroys the context
+ * with its streams and events and makes a new primary context with a new
+ * handle value: threads that keep the old one current get
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED, so code that keeps a context (or a
+ * stream's context) across a reset is caught.
  *
  * SIMCU_REPORT=<file> writes, from the library destructor, the number of
  * calls of every entry point plus execution counters and the simulated host
@@ -30,9 +34,13 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The primary context until the first reset (later ones are allocated). */
+static struct CUctx_st first_primary = {.primary = 1};
+
 sim_state_t grape__sim = {
   .lock = PTHREAD_MUTEX_INITIALIZER,
   .done_cv = PTHREAD_COND_INITIALIZER,
+  .primary = &first_primary,
 };
 
 const char* const grape__sim_sym_names[SYM__COUNT] = {
@@ -461,10 +469,20 @@ SIM_EXPORT CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice 
  * (the runtime does so on each thread's first call); calls that need one fail
  * with CUDA_ERROR_INVALID_CONTEXT, so a missing cuCtxSetCurrent shows here as
  * it would on a GPU. A retained-then-released primary context is not current. */
+struct CUctx_st* grape__sim_primary(void) {
+  return atomic_load(&grape__sim.primary);
+}
+
 struct CUctx_st* grape__sim_current_ctx(void) {
-  if (!tls_ctx_set || tls_ctx == NULL)
+  if (!tls_ctx_set || tls_ctx == NULL || atomic_load(&tls_ctx->destroyed))
     return NULL;
-  return grape__sim.primary.refs > 0 ? tls_ctx : NULL;
+  return tls_ctx->refs > 0 ? tls_ctx : NULL;
+}
+
+CUresult grape__sim_ctx_error(void) {
+  if (tls_ctx_set && tls_ctx != NULL && atomic_load(&tls_ctx->destroyed))
+    return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  return grape__sim_current_ctx() != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) {
@@ -473,10 +491,10 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) {
   if (c == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&grape__sim.lock);
-  grape__sim.primary.primary = 1;
-  grape__sim.primary.refs++;
+  struct CUctx_st* p = grape__sim_primary();
+  p->refs++;
   pthread_mutex_unlock(&grape__sim.lock);
-  *c = &grape__sim.primary;
+  *c = p;
   return CUDA_SUCCESS;
 }
 
@@ -486,24 +504,48 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
   if (r != CUDA_SUCCESS)
     return r;
   pthread_mutex_lock(&grape__sim.lock);
-  if (grape__sim.primary.refs > 0)
-    grape__sim.primary.refs--;
+  struct CUctx_st* p = grape__sim_primary();
+  if (p->refs > 0)
+    p->refs--;
   else
     r = CUDA_ERROR_INVALID_CONTEXT;
   pthread_mutex_unlock(&grape__sim.lock);
   return r;
 }
 
+/* Waits for the device, then destroys the primary context with its streams
+ * and events: their handles fail from now on (INVALID_HANDLE; threads whose
+ * current context it was get CONTEXT_IS_DESTROYED), and the next primary
+ * context is a new object, so its handle value differs (CUDA does not
+ * promise either way; a value that changes catches code that keeps one).
+ * Retains stay counted ("resetting the primary context does not release
+ * it"), as do the flags set with cuDevicePrimaryCtxSetFlags. Memory,
+ * modules and graphs are not reset (sim/README.md). A sticky device fault
+ * stays: the sim's faults are not recoverable. */
 SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice d) {
   SIM_COUNT(cuDevicePrimaryCtxReset_v2);
   SIM_TRY(check_dev(d));
-  return grape__sim_wait_all();
+  SIM_TRY(grape__sim_check_init());
+  CUresult r = grape__sim_wait_all();
+  struct CUctx_st* fresh = calloc(1, sizeof(*fresh));
+  if (fresh == NULL)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&grape__sim.lock);
+  grape__sim_stream_reset_locked();
+  struct CUctx_st* old = grape__sim_primary();
+  fresh->primary = 1;
+  fresh->flags = atomic_load(&old->flags);
+  fresh->refs = atomic_load(&old->refs);
+  atomic_store(&old->destroyed, 1);
+  atomic_store(&grape__sim.primary, fresh);
+  pthread_mutex_unlock(&grape__sim.lock);
+  return r;
 }
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice d, unsigned int flags) {
   SIM_COUNT(cuDevicePrimaryCtxSetFlags_v2);
   SIM_TRY(check_dev(d));
-  grape__sim.primary.flags = flags;
+  grape__sim_primary()->flags = flags;
   return CUDA_SUCCESS;
 }
 
@@ -512,8 +554,9 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned int* flags, 
   SIM_TRY(check_dev(d));
   if (flags == NULL || active == NULL)
     return CUDA_ERROR_INVALID_VALUE;
-  *flags = grape__sim.primary.flags;
-  *active = grape__sim.primary.refs > 0;
+  struct CUctx_st* p = grape__sim_primary();
+  *flags = p->flags;
+  *active = p->refs > 0;
   return CUDA_SUCCESS;
 }
 
@@ -523,8 +566,7 @@ CUresult grape__sim_sticky(void) {
 
 CUresult grape__sim_need_ctx(void) {
   SIM_TRY(grape__sim_check_init());
-  if (grape__sim_current_ctx() == NULL)
-    return CUDA_ERROR_INVALID_CONTEXT;
+  SIM_TRY(grape__sim_ctx_error());
   return grape__sim_sticky();
 }
 
@@ -537,10 +579,13 @@ SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext* c) {
   return CUDA_SUCCESS;
 }
 
+/* Only the live primary context may be made current: a context destroyed by
+ * a reset is no context any more (CUDA_ERROR_INVALID_CONTEXT, the thread's
+ * current context unchanged). */
 SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext c) {
   SIM_COUNT(cuCtxSetCurrent);
   SIM_TRY(grape__sim_check_init());
-  if (c != NULL && c != &grape__sim.primary)
+  if (c != NULL && c != grape__sim_primary())
     return CUDA_ERROR_INVALID_CONTEXT;
   tls_ctx = c;
   tls_ctx_set = 1;
@@ -550,7 +595,7 @@ SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext c) {
 SIM_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c) {
   SIM_COUNT(cuCtxPushCurrent_v2);
   SIM_TRY(grape__sim_check_init());
-  if (c != &grape__sim.primary)
+  if (c != grape__sim_primary())
     return CUDA_ERROR_INVALID_CONTEXT;
   tls_ctx = c;   /* a one-deep stack: the sim has one context */
   tls_ctx_set = 1;
@@ -602,7 +647,7 @@ SIM_EXPORT CUresult cuCtxGetFlags(unsigned int* flags) {
   SIM_TRY(grape__sim_need_ctx());
   if (flags == NULL)
     return CUDA_ERROR_INVALID_VALUE;
-  *flags = grape__sim.primary.flags;
+  *flags = grape__sim_primary()->flags;
   return CUDA_SUCCESS;
 }
 
@@ -750,14 +795,21 @@ static void write_report(void) {
     fprintf(f, "%s\"%s\":%llu", first ? "" : ",", grape__sim_sym_names[i], n);
     first = 0;
   }
+  sim_bound_t b;
+  grape__sim_bound_report(&b);
   fprintf(f, "},\"kernels_executed\":%llu,\"graph_launches\":%llu,"
              "\"graph_kernel_nodes_executed\":%llu,\"exec_node_param_updates\":%llu,"
-             "\"sim_host_ns\":%llu,\"sim_end_ns\":%llu}\n",
+             "\"sim_host_ns\":%llu,\"sim_end_ns\":%llu,\"device_busy_ns\":%llu,"
+             "\"lower_bound_ns\":%llu,\"lower_bound_host_ns\":%llu,"
+             "\"lower_bound_device_ns\":%llu,\"lower_bound_stretches\":%llu}\n",
           (unsigned long long)atomic_load(&grape__sim.kernels_executed),
           (unsigned long long)atomic_load(&grape__sim.graph_launches),
           (unsigned long long)atomic_load(&grape__sim.graph_kernel_nodes_executed),
           (unsigned long long)atomic_load(&grape__sim.exec_node_param_updates),
-          (unsigned long long)grape__sim_host_total(), (unsigned long long)grape__sim_end_ns());
+          (unsigned long long)grape__sim_host_total(), (unsigned long long)grape__sim_end_ns(),
+          (unsigned long long)b.device_busy_ns, (unsigned long long)b.lower_bound_ns,
+          (unsigned long long)b.host_ns, (unsigned long long)b.device_ns,
+          (unsigned long long)b.stretches);
   fclose(f);
 }
 

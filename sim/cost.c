@@ -11,6 +11,16 @@
  * process has reached: a new thread cannot act before the thread that made it
  * did. Totals are atomics: sim_host_ns sums every charge of every thread, and
  * the largest clock is what sim_end_ns starts from.
+ *
+ * Charges are per thread: what a second thread does (a background graph
+ * builder instantiating) advances its own clock only, while the device's
+ * streams are shared by all. A helper thread declares itself through the
+ * private table (host_handoff): its clock then resumes at the moment work was
+ * handed to it, and is kept out of the start of new threads (helper_max
+ * instead of host_max). What crosses threads is ordered where the sim can see
+ * it: an executable graph exists from the end of its instantiation on the
+ * instantiating thread's clock, and a thread that uses it earlier in
+ * simulated time waits until then (grape__sim_host_not_before).
  */
 #include "internal.h"
 
@@ -42,8 +52,10 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static _Thread_local uint64_t tls_host;
 static _Thread_local uint64_t tls_call_start;   /* tls_host when the current entry point began */
 static _Thread_local int tls_started;
+static _Thread_local int tls_helper;  /* host_handoff was called on this thread */
 static _Atomic uint64_t host_total;   /* every charge, all threads */
-static _Atomic uint64_t host_max;     /* the largest host clock reached */
+static _Atomic uint64_t host_max;     /* the largest host clock reached (helpers apart) */
+static _Atomic uint64_t helper_max;   /* the largest helper clock reached */
 
 /* ---- Classes of entry points ---- */
 
@@ -255,9 +267,10 @@ static void thread_start(void) {
 }
 
 static void raise_max(uint64_t t) {
-  uint64_t cur = atomic_load_explicit(&host_max, memory_order_relaxed);
+  _Atomic uint64_t* m = tls_helper ? &helper_max : &host_max;
+  uint64_t cur = atomic_load_explicit(m, memory_order_relaxed);
   while (cur < t &&
-         !atomic_compare_exchange_weak_explicit(&host_max, &cur, t, memory_order_relaxed,
+         !atomic_compare_exchange_weak_explicit(m, &cur, t, memory_order_relaxed,
                                                 memory_order_relaxed))
     ;
 }
@@ -302,6 +315,17 @@ void grape__sim_host_wait(uint64_t t_done) {
   }
 }
 
+/* The current entry point uses something that exists only from host time t
+ * on (made by another thread): the call begins no earlier than t. */
+void grape__sim_host_not_before(uint64_t t) {
+  thread_start();
+  if (t <= tls_call_start)
+    return;
+  tls_host += t - tls_call_start;
+  tls_call_start = t;
+  raise_max(tls_host);
+}
+
 void grape__sim_charge_event_record(int sym, int timing) {
   if (!sym_own[sym])
     grape__sim_host_charge(grape__sim_costs[timing ? COST_EVENT_RECORD : COST_EVENT_RECORD_NOTIMING]);
@@ -312,7 +336,10 @@ uint64_t grape__sim_host_total(void) {
 }
 
 uint64_t grape__sim_end_ns(void) {
-  uint64_t h = atomic_load(&host_max), d = grape__sim_device_end_ns();
+  uint64_t h = atomic_load(&host_max), hh = atomic_load(&helper_max);
+  uint64_t d = grape__sim_device_end_ns();
+  if (hh > h)
+    h = hh;
   return h > d ? h : d;
 }
 
@@ -320,14 +347,27 @@ uint64_t grape__sim_end_ns(void) {
 
 static void host_work(int kind) {
   grape__sim_costs_load();
-  if (kind == SIMCU_WORK_OP)
+  if (kind == SIMCU_WORK_OP) {
     grape__sim_host_charge(host_op_ns);
+    grape__sim_bound_host(host_op_ns);
+  }
   else if (kind == SIMCU_WORK_RUNTIME)
     grape__sim_host_charge(grape__sim_costs[COST_RUNTIME]);
 }
 
+static void host_handoff(uint64_t t) {
+  if (!tls_started) {
+    tls_host = t;
+    tls_started = 1;
+  } else if (t > tls_host) {
+    tls_host = t;
+  }
+  tls_helper = 1;
+  raise_max(tls_host);
+}
+
 static const simcu_private_t private_table = {
-  sizeof(simcu_private_t), host_work, grape__sim_host_now, grape__sim_end_ns,
+  sizeof(simcu_private_t), host_work, grape__sim_host_now, grape__sim_end_ns, host_handoff,
 };
 
 int grape__sim_private_table(const CUuuid* id, const void** table) {

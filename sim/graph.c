@@ -8,7 +8,10 @@
  * of the DAG, so results equal eager execution. Per-launch copies of the
  * parameters mean a later cuGraphExecKernelNodeSetParams never changes a launch
  * already queued, as documented. Stream capture (capture.c) builds its graphs
- * with the same node constructor.
+ * with the same node constructor. An executable exists from the end of its
+ * instantiation on the instantiating thread's host clock (ready_ns): a thread
+ * that launches or updates it earlier in simulated time begins that call
+ * then (cost.c), since it could not have had the handle before.
  */
 #include "internal.h"
 
@@ -253,8 +256,8 @@ static _Thread_local void* tls_argv[64];
 SIM_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode h, CUDA_KERNEL_NODE_PARAMS* p) {
   SIM_COUNT(cuGraphKernelNodeGetParams_v2);
   sim_node_t* n = as_node(h);
-  if (n == NULL || p == NULL || n->type != N_KERNEL)
-    return CUDA_ERROR_INVALID_VALUE;
+  if (n == NULL || p == NULL || n->type != N_KERNEL || !grape__sim_work_func_live(&n->w))
+    return CUDA_ERROR_INVALID_VALUE;   /* an unloaded function has no parameter layout */
   struct CUfunc_st* f = n->w.u.k.f;
   memset(p, 0, sizeof(*p));
   p->func = (CUfunction)f;
@@ -378,6 +381,11 @@ SIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* out, CUgraph g, uns
   }
   for (uint32_t k = 0; k < n; k++) {
     sim_node_t* nd = g->nodes[order[k]];
+    if (!grape__sim_work_func_live(&nd->w)) {
+      x->n = k;
+      r = CUDA_ERROR_INVALID_VALUE;   /* a kernel node whose function was unloaded */
+      goto fail;
+    }
     x->types[k] = nd->type;
     x->pos_of_id[nd->id] = k;
     if (grape__sim_work_copy(&x->work[k], &nd->w) != 0) {
@@ -390,6 +398,7 @@ SIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* out, CUgraph g, uns
       nd->ev->refs++;
     }
   }
+  x->ready_ns = grape__sim_host_now();
   if (grape__sim_reg_add(x, K_EXEC) != 0) {
     r = CUDA_ERROR_OUT_OF_MEMORY;
     goto fail;
@@ -416,6 +425,18 @@ SIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec x) {
   return CUDA_SUCCESS;
 }
 
+/* Lock held. Whether every kernel node of x names a function still loaded:
+ * a launch of an executable whose node names an unloaded function (or a
+ * later load's function under the same handle value) queues nothing and
+ * returns CUDA_ERROR_INVALID_VALUE, the error cuGraphLaunch documents for an
+ * invalid graph, instead of running a body that no longer exists. */
+static int exec_funcs_live_locked(const struct CUgraphExec_st* x) {
+  for (uint32_t k = 0; k < x->n; k++)
+    if (!grape__sim_work_func_live(&x->work[k]))
+      return 0;
+  return 1;
+}
+
 static CUresult graph_launch(CUgraphExec x, CUstream h, int ptds) {
   struct CUstream_st* s;
   CUresult r = grape__sim_stream(h, ptds, &s);
@@ -423,6 +444,7 @@ static CUresult graph_launch(CUgraphExec x, CUstream h, int ptds) {
     return r;
   if (!grape__sim_reg_has(x, K_EXEC))
     return CUDA_ERROR_INVALID_HANDLE;
+  grape__sim_host_not_before(x->ready_ns);
   uint32_t n = x->n;
   grape__sim_host_charge(grape__sim_costs[COST_GRAPH_LAUNCH_NODE] * n);
   sim_work_t* works = calloc(n ? n : 1, sizeof(*works));
@@ -435,6 +457,11 @@ static CUresult graph_launch(CUgraphExec x, CUstream h, int ptds) {
   }
   int nw = 0;
   pthread_mutex_lock(&grape__sim.lock);
+  if (!exec_funcs_live_locked(x)) {
+    pthread_mutex_unlock(&grape__sim.lock);
+    r = CUDA_ERROR_INVALID_VALUE;
+    goto out;
+  }
   int capturing = s->cap != NULL;
   for (uint32_t k = 0; k < n; k++) {
     switch (x->types[k]) {
@@ -500,7 +527,13 @@ SIM_TWINS(cuGraphLaunch, _ptsz, (CUgraphExec x, CUstream s), graph_launch, x, s)
 static CUresult graph_upload(CUgraphExec x, CUstream h, int ptds) {
   struct CUstream_st* s;
   SIM_TRY(grape__sim_stream(h, ptds, &s));
-  return grape__sim_reg_has(x, K_EXEC) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  if (!grape__sim_reg_has(x, K_EXEC))
+    return CUDA_ERROR_INVALID_HANDLE;
+  grape__sim_host_not_before(x->ready_ns);
+  pthread_mutex_lock(&grape__sim.lock);
+  int live = exec_funcs_live_locked(x);
+  pthread_mutex_unlock(&grape__sim.lock);
+  return live ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 SIM_TWINS(cuGraphUpload, _ptsz, (CUgraphExec x, CUstream s), graph_upload, x, s)
@@ -509,6 +542,7 @@ SIM_TWINS(cuGraphUpload, _ptsz, (CUgraphExec x, CUstream s), graph_upload, x, s)
 static sim_node_t* exec_node(CUgraphExec x, CUgraphNode h, int type) {
   if (!grape__sim_reg_has(x, K_EXEC))
     return NULL;
+  grape__sim_host_not_before(x->ready_ns);
   sim_node_t* n = as_node(h);
   if (n == NULL || n->g != x->src || n->id >= x->nids || n->type != type)
     return NULL;
@@ -525,16 +559,15 @@ SIM_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec x, CUgraphNode
   CUresult r = kernel_work_from(p, &w);
   if (r != CUDA_SUCCESS)
     return r;
+  /* Every field may change, the function too (CUDA 11.2 on): the sim has
+   * one context and no dynamic parallelism, the only things CUDA forbids a
+   * new function to change. A node whose function was unloaded becomes
+   * launchable again this way. */
   pthread_mutex_lock(&grape__sim.lock);
   sim_work_t* cur = &x->work[x->pos_of_id[n->id]];
-  if (cur->u.k.f != w.u.k.f) {
-    r = CUDA_ERROR_INVALID_VALUE;   /* the function of an instantiated node may not change */
-    grape__sim_work_release(&w);
-  } else {
-    grape__sim_work_release(cur);
-    *cur = w;
-    atomic_fetch_add(&grape__sim.exec_node_param_updates, 1);
-  }
+  grape__sim_work_release(cur);
+  *cur = w;
+  atomic_fetch_add(&grape__sim.exec_node_param_updates, 1);
   pthread_mutex_unlock(&grape__sim.lock);
   return r;
 }
@@ -554,13 +587,35 @@ static CUresult exec_set_work(CUgraphExec x, CUgraphNode h, int type, sim_work_t
   return CUDA_SUCCESS;
 }
 
+/* Whether an instantiated memset may take new dimensions: CUDA rejects every
+ * dimension change of a 2-D memset and a change of height of a 1-D one (a
+ * 1-D memset's width and element size may change "if the resulting work
+ * maps onto the resources already allocated", which the sim allows). */
+static int memset_dims_ok(const sim_work_t* cur, const sim_work_t* w) {
+  if (cur->u.ms.height != w->u.ms.height)
+    return 0;
+  return cur->u.ms.height == 1 ||
+         (cur->u.ms.n == w->u.ms.n && cur->u.ms.esize == w->u.ms.esize &&
+          cur->u.ms.pitch == w->u.ms.pitch);
+}
+
 SIM_EXPORT CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec x, CUgraphNode h,
                                                    const CUDA_MEMSET_NODE_PARAMS* p, CUcontext ctx) {
   SIM_COUNT(cuGraphExecMemsetNodeSetParams);
   (void)ctx;
   sim_work_t w;
-  CUresult r = memset_work_from(p, &w);
-  return r != CUDA_SUCCESS ? r : exec_set_work(x, h, N_MEMSET, &w);
+  SIM_TRY(memset_work_from(p, &w));
+  sim_node_t* n = exec_node(x, h, N_MEMSET);
+  if (n != NULL) {
+    pthread_mutex_lock(&grape__sim.lock);
+    int ok = memset_dims_ok(&x->work[x->pos_of_id[n->id]], &w);
+    pthread_mutex_unlock(&grape__sim.lock);
+    if (!ok) {
+      grape__sim_work_release(&w);
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  return exec_set_work(x, h, N_MEMSET, &w);
 }
 
 SIM_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec x, CUgraphNode h,
@@ -611,6 +666,7 @@ SIM_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec x, CUgraph g, CUgraphExecUp
   SIM_COUNT(cuGraphExecUpdate_v2);
   if (!grape__sim_reg_has(x, K_EXEC) || check_graph(g) != CUDA_SUCCESS)
     return CUDA_ERROR_INVALID_VALUE;
+  grape__sim_host_not_before(x->ready_ns);
   CUgraphExecUpdateResult res = CU_GRAPH_EXEC_UPDATE_SUCCESS;
   CUgraphNode bad = NULL;
   CUresult r = CUDA_SUCCESS;
@@ -630,16 +686,22 @@ SIM_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec x, CUgraph g, CUgraphExecUp
   for (uint32_t k = 0; k < n; k++)
     pos[order[k]] = k;
   /* Same topology: each position has the same dependency count as before.
-   * (The executable keeps no edges, so fan-in is what is compared.) */
+   * (The executable keeps no edges, so fan-in is what is compared.) A kernel
+   * node's function may change (CUDA 11.2 on; FUNCTION_CHANGED is what older
+   * drivers answered), but not to one that has been unloaded. */
   for (uint32_t k = 0; k < n && res == CU_GRAPH_EXEC_UPDATE_SUCCESS; k++) {
     sim_node_t* nd = g->nodes[order[k]];
     if (nd->type != x->types[k]) {
       res = CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
       bad = (CUgraphNode)nd;
-    } else if (nd->type == N_KERNEL && nd->w.u.k.f != x->work[k].u.k.f) {
-      res = CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED;
+    } else if (!grape__sim_work_func_live(&nd->w)) {
+      res = CU_GRAPH_EXEC_UPDATE_ERROR;   /* "passed an invalid value": an unloaded function */
       bad = (CUgraphNode)nd;
+      r = CUDA_ERROR_INVALID_VALUE;
     } else if ((nd->type == N_EVENT_RECORD || nd->type == N_WAIT_EVENT) && nd->ev != x->evs[k]) {
+      res = CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+      bad = (CUgraphNode)nd;
+    } else if (nd->type == N_MEMSET && !memset_dims_ok(&x->work[k], &nd->w)) {
       res = CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
       bad = (CUgraphNode)nd;
     }
@@ -654,7 +716,8 @@ SIM_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec x, CUgraph g, CUgraphExecUp
       goto out;
     }
     if (nd->type == N_KERNEL &&
-        (w.u.k.params_size != x->work[k].u.k.params_size ||
+        (w.u.k.f != x->work[k].u.k.f || w.u.k.fgen != x->work[k].u.k.fgen ||
+         w.u.k.params_size != x->work[k].u.k.params_size ||
          memcmp(w.u.k.params, x->work[k].u.k.params, w.u.k.params_size) != 0 ||
          memcmp(w.u.k.grid, x->work[k].u.k.grid, sizeof(w.u.k.grid)) != 0 ||
          memcmp(w.u.k.block, x->work[k].u.k.block, sizeof(w.u.k.block)) != 0 ||

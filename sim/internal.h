@@ -113,6 +113,7 @@ struct CUfunc_st {               /* also serves as CUkernel: a CUkernel may be p
   int max_threads;
   int max_dyn_smem;              /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
   int cuda_api_version;
+  uint64_t gen;                  /* this incarnation of the object (its value is reused) */
   struct CUfunc_st* free_next;   /* unloaded, waiting for reuse */
 };
 
@@ -150,6 +151,7 @@ typedef struct sim_work_s {
   union {
     struct {
       struct CUfunc_st* f;
+      uint64_t fgen;             /* f->gen when the work was made: f may be unloaded since */
       unsigned grid[3], block[3];
       unsigned smem;
       unsigned char* params;     /* owned copy of the parameter block */
@@ -221,9 +223,14 @@ struct CUstream_st {
   sim_capture_t* cap;
   sim_node_t** cap_deps;
   int ncap_deps;
+  /* the lower bound (bound.c) */
+  uint64_t lb_epoch;             /* the stretch lb_path belongs to */
+  uint64_t lb_path;              /* device time of the chain ending with its last op in it */
 };
 
 struct CUevent_st {
+  struct CUevent_st* live_prev;  /* the list of live events (a reset destroys them) */
+  struct CUevent_st* live_next;
   unsigned flags;
   int refs;                      /* handle + pending record ops */
   int live;                      /* handle not destroyed */
@@ -236,12 +243,14 @@ struct CUevent_st {
   sim_capture_t* cap;
   sim_node_t** cap_nodes;
   int ncap_nodes;
+  uint64_t lb_epoch, lb_upto;    /* bound.c: its stream's chain at the last record */
 };
 
 struct CUctx_st {
   int primary;
   _Atomic unsigned flags;
   _Atomic int refs;              /* read without the lock by every entry point */
+  _Atomic int destroyed;         /* reset: the value stays readable, using it fails */
 };
 
 /* ---- Graphs ---- */
@@ -283,6 +292,7 @@ struct CUgraphExec_st {
   uint32_t nids;
   struct CUgraph_st* src;        /* the graph it came from (identity only) */
   unsigned long long flags;
+  uint64_t ready_ns;             /* host time its instantiation ended (another thread's, maybe) */
 };
 
 struct sim_capture_s {
@@ -312,13 +322,15 @@ typedef struct sim_state_s {
   struct CUstream_st* legacy;
   struct CUstream_st* all_streams;
   struct sim_capture_s* captures;
-  struct CUctx_st primary;
+  _Atomic(struct CUctx_st*) primary;   /* the primary context now: a new object after each
+                                          reset (old ones are kept, destroyed) */
   unsigned long long next_stream_id;
   unsigned long long next_capture_id;
   int active_global_captures;    /* captures in GLOBAL mode */
   int active_captures;
   int no_reuse;                  /* SIMCU_NO_REUSE=1: handle values are never handed out again */
   struct CUstream_st* free_streams;
+  struct CUevent_st* live_events;   /* events created and not destroyed */
   uint64_t retired_blocking_ns;  /* latest finish of reused blocking streams' earlier work */
   uint64_t retired_all_ns;       /* the same for every reused stream */
   int host_blocked;              /* blocking host ops running now (host functions, stream
@@ -344,6 +356,7 @@ uint64_t grape__sim_host_now(void);
 uint64_t grape__sim_host_call_start(void);      /* the clock before the current entry point */
 uint64_t grape__sim_submit_time(void);          /* host now + submission latency */
 void grape__sim_host_wait(uint64_t t_done);     /* waited for work that finished at t_done */
+void grape__sim_host_not_before(uint64_t t);    /* the current call may not begin before t */
 void grape__sim_charge_event_record(int sym, int timing);
 uint64_t grape__sim_host_total(void);
 uint64_t grape__sim_end_ns(void);
@@ -367,7 +380,13 @@ int grape__sim_reg_has(const void* p, int kind);   /* caller may hold the lock o
 /* A zeroed handle object of size bytes, registered as kind; NULL when either fails. */
 void* grape__sim_reg_new(size_t size, int kind);
 void grape__sim_logf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The calling thread's current context when it is the live primary context,
+ * else NULL (none set, released, or destroyed by a reset). */
 struct CUctx_st* grape__sim_current_ctx(void);
+/* CUDA_SUCCESS, CUDA_ERROR_INVALID_CONTEXT (no current context) or
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED (the thread's current context was reset). */
+CUresult grape__sim_ctx_error(void);
+struct CUctx_st* grape__sim_primary(void);   /* the device's primary context now */
 
 /* mem.c */
 int grape__sim_dev_range(CUdeviceptr p, size_t n);   /* 1 if [p, p+n) lies in one device allocation */
@@ -384,6 +403,9 @@ CUresult grape__sim_wait_stream(struct CUstream_st* s);
 CUresult grape__sim_wait_all(void);
 void grape__sim_wait_all_timed(int ms);
 int grape__sim_run_work(sim_work_t* w, uint64_t* clock);   /* returns a device fault or 0 */
+/* The modelled device time of w (cost.h device rows); a kernel as a node of
+ * a launched graph when as_node, else as it was submitted. */
+uint64_t grape__sim_work_ns(const sim_work_t* w, int as_node);
 int grape__sim_dep_on_event_locked(struct CUevent_st* e, sim_dep_t* d);
 void grape__sim_deps_drop_locked(sim_dep_t* d, int n);
 uint64_t grape__sim_device_end_ns(void);
@@ -400,6 +422,9 @@ CUresult grape__sim_make_kernel_work(struct CUfunc_st* f, const unsigned grid[3]
                                      const unsigned block[3], unsigned smem, void** params,
                                      void** extra, sim_work_t* w);
 CUresult grape__sim_bind_body(struct CUfunc_st* f);
+/* Whether the function of kernel work w is still loaded: neither unloaded
+ * nor an equal handle value of a later load (any other work: 1). */
+int grape__sim_work_func_live(const sim_work_t* w);
 
 /* copy.c */
 void grape__sim_copy_rows(const sim_work_t* w);   /* runs a 2-D/3-D OP_MEMCPY */
@@ -408,7 +433,8 @@ CUresult grape__sim_copy3d_work(const CUDA_MEMCPY3D* p, sim_work_t* w);   /* gra
 /* memset.c */
 /* The work of a memset of height rows of n elements of esize bytes, pitch
  * bytes apart, at d (graph memset nodes too); CUDA_ERROR_INVALID_VALUE unless
- * the rows lie inside one device allocation. */
+ * d (and, for height > 1, pitch) is aligned to esize and the rows lie inside
+ * one device allocation. */
 CUresult grape__sim_memset_work(CUdeviceptr d, unsigned v, unsigned esize, size_t n,
                                 size_t height, size_t pitch, sim_work_t* w);
 
@@ -418,6 +444,26 @@ void grape__sim_module_atfork(int phase);
 void grape__sim_mem_atfork(int phase);
 void grape__sim_memop_atfork(int phase);
 void grape__sim_stream_atfork_child(void);   /* grape__sim.lock held */
+/* Lock held, all work finished: a primary context reset destroys every
+ * created stream (values reusable) and every event (stream.c). */
+void grape__sim_stream_reset_locked(void);
+
+/* bound.c: the device's busy time and the lower bound of the exit report.
+ * The _locked functions need grape__sim.lock. */
+typedef struct sim_bound_s {
+  uint64_t device_busy_ns;       /* device time of every op run */
+  uint64_t lower_bound_ns;       /* LB: sum over stretches of max(host, device) */
+  uint64_t host_ns, device_ns;   /* the two sides, summed apart */
+  uint64_t stretches;            /* wait points + 1 */
+} sim_bound_t;
+void grape__sim_bound_host(uint64_t ns);        /* framework host work (SIMCU_HOST_NS) */
+void grape__sim_bound_busy(uint64_t ns);        /* an op ran for ns */
+void grape__sim_bound_submit_locked(struct CUstream_st* s, const sim_work_t* w);
+void grape__sim_bound_record_locked(struct CUevent_st* e, struct CUstream_st* s);
+void grape__sim_bound_join_locked(struct CUstream_st* s, const struct CUevent_st* e);
+/* A wait point: s or e awaited; both NULL, the whole device. */
+void grape__sim_bound_cut_locked(struct CUstream_st* s, const struct CUevent_st* e);
+void grape__sim_bound_report(sim_bound_t* out);   /* ends the last stretch */
 
 /* graph.c */
 struct CUgraph_st* grape__sim_graph_new(void);   /* empty and registered; NULL without memory */

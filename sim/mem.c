@@ -406,7 +406,7 @@ static CUresult ptr_attr(void* data, CUpointer_attribute a, CUdeviceptr p) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   switch (a) {
-  case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext*)data = &grape__sim.primary; break;
+  case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext*)data = grape__sim_primary(); break;
   case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
     *(unsigned*)data = dev ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
     break;

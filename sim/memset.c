@@ -5,13 +5,19 @@
  * DESIGN: a memset, of one row or of a pitched 2-D block, is one OP_MEMSET
  * on its stream (one node when captured); a synchronous one returns after it
  * ran in stream order, and may not be issued while its stream captures. The
- * rows must lie inside one device allocation and the address must be
- * aligned to the element size.
+ * rows must lie inside one device allocation, and the address (and a 2-D
+ * pitch) must be aligned to the element size: one function checks both for
+ * eager memsets and for graph memset nodes, added or updated, so a memset
+ * CUDA refuses is refused on every path.
  */
 #include "internal.h"
 
 CUresult grape__sim_memset_work(CUdeviceptr d, unsigned v, unsigned esize, size_t n,
                                 size_t height, size_t pitch, sim_work_t* w) {
+  /* cuMemsetD16/D32: "the dstDevice pointer must be two/four byte aligned";
+   * the 2-D forms: "the dstDevice pointer and dstPitch offset must be". */
+  if ((d % esize) != 0 || (height > 1 && (pitch % esize) != 0))
+    return CUDA_ERROR_INVALID_VALUE;
   if (!grape__sim_dev_range(d, pitch * (height - 1) + n * esize))
     return CUDA_ERROR_INVALID_VALUE;
   *w = (sim_work_t){.kind = OP_MEMSET};
@@ -32,8 +38,6 @@ static CUresult memset_any(CUdeviceptr d, unsigned v, unsigned esize, size_t n, 
     return CUDA_SUCCESS;
   if (pitch == 0)
     pitch = n * esize;
-  if ((d % esize) != 0)
-    return CUDA_ERROR_INVALID_VALUE;
   sim_work_t w;
   SIM_TRY(grape__sim_memset_work(d, v, esize, n, height, pitch, &w));
   struct CUstream_st* s;

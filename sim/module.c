@@ -16,7 +16,10 @@
  * Unloading a module keeps its module and function objects for the next
  * load (last freed, first reused), so handle values come back for other
  * kernels as with a real driver; SIMCU_NO_REUSE=1 parks them instead. The
- * free lists are guarded by bind_lock, which also orders body lookups.
+ * free lists are guarded by bind_lock, which also orders body lookups. Each
+ * load of a function is a new incarnation (gen), recorded in the work made
+ * for it, so a graph node whose function was unloaded is recognised even
+ * when a later load hands out the same value (grape__sim_work_func_live).
  */
 #include "internal.h"
 
@@ -36,6 +39,7 @@ static struct CUfunc_st* free_funcs;   /* bind_lock */
 static sim_module_t* free_modules;     /* bind_lock */
 static struct CUfunc_st* parked_free_funcs; /* SIMCU_NO_REUSE: kept, never handed out again */
 static sim_module_t* parked_free_modules;
+static _Atomic uint64_t func_gens;          /* incarnations of functions so far */
 
 /* bind_lock is taken first before fork (no other sim lock is held under it). */
 void grape__sim_module_atfork(int phase) {
@@ -195,6 +199,7 @@ static struct CUfunc_st* func_new(sim_module_t* m, const char* name) {
     GIVE_BACK(free_funcs, struct CUfunc_st, f);
     return NULL;
   }
+  f->gen = atomic_fetch_add(&func_gens, 1) + 1;
   f->mod = m;
   f->registers = -1;
   f->max_threads = -1;
@@ -236,8 +241,8 @@ static void module_free(sim_module_t* m) {
 
 static CUresult module_load(const void* image, int is_library, sim_module_t** out) {
   SIM_TRY(grape__sim_check_init());
-  if (grape__sim_current_ctx() == NULL && !is_library)
-    return CUDA_ERROR_INVALID_CONTEXT;
+  if (!is_library)
+    SIM_TRY(grape__sim_ctx_error());
   SIM_TRY(grape__sim_sticky());
   if (image == NULL || out == NULL)
     return CUDA_ERROR_INVALID_VALUE;
@@ -314,6 +319,18 @@ static CUresult module_get(sim_module_t* m, const char* name, struct CUfunc_st**
     }
   pthread_mutex_unlock(&bind_lock);
   return r;
+}
+
+/* Function objects are never freed (an unloaded one waits for reuse), so a
+ * stale pointer may be read; its registration and incarnation tell whether
+ * it is still the function the work was made for. gen is written before the
+ * object is registered (the registry's lock orders the two), and needs no
+ * lock of its own: callers may hold grape__sim.lock, which bind_lock may not
+ * be taken under. */
+int grape__sim_work_func_live(const sim_work_t* w) {
+  if (w->kind != OP_KERNEL)
+    return 1;
+  return grape__sim_reg_has(w->u.k.f, K_FUNC) && w->u.k.f->gen == w->u.k.fgen;
 }
 
 static CUresult module_unload(sim_module_t* m) {
@@ -586,6 +603,7 @@ CUresult grape__sim_make_kernel_work(struct CUfunc_st* f, const unsigned grid[3]
   memset(w, 0, sizeof(*w));
   w->kind = OP_KERNEL;
   w->u.k.f = f;
+  w->u.k.fgen = f->gen;
   memcpy(w->u.k.grid, grid, sizeof(w->u.k.grid));
   memcpy(w->u.k.block, block, sizeof(w->u.k.block));
   w->u.k.smem = smem;

@@ -50,9 +50,9 @@ SIM_EXPORT CUresult cuDeviceGetByPCIBusId(CUdevice* d, const char* id) {
 static CUresult context_of(CUcontext ctx) {
   SIM_TRY(grape__sim_check_init());
   if (ctx == NULL)
-    return grape__sim_current_ctx() != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
-  return ctx == &grape__sim.primary && grape__sim.primary.refs > 0 ? CUDA_SUCCESS
-                                                                   : CUDA_ERROR_INVALID_CONTEXT;
+    return grape__sim_ctx_error();
+  struct CUctx_st* p = grape__sim_primary();
+  return ctx == p && p->refs > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
 SIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
@@ -77,7 +77,7 @@ static CUresult stream_ctx(CUstream h, CUcontext* ctx, CUgreenCtx* green, int pt
   SIM_TRY(grape__sim_stream(h, ptds, &s));
   if (ctx == NULL)
     return CUDA_ERROR_INVALID_VALUE;
-  *ctx = &grape__sim.primary;
+  *ctx = grape__sim_primary();
   if (green != NULL)
     *green = NULL;
   return CUDA_SUCCESS;

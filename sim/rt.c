@@ -37,7 +37,10 @@ static _Thread_local cudaError_t last_error;
 /* A device fault's error, once a call has returned it: as with NVIDIA's
  * runtime it cannot be reset, so cudaGetLastError returns it from then on. */
 static _Atomic int sticky_error;
-static _Thread_local int thread_ctx_set;
+/* The primary context's generation: cudaDeviceReset makes a new primary
+ * context, which each thread makes current at its next call. */
+static _Atomic unsigned ctx_gen = 1;
+static _Thread_local unsigned thread_ctx_gen;
 /* The registered kernels (kfuncs); held across driver calls while a lookup
  * loads a fatbin, so the driver's locks nest inside it. */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -166,10 +169,11 @@ cudaError_t grape__rt_enter(void) {
   pthread_once(&rt_once, rt_init);
   if (rt_init_status != cudaSuccess)
     return rt_init_status;
-  if (!thread_ctx_set) {
+  unsigned gen = atomic_load(&ctx_gen);
+  if (thread_ctx_gen != gen) {
     if (drv.CtxSetCurrent(grape__rt_primary_ctx) != CUDA_SUCCESS)
       return cudaErrorDevicesUnavailable;
-    thread_ctx_set = 1;
+    thread_ctx_gen = gen;
   }
   return cudaSuccess;
 }
@@ -826,9 +830,21 @@ RT_API cudaError_t cudaDeviceSynchronize(void) {
   return RT_CALL(CtxSynchronize);
 }
 
+/* "Any subsequent API call to this device will reinitialize the device":
+ * the driver's reset makes a new primary context; the runtime takes its
+ * handle (a retain, then a release, keep the count of its one retain) and
+ * every thread makes it current at its next call. As CUDA says, no other
+ * thread may be using the device meanwhile. */
 RT_API cudaError_t cudaDeviceReset(void) {
   RT_ENTER();
-  return RT_CALL(DevicePrimaryCtxReset, 0);
+  cudaError_t e = RT_CALL(DevicePrimaryCtxReset, 0);
+  CUcontext c;
+  if (drv.DevicePrimaryCtxRetain(&c, 0) != CUDA_SUCCESS)
+    return grape__rt_err(cudaErrorDevicesUnavailable);
+  (void)drv.DevicePrimaryCtxRelease(0);
+  grape__rt_primary_ctx = c;
+  atomic_fetch_add(&ctx_gen, 1);
+  return e;
 }
 
 RT_API cudaError_t cudaDeviceSetLimit(enum cudaLimit l, size_t v) {

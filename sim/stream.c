@@ -239,7 +239,7 @@ static int fault_code(int code) {
 }
 
 /* Runs a kernel's blocks in blockIdx order until one raises a fault; returns it or 0. */
-static int run_kernel(sim_work_t* w, uint64_t* threads) {
+static int run_kernel(sim_work_t* w) {
   struct CUfunc_st* f = w->u.k.f;
   void* argv[f->nparams > 0 ? f->nparams : 1];
   for (uint32_t i = 0; i < f->nparams; i++)
@@ -262,7 +262,6 @@ static int run_kernel(sim_work_t* w, uint64_t* threads) {
         f->body(&b, argv);
       }
   free(shm);
-  *threads = (uint64_t)b.grid.x * b.grid.y * b.grid.z * b.block.x * b.block.y * b.block.z;
   if (fault == 0)
     return 0;
   int code = fault_code(fault);
@@ -272,36 +271,51 @@ static int run_kernel(sim_work_t* w, uint64_t* threads) {
   return code;
 }
 
-/* Runs the work and adds its modelled duration (cost.h device rows) to *clock.
- * Returns a device fault raised by a kernel body, or 0. */
-int grape__sim_run_work(sim_work_t* w, uint64_t* clock) {
+uint64_t grape__sim_work_ns(const sim_work_t* w, int as_node) {
   const uint64_t* c = grape__sim_costs;
-  uint64_t dur = 0;
-  int fault = 0;
   switch (w->kind) {
   case OP_KERNEL: {
-    uint64_t threads = 0;
-    fault = run_kernel(w, &threads);
+    uint64_t threads = (uint64_t)w->u.k.grid[0] * w->u.k.grid[1] * w->u.k.grid[2] *
+                       w->u.k.block[0] * w->u.k.block[1] * w->u.k.block[2];
     /* A kernel node of a launched graph skips the per-launch overhead an
      * eager launch pays: what graph replay saves on the device side. */
-    dur = c[w->u.k.from_graph ? COST_DEVICE_GRAPH_KERNEL : COST_DEVICE_KERNEL] +
-          threads / c[COST_DEVICE_THREADS_PER_NS];
-    atomic_fetch_add(&grape__sim.kernels_executed, 1);
-    if (w->u.k.from_graph)
-      atomic_fetch_add(&grape__sim.graph_kernel_nodes_executed, 1);
-    break;
+    return c[as_node || w->u.k.from_graph ? COST_DEVICE_GRAPH_KERNEL : COST_DEVICE_KERNEL] +
+           threads / c[COST_DEVICE_THREADS_PER_NS];
   }
   case OP_MEMCPY: {
     /* A 2-D/3-D copy (copy.c) is one op of rows x depth rows of n bytes,
      * costed as one copy of all its bytes. */
     size_t rows = w->u.cp.rows ? w->u.cp.rows : 1, depth = w->u.cp.depth ? w->u.cp.depth : 1;
-    if (rows == 1 && depth == 1)
+    return c[COST_DEVICE_COPY] + w->u.cp.n * rows * depth / c[COST_DEVICE_COPY_BYTES_PER_NS];
+  }
+  case OP_MEMSET:
+    return c[COST_DEVICE_MEMSET] +
+           (w->u.ms.n * w->u.ms.esize * w->u.ms.height) / c[COST_DEVICE_MEMSET_BYTES_PER_NS];
+  case OP_HOSTFN:
+    return c[COST_DEVICE_HOST_FUNC];
+  default:
+    return 0;
+  }
+}
+
+/* Runs the work and adds its modelled duration (grape__sim_work_ns) to *clock.
+ * Returns a device fault raised by a kernel body, or 0. */
+int grape__sim_run_work(sim_work_t* w, uint64_t* clock) {
+  uint64_t dur = grape__sim_work_ns(w, 0);
+  int fault = 0;
+  switch (w->kind) {
+  case OP_KERNEL:
+    fault = run_kernel(w);
+    atomic_fetch_add(&grape__sim.kernels_executed, 1);
+    if (w->u.k.from_graph)
+      atomic_fetch_add(&grape__sim.graph_kernel_nodes_executed, 1);
+    break;
+  case OP_MEMCPY:
+    if ((w->u.cp.rows ? w->u.cp.rows : 1) == 1 && (w->u.cp.depth ? w->u.cp.depth : 1) == 1)
       memmove(w->u.cp.dst, w->u.cp.src, w->u.cp.n);
     else
       grape__sim_copy_rows(w);
-    dur = c[COST_DEVICE_COPY] + w->u.cp.n * rows * depth / c[COST_DEVICE_COPY_BYTES_PER_NS];
     break;
-  }
   case OP_MEMSET: {
     unsigned char* row = w->u.ms.dst;
     for (size_t y = 0; y < w->u.ms.height; y++, row += w->u.ms.pitch) {
@@ -317,13 +331,10 @@ int grape__sim_run_work(sim_work_t* w, uint64_t* clock) {
           memcpy(row + 4 * i, &v, 4);
       }
     }
-    dur = c[COST_DEVICE_MEMSET] +
-          (w->u.ms.n * w->u.ms.esize * w->u.ms.height) / c[COST_DEVICE_MEMSET_BYTES_PER_NS];
     break;
   }
   case OP_HOSTFN:
     w->u.host.fn(w->u.host.data);
-    dur = c[COST_DEVICE_HOST_FUNC];
     break;
   case OP_FREE:
     (void)grape__sim_free_now(w->u.fr.p);
@@ -385,6 +396,7 @@ static void execute_locked(struct CUstream_st* s, sim_op_t* op) {
   pthread_mutex_unlock(&grape__sim.lock);
   uint64_t clock = start;
   int fault = skip ? 0 : grape__sim_run_work(&op->w, &clock);
+  grape__sim_bound_busy(clock - start);
   pthread_mutex_lock(&grape__sim.lock);
   s->running = NULL;
   if (host)
@@ -516,6 +528,7 @@ static CUresult submit_locked(struct CUstream_st* s, sim_work_t* w, const sim_de
   op->w = *w;
   op->seq = ++s->submitted;
   s->last_op = op;
+  grape__sim_bound_submit_locked(s, w);
   if (w->kind == OP_EVENT) {
     struct CUevent_st* e = w->u.ev.ev;
     e->s = s;
@@ -524,6 +537,7 @@ static CUresult submit_locked(struct CUstream_st* s, sim_work_t* w, const sim_de
     e->timed = 0;
     e->cap = NULL;
     e->refs++;
+    grape__sim_bound_record_locked(e, s);
   }
   memset(w, 0, sizeof(*w));
   if (grape__sim.sync_mode) {
@@ -644,6 +658,7 @@ static uint64_t wait_stream_locked(struct CUstream_st* t) {
 CUresult grape__sim_wait_stream(struct CUstream_st* s) {
   pthread_mutex_lock(&grape__sim.lock);
   uint64_t at = wait_stream_locked(s);
+  grape__sim_bound_cut_locked(s, NULL);
   pthread_mutex_unlock(&grape__sim.lock);
   grape__sim_host_wait(at);
   return grape__sim_sticky();
@@ -682,6 +697,7 @@ CUresult grape__sim_wait_all(void) {
   }
   if (grape__sim.retired_all_ns > end)
     end = grape__sim.retired_all_ns;
+  grape__sim_bound_cut_locked(NULL, NULL);
   pthread_mutex_unlock(&grape__sim.lock);
   grape__sim_host_wait(end);
   return grape__sim_sticky();
@@ -834,6 +850,8 @@ static CUresult stream_wait_event(CUstream h, CUevent e, unsigned flags, int ptd
   }
   sim_dep_t d;
   int has = grape__sim_dep_on_event_locked(e, &d);
+  if (has)
+    grape__sim_bound_join_locked(s, e);
   pthread_mutex_unlock(&grape__sim.lock);
   if (!has)
     return CUDA_SUCCESS;   /* never recorded: nothing to wait for */
@@ -862,8 +880,8 @@ STREAM_GETTER(cuStreamGetPriority, int, s->priority, 0)
 STREAM_GETTER(cuStreamGetPriority_ptsz, int, s->priority, 1)
 STREAM_GETTER(cuStreamGetId, unsigned long long, s->id, 0)
 STREAM_GETTER(cuStreamGetId_ptsz, unsigned long long, s->id, 1)
-STREAM_GETTER(cuStreamGetCtx, CUcontext, &grape__sim.primary, 0)
-STREAM_GETTER(cuStreamGetCtx_ptsz, CUcontext, &grape__sim.primary, 1)
+STREAM_GETTER(cuStreamGetCtx, CUcontext, grape__sim_primary(), 0)
+STREAM_GETTER(cuStreamGetCtx_ptsz, CUcontext, grape__sim_primary(), 1)
 
 static CUresult host_func(CUstream h, CUhostFn fn, void* data, int ptds) {
   struct CUstream_st* s;
@@ -923,8 +941,27 @@ SIM_EXPORT CUresult cuEventCreate(CUevent* out, unsigned int flags) {
   e->flags = flags;
   e->refs = 1;
   e->live = 1;
+  pthread_mutex_lock(&grape__sim.lock);
+  e->live_next = grape__sim.live_events;
+  if (e->live_next != NULL)
+    e->live_next->live_prev = e;
+  grape__sim.live_events = e;
+  pthread_mutex_unlock(&grape__sim.lock);
   *out = e;
   return CUDA_SUCCESS;
+}
+
+/* Lock held: e's handle dies (the object lives on while work refers to it). */
+static void event_kill_locked(struct CUevent_st* e) {
+  if (e->live_prev != NULL)
+    e->live_prev->live_next = e->live_next;
+  else
+    grape__sim.live_events = e->live_next;
+  if (e->live_next != NULL)
+    e->live_next->live_prev = e->live_prev;
+  e->live_prev = e->live_next = NULL;
+  e->live = 0;
+  grape__sim_event_unref_locked(e);
 }
 
 SIM_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
@@ -933,10 +970,26 @@ SIM_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
     return CUDA_ERROR_INVALID_HANDLE;
   grape__sim_reg_del(e);
   pthread_mutex_lock(&grape__sim.lock);
-  e->live = 0;
-  grape__sim_event_unref_locked(e);
+  event_kill_locked(e);
   pthread_mutex_unlock(&grape__sim.lock);
   return CUDA_SUCCESS;
+}
+
+void grape__sim_stream_reset_locked(void) {
+  for (struct CUstream_st* t = grape__sim.all_streams; t != NULL; t = t->all_next) {
+    if (t->legacy || t->per_thread || !grape__sim_reg_has(t, K_STREAM))
+      continue;
+    grape__sim_reg_del(t);
+    if (t->cap != NULL) {
+      t->cap->invalidated = 1;
+      t->cap = NULL;
+    }
+    retire_locked(t);
+  }
+  while (grape__sim.live_events != NULL) {
+    grape__sim_reg_del(grape__sim.live_events);
+    event_kill_locked(grape__sim.live_events);
+  }
 }
 
 /* sym: the entry point, whose cost depends on the event's timing flag. */
@@ -1026,6 +1079,8 @@ SIM_EXPORT CUresult cuEventSynchronize(CUevent e) {
     r = CUDA_ERROR_CAPTURED_EVENT;
   else if (e->s != NULL)
     (void)finish_locked(e->s, e->seq, e->rec_op, e->time_ns, 0, &at);
+  if (r == CUDA_SUCCESS)
+    grape__sim_bound_cut_locked(NULL, e);
   pthread_mutex_unlock(&grape__sim.lock);
   if (r != CUDA_SUCCESS)
     return r;

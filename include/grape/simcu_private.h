@@ -5,7 +5,9 @@
  *
  * Users: the sim's runtime and libsimblas (to charge simulated host work) and
  * libgrape.so (to read the simulated host clock, so that graph mode measures
- * replays against eager runs in the sim's time, not the machine's). Needs only
+ * replays against eager runs in the sim's time, not the machine's; and to
+ * start a helper thread's work at the moment it was handed over). Fields are
+ * only ever added at the end: check size before using a later one. Needs only
  * <stddef.h> and <stdint.h>. */
 #ifndef GRAPE_SIMCU_PRIVATE_H
 #define GRAPE_SIMCU_PRIVATE_H
@@ -30,6 +32,13 @@ typedef struct simcu_private_s {
   void (*host_work)(int kind);      /* charges the calling thread's host clock */
   uint64_t (*host_ns)(void);        /* the calling thread's host clock */
   uint64_t (*end_ns)(void);         /* latest host clock or finished device work so far */
+  /* The calling thread is a helper (a background graph builder, say) taking
+   * up work another thread handed over at host time t: its clock becomes
+   * max(its clock, t), or t if it has made no call yet. A helper's clock
+   * counts in end_ns but is not where new threads start (the sim cannot see
+   * which thread made a thread; helpers are not it). Makes a helper's times
+   * independent of when the OS ran it. */
+  void (*host_handoff)(uint64_t t);
 } simcu_private_t;
 
 #endif

@@ -325,19 +325,31 @@ Test(sim, exec_updates_change_later_launches_only) {
   cr_assert_eq(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
   launch_and_read(x, s, a, h, sizeof(h));
   cr_assert_eq(h[0], 113);
-  /* ...a different function does not. */
+  /* ...and so does a different function of the same context (CUDA 11.2 on),
+   * whole-graph or node by node. */
   CUgraph g3;
   CUgraphNode node3;
-  CUdeviceptr b = a;
+  CUdeviceptr b;
+  OK(cuMemAlloc(&b, sizeof(h)));
+  int src[8] = {5, 6, 7, 8, 9, 10, 11, 12};
+  OK(cuMemcpyHtoD(b, src, sizeof(src)));
   void* cargs[] = {&a, &b, &n};
   CUDA_KERNEL_NODE_PARAMS pc = p;
   pc.func = f_copy;
   pc.kernelParams = cargs;
   OK(cuGraphCreate(&g3, 0));
   OK(cuGraphAddKernelNode(&node3, g3, NULL, 0, &pc));
-  cr_assert_eq(cuGraphExecUpdate(x, g3, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
-  cr_assert_eq(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED);
-  cr_assert_eq(cuGraphExecKernelNodeSetParams(x, node2, &pc), CUDA_ERROR_INVALID_VALUE);
+  OK(cuGraphExecUpdate(x, g3, &info));
+  cr_assert_eq(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+  launch_and_read(x, s, a, h, sizeof(h));
+  cr_assert_eq(h[7], 12, "k_copy ran in the updated graph");
+  c = 1000;
+  OK(cuGraphExecKernelNodeSetParams(x, node3, &p));   /* back to k_muladd */
+  launch_and_read(x, s, a, h, sizeof(h));
+  cr_assert_eq(h[7], 1012, "k_muladd ran after the node's function changed back");
+  OK(cuGraphExecKernelNodeSetParams(x, node3, &pc));
+  launch_and_read(x, s, a, h, sizeof(h));
+  cr_assert_eq(h[7], 12);
 }
 
 Test(sim, capture_rejects_illegal_calls) {
@@ -681,6 +693,85 @@ Test(sim, memset_nodes_and_node_attributes) {
   cr_assert_eq(cuGraphExecMemsetNodeSetParams(x, k, &mp, NULL), CUDA_ERROR_INVALID_VALUE);
   launch_and_read(x, s, a, h, sizeof(h));
   cr_assert_eq(h[0], 21);
+}
+
+/* A graph memset node is checked as an eager memset is: a 16- or 32-bit
+ * memset at an address (or, 2-D, with a pitch) not aligned to its element
+ * size is refused when the node is added, updated in an executable, and
+ * eagerly alike; an instantiated 2-D memset keeps its dimensions and a 1-D
+ * one its height, as CUDA documents. */
+Test(sim, memset_nodes_are_checked_like_eager_memsets) {
+  CUstream s;
+  CUdeviceptr a;
+  CUgraph g;
+  CUgraphNode n1, n2;
+  CUgraphExec x;
+  uint32_t h[64];
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  OK(cuMemAlloc(&a, sizeof(h)));
+  OK(cuGraphCreate(&g, 0));
+  for (unsigned es = 2; es <= 4; es *= 2) {
+    CUDA_MEMSET_NODE_PARAMS bad = {.dst = a + 1, .value = 1, .elementSize = es, .width = 4,
+                                   .height = 1};
+    CUresult eager = es == 2 ? cuMemsetD16Async(a + 1, 1, 4, s) : cuMemsetD32Async(a + 1, 1, 4, s);
+    cr_assert_eq(eager, CUDA_ERROR_INVALID_VALUE, "eager, element size %u", es);
+    cr_assert_eq(cuGraphAddMemsetNode(&n1, g, NULL, 0, &bad, NULL), CUDA_ERROR_INVALID_VALUE,
+                 "graph node, element size %u", es);
+    /* 2-D: an aligned address with a pitch that is not a multiple of the size. */
+    CUDA_MEMSET_NODE_PARAMS badpitch = {.dst = a, .pitch = 4 * es + 1, .value = 1,
+                                        .elementSize = es, .width = 4, .height = 2};
+    eager = es == 2 ? cuMemsetD2D16Async(a, 4 * es + 1, 1, 4, 2, s)
+                    : cuMemsetD2D32Async(a, 4 * es + 1, 1, 4, 2, s);
+    cr_assert_eq(eager, CUDA_ERROR_INVALID_VALUE, "eager 2-D, element size %u", es);
+    cr_assert_eq(cuGraphAddMemsetNode(&n1, g, NULL, 0, &badpitch, NULL), CUDA_ERROR_INVALID_VALUE,
+                 "graph node 2-D, element size %u", es);
+  }
+  CUDA_MEMSET_NODE_PARAMS one = {.dst = a, .value = 5, .elementSize = 4, .width = 8, .height = 1};
+  CUDA_MEMSET_NODE_PARAMS two = {.dst = a + 64, .pitch = 64, .value = 6, .elementSize = 4,
+                                 .width = 8, .height = 2};
+  OK(cuGraphAddMemsetNode(&n1, g, NULL, 0, &one, NULL));
+  OK(cuGraphAddMemsetNode(&n2, g, &n1, 1, &two, NULL));
+  OK(cuGraphInstantiate(&x, g, 0));
+  CUDA_MEMSET_NODE_PARAMS upd = one;
+  upd.dst = a + 2;
+  cr_assert_eq(cuGraphExecMemsetNodeSetParams(x, n1, &upd, NULL), CUDA_ERROR_INVALID_VALUE,
+               "a misaligned update");
+  upd = one;
+  upd.height = 2;
+  upd.pitch = 32;
+  cr_assert_eq(cuGraphExecMemsetNodeSetParams(x, n1, &upd, NULL), CUDA_ERROR_INVALID_VALUE,
+               "a 1-D memset's height may not change");
+  upd = two;
+  upd.width = 4;
+  cr_assert_eq(cuGraphExecMemsetNodeSetParams(x, n2, &upd, NULL), CUDA_ERROR_INVALID_VALUE,
+               "a 2-D memset's dimensions may not change");
+  upd = one;
+  upd.width = 4;   /* a 1-D memset's width may */
+  upd.value = 9;
+  OK(cuGraphExecMemsetNodeSetParams(x, n1, &upd, NULL));
+  upd = two;
+  upd.dst = a + 128;   /* and a 2-D one's address and value */
+  upd.value = 8;
+  OK(cuGraphExecMemsetNodeSetParams(x, n2, &upd, NULL));
+  OK(cuMemsetD32(a, 0, 64));
+  launch_and_read(x, s, a, h, sizeof(h));
+  cr_assert_eq(h[0], 9);
+  cr_assert_eq(h[4], 0, "the new width");
+  cr_assert_eq(h[16], 0, "the old 2-D address is not set");
+  cr_assert_eq(h[32], 8);
+  cr_assert_eq(h[48], 8);
+  /* Whole-graph update: the same rules. */
+  CUgraph g2;
+  CUgraphNode m1, m2;
+  CUgraphExecUpdateResultInfo info;
+  OK(cuGraphCreate(&g2, 0));
+  OK(cuGraphAddMemsetNode(&m1, g2, NULL, 0, &one, NULL));
+  upd = two;
+  upd.pitch = 128;
+  OK(cuGraphAddMemsetNode(&m2, g2, &m1, 1, &upd, NULL));
+  cr_assert_eq(cuGraphExecUpdate(x, g2, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  cr_assert_eq(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED);
+  cr_assert_eq(info.errorNode, m2);
 }
 
 Test(sim, bodies_from_a_companion_object) {

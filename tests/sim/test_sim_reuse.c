@@ -5,6 +5,7 @@
  * tables by these values must cope with the former. */
 #include <cuda.h>
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <semaphore.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -131,6 +132,160 @@ Test(sim_reuse, an_unloaded_function_value_serves_the_next_kernel) {
     cr_assert_eq(*(int*)(uintptr_t)d, v, "the new kernel's body ran");
     OK(cuModuleUnload(mb));
   }
+}
+
+/* A graph keeps naming the function of its nodes after the function's module
+ * is unloaded; CUDA leaves using it undefined. The sim answers
+ * CUDA_ERROR_INVALID_VALUE (what instantiation, launch and upload document
+ * for an invalid graph) and runs nothing, also when a later load hands out
+ * the same handle value: an equal value is not the same function. A node
+ * update naming a loaded function makes the executable launchable again. */
+static void unloaded_function_in_graph(int reuse) {
+  start(reuse);
+  CUmodule ma, mb;
+  CUfunction fa, fb;
+  CUdeviceptr d;
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  OK(cuMemAlloc(&d, sizeof(int)));
+  OK(cuMemsetD32(d, 0, 1));
+  OK(cuModuleLoadData(&ma, ptx_a));
+  OK(cuModuleGetFunction(&fa, ma, "k_one"));
+  CUDA_KERNEL_NODE_PARAMS p = {.func = fa, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                               .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
+                               .kernelParams = (void*[]){&d}};
+  CUgraph g;
+  CUgraphNode node;
+  CUgraphExec x, x2;
+  OK(cuGraphCreate(&g, 0));
+  OK(cuGraphAddKernelNode(&node, g, NULL, 0, &p));
+  OK(cuGraphInstantiate(&x, g, 0));
+  OK(cuGraphLaunch(x, s));
+  OK(cuStreamSynchronize(s));
+  cr_assert_eq(*(int*)(uintptr_t)d, 1);
+  OK(cuModuleUnload(ma));
+  for (int loaded = 0; loaded < 2; loaded++) {
+    cr_assert_eq(cuGraphLaunch(x, s), CUDA_ERROR_INVALID_VALUE, "after unload (reloaded: %d)", loaded);
+    cr_assert_eq(cuGraphUpload(x, s), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuGraphInstantiate(&x2, g, 0), CUDA_ERROR_INVALID_VALUE);
+    CUDA_KERNEL_NODE_PARAMS got;
+    cr_assert_eq(cuGraphKernelNodeGetParams(node, &got), CUDA_ERROR_INVALID_VALUE);
+    CUgraphExecUpdateResultInfo info;
+    cr_assert_eq(cuGraphExecUpdate(x, g, &info), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(info.result, CU_GRAPH_EXEC_UPDATE_ERROR);
+    cr_assert_eq(info.errorNode, node);
+    OK(cuStreamSynchronize(s));
+    cr_assert_eq(*(int*)(uintptr_t)d, 1, "nothing ran");
+    if (loaded == 0) {
+      OK(cuModuleLoadData(&mb, ptx_b));
+      OK(cuModuleGetFunction(&fb, mb, "k_two"));
+      cr_assert_eq(fb == fa, reuse, "the value comes back only with reuse");
+    }
+  }
+  /* The node now names k_two: the executable runs again. */
+  int v = 42;
+  CUDA_KERNEL_NODE_PARAMS pb = p;
+  pb.func = fb;
+  pb.kernelParams = (void*[]){&d, &v};
+  OK(cuGraphExecKernelNodeSetParams(x, node, &pb));
+  OK(cuGraphLaunch(x, s));
+  OK(cuStreamSynchronize(s));
+  cr_assert_eq(*(int*)(uintptr_t)d, 42);
+  /* So does the graph once its node is set to it. */
+  OK(cuGraphKernelNodeSetParams(node, &pb));
+  OK(cuGraphInstantiate(&x2, g, 0));
+  v = 7;
+  OK(cuGraphExecKernelNodeSetParams(x2, node, &pb));
+  OK(cuGraphLaunch(x2, s));
+  OK(cuStreamSynchronize(s));
+  cr_assert_eq(*(int*)(uintptr_t)d, 7);
+}
+
+Test(sim_reuse, a_graph_naming_an_unloaded_function_fails_cleanly) {
+  unloaded_function_in_graph(1);
+}
+
+Test(sim_reuse, a_graph_naming_an_unloaded_function_fails_cleanly_without_reuse) {
+  unloaded_function_in_graph(0);
+}
+
+/* A primary context reset destroys the context, its streams and its events.
+ * Threads that keep the old context current get CONTEXT_IS_DESTROYED, the
+ * old handles INVALID_HANDLE, and the new primary context has another value,
+ * so code that keeps a context or a stream's context across a reset is
+ * caught; a stream value may come back with other flags. */
+static CUcontext other_ctx;
+static pthread_barrier_t reset_bar;
+static CUresult other_result;
+
+static void* other_thread(void* arg) {
+  (void)arg;
+  cuCtxSetCurrent(other_ctx);
+  pthread_barrier_wait(&reset_bar);   /* the main thread resets */
+  pthread_barrier_wait(&reset_bar);
+  CUstream s;
+  other_result = cuStreamCreate(&s, 0);
+  return NULL;
+}
+
+Test(sim_reuse, a_context_reset_destroys_the_context_and_its_streams_and_events) {
+  start(1);
+  CUcontext c1, c2, cur, sc;
+  OK(cuCtxGetCurrent(&c1));
+  other_ctx = c1;
+  pthread_barrier_init(&reset_bar, NULL, 2);
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, other_thread, NULL), 0);
+  CUstream nb, blk;
+  CUevent e;
+  OK(cuStreamCreate(&nb, CU_STREAM_NON_BLOCKING));
+  OK(cuStreamCreate(&blk, CU_STREAM_DEFAULT));
+  OK(cuEventCreate(&e, 0));
+  OK(cuEventRecord(e, nb));
+  OK(cuStreamGetCtx(nb, &sc));
+  cr_assert_eq(sc, c1);
+  pthread_barrier_wait(&reset_bar);
+  OK(cuDevicePrimaryCtxReset(0));
+  pthread_barrier_wait(&reset_bar);
+  pthread_join(th, NULL);
+  cr_assert_eq(other_result, CUDA_ERROR_CONTEXT_IS_DESTROYED, "another thread's current context");
+  cr_assert_eq(cuStreamSynchronize(nb), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+  OK(cuCtxGetCurrent(&cur));
+  cr_assert_eq(cur, c1, "the destroyed context stays current until replaced");
+  unsigned flags;
+  int active;
+  OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+  cr_assert_eq(active, 1, "a reset does not release the retain");
+  OK(cuDevicePrimaryCtxRetain(&c2, 0));
+  cr_assert_neq(c2, c1, "the new primary context is a new context");
+  cr_assert_eq(cuCtxSetCurrent(c1), CUDA_ERROR_INVALID_CONTEXT, "the old one is no context");
+  cr_assert_eq(cuCtxSynchronize_v2(c1), CUDA_ERROR_INVALID_CONTEXT);
+  OK(cuCtxSetCurrent(c2));
+  OK(cuCtxSynchronize_v2(c2));
+  cr_assert_eq(cuStreamSynchronize(nb), CUDA_ERROR_INVALID_HANDLE);
+  cr_assert_eq(cuStreamSynchronize(blk), CUDA_ERROR_INVALID_HANDLE);
+  cr_assert_eq(cuStreamGetCtx(nb, &sc), CUDA_ERROR_INVALID_HANDLE);
+  cr_assert_eq(cuEventQuery(e), CUDA_ERROR_INVALID_HANDLE);
+  cr_assert_eq(cuEventRecord(e, NULL), CUDA_ERROR_INVALID_HANDLE);
+  OK(cuStreamGetCtx(CU_STREAM_LEGACY, &sc));
+  cr_assert_eq(sc, c2);
+  /* A new stream may take an old value, with its own flags and context. */
+  CUstream t;
+  OK(cuStreamCreate(&t, CU_STREAM_DEFAULT));
+  cr_assert(t == nb || t == blk, "a destroyed stream's value comes back");
+  OK(cuStreamGetFlags(t, &flags));
+  cr_assert_eq(flags, (unsigned)CU_STREAM_DEFAULT);
+  OK(cuStreamGetCtx(t, &sc));
+  cr_assert_eq(sc, c2);
+  CUmodule m;
+  CUfunction f;
+  CUdeviceptr d;
+  OK(cuModuleLoadData(&m, ptx_a));
+  OK(cuModuleGetFunction(&f, m, "k_one"));
+  OK(cuMemAlloc(&d, sizeof(int)));
+  OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, t, (void*[]){&d}, NULL));
+  OK(cuStreamSynchronize(t));
+  cr_assert_eq(*(int*)(uintptr_t)d, 1, "the new context runs work");
 }
 
 Test(sim_reuse, no_reuse_keeps_values_unique) {

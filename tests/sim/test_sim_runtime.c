@@ -6,6 +6,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <semaphore.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -120,6 +121,50 @@ Test(sim_runtime, errors_are_per_thread_and_cleared) {
   cr_assert_eq(cudaStreamCreate(&s), cudaSuccess);
   cr_assert_eq(cudaStreamDestroy(s), cudaSuccess);
   cr_assert_eq(cudaStreamSynchronize(s), cudaErrorInvalidResourceHandle);
+}
+
+/* cudaDeviceReset destroys the device's streams and events; the next call
+ * reinitialises the device, on every thread, with a new primary context. */
+static cudaError_t after_reset_result;
+
+static void* launch_after_reset(void* arg) {
+  int* d = arg;
+  after_reset_result = nvcc_launch((dim3){1, 1, 1}, (dim3){4, 1, 1}, NULL, d, 4, 3);
+  if (after_reset_result == cudaSuccess)
+    after_reset_result = cudaDeviceSynchronize();
+  return NULL;
+}
+
+Test(sim_runtime, a_device_reset_destroys_streams_and_reinitialises) {
+  cudaStream_t s;
+  cudaEvent_t e;
+  int* d;
+  cr_assert_eq(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  cr_assert_eq(cudaEventCreate(&e), cudaSuccess);
+  /* The driver the runtime loaded (this test does not link it). */
+  CUresult (*get_ctx)(CUcontext*) = (CUresult(*)(CUcontext*))dlsym(RTLD_DEFAULT, "cuCtxGetCurrent");
+  cr_assert_not_null(get_ctx);
+  CUcontext before, after;
+  cr_assert_eq(get_ctx(&before), CUDA_SUCCESS);
+  cr_assert_eq(cudaDeviceReset(), cudaSuccess);
+  cr_assert_eq(cudaStreamSynchronize(s), cudaErrorInvalidResourceHandle);
+  cr_assert_eq(cudaEventQuery(e), cudaErrorInvalidResourceHandle);
+  cr_assert_eq(cudaMalloc((void**)&d, 64), cudaSuccess);
+  cr_assert_eq(cudaMemset(d, 0, 64), cudaSuccess);
+  cr_assert_eq(get_ctx(&after), CUDA_SUCCESS);
+  cr_assert_neq(after, before, "a new primary context is current");
+  cudaStream_t t;
+  cr_assert_eq(cudaStreamCreate(&t), cudaSuccess);
+  cr_assert_eq(nvcc_launch((dim3){1, 1, 1}, (dim3){4, 1, 1}, t, d, 4, 2), cudaSuccess);
+  cr_assert_eq(cudaStreamSynchronize(t), cudaSuccess);
+  /* A thread that used the runtime before the reset gets the new context too. */
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, launch_after_reset, d), 0);
+  pthread_join(th, NULL);
+  cr_assert_eq(after_reset_result, cudaSuccess);
+  int h[4];
+  cr_assert_eq(cudaMemcpy(h, d, sizeof(h), cudaMemcpyDeviceToHost), cudaSuccess);
+  cr_assert_eq(h[3], 23);
 }
 
 Test(sim_runtime, capture_and_graph_update_through_the_runtime) {

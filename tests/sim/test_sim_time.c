@@ -375,6 +375,107 @@ Test(sim_time, a_new_thread_starts_at_the_latest_host_clock) {
   cr_assert_geq(sim->end_ns(), main_now);
 }
 
+/* A second thread that instantiates graphs (a background builder) charges
+ * its own clock: the program's thread does not pay for the build, and
+ * neither does a thread it creates later; the device's streams are shared by
+ * both threads' work; and an executable can be used only from the moment its
+ * build ended on the builder's clock. */
+enum { BUILD_NODES = 4, LONG_BLOCKS = 65536 };
+static CUgraph build_graph;
+static CUgraphExec build_exec;
+static CUstream build_stream;
+static CUcontext build_ctx;
+static uint64_t handoff_at, built_at, builder_after_launch;
+static pthread_barrier_t build_bar;
+
+static void* builder(void* arg) {
+  (void)arg;
+  pthread_barrier_wait(&build_bar);   /* A: the program has issued its kernel */
+  sim->host_handoff(handoff_at);
+  OK(cuCtxSetCurrent(build_ctx));
+  OK(cuGraphInstantiate(&build_exec, build_graph, 0));
+  built_at = sim->host_ns();
+  OK(cuGraphLaunch(build_exec, build_stream));
+  builder_after_launch = sim->host_ns();
+  pthread_barrier_wait(&build_bar);   /* B */
+  return NULL;
+}
+
+Test(sim_time, a_builder_thread_charges_its_own_clock) {
+  start();
+  OK(cuCtxGetCurrent(&build_ctx));
+  OK(cuStreamCreate(&build_stream, CU_STREAM_NON_BLOCKING));
+  int n = 0;
+  CUDA_KERNEL_NODE_PARAMS p = {.func = f_idle, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                               .blockDimX = 128, .blockDimY = 1, .blockDimZ = 1,
+                               .kernelParams = (void*[]){&n}};
+  CUgraphNode nodes[BUILD_NODES];
+  OK(cuGraphCreate(&build_graph, 0));
+  for (int i = 0; i < BUILD_NODES; i++)
+    OK(cuGraphAddKernelNode(&nodes[i], build_graph, i ? &nodes[i - 1] : NULL, i ? 1 : 0, &p));
+  pthread_barrier_init(&build_bar, NULL, 2);
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, builder, NULL), 0);
+  uint64_t t0 = sim->host_ns();
+  handoff_at = t0;
+  OK(launch(build_stream, LONG_BLOCKS));   /* ~524 us on the device */
+  pthread_barrier_wait(&build_bar);        /* A */
+  pthread_barrier_wait(&build_bar);        /* B: the builder has built and launched */
+  pthread_join(th, NULL);
+
+  /* The builder's clock: resumed at the handoff, then its own calls. */
+  uint64_t build = (uint64_t)D_INSTANTIATE + BUILD_NODES * (uint64_t)D_INSTANTIATE_NODE;
+  cr_assert_eq(built_at, t0 + D_CALL + build);
+  cr_assert_eq(builder_after_launch, built_at + D_GRAPH_LAUNCH);
+  /* The program's thread paid for its launch only. */
+  cr_assert_eq(sim->host_ns(), t0 + D_LAUNCH, "the program's thread does not pay for the build");
+  /* Nor does a thread it creates now: it starts at the program's clock. */
+  pthread_t th2;
+  cr_assert_eq(pthread_create(&th2, NULL, first_call, NULL), 0);
+  pthread_join(th2, NULL);
+  cr_assert_eq(thread_first, t0 + D_LAUNCH, "new threads do not start at a helper's clock");
+  /* The executable exists from built_at on: using it earlier waits until then. */
+  OK(cuGraphLaunch(build_exec, build_stream));
+  cr_assert_eq(sim->host_ns(), built_at + D_GRAPH_LAUNCH);
+  /* One device timeline: the builder's graph ran after the program's kernel
+   * on their stream, and the program's second launch after that. */
+  uint64_t kernel_end = t0 + D_LAUNCH + D_SUBMIT_LATENCY + kernel_ns(LONG_BLOCKS, 0);
+  cr_assert_gt(kernel_end, builder_after_launch + D_SUBMIT_LATENCY, "the kernel is the longer");
+  OK(cuStreamSynchronize(build_stream));
+  cr_assert_eq(sim->host_ns(), kernel_end + 2 * BUILD_NODES * kernel_ns(1, 1) + D_SYNC);
+  cr_assert_geq(sim->end_ns(), sim->host_ns());
+}
+
+/* A helper's clock counts in the run's end even when no other thread waits
+ * for it: a process that ends while its builder still builds lasts as long. */
+static void* late_builder(void* arg) {
+  (void)arg;
+  sim->host_handoff(handoff_at);
+  OK(cuCtxSetCurrent(build_ctx));
+  OK(cuGraphInstantiate(&build_exec, build_graph, 0));
+  built_at = sim->host_ns();
+  return NULL;
+}
+
+Test(sim_time, a_helper_clock_counts_in_the_end_time) {
+  start();
+  OK(cuCtxGetCurrent(&build_ctx));
+  int n = 0;
+  CUDA_KERNEL_NODE_PARAMS p = {.func = f_idle, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                               .blockDimX = 128, .blockDimY = 1, .blockDimZ = 1,
+                               .kernelParams = (void*[]){&n}};
+  CUgraphNode node;
+  OK(cuGraphCreate(&build_graph, 0));
+  OK(cuGraphAddKernelNode(&node, build_graph, NULL, 0, &p));
+  handoff_at = sim->host_ns() + 1000000;   /* handed over 1 ms from now */
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, late_builder, NULL), 0);
+  pthread_join(th, NULL);
+  cr_assert_eq(built_at, handoff_at + D_CALL + D_INSTANTIATE + D_INSTANTIATE_NODE);
+  cr_assert_lt(sim->host_ns(), handoff_at);
+  cr_assert_eq(sim->end_ns(), built_at);
+}
+
 /* ---- Copies, stream memory operations and entry points not served ---- */
 
 /* A 3-D copy is one op whose device time covers every byte of the box, and
