@@ -31,6 +31,8 @@
 //   implicit   a legacy-stream launch while a blocking stream captures: the
 //              driver's error, not a held success (prints the results)
 //   long       one long run of launches with no sync (cut by GRAPE_CHUNK only)
+//   reset      hot paths on a stream, cudaDeviceReset, a new stream (the same
+//              handle value, another kind) with hot paths again, three times
 //   prefix     two recurring paths, one the prefix of the other (prints nothing
 //              more: the test compares the report's path counts with observe mode)
 #include <cuda_runtime.h>
@@ -420,6 +422,31 @@ static void mode_long(void) {
   EXPECT(*h == 64 * iters, "long: read %d, want %d", *h, 64 * iters);
 }
 
+// Each round's stream is new after a reset, blocking on odd rounds: the
+// legacy stream's kernel must then wait for the work held on it.
+static void mode_reset(void) {
+  for (int round = 0; round < 3; round++) {
+    int *a, *b, *host;
+    CHECK(cudaMalloc((void**)&a, sizeof(int)));
+    CHECK(cudaMalloc((void**)&b, sizeof(int)));
+    CHECK(cudaMallocHost((void**)&host, sizeof(int)));
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, round % 2 ? cudaStreamDefault : cudaStreamNonBlocking));
+    for (int i = 0; i < iters; i++) {
+      int v = 100 * round + i;
+      writes(s, a, b, v, i);
+      if (round % 2 == 0)
+        CHECK(cudaStreamSynchronize(s));
+      copy_add<<<1, 1, 0, 0>>>(b, a, 1);
+      CHECK(cudaStreamSynchronize(0));
+      CHECK(cudaMemcpy(host, a, sizeof(int), cudaMemcpyDeviceToHost));
+      EXPECT(*host == v + 1, "reset: round %d step %d read %d, want %d", round, i, *host, v + 1);
+    }
+    CHECK(cudaDeviceReset());   // destroys s, a, b and host
+  }
+  alloc_common();
+}
+
 // P = (set_val, copy_add) and P + memset + copy_add, in a fixed pattern.
 static void mode_prefix(void) {
   cudaStream_t s;
@@ -474,6 +501,8 @@ int main(int argc, char** argv) {
     mode_implicit();
   else if (!strcmp(m, "long"))
     mode_long();
+  else if (!strcmp(m, "reset"))
+    mode_reset();
   else if (!strcmp(m, "prefix"))
     mode_prefix();
   else

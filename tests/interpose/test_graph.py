@@ -150,7 +150,11 @@ def case_long(a):
 
 
 def case_drvd_unload(a):
-    rule(a, "unload")
+    """After an unload, no executable launches an unloaded function (the sim
+    refuses such a graph; the shim would then resubmit its ops eagerly)."""
+    p, rep = rule(a, "unload")
+    if rep["held_ops_flushed_eager"].get("graph_failed", 0) or rep["graph_build_failures"]:
+        fail(f"unload: a graph launched an unloaded function: {rep}", p)
 
 
 def case_drvd_memset(a):
@@ -166,6 +170,10 @@ def case_drvd_attrpad(a):
 
 def case_drvd_funcattr(a):
     rule(a, "funcattr")
+
+
+def case_reset(a):
+    rule(a, "reset")
 
 
 def path_counts(rep):
