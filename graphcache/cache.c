@@ -1,14 +1,15 @@
-/* The graph cache (see cache.h for the design).
+/* The graph cache (see cache.h for the design): keys, paths, the trie of
+ * live keys, accounting and the public entry points. Segments and their
+ * executables are in segment.c, plans in plan.c.
  *
  * Invariants:
- * - A key is LIVE exactly when it has at least one executable; then its trie
- *   node's `term` points at it and every node from the root to it counts it in
- *   `live`. Every other state has term NULL and is not counted.
- * - Trie nodes, keys and paths are freed only by grape_gc_destroy: a launch
- *   path may be reading them without a lock.
- * - Every executable of a key holds in `dims`/`params`/`fns` what its nodes
- *   hold in the driver; updates go to the driver first, then to the copy. */
-#include "cache.h"
+ * - A key is LIVE exactly when every segment of its path (under the cuts
+ *   installed now) is installed; then its trie node's `term` points at it and
+ *   every node from the root to it counts it in `live`. Every other state has
+ *   term NULL and is not counted.
+ * - Keys with staged segments are on c's staging list until they install
+ *   them, die or go. */
+#include "internal.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -18,37 +19,9 @@
 
 #include "util/grow.h"
 
-#define MAX_VARIANTS 16
-
-typedef struct path_s path_t;
-typedef struct grape_gc_key_s gkey_t;
-
-typedef struct exec_s {
-  void* graph;
-  void* exec;
-  gkey_t* key;
-  void** nodes;                 /* one per op */
-  void** fns;                   /* what each node holds now */
-  grape_op_dims_t* dims;
-  uint8_t* params;              /* laid out as the key's regions are (same poff) */
-  size_t plen;
-  path_t* path;                 /* the path (with dims) the nodes hold now */
-  uint64_t last_use;            /* LRU tick */
-  uint64_t bytes;               /* estimated device memory */
-} exec_t;
-
-enum key_state_e {
-  K_WARM = 0,      /* counted, no graph (yet) */
-  K_LIVE,          /* has executables: held and replayed */
-  K_NOPAY,         /* has executables, but replays cost more than eager launches */
-  K_SLOWER,        /* has executables, but replays were measured slower than eager runs */
-  K_SHORT,         /* fewer ops than min_ops */
-  K_UNSUPPORTED,   /* an op that cannot be a graph node (function unknown) */
-  K_FAILED,        /* its graph could not be built or launched: eager for good */
-};
-
 static const char* const state_why[] = {
   [K_WARM] = "warming up (its replays have not yet earned what a graph costs to build)",
+  [K_BUILDING] = "its graphs are being built",
   [K_LIVE] = "replayed as a graph",
   [K_NOPAY] = "replays cost more than eager launches",
   [K_SLOWER] = "replays measured slower than eager runs (holding its ops cost the GPU its "
@@ -56,62 +29,6 @@ static const char* const state_why[] = {
   [K_SHORT] = "fewer ops than GRAPE_MIN_OPS",
   [K_UNSUPPORTED] = "an op cannot be a graph node",
   [K_FAILED] = "its graph could not be built or launched",
-};
-
-struct grape_gc_key_s {
-  uint64_t fp;
-  uint32_t nops;
-  grape_op_key_t* keys;
-  uint64_t seen, hits, misses;
-  int state;
-  grape_gc_node_t* node;        /* terminal trie node (made when it first goes live) */
-  exec_t* var[MAX_VARIANTS];
-  int nvar;
-  double upd_avg;               /* node updates per replay, moving average */
-  double credit_ns;             /* what replays would have saved since the last build */
-  grape_op_dims_t* last_dims;   /* warming up: the last sighting's ops (what a replay */
-  uint8_t* last_params;         /* would have had to update), NULL until seen */
-  double far_ns;                /* spent on updates of replays far from every executable */
-  uint64_t recheck_at;          /* K_NOPAY, K_SLOWER: `seen` at which to look again */
-  double cyc_eager, cyc_graph;  /* measured cycle (ns), moving averages: eager runs, replays */
-  uint32_t n_eager, n_graph;    /* samples in them (n_graph: since the key last went live) */
-  uint32_t slower;              /* consecutive "replays were slower" verdicts */
-  int warmed;                   /* built once already: later builds need no warmup */
-};
-
-struct path_s {
-  uint64_t fp;
-  uint32_t nops;
-  uint64_t count;
-  gkey_t* key;
-  grape_op_dims_t* dims;
-  uint8_t* params;              /* the first sighting's: one representative set */
-  uint32_t* poff;
-  uint64_t stamp;               /* config.stamp() then */
-};
-
-/* Open addressing on a 64-bit hash; entries are pointers (NULL = free). */
-typedef struct table_s {
-  void** v;
-  size_t cap, len;
-} table_t;
-
-struct grape_gc_s {
-  grape_gc_config_t cfg;
-  grape_gc_driver_t drv;
-  pthread_mutex_t lock;
-  grape_gc_node_t root;
-  table_t keys;                 /* gkey_t* by fp */
-  table_t paths;                /* path_t* by fp */
-  exec_t** execs;               /* every executable cached now */
-  size_t nexecs, execs_cap;
-  grape_gc_node_t** nodes;      /* every trie node (freed at destroy) */
-  size_t nnodes, nodes_cap;
-  uint64_t tick;
-  grape_gc_stats_t st;
-  int noted_build, noted_launch;
-  int graph_mode;               /* made with graphs on (grape_gc_stop turns them off at exit) */
-  int built_now;                /* a graph was built since the last chunk was accounted */
 };
 
 /* ---- Small helpers ---- */
@@ -130,19 +47,17 @@ static void* dup_bytes(const void* p, size_t n) {
   return d;
 }
 
-static void note(grape_gc_t* c, int* once, const char* msg) {
+void grape__gc_note(grape_gc_t* c, int* once, const char* msg) {
   if (!*once && c->cfg.note != NULL)
     c->cfg.note(msg);
   *once = 1;
 }
 
-/* Ops [i] of region r as the driver sees them. */
-static grape_gc_op_t op_view(const grape_region_t* r, uint32_t i) {
-  return (grape_gc_op_t){r->keys[i].kind,         r->keys[i].flags,       r->fns[i], &r->dims[i],
-                         r->params + r->poff[i], r->keys[i].param_bytes, r->keys[i].attrs_bytes};
+static uint64_t now(const grape_gc_t* c) {
+  return c->cfg.now != NULL ? c->cfg.now() : 0;
 }
 
-/* ---- Tables ---- */
+/* ---- Tables: linear probing, removal by shifting back (no tombstones) ---- */
 
 typedef uint64_t (*hash_of_fn)(const void* e);
 static uint64_t key_hash(const void* e) { return ((const gkey_t*)e)->fp; }
@@ -167,6 +82,49 @@ static int table_grow(table_t* t, hash_of_fn h) {
   return 0;
 }
 
+static void table_remove(table_t* t, const void* e, hash_of_fn h) {
+  size_t mask = t->cap - 1, i = mix(h(e)) & mask;
+  while (t->v[i] != e)
+    i = (i + 1) & mask;
+  t->v[i] = NULL;
+  t->len--;
+  /* Entries after the hole that probed past it move back into it. */
+  for (size_t j = (i + 1) & mask; t->v[j] != NULL; j = (j + 1) & mask) {
+    size_t home = mix(h(t->v[j])) & mask;
+    if (((j - home) & mask) >= ((j - i) & mask)) {
+      t->v[i] = t->v[j];
+      t->v[j] = NULL;
+      i = j;
+    }
+  }
+}
+
+/* ---- Least recently seen lists (keys and paths) ---- */
+
+#define LRU_UNLINK(head, tail, e)                       \
+  do {                                                  \
+    if ((e)->lru_prev) (e)->lru_prev->lru_next = (e)->lru_next; \
+    else (head) = (e)->lru_next;                        \
+    if ((e)->lru_next) (e)->lru_next->lru_prev = (e)->lru_prev; \
+    else (tail) = (e)->lru_prev;                        \
+    (e)->lru_prev = (e)->lru_next = NULL;               \
+  } while (0)
+#define LRU_PUSH(head, tail, e)                         \
+  do {                                                  \
+    (e)->lru_prev = (tail);                             \
+    (e)->lru_next = NULL;                               \
+    if (tail) (tail)->lru_next = (e);                   \
+    else (head) = (e);                                  \
+    (tail) = (e);                                       \
+  } while (0)
+#define LRU_TOUCH(head, tail, e)                        \
+  do {                                                  \
+    if ((tail) != (e)) {                                \
+      LRU_UNLINK(head, tail, e);                        \
+      LRU_PUSH(head, tail, e);                          \
+    }                                                   \
+  } while (0)
+
 /* ---- Trie ---- */
 
 static grape_gc_node_t* trie_child(grape_gc_node_t* n, const grape_op_key_t* k) {
@@ -176,8 +134,7 @@ static grape_gc_node_t* trie_child(grape_gc_node_t* n, const grape_op_key_t* k) 
   return NULL;
 }
 
-/* The node of key k's op list, created as needed. Under the lock. */
-static grape_gc_node_t* trie_path(grape_gc_t* c, const gkey_t* k) {
+grape_gc_node_t* grape__gc_trie_path(grape_gc_t* c, const gkey_t* k) {
   grape_gc_node_t* n = &c->root;
   for (uint32_t i = 0; i < k->nops; i++) {
     grape_gc_node_t* next = trie_child(n, &k->keys[i]);
@@ -207,19 +164,20 @@ static void trie_count(grape_gc_node_t* n, int delta) {
     __atomic_add_fetch(&n->live, (uint32_t)delta, __ATOMIC_RELAXED);
 }
 
-/* Makes k held and replayed (it has an executable). @return 0 or -ENOMEM. */
-static int make_live(grape_gc_t* c, gkey_t* k) {
+int grape__gc_make_live(grape_gc_t* c, gkey_t* k) {
   if (k->state == K_LIVE)
     return 0;
-  if (k->node == NULL && (k->node = trie_path(c, k)) == NULL)
+  if (k->node == NULL && (k->node = grape__gc_trie_path(c, k)) == NULL)
     return -ENOMEM;
   __atomic_store_n(&k->node->term, k, __ATOMIC_RELEASE);
   trie_count(k->node, 1);
   k->state = K_LIVE;
+  k->n_graph = 0;
+  k->cyc_graph = 0;
   return 0;
 }
 
-static void make_dead(gkey_t* k, int state) {
+void grape__gc_make_dead(gkey_t* k, int state) {
   if (k->state == K_LIVE) {
     __atomic_store_n(&k->node->term, NULL, __ATOMIC_RELEASE);
     trie_count(k->node, -1);
@@ -227,260 +185,43 @@ static void make_dead(gkey_t* k, int state) {
   k->state = state;
 }
 
-/* ---- Executables ---- */
+/* ---- Keys with staged segments ---- */
 
-static void exec_free(grape_gc_t* c, exec_t* e, int with_driver) {
-  if (with_driver) {
-    if (e->exec)
-      c->drv.exec_destroy(c->drv.self, e->exec);
-    if (e->graph)
-      c->drv.graph_destroy(c->drv.self, e->graph);
-  }
-  free(e->nodes);
-  free(e->fns);
-  free(e->dims);
-  free(e->params);
-  free(e);
-}
+static void staging_remove(grape_gc_t* c, gkey_t* k);
 
-/* Removes e from its key and from the cache, destroying it. */
-static void exec_drop(grape_gc_t* c, exec_t* e) {
-  gkey_t* k = e->key;
-  for (int i = 0; i < k->nvar; i++)
-    if (k->var[i] == e) {
-      k->var[i] = k->var[--k->nvar];
+/* ---- Keys and paths ---- */
+
+static void path_free(grape_gc_t* c, path_t* p) {
+  for (path_t** q = &p->key->paths; *q != NULL; q = &(*q)->key_next)
+    if (*q == p) {
+      *q = p->key_next;
       break;
     }
-  for (size_t i = 0; i < c->nexecs; i++)
-    if (c->execs[i] == e) {
-      c->execs[i] = c->execs[--c->nexecs];
-      break;
-    }
-  c->st.graph_bytes -= e->bytes;
-  if (k->nvar == 0 && (k->state == K_LIVE || k->state == K_NOPAY || k->state == K_SLOWER))
-    make_dead(k, K_WARM);   /* rebuilt when it recurs */
-  exec_free(c, e, 1);
+  table_remove(&c->paths, p, path_hash);
+  LRU_UNLINK(c->path_lru, c->path_mru, p);
+  free(p->dims);
+  free(p->params);
+  free(p->poff);
+  free(p);
 }
 
-/* Evicts least recently used executables (never `keep`) until one more of
- * `bytes` fits the limits. */
-static void evict_for(grape_gc_t* c, uint64_t bytes, const exec_t* keep) {
-  while (c->nexecs > 0 && ((long)c->nexecs + 1 > c->cfg.max_graphs ||
-                           c->st.graph_bytes + bytes > c->cfg.max_bytes)) {
-    exec_t* lru = NULL;
-    for (size_t i = 0; i < c->nexecs; i++)
-      if (c->execs[i] != keep && (lru == NULL || c->execs[i]->last_use < lru->last_use))
-        lru = c->execs[i];
-    if (lru == NULL)
-      return;
-    exec_drop(c, lru);
-    c->st.graphs_evicted++;
-  }
+static void key_free(grape_gc_t* c, gkey_t* k) {
+  grape__gc_make_dead(k, K_WARM);
+  grape__gc_unstage(c, k);
+  staging_remove(c, k);
+  while (k->paths != NULL)
+    path_free(c, k->paths);
+  table_remove(&c->keys, k, key_hash);
+  LRU_UNLINK(c->key_lru, c->key_mru, k);
+  free(k->keys);
+  free(k->last_dims);
+  free(k->last_params);
+  free(k);
 }
 
-/* Builds an executable of key k from region r's ops (a chain in recorded
- * order) and adds it to k, evicting others (never `keep`) to make room.
- * @return it, or NULL (*drv_err: the driver's code; 0 when out of memory or
- * larger than the whole budget). */
-static exec_t* exec_build(grape_gc_t* c, gkey_t* k, const grape_region_t* r, const exec_t* keep,
-                          int* drv_err) {
-  uint32_t n = r->nops;
-  uint64_t bytes = (uint64_t)n * GRAPE_GC_NODE_BYTES + r->plen;
-  *drv_err = 0;
-  evict_for(c, bytes, keep);
-  if ((long)c->nexecs + 1 > c->cfg.max_graphs || c->st.graph_bytes + bytes > c->cfg.max_bytes)
-    return NULL;   /* a graph larger than the whole budget */
-  exec_t* e = calloc(1, sizeof(*e));
-  if (e == NULL)
-    return NULL;
-  e->key = k;
-  e->nodes = calloc(n, sizeof(*e->nodes));
-  e->fns = dup_bytes(r->fns, n * sizeof(*r->fns));
-  e->dims = dup_bytes(r->dims, n * sizeof(*r->dims));
-  e->params = dup_bytes(r->params, r->plen);
-  e->plen = r->plen;
-  e->bytes = bytes;
-  if (e->nodes == NULL || e->fns == NULL || e->dims == NULL || e->params == NULL ||
-      (*drv_err = c->drv.graph_create(c->drv.self, &e->graph)) != 0)
-    goto fail;
-  for (uint32_t i = 0; i < n; i++) {
-    grape_gc_op_t op = op_view(r, i);
-    if ((*drv_err = c->drv.graph_add(c->drv.self, &e->nodes[i], e->graph, i ? e->nodes[i - 1] : NULL,
-                                     &op)) != 0)
-      goto fail;
-  }
-  if ((*drv_err = c->drv.graph_instantiate(c->drv.self, &e->exec, e->graph)) != 0)
-    goto fail;
-  exec_t** execs = grape__grow(c->execs, &c->execs_cap, c->nexecs + 1, sizeof(*c->execs), 64);
-  if (execs == NULL)
-    goto fail;
-  c->execs = execs;
-  execs[c->nexecs++] = e;
-  k->var[k->nvar++] = e;
-  e->last_use = ++c->tick;
-  c->st.graph_bytes += bytes;
-  c->built_now = 1;
-  if (c->st.graph_bytes > c->st.graph_bytes_peak)
-    c->st.graph_bytes_peak = c->st.graph_bytes;
-  c->st.graphs_built++;
-  return e;
-fail:
-  exec_free(c, e, 1);
-  return NULL;
+static long max_paths(const grape_gc_t* c) {
+  return c->cfg.max_paths > 0 ? c->cfg.max_paths : 1L << 20;
 }
-
-/* True when op i of r has the dimensions and parameter bytes of dims[i] and
- * params (laid out as r's, the key's layout). */
-static inline int same_dims_params(const grape_op_dims_t* dims, const uint8_t* params,
-                                   const grape_region_t* r, uint32_t i) {
-  return __builtin_memcmp(&dims[i], &r->dims[i], sizeof(r->dims[i])) == 0 &&
-         memcmp(params + r->poff[i], r->params + r->poff[i], r->keys[i].param_bytes) == 0;
-}
-
-/* True when op i of r is what e's node i holds. */
-static inline int same_op(const exec_t* e, const grape_region_t* r, uint32_t i) {
-  return e->fns[i] == r->fns[i] && same_dims_params(e->dims, e->params, r, i);
-}
-
-/* True when e holds exactly r's ops: three passes over contiguous memory,
- * the common case of a replay with nothing changed. */
-static int exec_same(const exec_t* e, const grape_region_t* r) {
-  return e->plen == r->plen && memcmp(e->dims, r->dims, r->nops * sizeof(*r->dims)) == 0 &&
-         memcmp(e->fns, r->fns, r->nops * sizeof(*r->fns)) == 0 &&
-         memcmp(e->params, r->params, r->plen) == 0;
-}
-
-/* Ops of r that executable e holds differently; counting stops past `limit`. */
-static uint32_t exec_diff(const exec_t* e, const grape_region_t* r, uint32_t limit) {
-  if (exec_same(e, r))
-    return 0;
-  uint32_t d = 0;
-  for (uint32_t i = 0; i < r->nops && d <= limit; i++)
-    d += !same_op(e, r, i);
-  return d;
-}
-
-/* Updates e's nodes to hold r's ops. @return updates made, or -1 with
- * *drv_err set (e is then unusable). */
-static long exec_rebind(grape_gc_t* c, exec_t* e, const grape_region_t* r, int* drv_err) {
-  long made = 0;
-  for (uint32_t i = 0; i < r->nops; i++) {
-    if (same_op(e, r, i))
-      continue;
-    grape_gc_op_t op = op_view(r, i);
-    if ((*drv_err = c->drv.exec_update(c->drv.self, e->exec, e->nodes[i], &op)) != 0)
-      return -1;
-    e->fns[i] = r->fns[i];
-    e->dims[i] = r->dims[i];
-    memcpy(e->params + r->poff[i], r->params + r->poff[i], r->keys[i].param_bytes);
-    made++;
-  }
-  c->st.node_updates += (uint64_t)made;
-  c->st.submissions += (uint64_t)made;
-  return made;
-}
-
-/* The executable of k whose nodes differ least from r; *diff gets the count. */
-static exec_t* best_variant(gkey_t* k, const grape_region_t* r, uint32_t* diff) {
-  exec_t* best = NULL;
-  uint32_t bd = UINT32_MAX;
-  for (int i = 0; i < k->nvar && bd > 0; i++) {
-    uint32_t d = exec_diff(k->var[i], r, bd);
-    if (d < bd || (d == bd && k->var[i]->last_use > best->last_use)) {
-      bd = d;
-      best = k->var[i];
-    }
-  }
-  *diff = bd;
-  return best;
-}
-
-/* Eager cost, in builds, that a key (or a far parameter set) must have run up
- * before a graph is built for it. 1 is the classic rent-or-buy bound (at most
- * twice the best cost); 3 keeps short runs from paying for builds they cannot
- * earn back (measured on the examples, docs/performance.md), at the price of
- * replaying a long run's paths a little later. */
-#define BUILD_CREDIT 3.0
-
-/* What building an executable of n ops costs the host: the graph, its nodes
- * and the instantiation (config costs). 0 = builds are free (no credit needed). */
-static double build_ns(const grape_gc_t* c, uint32_t n) {
-  return c->cfg.build_ns + (double)n * c->cfg.build_node_ns;
-}
-
-/* True when one graph launch plus k's average updates costs no more than an
- * eager submission per op. */
-static int pays(const grape_gc_t* c, const gkey_t* k) {
-  return c->cfg.graph_launch_ns + k->upd_avg * c->cfg.update_ns <= (double)k->nops * c->cfg.launch_ns;
-}
-
-static void note_updates(gkey_t* k, uint32_t d) {
-  k->upd_avg += ((double)d - k->upd_avg) / 8;
-}
-
-/* ---- Submitting ---- */
-
-/* Ops [from, to) of r to the driver one by one; the first error into *drv_err. */
-static void submit_eager(grape_gc_t* c, const grape_region_t* r, uint32_t from, uint32_t to,
-                         void* stream, grape_gc_cause_t cause, int* drv_err) {
-  for (uint32_t i = from; i < to; i++) {
-    grape_gc_op_t op = op_view(r, i);
-    int e = c->drv.submit(c->drv.self, &op, stream);
-    if (e != 0 && *drv_err == 0)
-      *drv_err = e;
-  }
-  c->st.eager_ops += to - from;
-  c->st.submissions += to - from;
-  c->st.flushed[cause] += to - from;
-}
-
-/* Replays the held region r as key k's graph. @return the executable used,
- * or NULL when r went to the driver eagerly instead (failure: *drv_err). */
-static exec_t* replay(grape_gc_t* c, gkey_t* k, grape_region_t* r, void* stream, int* drv_err) {
-  uint32_t d;
-  exec_t* e = best_variant(k, r, &d);
-  /* Far from every executable: a new variant, while there is room, keeps the
-   * others for the parameter sets they hold (ping-pong buffers, batch sizes).
-   * It is built once the updates of far replays have cost what a build costs
-   * (rent, then buy): a parameter set that never recurs costs at most one
-   * build more than the updates it needed. */
-  int far = e != NULL && d * 2 > r->nops;
-  if (far)
-    k->far_ns += (double)d * c->cfg.update_ns;
-  if (e == NULL ||
-      (far && k->nvar < c->cfg.variants && k->far_ns >= BUILD_CREDIT * build_ns(c, r->nops))) {
-    int err;
-    exec_t* fresh = exec_build(c, k, r, e, &err);
-    if (fresh != NULL) {
-      e = fresh;
-      d = 0;
-      k->far_ns = 0;
-    }
-  }
-  if (e == NULL) {
-    submit_eager(c, r, 0, r->nops, stream, GRAPE_GC_GRAPH_FAILED, drv_err);
-    return NULL;
-  }
-  note_updates(k, d);
-  int err = 0;
-  if ((d > 0 && exec_rebind(c, e, r, &err) < 0) ||
-      (err = c->drv.exec_launch(c->drv.self, e->exec, stream)) != 0) {
-    note(c, &c->noted_launch, "a graph update or launch failed; its ops ran eagerly, and its key "
-                              "runs eagerly from now on");
-    exec_drop(c, e);
-    make_dead(k, K_FAILED);
-    submit_eager(c, r, 0, r->nops, stream, GRAPE_GC_GRAPH_FAILED, drv_err);
-    return NULL;
-  }
-  e->last_use = ++c->tick;
-  c->st.graph_launches++;
-  c->st.submissions++;
-  c->st.graph_hits++;
-  k->hits++;
-  return e;
-}
-
-/* ---- Accounting ---- */
 
 static gkey_t* key_find_or_add(grape_gc_t* c, uint64_t fp, const grape_region_t* r) {
   if (c->keys.len * 2 >= c->keys.cap && table_grow(&c->keys, key_hash))
@@ -488,22 +229,35 @@ static gkey_t* key_find_or_add(grape_gc_t* c, uint64_t fp, const grape_region_t*
   size_t mask = c->keys.cap - 1;
   for (size_t i = mix(fp) & mask;; i = (i + 1) & mask) {
     gkey_t* k = c->keys.v[i];
-    if (k == NULL) {
-      k = calloc(1, sizeof(*k));
-      if (k == NULL || (k->keys = dup_bytes(r->keys, r->nops * sizeof(*r->keys))) == NULL) {
-        free(k);
-        return NULL;
-      }
-      k->fp = fp;
-      k->nops = r->nops;
-      c->keys.v[i] = k;
-      c->keys.len++;
-      c->st.graph_keys++;
-      return k;
-    }
+    if (k == NULL)
+      break;
     if (k->fp == fp && k->nops == r->nops && memcmp(k->keys, r->keys, r->nops * sizeof(*r->keys)) == 0)
       return k;
   }
+  /* A new key; the least recently seen goes beyond the bound (never one
+   * that is live or being built: its graphs are in use). */
+  if ((long)c->keys.len >= max_paths(c))
+    for (gkey_t* o = c->key_lru; o != NULL; o = o->lru_next)
+      if (o->state != K_LIVE && o->nstaged == 0) {
+        key_free(c, o);
+        c->st.keys_evicted++;
+        break;
+      }
+  gkey_t* k = calloc(1, sizeof(*k));
+  if (k == NULL || (k->keys = dup_bytes(r->keys, r->nops * sizeof(*r->keys))) == NULL) {
+    free(k);
+    return NULL;
+  }
+  k->fp = fp;
+  k->nops = r->nops;
+  size_t i = mix(fp) & mask;
+  while (c->keys.v[i] != NULL)
+    i = (i + 1) & mask;
+  c->keys.v[i] = k;
+  c->keys.len++;
+  c->st.graph_keys++;
+  LRU_PUSH(c->key_lru, c->key_mru, k);
+  return k;
 }
 
 static path_t* path_find_or_add(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
@@ -511,8 +265,7 @@ static path_t* path_find_or_add(grape_gc_t* c, gkey_t* k, const grape_region_t* 
   if (c->paths.len * 2 >= c->paths.cap && table_grow(&c->paths, path_hash))
     return NULL;
   size_t mask = c->paths.cap - 1;
-  size_t i = mix(fp) & mask;
-  for (;; i = (i + 1) & mask) {
+  for (size_t i = mix(fp) & mask;; i = (i + 1) & mask) {
     path_t* p = c->paths.v[i];
     if (p == NULL)
       break;
@@ -521,6 +274,10 @@ static path_t* path_find_or_add(grape_gc_t* c, gkey_t* k, const grape_region_t* 
     if (p->key == k && memcmp(p->dims, r->dims, r->nops * sizeof(*r->dims)) == 0)
       return p;
     c->st.collisions++;   /* equal fingerprints, different ops: kept apart */
+  }
+  if ((long)c->paths.len >= max_paths(c) && c->path_lru != NULL) {
+    path_free(c, c->path_lru);
+    c->st.paths_evicted++;
   }
   path_t* p = calloc(1, sizeof(*p));
   if (p == NULL)
@@ -539,10 +296,71 @@ static path_t* path_find_or_add(grape_gc_t* c, gkey_t* k, const grape_region_t* 
   p->nops = r->nops;
   p->key = k;
   p->stamp = c->cfg.stamp ? c->cfg.stamp() : 0;
+  p->key_next = k->paths;
+  k->paths = p;
+  size_t i = mix(fp) & mask;
+  while (c->paths.v[i] != NULL)
+    i = (i + 1) & mask;
   c->paths.v[i] = p;
   c->paths.len++;
   c->st.paths++;
+  LRU_PUSH(c->path_lru, c->path_mru, p);
   return p;
+}
+
+/* ---- Staging list: keys whose next segments are being built ---- */
+
+static void staging_add(grape_gc_t* c, gkey_t* k) {
+  size_t free_at = c->staging_cap;
+  for (size_t i = 0; i < c->staging_cap; i++) {
+    if (c->staging[i] == k)
+      return;
+    if (c->staging[i] == NULL && free_at == c->staging_cap)
+      free_at = i;
+  }
+  if (free_at == c->staging_cap) {
+    size_t old = c->staging_cap;
+    gkey_t** v = grape__grow(c->staging, &c->staging_cap, old + 1, sizeof(*v), 16);
+    if (v == NULL)
+      return;   /* its own sightings still install it */
+    memset(v + old, 0, (c->staging_cap - old) * sizeof(*v));
+    c->staging = v;
+  }
+  c->staging[free_at] = k;
+}
+
+static void staging_remove(grape_gc_t* c, gkey_t* k) {
+  for (size_t i = 0; i < c->staging_cap; i++)
+    if (c->staging[i] == k)
+      c->staging[i] = NULL;
+}
+
+/* ---- Rent or buy (builds on the program's thread) ---- */
+
+/* Eager cost, in builds, that a key must have run up before a graph is built
+ * for it on the program's thread. 1 is the classic rent-or-buy bound (at
+ * most twice the best cost); 3 keeps short runs from paying for builds they
+ * cannot earn back (measured on the examples, docs/performance.md). */
+#define BUILD_CREDIT 3.0
+
+static double build_ns(const grape_gc_t* c, uint32_t n) {
+  return c->cfg.build_ns + (double)n * c->cfg.build_node_ns;
+}
+
+/* True when k's average replay (its segments' launches and its updates)
+ * costs no more than an eager submission per op. */
+static int pays(const grape_gc_t* c, const gkey_t* k) {
+  double launches = k->nsegs ? k->nsegs : 1;
+  return launches * c->cfg.graph_launch_ns + k->upd_avg * c->cfg.update_ns <=
+         (double)k->nops * c->cfg.launch_ns;
+}
+
+/* True when op i of r has the dimensions and parameter bytes of dims[i] and
+ * params (laid out as r's). */
+static inline int same_dims_params(const grape_op_dims_t* dims, const uint8_t* params,
+                                   const grape_region_t* r, uint32_t i) {
+  return __builtin_memcmp(&dims[i], &r->dims[i], sizeof(r->dims[i])) == 0 &&
+         memcmp(params + r->poff[i], r->params + r->poff[i], r->keys[i].param_bytes) == 0;
 }
 
 /* A warm key sighted eagerly: credits what a replay would have saved (one
@@ -565,15 +383,71 @@ static void earn_credit(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
                   (double)d * c->cfg.update_ns;
 }
 
-/* A warm key of region r's ops gets its first executable, if it may. */
-static void maybe_build(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
-  if (!c->cfg.graphs || k->state != K_WARM || (k->seen < (uint64_t)c->cfg.warmup && !k->warmed))
+/* ---- Plans ---- */
+
+/* Stages k's segments under the cuts its path has now (others' cuts on a
+ * shared prefix, and its end). @return as grape__gc_stage. */
+static int stage_current(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
+  if (k->node == NULL && (k->node = grape__gc_trie_path(c, k)) == NULL)
+    return -ENOMEM;
+  seg_t* segs[MAX_CUTS];
+  uint32_t from[MAX_CUTS], cuts[MAX_CUTS];
+  grape_gc_node_t* end[MAX_CUTS];
+  int m = grape__gc_key_segments(k, segs, from, end);
+  if (m < 0)
+    return -EINVAL;
+  for (int j = 0; j < m; j++)
+    cuts[j] = end[j]->depth;
+  return grape__gc_stage(c, k, r, cuts, m);
+}
+
+/* After its staged segments are built: k is live (or failed). */
+static void try_install(grape_gc_t* c, gkey_t* k) {
+  int rc = grape__gc_install_staged(c, k);
+  if (rc == 0)
     return;
-  /* A graph is built once eager sightings have cost, beyond what replays
-   * would have, BUILD_CREDIT times what building it costs (rent, then buy):
-   * a path that stops recurring then wastes one build, at most a third of
-   * what it cost eagerly. */
-  if (build_ns(c, r->nops) > 0 && k->credit_ns < BUILD_CREDIT * build_ns(c, r->nops))
+  staging_remove(c, k);
+  if (rc < 0) {
+    grape__gc_unstage(c, k);
+    grape__gc_make_dead(k, K_FAILED);
+    return;
+  }
+  seg_t* segs[MAX_CUTS];
+  uint32_t from[MAX_CUTS];
+  grape_gc_node_t* end[MAX_CUTS];
+  int m = grape__gc_key_segments(k, segs, from, end);
+  int whole = m > 0;
+  for (int j = 0; j < m; j++)
+    whole &= segs[j] != NULL && segs[j]->nvar > 0;
+  if (!whole) {
+    /* Cuts changed under it (another key's plan): staged anew at its next
+     * sighting, with no warm-up. */
+    k->warmed = 1;
+    if (k->state != K_LIVE)
+      grape__gc_make_dead(k, K_WARM);
+    return;
+  }
+  k->nsegs = (uint32_t)m;
+  k->warmed = 1;
+  k->credit_ns = 0;
+  if (k->state != K_LIVE && grape__gc_make_live(c, k) != 0)
+    grape__gc_make_dead(k, K_WARM);
+}
+
+/* A warm key of region r's ops gets its graphs, if it may. */
+static void maybe_build(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
+  /* A region without a context is on a stream that is never held: no graph
+   * is built for it. */
+  if (!c->cfg.graphs || c->stopping || k->state != K_WARM || r->ctx == NULL ||
+      (k->seen < (uint64_t)c->cfg.warmup && !k->warmed))
+    return;
+  /* On the program's thread, a graph is built once eager sightings have
+   * cost, beyond what replays would have, BUILD_CREDIT times what building
+   * it costs (rent, then buy): a path that stops recurring then wastes one
+   * build, at most a third of what it cost eagerly. A builder thread builds
+   * at the warm-up: the program does not wait for it. */
+  if (!c->cfg.async_builds && build_ns(c, r->nops) > 0 &&
+      k->credit_ns < BUILD_CREDIT * build_ns(c, r->nops))
     return;
   if ((long)k->nops < c->cfg.min_ops) {
     k->state = K_SHORT;
@@ -584,43 +458,59 @@ static void maybe_build(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
       k->state = K_UNSUPPORTED;
       return;
     }
-  int err;
-  exec_t* e = exec_build(c, k, r, NULL, &err);
-  if (e == NULL) {
-    if (err != 0) {
-      c->st.build_failures++;
-      k->state = K_FAILED;
-      note(c, &c->noted_build, "a graph could not be built; its path runs eagerly from now on");
-    }
+  k->ctx = r->ctx;
+  int rc = stage_current(c, k, r);
+  if (rc == -EINVAL) {
+    grape__gc_unstage(c, k);
+    k->state = K_FAILED;
     return;
   }
-  k->warmed = 1;
-  k->upd_avg = 0;
-  k->credit_ns = 0;
-  if (make_live(c, k) != 0)
-    exec_drop(c, e);
-}
-
-/* A key that stopped paying, seen again eagerly: refresh its best executable
- * to this sighting's parameters and see whether replays would pay now. */
-static void recheck(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
-  if (k->seen < k->recheck_at)
-    return;
-  k->recheck_at = k->seen + (uint64_t)c->cfg.recheck;
-  uint32_t d;
-  exec_t* e = best_variant(k, r, &d);
-  int err;
-  if (e == NULL || exec_rebind(c, e, r, &err) < 0) {
-    if (e != NULL)
-      exec_drop(c, e);
+  if (rc != 0) {
+    grape__gc_unstage(c, k);
     return;
   }
-  note_updates(k, d);
-  if (pays(c, k))
-    make_live(c, k);
+  k->state = K_BUILDING;
+  staging_add(c, k);
+  if (!c->cfg.async_builds)
+    try_install(c, k);
 }
 
-/* Replays timed before a verdict, and the margin by which they must lose. */
+/* A live key whose replays are timed gets cuts where they let the device run
+ * early segments while the host issues later ones, when plan.c predicts a
+ * gain. */
+static void maybe_replan(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
+  if (!c->cfg.plan || k->nstaged > 0 || k->seen < k->plan_at || k->host_n < 4)
+    return;
+  seg_t* segs[MAX_CUTS];
+  uint32_t from[MAX_CUTS], cuts[MAX_CUTS], out[MAX_CUTS];
+  grape_gc_node_t* end[MAX_CUTS];
+  double dev[MAX_CUTS];
+  int m = grape__gc_key_segments(k, segs, from, end);
+  if (m <= 0)
+    return;
+  for (int j = 0; j < m; j++) {
+    if (segs[j] == NULL || segs[j]->dev_n < 2)
+      return;   /* not timed yet */
+    dev[j] = segs[j]->dev_ns;
+    cuts[j] = end[j]->depth;
+  }
+  k->plan_at = k->seen + 64;
+  double f_old, f_new;
+  int n = grape__plan_cuts(k->nops, cuts, m, dev, k->host_ns, c->cfg.graph_launch_ns, out,
+                           &f_old, &f_new);
+  double gain = f_old - f_new;
+  if (n <= m || gain < 1000 || gain < 0.02 * f_old)
+    return;
+  if (grape__gc_stage(c, k, r, out, n) != 0) {
+    grape__gc_unstage(c, k);
+    return;
+  }
+  c->st.cuts_added += (uint64_t)(n - m);
+  staging_add(c, k);
+}
+
+/* ---- Verdicts: replays timed against eager runs ---- */
+
 #define CYCLE_SAMPLES 8
 #define CYCLE_MARGIN 1.05
 #define CYCLE_CLEAR_MARGIN 1.20
@@ -639,23 +529,13 @@ static void note_cycle(grape_gc_t* c, gkey_t* k, int replayed, uint64_t ns) {
   double ratio = k->cyc_graph / k->cyc_eager;
   if ((k->n_graph == CYCLE_SAMPLES / 2 && ratio > CYCLE_CLEAR_MARGIN) ||
       (k->n_graph >= CYCLE_SAMPLES && ratio > CYCLE_MARGIN)) {
-    make_dead(k, K_SLOWER);
+    grape__gc_make_dead(k, K_SLOWER);
     uint32_t shift = k->slower < 6 ? k->slower : 6;
     k->recheck_at = k->seen + ((uint64_t)c->cfg.recheck << shift);
     k->slower++;
   } else if (k->n_graph == CYCLE_SAMPLES) {
     k->slower = 0;
   }
-}
-
-/* A key measured slower, seen again eagerly: live again once its wait is
- * over, to be measured anew. */
-static void retry_slower(gkey_t* k, grape_gc_t* c) {
-  if (k->seen < k->recheck_at)
-    return;
-  k->n_graph = 0;
-  k->cyc_graph = 0;
-  make_live(c, k);
 }
 
 /* The cycle of the chunk before r on its stream ends where r began. */
@@ -666,61 +546,157 @@ static void time_cycles(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
     r->prev_key = NULL;   /* an untimed chunk breaks the chain */
     return;
   }
-  if (r->prev_key != NULL && !r->prev_skip && r->t_first > r->prev_t)
-    note_cycle(c, (gkey_t*)r->prev_key, r->prev_replayed, r->t_first - r->prev_t);
+  if (r->prev_key != NULL && !r->prev_skip && r->t_first > r->prev_t) {
+    /* The key may have gone since (evicted): only a key still in the table
+     * is credited. */
+    gkey_t* pk = (gkey_t*)r->prev_key;
+    size_t mask = c->keys.cap - 1;
+    for (size_t i = c->keys.cap ? mix(pk->fp) & mask : 0; c->keys.cap && c->keys.v[i] != NULL;
+         i = (i + 1) & mask)
+      if (c->keys.v[i] == pk) {
+        note_cycle(c, pk, r->prev_replayed, r->t_first - r->prev_t);
+        break;
+      }
+  }
   r->prev_key = k;
   r->prev_replayed = replayed;
   r->prev_t = r->t_first;
   r->prev_skip = 0;
 }
 
-static int account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, exec_t* used);
+/* ---- Accounting ---- */
 
-/* Accounts r's chunk (held ops already submitted or replayed with `used`).
- * Under the lock. */
-static int account(grape_gc_t* c, grape_region_t* r, gkey_t* k, exec_t* used) {
-  int rc = account_key(c, r, k, used);
-  /* A cycle in which a graph was built measures the build, not the way. */
-  r->prev_skip = c->built_now;
-  c->built_now = 0;
-  return rc;
+/* The host time of a replayed region, its graph launches and updates left
+ * out (what plan.c calls host_ns). */
+static void note_host(grape_gc_t* c, gkey_t* k, const grape_region_t* r, uint64_t t_end,
+                      uint32_t segs, uint32_t updates) {
+  if (r->t_first == 0 || t_end <= r->t_first)
+    return;
+  double h = (double)(t_end - r->t_first) - segs * c->cfg.graph_launch_ns -
+             updates * c->cfg.update_ns;
+  if (h < 0)
+    h = 0;
+  k->host_n++;
+  k->host_ns += (h - k->host_ns) / (k->host_n < 8 ? k->host_n : 8);
 }
 
-static int account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, exec_t* used) {
+/* A key that stopped paying, seen again eagerly: would a replay of these ops
+ * pay now, against what its executables hold? */
+static void recheck(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
+  if (k->seen < k->recheck_at)
+    return;
+  k->recheck_at = k->seen + (uint64_t)c->cfg.recheck;
+  long d = grape__gc_region_diff(c, k, r);
+  if (d < 0)
+    return;
+  k->upd_avg += ((double)d - k->upd_avg) / 8;
+  if (pays(c, k) && grape__gc_make_live(c, k) != 0)
+    grape__gc_make_dead(k, K_NOPAY);
+}
+
+static void account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replayed, uint64_t t_end,
+                        uint32_t segs, uint32_t updates);
+
+/* Accounts r's chunk (its held ops already launched or submitted). k: its
+ * key when known (the cursor ended on it). t_end, segs, updates: the region's
+ * end and its launches and updates before the end. Under the lock. */
+static int account(grape_gc_t* c, grape_region_t* r, gkey_t* k, uint64_t t_end, uint32_t segs,
+                   uint32_t updates) {
   c->st.regions++;
   c->st.ops += r->nops;
   if (k == NULL && (k = key_find_or_add(c, grape__fp_keys(r->keys, r->nops), r)) == NULL)
     return -ENOMEM;
   k->seen++;
-  /* A replay that changed no launch dimension ran the path its executable
-   * held before: no hashing. */
-  path_t* p = used != NULL && used->path != NULL &&
-                      memcmp(used->path->dims, r->dims, r->nops * sizeof(*r->dims)) == 0
-                  ? used->path
-                  : path_find_or_add(c, k, r);
+  LRU_TOUCH(c->key_lru, c->key_mru, k);
+  path_t* p = path_find_or_add(c, k, r);
   if (p == NULL)
     return -ENOMEM;
   p->count++;
-  time_cycles(c, r, k, used != NULL);
-  if (used != NULL) {
-    used->path = p;
-    if (!pays(c, k)) {
-      make_dead(k, K_NOPAY);
-      k->recheck_at = k->seen + (uint64_t)c->cfg.recheck;
-    }
-    return 0;
-  }
-  if (k->state == K_WARM)
-    earn_credit(c, k, r);
-  if (k->state == K_LIVE)
-    c->st.graph_misses++, k->misses++;
-  else if (k->state == K_NOPAY)
-    c->st.graph_misses++, k->misses++, recheck(c, k, r);
-  else if (k->state == K_SLOWER)
-    c->st.graph_misses++, k->misses++, retry_slower(k, c);
-  else
-    maybe_build(c, k, r);
+  LRU_TOUCH(c->path_lru, c->path_mru, p);
+  int replayed = r->nops > 0 && r->graphed == r->nops;
+  time_cycles(c, r, k, replayed);
+  account_key(c, r, k, replayed, t_end, segs, updates);
+  r->prev_skip = c->built_now;   /* a cycle that built a graph measures the build */
+  c->built_now = 0;
   return 0;
+}
+
+static void account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replayed, uint64_t t_end,
+                        uint32_t segs, uint32_t updates) {
+  if (replayed) {
+    c->st.graph_hits++;
+    k->hits++;
+    k->upd_avg += ((double)r->updates - k->upd_avg) / 8;
+    note_host(c, k, r, t_end, segs, updates);
+    if (k->state == K_LIVE && !pays(c, k)) {
+      grape__gc_make_dead(k, K_NOPAY);
+      k->recheck_at = k->seen + (uint64_t)c->cfg.recheck;
+    } else if (k->state == K_LIVE) {
+      maybe_replan(c, k, r);
+    }
+    return;
+  }
+  switch (k->state) {
+  case K_WARM:
+    if (!c->cfg.async_builds)
+      earn_credit(c, k, r);
+    maybe_build(c, k, r);
+    break;
+  case K_BUILDING:
+    try_install(c, k);
+    break;
+  case K_LIVE: {
+    c->st.graph_misses++;
+    k->misses++;
+    /* A live key not replayed: its region could not be held, or a segment
+     * of it went (evicted, failed, replaced by another key's plan). */
+    seg_t* segs_[MAX_CUTS];
+    uint32_t from[MAX_CUTS];
+    grape_gc_node_t* end[MAX_CUTS];
+    int m = grape__gc_key_segments(k, segs_, from, end);
+    int whole = m > 0;
+    int failed = 0;
+    for (int j = 0; j < m; j++) {
+      whole &= segs_[j] != NULL && segs_[j]->nvar > 0;
+      failed |= segs_[j] != NULL && segs_[j]->failed;
+    }
+    if (failed) {
+      grape__gc_make_dead(k, K_FAILED);
+    } else if (!whole && k->nstaged == 0 && !c->stopping) {
+      grape__gc_make_dead(k, K_BUILDING);
+      k->ctx = r->ctx;
+      if (stage_current(c, k, r) == 0) {
+        staging_add(c, k);
+        if (!c->cfg.async_builds)
+          try_install(c, k);
+      } else {
+        grape__gc_unstage(c, k);
+        grape__gc_make_dead(k, K_WARM);
+      }
+    }
+    break;
+  }
+  case K_NOPAY:
+    c->st.graph_misses++, k->misses++;
+    recheck(c, k, r);
+    break;
+  case K_SLOWER:
+    c->st.graph_misses++, k->misses++;
+    if (k->seen >= k->recheck_at)
+      grape__gc_make_live(c, k);
+    break;
+  default:
+    break;
+  }
+}
+
+/* Keys whose staged segments are ready go live (or switch plans). */
+static void install_ready(grape_gc_t* c) {
+  for (size_t i = 0; i < c->staging_cap; i++) {
+    gkey_t* k = c->staging[i];
+    if (k != NULL && k->nstaged > 0)
+      try_install(c, k);
+  }
 }
 
 /* ---- The public side ---- */
@@ -741,8 +717,11 @@ int grape_gc_create(const grape_gc_config_t* cfg, const grape_gc_driver_t* drv, 
     c->drv = *drv;
   else
     c->cfg.graphs = 0;
+  if (c->drv.mark == NULL || c->drv.mark_elapsed == NULL)
+    c->drv.mark = NULL;
   c->graph_mode = c->cfg.graphs;
   pthread_mutex_init(&c->lock, NULL);
+  pthread_cond_init(&c->built, NULL);
   *out = c;
   return 0;
 }
@@ -750,9 +729,14 @@ int grape_gc_create(const grape_gc_config_t* cfg, const grape_gc_driver_t* drv, 
 void grape_gc_destroy(grape_gc_t* c, int with_driver) {
   if (c == NULL)
     return;
-  for (size_t i = 0; i < c->nexecs; i++)
-    exec_free(c, c->execs[i], with_driver);
-  free(c->execs);
+  for (job_t* j = c->jobs; j != NULL;) {
+    job_t* next = j->next;
+    grape__region_free(&j->ops);
+    free(j);
+    j = next;
+  }
+  while (c->segs != NULL)
+    grape__gc_seg_free(c, c->segs, with_driver);
   for (size_t i = 0; i < c->keys.cap; i++) {
     gkey_t* k = c->keys.v[i];
     if (k != NULL) {
@@ -776,6 +760,8 @@ void grape_gc_destroy(grape_gc_t* c, int with_driver) {
   for (size_t i = 0; i < c->nnodes; i++)
     free(c->nodes[i]);
   free(c->nodes);
+  free(c->staging);
+  pthread_cond_destroy(&c->built);
   pthread_mutex_destroy(&c->lock);
   free(c);
 }
@@ -784,27 +770,59 @@ const grape_gc_node_t* grape_gc_root(const grape_gc_t* c) {
   return c->cfg.graphs ? &c->root : NULL;
 }
 
-/* The key with a graph that r's held ops are exactly, or NULL. */
-static gkey_t* held_key(const grape_gc_t* c, const grape_region_t* r) {
-  if (!c->cfg.graphs || r->cur == NULL || r->held == 0 || r->held != r->nops)
+/* The segment r's held ops are exactly, ready to launch, or NULL. */
+static seg_t* held_segment(grape_gc_t* c, const grape_region_t* r) {
+  if (r->cur == NULL || r->held <= r->sub || !c->cfg.graphs)
     return NULL;
-  gkey_t* k = __atomic_load_n(&r->cur->term, __ATOMIC_ACQUIRE);
-  return k != NULL && k->state == K_LIVE && k->nops == r->nops ? k : NULL;
+  seg_t* s = r->cur->seg;
+  if (s == NULL || !s->installed || s->from != r->sub || s->failed)
+    return NULL;
+  return grape__gc_seg_ready(c, s) ? s : NULL;
 }
 
-/* Ends r's chunk under the lock (see grape_gc_end). */
-static int end_locked(grape_gc_t* c, grape_region_t* r, void* stream, int* drv_err) {
-  gkey_t* k = NULL;
-  exec_t* used = NULL;
-  if (r->held > 0) {
-    k = held_key(c, r);
-    if (k != NULL)
-      used = replay(c, k, r, stream, drv_err);
-    else
-      submit_eager(c, r, 0, r->held, stream, GRAPE_GC_NO_GRAPH, drv_err);
-    r->held = 0;
+/* Launches what r holds as its segment, or submits it op by op (cause).
+ * Under the lock. */
+static void submit_held(grape_gc_t* c, grape_region_t* r, void* stream, grape_gc_cause_t cause,
+                        int* drv_err) {
+  if (r->held <= r->sub)
+    return;
+  seg_t* s = held_segment(c, r);
+  int err = s != NULL ? grape__gc_seg_launch(c, s, r, stream) : -1;
+  if (err != 0) {
+    if (s != NULL)
+      cause = GRAPE_GC_GRAPH_FAILED;
+    grape__gc_submit_eager(c, r, r->sub, r->held, stream, cause, drv_err);
   }
-  return account(c, r, k, used);
+  r->sub = r->held;
+}
+
+int grape_gc_cut(grape_gc_t* c, grape_region_t* r, void* stream, int* drv_err) {
+  *drv_err = 0;
+  pthread_mutex_lock(&c->lock);
+  grape__gc_mark_poll(c);
+  seg_t* s = held_segment(c, r);
+  if (s != NULL && grape__gc_seg_launch(c, s, r, stream) == 0) {
+    r->sub = r->held;
+  } else {
+    grape__gc_submit_eager(c, r, r->sub, r->held, stream,
+                           s != NULL ? GRAPE_GC_GRAPH_FAILED : GRAPE_GC_NO_GRAPH, drv_err);
+    r->sub = r->held;
+    r->cur = NULL;
+  }
+  pthread_mutex_unlock(&c->lock);
+  return 0;
+}
+
+int grape_gc_flush(grape_gc_t* c, grape_region_t* r, void* stream, grape_gc_cause_t cause,
+                   int* drv_err) {
+  *drv_err = 0;
+  if (r->held > r->sub) {
+    pthread_mutex_lock(&c->lock);
+    submit_held(c, r, stream, cause, drv_err);
+    pthread_mutex_unlock(&c->lock);
+  }
+  r->cur = NULL;
+  return 0;
 }
 
 int grape_gc_end(grape_gc_t* c, grape_region_t* r, void* stream, const grape_gc_node_t* restart,
@@ -813,7 +831,16 @@ int grape_gc_end(grape_gc_t* c, grape_region_t* r, void* stream, const grape_gc_
   int rc = 0;
   if (r->nops > 0) {
     pthread_mutex_lock(&c->lock);
-    rc = end_locked(c, r, stream, drv_err);
+    uint64_t t_end = r->t_first ? now(c) : 0;
+    uint32_t segs = r->segs, updates = r->updates;
+    grape__gc_mark_poll(c);
+    submit_held(c, r, stream, GRAPE_GC_NO_GRAPH, drv_err);
+    /* The cursor ended on a live key of exactly these ops: no hashing. */
+    gkey_t* k = r->cur != NULL && r->held == r->nops ? r->cur->term : NULL;
+    if (k != NULL && k->nops != r->nops)
+      k = NULL;
+    rc = account(c, r, k, t_end, segs, updates);
+    install_ready(c);
     pthread_mutex_unlock(&c->lock);
   }
   grape__region_clear(r);
@@ -821,34 +848,27 @@ int grape_gc_end(grape_gc_t* c, grape_region_t* r, void* stream, const grape_gc_
   return rc;
 }
 
-int grape_gc_flush(grape_gc_t* c, grape_region_t* r, void* stream, grape_gc_cause_t cause,
-                   const grape_gc_node_t* restart, int* drv_err) {
-  *drv_err = 0;
-  if (r->held == 0) {
-    r->cur = NULL;
-    return 0;
-  }
-  pthread_mutex_lock(&c->lock);
-  if (held_key(c, r) != NULL) {
-    int rc = end_locked(c, r, stream, drv_err);
-    pthread_mutex_unlock(&c->lock);
-    grape__region_clear(r);
-    r->cur = restart;
-    if (c->cfg.now != NULL)
-      r->t_first = c->cfg.now();   /* the op that diverged starts the next chunk now */
-    return rc < 0 ? rc : 1;
-  }
-  submit_eager(c, r, 0, r->held, stream, cause, drv_err);
-  pthread_mutex_unlock(&c->lock);
-  r->held = 0;
-  r->cur = NULL;
-  return 0;
-}
-
 void grape_gc_drop_graphs(grape_gc_t* c) {
   pthread_mutex_lock(&c->lock);
-  while (c->nexecs > 0)
-    exec_drop(c, c->execs[c->nexecs - 1]);
+  for (gkey_t* k = c->key_lru; k != NULL; k = k->lru_next) {
+    grape__gc_unstage(c, k);
+    if (k->state == K_LIVE || k->state == K_NOPAY || k->state == K_SLOWER ||
+        k->state == K_BUILDING)
+      grape__gc_make_dead(k, K_WARM);   /* rebuilt when it recurs */
+  }
+  for (size_t i = 0; i < c->staging_cap; i++)
+    c->staging[i] = NULL;
+  for (seg_t* s = c->segs; s != NULL;) {
+    seg_t* next = s->next;
+    if (s->installed) {
+      __atomic_store_n(&s->end->seg, NULL, __ATOMIC_RELEASE);
+      s->installed = 0;
+    }
+    if (s->queued == 0)
+      grape__gc_seg_free(c, s, 1);
+    s = next;
+  }
+  c->st.segments = 0;
   pthread_mutex_unlock(&c->lock);
 }
 
@@ -864,15 +884,16 @@ void grape_gc_drop_functions(grape_gc_t* c, void* const* fns, size_t n) {
     memcpy(sorted, fns, n * sizeof(*sorted));
     qsort(sorted, n, sizeof(*sorted), ptr_order);
   }
-  for (size_t i = c->nexecs; i-- > 0;) {
-    exec_t* e = c->execs[i];
+  for (exec_t* e = c->lru_head; e != NULL;) {
+    exec_t* next = e->lru_next;
     int uses = 0;
-    for (uint32_t j = 0; j < e->key->nops && !uses; j++)
+    for (uint32_t j = 0; j < e->seg->n && !uses; j++)
       uses = e->fns[j] != NULL &&
              (sorted != NULL ? bsearch(&e->fns[j], sorted, n, sizeof(*sorted), ptr_order) != NULL
                              : n > 0);   /* out of memory: drop every executable */
     if (uses)
-      exec_drop(c, e);
+      grape__gc_exec_drop(c, e);
+    e = next;
   }
   pthread_mutex_unlock(&c->lock);
   free(sorted);
@@ -881,6 +902,16 @@ void grape_gc_drop_functions(grape_gc_t* c, void* const* fns, size_t n) {
 void grape_gc_stop(grape_gc_t* c) {
   pthread_mutex_lock(&c->lock);
   c->cfg.graphs = 0;
+  c->stopping = 1;
+  pthread_cond_broadcast(&c->built);
+  pthread_mutex_unlock(&c->lock);
+  /* Queued builds are dropped by the builder as it takes them; one in
+   * progress ends first. */
+  while (grape_gc_build_pending(c))
+    ;
+  pthread_mutex_lock(&c->lock);
+  while (c->building)
+    pthread_cond_wait(&c->built, &c->lock);
   pthread_mutex_unlock(&c->lock);
 }
 
@@ -908,9 +939,13 @@ static const char* key_why(const grape_gc_t* c, const gkey_t* k) {
 
 static grape_gc_path_t path_view(const grape_gc_t* c, const path_t* p) {
   const gkey_t* key = p->key;
-  return (grape_gc_path_t){p->fp, key->fp, p->nops, p->count, key->keys, p->dims, p->params,
-                           p->poff, p->stamp, key->hits, key->seen, key->warmed,
-                           key->hits ? GRAPE_GC_WAY_GRAPH : GRAPE_GC_WAY_EAGER, key_why(c, key)};
+  return (grape_gc_path_t){.fp = p->fp, .keyfp = key->fp, .nops = p->nops, .count = p->count,
+                           .keys = key->keys, .dims = p->dims, .params = p->params,
+                           .poff = p->poff, .stamp = p->stamp, .key_hits = key->hits,
+                           .key_seen = key->seen, .key_built = key->warmed,
+                           .key_segments = key->state == K_LIVE ? key->nsegs : 0,
+                           .way = key->hits ? GRAPE_GC_WAY_GRAPH : GRAPE_GC_WAY_EAGER,
+                           .why = key_why(c, key)};
 }
 
 size_t grape_gc_each_path(grape_gc_t* c, void (*fn)(const grape_gc_path_t* p, void* arg), void* arg) {

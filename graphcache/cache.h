@@ -2,50 +2,61 @@
  *
  * DESIGN: every region (or chunk of one) that ends is accounted here once:
  * its path (with launch dimensions: what observe mode reports and the
- * predictor needs) and its graph key (without them: what an executable graph
- * serves). A key seen GRAPE_WARMUP times with at least GRAPE_MIN_OPS ops gets
- * an executable graph, built from the ops of the chunk that warmed it: a chain
- * of kernel, memset and memcpy nodes in recorded order.
+ * predictor needs) and its graph key (without them: what executable graphs
+ * serve). Graph mode and observe mode account the same regions.
  *
- * Holding: the keys that have a graph form a trie of op keys. A region whose
- * ops so far follow a path in the trie is held (its ops are kept back from the
- * driver); `grape_gc_step` advances its cursor by one op without a lock (the
- * trie only grows, and a node's children form a list published with release
- * stores). When the region diverges, the held ops are submitted eagerly in
- * order (or, when they are exactly a key, replayed as its graph) and the rest
- * of the chunk runs eagerly; when it ends on a key, the key's graph is
- * replayed: the executable whose held parameters differ least from the
- * region's is chosen among up to GRAPE_VARIANTS, each node that differs
- * (function, launch dimensions or parameter bytes) is updated, and the graph
- * is launched once. Equal keys are confirmed op by op (the trie compares whole
- * op keys; the key table compares key arrays), so a hash collision never
- * launches a wrong graph.
+ * Segments: a key's ops are replayed as one or more *segments*, each an
+ * executable graph of consecutive ops (a chain of kernel, memset and memcpy
+ * nodes in recorded order). The keys whose graphs are built form a trie of
+ * op keys; a trie node where a segment ends is a *cut* (node->seg), and the
+ * segment ending there covers the ops since the nearest cut above it. A key's
+ * end is always a cut. A region whose ops so far follow the trie is held (its
+ * ops are kept back from the driver); `grape_gc_step` advances its cursor by
+ * one op without a lock, and when the held ops reach a cut the segment ending
+ * there is launched at once (`grape_gc_cut`): the device starts on the first
+ * part of a region while the host is still issuing the rest (pipelined
+ * replay). When the region diverges, what is held goes to the driver in order
+ * and the rest of the region runs eagerly; at its end, what is held is
+ * replayed as the last segment. Each launch re-binds the nodes that differ
+ * (function, launch dimensions, parameter bytes) in the executable whose
+ * parameters differ least among up to GRAPE_VARIANTS of the segment.
  *
- * Build only where it pays: a key gets its first executable once its eager
- * sightings have cost (one launch per op, against one graph launch) what
- * building one costs, and a further variant once the updates of replays far
- * from every executable (more than half the nodes) have: rent, then buy, so a
- * path or parameter set that stops recurring wastes at most one build.
+ * Plans: a key starts as one segment. Replays are timed (device time per
+ * segment with the driver's timing events, host time per region), and
+ * plan.c chooses cuts that let the device run the earlier segments while the
+ * host issues the later ones, when it predicts a gain; cuts are only ever
+ * added, so plans converge. New segments are built first and installed
+ * together, so a key's replays never mix plans.
  *
- * Measured: with a clock (config `now`), each chunk's cycle (from its first op
- * to the first op of the next chunk on its stream: its host work, its
- * submission and the wait for its results) is averaged per key, for eager runs
- * and for replays apart. Holding ops costs the GPU its overlap with the host,
- * which no cost table sees: a key whose replays take longer than its eager
+ * Builds: with a builder (config async_builds) segments are built by another
+ * thread from copies of the ops (grape_gc_build_pending), off the program's
+ * critical path, and a key gets its graphs at its GRAPE_WARMUP-th sighting;
+ * without one, builds run inline and only once a key's eager sightings have
+ * cost, beyond what replays would have, three times what building costs
+ * (rent, then buy). In deterministic mode (the simulated device), the
+ * program's thread waits in real time for a build it could use and uses it
+ * only when its build ended, on the builder's clock, before now: simulated
+ * time then never depends on how the OS ran the builder.
+ *
+ * Measured: with a clock (config `now`), each chunk's cycle (from its first
+ * op to the first op of the next chunk on its stream: its host work, its
+ * submission and the wait for its results) is averaged per key, for eager
+ * runs and for replays apart. A key whose replays take longer than its eager
  * runs stops being held, and is tried again later (each verdict doubles the
- * wait).
+ * wait). Per key, an average of the node updates a replay needed is kept;
+ * when its graph launches plus that many updates cost more than one launch
+ * per op (config costs), the key stops being held, re-checked every
+ * `recheck` sightings.
  *
- * Replay only where it pays: per key, an average of the node updates a replay
- * needed is kept; when one launch plus that many updates costs more than one
- * launch per op (config costs), the key stops being held and runs eagerly,
- * re-checked every `recheck` sightings against what its executables hold.
+ * Bounded: executables by count and estimated bytes (least recently used out,
+ * O(1)); paths and keys by config max_paths (least recently seen out).
  *
  * The cache talks to the driver only through the table it is given (so unit
  * tests hand it a fake, and the shim the real driver). Returns are 0 or a
  * negative errno; driver failures come back through `drv_err` (the driver's
  * code), for the shim to report as CUDA would. Thread-safety: one mutex,
- * taken once per region end or flush (never per op); the caller locks the
- * region it passes. */
+ * taken at cuts and once per region end or flush (never per op); the caller
+ * locks the region it passes. */
 #ifndef GRAPE_GRAPHCACHE_CACHE_H
 #define GRAPE_GRAPHCACHE_CACHE_H
 
@@ -81,7 +92,17 @@ typedef struct grape_gc_driver_s {
   int (*exec_update)(void* self, void* exec, void* node, const grape_gc_op_t* op);
   int (*exec_launch)(void* self, void* exec, void* stream);
   int (*submit)(void* self, const grape_gc_op_t* op, void* stream);   /* one op, eagerly */
+  /* Optional (NULL: not available). The builder thread makes ctx (a
+   * region's `ctx`) the context of the builds that follow. */
+  int (*bind)(void* self, void* ctx);
+  /* Timing marks: records mark `slot` (0 .. GRAPE_GC_MARKS-1) on stream, and
+   * reads the device time between two recorded marks (nonzero: not there
+   * yet, or unknown). */
+  int (*mark)(void* self, void* stream, int slot);
+  int (*mark_elapsed)(void* self, int from, int to, uint64_t* ns);
 } grape_gc_driver_t;
+
+#define GRAPE_GC_MARKS 2
 
 /* ---- Configuration ---- */
 
@@ -106,6 +127,14 @@ typedef struct grape_gc_config_s {
   uint64_t (*stamp)(void);       /* a value kept with each new path (the shim's allocation
                                     epoch, so a trace can tell which allocation a recorded
                                     pointer word named); NULL: 0 */
+  long max_paths;                /* paths (and keys) kept; least recently seen out (0: 1<<20) */
+  int async_builds;              /* a builder thread calls grape_gc_build_pending */
+  void (*wake)(void);            /* told when a build is queued (async_builds) */
+  void (*handoff)(uint64_t t);   /* called on the builder's thread before a build that was
+                                    queued at time t (now()); NULL: nothing */
+  int deterministic;             /* wait in real time for builds the program could use, and
+                                    use them only once built before now() */
+  int plan;                      /* 0: never cut keys into several segments */
 } grape_gc_config_t;
 
 /* Estimated device memory of an executable graph: per node, plus its parameters. */
@@ -116,21 +145,25 @@ typedef struct grape_gc_config_s {
 typedef struct grape_gc_s grape_gc_t;
 
 /* A trie node: the ops of a known path so far. Read without a lock on the
- * launch path (grape_gc_step); only cache.c writes it. */
+ * launch path (grape_gc_step); only cache.c and segment.c write it. */
 typedef struct grape_gc_node_s {
   grape_op_key_t key;                  /* the op that leads here (root: zero) */
   struct grape_gc_node_s* parent;
   struct grape_gc_node_s* child;       /* first child (acquire) */
   struct grape_gc_node_s* sibling;     /* next child of the parent (set before publishing) */
-  struct grape_gc_key_s* term;         /* the key ending here, if it has a graph (acquire) */
-  uint32_t live;                       /* keys with a graph at or below this node (relaxed) */
+  struct grape_gc_key_s* term;         /* the live key ending here (acquire; tested, never
+                                          followed, without the lock) */
+  struct grape_gc_seg_s* seg;          /* the segment ending here: a cut (acquire; tested,
+                                          never followed, without the lock) */
+  uint32_t live;                       /* live keys at or below this node (relaxed) */
   uint32_t depth;
 } grape_gc_node_t;
 
 int grape_gc_create(const grape_gc_config_t* cfg, const grape_gc_driver_t* drv, grape_gc_t** out);
 
 /* Frees the cache. with_driver: destroy the executables through the driver
- * (not in a fork child or after the driver has gone). */
+ * (not in a fork child or after the driver has gone). Call grape_gc_stop
+ * first when a builder thread may still be running. */
 void grape_gc_destroy(grape_gc_t* c, int with_driver);
 
 /* Where a region's cursor starts (NULL when the cache builds no graphs). */
@@ -141,8 +174,8 @@ static inline int grape__gc_key_eq(const grape_op_key_t* a, const grape_op_key_t
          a->flags == b->flags && a->attrs == b->attrs && a->attrs_bytes == b->attrs_bytes;
 }
 
-/* The child of cur reached by an op with key k on a path that has a graph,
- * or NULL (the region leaves every known path). No lock. */
+/* The child of cur reached by an op with key k on a path of a live key, or
+ * NULL (the region leaves every known path). No lock. */
 static inline const grape_gc_node_t* grape_gc_step(const grape_gc_node_t* cur,
                                                    const grape_op_key_t* k) {
   for (const grape_gc_node_t* n = __atomic_load_n(&cur->child, __ATOMIC_ACQUIRE); n != NULL;
@@ -152,16 +185,9 @@ static inline const grape_gc_node_t* grape_gc_step(const grape_gc_node_t* cur,
   return NULL;
 }
 
-/* True when cur ends a key with a graph and no longer known path goes on from
- * it: the region can be replayed now rather than at its end. */
-static inline __attribute__((always_inline)) int grape_gc_leaf(const grape_gc_node_t* cur) {
-  if (__atomic_load_n(&cur->term, __ATOMIC_ACQUIRE) == NULL)
-    return 0;
-  for (const grape_gc_node_t* n = __atomic_load_n(&cur->child, __ATOMIC_ACQUIRE); n != NULL;
-       n = n->sibling)
-    if (__atomic_load_n(&n->live, __ATOMIC_RELAXED))
-      return 0;
-  return 1;
+/* True when a segment ends at n: held ops that reach it are launched there. */
+static inline __attribute__((always_inline)) int grape_gc_is_cut(const grape_gc_node_t* n) {
+  return __atomic_load_n(&n->seg, __ATOMIC_ACQUIRE) != NULL;
 }
 
 /* Why held ops go to the driver one by one (the report's causes). */
@@ -175,21 +201,31 @@ typedef enum grape_gc_cause_e {
   GRAPE_GC_CAUSES
 } grape_gc_cause_t;
 
-/* Submits what r holds, now. When the held ops are exactly a key with a graph
- * they are replayed and r's chunk ends there (as grape_gc_end, restarting at
- * `restart`): @return 1. Otherwise they go to the driver one by one in order
- * (counted under `cause`) and the rest of the chunk runs eagerly (r->cur =
- * NULL): @return 0. *drv_err gets the first driver error (0 when none).
- * @return -ENOMEM when out of memory (the ops were submitted). */
-int grape_gc_flush(grape_gc_t* c, grape_region_t* r, void* stream, grape_gc_cause_t cause,
-                   const grape_gc_node_t* restart, int* drv_err);
+/* The held ops of r reached a cut (r->cur): the segment ending there is
+ * launched when it is what r holds since its last launch (r->sub), and r goes
+ * on holding; otherwise what r holds goes to the driver one by one and the
+ * rest of the chunk runs eagerly (r->cur = NULL). *drv_err gets the first
+ * driver error (0 when none). @return 0, or -ENOMEM (the ops were submitted). */
+int grape_gc_cut(grape_gc_t* c, grape_region_t* r, void* stream, int* drv_err);
 
-/* Ends r's chunk: replays or flushes what it holds, accounts its path and
- * key (building the key's graph when it is warm), and clears r for the next
- * chunk with its cursor at `restart` (the root, or NULL where nothing may be
- * held). *drv_err as above. @return 0, or -ENOMEM (r is cleared either way). */
+/* Submits what r holds, now, one op at a time in order (counted under cause),
+ * or as the segment ending where r is when the held ops are exactly that; the
+ * rest of the chunk runs eagerly (r->cur = NULL). *drv_err as above.
+ * @return 0 or -ENOMEM. */
+int grape_gc_flush(grape_gc_t* c, grape_region_t* r, void* stream, grape_gc_cause_t cause,
+                   int* drv_err);
+
+/* Ends r's chunk: launches or submits what it holds, accounts its path and
+ * key (building, or queueing the builds of, its graphs when it is warm), and
+ * clears r for the next chunk with its cursor at `restart` (the root, or NULL
+ * where nothing may be held). *drv_err as above. @return 0, or -ENOMEM (r is
+ * cleared either way). */
 int grape_gc_end(grape_gc_t* c, grape_region_t* r, void* stream, const grape_gc_node_t* restart,
                  int* drv_err);
+
+/* Builds one queued segment (async_builds; the builder thread, without any
+ * lock held): @return 1 when it built (or dropped) one, 0 when none is queued. */
+int grape_gc_build_pending(grape_gc_t* c);
 
 /* Destroys every executable graph (their functions are being unloaded, or
  * their context destroyed); keys keep their counts and get new graphs when
@@ -202,7 +238,8 @@ void grape_gc_drop_graphs(grape_gc_t* c);
 void grape_gc_drop_functions(grape_gc_t* c, void* const* fns, size_t n);
 
 /* No graph is built or replayed from now on (process exit): regions are only
- * accounted. Existing executables stay until grape_gc_drop_graphs. */
+ * accounted, queued builds are dropped, and the call returns once a build in
+ * progress has ended. Existing executables stay until grape_gc_drop_graphs. */
 void grape_gc_stop(grape_gc_t* c);
 
 /* ---- What the report and the trace read ---- */
@@ -214,6 +251,11 @@ typedef struct grape_gc_stats_s {
   uint64_t flushed[GRAPE_GC_CAUSES];   /* held ops submitted one by one, by cause */
   uint64_t graph_bytes;                /* estimated, of the executables cached now */
   uint64_t graph_bytes_peak;           /* the most graph_bytes has been */
+  uint64_t paths_evicted, keys_evicted;   /* least recently seen, beyond max_paths */
+  uint64_t segments;                   /* segments with executables now */
+  uint64_t cuts_added;                 /* plan changes: cuts added to keys */
+  uint64_t builds_async;               /* graphs built by the builder thread */
+  uint64_t build_waits;                /* deterministic mode: waits for a build */
 } grape_gc_stats_t;
 
 void grape_gc_stats(grape_gc_t* c, grape_gc_stats_t* st);
@@ -238,6 +280,7 @@ typedef struct grape_gc_path_s {
   uint64_t key_hits;                   /* its key's graph replays (all its paths) */
   uint64_t key_seen;
   int key_built;                       /* its key got an executable graph */
+  uint32_t key_segments;               /* segments its key is replayed in (0: none) */
   grape_gc_way_t way;
   const char* why;                     /* why it ran that way, in words */
 } grape_gc_path_t;

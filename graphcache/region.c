@@ -45,7 +45,7 @@ int grape__region_reserve(grape_region_t* r, size_t max_bytes) {
 void grape__region_clear(grape_region_t* r) {
   r->nops = 0;
   r->plen = 0;
-  r->held = 0;
+  r->held = r->sub = r->graphed = r->segs = r->updates = 0;
   r->t_first = 0;
 }
 

@@ -47,10 +47,14 @@ typedef struct grape_region_s {
   uint8_t* params;
   size_t plen, pcap;
   /* Graph mode (graphcache/cache.c): while `cur` is not NULL the ops so far
-   * follow a known path and the first `held` of them were held back from the
-   * driver; NULL means this chunk runs eagerly to its end. */
+   * follow a known path: the first `sub` of them were launched as segments,
+   * ops [sub, held) are held back from the driver; NULL means the rest of the
+   * chunk runs eagerly. `graphed` ops went to the device inside graphs, in
+   * `segs` graph launches with `updates` node updates. `ctx` is what the
+   * caller builds this region's graphs in (the shim's CUcontext). */
   const struct grape_gc_node_s* cur;
-  uint32_t held;
+  uint32_t held, sub, graphed, segs, updates;
+  void* ctx;
   /* Measured cycles (graph mode with a clock, cache.c): when this chunk's
    * first op came (0: not timed), and the chunk before it: its key, whether
    * it was replayed, when it started, and whether its cycle is to be ignored

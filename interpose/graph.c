@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "allocmap.h"
+#include "builder.h"
 #include "funcattrs.h"
 #include "grape/simcu_private.h"
 #include "internal.h"
@@ -85,6 +86,7 @@ static void costs_set(grape_gc_config_t* cfg) {
 
 int grape__timed;
 static uint64_t (*sim_host_ns)(void);
+static void (*sim_handoff)(uint64_t);
 
 static uint64_t monotonic_ns(void) {
   struct timespec ts;
@@ -102,9 +104,20 @@ static void clock_init(void) {
   get_table_t get_table = (get_table_t)grape__real_driver("cuGetExportTable");
   static const CUuuid id = {SIMCU_PRIVATE_UUID};
   const void* table = NULL;
-  if (get_table != NULL && get_table(&table, &id) == CUDA_SUCCESS && table != NULL &&
-      ((const simcu_private_t*)table)->size >= sizeof(simcu_private_t))
-    __atomic_store_n(&sim_host_ns, ((const simcu_private_t*)table)->host_ns, __ATOMIC_RELAXED);
+  if (get_table == NULL || get_table(&table, &id) != CUDA_SUCCESS || table == NULL)
+    return;
+  const simcu_private_t* t = table;
+  if (t->size >= offsetof(simcu_private_t, host_ns) + sizeof(t->host_ns))
+    __atomic_store_n(&sim_host_ns, t->host_ns, __ATOMIC_RELAXED);
+  if (t->size >= offsetof(simcu_private_t, host_handoff) + sizeof(t->host_handoff))
+    sim_handoff = t->host_handoff;
+}
+
+/* The builder takes up a build queued at t (the sim's clocks; a GPU's need
+ * nothing). */
+static void builder_handoff(uint64_t t) {
+  if (sim_handoff != NULL)
+    sim_handoff(t);
 }
 
 static long option_at_least(grape_option_t o, long lo) {
@@ -136,13 +149,24 @@ grape_gc_t* grape__gc(void) {
       .note = note_to_log,
       .stamp = grape__alloc_epoch,
       .now = graphs ? grape__clock_ns : NULL,
+      .max_paths = option_at_least(grape_option_paths, 1),
+      .wake = grape__builder_wake,
+      .handoff = builder_handoff,
+      .plan = 1,
     };
     costs_set(&cfg);
-    if (graphs)
+    if (graphs) {
       GRAPE_NO_REENTRY(clock_init());
+      /* On the simulated device, decisions must not depend on how the OS ran
+       * the builder: simulated time is then reproducible. */
+      cfg.deterministic = sim_host_ns != NULL;
+      cfg.async_builds = grape__builder_start();
+    }
     grape_gc_t* made = NULL;
     if (grape_gc_create(&cfg, graphs ? &grape__graph_driver : NULL, &made) != 0)
       grape_log_warn_once("out of memory: regions and paths go unrecorded");
+    if (cfg.async_builds)
+      grape__builder_serve(made);   /* with NULL (out of memory) it builds nothing */
     __atomic_store_n(&graphs_on, graphs && made != NULL, __ATOMIC_RELAXED);
     __atomic_store_n(&grape__timed, graphs && made != NULL, __ATOMIC_RELAXED);
     /* Held work is submitted, and executables destroyed, while the driver is
@@ -182,6 +206,7 @@ void grape__stream_classify(grape_stream_t* s) {
   if (s->key == GRAPE_STREAM_LEGACY_KEY) {
     s->handle = CU_STREAM_LEGACY;
     s->ctx = cur;
+    s->region.ctx = grape__ctx_multi() ? NULL : cur;   /* held only with one context */
     __atomic_store_n(&s->kind, GRAPE_STREAM_LEGACY, __ATOMIC_RELAXED);
     return;
   }
@@ -193,6 +218,8 @@ void grape__stream_classify(grape_stream_t* s) {
   if (rc == CUDA_SUCCESS)
     GRAPE_NO_REENTRY(rc = grape__rg.stream_ctx((CUstream)s->handle, &ctx));
   s->ctx = rc == CUDA_SUCCESS ? ctx : NULL;
+  /* The region builds graphs (in this context) only where it may be held. */
+  s->region.ctx = rc == CUDA_SUCCESS ? ctx : NULL;
   /* The kind is read without the lock by the ordering check (graph.h). */
   __atomic_store_n(&s->kind, rc != CUDA_SUCCESS ? GRAPE_STREAM_PER_THREAD
             : (flags & CU_STREAM_NON_BLOCKING) ? GRAPE_STREAM_NON_BLOCKING
@@ -285,23 +312,28 @@ static size_t holders(grape_stream_t** out, size_t cap, int want) {
 
 /* ---- Flushing ---- */
 
-int grape__flush_held_locked(grape_stream_t* s, grape_gc_cause_t cause) {
-  int ended = 0;
-  if (s->region.held > 0) {
+void grape__flush_held_locked(grape_stream_t* s, grape_gc_cause_t cause) {
+  grape_region_t* r = &s->region;
+  if (r->held > r->sub) {
     int err = 0;
     grape_ctx_guard_t g = grape__ctx_enter(s->ctx, s->holder);
-    GRAPE_NO_REENTRY(ended = grape_gc_flush(cache, &s->region, s->handle, cause,
-                                            grape__hold_start(s), &err) == 1);
+    GRAPE_NO_REENTRY(grape_gc_flush(cache, r, s->handle, cause, &err));
     grape__ctx_leave(g);
     if (err != 0)
       grape__note_flush_error(err);
-    s->chunks += ended;
-  } else {
-    s->region.cur = NULL;
   }
+  r->cur = NULL;
   if (s->on_hold_list)
     hold_list_remove(s);
-  return ended;
+}
+
+void grape__cut_locked(grape_stream_t* s) {
+  int err = 0;
+  grape_ctx_guard_t g = grape__ctx_enter(s->ctx, s->holder);
+  GRAPE_NO_REENTRY(grape_gc_cut(cache, &s->region, s->handle, &err));
+  grape__ctx_leave(g);
+  if (err != 0)
+    grape__note_flush_error(err);
 }
 
 void grape__end_locked(grape_stream_t* s) {
@@ -367,7 +399,7 @@ void grape__flush_holding_if(int (*pred)(const grape_stream_t* s, const void* ar
     for (size_t i = 0; i < n; i++) {
       grape_stream_t* s = list[i];
       spin_lock(&s->lock);
-      if (s->region.held > 0 && pred(s, arg)) {
+      if (s->region.held > s->region.sub && pred(s, arg)) {
         grape__flush_held_locked(s, cause);
         flushed++;
       }
@@ -544,7 +576,7 @@ static void watchdog_look(void) {
   for (size_t i = 0; i < n; i++) {
     grape_stream_t* s = list[i];
     spin_lock(&s->lock);
-    if (s->on_hold_list && s->region.held > 0 && s->region.nops == s->wd_nops &&
+    if (s->on_hold_list && s->region.held > s->region.sub && s->region.nops == s->wd_nops &&
         s->chunks == s->wd_chunks)
       grape__flush_held_locked(s, GRAPE_GC_WATCHDOG);
     s->wd_nops = s->region.nops;
@@ -598,6 +630,7 @@ static void stream_unclassify(grape_stream_t* s, void* arg) {
   spin_lock(&s->lock);
   __atomic_store_n(&s->kind, GRAPE_STREAM_UNKNOWN, __ATOMIC_RELAXED);
   s->ctx = NULL;
+  s->region.ctx = NULL;
   s->handle = NULL;
   spin_unlock(&s->lock);
 }
@@ -608,6 +641,7 @@ void grape__graphs_drop(void) {
   if (c != NULL && __atomic_load_n(&graphs_on, __ATOMIC_RELAXED))
     GRAPE_NO_REENTRY(grape_gc_drop_graphs(c));
   grape__streams_each(stream_unclassify, NULL);
+  grape__graph_marks_forget();
 }
 
 void grape__graphs_forget_image(const void* image) {
@@ -631,7 +665,7 @@ void grape__graph_exit(void) {
   grape__depth++;   /* the program is exiting: everything below is the shim's own */
   grape__flush_all();
   __atomic_store_n(&graphs_on, 0, __ATOMIC_RELAXED);   /* nothing is held from here on */
-  grape_gc_stop(c);
+  grape_gc_stop(c);   /* the builder's build in progress ends first */
   grape_gc_drop_graphs(c);
   grape__depth--;
 }
@@ -640,6 +674,8 @@ void grape__graph_reset_child(void) {
   /* The parent's executables belong to its context and another of its
    * threads may have held a lock: forget, never free. */
   cache = NULL;
+  grape__builder_reset_child();
+  grape__graph_marks_forget();
   graphs_on = 0;
   pthread_mutex_init(&cache_lock, NULL);
   pthread_mutex_init(&hold_lock, NULL);

@@ -113,10 +113,14 @@ void grape__stream_destroyed(uintptr_t key);
 /* Ends stream s's region; s locked by the caller. */
 void grape__end_locked(grape_stream_t* s);
 
-/* Submits what s holds (s locked): replayed when it is a whole known path
- * (the chunk then ends: @return 1), else one op at a time, the rest of the
- * chunk eager (@return 0). */
-int grape__flush_held_locked(grape_stream_t* s, grape_gc_cause_t cause);
+/* Submits what s holds (s locked): launched as the segment ending where it
+ * is when it is one, else one op at a time; the rest of the chunk runs
+ * eagerly. */
+void grape__flush_held_locked(grape_stream_t* s, grape_gc_cause_t cause);
+
+/* s's held ops reached a cut: the segment ending there is launched (s
+ * locked). */
+void grape__cut_locked(grape_stream_t* s);
 
 /* Registers s, which started holding (s locked). */
 void grape__hold_begun(grape_stream_t* s);

@@ -43,6 +43,8 @@ int grape__graph_real_resolve(void) {
       REAL_ROW(ctx_get, "cuCtxGetCurrent"),          REAL_ROW(ctx_set, "cuCtxSetCurrent"),
       REAL_ROW(ctx_device, "cuCtxGetDevice"),        REAL_ROW(stream_flags, "cuStreamGetFlags"),
       REAL_ROW(stream_ctx, "cuStreamGetCtx"),        REAL_ROW(device_count, "cuDeviceGetCount"),
+      REAL_ROW(event_create, "cuEventCreate"),       REAL_ROW(event_record, "cuEventRecord"),
+      REAL_ROW(event_elapsed, "cuEventElapsedTime"),
       REAL_ROW(func_attr, "cuFuncGetAttribute"),     REAL_ROW(kernel_attr, "cuKernelGetAttribute"),
       REAL_ROW(device_attr, "cuDeviceGetAttribute"),
     };
@@ -222,9 +224,62 @@ static int d_submit(void* self, const grape_gc_op_t* op, void* stream) {
   }
 }
 
-const grape_gc_driver_t grape__graph_driver = {NULL,          d_graph_create, d_graph_add,
-                                               d_instantiate, d_graph_destroy, d_exec_destroy,
-                                               d_exec_update, d_exec_launch,   d_submit};
+/* The builder thread's builds run in ctx, made current there. */
+static int d_bind(void* self, void* ctx) {
+  (void)self;
+  sub_ctx = ctx;
+  return ctx != NULL ? grape__rg.ctx_set(ctx) : 0;
+}
+
+/* Timing marks: events of the one context (none with several: no plans). */
+static CUevent marks[GRAPE_GC_MARKS];
+static int marks_state;   /* 0 not made, 1 made, -1 unavailable */
+
+static int d_mark(void* self, void* stream, int slot) {
+  (void)self;
+  if (marks_state == 0) {
+    marks_state = -1;
+    if (!grape__ctx_multi()) {
+      marks_state = 1;
+      for (int i = 0; i < GRAPE_GC_MARKS; i++)
+        if (grape__rg.event_create(&marks[i], CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+          marks_state = -1;
+    }
+  }
+  if (marks_state != 1)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  return grape__rg.event_record(marks[slot], stream);
+}
+
+static int d_mark_elapsed(void* self, int from, int to, uint64_t* ns) {
+  (void)self;
+  float ms = 0;
+  if (marks_state != 1)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  CUresult r = grape__rg.event_elapsed(&ms, marks[from], marks[to]);
+  if (r == CUDA_SUCCESS)
+    *ns = ms > 0 ? (uint64_t)(ms * 1e6) : 0;
+  return r;
+}
+
+void grape__graph_marks_forget(void) {
+  marks_state = 0;   /* their context is gone (or the process is a fork child) */
+}
+
+const grape_gc_driver_t grape__graph_driver = {
+    .self = NULL,
+    .graph_create = d_graph_create,
+    .graph_add = d_graph_add,
+    .graph_instantiate = d_instantiate,
+    .graph_destroy = d_graph_destroy,
+    .exec_destroy = d_exec_destroy,
+    .exec_update = d_exec_update,
+    .exec_launch = d_exec_launch,
+    .submit = d_submit,
+    .bind = d_bind,
+    .mark = d_mark,
+    .mark_elapsed = d_mark_elapsed,
+};
 
 /* ---- The submission context ---- */
 

@@ -97,8 +97,12 @@ void grape__held_chunk_end(grape_stream_t* s) {
   grape__end_locked(s);
 }
 
-int grape__diverge(grape_stream_t* s, grape_gc_cause_t cause) {
-  return grape__flush_held_locked(s, cause);
+void grape__held_cut(grape_stream_t* s) {
+  grape__cut_locked(s);
+}
+
+void grape__diverge(grape_stream_t* s, grape_gc_cause_t cause) {
+  grape__flush_held_locked(s, cause);
 }
 
 /* ---- Async memsets and device-to-device copies ---- */
@@ -147,16 +151,14 @@ int grape__hold_memop(const grape_memop_t* m) {
   memop_sig(m, &k, &d);
   if (r->cur != NULL && !memop_valid(m))
     grape__diverge(s, GRAPE_GC_INVALID_LAUNCH);
-  for (int tries = 0; r->cur != NULL && tries < 2; tries++) {
+  if (r->cur != NULL) {
     const grape_gc_node_t* nx = grape_gc_step(r->cur, &k);
-    if (nx == NULL) {
-      if (grape__diverge(s, GRAPE_GC_DIVERGENCE))
-        continue;
-      break;
+    if (nx != NULL) {
+      grape__region_push(r, &k, &d, NULL, &m->p, sizeof(m->p));
+      grape__held_unlock(s, nx);
+      return 1;
     }
-    grape__region_push(r, &k, &d, NULL, &m->p, sizeof(m->p));
-    grape__held_unlock(s, nx);
-    return 1;
+    grape__diverge(s, GRAPE_GC_DIVERGENCE);
   }
   r->cur = NULL;
   spin_unlock(&s->lock);

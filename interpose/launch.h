@@ -147,22 +147,27 @@ grape__launch_params(const grape_func_t* f, const grape_launch_t* l, int extra_f
 
 /* ---- Graph mode: hold a launch ---- */
 
-/* Held launches end their chunk here when it is complete or at a leaf. */
+/* Held ops reached a cut: the segment ending there is launched (s locked). */
+void grape__held_cut(grape_stream_t* s);
+/* Held launches end their chunk here when it is at its length. */
 void grape__held_chunk_end(grape_stream_t* s);
-/* The region leaves its known path: what it holds goes first (s locked).
- * @return 1 when the chunk ended there (the op may start another path). */
-int grape__diverge(grape_stream_t* s, grape_gc_cause_t cause);
+/* The region leaves its known path: what it holds goes first, the rest of
+ * the chunk runs eagerly (s locked). */
+void grape__diverge(grape_stream_t* s, grape_gc_cause_t cause);
 
 /* The op just pushed on s's region was held at trie node nx: the region
- * follows nx, s goes on the holding list with its first held op, and the
- * chunk ends at a leaf of the trie or at its length. Unlocks s. */
+ * follows nx, s goes on the holding list with its first held op, a cut
+ * launches the segment ending there, and the chunk ends at its length.
+ * Unlocks s. */
 static inline __attribute__((always_inline)) void grape__held_unlock(grape_stream_t* s,
                                                                      const grape_gc_node_t* nx) {
   grape_region_t* r = &s->region;
   r->cur = nx;
   if (r->held++ == 0)
     grape__hold_begun(s);
-  if (grape_gc_leaf(nx) || r->nops >= grape__chunk_limit())
+  if (__builtin_expect(grape_gc_is_cut(nx), 0))
+    grape__held_cut(s);
+  if (__builtin_expect(r->nops >= grape__chunk_limit(), 0))
     grape__held_chunk_end(s);
   spin_unlock(&s->lock);
 }
@@ -206,10 +211,10 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
     return 0;
   grape_region_t* r = &s->region;
   grape__hold_check_first(s);
-  for (int tries = 0; r->cur != NULL && tries < 2; tries++) {
+  if (r->cur != NULL) {
     if (__builtin_expect(!eligible || !grape__launch_fits(f, l->grid, l->block, l->shmem), 0)) {
       grape__diverge(s, GRAPE_GC_INVALID_LAUNCH);
-      break;
+      goto eager;
     }
     grape_op_key_t k;
     uint8_t* dst = r->params + r->plen;
@@ -218,9 +223,8 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
     grape__launch_attrs(l, dst, n, room, &k);
     const grape_gc_node_t* nx = grape_gc_step(r->cur, &k);
     if (nx == NULL) {
-      if (grape__diverge(s, GRAPE_GC_DIVERGENCE))
-        continue;   /* the chunk ended on a known path: this op starts the next */
-      break;
+      grape__diverge(s, GRAPE_GC_DIVERGENCE);
+      goto eager;
     }
     uint32_t i = r->nops;
     r->keys[i] = k;
@@ -236,6 +240,7 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
     grape__held_unlock(s, nx);
     return 1;
   }
+eager:
   r->cur = NULL;
   spin_unlock(&s->lock);
   return 0;

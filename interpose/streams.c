@@ -167,8 +167,7 @@ void grape__stream_forget(uintptr_t key) {
     live--;
     /* Its region keeps its buffers for the next stream that takes the slot. */
     spin_lock(&s->lock);
-    grape__region_clear(&s->region);
-    s->region.cur = NULL;
+    grape__region_free(&s->region);   /* a destroyed stream returns its memory */
     s->key = 0;
     spin_unlock(&s->lock);
     s->free_next = free_slots;

@@ -135,8 +135,11 @@ static int f_submit(void* self, const grape_gc_op_t* op, void* stream) {
   return 0;
 }
 
-static const grape_gc_driver_t fake = {NULL, f_create, f_add, f_instantiate, f_graph_destroy,
-                                       f_exec_destroy, f_update, f_launch, f_submit};
+static const grape_gc_driver_t fake = {.graph_create = f_create, .graph_add = f_add,
+                                       .graph_instantiate = f_instantiate,
+                                       .graph_destroy = f_graph_destroy,
+                                       .exec_destroy = f_exec_destroy, .exec_update = f_update,
+                                       .exec_launch = f_launch, .submit = f_submit};
 
 static grape_gc_config_t config(void) {
   return (grape_gc_config_t){.sz = sizeof(grape_gc_config_t), .graphs = 1, .warmup = 2,
@@ -159,6 +162,7 @@ static grape_region_t region;
 static fop_t issued[4096];   /* what the program issued, in order */
 static int nissued;
 static int eager_launches;   /* launches the program made itself (not held) */
+static int launch_error;     /* the last cut's driver error */
 
 static void issue(const pop_t* p) {
   grape_op_key_t k = {.kind = GRAPE_OP_KERNEL, .param_bytes = 8, .func = p->func};
@@ -169,35 +173,31 @@ static void issue(const pop_t* p) {
   issued[nissued++] = fop(&view);
   if (region.nops == 0 && cache_timed)
     region.t_first = fake_clock();   /* as the shim does at a chunk's first op */
-  for (;;) {
-    grape_region_t* r = &region;
-    if (r->cur != NULL) {
-      const grape_gc_node_t* nx = grape_gc_step(r->cur, &k);
-      if (nx != NULL) {
-        cr_assert_eq(grape__region_reserve(r, 8), 0);
-        grape__region_push(r, &k, &d, fn, &params, 8);
-        r->held++;
-        r->cur = nx;
-        if (grape_gc_leaf(nx)) {
-          int err;
-          cr_assert_eq(grape_gc_end(cache, r, NULL, grape_gc_root(cache), &err), 0);
-          cr_assert_eq(err, 0);
-        }
-        return;
+  grape_region_t* r = &region;
+  if (r->cur != NULL) {
+    const grape_gc_node_t* nx = grape_gc_step(r->cur, &k);
+    if (nx != NULL) {
+      cr_assert_eq(grape__region_reserve(r, 8), 0);
+      grape__region_push(r, &k, &d, fn, &params, 8);
+      r->held++;
+      r->cur = nx;
+      if (grape_gc_is_cut(nx)) {
+        int err;
+        cr_assert_eq(grape_gc_cut(cache, r, NULL, &err), 0);
+        launch_error = err;
       }
-      int err;
-      if (r->held && grape_gc_flush(cache, r, NULL, GRAPE_GC_DIVERGENCE, grape_gc_root(cache), &err) == 1)
-        continue;   /* the held ops were a key: this op starts a new chunk */
-      r->cur = NULL;
+      return;
     }
-    /* Eagerly: the program's own launch, then recorded. */
-    run(&issued[nissued - 1]);
-    eager_launches++;
-    fake_now += eager_op_ns;
-    cr_assert_eq(grape__region_reserve(r, 8), 0);
-    grape__region_push(r, &k, &d, fn, &params, 8);
-    return;
+    int err;
+    cr_assert_eq(grape_gc_flush(cache, r, NULL, GRAPE_GC_DIVERGENCE, &err), 0);
+    cr_assert_null(r->cur, "the rest of the region runs eagerly");
   }
+  /* Eagerly: the program's own launch, then recorded. */
+  run(&issued[nissued - 1]);
+  eager_launches++;
+  fake_now += eager_op_ns;
+  cr_assert_eq(grape__region_reserve(r, 8), 0);
+  grape__region_push(r, &k, &d, fn, &params, 8);
 }
 
 /* A sync point: the region ends. */
@@ -230,8 +230,10 @@ static void setup_with(grape_gc_config_t cfg) {
   fake_now = 1;
   eager_op_ns = graph_launch_ns = 0;
   cache_timed = cfg.now != NULL;
+  launch_error = 0;
   cr_assert_eq(grape_gc_create(&cfg, &fake, &cache), 0);
   region.cur = grape_gc_root(cache);
+  region.ctx = &region;   /* a stream that may be held */
 }
 
 static void setup(void) { setup_with(config()); }
@@ -427,16 +429,26 @@ Test(cache, divergence_submits_the_held_ops_in_order) {
   cr_expect_eq(st.graph_hits, 0);
 }
 
-Test(cache, a_held_prefix_that_is_a_key_replays_and_the_rest_starts_anew) {
+Test(cache, a_path_that_extends_a_key_is_its_own_key_and_shares_its_segment) {
   pop_t short_path[3] = {{1, 2, 1}, {2, 2, 2}, {3, 2, 3}};
   pop_t long_path[5] = {{1, 2, 1}, {2, 2, 2}, {3, 2, 3}, {7, 2, 4}, {8, 2, 5}};
   issue_all(short_path, 3);
   issue_all(short_path, 3);
-  issue_all(long_path, 5);   /* leaf of the short one: replayed at op 3; 7, 8 eager */
+  issue_all(long_path, 5);   /* the short key's segment launches at op 3; 7, 8 eager */
   expect_device_ran_what_was_issued();
   grape_gc_stats_t st = stats();
-  cr_expect_eq(st.graph_hits, 1);
-  cr_expect_eq(st.graph_keys, 2, "[1 2 3] and [7 8]");
+  cr_expect_eq(dev.launches, 1);
+  cr_expect_eq(st.graph_hits, 0, "no region ran wholly as graphs");
+  cr_expect_eq(st.graph_keys, 2, "[1 2 3] and [1 2 3 7 8], as observe mode sees them");
+  cr_expect_eq(st.paths, 2);
+  issue_all(long_path, 5);   /* its second sighting: its own segment [7 8] is built */
+  issue_all(long_path, 5);
+  issue_all(short_path, 3);
+  expect_device_ran_what_was_issued();
+  st = stats();
+  cr_expect_eq(st.graph_hits, 2, "the long path in two segments, the short one in one");
+  cr_expect_eq(dev.launches, 1 + 1 + 2 + 1, "its second sighting launched the shared segment too");
+  cr_expect_eq(st.graphs_built, 2, "[1 2 3] is built once, for both");
 }
 
 Test(cache, a_region_ending_on_a_prefix_without_a_graph_runs_eagerly) {
@@ -509,18 +521,15 @@ Test(cache, a_failed_graph_launch_falls_back_to_eager_submission) {
   issue_all(step, 3);
   issue_all(step, 3);
   dev.fail_launch = 1;
-  for (int i = 0; i < 3; i++)
-    issue(&step[i]);
-  int err = -1;
-  /* The replay happened at the leaf; its error is what the end reported. */
+  issue_all(step, 3);   /* the launch at the key's end fails: its ops go eagerly */
   expect_device_ran_what_was_issued();
   grape_gc_stats_t st = stats();
   cr_expect_eq(st.flushed[GRAPE_GC_GRAPH_FAILED], 3);
   cr_expect_eq(st.graph_hits, 0);
   dev.fail_launch = 0;
   issue_all(step, 3);   /* the key runs eagerly from now on */
+  issue_all(step, 3);
   cr_expect_eq(stats().graph_hits, 0);
-  (void)err;
   expect_device_ran_what_was_issued();
 }
 

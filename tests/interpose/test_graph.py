@@ -38,9 +38,12 @@ def run(a, args, mode="graph", preload=True, env=None, timeout=120, check=True):
             e["LD_PRELOAD"] = a.preload
             e["GRAPE_REPORT"] = os.path.join(d, "grape.%p.json")
             e["GRAPE_MODE"] = mode
-            # Builds free: these short runs must replay to test replay (the
-            # default costs would rightly run them eagerly; case_time checks that).
+            # Builds free and on the program's thread: these short runs must
+            # replay to test replay (the default costs would rightly run them
+            # eagerly, and a builder thread's graphs come some simulated time
+            # after it is asked; case_time and case_builder check those).
             e["GRAPE_COSTS"] = FREE_BUILDS
+            e["GRAPE_BUILDER"] = "inline"
         e.update(env or {})
         p = subprocess.run([a.prog] + args, env=e, capture_output=True, text=True, timeout=timeout)
         if check and p.returncode != 0:

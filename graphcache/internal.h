@@ -1,0 +1,236 @@
+/* The graph cache's own structures, shared by cache.c (keys, paths,
+ * accounting), segment.c (segments, executables, replay, builds) and plan.c
+ * (where to cut a key). Nothing outside graphcache/ includes this.
+ *
+ * Ownership: trie nodes are freed only by grape_gc_destroy (a launch path may
+ * be reading them without the lock). Keys, paths, segments and executables
+ * are freed under the lock; the launch path only tests node->term and
+ * node->seg for NULL and never follows them without the lock. */
+#ifndef GRAPE_GRAPHCACHE_INTERNAL_H
+#define GRAPE_GRAPHCACHE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "cache.h"
+
+#define MAX_VARIANTS 16
+#define MAX_CUTS 16       /* segments a key is cut into, at most */
+
+typedef struct grape_gc_key_s gkey_t;
+typedef struct grape_gc_seg_s seg_t;
+typedef struct path_s path_t;
+typedef struct exec_s exec_t;
+typedef struct job_s job_t;
+
+/* One executable graph of a segment: its nodes hold dims/params/fns. */
+struct exec_s {
+  void* graph;
+  void* exec;
+  seg_t* seg;
+  void** nodes;                 /* one per op */
+  void** fns;                   /* what each node holds now */
+  grape_op_dims_t* dims;
+  uint8_t* params;              /* laid out as a region's from the segment's first op */
+  size_t plen;
+  uint64_t bytes;               /* estimated device memory */
+  uint64_t ready_at;            /* now() when its build ended (0: at once) */
+  exec_t *lru_prev, *lru_next;  /* least recently used first (c->lru_head) */
+};
+
+/* The segment ending at trie node `end`: ops [from, end->depth) of every path
+ * through `end`. */
+struct grape_gc_seg_s {
+  grape_gc_node_t* end;
+  uint32_t from, n;             /* first op (depth of the cut above), ops */
+  exec_t* var[MAX_VARIANTS];
+  int nvar;
+  int queued;                   /* builds of it queued or running */
+  int stagers;                  /* keys that stage it (not yet installed) */
+  int failed;                   /* could not be built: keys that need it run eagerly */
+  int installed;                /* it is end->seg (else staged, or retired) */
+  double far_ns;                /* spent on updates of replays far from every variant */
+  double dev_ns;                /* device time of one launch, moving average (marks) */
+  uint32_t dev_n;               /* samples in it */
+  uint64_t launches;
+  seg_t* next;                  /* every segment (c->segs) */
+};
+
+/* A key's states. */
+enum key_state_e {
+  K_WARM = 0,      /* counted, no graph (yet) */
+  K_BUILDING,      /* its segments are being built (staged) */
+  K_LIVE,          /* held and replayed */
+  K_NOPAY,         /* replays cost more than eager launches */
+  K_SLOWER,        /* replays were measured slower than eager runs */
+  K_SHORT,         /* fewer ops than min_ops */
+  K_UNSUPPORTED,   /* an op that cannot be a graph node (function unknown) */
+  K_FAILED,        /* its graph could not be built or launched: eager for good */
+};
+
+struct grape_gc_key_s {
+  uint64_t fp;
+  uint32_t nops;
+  grape_op_key_t* keys;
+  uint64_t seen, hits, misses;
+  int state;
+  grape_gc_node_t* node;        /* terminal trie node (made when first planned) */
+  void* ctx;                    /* what its graphs are built in (a region's ctx) */
+  seg_t* staged[MAX_CUTS];      /* segments being built for its next plan */
+  int nstaged;
+  uint32_t nsegs;               /* segments it is replayed in (live) */
+  double upd_avg;               /* node updates per replay, moving average */
+  double credit_ns;             /* inline builds: what replays would have saved since the last build */
+  grape_op_dims_t* last_dims;   /* warming up: the last sighting's ops (what a replay */
+  uint8_t* last_params;         /* would have had to update), NULL until seen */
+  uint64_t recheck_at;          /* K_NOPAY, K_SLOWER: `seen` at which to look again */
+  double cyc_eager, cyc_graph;  /* measured cycle (ns), moving averages: eager runs, replays */
+  uint32_t n_eager, n_graph;    /* samples in them (n_graph: since the key last went live) */
+  uint32_t slower;              /* consecutive "replays were slower" verdicts */
+  int warmed;                   /* built once already: later builds need no warmup */
+  double host_ns;               /* host time to issue a replayed region (first op to end),
+                                   graph launches and updates left out; moving average */
+  uint32_t host_n;
+  uint64_t plan_at;             /* `seen` at which to plan again */
+  path_t* paths;                /* its paths (path_t.key_next) */
+  gkey_t *lru_prev, *lru_next;  /* least recently seen first */
+};
+
+struct path_s {
+  uint64_t fp;
+  uint32_t nops;
+  uint64_t count;
+  gkey_t* key;
+  grape_op_dims_t* dims;
+  uint8_t* params;              /* the first sighting's: one representative set */
+  uint32_t* poff;
+  uint64_t stamp;               /* config.stamp() then */
+  path_t* key_next;             /* the other paths of its key */
+  path_t *lru_prev, *lru_next;  /* least recently seen first */
+};
+
+/* Open addressing on a 64-bit hash; entries are pointers (NULL = free).
+ * Removal shifts the entries after it back (no tombstones). */
+typedef struct table_s {
+  void** v;
+  size_t cap, len;
+} table_t;
+
+/* A build the builder thread will do: a copy of the segment's ops. */
+struct job_s {
+  seg_t* seg;
+  grape_region_t ops;           /* the segment's ops, from op 0 */
+  void* ctx;
+  uint64_t t_queued;            /* now() when queued */
+  job_t* next;
+};
+
+/* The measurement in flight: device time of one segment launch between two
+ * timing marks. */
+typedef struct mark_s {
+  seg_t* seg;                   /* NULL: none in flight */
+  uint64_t launch_no;           /* which launch of it is being timed */
+} mark_t;
+
+struct grape_gc_s {
+  grape_gc_config_t cfg;
+  grape_gc_driver_t drv;
+  pthread_mutex_t lock;
+  pthread_cond_t built;         /* a queued build ended (deterministic mode waits) */
+  grape_gc_node_t root;
+  table_t keys;                 /* gkey_t* by fp */
+  table_t paths;                /* path_t* by fp */
+  gkey_t *key_lru, *key_mru;
+  path_t *path_lru, *path_mru;
+  exec_t *lru_head, *lru_tail;  /* every executable: least recently used first */
+  size_t nexecs;
+  seg_t* segs;                  /* every segment not yet freed */
+  grape_gc_node_t** nodes;      /* every trie node (freed at destroy) */
+  size_t nnodes, nodes_cap;
+  gkey_t** staging;             /* keys with staged segments (NULL entries: free) */
+  size_t staging_cap;
+  job_t *jobs, *jobs_tail;      /* builds queued */
+  int building;                 /* a build is in progress on the builder */
+  mark_t mark;
+  grape_gc_stats_t st;
+  int noted_build, noted_launch;
+  int graph_mode;               /* made with graphs on (grape_gc_stop turns them off at exit) */
+  int stopping;
+  int built_now;                /* a graph was built inline since the last chunk was accounted */
+};
+
+/* ---- cache.c ---- */
+
+void grape__gc_note(grape_gc_t* c, int* once, const char* msg);
+
+/* Makes k held and replayed / not (state). Under the lock. */
+int grape__gc_make_live(grape_gc_t* c, gkey_t* k);
+void grape__gc_make_dead(gkey_t* k, int state);
+
+/* The node of k's op list, created as needed. Under the lock. */
+grape_gc_node_t* grape__gc_trie_path(grape_gc_t* c, const gkey_t* k);
+
+/* ---- segment.c ---- */
+
+/* Ops [from, to) of r as the driver sees op i. */
+grape_gc_op_t grape__gc_op_view(const grape_region_t* r, uint32_t i);
+
+/* Ops [from, to) of r to the driver one by one; the first error into *drv_err. */
+void grape__gc_submit_eager(grape_gc_t* c, const grape_region_t* r, uint32_t from, uint32_t to,
+                            void* stream, grape_gc_cause_t cause, int* drv_err);
+
+/* Launches seg for ops [r->sub, r->held) of r: the variant closest to them,
+ * re-bound. @return 0, or the driver's error (nothing was submitted: the
+ * caller submits the ops eagerly). Counts updates into r->updates. */
+int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* stream);
+
+/* Node updates a replay of r's ops (k's) would need in k's segments now, or
+ * -1 when one has no executable. */
+long grape__gc_region_diff(grape_gc_t* c, const gkey_t* k, const grape_region_t* r);
+
+/* True when seg has an executable usable now. Deterministic mode first waits
+ * for its queued builds. */
+int grape__gc_seg_ready(grape_gc_t* c, seg_t* seg);
+
+/* The segments k is replayed in under the cuts installed now, into segs (at
+ * most MAX_CUTS; NULL entries: missing or stale). @return how many, or -1
+ * when k has more than MAX_CUTS. */
+int grape__gc_key_segments(const gkey_t* k, seg_t** segs, uint32_t* from, grape_gc_node_t** end);
+
+/* Stages (queues or builds) the segments k needs under `cuts` (sorted
+ * depths, the last k->nops), from region r's ops (which are k's); those
+ * already installed and matching are reused. @return 0, or -ENOMEM, or
+ * -EINVAL when a build failed for good. */
+int grape__gc_stage(grape_gc_t* c, gkey_t* k, const grape_region_t* r, const uint32_t* cuts,
+                    int ncuts);
+
+/* When every staged segment of k is usable: installs them (retiring what they
+ * replace) and @return 1; 0 while some are still being built; -1 when one
+ * failed. */
+int grape__gc_install_staged(grape_gc_t* c, gkey_t* k);
+
+/* Drops k's staged segments (it died, or was evicted). */
+void grape__gc_unstage(grape_gc_t* c, gkey_t* k);
+
+/* Frees seg and its executables (it must not be installed). */
+void grape__gc_seg_free(grape_gc_t* c, seg_t* seg, int with_driver);
+
+/* Destroys executable e (removing it from its segment and the LRU list). */
+void grape__gc_exec_drop(grape_gc_t* c, exec_t* e);
+
+/* A finished timing mark, if any, is folded into its segment. */
+void grape__gc_mark_poll(grape_gc_t* c);
+
+/* ---- plan.c ---- */
+
+/* Where to cut a key of n ops (see plan.c). In: the cuts it has (sorted
+ * depths, the last n), each segment's device time, the host time to issue
+ * all n ops, and what one segment launch costs the host. Out: cuts (a
+ * superset, at most MAX_CUTS), and the predicted end of the device's work
+ * with the old and the new cuts (ns from the region's first op).
+ * @return how many cuts were written. */
+int grape__plan_cuts(uint32_t n, const uint32_t* cuts, int ncuts, const double* seg_dev_ns,
+                     double host_ns, double launch_ns, uint32_t* out, double* end_old,
+                     double* end_new);
+
+#endif

@@ -1,0 +1,594 @@
+/* Segments and their executable graphs: building (inline or by the builder
+ * thread), variants, re-binding and launching, timing marks, eviction.
+ *
+ * DESIGN: a segment (internal.h) is installed at the trie node where it ends
+ * (node->seg: that node is a cut) only once it has an executable, so a
+ * region never meets a cut it cannot launch except after an eviction or a
+ * failure (it then submits what it holds eagerly, and its key is repaired).
+ * Segments a key needs for its next plan are *staged*: built first, then
+ * installed together (grape__gc_install_staged), replacing the segments they
+ * split. A build from the builder thread works on a copy of the ops (a job)
+ * and runs without the cache's lock; its executable joins its segment under
+ * the lock, stamped with the builder's clock at its end (ready_at), and is
+ * used only from then on. Executables are on one least-recently-used list:
+ * eviction and removal are O(1).
+ *
+ * Invariants: every executable of a segment holds in dims/params/fns what its
+ * nodes hold in the driver (updates go to the driver first). A segment with
+ * queued builds is never freed (the job points at it); one that is neither
+ * installed nor staged is freed when its last build ends. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/grow.h"
+
+/* ---- Small helpers ---- */
+
+static void* dup_bytes(const void* p, size_t n) {
+  void* d = malloc(n ? n : 1);
+  if (d != NULL && n)
+    memcpy(d, p, n);
+  return d;
+}
+
+grape_gc_op_t grape__gc_op_view(const grape_region_t* r, uint32_t i) {
+  return (grape_gc_op_t){r->keys[i].kind,         r->keys[i].flags,       r->fns[i], &r->dims[i],
+                         r->params + r->poff[i], r->keys[i].param_bytes, r->keys[i].attrs_bytes};
+}
+
+static uint64_t now(const grape_gc_t* c) {
+  return c->cfg.now != NULL ? c->cfg.now() : 0;
+}
+
+/* What building an executable of n ops costs the host (config costs). */
+static double build_ns(const grape_gc_t* c, uint32_t n) {
+  return c->cfg.build_ns + (double)n * c->cfg.build_node_ns;
+}
+
+/* ---- The executables' LRU list ---- */
+
+static void lru_unlink(grape_gc_t* c, exec_t* e) {
+  if (e->lru_prev != NULL)
+    e->lru_prev->lru_next = e->lru_next;
+  else
+    c->lru_head = e->lru_next;
+  if (e->lru_next != NULL)
+    e->lru_next->lru_prev = e->lru_prev;
+  else
+    c->lru_tail = e->lru_prev;
+  e->lru_prev = e->lru_next = NULL;
+}
+
+static void lru_push(grape_gc_t* c, exec_t* e) {
+  e->lru_prev = c->lru_tail;
+  e->lru_next = NULL;
+  if (c->lru_tail != NULL)
+    c->lru_tail->lru_next = e;
+  else
+    c->lru_head = e;
+  c->lru_tail = e;
+}
+
+static void lru_touch(grape_gc_t* c, exec_t* e) {
+  if (c->lru_tail != e) {
+    lru_unlink(c, e);
+    lru_push(c, e);
+  }
+}
+
+/* ---- Executables ---- */
+
+static void exec_free(const grape_gc_driver_t* drv, exec_t* e, int with_driver) {
+  if (with_driver) {
+    if (e->exec)
+      drv->exec_destroy(drv->self, e->exec);
+    if (e->graph)
+      drv->graph_destroy(drv->self, e->graph);
+  }
+  free(e->nodes);
+  free(e->fns);
+  free(e->dims);
+  free(e->params);
+  free(e);
+}
+
+/* Builds an executable of ops [from, from + n) of r (a chain in recorded
+ * order). Touches nothing of the cache: the builder thread calls it without
+ * the lock. @return it, or NULL (*drv_err: the driver's code; 0 when out of
+ * memory). */
+static exec_t* exec_make(const grape_gc_driver_t* drv, const grape_region_t* r, uint32_t from,
+                         uint32_t n, int* drv_err) {
+  *drv_err = 0;
+  exec_t* e = calloc(1, sizeof(*e));
+  if (e == NULL)
+    return NULL;
+  size_t p0 = r->poff[from], p1 = from + n < r->nops ? r->poff[from + n] : r->plen;
+  e->nodes = calloc(n, sizeof(*e->nodes));
+  e->fns = dup_bytes(r->fns + from, n * sizeof(*r->fns));
+  e->dims = dup_bytes(r->dims + from, n * sizeof(*r->dims));
+  e->params = dup_bytes(r->params + p0, p1 - p0);
+  e->plen = p1 - p0;
+  e->bytes = (uint64_t)n * GRAPE_GC_NODE_BYTES + e->plen;
+  if (e->nodes == NULL || e->fns == NULL || e->dims == NULL || e->params == NULL ||
+      (*drv_err = drv->graph_create(drv->self, &e->graph)) != 0)
+    goto fail;
+  for (uint32_t i = 0; i < n; i++) {
+    grape_gc_op_t op = grape__gc_op_view(r, from + i);
+    if ((*drv_err = drv->graph_add(drv->self, &e->nodes[i], e->graph, i ? e->nodes[i - 1] : NULL,
+                                   &op)) != 0)
+      goto fail;
+  }
+  if ((*drv_err = drv->graph_instantiate(drv->self, &e->exec, e->graph)) != 0)
+    goto fail;
+  return e;
+fail:
+  exec_free(drv, e, 1);
+  return NULL;
+}
+
+void grape__gc_exec_drop(grape_gc_t* c, exec_t* e) {
+  seg_t* s = e->seg;
+  for (int i = 0; i < s->nvar; i++)
+    if (s->var[i] == e) {
+      s->var[i] = s->var[--s->nvar];
+      break;
+    }
+  lru_unlink(c, e);
+  c->nexecs--;
+  c->st.graph_bytes -= e->bytes;
+  if (s->nvar == 0 && s->installed)
+    c->st.segments--;
+  exec_free(&c->drv, e, 1);
+}
+
+/* Evicts least recently used executables (never those of `keep`) until one
+ * more of `bytes` fits the limits. @return 0, or -1 when it cannot fit. */
+static int evict_for(grape_gc_t* c, uint64_t bytes, const seg_t* keep) {
+  exec_t* e = c->lru_head;
+  while (((long)c->nexecs + 1 > c->cfg.max_graphs || c->st.graph_bytes + bytes > c->cfg.max_bytes) &&
+         e != NULL) {
+    exec_t* next = e->lru_next;
+    if (e->seg != keep) {
+      grape__gc_exec_drop(c, e);
+      c->st.graphs_evicted++;
+    }
+    e = next;
+  }
+  return (long)c->nexecs + 1 > c->cfg.max_graphs || c->st.graph_bytes + bytes > c->cfg.max_bytes
+             ? -1
+             : 0;
+}
+
+/* Adds built executable e to seg, making room. @return 0, or -1 (e freed:
+ * larger than the whole budget). */
+static int exec_add(grape_gc_t* c, seg_t* seg, exec_t* e) {
+  if (evict_for(c, e->bytes, seg) != 0 || seg->nvar == MAX_VARIANTS) {
+    exec_free(&c->drv, e, 1);
+    return -1;
+  }
+  e->seg = seg;
+  seg->var[seg->nvar++] = e;
+  if (seg->nvar == 1 && seg->installed)
+    c->st.segments++;
+  lru_push(c, e);
+  c->nexecs++;
+  c->st.graph_bytes += e->bytes;
+  if (c->st.graph_bytes > c->st.graph_bytes_peak)
+    c->st.graph_bytes_peak = c->st.graph_bytes;
+  c->st.graphs_built++;
+  return 0;
+}
+
+/* ---- Segments ---- */
+
+static seg_t* seg_new(grape_gc_t* c, grape_gc_node_t* end, uint32_t from) {
+  seg_t* s = calloc(1, sizeof(*s));
+  if (s == NULL)
+    return NULL;
+  s->end = end;
+  s->from = from;
+  s->n = end->depth - from;
+  s->next = c->segs;
+  c->segs = s;
+  return s;
+}
+
+void grape__gc_seg_free(grape_gc_t* c, seg_t* seg, int with_driver) {
+  while (seg->nvar > 0) {
+    exec_t* e = seg->var[--seg->nvar];
+    lru_unlink(c, e);
+    c->nexecs--;
+    c->st.graph_bytes -= e->bytes;
+    exec_free(&c->drv, e, with_driver);
+  }
+  if (c->mark.seg == seg)
+    c->mark.seg = NULL;
+  for (seg_t** p = &c->segs; *p != NULL; p = &(*p)->next)
+    if (*p == seg) {
+      *p = seg->next;
+      break;
+    }
+  free(seg);
+}
+
+/* Queues (or, without a builder, makes) a build of seg from ops [from, from +
+ * seg->n) of r. @return 0, -ENOMEM, or -EINVAL when an inline build failed. */
+static int seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from, void* ctx) {
+  if (!c->cfg.async_builds) {
+    int err;
+    exec_t* e = exec_make(&c->drv, r, from, seg->n, &err);
+    if (e == NULL) {
+      if (err != 0) {
+        c->st.build_failures++;
+        seg->failed = 1;
+        grape__gc_note(c, &c->noted_build, "a graph could not be built; its path runs eagerly from now on");
+        return -EINVAL;
+      }
+      return -ENOMEM;
+    }
+    c->built_now = 1;
+    return exec_add(c, seg, e) == 0 ? 0 : -ENOMEM;
+  }
+  job_t* j = calloc(1, sizeof(*j));
+  if (j == NULL)
+    return -ENOMEM;
+  for (uint32_t i = 0; i < seg->n; i++) {
+    uint32_t at = from + i;
+    size_t bytes = (at + 1 < r->nops ? r->poff[at + 1] : r->plen) - r->poff[at];
+    if (grape__region_reserve(&j->ops, bytes) != 0) {
+      grape__region_free(&j->ops);
+      free(j);
+      return -ENOMEM;
+    }
+    grape__region_push(&j->ops, &r->keys[at], &r->dims[at], r->fns[at], r->params + r->poff[at],
+                       bytes);
+  }
+  j->seg = seg;
+  j->ctx = ctx;
+  j->t_queued = now(c);
+  if (c->jobs_tail != NULL)
+    c->jobs_tail->next = j;
+  else
+    c->jobs = j;
+  c->jobs_tail = j;
+  seg->queued++;
+  if (c->cfg.wake != NULL)
+    c->cfg.wake();
+  return 0;
+}
+
+/* A segment that is neither installed nor staged nor being built goes. */
+static void seg_maybe_free(grape_gc_t* c, seg_t* seg) {
+  if (!seg->installed && seg->queued == 0 && seg->stagers == 0)
+    grape__gc_seg_free(c, seg, 1);
+}
+
+int grape_gc_build_pending(grape_gc_t* c) {
+  pthread_mutex_lock(&c->lock);
+  job_t* j = c->jobs;
+  if (j == NULL) {
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+  }
+  c->jobs = j->next;
+  if (c->jobs == NULL)
+    c->jobs_tail = NULL;
+  int stopping = c->stopping;
+  c->building = !stopping;
+  pthread_mutex_unlock(&c->lock);
+  exec_t* e = NULL;
+  int err = 0;
+  if (!stopping) {
+    if (c->drv.bind != NULL)
+      c->drv.bind(c->drv.self, j->ctx);
+    if (c->cfg.handoff != NULL)
+      c->cfg.handoff(j->t_queued);
+    e = exec_make(&c->drv, &j->ops, 0, j->seg->n, &err);
+    if (e != NULL)
+      e->ready_at = now(c);
+  }
+  pthread_mutex_lock(&c->lock);
+  seg_t* seg = j->seg;
+  seg->queued--;
+  c->building = 0;
+  if (e != NULL) {
+    if (exec_add(c, seg, e) == 0)
+      c->st.builds_async++;
+  } else if (err != 0) {
+    c->st.build_failures++;
+    seg->failed = 1;
+    grape__gc_note(c, &c->noted_build, "a graph could not be built; its path runs eagerly from now on");
+  }
+  if (!seg->installed)
+    seg_maybe_free(c, seg);
+  pthread_cond_broadcast(&c->built);
+  pthread_mutex_unlock(&c->lock);
+  grape__region_free(&j->ops);
+  free(j);
+  return 1;
+}
+
+int grape__gc_seg_ready(grape_gc_t* c, seg_t* seg) {
+  while (seg->queued > 0 && c->cfg.deterministic && !c->stopping) {
+    c->st.build_waits++;
+    pthread_cond_wait(&c->built, &c->lock);
+  }
+  if (seg->failed)
+    return 0;
+  uint64_t t = now(c);
+  for (int i = 0; i < seg->nvar; i++)
+    if (seg->var[i]->ready_at <= t)
+      return 1;
+  return 0;
+}
+
+/* ---- Replay ---- */
+
+/* True when op i (of the segment) of r, at region op `at`, is what e's node i holds. */
+static inline int same_op(const exec_t* e, const grape_region_t* r, uint32_t i, uint32_t at,
+                          size_t p0) {
+  return e->fns[i] == r->fns[at] &&
+         __builtin_memcmp(&e->dims[i], &r->dims[at], sizeof(r->dims[at])) == 0 &&
+         memcmp(e->params + (r->poff[at] - p0), r->params + r->poff[at], r->keys[at].param_bytes) == 0;
+}
+
+/* Ops of r's held range that executable e holds differently; counting stops
+ * past `limit`. The common case (nothing changed) is three passes over
+ * contiguous memory. */
+static uint32_t exec_diff(const exec_t* e, const grape_region_t* r, uint32_t from, uint32_t n,
+                          uint32_t limit) {
+  size_t p0 = r->poff[from], p1 = from + n < r->nops ? r->poff[from + n] : r->plen;
+  if (e->plen == p1 - p0 && memcmp(e->dims, r->dims + from, n * sizeof(*r->dims)) == 0 &&
+      memcmp(e->fns, r->fns + from, n * sizeof(*r->fns)) == 0 &&
+      memcmp(e->params, r->params + p0, p1 - p0) == 0)
+    return 0;
+  uint32_t d = 0;
+  for (uint32_t i = 0; i < n && d <= limit; i++)
+    d += !same_op(e, r, i, from + i, p0);
+  return d;
+}
+
+/* The usable executable of seg whose nodes differ least from r's ops from
+ * `from` on. */
+static exec_t* best_variant(const grape_gc_t* c, seg_t* seg, const grape_region_t* r,
+                            uint32_t from, uint32_t* diff) {
+  exec_t* best = NULL;
+  uint32_t bd = UINT32_MAX;
+  uint64_t t = now(c);
+  for (int i = 0; i < seg->nvar && bd > 0; i++) {
+    if (seg->var[i]->ready_at > t)
+      continue;
+    uint32_t d = exec_diff(seg->var[i], r, from, seg->n, bd);
+    if (d < bd) {
+      bd = d;
+      best = seg->var[i];
+    }
+  }
+  *diff = bd;
+  return best;
+}
+
+/* Updates e's nodes to hold r's held range. @return updates made, or -1 with
+ * *drv_err set (e is then unusable). */
+static long exec_rebind(grape_gc_t* c, exec_t* e, const grape_region_t* r, uint32_t from,
+                        int* drv_err) {
+  long made = 0;
+  size_t p0 = r->poff[from];
+  for (uint32_t i = 0; i < e->seg->n; i++) {
+    uint32_t at = from + i;
+    if (same_op(e, r, i, at, p0))
+      continue;
+    grape_gc_op_t op = grape__gc_op_view(r, at);
+    if ((*drv_err = c->drv.exec_update(c->drv.self, e->exec, e->nodes[i], &op)) != 0)
+      return -1;
+    e->fns[i] = r->fns[at];
+    e->dims[i] = r->dims[at];
+    memcpy(e->params + (r->poff[at] - p0), r->params + r->poff[at], r->keys[at].param_bytes);
+    made++;
+  }
+  c->st.node_updates += (uint64_t)made;
+  c->st.submissions += (uint64_t)made;
+  return made;
+}
+
+/* Wants a timing sample of seg's next launch. */
+static int wants_mark(const grape_gc_t* c, const seg_t* seg) {
+  return c->drv.mark != NULL && c->cfg.plan && c->mark.seg == NULL &&
+         (seg->dev_n < 3 || seg->launches % 256 == 0);
+}
+
+void grape__gc_mark_poll(grape_gc_t* c) {
+  uint64_t ns;
+  if (c->mark.seg == NULL || c->drv.mark_elapsed(c->drv.self, 0, 1, &ns) != 0)
+    return;
+  seg_t* s = c->mark.seg;
+  s->dev_n++;
+  s->dev_ns += ((double)ns - s->dev_ns) / (s->dev_n < 8 ? s->dev_n : 8);
+  c->mark.seg = NULL;
+}
+
+int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* stream) {
+  uint32_t d;
+  exec_t* e = best_variant(c, seg, r, r->sub, &d);
+  if (e == NULL)
+    return -1;
+  /* Far from every variant: another one, while there is room, keeps the
+   * others for the parameter sets they hold (ping-pong buffers, batch
+   * sizes). Inline, it is built once the updates of far replays have cost
+   * three builds (rent, then buy); by the builder, at once. */
+  int far = d * 2 > seg->n;
+  if (far) {
+    seg->far_ns += (double)d * c->cfg.update_ns;
+    if (seg->nvar + seg->queued < c->cfg.variants &&
+        (c->cfg.async_builds || seg->far_ns >= 3.0 * build_ns(c, seg->n))) {
+      seg->far_ns = 0;
+      if (seg_build(c, seg, r, r->sub, r->ctx) == 0 && !c->cfg.async_builds) {
+        e = seg->var[seg->nvar - 1];
+        d = 0;
+      }
+    }
+  }
+  int err = 0;
+  int marked = 0;
+  if ((d > 0 && exec_rebind(c, e, r, r->sub, &err) < 0) ||
+      ((marked = wants_mark(c, seg) && c->drv.mark(c->drv.self, stream, 0) == 0),
+       (err = c->drv.exec_launch(c->drv.self, e->exec, stream)) != 0)) {
+    grape__gc_note(c, &c->noted_launch, "a graph update or launch failed; its ops ran eagerly, "
+                                        "and its key runs eagerly from now on");
+    grape__gc_exec_drop(c, e);
+    seg->failed = 1;
+    return err ? err : -1;
+  }
+  if (marked && c->drv.mark(c->drv.self, stream, 1) == 0)
+    c->mark.seg = seg;
+  lru_touch(c, e);
+  seg->launches++;
+  r->updates += d;
+  r->segs++;
+  r->graphed += seg->n;
+  c->st.graph_launches++;
+  c->st.submissions++;
+  return 0;
+}
+
+void grape__gc_submit_eager(grape_gc_t* c, const grape_region_t* r, uint32_t from, uint32_t to,
+                            void* stream, grape_gc_cause_t cause, int* drv_err) {
+  for (uint32_t i = from; i < to; i++) {
+    grape_gc_op_t op = grape__gc_op_view(r, i);
+    int e = c->drv.submit(c->drv.self, &op, stream);
+    if (e != 0 && *drv_err == 0)
+      *drv_err = e;
+  }
+  c->st.eager_ops += to - from;
+  c->st.submissions += to - from;
+  c->st.flushed[cause] += to - from;
+}
+
+long grape__gc_region_diff(grape_gc_t* c, const gkey_t* k, const grape_region_t* r) {
+  seg_t* segs[MAX_CUTS];
+  uint32_t from[MAX_CUTS];
+  grape_gc_node_t* end[MAX_CUTS];
+  int m = grape__gc_key_segments(k, segs, from, end);
+  long total = 0;
+  for (int j = 0; j < m; j++) {
+    uint32_t d;
+    if (segs[j] == NULL || best_variant(c, segs[j], r, from[j], &d) == NULL)
+      return -1;
+    total += d;
+  }
+  return m > 0 ? total : -1;
+}
+
+/* ---- Plans: a key's segments ---- */
+
+/* The trie nodes of k's path, depth 1 .. k->nops, into path[]. */
+static void key_nodes(const gkey_t* k, grape_gc_node_t** path) {
+  grape_gc_node_t* n = k->node;
+  for (uint32_t d = k->nops; d > 0; d--, n = n->parent)
+    path[d - 1] = n;
+}
+
+int grape__gc_key_segments(const gkey_t* k, seg_t** segs, uint32_t* from, grape_gc_node_t** end) {
+  int m = 0;
+  uint32_t last = 0;
+  for (grape_gc_node_t* n = k->node; n != NULL && n->depth > 0; n = n->parent)
+    if (n->seg != NULL || n == k->node)
+      m++;
+  if (m > MAX_CUTS)
+    return -1;
+  int i = m;
+  for (grape_gc_node_t* n = k->node; n != NULL && n->depth > 0; n = n->parent)
+    if (n->seg != NULL || n == k->node) {
+      i--;
+      end[i] = n;
+      segs[i] = n->seg;
+    }
+  for (i = 0; i < m; i++) {
+    from[i] = last;
+    if (segs[i] != NULL && segs[i]->from != last)
+      segs[i] = NULL;   /* stale: planned under other cuts */
+    last = end[i]->depth;
+  }
+  return m;
+}
+
+/* The staged segment of node `end` starting at `from`, shared by the keys
+ * that stage it, or a new one. */
+static seg_t* staged_for(grape_gc_t* c, grape_gc_node_t* end, uint32_t from) {
+  for (seg_t* s = c->segs; s != NULL; s = s->next)
+    if (s->end == end && s->from == from && !s->installed && !s->failed)
+      return s;
+  return seg_new(c, end, from);
+}
+
+int grape__gc_stage(grape_gc_t* c, gkey_t* k, const grape_region_t* r, const uint32_t* cuts,
+                    int ncuts) {
+  grape_gc_node_t* path[k->nops];
+  key_nodes(k, path);
+  uint32_t from = 0;
+  for (int j = 0; j < ncuts; j++) {
+    grape_gc_node_t* end = path[cuts[j] - 1];
+    seg_t* cur = end->seg;
+    if (cur != NULL && cur->from == from && !cur->failed && (cur->nvar > 0 || cur->queued > 0)) {
+      from = cuts[j];
+      continue;   /* installed and usable (or being rebuilt): reused */
+    }
+    seg_t* s = cur != NULL && cur->from == from && !cur->failed ? cur : staged_for(c, end, from);
+    if (s == NULL)
+      return -ENOMEM;
+    int already = 0;
+    for (int i = 0; i < k->nstaged; i++)
+      already |= k->staged[i] == s;
+    if (!already) {
+      if (k->nstaged == MAX_CUTS)
+        return -ENOMEM;
+      k->staged[k->nstaged++] = s;
+      s->stagers++;
+    }
+    if (s->nvar == 0 && s->queued == 0 && !s->failed) {
+      int rc = seg_build(c, s, r, from, k->ctx);
+      if (rc != 0)
+        return rc;
+    }
+    from = cuts[j];
+  }
+  return 0;
+}
+
+int grape__gc_install_staged(grape_gc_t* c, gkey_t* k) {
+  for (int i = 0; i < k->nstaged; i++) {
+    if (k->staged[i]->failed)
+      return -1;
+    if (!grape__gc_seg_ready(c, k->staged[i]))
+      return k->staged[i]->nvar == 0 && k->staged[i]->queued == 0 ? -1 : 0;
+  }
+  for (int i = 0; i < k->nstaged; i++) {
+    seg_t* s = k->staged[i];
+    s->stagers--;
+    if (s->installed)
+      continue;
+    seg_t* old = s->end->seg;
+    s->installed = 1;
+    c->st.segments += s->nvar > 0;
+    __atomic_store_n(&s->end->seg, s, __ATOMIC_RELEASE);
+    if (old != NULL) {
+      old->installed = 0;
+      c->st.segments -= old->nvar > 0;
+      seg_maybe_free(c, old);
+    }
+  }
+  k->nstaged = 0;
+  return 1;
+}
+
+void grape__gc_unstage(grape_gc_t* c, gkey_t* k) {
+  int n = k->nstaged;
+  k->nstaged = 0;
+  for (int i = 0; i < n; i++) {
+    k->staged[i]->stagers--;
+    seg_maybe_free(c, k->staged[i]);
+  }
+}
