@@ -36,16 +36,37 @@
 // in decode_math.h; the allocator's addresses never reach the results, so
 // they may differ between runs without changing the checksum.
 //
+// With --graphs-by-hand, the program does what a skilled user writes by hand
+// to run the same steps as CUDA graphs: static activation buffers (one per
+// buffer the step takes, sized for a full batch, so addresses never change),
+// one graph built at the first step with the graph API (the step's 100
+// kernels and the copy of the sampled tokens, in a chain), and at every later
+// step only the nodes whose launch dimensions or parameters changed updated
+// (cudaGraphExecKernelNodeSetParams: attn_scores' block every step, every
+// node when the batch shrinks), then one graph launch. Same kernels, same
+// checksum; plain CUDA runtime API, so it runs on a GPU too. It launches no
+// kernel with <<<>>>, so the sim charges it no framework work per op
+// (SIMCU_HOST_NS): like a framework that replays its graphs and skips its
+// per-op dispatch, and unlike a transparent interposer, which cannot.
+//
 // Prints one line "checksum <hex>" (FNV-1a of every step's sampled tokens and
 // of the KV cache after each batch) and a summary on stderr.
-// Usage: decode [--iters N]   (N batches; default 8)
+// Usage: decode [--iters N] [--graphs-by-hand]   (N batches; default 8)
 #include <cuda_runtime.h>
+#include <tuple>
+#include <utility>
 #include "common.h"
 #include "decode_math.h"
 
 #define GC_EVERY 32     // every 32nd step releases its buffers at its end
 #define POOL_ROUND 512  // allocation granularity, bytes
 #define POOL_MAX 1024   // most blocks the allocator holds
+// --graphs-by-hand: one static buffer per buffer a step takes, each big
+// enough for the largest (a full batch's attention scores).
+#define SLOT_INTS (DEC_B * DEC_NH * DEC_T)
+static_assert(SLOT_INTS >= DEC_B * 2 * DEC_F && SLOT_INTS >= DEC_B * DEC_V &&
+                  SLOT_INTS >= DEC_B * DEC_D,
+              "a slot holds every buffer of a step");
 
 __global__ void embed(const int32_t* E, const int32_t* tok, int32_t* x, dec_rows_t rows) {
   int r = blockIdx.x, j = threadIdx.x;
@@ -126,6 +147,113 @@ __global__ void sample(const int32_t* logits, const int32_t* seed, int32_t* tok,
   out[r] = v;
 }
 
+// ---- launches: <<<>>>, or the nodes of a graph built by hand ----
+
+#define HAND_ARG_BYTES 128   // most parameter bytes of a kernel here
+
+typedef struct hand_s {
+  cudaGraph_t g;
+  cudaGraphExec_t x;           // NULL until the first step's graph is built
+  cudaGraphNode_t node[DEC_KERNELS_PER_STEP];
+  struct {                     // what each kernel node holds now
+    const void* k;
+    dim3 grid, block;
+    unsigned char args[HAND_ARG_BYTES];
+    size_t nargs;
+  } held[DEC_KERNELS_PER_STEP];
+  cudaGraphNode_t copy;        // the sampled tokens to the host
+  size_t copy_bytes;
+  int next;                    // the step's next kernel
+  long launches, updates;
+} hand_t;
+
+typedef struct launcher_s {
+  cudaStream_t s;
+  hand_t* hand;                // NULL: launch with <<<>>>
+} launcher_t;
+
+// The step's next kernel as a node: added while the graph is built, else
+// updated when its launch dimensions or parameter bytes differ from the node's.
+static void hand_kernel(hand_t* H, const void* k, dim3 g, dim3 b, void** argv,
+                        const size_t* sizes, size_t n) {
+  if (H->next == DEC_KERNELS_PER_STEP) {
+    fprintf(stderr, "decode: a step launched more than %d kernels\n", DEC_KERNELS_PER_STEP);
+    exit(1);
+  }
+  int i = H->next++;
+  unsigned char args[HAND_ARG_BYTES];
+  size_t nargs = 0;
+  for (size_t a = 0; a < n; a++) {
+    if (nargs + sizes[a] > sizeof(args)) {
+      fprintf(stderr, "decode: more than %d parameter bytes\n", HAND_ARG_BYTES);
+      exit(1);
+    }
+    memcpy(args + nargs, argv[a], sizes[a]);
+    nargs += sizes[a];
+  }
+  cudaKernelNodeParams p;
+  memset(&p, 0, sizeof(p));
+  p.func = (void*)k;
+  p.gridDim = g;
+  p.blockDim = b;
+  p.kernelParams = argv;
+  if (H->x == NULL) {
+    CHECK(cudaGraphAddKernelNode(&H->node[i], H->g, i > 0 ? &H->node[i - 1] : NULL, i > 0, &p));
+  } else if (H->held[i].k != k || H->held[i].nargs != nargs ||
+             memcmp(&H->held[i].grid, &g, sizeof(g)) != 0 ||
+             memcmp(&H->held[i].block, &b, sizeof(b)) != 0 ||
+             memcmp(H->held[i].args, args, nargs) != 0) {
+    CHECK(cudaGraphExecKernelNodeSetParams(H->x, H->node[i], &p));
+    H->updates++;
+  } else {
+    return;
+  }
+  H->held[i].k = k;
+  H->held[i].grid = g;
+  H->held[i].block = b;
+  memcpy(H->held[i].args, args, nargs);
+  H->held[i].nargs = nargs;
+}
+
+template <typename T, size_t... I>
+static void hand_args(hand_t* H, const void* k, dim3 g, dim3 b, T& v, std::index_sequence<I...>) {
+  void* argv[] = {(void*)&std::get<I>(v)...};
+  size_t sizes[] = {sizeof(std::get<I>(v))...};
+  hand_kernel(H, k, g, b, argv, sizes, sizeof...(I));
+}
+
+// k<<<g, b, 0, s>>>(a...), or the step's next node with those parameters
+// (converted to the kernel's parameter types first, as a launch does).
+template <typename... P, typename... A>
+static void launch(launcher_t* L, void (*k)(P...), dim3 g, dim3 b, A... a) {
+  if (L->hand == NULL) {
+    k<<<g, b, 0, L->s>>>(a...);
+    return;
+  }
+  std::tuple<P...> v(a...);
+  hand_args(L->hand, (const void*)k, g, b, v, std::index_sequence_for<P...>{});
+}
+
+// Ends a step of the graph built by hand: its copy of the n sampled tokens
+// from out to h_out (added, or resized when n changed), the graph built at
+// the first step, and one launch.
+static void hand_step_end(hand_t* H, const int32_t* out, int32_t* h_out, int n, cudaStream_t s) {
+  size_t bytes = (size_t)n * sizeof(int32_t);
+  if (H->x == NULL) {
+    CHECK(cudaGraphAddMemcpyNode1D(&H->copy, H->g, &H->node[H->next - 1], 1, h_out, out, bytes,
+                                   cudaMemcpyDeviceToHost));
+    CHECK(cudaGraphInstantiate(&H->x, H->g, 0));
+  } else if (bytes != H->copy_bytes) {
+    CHECK(cudaGraphExecMemcpyNodeSetParams1D(H->x, H->copy, h_out, out, bytes,
+                                             cudaMemcpyDeviceToHost));
+    H->updates++;
+  }
+  H->copy_bytes = bytes;
+  H->next = 0;
+  CHECK(cudaGraphLaunch(H->x, s));
+  H->launches++;
+}
+
 // ---- the caching allocator ----
 
 typedef struct pool_s {
@@ -141,11 +269,31 @@ typedef struct pool_s {
   int defer;              // hold dropped blocks until pool_release
   uint64_t sig;           // FNV-1a of the addresses handed out this step (main resets it)
   long mallocs, gets;
+  int fixed;              // --graphs-by-hand: the k-th get of every step is block k
+  int next;               // (fixed) the step's next block; main resets it
 } pool_t;
 
 // A block of at least n_ints int32s: the free one of that rounded size with
 // the lowest address, else a new one.
 static int32_t* pool_get(pool_t* P, int n_ints) {
+  if (P->fixed) {
+    if (n_ints > SLOT_INTS) {
+      fprintf(stderr, "decode: a buffer larger than a slot\n");
+      exit(1);
+    }
+    if (P->next == P->nblk) {
+      if (P->nblk == POOL_MAX) {
+        fprintf(stderr, "decode: allocator full (%d blocks)\n", POOL_MAX);
+        exit(1);
+      }
+      CHECK(cudaMalloc((void**)&P->blk[P->nblk].ptr, SLOT_INTS * sizeof(int32_t)));
+      P->blk[P->nblk++].size = SLOT_INTS * sizeof(int32_t);
+      P->mallocs++;
+    }
+    P->gets++;
+    P->sig = ex_fnv(P->sig, &P->blk[P->next].ptr, sizeof(P->blk[P->next].ptr));
+    return P->blk[P->next++].ptr;
+  }
   size_t size = ((size_t)n_ints * sizeof(int32_t) + POOL_ROUND - 1) / POOL_ROUND * POOL_ROUND;
   int b = -1, at = -1;
   for (int i = 0; i < P->nfree; i++) {
@@ -176,6 +324,8 @@ static int32_t* pool_get(pool_t* P, int n_ints) {
 // Drops a block from pool_get: free at once, or held while deferring. Later
 // work on the stream may reuse it: the stream orders that after its last use.
 static void pool_put(pool_t* P, int32_t* ptr) {
+  if (P->fixed)
+    return;   // a static buffer stays the step's
   int b = 0;
   while (P->blk[b].ptr != ptr)
     b++;
@@ -205,69 +355,69 @@ typedef struct model_s {
 
 // Launches the step's DEC_KERNELS_PER_STEP kernels for the tokens at position
 // t and returns the buffer the sampled tokens (one per row) will be in.
-static int32_t* step(pool_t* P, const model_t* M, const dec_rows_t* rows, int t, cudaStream_t s) {
+static int32_t* step(pool_t* P, const model_t* M, const dec_rows_t* rows, int t, launcher_t* L) {
   const int n = rows->n;
   int32_t* x = pool_get(P, n * DEC_D);
-  embed<<<n, DEC_D, 0, s>>>(M->w + DEC_W_EMB, M->tok, x, *rows);
+  launch(L, embed, n, DEC_D, M->w + DEC_W_EMB, M->tok, x, *rows);
   for (int l = 0; l < DEC_L; l++) {
     const int32_t* lw = M->w + l * DEC_W_LAYER;
     int32_t* kc = M->kv + l * DEC_KV_LAYER;
     int32_t* vc = kc + DEC_KV_HALF;
     // Attention block.
     int32_t* h = pool_get(P, n * DEC_D);
-    rmsnorm<<<n, DEC_D, 0, s>>>(x, lw + DEC_W_G1, h);
+    launch(L, rmsnorm, n, DEC_D, x, lw + DEC_W_G1, h);
     int32_t* q = pool_get(P, n * DEC_D);
     int32_t* k = pool_get(P, n * DEC_D);
     int32_t* v = pool_get(P, n * DEC_D);
-    gemm<<<n, DEC_D, 0, s>>>(h, lw + DEC_W_Q, q, DEC_D, DEC_D);
-    gemm<<<n, DEC_D, 0, s>>>(h, lw + DEC_W_K, k, DEC_D, DEC_D);
-    gemm<<<n, DEC_D, 0, s>>>(h, lw + DEC_W_V, v, DEC_D, DEC_D);
+    launch(L, gemm, n, DEC_D, h, lw + DEC_W_Q, q, DEC_D, DEC_D);
+    launch(L, gemm, n, DEC_D, h, lw + DEC_W_K, k, DEC_D, DEC_D);
+    launch(L, gemm, n, DEC_D, h, lw + DEC_W_V, v, DEC_D, DEC_D);
     pool_put(P, h);
-    rope<<<n, DEC_D / 2, 0, s>>>(q, k, M->pos, *rows);
-    kv_append<<<n, DEC_D, 0, s>>>(k, v, kc, vc, M->pos, *rows);
+    launch(L, rope, n, DEC_D / 2, q, k, M->pos, *rows);
+    launch(L, kv_append, n, DEC_D, k, v, kc, vc, M->pos, *rows);
     pool_put(P, k);
     pool_put(P, v);
     int32_t* sc = pool_get(P, n * DEC_NH * DEC_T);
-    attn_scores<<<dim3(DEC_NH, n), t + 1, 0, s>>>(q, kc, sc, *rows);
+    launch(L, attn_scores, dim3(DEC_NH, n), t + 1, q, kc, sc, *rows);
     pool_put(P, q);
-    attn_softmax<<<n, DEC_NH, 0, s>>>(sc, M->pos, *rows);
+    launch(L, attn_softmax, n, DEC_NH, sc, M->pos, *rows);
     int32_t* a = pool_get(P, n * DEC_D);
-    attn_pv<<<n, DEC_D, 0, s>>>(sc, vc, a, M->pos, *rows);
+    launch(L, attn_pv, n, DEC_D, sc, vc, a, M->pos, *rows);
     pool_put(P, sc);
     int32_t* o = pool_get(P, n * DEC_D);
-    gemm<<<n, DEC_D, 0, s>>>(a, lw + DEC_W_O, o, DEC_D, DEC_D);
+    launch(L, gemm, n, DEC_D, a, lw + DEC_W_O, o, DEC_D, DEC_D);
     pool_put(P, a);
     int32_t* x2 = pool_get(P, n * DEC_D);
-    add<<<n, DEC_D, 0, s>>>(x, o, x2);
+    launch(L, add, n, DEC_D, x, o, x2);
     pool_put(P, x);
     pool_put(P, o);
     x = x2;
     // MLP block.
     h = pool_get(P, n * DEC_D);
-    rmsnorm<<<n, DEC_D, 0, s>>>(x, lw + DEC_W_G2, h);
+    launch(L, rmsnorm, n, DEC_D, x, lw + DEC_W_G2, h);
     int32_t* gu = pool_get(P, n * 2 * DEC_F);
-    gemm<<<n, 2 * DEC_F, 0, s>>>(h, lw + DEC_W_GU, gu, DEC_D, 2 * DEC_F);
+    launch(L, gemm, n, 2 * DEC_F, h, lw + DEC_W_GU, gu, DEC_D, 2 * DEC_F);
     pool_put(P, h);
     int32_t* m = pool_get(P, n * DEC_F);
-    act_mul<<<n, DEC_F, 0, s>>>(gu, m);
+    launch(L, act_mul, n, DEC_F, gu, m);
     pool_put(P, gu);
     int32_t* d = pool_get(P, n * DEC_D);
-    gemm<<<n, DEC_D, 0, s>>>(m, lw + DEC_W_DOWN, d, DEC_F, DEC_D);
+    launch(L, gemm, n, DEC_D, m, lw + DEC_W_DOWN, d, DEC_F, DEC_D);
     pool_put(P, m);
     x2 = pool_get(P, n * DEC_D);
-    add<<<n, DEC_D, 0, s>>>(x, d, x2);
+    launch(L, add, n, DEC_D, x, d, x2);
     pool_put(P, x);
     pool_put(P, d);
     x = x2;
   }
   int32_t* h = pool_get(P, n * DEC_D);
-  rmsnorm<<<n, DEC_D, 0, s>>>(x, M->w + DEC_W_GF, h);
+  launch(L, rmsnorm, n, DEC_D, x, M->w + DEC_W_GF, h);
   pool_put(P, x);
   int32_t* logits = pool_get(P, n * DEC_V);
-  gemm<<<n, DEC_V, 0, s>>>(h, M->w + DEC_W_LM, logits, DEC_D, DEC_V);
+  launch(L, gemm, n, DEC_V, h, M->w + DEC_W_LM, logits, DEC_D, DEC_V);
   pool_put(P, h);
   int32_t* out = pool_get(P, n);
-  sample<<<1, n, 0, s>>>(logits, M->seed, M->tok, M->pos, out, *rows);
+  launch(L, sample, 1, n, logits, M->seed, M->tok, M->pos, out, *rows);
   pool_put(P, logits);
   CHECK(cudaGetLastError());
   return out;
@@ -275,6 +425,7 @@ static int32_t* step(pool_t* P, const model_t* M, const dec_rows_t* rows, int t,
 
 int main(int argc, char** argv) {
   int iters = ex_iters(argc, argv, 8);
+  int by_hand = ex_flag(argc, argv, "--graphs-by-hand");
   static int32_t W[DEC_W_TOTAL];
   dec_weights(W);
 
@@ -294,6 +445,13 @@ int main(int argc, char** argv) {
   model_t M = {d_w, d_kv, d_batch, d_batch + DEC_B, d_batch + 2 * DEC_B};
 
   static pool_t P;
+  static hand_t H;
+  launcher_t L = {s, NULL};
+  if (by_hand) {
+    P.fixed = 1;
+    L.hand = &H;
+    CHECK(cudaGraphCreate(&H.g, 0));
+  }
   uint64_t sum = EX_FNV_INIT, prev_sig = 0;
   long steps = 0, seqs = 0, by_eos = 0, by_len = 0, shrinks = 0, collections = 0, moved = 0;
   for (int it = 0; it < iters; it++) {
@@ -309,11 +467,15 @@ int main(int argc, char** argv) {
     CHECK(cudaMemcpyAsync(d_batch, h_batch, 3 * DEC_B * sizeof(int32_t), cudaMemcpyHostToDevice,
                           s));
     for (int t = 0; rows.n > 0; t++) {
-      P.defer = steps % GC_EVERY == GC_EVERY - 1;
+      P.defer = !by_hand && steps % GC_EVERY == GC_EVERY - 1;
       collections += P.defer;
       P.sig = EX_FNV_INIT;
-      int32_t* out = step(&P, &M, &rows, t, s);
-      CHECK(cudaMemcpyAsync(h_out, out, rows.n * sizeof(int32_t), cudaMemcpyDeviceToHost, s));
+      P.next = 0;
+      int32_t* out = step(&P, &M, &rows, t, &L);
+      if (by_hand)
+        hand_step_end(&H, out, h_out, rows.n, s);
+      else
+        CHECK(cudaMemcpyAsync(h_out, out, rows.n * sizeof(int32_t), cudaMemcpyDeviceToHost, s));
       pool_put(&P, out);
       CHECK(cudaStreamSynchronize(s));
       pool_release(&P);
@@ -345,6 +507,12 @@ int main(int argc, char** argv) {
           "cudaMalloc, %ld collections, addresses changed on %ld steps\n",
           iters, seqs, by_eos, by_len, steps, DEC_KERNELS_PER_STEP, shrinks, P.gets, P.mallocs,
           collections, moved);
+  if (by_hand) {
+    fprintf(stderr, "decode: by hand: %ld graph launches, %ld node updates\n", H.launches,
+            H.updates);
+    CHECK(cudaGraphExecDestroy(H.x));
+    CHECK(cudaGraphDestroy(H.g));
+  }
   for (int b = 0; b < P.nblk; b++)
     CHECK(cudaFree(P.blk[b].ptr));
   CHECK(cudaFreeHost(h_kv));

@@ -10,11 +10,10 @@ difference between the two runs gives the steady state after warm-up.
 
 usage: run_examples.py --examples DIR --simdir DIR --lib LIBGRAPE"""
 import argparse
-import json
 import os
-import subprocess
 import sys
-import tempfile
+
+import simrun
 
 RUNS = [("dynrnn", []), ("dynrnn", ["--iters", "50"]), ("beam", []), ("beam", ["--iters", "50"]),
         ("mlp_train", []), ("mlp_train", ["--iters", "200"]), ("decode", []),
@@ -23,23 +22,8 @@ RUNS = [("dynrnn", []), ("dynrnn", ["--iters", "50"]), ("beam", []), ("beam", ["
 
 def run(a, prog, args, mode, host_ns):
     """Returns (grape report or None, sim report, stdout)."""
-    with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ, SIMCU_HOST_NS=str(host_ns),
-                   SIMCU_REPORT=os.path.join(d, "sim.json"))
-        env["LD_LIBRARY_PATH"] = a.simdir + ":" + env.get("LD_LIBRARY_PATH", "")
-        for k in [k for k in env if k.startswith("GRAPE_")] + ["LD_PRELOAD"]:
-            env.pop(k, None)
-        if mode != "eager":
-            env.update(LD_PRELOAD=a.lib, GRAPE_MODE=mode, GRAPE_REPORT=os.path.join(d, "grape.json"))
-        p = subprocess.run([os.path.join(a.examples, prog)] + args, env=env, capture_output=True,
-                           text=True, check=True)
-        with open(os.path.join(d, "sim.json")) as f:
-            sim = json.load(f)
-        rep = None
-        if mode != "eager":
-            with open(os.path.join(d, "grape.json")) as f:
-                rep = json.load(f)
-        return rep, sim, p.stdout
+    r = simrun.run(os.path.join(a.examples, prog), args, a.simdir, a.lib, mode, host_ns)
+    return r.grape, r.sim, r.stdout
 
 
 def submissions(sim):

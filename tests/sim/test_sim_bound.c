@@ -14,25 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cost.h"
 #include "sim_test.h"
-#include "simcu.h"
+#include "time_test.h"
 
-enum {
-#define ROW_DEFAULT(id, name, dflt) D_##id = dflt,
-  SIM_COST_ROWS(ROW_DEFAULT)
-#undef ROW_DEFAULT
-};
-
-static const char ptx[] =
-    ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry k_idle(.param .u32 n)\n{\n ret;\n}\n";
-
-SIMCU_PARAMS(k_idle, 4);
-SIMCU_KERNEL(k_idle) {
-  (void)simcu_blk;
-  (void)simcu_args;
-}
 
 #define HOST_NS 10000
 #define LONG 65536   /* blocks of 128 threads: 524,288 ns of threads */

@@ -328,6 +328,11 @@ Test(sim_examples, mlp_train_matches_reference_and_report) {
 typedef struct dec_ref_s {
   uint64_t sum;
   long launches, steps, batches;
+  /* What a graph of one step updates from step to step (--graphs-by-hand):
+   * kernel nodes (6 attn_scores whose block grows; the 32 that take the row
+   * -> slot map when it changes; all 100 when the number of rows does) and
+   * the token copy (when the number of rows changes). */
+  long node_updates, copy_updates;
 } dec_ref_t;
 
 /* Row i of x (width k) @ W (k x m) into y. */
@@ -386,7 +391,8 @@ static int32_t dec_ref_token(const int32_t* W, int32_t (*kv)[DEC_B][DEC_L][DEC_T
 
 static dec_ref_t decode_ref(int iters) {
   static int32_t W[DEC_W_TOTAL], kv[2][DEC_B][DEC_L][DEC_T][DEC_D];
-  dec_ref_t r = {EX_FNV_INIT, 0, 0, 0};
+  dec_ref_t r = {EX_FNV_INIT, 0, 0, 0, 0, 0};
+  int prev_n = 0, prev_live[DEC_B] = {0};
   dec_weights(W);
   memset(kv, 0, sizeof(kv));
   for (int it = 0; it < iters; it++) {
@@ -395,6 +401,17 @@ static dec_ref_t decode_ref(int iters) {
     for (int b = 0; b < n; b++)
       live[b] = b;
     for (int t = 0; n > 0; t++) {
+      if (r.steps > 0) {
+        int rows_kernels = 1 + 5 * DEC_L + 1;   /* embed, rope..attn_pv per layer, sample */
+        if (n != prev_n) {
+          r.node_updates += DEC_KERNELS_PER_STEP;
+          r.copy_updates++;
+        } else {
+          r.node_updates += memcmp(live, prev_live, n * sizeof(int)) != 0 ? rows_kernels : DEC_L;
+        }
+      }
+      prev_n = n;
+      memcpy(prev_live, live, n * sizeof(int));
       for (int i = 0; i < n; i++)
         tok[live[i]] = dec_ref_token(W, kv, live[i], tok[live[i]], (uint32_t)sseed[live[i]], t);
       /* The host sees the new tokens of the live sequences, in slot order. */
@@ -429,6 +446,28 @@ Test(sim_examples, decode_matches_reference_and_report) {
   long long allocs = count(report, "cuMemAlloc_v2");
   cr_assert(allocs > 0 && allocs < ref.steps, "%lld cuMemAlloc for %ld steps", allocs, ref.steps);
   cr_assert_eq(count(report, "cuMemFree_v2"), allocs);
+}
+
+/* The version written by hand with CUDA graphs: same kernels and checksum,
+ * one graph built once, one launch per step, no eager launch, and node
+ * updates for exactly the nodes that change. */
+Test(sim_examples, decode_graphs_by_hand_equal_plain_decode) {
+  need_example("decode");
+  char report[16384];
+  dec_ref_t ref = decode_ref(8);
+  run_matching("decode", "--graphs-by-hand", "", ref.sum, "checksum " DECODE_CHECKSUM "\n", report,
+               sizeof(report));
+  cr_assert_eq(count(report, "kernels_executed"), ref.launches);
+  cr_assert_eq(count(report, "graph_kernel_nodes_executed"), ref.launches);
+  cr_assert_eq(count(report, "cuLaunchKernel"), -1, "no kernel runs eagerly");
+  cr_assert_eq(count(report, "cuGraphInstantiateWithFlags"), 1);
+  cr_assert_eq(count(report, "cuGraphAddKernelNode_v2"), DEC_KERNELS_PER_STEP);
+  cr_assert_eq(count(report, "graph_launches"), ref.steps);
+  cr_assert_eq(count(report, "cuGraphExecKernelNodeSetParams_v2"), ref.node_updates);
+  cr_assert_eq(count(report, "cuGraphExecMemcpyNodeSetParams"), ref.copy_updates);
+  cr_assert_lt(ref.node_updates, ref.steps * DEC_KERNELS_PER_STEP / 4);
+  /* Static buffers: a fixed number of allocations, never freed before the end. */
+  cr_assert_eq(count(report, "cuStreamSynchronize"), ref.steps + ref.batches);
 }
 
 Test(sim_examples, decode_inline_mode_and_iters) {

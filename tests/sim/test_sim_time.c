@@ -21,28 +21,13 @@
 #include "drv_setup.h"
 #include "errcap.h"
 #include "simcu.h"
+#include "time_test.h"
 
 /* Declared by cuda.h only when the whole program opts in to per-thread streams. */
 CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                              unsigned by, unsigned bz, unsigned smem, CUstream s, void** params,
                              void** extra);
 
-enum {
-#define ROW_DEFAULT(id, name, dflt) D_##id = dflt,
-  SIM_COST_ROWS(ROW_DEFAULT)
-#undef ROW_DEFAULT
-};
-
-static const char ptx[] =
-    ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry k_idle(.param .u32 n)\n{\n ret;\n}\n";
-
-/* The body does no work: only the modelled duration (threads) matters here. */
-SIMCU_PARAMS(k_idle, 4);
-SIMCU_KERNEL(k_idle) {
-  (void)simcu_blk;
-  (void)simcu_args;
-}
 
 static CUfunction f_idle;
 static const simcu_private_t* sim;
