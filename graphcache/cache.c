@@ -12,6 +12,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,7 +174,7 @@ int grape__gc_make_live(grape_gc_t* c, gkey_t* k) {
   trie_count(k->node, 1);
   k->state = K_LIVE;
   k->n_graph = 0;
-  k->cyc_graph = 0;
+  k->cyc_graph = k->var_graph = 0;
   return 0;
 }
 
@@ -385,11 +386,41 @@ static void earn_credit(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
 
 /* ---- Plans ---- */
 
-/* Stages k's segments under the cuts its path has now (others' cuts on a
- * shared prefix, and its end). @return as grape__gc_stage. */
-static int stage_current(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
+/* The cuts on k's path that stay whatever k's plan: its end, and the ends of
+ * other live keys (a key's end is always a cut), into forced. Other cuts may
+ * go: a key whose segments then no longer match the cuts is repaired at its
+ * next sighting. @return how many, or -1 beyond MAX_CUTS. */
+static int forced_cuts(const gkey_t* k, uint32_t* forced) {
+  int m = 0;
+  for (grape_gc_node_t* x = k->node; x != NULL && x->depth > 0; x = x->parent)
+    if (x == k->node || __atomic_load_n(&x->term, __ATOMIC_RELAXED) != NULL) {
+      if (m == MAX_CUTS)
+        return -1;
+      forced[m++] = x->depth;
+    }
+  for (int i = 0, j = m - 1; i < j; i++, j--) {   /* shallowest first */
+    uint32_t t = forced[i];
+    forced[i] = forced[j];
+    forced[j] = t;
+  }
+  return m;
+}
+
+/* Stages k's first segments: one, or as many as the cuts other keys need
+ * on its path; its replays are timed from the first, and planned then.
+ * @return as grape__gc_stage. */
+static int stage_first(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   if (k->node == NULL && (k->node = grape__gc_trie_path(c, k)) == NULL)
     return -ENOMEM;
+  uint32_t forced[MAX_CUTS];
+  int nf = forced_cuts(k, forced);
+  if (nf < 0)
+    return -EINVAL;
+  return grape__gc_stage(c, k, r, forced, nf);
+}
+
+/* Stages k's segments under the cuts its path has now. */
+static int stage_current(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   seg_t* segs[MAX_CUTS];
   uint32_t from[MAX_CUTS], cuts[MAX_CUTS];
   grape_gc_node_t* end[MAX_CUTS];
@@ -430,7 +461,9 @@ static void try_install(grape_gc_t* c, gkey_t* k) {
   k->nsegs = (uint32_t)m;
   k->warmed = 1;
   k->credit_ns = 0;
-  if (k->state != K_LIVE && grape__gc_make_live(c, k) != 0)
+  /* A first plan goes live; a new plan of a key that stopped paying or was
+   * measured slower waits for its re-check. */
+  if (k->state == K_BUILDING && grape__gc_make_live(c, k) != 0)
     grape__gc_make_dead(k, K_WARM);
 }
 
@@ -459,7 +492,7 @@ static void maybe_build(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
       return;
     }
   k->ctx = r->ctx;
-  int rc = stage_current(c, k, r);
+  int rc = stage_first(c, k, r);
   if (rc == -EINVAL) {
     grape__gc_unstage(c, k);
     k->state = K_FAILED;
@@ -475,67 +508,103 @@ static void maybe_build(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
     try_install(c, k);
 }
 
-/* A live key whose replays are timed gets cuts where they let the device run
- * early segments while the host issues later ones, when plan.c predicts a
- * gain. */
-static void maybe_replan(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
-  if (!c->cfg.plan || k->nstaged > 0 || k->seen < k->plan_at || k->host_n < 4)
+static void slower_for_now(grape_gc_t* c, gkey_t* k);
+
+/* A live key whose replays are timed is assessed against the model of
+ * plan.c: cut where the device can run early segments while the host issues
+ * later ones, when that is predicted to gain; and not held at all when even
+ * its best plan is predicted no faster than launching its ops one by one
+ * (the device's work as long as the host's: holding then only delays it).
+ * Assessed at its first timed replays, then every 64 sightings. */
+static void assess(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
+  if (!c->cfg.plan || k->nstaged > 0 || k->seen < k->plan_at || k->host_n < 1)
     return;
   seg_t* segs[MAX_CUTS];
-  uint32_t from[MAX_CUTS], cuts[MAX_CUTS], out[MAX_CUTS];
+  uint32_t from[MAX_CUTS], cuts[MAX_CUTS], out[MAX_CUTS], forced[MAX_CUTS];
   grape_gc_node_t* end[MAX_CUTS];
-  double dev[MAX_CUTS];
+  double dev[MAX_CUTS], total = 0;
+  grape__gc_seg_timers_poll(c, k);
   int m = grape__gc_key_segments(k, segs, from, end);
   if (m <= 0)
     return;
   for (int j = 0; j < m; j++) {
-    if (segs[j] == NULL || segs[j]->dev_n < 2)
+    if (segs[j] == NULL || segs[j]->timer == NULL || segs[j]->dev_n < 1)
       return;   /* not timed yet */
     dev[j] = segs[j]->dev_ns;
     cuts[j] = end[j]->depth;
+    total += dev[j];
   }
-  k->plan_at = k->seen + 64;
+  int nf = forced_cuts(k, forced);
+  if (nf < 0)
+    return;
+  k->plan_at = k->seen + (k->plans++ < 2 ? 1 : 64);
+  grape_plan_in_t in = {k->nops, cuts, m, dev, forced, nf, k->host_ns, c->cfg.graph_launch_ns};
   double f_old, f_new;
-  int n = grape__plan_cuts(k->nops, cuts, m, dev, k->host_ns, c->cfg.graph_launch_ns, out,
-                           &f_old, &f_new);
+  int n = grape__plan_cuts(&in, out, &f_old, &f_new);
+  if (k->host_eager_n > 0 &&
+      f_new >= 0.99 * grape__plan_eager_end(k->nops, k->host_eager_ns, c->cfg.launch_ns,
+                                            total + k->nops * c->cfg.gap_ns)) {
+    slower_for_now(c, k);
+    return;
+  }
   double gain = f_old - f_new;
-  if (n <= m || gain < 1000 || gain < 0.02 * f_old)
+  if ((n == m && memcmp(out, cuts, (size_t)m * sizeof(*out)) == 0) || gain < 1000 ||
+      gain < 0.02 * f_old)
+    return;
+  /* A new plan means builds: only where they do not cost the program. */
+  if (!c->cfg.async_builds)
     return;
   if (grape__gc_stage(c, k, r, out, n) != 0) {
     grape__gc_unstage(c, k);
     return;
   }
-  c->st.cuts_added += (uint64_t)(n - m);
+  c->st.cuts_added += n > m ? (uint64_t)(n - m) : 0;
+  c->st.replans++;
   staging_add(c, k);
 }
 
 /* ---- Verdicts: replays timed against eager runs ---- */
 
-#define CYCLE_SAMPLES 8
-#define CYCLE_MARGIN 1.05
-#define CYCLE_CLEAR_MARGIN 1.20
+static void slower_for_now(grape_gc_t* c, gkey_t* k);
 
-/* One measured cycle of key k (ns): averaged per way; after CYCLE_SAMPLES
- * replays, a live key whose replays took longer than its eager runs stops
- * being held until `recheck` << verdicts more sightings. */
+#define CYCLE_SAMPLES 8      /* a plain mean of the first, then a moving average */
+#define CYCLE_MIN_REPLAYS 3  /* replays timed before a verdict */
+#define CYCLE_MARGIN 0.02    /* replays this much slower are slower... */
+#define CYCLE_SIGMAS 2.0     /* ...when the difference is this many standard errors */
+
+/* One measured cycle of key k (ns): averaged per way with its variance. A
+ * live key whose replays are slower than its eager runs by more than
+ * CYCLE_MARGIN, by a difference its samples can tell apart, stops being held
+ * until `recheck` << verdicts more sightings. */
 static void note_cycle(grape_gc_t* c, gkey_t* k, int replayed, uint64_t ns) {
   double* avg = replayed ? &k->cyc_graph : &k->cyc_eager;
+  double* var = replayed ? &k->var_graph : &k->var_eager;
   uint32_t* n = replayed ? &k->n_graph : &k->n_eager;
-  ++*n;   /* a plain mean of the first samples, then a moving average */
-  *avg += ((double)ns - *avg) / (*n < CYCLE_SAMPLES ? *n : CYCLE_SAMPLES);
-  if (!replayed || k->state != K_LIVE || k->n_eager < 2)
+  ++*n;
+  double w = 1.0 / (*n < CYCLE_SAMPLES ? *n : CYCLE_SAMPLES);
+  double d = (double)ns - *avg;
+  *avg += w * d;
+  *var = (1 - w) * (*var + w * d * d);
+  if (!replayed || k->state != K_LIVE || k->n_eager < 2 || k->n_graph < CYCLE_MIN_REPLAYS)
     return;
-  /* Clearly slower after half the samples, or slower at all after them all. */
-  double ratio = k->cyc_graph / k->cyc_eager;
-  if ((k->n_graph == CYCLE_SAMPLES / 2 && ratio > CYCLE_CLEAR_MARGIN) ||
-      (k->n_graph >= CYCLE_SAMPLES && ratio > CYCLE_MARGIN)) {
-    grape__gc_make_dead(k, K_SLOWER);
-    uint32_t shift = k->slower < 6 ? k->slower : 6;
-    k->recheck_at = k->seen + ((uint64_t)c->cfg.recheck << shift);
-    k->slower++;
+  double ne = k->n_eager < CYCLE_SAMPLES ? k->n_eager : CYCLE_SAMPLES;
+  double ng = k->n_graph < CYCLE_SAMPLES ? k->n_graph : CYCLE_SAMPLES;
+  double diff = k->cyc_graph - k->cyc_eager;
+  double se = sqrt(k->var_graph / ng + k->var_eager / ne);
+  if (diff > CYCLE_MARGIN * k->cyc_eager && diff > CYCLE_SIGMAS * se) {
+    slower_for_now(c, k);
   } else if (k->n_graph == CYCLE_SAMPLES) {
     k->slower = 0;
   }
+}
+
+/* k is not held until `recheck` << verdicts more sightings. */
+static void slower_for_now(grape_gc_t* c, gkey_t* k) {
+  grape__gc_make_dead(k, K_SLOWER);
+  k->plan_at = 0;   /* assessed again at its first replay when tried again */
+  uint32_t shift = k->slower < 6 ? k->slower : 6;
+  k->recheck_at = k->seen + ((uint64_t)c->cfg.recheck << shift);
+  k->slower++;
 }
 
 /* The cycle of the chunk before r on its stream ends where r began. */
@@ -570,8 +639,8 @@ static void time_cycles(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
  * out (what plan.c calls host_ns). */
 static void note_host(grape_gc_t* c, gkey_t* k, const grape_region_t* r, uint64_t t_end,
                       uint32_t segs, uint32_t updates) {
-  if (r->t_first == 0 || t_end <= r->t_first)
-    return;
+  if (r->t_first == 0 || t_end <= r->t_first || c->built_now)
+    return;   /* (a graph built on the program's thread in it measures the build) */
   double h = (double)(t_end - r->t_first) - segs * c->cfg.graph_launch_ns -
              updates * c->cfg.update_ns;
   if (h < 0)
@@ -632,9 +701,15 @@ static void account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
       grape__gc_make_dead(k, K_NOPAY);
       k->recheck_at = k->seen + (uint64_t)c->cfg.recheck;
     } else if (k->state == K_LIVE) {
-      maybe_replan(c, k, r);
+      assess(c, k, r);
     }
     return;
+  }
+  if (r->graphed == 0 && r->t_first != 0 && t_end > r->t_first && !c->built_now) {
+    /* An eager sighting: the host's own time to issue it, its launches left out. */
+    double h = (double)(t_end - r->t_first) - r->nops * c->cfg.launch_ns;
+    k->host_eager_n++;
+    k->host_eager_ns += ((h > 0 ? h : 0) - k->host_eager_ns) / (k->host_eager_n < 8 ? k->host_eager_n : 8);
   }
   switch (k->state) {
   case K_WARM:
@@ -717,8 +792,9 @@ int grape_gc_create(const grape_gc_config_t* cfg, const grape_gc_driver_t* drv, 
     c->drv = *drv;
   else
     c->cfg.graphs = 0;
-  if (c->drv.mark == NULL || c->drv.mark_elapsed == NULL)
-    c->drv.mark = NULL;
+  if (c->drv.timer_create == NULL || c->drv.timer_destroy == NULL ||
+      c->drv.graph_add_timer == NULL || c->drv.timer_read == NULL)
+    c->drv.timer_create = NULL;   /* no timers: no plan changes */
   c->graph_mode = c->cfg.graphs;
   pthread_mutex_init(&c->lock, NULL);
   pthread_cond_init(&c->built, NULL);
@@ -799,7 +875,6 @@ static void submit_held(grape_gc_t* c, grape_region_t* r, void* stream, grape_gc
 int grape_gc_cut(grape_gc_t* c, grape_region_t* r, void* stream, int* drv_err) {
   *drv_err = 0;
   pthread_mutex_lock(&c->lock);
-  grape__gc_mark_poll(c);
   seg_t* s = held_segment(c, r);
   if (s != NULL && grape__gc_seg_launch(c, s, r, stream) == 0) {
     r->sub = r->held;
@@ -832,8 +907,9 @@ int grape_gc_end(grape_gc_t* c, grape_region_t* r, void* stream, const grape_gc_
   if (r->nops > 0) {
     pthread_mutex_lock(&c->lock);
     uint64_t t_end = r->t_first ? now(c) : 0;
+    if (c->cfg.deterministic)
+      grape__gc_progress(c, t_end ? t_end : now(c));
     uint32_t segs = r->segs, updates = r->updates;
-    grape__gc_mark_poll(c);
     submit_held(c, r, stream, GRAPE_GC_NO_GRAPH, drv_err);
     /* The cursor ended on a live key of exactly these ops: no hashing. */
     gkey_t* k = r->cur != NULL && r->held == r->nops ? r->cur->term : NULL;

@@ -95,14 +95,15 @@ typedef struct grape_gc_driver_s {
   /* Optional (NULL: not available). The builder thread makes ctx (a
    * region's `ctx`) the context of the builds that follow. */
   int (*bind)(void* self, void* ctx);
-  /* Timing marks: records mark `slot` (0 .. GRAPE_GC_MARKS-1) on stream, and
-   * reads the device time between two recorded marks (nonzero: not there
-   * yet, or unknown). */
-  int (*mark)(void* self, void* stream, int slot);
-  int (*mark_elapsed)(void* self, int from, int to, uint64_t* ns);
+  /* Timers: a pair of timing events a segment's graphs record as their first
+   * and last node (`end` 0 and 1), so that every launch is timed on the
+   * device at no cost to the host; timer_read gives the device time of the
+   * last launch that recorded both (nonzero: not finished yet, or unknown). */
+  int (*timer_create)(void* self, void** timer);
+  int (*timer_destroy)(void* self, void* timer);
+  int (*graph_add_timer)(void* self, void** node, void* graph, void* after, void* timer, int end);
+  int (*timer_read)(void* self, void* timer, uint64_t* ns);
 } grape_gc_driver_t;
-
-#define GRAPE_GC_MARKS 2
 
 /* ---- Configuration ---- */
 
@@ -119,6 +120,8 @@ typedef struct grape_gc_config_s {
   double update_ns;              /* of one node update */
   double build_ns;               /* of building an executable: fixed part */
   double build_node_ns;          /* ... and per node (adding it, instantiating it) */
+  double gap_ns;                 /* device time an eager launch costs beyond a graph node
+                                    (the gap graphs save between kernels) */
   long recheck;                  /* sightings between re-checks of a key that did not pay */
   uint64_t (*now)(void);         /* a clock in ns: replays are timed against eager runs (the
                                     caller sets a chunk's t_first from it); NULL: not timed */
@@ -253,7 +256,8 @@ typedef struct grape_gc_stats_s {
   uint64_t graph_bytes_peak;           /* the most graph_bytes has been */
   uint64_t paths_evicted, keys_evicted;   /* least recently seen, beyond max_paths */
   uint64_t segments;                   /* segments with executables now */
-  uint64_t cuts_added;                 /* plan changes: cuts added to keys */
+  uint64_t cuts_added;                 /* cuts keys' plans added (first plans and changes) */
+  uint64_t replans;                    /* plan changes after measured replays */
   uint64_t builds_async;               /* graphs built by the builder thread */
   uint64_t build_waits;                /* deterministic mode: waits for a build */
 } grape_gc_stats_t;

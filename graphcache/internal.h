@@ -50,7 +50,9 @@ struct grape_gc_seg_s {
   int failed;                   /* could not be built: keys that need it run eagerly */
   int installed;                /* it is end->seg (else staged, or retired) */
   double far_ns;                /* spent on updates of replays far from every variant */
-  double dev_ns;                /* device time of one launch, moving average (marks) */
+  void* timer;                  /* the driver's timer its graphs record, or NULL */
+  int timed;                    /* a launch since the last read of the timer */
+  double dev_ns;                /* device time of one launch, moving average */
   uint32_t dev_n;               /* samples in it */
   uint64_t launches;
   seg_t* next;                  /* every segment (c->segs) */
@@ -85,13 +87,17 @@ struct grape_gc_key_s {
   uint8_t* last_params;         /* would have had to update), NULL until seen */
   uint64_t recheck_at;          /* K_NOPAY, K_SLOWER: `seen` at which to look again */
   double cyc_eager, cyc_graph;  /* measured cycle (ns), moving averages: eager runs, replays */
+  double var_eager, var_graph;  /* their variances, moving averages */
   uint32_t n_eager, n_graph;    /* samples in them (n_graph: since the key last went live) */
   uint32_t slower;              /* consecutive "replays were slower" verdicts */
   int warmed;                   /* built once already: later builds need no warmup */
   double host_ns;               /* host time to issue a replayed region (first op to end),
                                    graph launches and updates left out; moving average */
   uint32_t host_n;
+  double host_eager_ns;         /* the same of eager sightings, launches left out */
+  uint32_t host_eager_n;
   uint64_t plan_at;             /* `seen` at which to plan again */
+  uint32_t plans;               /* plans assessed */
   path_t* paths;                /* its paths (path_t.key_next) */
   gkey_t *lru_prev, *lru_next;  /* least recently seen first */
 };
@@ -125,13 +131,6 @@ struct job_s {
   job_t* next;
 };
 
-/* The measurement in flight: device time of one segment launch between two
- * timing marks. */
-typedef struct mark_s {
-  seg_t* seg;                   /* NULL: none in flight */
-  uint64_t launch_no;           /* which launch of it is being timed */
-} mark_t;
-
 struct grape_gc_s {
   grape_gc_config_t cfg;
   grape_gc_driver_t drv;
@@ -150,8 +149,14 @@ struct grape_gc_s {
   gkey_t** staging;             /* keys with staged segments (NULL entries: free) */
   size_t staging_cap;
   job_t *jobs, *jobs_tail;      /* builds queued */
-  int building;                 /* a build is in progress on the builder */
-  mark_t mark;
+  int building;                 /* jobs taken and not yet done (waiting or building) */
+  /* Deterministic mode: builds follow the program's clock. The builder
+   * starts a build no earlier than when it was queued and than the end of
+   * its previous build (builder_clock), and only once the program's clock
+   * (prog_now, the latest now() of a region's end) has reached that start:
+   * a build can then never be in the past of what the program does. */
+  uint64_t prog_now, builder_clock;
+  uint64_t builder_wait_until;  /* the start the builder waits for (0: not waiting) */
   grape_gc_stats_t st;
   int noted_build, noted_launch;
   int graph_mode;               /* made with graphs on (grape_gc_stop turns them off at exit) */
@@ -188,6 +193,14 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
  * -1 when one has no executable. */
 long grape__gc_region_diff(grape_gc_t* c, const gkey_t* k, const grape_region_t* r);
 
+/* The device times of k's segments' last launches, where finished, join
+ * their averages. */
+void grape__gc_seg_timers_poll(grape_gc_t* c, const gkey_t* k);
+
+/* The program reached time t (a region's end): a builder waiting for it may
+ * start. Under the lock. */
+void grape__gc_progress(grape_gc_t* c, uint64_t t);
+
 /* True when seg has an executable usable now. Deterministic mode first waits
  * for its queued builds. */
 int grape__gc_seg_ready(grape_gc_t* c, seg_t* seg);
@@ -218,19 +231,34 @@ void grape__gc_seg_free(grape_gc_t* c, seg_t* seg, int with_driver);
 /* Destroys executable e (removing it from its segment and the LRU list). */
 void grape__gc_exec_drop(grape_gc_t* c, exec_t* e);
 
-/* A finished timing mark, if any, is folded into its segment. */
-void grape__gc_mark_poll(grape_gc_t* c);
 
 /* ---- plan.c ---- */
 
-/* Where to cut a key of n ops (see plan.c). In: the cuts it has (sorted
- * depths, the last n), each segment's device time, the host time to issue
- * all n ops, and what one segment launch costs the host. Out: cuts (a
- * superset, at most MAX_CUTS), and the predicted end of the device's work
- * with the old and the new cuts (ns from the region's first op).
- * @return how many cuts were written. */
-int grape__plan_cuts(uint32_t n, const uint32_t* cuts, int ncuts, const double* seg_dev_ns,
-                     double host_ns, double launch_ns, uint32_t* out, double* end_old,
-                     double* end_new);
+/* What plan.c knows of a key of n ops: its cuts now (sorted depths, the
+ * last n) with each segment's device time (measured, or assumed), the cuts
+ * other keys need (they stay), the host time to issue all n ops, and what
+ * one segment launch costs the host. */
+typedef struct grape_plan_in_s {
+  uint32_t n;
+  const uint32_t* cuts;
+  int ncuts;
+  const double* seg_dev_ns;
+  const uint32_t* forced;
+  int nforced;
+  double host_ns, launch_ns;
+} grape_plan_in_t;
+
+/* The cuts (at most MAX_CUTS, the last n) that end the device's work
+ * earliest, into out; the predicted ends (ns from the region's first op)
+ * with the current and the new cuts. @return how many cuts. */
+int grape__plan_cuts(const grape_plan_in_t* in, uint32_t* out, double* end_old, double* end_new);
+
+/* The predicted end with the given cuts. */
+double grape__plan_end(const grape_plan_in_t* in, const uint32_t* cuts, int ncuts);
+
+/* The predicted end of the same n ops launched one by one as the host issues
+ * them (each launch costing launch_ns), their device time dev_ns spread
+ * evenly: what holding them must beat. */
+double grape__plan_eager_end(uint32_t n, double host_ns, double launch_ns, double dev_ns);
 
 #endif

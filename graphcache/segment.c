@@ -1,5 +1,5 @@
 /* Segments and their executable graphs: building (inline or by the builder
- * thread), variants, re-binding and launching, timing marks, eviction.
+ * thread), variants, re-binding and launching, timing, eviction.
  *
  * DESIGN: a segment (internal.h) is installed at the trie node where it ends
  * (node->seg: that node is a cut) only once it has an executable, so a
@@ -100,7 +100,7 @@ static void exec_free(const grape_gc_driver_t* drv, exec_t* e, int with_driver) 
  * the lock. @return it, or NULL (*drv_err: the driver's code; 0 when out of
  * memory). */
 static exec_t* exec_make(const grape_gc_driver_t* drv, const grape_region_t* r, uint32_t from,
-                         uint32_t n, int* drv_err) {
+                         uint32_t n, void* timer, int* drv_err) {
   *drv_err = 0;
   exec_t* e = calloc(1, sizeof(*e));
   if (e == NULL)
@@ -115,12 +115,20 @@ static exec_t* exec_make(const grape_gc_driver_t* drv, const grape_region_t* r, 
   if (e->nodes == NULL || e->fns == NULL || e->dims == NULL || e->params == NULL ||
       (*drv_err = drv->graph_create(drv->self, &e->graph)) != 0)
     goto fail;
+  void* first = NULL;   /* the timer's first node, before the ops */
+  if (timer != NULL &&
+      (*drv_err = drv->graph_add_timer(drv->self, &first, e->graph, NULL, timer, 0)) != 0)
+    goto fail;
   for (uint32_t i = 0; i < n; i++) {
     grape_gc_op_t op = grape__gc_op_view(r, from + i);
-    if ((*drv_err = drv->graph_add(drv->self, &e->nodes[i], e->graph, i ? e->nodes[i - 1] : NULL,
+    if ((*drv_err = drv->graph_add(drv->self, &e->nodes[i], e->graph, i ? e->nodes[i - 1] : first,
                                    &op)) != 0)
       goto fail;
   }
+  void* last;
+  if (timer != NULL &&
+      (*drv_err = drv->graph_add_timer(drv->self, &last, e->graph, e->nodes[n - 1], timer, 1)) != 0)
+    goto fail;
   if ((*drv_err = drv->graph_instantiate(drv->self, &e->exec, e->graph)) != 0)
     goto fail;
   return e;
@@ -193,6 +201,9 @@ static seg_t* seg_new(grape_gc_t* c, grape_gc_node_t* end, uint32_t from) {
   s->n = end->depth - from;
   s->next = c->segs;
   c->segs = s;
+  /* Timed when plans may use it (no timer: no plan changes). */
+  if (c->cfg.plan && c->drv.timer_create != NULL && c->drv.timer_create(c->drv.self, &s->timer) != 0)
+    s->timer = NULL;
   return s;
 }
 
@@ -204,8 +215,8 @@ void grape__gc_seg_free(grape_gc_t* c, seg_t* seg, int with_driver) {
     c->st.graph_bytes -= e->bytes;
     exec_free(&c->drv, e, with_driver);
   }
-  if (c->mark.seg == seg)
-    c->mark.seg = NULL;
+  if (seg->timer != NULL && with_driver)
+    c->drv.timer_destroy(c->drv.self, seg->timer);
   for (seg_t** p = &c->segs; *p != NULL; p = &(*p)->next)
     if (*p == seg) {
       *p = seg->next;
@@ -219,7 +230,7 @@ void grape__gc_seg_free(grape_gc_t* c, seg_t* seg, int with_driver) {
 static int seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from, void* ctx) {
   if (!c->cfg.async_builds) {
     int err;
-    exec_t* e = exec_make(&c->drv, r, from, seg->n, &err);
+    exec_t* e = exec_make(&c->drv, r, from, seg->n, seg->timer, &err);
     if (e == NULL) {
       if (err != 0) {
         c->st.build_failures++;
@@ -273,11 +284,18 @@ int grape_gc_build_pending(grape_gc_t* c) {
     pthread_mutex_unlock(&c->lock);
     return 0;
   }
-  c->jobs = j->next;
+  c->jobs = j->next;   /* taken before any wait: no other thread takes it too */
   if (c->jobs == NULL)
     c->jobs_tail = NULL;
+  c->building++;
+  uint64_t start = j->t_queued > c->builder_clock ? j->t_queued : c->builder_clock;
+  while (c->cfg.deterministic && !c->stopping && c->prog_now < start) {
+    c->builder_wait_until = start;
+    pthread_cond_broadcast(&c->built);   /* a program thread waiting for it may go on */
+    pthread_cond_wait(&c->built, &c->lock);
+  }
+  c->builder_wait_until = 0;
   int stopping = c->stopping;
-  c->building = !stopping;
   pthread_mutex_unlock(&c->lock);
   exec_t* e = NULL;
   int err = 0;
@@ -285,15 +303,17 @@ int grape_gc_build_pending(grape_gc_t* c) {
     if (c->drv.bind != NULL)
       c->drv.bind(c->drv.self, j->ctx);
     if (c->cfg.handoff != NULL)
-      c->cfg.handoff(j->t_queued);
-    e = exec_make(&c->drv, &j->ops, 0, j->seg->n, &err);
+      c->cfg.handoff(start);
+    e = exec_make(&c->drv, &j->ops, 0, j->seg->n, j->seg->timer, &err);
     if (e != NULL)
       e->ready_at = now(c);
   }
   pthread_mutex_lock(&c->lock);
+  if (e != NULL)
+    c->builder_clock = e->ready_at;
   seg_t* seg = j->seg;
   seg->queued--;
-  c->building = 0;
+  c->building--;
   if (e != NULL) {
     if (exec_add(c, seg, e) == 0)
       c->st.builds_async++;
@@ -311,14 +331,28 @@ int grape_gc_build_pending(grape_gc_t* c) {
   return 1;
 }
 
+void grape__gc_progress(grape_gc_t* c, uint64_t t) {
+  if (t > c->prog_now) {
+    c->prog_now = t;
+    if (c->builder_wait_until != 0 && c->builder_wait_until <= t)
+      pthread_cond_broadcast(&c->built);
+  }
+}
+
 int grape__gc_seg_ready(grape_gc_t* c, seg_t* seg) {
-  while (seg->queued > 0 && c->cfg.deterministic && !c->stopping) {
-    c->st.build_waits++;
-    pthread_cond_wait(&c->built, &c->lock);
+  uint64_t t = now(c);
+  if (c->cfg.deterministic) {
+    /* Wait for the builder in real time, unless in simulated time it cannot
+     * have started this build yet (it waits for a later moment). */
+    grape__gc_progress(c, t);
+    while (seg->queued > 0 && !c->stopping &&
+           !(c->builder_wait_until != 0 && c->builder_wait_until > t)) {
+      c->st.build_waits++;
+      pthread_cond_wait(&c->built, &c->lock);
+    }
   }
   if (seg->failed)
     return 0;
-  uint64_t t = now(c);
   for (int i = 0; i < seg->nvar; i++)
     if (seg->var[i]->ready_at <= t)
       return 1;
@@ -394,20 +428,21 @@ static long exec_rebind(grape_gc_t* c, exec_t* e, const grape_region_t* r, uint3
   return made;
 }
 
-/* Wants a timing sample of seg's next launch. */
-static int wants_mark(const grape_gc_t* c, const seg_t* seg) {
-  return c->drv.mark != NULL && c->cfg.plan && c->mark.seg == NULL &&
-         (seg->dev_n < 3 || seg->launches % 256 == 0);
+/* The device time of seg's last launch, if it has finished, joins its
+ * average. */
+static void seg_timer_poll(grape_gc_t* c, seg_t* seg) {
+  uint64_t ns;
+  if (!seg->timed || c->drv.timer_read(c->drv.self, seg->timer, &ns) != 0)
+    return;
+  seg->timed = 0;
+  seg->dev_n++;
+  seg->dev_ns += ((double)ns - seg->dev_ns) / (seg->dev_n < 8 ? seg->dev_n : 8);
 }
 
-void grape__gc_mark_poll(grape_gc_t* c) {
-  uint64_t ns;
-  if (c->mark.seg == NULL || c->drv.mark_elapsed(c->drv.self, 0, 1, &ns) != 0)
-    return;
-  seg_t* s = c->mark.seg;
-  s->dev_n++;
-  s->dev_ns += ((double)ns - s->dev_ns) / (s->dev_n < 8 ? s->dev_n : 8);
-  c->mark.seg = NULL;
+void grape__gc_seg_timers_poll(grape_gc_t* c, const gkey_t* k) {
+  for (grape_gc_node_t* x = k->node; x != NULL && x->depth > 0; x = x->parent)
+    if (x->seg != NULL && x->seg->timer != NULL)
+      seg_timer_poll(c, x->seg);
 }
 
 int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* stream) {
@@ -432,18 +467,17 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
     }
   }
   int err = 0;
-  int marked = 0;
+  if (seg->timer != NULL)
+    seg_timer_poll(c, seg);   /* before this launch records the timer again */
   if ((d > 0 && exec_rebind(c, e, r, r->sub, &err) < 0) ||
-      ((marked = wants_mark(c, seg) && c->drv.mark(c->drv.self, stream, 0) == 0),
-       (err = c->drv.exec_launch(c->drv.self, e->exec, stream)) != 0)) {
+      (err = c->drv.exec_launch(c->drv.self, e->exec, stream)) != 0) {
     grape__gc_note(c, &c->noted_launch, "a graph update or launch failed; its ops ran eagerly, "
                                         "and its key runs eagerly from now on");
     grape__gc_exec_drop(c, e);
     seg->failed = 1;
     return err ? err : -1;
   }
-  if (marked && c->drv.mark(c->drv.self, stream, 1) == 0)
-    c->mark.seg = seg;
+  seg->timed = seg->timer != NULL;
   lru_touch(c, e);
   seg->launches++;
   r->updates += d;
@@ -558,6 +592,17 @@ int grape__gc_stage(grape_gc_t* c, gkey_t* k, const grape_region_t* r, const uin
   return 0;
 }
 
+/* Node x is a cut no more (its segment is replaced, or merged away). */
+static void seg_uninstall(grape_gc_t* c, grape_gc_node_t* x) {
+  seg_t* old = x->seg;
+  if (old == NULL)
+    return;
+  __atomic_store_n(&x->seg, NULL, __ATOMIC_RELEASE);
+  old->installed = 0;
+  c->st.segments -= old->nvar > 0;
+  seg_maybe_free(c, old);
+}
+
 int grape__gc_install_staged(grape_gc_t* c, gkey_t* k) {
   for (int i = 0; i < k->nstaged; i++) {
     if (k->staged[i]->failed)
@@ -570,15 +615,15 @@ int grape__gc_install_staged(grape_gc_t* c, gkey_t* k) {
     s->stagers--;
     if (s->installed)
       continue;
-    seg_t* old = s->end->seg;
+    seg_uninstall(c, s->end);
     s->installed = 1;
     c->st.segments += s->nvar > 0;
     __atomic_store_n(&s->end->seg, s, __ATOMIC_RELEASE);
-    if (old != NULL) {
-      old->installed = 0;
-      c->st.segments -= old->nvar > 0;
-      seg_maybe_free(c, old);
-    }
+    /* Cuts inside it go, unless another live key ends there (a plan that
+     * merged segments). */
+    for (grape_gc_node_t* x = s->end->parent; x != NULL && x->depth > s->from; x = x->parent)
+      if (x->seg != NULL && x->term == NULL)
+        seg_uninstall(c, x);
   }
   k->nstaged = 0;
   return 1;

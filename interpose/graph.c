@@ -47,6 +47,7 @@ static const struct {
     {"update", offsetof(grape_gc_config_t, update_ns), 700},
     {"build", offsetof(grape_gc_config_t, build_ns), 22000},
     {"build_node", offsetof(grape_gc_config_t, build_node_ns), 32000},
+    {"gap", offsetof(grape_gc_config_t, gap_ns), 1500},
 };
 
 /* Sets cfg's costs: the defaults, then GRAPE_COSTS ("name=ns,..."). A bad
@@ -71,7 +72,7 @@ static void costs_set(grape_gc_config_t* cfg) {
     if (eq == NULL || i == sizeof(cost_rows) / sizeof(cost_rows[0]) || end == eq + 1 ||
         *end != '\0' || !(v >= 0 && v < 1e12)) {
       grape_log_warn("GRAPE_COSTS: ignoring '%s': expected name=ns with name one of launch, "
-                     "graph_launch, update, build, build_node and ns a number >= 0",
+                     "graph_launch, update, build, build_node, gap and ns a number >= 0",
                      item);
       continue;
     }
@@ -152,7 +153,6 @@ grape_gc_t* grape__gc(void) {
       .max_paths = option_at_least(grape_option_paths, 1),
       .wake = grape__builder_wake,
       .handoff = builder_handoff,
-      .plan = 1,
     };
     costs_set(&cfg);
     if (graphs) {
@@ -161,6 +161,7 @@ grape_gc_t* grape__gc(void) {
        * the builder: simulated time is then reproducible. */
       cfg.deterministic = sim_host_ns != NULL;
       cfg.async_builds = grape__builder_start();
+      cfg.plan = 1;
     }
     grape_gc_t* made = NULL;
     if (grape_gc_create(&cfg, graphs ? &grape__graph_driver : NULL, &made) != 0)
@@ -641,7 +642,6 @@ void grape__graphs_drop(void) {
   if (c != NULL && __atomic_load_n(&graphs_on, __ATOMIC_RELAXED))
     GRAPE_NO_REENTRY(grape_gc_drop_graphs(c));
   grape__streams_each(stream_unclassify, NULL);
-  grape__graph_marks_forget();
 }
 
 void grape__graphs_forget_image(const void* image) {
@@ -675,7 +675,6 @@ void grape__graph_reset_child(void) {
    * threads may have held a lock: forget, never free. */
   cache = NULL;
   grape__builder_reset_child();
-  grape__graph_marks_forget();
   graphs_on = 0;
   pthread_mutex_init(&cache_lock, NULL);
   pthread_mutex_init(&hold_lock, NULL);

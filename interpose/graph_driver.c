@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -43,8 +44,9 @@ int grape__graph_real_resolve(void) {
       REAL_ROW(ctx_get, "cuCtxGetCurrent"),          REAL_ROW(ctx_set, "cuCtxSetCurrent"),
       REAL_ROW(ctx_device, "cuCtxGetDevice"),        REAL_ROW(stream_flags, "cuStreamGetFlags"),
       REAL_ROW(stream_ctx, "cuStreamGetCtx"),        REAL_ROW(device_count, "cuDeviceGetCount"),
-      REAL_ROW(event_create, "cuEventCreate"),       REAL_ROW(event_record, "cuEventRecord"),
+      REAL_ROW(event_create, "cuEventCreate"),       REAL_ROW(event_destroy, "cuEventDestroy_v2"),
       REAL_ROW(event_elapsed, "cuEventElapsedTime"),
+      REAL_ROW(add_event_record, "cuGraphAddEventRecordNode"),
       REAL_ROW(func_attr, "cuFuncGetAttribute"),     REAL_ROW(kernel_attr, "cuKernelGetAttribute"),
       REAL_ROW(device_attr, "cuDeviceGetAttribute"),
     };
@@ -231,39 +233,51 @@ static int d_bind(void* self, void* ctx) {
   return ctx != NULL ? grape__rg.ctx_set(ctx) : 0;
 }
 
-/* Timing marks: events of the one context (none with several: no plans). */
-static CUevent marks[GRAPE_GC_MARKS];
-static int marks_state;   /* 0 not made, 1 made, -1 unavailable */
+/* A segment's timer: the timing events its graphs record first and last. */
+typedef struct timer_s {
+  CUevent ev[2];
+} seg_timer_t;
 
-static int d_mark(void* self, void* stream, int slot) {
+static int d_timer_create(void* self, void** out) {
   (void)self;
-  if (marks_state == 0) {
-    marks_state = -1;
-    if (!grape__ctx_multi()) {
-      marks_state = 1;
-      for (int i = 0; i < GRAPE_GC_MARKS; i++)
-        if (grape__rg.event_create(&marks[i], CU_EVENT_DEFAULT) != CUDA_SUCCESS)
-          marks_state = -1;
-    }
+  seg_timer_t* t = calloc(1, sizeof(*t));
+  if (t == NULL)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult r = grape__rg.event_create(&t->ev[0], CU_EVENT_DEFAULT);
+  if (r == CUDA_SUCCESS && (r = grape__rg.event_create(&t->ev[1], CU_EVENT_DEFAULT)) != CUDA_SUCCESS)
+    grape__rg.event_destroy(t->ev[0]);
+  if (r != CUDA_SUCCESS) {
+    free(t);
+    return r;
   }
-  if (marks_state != 1)
-    return CUDA_ERROR_NOT_SUPPORTED;
-  return grape__rg.event_record(marks[slot], stream);
+  *out = t;
+  return CUDA_SUCCESS;
 }
 
-static int d_mark_elapsed(void* self, int from, int to, uint64_t* ns) {
+static int d_timer_destroy(void* self, void* timer) {
   (void)self;
+  seg_timer_t* t = timer;
+  grape__rg.event_destroy(t->ev[0]);
+  grape__rg.event_destroy(t->ev[1]);
+  free(t);
+  return CUDA_SUCCESS;
+}
+
+static int d_graph_add_timer(void* self, void** node, void* graph, void* after, void* timer, int end) {
+  (void)self;
+  CUgraphNode dep = after;
+  return grape__rg.add_event_record((CUgraphNode*)node, graph, &dep, after != NULL,
+                                    ((seg_timer_t*)timer)->ev[end != 0]);
+}
+
+static int d_timer_read(void* self, void* timer, uint64_t* ns) {
+  (void)self;
+  seg_timer_t* t = timer;
   float ms = 0;
-  if (marks_state != 1)
-    return CUDA_ERROR_NOT_SUPPORTED;
-  CUresult r = grape__rg.event_elapsed(&ms, marks[from], marks[to]);
+  CUresult r = grape__rg.event_elapsed(&ms, t->ev[0], t->ev[1]);
   if (r == CUDA_SUCCESS)
     *ns = ms > 0 ? (uint64_t)(ms * 1e6) : 0;
   return r;
-}
-
-void grape__graph_marks_forget(void) {
-  marks_state = 0;   /* their context is gone (or the process is a fork child) */
 }
 
 const grape_gc_driver_t grape__graph_driver = {
@@ -277,8 +291,10 @@ const grape_gc_driver_t grape__graph_driver = {
     .exec_launch = d_exec_launch,
     .submit = d_submit,
     .bind = d_bind,
-    .mark = d_mark,
-    .mark_elapsed = d_mark_elapsed,
+    .timer_create = d_timer_create,
+    .timer_destroy = d_timer_destroy,
+    .graph_add_timer = d_graph_add_timer,
+    .timer_read = d_timer_read,
 };
 
 /* ---- The submission context ---- */

@@ -48,8 +48,9 @@ typedef struct grape_real_graph_s {
   CUresult (*device_attr)(int*, CUdevice_attribute, CUdevice);
   CUresult (*device_count)(int*);
   CUresult (*event_create)(CUevent*, unsigned);
-  CUresult (*event_record)(CUevent, CUstream);
+  CUresult (*event_destroy)(CUevent);
   CUresult (*event_elapsed)(float*, CUevent, CUevent);
+  CUresult (*add_event_record)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUevent);
 } grape_real_graph_t;
 
 /* The entry points, complete once grape__graph_real_resolve returned 1. */
@@ -61,10 +62,6 @@ int grape__graph_real_resolve(void);
 
 /* The table the cache is given. */
 extern const grape_gc_driver_t grape__graph_driver;
-
-/* The timing marks' events are made anew at their next use (a context
- * teardown destroyed them; a fork child). */
-void grape__graph_marks_forget(void);
 
 /* The calling thread's current context (NULL: none, or the driver failed). */
 CUcontext grape__ctx_current(void);

@@ -335,6 +335,10 @@ uint64_t grape__sim_host_total(void) {
   return atomic_load(&host_total);
 }
 
+uint64_t grape__sim_helper_end_ns(void) {
+  return atomic_load(&helper_max);
+}
+
 uint64_t grape__sim_end_ns(void) {
   uint64_t h = atomic_load(&host_max), hh = atomic_load(&helper_max);
   uint64_t d = grape__sim_device_end_ns();

@@ -359,6 +359,8 @@ void grape__sim_host_wait(uint64_t t_done);     /* waited for work that finished
 void grape__sim_host_not_before(uint64_t t);    /* the current call may not begin before t */
 void grape__sim_charge_event_record(int sym, int timing);
 uint64_t grape__sim_host_total(void);
+/* The latest clock of a helper thread (host_handoff), 0 without one. */
+uint64_t grape__sim_helper_end_ns(void);
 uint64_t grape__sim_end_ns(void);
 int grape__sim_private_table(const CUuuid* id, const void** table);
 

@@ -4,12 +4,30 @@
  * The program side (holding by stepping the trie, flushing at divergence,
  * ending regions) is written out as the shim does it (interpose/launch.h). */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graphcache/cache.h"
 
+#include "graphcache/internal.h"   /* plan.c's grape__plan_cuts */
+
 /* ---- The fake driver ---- */
+
+static uint64_t fake_now, eager_op_ns, graph_launch_ns, host_op_ns;
+static uint64_t fake_clock(void) { return fake_now; }
+
+/* The program's clock, and the builder thread's own (a helper's, as the sim
+ * keeps it): it takes a build up where it was queued, and each instantiation
+ * costs it build_cost_ns. */
+static __thread int on_builder;
+static uint64_t builder_now, build_cost_ns;
+static int builder_instantiates;
+static uint64_t test_clock(void) { return on_builder ? builder_now : fake_now; }
+static void test_handoff(uint64_t t) {
+  if (t > builder_now)
+    builder_now = t;
+}
 
 #define MAXN 64
 
@@ -77,6 +95,10 @@ static int f_instantiate(void* self, void** exec, void* graph) {
   if (dev.fail_instantiate)
     return 999;
   dev.instantiates++;
+  if (on_builder) {
+    builder_instantiates++;
+    builder_now += build_cost_ns;
+  }
   fexec_t* e = calloc(1, sizeof(*e));
   fgraph_t* g = graph;
   memcpy(e->ops, g->ops, sizeof(g->ops));
@@ -110,8 +132,17 @@ static int f_update(void* self, void* exec, void* node, const grape_gc_op_t* op)
 }
 /* A host clock the fake driver advances: eager submissions and graph launches
  * cost what the timing tests set. */
-static uint64_t fake_now, eager_op_ns, graph_launch_ns;
-static uint64_t fake_clock(void) { return fake_now; }
+
+
+/* Timers: the fake device takes dev_op_ns per op of a graph launch; a
+ * timer's nodes are ops of kind 0 that record when they run. */
+static uint64_t dev_op_ns;
+static int timers_read, timers_live;
+
+typedef struct ftimer_s {
+  uint64_t at[2];
+  int recorded[2];
+} ftimer_t;
 
 static int f_launch(void* self, void* exec, void* stream) {
   (void)self;
@@ -121,8 +152,49 @@ static int f_launch(void* self, void* exec, void* stream) {
   dev.launches++;
   fake_now += graph_launch_ns;
   fexec_t* e = exec;
-  for (int i = 0; i < e->n; i++)
+  uint64_t t = 0;
+  for (int i = 0; i < e->n; i++) {
+    if (e->ops[i].kind == 0) {
+      ftimer_t* tm = e->ops[i].fn;
+      int end = e->ops[i].nparams;
+      tm->at[end] = t;
+      tm->recorded[end] = 1;
+      continue;
+    }
     run(&e->ops[i]);
+    t += dev_op_ns;
+  }
+  return 0;
+}
+static int f_timer_create(void* self, void** timer) {
+  (void)self;
+  timers_live++;
+  *timer = calloc(1, sizeof(ftimer_t));
+  return 0;
+}
+static int f_timer_destroy(void* self, void* timer) {
+  (void)self;
+  timers_live--;
+  free(timer);
+  return 0;
+}
+static int f_add_timer(void* self, void** node, void* graph, void* after, void* timer, int end) {
+  (void)self;
+  fgraph_t* g = graph;
+  cr_assert_eq(after, g->n ? (void*)&g->ops[g->n - 1] : NULL);
+  memset(&g->ops[g->n], 0, sizeof(g->ops[g->n]));
+  g->ops[g->n].fn = timer;
+  g->ops[g->n].nparams = (uint32_t)end;
+  *node = &g->ops[g->n++];
+  return 0;
+}
+static int f_timer_read(void* self, void* timer, uint64_t* ns) {
+  (void)self;
+  ftimer_t* tm = timer;
+  if (!tm->recorded[0] || !tm->recorded[1])
+    return 600;   /* not ready */
+  timers_read++;
+  *ns = tm->at[1] - tm->at[0];
   return 0;
 }
 static int f_submit(void* self, const grape_gc_op_t* op, void* stream) {
@@ -139,7 +211,11 @@ static const grape_gc_driver_t fake = {.graph_create = f_create, .graph_add = f_
                                        .graph_instantiate = f_instantiate,
                                        .graph_destroy = f_graph_destroy,
                                        .exec_destroy = f_exec_destroy, .exec_update = f_update,
-                                       .exec_launch = f_launch, .submit = f_submit};
+                                       .exec_launch = f_launch, .submit = f_submit,
+                                       .timer_create = f_timer_create,
+                                       .timer_destroy = f_timer_destroy,
+                                       .graph_add_timer = f_add_timer,
+                                       .timer_read = f_timer_read};
 
 static grape_gc_config_t config(void) {
   return (grape_gc_config_t){.sz = sizeof(grape_gc_config_t), .graphs = 1, .warmup = 2,
@@ -171,6 +247,7 @@ static void issue(const pop_t* p) {
   void* fn = (void*)(uintptr_t)(0x1000 + p->func);
   grape_gc_op_t view = {GRAPE_OP_KERNEL, 0, fn, &d, &params, 8, 0};
   issued[nissued++] = fop(&view);
+  fake_now += host_op_ns;   /* the program's own work before the op */
   if (region.nops == 0 && cache_timed)
     region.t_first = fake_clock();   /* as the shim does at a chunk's first op */
   grape_region_t* r = &region;
@@ -228,7 +305,9 @@ static void setup_with(grape_gc_config_t cfg) {
   memset(&region, 0, sizeof(region));
   nissued = eager_launches = 0;
   fake_now = 1;
-  eager_op_ns = graph_launch_ns = 0;
+  eager_op_ns = graph_launch_ns = host_op_ns = dev_op_ns = 0;
+  builder_now = build_cost_ns = 0;
+  builder_instantiates = timers_read = timers_live = 0;
   cache_timed = cfg.now != NULL;
   launch_error = 0;
   cr_assert_eq(grape_gc_create(&cfg, &fake, &cache), 0);
@@ -400,11 +479,12 @@ Test(cache, replays_measured_slower_than_eager_runs_stop_and_are_tried_again_lat
   run_timed(100, 30);   /* a replay: 100 ns; eager: 4 * 10 */
   grape_gc_stats_t st = stats();
   /* Built at the third sighting. A cycle is known when the next chunk
-   * starts, so the verdict "clearly slower" (4 replays timed) comes at the
-   * fifth replay (sightings 4-8): eager until 16, replays 17-21, slower
-   * again: eager for twice as long (22-37; the run ends at 30). */
-  cr_expect_eq(st.graph_hits, 10, "%lu hits", (unsigned long)st.graph_hits);
-  cr_expect_eq(dev.launches, 10);
+   * starts, so the verdict (three replays timed, 60 ns slower with no
+   * spread) comes at the fourth replay (sightings 4-7): eager until 15,
+   * replays 16-19, slower again: eager for twice as long (20-35; the run
+   * ends at 30). */
+  cr_expect_eq(st.graph_hits, 8, "%lu hits", (unsigned long)st.graph_hits);
+  cr_expect_eq(dev.launches, 8);
   grape_gc_path_t top;
   cr_assert_eq(grape_gc_top(cache, &top, 1), 1);
   cr_expect_not_null(strstr(top.why, "measured slower"), "%s", top.why);
@@ -587,3 +667,211 @@ Test(cache, colliding_fingerprints_are_kept_apart) {
   cr_expect_eq(st.graph_hits, 4);
 }
 #endif
+
+/* ---- The builder thread ---- */
+
+static pthread_t builder;
+static volatile int builder_quit;
+
+static void* builder_main(void* arg) {
+  (void)arg;
+  on_builder = 1;
+  while (!builder_quit)
+    if (!grape_gc_build_pending(cache))
+      sched_yield();
+  return NULL;
+}
+
+static void start_builder(grape_gc_config_t cfg) {
+  cfg.now = test_clock;
+  cfg.handoff = test_handoff;
+  cfg.async_builds = 1;
+  cfg.deterministic = 1;
+  restart_with(cfg);
+  builder_quit = 0;
+  cr_assert_eq(pthread_create(&builder, NULL, builder_main, NULL), 0);
+}
+
+static void stop_builder(void) {
+  grape_gc_stop(cache);
+  builder_quit = 1;
+  pthread_join(builder, NULL);
+}
+
+Test(cache, a_builder_thread_builds_and_the_graph_is_used_once_built_on_its_clock) {
+  start_builder(config());
+  build_cost_ns = 10000;   /* an instantiation costs the builder 10 us */
+  host_op_ns = 1000;       /* the program: 1 us of its own work per op */
+  pop_t step[4] = {{1, 4, 3}, {2, 4, 3}, {3, 4, 3}, {4, 4, 3}};
+  issue_all(step, 4);
+  issue_all(step, 4);   /* the warm-up: the build is queued at t = 9 us */
+  /* Ready at 9 + 10 = 19 us of the program's clock: sightings 3 and 4 (up
+   * to 17 us) run eagerly, the key goes live at the end of the fifth
+   * (21 us), and the sixth is its first replay. */
+  for (int it = 2; it < 6; it++) {
+    issue_all(step, 4);
+    cr_expect_eq(stats().graph_hits, it < 5 ? 0 : 1, "sighting %d: %lu hits, now %lu, builder %lu",
+                 it + 1, (unsigned long)stats().graph_hits, (unsigned long)fake_now,
+                 (unsigned long)builder_now);
+  }
+  stop_builder();
+  expect_device_ran_what_was_issued();
+  grape_gc_stats_t st = stats();
+  cr_expect_eq(builder_instantiates, 1, "the builder instantiated it");
+  cr_expect_eq(dev.instantiates, 1, "nothing was built on the program's thread");
+  cr_expect_eq(st.builds_async, 1);
+  cr_expect_eq(st.graphs_built, 1);
+  cr_expect_gt(st.build_waits, 0, "deterministic: the program waited for the builder");
+}
+
+Test(cache, a_stopped_cache_drops_queued_builds) {
+  grape_gc_config_t cfg = config();
+  cfg.now = test_clock;
+  cfg.async_builds = 1;
+  restart_with(cfg);   /* no builder runs: the builds stay queued */
+  pop_t step[3] = {{1, 4, 3}, {2, 4, 3}, {3, 4, 3}};
+  issue_all(step, 3);
+  issue_all(step, 3);
+  grape_gc_stop(cache);
+  cr_expect_eq(grape_gc_build_pending(cache), 0, "the queue is empty once stopped");
+  cr_expect_eq(dev.instantiates, 0);
+}
+
+/* ---- Plans ---- */
+
+Test(cache, plan_cuts_where_the_device_can_run_while_the_host_issues) {
+  /* 100 ops over 500 us of host time, 50 us of device time, 3.5 us a launch:
+   * one segment ends at 553.5 us; cutting lets the device finish the first
+   * part while the host issues the rest. */
+  uint32_t end[1] = {100}, out[MAX_CUTS];
+  double dev[1] = {50000}, f_old, f_new;
+  grape_plan_in_t in = {100, end, 1, dev, end, 1, 500000, 3500};
+  int n = grape__plan_cuts(&in, out, &f_old, &f_new);
+  cr_expect_gt(n, 1);
+  cr_expect_eq(out[n - 1], 100, "the key's end stays a cut");
+  cr_expect_float_eq(f_old, 500000 + 3500 + 50000, 1e-6);
+  cr_expect_lt(f_new, 520000, "end %g", f_new);
+  cr_expect_float_eq(grape__plan_end(&in, out, n), f_new, 1e-6);
+  /* No host time: a program that only launches gains nothing from cuts. */
+  in.host_ns = 0;
+  n = grape__plan_cuts(&in, out, &f_old, &f_new);
+  cr_expect_eq(n, 1);
+  cr_expect_float_eq(f_new, f_old, 1e-6);
+  /* Its own cuts may go (no host time: all of them); a cut another key
+   * needs stays. */
+  uint32_t two[2] = {40, 100}, forced[2] = {40, 100};
+  double dev2[2] = {20000, 30000};
+  grape_plan_in_t mine = {100, two, 2, dev2, two + 1, 1, 0, 3500};
+  n = grape__plan_cuts(&mine, out, &f_old, &f_new);
+  cr_expect_eq(n, 1, "the key's own cut at 40 went");
+  grape_plan_in_t shared = {100, two, 2, dev2, forced, 2, 0, 3500};
+  n = grape__plan_cuts(&shared, out, &f_old, &f_new);
+  cr_expect_eq(n, 2, "the cut another key needs stayed");
+  cr_expect_eq(out[0], 40);
+}
+
+Test(cache, a_key_whose_device_time_hides_behind_the_host_is_cut_into_segments) {
+  /* Plans change only where builds cost the program nothing: a builder. */
+  grape_gc_config_t cfg = config();
+  cfg.plan = 1;
+  start_builder(cfg);
+  host_op_ns = 5000;      /* 5 us of the program's own work per op */
+  eager_op_ns = 2000;     /* an eager launch costs what the config says */
+  dev_op_ns = 2000;       /* 2 us of device time per op */
+  graph_launch_ns = 3500;
+  pop_t step[16];
+  for (int i = 0; i < 16; i++)
+    step[i] = (pop_t){(uint64_t)(i % 5 + 1), 4, 3};
+  for (int it = 0; it < 80; it++)
+    issue_all(step, 16);
+  stop_builder();
+  expect_device_ran_what_was_issued();
+  grape_gc_stats_t st = stats();
+  cr_expect_gt(st.cuts_added, 0, "the key was cut");
+  cr_expect_gt(st.replans, 0);
+  cr_expect_gt(timers_read, 0, "its segments were timed");
+  cr_expect_gt(st.graph_launches, st.graph_hits, "more than one launch per replayed region");
+  grape_gc_path_t top;
+  cr_assert_eq(grape_gc_top(cache, &top, 1), 1);
+  cr_expect_gt(top.key_segments, 1);
+}
+
+Test(cache, a_key_whose_replays_cannot_beat_eager_launches_is_not_held) {
+  /* The device's work as long as the launches: holding only delays it. */
+  grape_gc_config_t cfg = config();
+  cfg.now = fake_clock;
+  cfg.plan = 1;
+  restart_with(cfg);
+  eager_op_ns = 2000;
+  dev_op_ns = 2500;
+  graph_launch_ns = 3500;
+  pop_t step[16];
+  for (int i = 0; i < 16; i++)
+    step[i] = (pop_t){(uint64_t)(i % 5 + 1), 4, 3};
+  for (int it = 0; it < 80; it++)
+    issue_all(step, 16);
+  expect_device_ran_what_was_issued();
+  cr_expect_leq(stats().graph_hits, 8, "replayed only to be timed (%lu)",
+                (unsigned long)stats().graph_hits);
+  grape_gc_path_t top;
+  cr_assert_eq(grape_gc_top(cache, &top, 1), 1);
+  cr_expect_not_null(strstr(top.why, "slower"), "%s", top.why);
+}
+
+Test(cache, without_host_time_a_key_stays_one_segment) {
+  grape_gc_config_t cfg = config();
+  cfg.now = fake_clock;
+  cfg.plan = 1;
+  restart_with(cfg);
+  eager_op_ns = 2000;     /* launch-bound: the launches are the host's only work */
+  dev_op_ns = 500;
+  graph_launch_ns = 3500;
+  pop_t step[16];
+  for (int i = 0; i < 16; i++)
+    step[i] = (pop_t){(uint64_t)(i % 5 + 1), 4, 3};
+  for (int it = 0; it < 80; it++)
+    issue_all(step, 16);
+  cr_expect_gt(stats().graph_hits, 70);
+  cr_expect_eq(stats().cuts_added, 0);
+  cr_expect_eq(stats().graph_launches, stats().graph_hits);
+}
+
+/* ---- Bounds ---- */
+
+Test(cache, paths_beyond_the_bound_go_least_recently_seen_first) {
+  grape_gc_config_t cfg = config();
+  cfg.max_paths = 8;
+  restart_with(cfg);
+  for (int it = 0; it < 100; it++) {
+    pop_t step[2] = {{1, (uint32_t)(1 + it), 0}, {2, 4, 0}};   /* a grid of its own each time */
+    issue_all(step, 2);
+    pop_t hot[2] = {{3, 4, 0}, {4, 4, 0}};   /* seen every time: never the least recent */
+    issue_all(hot, 2);
+  }
+  expect_device_ran_what_was_issued();
+  grape_gc_stats_t st = stats();
+  cr_expect_eq(st.paths, 101);
+  cr_expect_eq(st.paths_evicted, 101 - 8);
+  grape_gc_path_t top[16];
+  size_t n = grape_gc_top(cache, top, 16);
+  cr_expect_eq(n, 8, "8 paths kept");
+  cr_expect_eq(top[0].count, 100, "the hot path kept its count");
+  cr_expect_gt(st.graph_hits, 90, "the hot key still replays");
+}
+
+Test(cache, keys_beyond_the_bound_go_unless_live) {
+  grape_gc_config_t cfg = config();
+  cfg.max_paths = 4;
+  restart_with(cfg);
+  for (int it = 0; it < 50; it++) {
+    pop_t step[2] = {{(uint64_t)(100 + it), 4, 0}, {2, 4, 0}};   /* a new key each time */
+    issue_all(step, 2);
+    pop_t hot[2] = {{3, 4, 0}, {4, 4, 0}};
+    issue_all(hot, 2);
+  }
+  expect_device_ran_what_was_issued();
+  grape_gc_stats_t st = stats();
+  cr_expect_eq(st.graph_keys, 51);
+  cr_expect_geq(st.keys_evicted, 50 - 4);
+  cr_expect_gt(st.graph_hits, 40, "the live key was never evicted");
+}
