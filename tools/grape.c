@@ -24,11 +24,22 @@ static void usage(FILE* to) {
   fprintf(to, "usage: grape COMMAND [ARGS...]\n\ncommands:\n");
   for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
     fprintf(to, "  %-12s %s\n", commands[i].name, commands[i].summary);
-  fprintf(to, "\n'grape COMMAND --help' describes one command.\n");
+  fprintf(to, "\n'grape help COMMAND' or 'grape COMMAND --help' describes one command.\n");
 }
 
 int main(int argc, char** argv) {
   if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (strcmp(argv[1], "help") == 0 && argc > 2) {
+    /* grape help CMD: the command's own --help. */
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+      if (strcmp(argv[2], commands[i].name) == 0) {
+        char* args[] = {argv[2], "--help", NULL};
+        return commands[i].fn(2, args);
+      }
+    fprintf(stderr, "grape: error: unknown command '%s'\n", argv[2]);
     usage(stderr);
     return 2;
   }
