@@ -17,6 +17,7 @@
  * the command's stdout stays exactly what it would be without grape. */
 #include <errno.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <dlfcn.h>
 #include <limits.h>
@@ -26,6 +27,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -53,7 +55,10 @@ static void usage(FILE* to) {
           "                      device, else the simulated device; cuda; sim\n"
           "  --kernels N         rows of the kernel table (default 10; 0 = none, -1 = all)\n"
           "  --sort KEY          order of the kernel table: time (default), calls, name, predicted\n"
-          "  --kernels-csv FILE  write the whole kernel table as CSV\n\n"
+          "  --kernels-csv FILE  write the whole kernel table as CSV\n"
+          "  --compare           run COMMAND twice: first with GRAPE_MODE=off (its output\n"
+          "                      discarded), then as asked; print graph mode's effect on\n"
+          "                      the run's simulated time (on the sim) or wall time\n\n"
           "Options take their value as '--opt value' or '--opt=value'. Environment options\n"
           "read by libgrape.so (see docs/configuration.md):\n");
   for (int i = 0; i < grape_option_count; i++) {
@@ -232,8 +237,54 @@ static void forward(int sig, siginfo_t* info, void* ctx) {
     kill(child_pid, sig);
 }
 
+/* Runs cmd with the current environment, passing signals on, and waits for
+ * it: its wait status into *st, its wall time into *ms. quiet: its stdout
+ * and stderr go to /dev/null. @return 0, or -1 when it could not start. */
+static int spawn(char** cmd, int quiet, int* st, double* ms) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_sigaction = forward;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(stderr, "grape run: error: fork: %s\n", strerror(errno));
+    return -1;
+  }
+  if (pid == 0) {
+    if (quiet) {
+      int null = open("/dev/null", O_RDWR);
+      if (null >= 0) {
+        dup2(null, 1);
+        dup2(null, 2);
+      }
+    }
+    execvp(cmd[0], cmd);
+    fprintf(stderr, "grape run: error: cannot run %s: %s\n", cmd[0], strerror(errno));
+    _exit(127);
+  }
+  child_pid = pid;
+  for (size_t k = 0; k < sizeof(sigs) / sizeof(sigs[0]); k++)
+    sigaction(sigs[k], &sa, NULL);
+  *st = 0;
+  while (waitpid(pid, st, 0) < 0) {
+    if (errno != EINTR) {
+      *st = 0;
+      break;
+    }
+  }
+  child_pid = 0;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  *ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+  return 0;
+}
+
 enum { OPT_MODE = 256, OPT_REPORT, OPT_TRACE, OPT_LOG, OPT_DEVICE, OPT_PREDICT, OPT_FORCE,
-       OPT_KERNELS, OPT_SORT, OPT_CSV };
+       OPT_KERNELS, OPT_SORT, OPT_CSV, OPT_COMPARE };
 
 int cmd_run(int argc, char** argv) {
   const char* mode = NULL;
@@ -243,7 +294,7 @@ int cmd_run(int argc, char** argv) {
   const char* predict_gpu = NULL;
   const char* device = "auto";
   const char* csv = NULL;
-  int force = 0;
+  int force = 0, compare = 0;
   summary_opts_t so = {stderr, "grape: ", 0, 10, SORT_TIME};
   static const struct option longs[] = {
       {"mode", required_argument, NULL, OPT_MODE},
@@ -256,6 +307,7 @@ int cmd_run(int argc, char** argv) {
       {"kernels", required_argument, NULL, OPT_KERNELS},
       {"sort", required_argument, NULL, OPT_SORT},
       {"kernels-csv", required_argument, NULL, OPT_CSV},
+      {"compare", no_argument, NULL, OPT_COMPARE},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   optind = 0;   /* "+": stop at the command, whose own options are its own */
@@ -271,6 +323,7 @@ int cmd_run(int argc, char** argv) {
     case OPT_DEVICE: device = optarg; break;
     case OPT_PREDICT: predict_gpu = optarg; break;
     case OPT_FORCE: force = 1; break;
+    case OPT_COMPARE: compare = 1; break;
     case OPT_CSV: csv = optarg; break;
     case OPT_KERNELS:
       so.kernel_rows = (int)strtol(optarg, &end, 10);
@@ -364,9 +417,11 @@ int cmd_run(int argc, char** argv) {
     return 1;
   }
   setenv("GRAPE_RUN_DIR", dir, 1);
+  int sim_set = 0;   /* grape run set SIMCU_REPORT */
   if (use_sim) {
     const char* user_sim = getenv("SIMCU_REPORT");
     if (user_sim == NULL || *user_sim == '\0') {
+      sim_set = 1;
       char sim_pattern[PATH_MAX];
       snprintf(sim_pattern, sizeof(sim_pattern), "%s/sim.%%p.json", dir);
       setenv("SIMCU_REPORT", sim_pattern, 1);
@@ -383,33 +438,66 @@ int cmd_run(int argc, char** argv) {
   if (predict_gpu)
     setenv("GRAPE_PREDICT_GPU", predict_gpu, 1);
 
-  struct sigaction sa;
-  memset(&sa, 0, sizeof(sa));
-  sa.sa_sigaction = forward;
-  sa.sa_flags = SA_SIGINFO;
-  sigemptyset(&sa.sa_mask);
-  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid < 0) {
-    fprintf(stderr, "grape run: error: fork: %s\n", strerror(errno));
+  double base_ms = -1, base_wall = 0, wall = 0;
+  int base_sim = 0;
+  if (compare) {
+    /* The command once without grape's graphs first: GRAPE_MODE=off, its
+     * output discarded, no user report or trace, its own run folder. */
+    char bdir[] = "/tmp/grape-base.XXXXXX";
+    char* saved[3] = {NULL, NULL, NULL};
+    static const char* const vars[3] = {"GRAPE_REPORT", "GRAPE_TRACE", "GRAPE_MODE"};
+    if (mkdtemp(bdir) == NULL) {
+      fprintf(stderr, "grape run: error: mkdtemp: %s\n", strerror(errno));
+      remove_dir(dir);
+      return 1;
+    }
+    for (int k = 0; k < 3; k++) {
+      const char* v = getenv(vars[k]);
+      saved[k] = v ? strdup(v) : NULL;
+      unsetenv(vars[k]);
+    }
+    setenv("GRAPE_MODE", "off", 1);
+    setenv("GRAPE_RUN_DIR", bdir, 1);
+    if (sim_set) {
+      char sim_pattern[PATH_MAX];
+      snprintf(sim_pattern, sizeof(sim_pattern), "%s/sim.%%p.json", bdir);
+      setenv("SIMCU_REPORT", sim_pattern, 1);
+    }
+    fprintf(stderr, "grape: --compare: running the command with GRAPE_MODE=off first (output "
+                    "discarded)\n");
+    int bst = 0;
+    if (spawn(argv + i, 1, &bst, &base_wall) == 0 && WIFEXITED(bst) && WEXITSTATUS(bst) == 0) {
+      summary_t b;
+      memset(&b, 0, sizeof(b));
+      collect(&b, bdir);
+      for (size_t k = 0; k < b.nsim; k++) {
+        double e = json_num(json_get(b.sim[k], "sim_end_ns"), 0) / 1e6;
+        base_ms = e > base_ms ? e : base_ms;
+        base_sim = 1;
+      }
+      summary_free(&b);
+    } else {
+      fprintf(stderr, "grape: --compare: the run with GRAPE_MODE=off failed; no comparison\n");
+    }
+    remove_dir(bdir);
+    for (int k = 0; k < 3; k++) {
+      if (saved[k] != NULL)
+        setenv(vars[k], saved[k], 1);
+      else
+        unsetenv(vars[k]);
+      free(saved[k]);
+    }
+    setenv("GRAPE_RUN_DIR", dir, 1);
+    if (sim_set) {
+      char sim_pattern[PATH_MAX];
+      snprintf(sim_pattern, sizeof(sim_pattern), "%s/sim.%%p.json", dir);
+      setenv("SIMCU_REPORT", sim_pattern, 1);
+    }
+  }
+  int st = 0;
+  if (spawn(argv + i, 0, &st, &wall) != 0) {
     remove_dir(dir);
     return 1;
-  }
-  if (pid == 0) {
-    execvp(argv[i], argv + i);
-    fprintf(stderr, "grape run: error: cannot run %s: %s\n", argv[i], strerror(errno));
-    _exit(127);
-  }
-  child_pid = pid;
-  for (size_t k = 0; k < sizeof(sigs) / sizeof(sigs[0]); k++)
-    sigaction(sigs[k], &sa, NULL);
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0) {
-    if (errno != EINTR) {
-      st = 0;
-      break;
-    }
   }
   int rc = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
 
@@ -434,6 +522,23 @@ int cmd_run(int argc, char** argv) {
   } else if (rc != 127) {
     fprintf(stderr, "grape: no report from the command (it may have exited through _exit or exec'd "
                     "a static binary)\n");
+  }
+  if (compare && (base_sim || base_wall > 0) && WIFEXITED(st) && rc == 0) {
+    double now = -1;
+    for (size_t k = 0; base_sim && k < sum.nsim; k++) {
+      double e = json_num(json_get(sum.sim[k], "sim_end_ns"), 0) / 1e6;
+      now = e > now ? e : now;
+    }
+    const char* what = "simulated time";
+    if (!base_sim || now < 0 || base_ms < 0) {
+      what = "wall time";
+      base_ms = base_wall;
+      now = wall;
+    }
+    fprintf(stderr, "grape: graph mode's effect (--compare): %.3f ms with GRAPE_MODE=off, %.3f ms "
+                    "with GRAPE_MODE=%s (%.1f%% %s %s)\n", base_ms, now, mode ? mode : "graph",
+            base_ms > 0 ? 100 * (base_ms > now ? base_ms - now : now - base_ms) / base_ms : 0.0,
+            now <= base_ms ? "less" : "more", what);
   }
   if (csv_file != NULL) {
     if (summary_kernels_csv(&sum, csv_file, so.sort) != 0 || fclose(csv_file) != 0)

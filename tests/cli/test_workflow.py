@@ -300,8 +300,9 @@ def case_report(a):
         rows = re.findall(r"^\s+[\d.]+\s+[\d.]+\s+(\d+)\s+[\d.]+\s+[\d.-]+\s+(job_\w+)", p.stdout, re.M)
         if sorted(rows) != [("9", "job_add"), ("9", "job_scale")]:
             fail(f"kernel table rows {rows}", p)
-        if "simulated device time" not in p.stdout:
-            fail("simulated times from the SIMCU_REPORT files", p)
+        if "simulated device time" not in p.stdout or \
+                len(re.findall(r"rank \d: .* [\d.]+ ms simulated", p.stdout)) != 2:
+            fail("simulated times from the SIMCU_REPORT files, paired with each rank's report", p)
         q = grape(a, ["report", "--csv", "--sort=name", os.path.join(d, "r.0.json"),
                       os.path.join(d, "r.1.json")])
         lines = q.stdout.strip().split("\n")
@@ -341,11 +342,16 @@ def case_kernels(a):
     if a.decode == "-":
         print("ok kernels (decode not built: no nvcc)")
         return
+    p = run(a, ["--compare", "--", a.decode])
+    m = re.search(r"graph mode's effect \(--compare\): ([\d.]+) ms with GRAPE_MODE=off, ([\d.]+) ms "
+                  r"with GRAPE_MODE=graph \(([\d.]+)% less simulated time\)", p.stderr)
     off = run(a, ["--mode", "off", "--", a.decode])
-    on = run(a, ["--", a.decode])
-    if not (sim_ms(on) < 0.7 * sim_ms(off)):
-        fail(f"graph mode's effect on decode's simulated time: {sim_ms(off)} -> {sim_ms(on)}", on)
-    print(f"ok kernels (decode: {sim_ms(off):.1f} ms eager, {sim_ms(on):.1f} ms graph mode)")
+    if p.returncode != 0 or not m or abs(float(m.group(1)) - sim_ms(off)) > 0.01 or \
+            abs(float(m.group(2)) - sim_ms(p)) > 0.01 or not float(m.group(2)) < 0.7 * float(m.group(1)):
+        fail(f"graph mode's effect on decode's simulated time (off: {sim_ms(off)})", p)
+    if p.stdout != off.stdout:
+        fail("--compare must print the command's output once", p)
+    print(f"ok kernels (decode: {m.group(1)} ms off, {m.group(2)} ms graph mode)")
 
 
 def case_badopts(a):
