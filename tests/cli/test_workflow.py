@@ -415,6 +415,33 @@ def case_json(a):
     print("ok json")
 
 
+def case_equals(a):
+    """Every command takes '--opt=value' as '--opt value' (same output, same
+    status); the command after grape run's own options keeps its own."""
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    subset = os.path.join(src, "data", "neusight-subset", "ln.csv.gz")
+    cubin = os.path.join(src, "tests", "fuzz", "corpus", "sm90.cubin")
+    trace = os.path.join(src, "tests", "fuzz", "corpus-trace", "sample.grape")
+    with tempfile.TemporaryDirectory() as d:
+        cases = [
+            (["predict", "--gpu=H100", f"--csv={subset}"], ["predict", "--gpu", "H100", "--csv", subset]),
+            (["cubin-info", "--kernel=nope", cubin], ["cubin-info", "--kernel", "nope", cubin]),
+            (["cubin-info", "--arch=90", "--summary", cubin], ["cubin-info", "--arch", "90", "--summary", cubin]),
+            (["replay", "--iters=0", trace], ["replay", "--iters", "0", trace]),
+            (["export", "--chrome", "--predict-gpu=H100", trace], ["export", "--chrome", "--predict-gpu", "H100", trace]),
+            (["gpus", "--device-json=/nonexistent.json"], ["gpus", "--device-json", "/nonexistent.json"]),
+        ]
+        for eq, sp in cases:
+            p, q = grape(a, eq), grape(a, sp)
+            if (p.returncode, p.stdout, p.stderr) != (q.returncode, q.stdout, q.stderr):
+                fail(f"{' '.join(eq)} differs from {' '.join(sp)}:\n{p.returncode} {p.stdout[:300]} "
+                     f"{p.stderr[:300]}\n{q.returncode} {q.stdout[:300]} {q.stderr[:300]}")
+        p = run(a, ["--kernels=0", "--", "sh", "-c", 'echo "$1"', "sh", "--x=1"])
+        if p.returncode != 0 or p.stdout != "--x=1\n" or "kernels (" in p.stderr:
+            fail("grape run --opt=value, and the command's own arguments untouched", p)
+    print("ok equals")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
