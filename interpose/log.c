@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "outfile.h"
+#include "util/write_all.h"
 
 int grape__log_level_cache = -1;     /* -1: not read yet */
 static int log_fd = -1;            /* -1: not opened yet; 2 when stderr */
@@ -47,16 +48,6 @@ int grape__log_level_slow(void) {
   return l;
 }
 
-static void write_all(int fd, const char* s, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, s, n);
-    if (w <= 0)
-      return;
-    s += w;
-    n -= (size_t)w;
-  }
-}
-
 static int open_log_fd(void) {
   int fd = __atomic_load_n(&log_fd, __ATOMIC_RELAXED);
   if (fd >= 0)
@@ -79,7 +70,7 @@ static int open_log_fd(void) {
       int n = snprintf(msg, sizeof(msg), "grape: warning: GRAPE_LOG_FILE=%s: cannot open %s: %s; "
                        "logging to stderr\n", path, err == ENAMETOOLONG ? path : buf, strerror(err));
       if (n > 0)
-        write_all(2, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+        (void)grape__write_all(2, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1, NULL);
     }
   }
   int expected = -1;
@@ -97,7 +88,7 @@ void grape__output(const char* msg) {
     fn(msg, out_arg);
     return;
   }
-  write_all(open_log_fd(), msg, strlen(msg));
+  (void)grape__write_all(open_log_fd(), msg, strlen(msg), NULL);
 }
 
 void grape__log_emit(int level, const char* fmt, ...) {

@@ -29,6 +29,7 @@
 #include "graphcache/cache.h"
 #include "util/grow.h"
 #include "util/json_str.h"
+#include "util/write_all.h"
 #include "interrupt.h"
 #include "outfile.h"
 #include "trace.h"
@@ -612,15 +613,7 @@ static int write_file(const char* path, const char* text, size_t len, int place,
     grape_log_warn("cannot write the exit report %s: %s", path, strerror(errno));
     return rc;
   }
-  for (size_t off = 0; off < len && rc == 0;) {
-    ssize_t w = write(fd, text + off, len - off);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      rc = w < 0 ? -errno : -EIO;
-    else
-      off += (size_t)w;
-  }
+  rc = grape__write_all(fd, text, len, NULL);
   if (close(fd) != 0 && rc == 0)
     rc = -errno;
   if (rc == 0) {

@@ -20,8 +20,8 @@
 
 #include "grape/cubin.h"
 #include "grape/report.h"
+#include "util/csv_str.h"
 #include "util/grow.h"
-#include "util/json_str.h"
 
 /* ---- Reading ---- */
 
@@ -283,17 +283,6 @@ static void ktable_print(const summary_t* s, const summary_opts_t* o) {
   ktable_free(&t);
 }
 
-/* A CSV field: quoted, with quotes doubled. */
-static void csv_str(FILE* f, const char* s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    if (*s == '"')
-      fputc('"', f);
-    fputc(*s, f);
-  }
-  fputc('"', f);
-}
-
 int summary_kernels_csv(const summary_t* s, FILE* to, summary_sort_t sort) {
   ktable_t t;
   ktable_build(s, &t);
@@ -301,7 +290,7 @@ int summary_kernels_csv(const summary_t* s, FILE* to, summary_sort_t sort) {
   fprintf(to, "name,calls,sim_calls,sim_graph_calls,sim_total_ms,sim_avg_us,predicted_total_ms\n");
   for (size_t i = 0; i < t.n; i++) {
     const krow_t* r = &t.v[i];
-    csv_str(to, r->name);
+    grape__csv_put_str(to, r->name);
     fprintf(to, ",%.0f,", r->calls);
     if (t.have_sim)
       fprintf(to, "%.0f,%.0f,%.6f,%.3f", r->sim_calls, r->sim_graph_calls, r->sim_ns / 1e6,
