@@ -19,7 +19,8 @@
 
 static void usage(FILE* to) {
   fprintf(to,
-          "usage: grape report [--sort KEY] [--top N] [--csv] [-o FILE] REPORT|FOLDER...\n\n"
+          "usage: grape report [--sort KEY] [--top N] [--csv] [--timings CSV]... [-o FILE]\n"
+          "                    REPORT|FOLDER...\n\n"
           "Merges the exit reports (GRAPE_REPORT) of a job's processes, e.g. one per rank,\n"
           "and prints one summary: totals, a line per process and per rank, the busiest\n"
           "process's paths, and the kernels with their calls and times. A FOLDER stands\n"
@@ -28,6 +29,8 @@ static void usage(FILE* to) {
           "  --sort KEY   kernel order: time (default), calls, name, predicted\n"
           "  --top N      kernel rows in the text (default 20; -1 = all)\n"
           "  --csv        the whole kernel table as CSV instead of the summary\n"
+          "  --timings CSV  measured kernel times of 'grape replay --time -o CSV': each\n"
+          "               kernel's mean time per launch joins the table (meas(us))\n"
           "  -o FILE      write to FILE instead of stdout\n");
 }
 
@@ -61,11 +64,13 @@ static int add_arg(summary_t* s, const char* arg) {
 
 int cmd_report(int argc, char** argv) {
   summary_opts_t so = {stdout, "", 0, 20, SORT_TIME};
-  int csv = 0;
+  int csv = 0, ntimings = 0;
+  const char* timings[64];
   const char* out = NULL;
   static const struct option longs[] = {{"sort", required_argument, NULL, 's'},
                                         {"top", required_argument, NULL, 't'},
                                         {"csv", no_argument, NULL, 'c'},
+                                        {"timings", required_argument, NULL, 'T'},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
   optind = 0;
@@ -76,6 +81,13 @@ int cmd_report(int argc, char** argv) {
     case 'h': usage(stdout); return 0;
     case 'c': csv = 1; break;
     case 'o': out = optarg; break;
+    case 'T':
+      if (ntimings == (int)(sizeof(timings) / sizeof(timings[0]))) {
+        fprintf(stderr, "grape report: at most 64 --timings files\n");
+        return 2;
+      }
+      timings[ntimings++] = optarg;
+      break;
     case 's':
       if (summary_sort_parse(optarg, &so.sort) != 0) {
         fprintf(stderr, "grape report: --sort must be time, calls, name or predicted\n");
@@ -105,6 +117,9 @@ int cmd_report(int argc, char** argv) {
   int rc = 0;
   for (int i = optind; i < argc; i++)
     if (add_arg(&s, argv[i]) < 0)
+      rc = 1;
+  for (int i = 0; i < ntimings; i++)
+    if (summary_add_timings(&s, timings[i]) < 0)
       rc = 1;
   if (s.n == 0) {
     fprintf(stderr, "grape report: no grape report among the files given\n");

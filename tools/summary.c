@@ -87,7 +87,110 @@ int summary_add_file(summary_t* s, const char* path) {
   return rc;
 }
 
+/* ---- Measured times (grape replay --time) ---- */
+
+typedef struct summary_meas_s {
+  char* name;
+  double ms, n;     /* summed per-launch times, and how many */
+} meas_t;
+
+/* The next CSV field of *p (quoted or not) into out; *p moves past it and its
+ * comma. @return 1 when the field ended the line. */
+static int csv_next(const char** p, char* out, size_t cap) {
+  const char* s = *p;
+  size_t n = 0;
+  if (*s == '"') {
+    for (s++; *s && !(*s == '"' && s[1] != '"'); s++) {
+      if (*s == '"')
+        s++;
+      if (n + 1 < cap)
+        out[n++] = *s;
+    }
+    if (*s == '"')
+      s++;
+  } else {
+    for (; *s && *s != ',' && *s != '\n' && *s != '\r'; s++)
+      if (n + 1 < cap)
+        out[n++] = *s;
+  }
+  out[n] = '\0';
+  int end = *s != ',';
+  *p = *s == ',' ? s + 1 : s;
+  return end;
+}
+
+long summary_add_timings(summary_t* s, const char* path) {
+  char* text = read_text(path);
+  if (text == NULL) {
+    fprintf(stderr, "grape: cannot read the timings %s\n", path);
+    return -1;
+  }
+  const char* p = text;
+  char field[1024];
+  int kcol = -1, tcol = -1, col = 0;
+  for (int end = 0; !end && *p; col++) {
+    end = csv_next(&p, field, sizeof(field));
+    if (strcmp(field, "kernel") == 0)
+      kcol = col;
+    else if (strcmp(field, "time_ms") == 0)
+      tcol = col;
+  }
+  if (kcol < 0 || tcol < 0) {
+    fprintf(stderr, "grape: %s: not a timings CSV of grape replay --time (no kernel and time_ms "
+                    "columns)\n", path);
+    free(text);
+    return -1;
+  }
+  long rows = 0;
+  while (*p) {
+    while (*p == '\n' || *p == '\r')
+      p++;
+    if (*p == '\0')
+      break;
+    char name[1024] = "";
+    double ms = -1;
+    col = 0;
+    for (int end = 0; !end && *p; col++) {
+      end = csv_next(&p, field, sizeof(field));
+      if (col == kcol)
+        snprintf(name, sizeof(name), "%s", field);
+      else if (col == tcol) {
+        char* e;
+        ms = strtod(field, &e);
+        if (*e != '\0' || e == field)
+          ms = -1;
+      }
+    }
+    if (name[0] == '\0' || !(ms >= 0)) {
+      fprintf(stderr, "grape: %s: row %ld has no kernel name or time; skipped\n", path, rows + 2);
+      continue;
+    }
+    size_t i = 0;
+    while (i < s->nmeas && strcmp(s->meas[i].name, name) != 0)
+      i++;
+    if (i == s->nmeas) {
+      meas_t* v = grape__grow(s->meas, &s->capmeas, s->nmeas + 1, sizeof(*s->meas), 16);
+      char* copy = strdup(name);
+      if (v == NULL || copy == NULL) {
+        s->meas = v ? v : s->meas;
+        free(copy);
+        break;
+      }
+      s->meas = v;
+      s->meas[s->nmeas++] = (meas_t){copy, 0, 0};
+    }
+    s->meas[i].ms += ms;
+    s->meas[i].n += 1;
+    rows++;
+  }
+  free(text);
+  return rows;
+}
+
 void summary_free(summary_t* s) {
+  for (size_t i = 0; i < s->nmeas; i++)
+    free(s->meas[i].name);
+  free(s->meas);
   for (size_t i = 0; i < s->n; i++)
     json_free(s->rep[i]);
   for (size_t i = 0; i < s->nsim; i++)
@@ -133,12 +236,13 @@ typedef struct krow_s {
   double calls;          /* recorded by the shim */
   double pred_ms;        /* predicted (GRAPE_PREDICT_GPU), count-weighted */
   double sim_calls, sim_graph_calls, sim_ns;   /* executed on the simulated device */
+  double meas_ms;        /* measured per launch (grape replay --time), -1: none */
 } krow_t;
 
 typedef struct ktable_s {
   krow_t* v;
   size_t n, cap;
-  int have_pred, have_sim;
+  int have_pred, have_sim, have_meas;
 } ktable_t;
 
 static krow_t* krow(ktable_t* t, const char* name) {
@@ -155,6 +259,7 @@ static krow_t* krow(ktable_t* t, const char* name) {
   t->v = v;
   memset(&t->v[t->n], 0, sizeof(t->v[0]));
   t->v[t->n].name = copy;
+  t->v[t->n].meas_ms = -1;
   return &t->v[t->n++];
 }
 
@@ -192,6 +297,15 @@ static void ktable_build(const summary_t* s, ktable_t* t) {
       t->have_sim = 1;
     }
   }
+  /* Measured times are per launch: they join kernels the reports name (a
+   * timings file alone also makes rows). */
+  for (size_t i = 0; i < s->nmeas; i++) {
+    krow_t* r = krow(t, s->meas[i].name);
+    if (r != NULL && s->meas[i].n > 0) {
+      r->meas_ms = s->meas[i].ms / s->meas[i].n;
+      t->have_meas = 1;
+    }
+  }
 }
 
 static void ktable_free(ktable_t* t) {
@@ -200,9 +314,14 @@ static void ktable_free(ktable_t* t) {
   free(t->v);
 }
 
-/* The time column: simulated where the sim measured, else predicted. */
+/* The time column: simulated where the sim measured, else predicted, else
+ * the measured time per launch times the calls. */
 static double row_ms(const ktable_t* t, const krow_t* r) {
-  return t->have_sim ? r->sim_ns / 1e6 : r->pred_ms;
+  if (t->have_sim)
+    return r->sim_ns / 1e6;
+  if (t->have_pred)
+    return r->pred_ms;
+  return r->meas_ms >= 0 ? r->meas_ms * r->calls : 0;
 }
 
 static double row_calls(const ktable_t* t, const krow_t* r) {
@@ -255,13 +374,17 @@ static void ktable_print(const summary_t* s, const summary_opts_t* o) {
   double total = 0;
   for (size_t i = 0; i < t.n; i++)
     total += row_ms(&t, &t.v[i]);
-  const char* what = t.have_sim ? "simulated device time" : t.have_pred ? "predicted time" : NULL;
-  fprintf(o->to, "%skernels (%s%s):\n", o->prefix,
-          what ? what : "calls only: no simulated or predicted times", "");
+  const char* what = t.have_sim    ? "simulated device time"
+                     : t.have_pred ? "predicted time"
+                     : t.have_meas ? "measured time per launch (grape replay --time) x calls"
+                                   : "calls only: no simulated, predicted or measured times";
+  fprintf(o->to, "%skernels (%s):\n", o->prefix, what);
   fprintf(o->to, "%s  %7s %11s %9s %10s %7s", o->prefix, "time(%)", "total(ms)", "calls", "avg(us)",
           "graph%");
   if (t.have_sim && t.have_pred)
     fprintf(o->to, " %9s", "pred(ms)");
+  if (t.have_meas)
+    fprintf(o->to, " %9s", "meas(us)");
   fprintf(o->to, "  name\n");
   size_t rows = o->kernel_rows < 0 ? t.n : (size_t)o->kernel_rows;
   for (size_t i = 0; i < t.n && i < rows; i++) {
@@ -275,6 +398,10 @@ static void ktable_print(const summary_t* s, const summary_opts_t* o) {
       fprintf(o->to, " %7s", "-");
     if (t.have_sim && t.have_pred)
       fprintf(o->to, " %9.3f", r->pred_ms);
+    if (t.have_meas && r->meas_ms >= 0)
+      fprintf(o->to, " %9.3f", r->meas_ms * 1000);
+    else if (t.have_meas)
+      fprintf(o->to, " %9s", "-");
     fprintf(o->to, "  %.100s\n", r->name);
   }
   if (t.n > rows)
@@ -287,7 +414,8 @@ int summary_kernels_csv(const summary_t* s, FILE* to, summary_sort_t sort) {
   ktable_t t;
   ktable_build(s, &t);
   ktable_sort(&t, sort);
-  fprintf(to, "name,calls,sim_calls,sim_graph_calls,sim_total_ms,sim_avg_us,predicted_total_ms\n");
+  fprintf(to, "name,calls,sim_calls,sim_graph_calls,sim_total_ms,sim_avg_us,predicted_total_ms,"
+              "measured_avg_us\n");
   for (size_t i = 0; i < t.n; i++) {
     const krow_t* r = &t.v[i];
     grape__csv_put_str(to, r->name);
@@ -298,7 +426,11 @@ int summary_kernels_csv(const summary_t* s, FILE* to, summary_sort_t sort) {
     else
       fprintf(to, ",,,");
     if (t.have_pred)
-      fprintf(to, ",%.6f\n", r->pred_ms);
+      fprintf(to, ",%.6f", r->pred_ms);
+    else
+      fprintf(to, ",");
+    if (r->meas_ms >= 0)
+      fprintf(to, ",%.3f\n", r->meas_ms * 1000);
     else
       fprintf(to, ",\n");
   }

@@ -17,6 +17,8 @@ typedef struct summary_s {
   size_t nsim, capsim;
   int forked_silent;       /* fork children that left no report (grape run's marks) */
   const char* interrupted; /* "SIGINT" when grape run passed the user's signal on, else NULL */
+  struct summary_meas_s* meas;   /* measured kernel times (grape replay --time -o CSV) */
+  size_t nmeas, capmeas;
 } summary_t;
 
 /* The kernel table's order. */
@@ -28,6 +30,11 @@ int summary_sort_parse(const char* s, summary_sort_t* out);
 /* Reads one report file: the shim's or the sim's, told apart by their
  * members. @return 0, or -1 with a message naming path on stderr. */
 int summary_add_file(summary_t* s, const char* path);
+
+/* Reads the timings CSV of `grape replay --time -o FILE` (columns kernel and
+ * time_ms): each kernel's measured time per launch joins the kernel table.
+ * @return rows read, or -1 with a message naming path on stderr. */
+long summary_add_timings(summary_t* s, const char* path);
 
 void summary_free(summary_t* s);
 

@@ -308,6 +308,20 @@ def case_report(a):
         lines = q.stdout.strip().split("\n")
         if q.returncode != 0 or len(lines) != 3 or not lines[1].startswith('"job_add",9,'):
             fail("CSV by name", q)
+        # Measured times from grape replay --time of a rank's trace.
+        tr, tm = os.path.join(d, "t.grape"), os.path.join(d, "timings.csv")
+        p = preloaded(a, [a.job, "2"], {"GRAPE_TRACE": tr})
+        q = grape(a, ["replay", "--device", "sim", "--time", "--all", "--bodies", a.bodies, "-o", tm, tr])
+        if p.returncode != 0 or q.returncode != 0:
+            fail("trace and replay --time", q)
+        q = grape(a, ["report", "--timings", tm, os.path.join(d, "r.0.json"), os.path.join(d, "r.1.json")])
+        meas = dict((n, float(v)) for v, n in re.findall(r"([\d.]+)  (job_\w+)$", q.stdout, re.M))
+        if q.returncode != 0 or "meas(us)" not in q.stdout or sorted(meas) != ["job_add", "job_scale"] \
+                or not all(v > 0 for v in meas.values()):
+            fail(f"measured times in the kernel table {meas}", q)
+        q = grape(a, ["report", "--timings", os.path.join(d, "r.0.json"), os.path.join(d, "r.0.json")])
+        if q.returncode == 0 or "not a timings CSV" not in q.stderr:
+            fail("a file that is no timings CSV must be refused", q)
         q = grape(a, ["report", os.path.join(d, "nope.json")])
         if q.returncode == 0 or "nope.json" not in q.stderr:
             fail("a missing file must be named", q)
@@ -451,6 +465,7 @@ def main():
     ap.add_argument("--preload", required=True)
     ap.add_argument("--simdir", required=True)
     ap.add_argument("--decode", default="-")
+    ap.add_argument("--bodies", default="-")
     a = ap.parse_args()
     globals()["case_" + a.case](a)
 
