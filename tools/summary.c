@@ -141,10 +141,10 @@ long summary_add_timings(summary_t* s, const char* path) {
     free(text);
     return -1;
   }
-  long rows = 0;
+  long rows = 0, line = 1;
   while (*p) {
     while (*p == '\n' || *p == '\r')
-      p++;
+      line += *p++ == '\n';
     if (*p == '\0')
       break;
     char name[1024] = "";
@@ -162,7 +162,7 @@ long summary_add_timings(summary_t* s, const char* path) {
       }
     }
     if (name[0] == '\0' || !(ms >= 0)) {
-      fprintf(stderr, "grape: %s: row %ld has no kernel name or time; skipped\n", path, rows + 2);
+      fprintf(stderr, "grape: %s: line %ld has no kernel name or time; skipped\n", path, line);
       continue;
     }
     size_t i = 0;
