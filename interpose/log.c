@@ -4,8 +4,9 @@
  * words (benign races: every thread computes the same value). The default sink
  * writes to GRAPE_LOG_FILE (opened once with O_APPEND, "%p" = pid) or stderr.
  * Non-main threads get a "thread 0x...: " prefix, as in mimalloc. A thread-local
- * guard drops a message logged from inside the logger (an option warning raised
- * while reading GRAPE_LOG itself). */
+ * guard drops a message logged from inside the logger; a warning about GRAPE_LOG
+ * itself, raised while the level is being read, is printed at the default
+ * level. */
 #include "log.h"
 
 #include <errno.h>
@@ -16,7 +17,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "util/pattern.h"
+#include "outfile.h"
+#include "util/write_all.h"
 
 int grape__log_level_cache = -1;     /* -1: not read yet */
 static int log_fd = -1;            /* -1: not opened yet; 2 when stderr */
@@ -24,6 +26,7 @@ static long warnings;              /* warnings and errors printed so far */
 static grape_output_fn* out_fn;
 static void* out_arg;
 static __thread int in_log __attribute__((tls_model("initial-exec")));
+static __thread int reading_level __attribute__((tls_model("initial-exec")));
 
 void grape__log_set_output(grape_output_fn* fn, void* arg) {
   out_arg = arg;
@@ -33,11 +36,13 @@ void grape__log_set_output(grape_output_fn* fn, void* arg) {
 int grape__log_level_slow(void) {
   int l = __atomic_load_n(&grape__log_level_cache, __ATOMIC_RELAXED);
   if (__builtin_expect(l < 0, 0)) {
-    if (in_log)
-      return GRAPE_LOG_WARN;   /* option warning raised while reading GRAPE_LOG */
-    in_log = 1;
+    /* A bad GRAPE_LOG warns while it is being read: that warning is printed
+     * at the default level rather than dropped. */
+    if (reading_level)
+      return GRAPE_LOG_WARN;
+    reading_level = 1;
     l = (int)grape__option_get(grape_option_log);
-    in_log = 0;
+    reading_level = 0;
     __atomic_store_n(&grape__log_level_cache, l, __ATOMIC_RELAXED);
   }
   return l;
@@ -50,11 +55,22 @@ static int open_log_fd(void) {
   const char* path = grape__option_str(grape_option_log_file);
   fd = 2;
   if (path != NULL && *path) {
-    char buf[4096];
-    if (grape__pattern_expand(path, (long)getpid(), NULL, buf, sizeof(buf)) == 0) {
+    /* Lines are appended: processes sharing one name share the file. A name
+     * that cannot be opened is said on stderr, which gets the lines instead. */
+    char buf[4096], msg[4800];
+    int err = grape__outfile_name(path, buf, sizeof(buf)) ? ENAMETOOLONG : 0;
+    if (err == 0) {
       int f = open(buf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
       if (f >= 0)
         fd = f;
+      else
+        err = errno;
+    }
+    if (err != 0) {
+      int n = snprintf(msg, sizeof(msg), "grape: warning: GRAPE_LOG_FILE=%s: cannot open %s: %s; "
+                       "logging to stderr\n", path, err == ENAMETOOLONG ? path : buf, strerror(err));
+      if (n > 0)
+        (void)grape__write_all(2, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1, NULL);
     }
   }
   int expected = -1;
@@ -66,23 +82,13 @@ static int open_log_fd(void) {
   return fd;
 }
 
-static void write_all(int fd, const char* s, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, s, n);
-    if (w <= 0)
-      return;
-    s += w;
-    n -= (size_t)w;
-  }
-}
-
 void grape__output(const char* msg) {
   grape_output_fn* fn = __atomic_load_n(&out_fn, __ATOMIC_ACQUIRE);
   if (fn != NULL) {
     fn(msg, out_arg);
     return;
   }
-  write_all(open_log_fd(), msg, strlen(msg));
+  (void)grape__write_all(open_log_fd(), msg, strlen(msg), NULL);
 }
 
 void grape__log_emit(int level, const char* fmt, ...) {
@@ -118,6 +124,10 @@ void grape__log_emit(int level, const char* fmt, ...) {
   buf[n] = '\0';
   grape__output(buf);
   in_log = 0;
+}
+
+void grape__log_open(void) {
+  (void)open_log_fd();
 }
 
 void grape__log_reset(void) {

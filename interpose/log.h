@@ -30,6 +30,10 @@ void grape__log_emit(int level, const char* fmt, ...);
  * for 'stderr'. */
 void grape__output(const char* msg);
 
+/* Opens the log's sink now (at start), so that a GRAPE_LOG_FILE that cannot
+ * be opened is said when the program starts. */
+void grape__log_open(void);
+
 /* Forgets the cached level, open log file and warning count (fork child, tests). */
 void grape__log_reset(void);
 

@@ -5,8 +5,10 @@
  * trace both name (grape__process_rank). Each
  * option moves UNINIT -> DEFAULTED | SET on first use, so a getter works before
  * the constructor has run (a CUDA library's constructor may call into the shim
- * first). A bad value gives one warning naming the variable and the accepted
- * values, and the default stays. Nothing here allocates except a STR value,
+ * first). A bad value gives one warning naming the variable, the accepted
+ * values and the value used: the default for a value that does not parse, the
+ * nearest bound for a number outside its range (options.def), which is what
+ * the number asked for as far as it can be had. Nothing here allocates except a STR value,
  * which is duplicated once and kept until exit. Values are plain words read
  * with relaxed atomics: two threads initialising the same option at once parse
  * the same environment and store the same value, so the race is benign. */
@@ -26,30 +28,65 @@
 typedef enum { UNINIT = 0, DEFAULTED, SET } option_state_t;
 
 typedef struct option_desc_s {
-  long value;                 /* current value (ENUM index, number) */
+  long value;                 /* current value (ENUM index, number, BOOL 0/1) */
   const char* str;            /* current value of a STR option (strdup'd, or the default) */
   int state;                  /* option_state_t */
   const char* name;           /* e.g. "mode" */
   grape_option_kind_t kind;
   long dflt_long;             /* default of a numeric option */
-  const char* dflt_str;       /* default as text (ENUM word / STR value) */
+  const char* dflt_str;       /* default as text (ENUM or BOOL word / STR value) */
   const char* doc;
+  long lo, hi;                /* range of a LONG (GRAPE_OPTION_RANGE); lo > hi: none */
 } option_desc_t;
 
 /* A row's default as a number (LONG) or as text (ENUM word, STR value). */
 #define DFLT_LONG_ENUM(d) 0
 #define DFLT_LONG_STR(d) 0
 #define DFLT_LONG_LONG(d) (d)
+#define DFLT_LONG_BOOL(d) 0
 #define DFLT_STR_ENUM(d) (d)
 #define DFLT_STR_STR(d) (d)
 #define DFLT_STR_LONG(d) NULL
+#define DFLT_STR_BOOL(d) (d)
 
 static option_desc_t options[grape_option_count] = {
 #define GRAPE_OPTION(name, kind, dflt, doc) \
-  {0, NULL, UNINIT, #name, GRAPE_OPT_##kind, DFLT_LONG_##kind(dflt), DFLT_STR_##kind(dflt), doc},
+  {0, NULL, UNINIT, #name, GRAPE_OPT_##kind, DFLT_LONG_##kind(dflt), DFLT_STR_##kind(dflt), doc, 1, 0},
 #include "options.def"
 #undef GRAPE_OPTION
 };
+
+/* The ranges of options.def, applied to the table once. */
+static const struct {
+  grape_option_t o;
+  long lo, hi;
+} ranges[] = {
+#define GRAPE_OPTION(name, kind, dflt, doc)
+#define GRAPE_OPTION_RANGE(name, lo, hi) {grape_option_##name, lo, hi},
+#include "options.def"
+#undef GRAPE_OPTION
+};
+
+static void ranges_apply(void) {
+  for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+    options[ranges[i].o].lo = ranges[i].lo;
+    options[ranges[i].o].hi = ranges[i].hi;
+  }
+}
+
+static pthread_once_t ranges_once = PTHREAD_ONCE_INIT;
+
+static int bool_word(const char* s) {
+  static const char* const yes[] = {"1", "true", "yes", "on", ""};
+  static const char* const no[] = {"0", "false", "no", "off"};
+  for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+    if (strcasecmp(s, yes[i]) == 0)
+      return 1;
+  for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+    if (strcasecmp(s, no[i]) == 0)
+      return 0;
+  return -1;
+}
 
 /* ---- Parsing ---- */
 
@@ -111,17 +148,40 @@ static int parse_value(option_desc_t* d, const char* s) {
     if (parse_long(s, &v))
       return -EINVAL;
     d->value = v;
+    if (d->lo <= d->hi && (v < d->lo || v > d->hi)) {
+      d->value = v < d->lo ? d->lo : d->hi;
+      return -ERANGE;   /* brought into range: the caller warns */
+    }
+    return 0;
+  case GRAPE_OPT_BOOL:
+    v = bool_word(s);
+    if (v < 0)
+      return -EINVAL;
+    d->value = v;
     return 0;
   }
   return -EINVAL;
 }
 
-/* Accepted values of d for a warning; ENUM lists are cut at their ';'. */
+/* Accepted values of d for a warning; ENUM lists are cut at their ';'.
+ * A LONG's text is formatted once per option into a static slot. */
 static const char* accepted(const option_desc_t* d, int* len) {
+  static char ranges_text[grape_option_count][64];
   const char* s = "any text";
   switch (d->kind) {
   case GRAPE_OPT_ENUM: *len = enum_list_len(d->doc); return d->doc;
-  case GRAPE_OPT_LONG: s = "a whole number"; break;
+  case GRAPE_OPT_LONG: {
+    char* t = ranges_text[d - options];
+    if (d->lo > d->hi)
+      s = "a whole number";
+    else {
+      if (t[0] == '\0')
+        snprintf(t, sizeof(ranges_text[0]), "a whole number from %ld to %ld", d->lo, d->hi);
+      s = t;
+    }
+    break;
+  }
+  case GRAPE_OPT_BOOL: s = "1, true, yes, on | 0, false, no, off"; break;
   case GRAPE_OPT_STR: break;
   }
   *len = (int)strlen(s);
@@ -141,6 +201,8 @@ static void env_name(const option_desc_t* d, char* out, size_t cap) {
 static void set_default(option_desc_t* d) {
   if (d->kind == GRAPE_OPT_ENUM)
     d->value = enum_index(d->doc, d->dflt_str, strlen(d->dflt_str));
+  else if (d->kind == GRAPE_OPT_BOOL)
+    d->value = bool_word(d->dflt_str);
   else if (d->kind == GRAPE_OPT_STR)
     d->str = d->dflt_str;
   else
@@ -164,29 +226,38 @@ static void option_init(option_desc_t* d) {
   }
   set_default(d);
   const char* s = getenv(env);
-  int state = DEFAULTED;
+  int state = DEFAULTED, err = 0;
   if (s != NULL) {
-    if (parse_value(d, s) == 0) {
+    err = parse_value(d, s);
+    if (err == 0 || err == -ERANGE)
       state = SET;
-    } else {
+    else
       set_default(d);
+    if (err)
       snprintf(bad, sizeof(bad), "%s", s);
-    }
   }
+  long used = d->value;
   __atomic_store_n(&d->state, state, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&init_lock);
-  if (s != NULL && state != SET) {
+  if (err) {
     int len;
     const char* acc = accepted(d, &len);
-    grape_log_warn("environment option %s has an invalid value '%s' (accepted: %.*s); using the default '%s'",
-                   env, bad, len, acc, grape__option_default((grape_option_t)(d - options)));
+    if (err == -ERANGE)
+      grape_log_warn("environment option %s=%s is out of range (accepted: %.*s); using %ld", env, bad,
+                     len, acc, used);
+    else
+      grape_log_warn("environment option %s has an invalid value '%s' (accepted: %.*s); using the "
+                     "default '%s'", env, bad, len, acc,
+                     grape__option_default((grape_option_t)(d - options)));
   }
 }
 
 static inline option_desc_t* desc(grape_option_t o) {
   option_desc_t* d = &options[o];
-  if (__builtin_expect(__atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == UNINIT, 0))
+  if (__builtin_expect(__atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == UNINIT, 0)) {
+    pthread_once(&ranges_once, ranges_apply);
     option_init(d);
+  }
   return d;
 }
 
@@ -213,6 +284,7 @@ int grape__option_set(grape_option_t o, const char* s) {
 }
 
 int grape__option_check(grape_option_t o, const char* s) {
+  pthread_once(&ranges_once, ranges_apply);
   option_desc_t tmp = options[o];
   int err = parse_value(&tmp, s);
   if (err == 0 && tmp.kind == GRAPE_OPT_STR)
@@ -235,13 +307,23 @@ void grape__option_env(grape_option_t o, char* out, size_t cap) {
 }
 
 const char* grape__option_accepted(grape_option_t o, int* len) {
+  pthread_once(&ranges_once, ranges_apply);
   return accepted(&options[o], len);
+}
+
+int grape__option_range(grape_option_t o, long* lo, long* hi) {
+  pthread_once(&ranges_once, ranges_apply);
+  if (options[o].lo > options[o].hi)
+    return -ENOENT;
+  *lo = options[o].lo;
+  *hi = options[o].hi;
+  return 0;
 }
 
 const char* grape__option_default(grape_option_t o) {
   static char buf[grape_option_count][24];
   const option_desc_t* d = &options[o];
-  if (d->kind == GRAPE_OPT_ENUM || d->kind == GRAPE_OPT_STR)
+  if (d->kind != GRAPE_OPT_LONG)
     return d->dflt_str ? d->dflt_str : "(unset)";
   if (buf[o][0] == '\0') {
     /* Formatted by hand: snprintf is fine too, but this runs inside the logger. */
@@ -262,6 +344,11 @@ const char* grape__option_default(grape_option_t o) {
   return buf[o];
 }
 
+void grape__options_load(void) {
+  for (int i = 0; i < grape_option_count; i++)
+    (void)desc((grape_option_t)i);
+}
+
 void grape__options_print(void) {
   for (int i = 0; i < grape_option_count; i++) {
     option_desc_t* d = desc((grape_option_t)i);
@@ -270,6 +357,8 @@ void grape__options_print(void) {
     env_name(d, env, sizeof(env));
     if (d->kind == GRAPE_OPT_STR)
       grape_log_info("option %s=%s (%s)", env, d->str ? d->str : "(unset)", how);
+    else if (d->kind == GRAPE_OPT_BOOL)
+      grape_log_info("option %s=%s (%s)", env, d->value ? "yes" : "no", how);
     else if (d->kind == GRAPE_OPT_ENUM) {
       /* Print the word at index value. */
       const char* p = d->doc;
@@ -286,10 +375,11 @@ void grape__options_print(void) {
   }
 }
 
-/* ---- The launcher's rank ---- */
+/* ---- The launcher's rank, and other names of the environment ---- */
 
 long grape__process_rank(void) {
-  static const char* const vars[] = {"RANK", "LOCAL_RANK"};
+  static const char* const vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID",
+                                     "LOCAL_RANK"};
   for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
     const char* v = getenv(vars[i]);
     char* end;
@@ -300,4 +390,13 @@ long grape__process_rank(void) {
       return r;
   }
   return -1;
+}
+
+const char* grape__env(const char* name) {
+  return getenv(name);
+}
+
+const char* grape__run_dir(void) {
+  const char* d = getenv("GRAPE_RUN_DIR");
+  return d != NULL && *d ? d : NULL;
 }

@@ -17,7 +17,8 @@ typedef enum grape_option_e {
 typedef enum grape_option_kind_e {
   GRAPE_OPT_ENUM,   /* one word of the doc's "a | b | c" list; value = its index */
   GRAPE_OPT_STR,    /* a string; NULL when unset */
-  GRAPE_OPT_LONG,   /* a decimal number, whole string */
+  GRAPE_OPT_LONG,   /* a decimal number, whole string, within its range */
+  GRAPE_OPT_BOOL,   /* 1/true/yes/on or 0/false/no/off (case-insensitive); value 1 or 0 */
 } grape_option_kind_t;
 
 /* Values of the enum options (indices into their word lists). */
@@ -33,10 +34,11 @@ long grape__option_get(grape_option_t o);
 const char* grape__option_str(grape_option_t o);
 
 /* Sets an option programmatically; wins over the environment. s is parsed like
- * an environment value. @return 0, or -EINVAL (value kept) for a bad value. */
+ * an environment value. @return 0, or -EINVAL / -ERANGE (value kept) for a
+ * value that does not parse / is out of the option's range. */
 int grape__option_set(grape_option_t o, const char* s);
 
-/* 0 when s is a value option o accepts, else -EINVAL; o keeps its value. */
+/* 0 when s is a value option o accepts, else -EINVAL or -ERANGE; o keeps its value. */
 int grape__option_check(grape_option_t o, const char* s);
 
 /* Forgets every value so the next get reads the environment again (tests, fork). */
@@ -52,17 +54,34 @@ grape_option_kind_t grape__option_kind(grape_option_t o);
  * (cut to cap >= 1 bytes). */
 void grape__option_env(grape_option_t o, char* out, size_t cap);
 
+/* The range [*lo, *hi] of a LONG option (options.def's GRAPE_OPTION_RANGE).
+ * @return 0, or -ENOENT when o has none (not a LONG). */
+int grape__option_range(grape_option_t o, long* lo, long* hi);
+
 /* What o accepts, for messages: an ENUM's "a | b | c" (len bytes of the
  * returned text, which is not NUL-terminated there), else a description. */
 const char* grape__option_accepted(grape_option_t o, int* len);
+
+/* Reads every option now (at start), so that each bad value is warned about
+ * once when the program starts, whether or not the run comes to use it. */
+void grape__options_load(void);
 
 /* Writes "GRAPE_MODE=observe (default)"-style lines for every option through the
  * log sink (used at GRAPE_LOG=info). */
 void grape__options_print(void);
 
-/* The process's rank as a launcher gives it (RANK, else LOCAL_RANK: torchrun
- * and most launchers set them), a whole number up to INT32_MAX; -1 when
- * neither holds one. Read here, where the environment is read. */
+/* The process's rank as a launcher gives it: the first of RANK (torchrun),
+ * OMPI_COMM_WORLD_RANK (Open MPI), PMI_RANK (MPICH, Intel MPI),
+ * SLURM_PROCID (srun) and LOCAL_RANK that holds a whole number up to
+ * INT32_MAX; -1 when none does. Read here, where the environment is read. */
 long grape__process_rank(void);
+
+/* The environment variable name, for "%q{NAME}" in output names (NULL when
+ * unset). The one getenv of the shim outside the option table. */
+const char* grape__env(const char* name);
+
+/* GRAPE_RUN_DIR: the folder `grape run` gave the command for its own copy of
+ * every process's report (NULL when not under grape run). */
+const char* grape__run_dir(void);
 
 #endif

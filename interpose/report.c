@@ -29,7 +29,10 @@
 #include "graphcache/cache.h"
 #include "util/grow.h"
 #include "util/json_str.h"
-#include "util/pattern.h"
+#include "util/write_all.h"
+#include "interrupt.h"
+#include "outfile.h"
+#include "trace.h"
 
 /* The report's text, in a memory stream (open_memstream), so that the JSON
  * string writer of util/ writes into it as into any file. */
@@ -114,6 +117,72 @@ static const char* name_of(const names_t* n, uint64_t id) {
   name_entry_t key = {id, NULL};
   const name_entry_t* e = n->len ? bsearch(&key, n->v, n->len, sizeof(key), name_cmp) : NULL;
   return e ? e->name : NULL;
+}
+
+/* ---- Per kernel: calls over every path, predicted time ----
+ * The report's "kernels" table (the shim's side of a kernel summary such as
+ * nsys's cuda_gpu_kern_sum): every recorded path's kernels, weighted by how
+ * often the path ran. Sorted by function id while built, then by calls. */
+
+typedef struct ksum_s {
+  uint64_t id;
+  unsigned long long calls;
+  double pred_ms;   /* count-weighted predicted time (GRAPE_PREDICT_GPU) */
+} ksum_t;
+
+typedef struct ksums_s {
+  ksum_t* v;
+  size_t len, cap;
+  int oom;
+} ksums_t;
+
+static void ksum_take_path(const grape_gc_path_t* p, void* arg) {
+  ksums_t* k = arg;
+  for (uint32_t i = 0; i < p->nops; i++) {
+    if (p->keys[i].kind != GRAPE_OP_KERNEL)
+      continue;
+    ksum_t* v = grape__grow(k->v, &k->cap, k->len + 1, sizeof(*k->v), 64);
+    if (v == NULL) {
+      k->oom = 1;
+      return;
+    }
+    k->v = v;
+    k->v[k->len++] = (ksum_t){p->keys[i].func, p->count, 0};
+  }
+}
+
+static int ksum_cmp_id(const void* a, const void* b) {
+  const ksum_t* x = a;
+  const ksum_t* y = b;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int ksum_cmp_calls(const void* a, const void* b) {
+  const ksum_t* x = a;
+  const ksum_t* y = b;
+  return x->calls > y->calls ? -1 : x->calls < y->calls ? 1 : ksum_cmp_id(a, b);
+}
+
+/* Every kernel of every path of c, one entry per function, sorted by id. */
+static void ksums_build(ksums_t* k, grape_gc_t* c) {
+  if (c != NULL)
+    grape_gc_each_path(c, ksum_take_path, k);
+  if (k->len == 0)
+    return;
+  qsort(k->v, k->len, sizeof(*k->v), ksum_cmp_id);
+  size_t n = 0;
+  for (size_t i = 0; i < k->len; i++) {
+    if (n > 0 && k->v[n - 1].id == k->v[i].id)
+      k->v[n - 1].calls += k->v[i].calls;
+    else
+      k->v[n++] = k->v[i];
+  }
+  k->len = n;
+}
+
+static ksum_t* ksum_find(ksums_t* k, uint64_t id) {
+  ksum_t key = {id, 0, 0};
+  return k && k->len ? bsearch(&key, k->v, k->len, sizeof(key), ksum_cmp_id) : NULL;
 }
 
 /* A JSON string of the op: the kernel's short name (demangled, without the
@@ -272,7 +341,7 @@ static const grape_gpu_spec_t* predict_gpu(void) {
  * "predicted":null when it cannot. */
 static void put_predicted(buf_t* b, const grape_gpu_spec_t* g, const names_t* names,
                           const grape_gc_path_t* all, size_t n, size_t ntop, double* eager,
-                          double* graph) {
+                          double* graph, ksums_t* ks) {
   grape_model_t* m = NULL;
   predictor_t p = {0};
   int rc = grape_model_load_default(&m);
@@ -293,6 +362,12 @@ static void put_predicted(buf_t* b, const grape_gpu_spec_t* g, const names_t* na
     eager[i] = pp.eager_ms;
     graph[i] = pp.graph_ms;
     double c = (double)all[i].count;
+    for (uint32_t j = 0; j < all[i].nops; j++) {
+      ksum_t* e = all[i].keys[j].kind == GRAPE_OP_KERNEL ? ksum_find(ks, all[i].keys[j].func) : NULL;
+      const grape_prediction_t* kp = e ? kernel_pred(&p, &all[i].keys[j], &all[i].dims[j]) : NULL;
+      if (kp != NULL)
+        e->pred_ms += c * kp->ms;
+    }
     tot.eager_ms += c * pp.eager_ms;
     tot.eager_lo_ms += c * pp.eager_lo_ms;
     tot.eager_hi_ms += c * pp.eager_hi_ms;
@@ -393,6 +468,17 @@ char* grape__report_json(void) {
     put(&b, "null");
   put(&b, ",\"command\":");
   grape__json_put_str(b.f, comm);
+  put(&b, ",\"signal\":");
+  int sig = grape__interrupt_signal();
+  if (sig > 0)
+    put(&b, "\"SIG%s\"", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+  else
+    put(&b, "null");
+  put(&b, ",\"trace_file\":");
+  if (grape__trace_written() != NULL)
+    grape__json_put_str(b.f, grape__trace_written());
+  else
+    put(&b, "null");
   put(&b, ",\"mode\":\"%s\",", mode_names[grape__mode]);
   long want = grape__option_get(grape_option_top_paths);
   size_t ntop = want > 0 ? (size_t)want : 0;
@@ -453,14 +539,16 @@ char* grape__report_json(void) {
   }
   put(&b, "},");
   names_t names = {NULL, 0, 0};
-  if (got > 0) {
+  if (got > 0 || (cache != NULL && st.ops > 0)) {
     grape__func_each(collect_name, &names);
     if (names.len)
       qsort(names.v, names.len, sizeof(*names.v), name_cmp);
   }
   /* "predicted" goes before top_paths, which then carry each path's times. */
+  ksums_t ks = {NULL, 0, 0, 0};
+  ksums_build(&ks, cache);
   if (gpu != NULL && (pred != NULL || got == 0))
-    put_predicted(&b, gpu, &names, top, got, k, pred, pred ? pred + got : NULL);
+    put_predicted(&b, gpu, &names, top, got, k, pred, pred ? pred + got : NULL, &ks);
   else if (predict_on)
     put(&b, "\"predicted\":null,");
   put(&b, "\"top_paths\":[");
@@ -488,35 +576,100 @@ char* grape__report_json(void) {
       put(&b, ",\"predicted_eager_ms\":%.17g,\"predicted_graph_ms\":%.17g", pred[i], pred[got + i]);
     put(&b, "}");
   }
+  put(&b, "],\"kernels\":[");
+  if (ks.len > 0)
+    qsort(ks.v, ks.len, sizeof(*ks.v), ksum_cmp_calls);
+  for (size_t i = 0; i < ks.len; i++) {
+    const char* name = name_of(&names, ks.v[i].id);
+    put(&b, "%s{\"name\":", i ? "," : "");
+    grape__json_put_str(b.f, name ? name : "?");
+    put(&b, ",\"calls\":%llu", ks.v[i].calls);
+    if (pred != NULL)
+      put(&b, ",\"predicted_ms\":%.17g", ks.v[i].pred_ms);
+    put(&b, "}");
+  }
   put(&b, "]}\n");
+  free(ks.v);
   free(pred);
   free(names.v);
   free(top);
   return buf_end(&b);
 }
 
-/* The report's file for this process, or -1 when GRAPE_REPORT names none. */
-static int report_path(char* path, size_t cap) {
-  const char* target = grape__option_str(grape_option_report);
-  if (target == NULL || *target == '\0' || strcmp(target, "stderr") == 0)
-    return -1;
-  return grape__pattern_expand(target, (long)getpid(), NULL, path, cap) == 0 ? 0 : -1;
+/* ---- Writing ---- */
+
+/* Writes len bytes of text to path through a temporary file beside it, put
+ * in place by outfile.c (never replacing a file unless GRAPE_OVERWRITE) when
+ * place is set, else renamed over path (grape run's private copy). The name
+ * used goes to used. @return 0 or a negative errno, with a warning naming
+ * path. */
+static int write_file(const char* path, const char* text, size_t len, int place, char* used,
+                      size_t cap) {
+  char tmp[4200];
+  snprintf(tmp, sizeof(tmp), "%s.tmp%ld", path, (long)getpid());
+  int rc = 0, fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    rc = -errno;
+    grape_log_warn("cannot write the exit report %s: %s", path, strerror(errno));
+    return rc;
+  }
+  rc = grape__write_all(fd, text, len, NULL);
+  if (close(fd) != 0 && rc == 0)
+    rc = -errno;
+  if (rc == 0) {
+    if (place)
+      rc = grape__outfile_place("GRAPE_REPORT", tmp, path, used, cap);
+    else if (rename(tmp, path) != 0)
+      rc = -errno;
+    else
+      snprintf(used, cap, "%s", path);
+  }
+  if (rc != 0) {
+    unlink(tmp);
+    grape_log_warn("cannot write the exit report %s: %s", path, strerror(-rc));
+  }
+  return rc;
+}
+
+/* grape run's copy of this process's report, in its run folder. */
+static int run_copy_path(char* path, size_t cap, const char* suffix) {
+  const char* dir = grape__run_dir();
+  if (dir == NULL)
+    return -ENOENT;
+  int n = snprintf(path, cap, "%s/report.%ld.json%s", dir, (long)getpid(), suffix);
+  return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
 void grape__report_mark_forked(void) {
-  char path[4096], mark[4200];
-  if (report_path(path, sizeof(path)) != 0 || strlen(path) + 8 > sizeof(mark))
+  char mark[4200];
+  if (run_copy_path(mark, sizeof(mark), ".forked") != 0)
     return;
-  memcpy(mark, path, strlen(path));
-  memcpy(mark + strlen(path), ".forked", 8);
   int fd = open(mark, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd >= 0)
     close(fd);
 }
 
+/* 1 when the process made CUDA launches (its own or captured). */
+static int did_launch(void) {
+  grape_counters_t cnt;
+  grape__counters_sum(&cnt);
+  long n = cnt.captured;
+  for (int r = 0; r < GRAPE_ROUTE_COUNT; r++)
+    n += cnt.launches[r];
+  return n > 0;
+}
+
 int grape__report_write(void) {
   const char* target = grape__option_str(grape_option_report);
-  if (target == NULL || *target == '\0')
+  int to_user = target != NULL && *target != '\0';
+  /* A name with %r asks for one report per rank: a process without a rank
+   * that launched nothing (torchrun, mpirun themselves) writes none there,
+   * rather than take rank 0's name. */
+  if (to_user && strstr(target, "%r") != NULL && grape__process_rank() < 0 && !did_launch())
+    to_user = 0;
+  char run_copy[4200];
+  int to_run = run_copy_path(run_copy, sizeof(run_copy), "") == 0;
+  if (!to_user && !to_run)
     return 0;
   char* json = grape__report_json();
   if (json == NULL) {
@@ -524,44 +677,42 @@ int grape__report_write(void) {
     return -ENOMEM;
   }
   int rc = 0;
-  if (strcmp(target, "stderr") == 0) {
+  char used[4200] = "";
+  if (to_user && strcmp(target, "stderr") == 0) {
     grape__output(json);
-    goto done;
-  }
-  char path[4096], tmp[4200];
-  if (grape__pattern_expand(target, (long)getpid(), NULL, path, sizeof(path))) {
-    rc = -ENAMETOOLONG;
-    grape_log_warn("GRAPE_REPORT path too long: no exit report");
-    goto done;
-  }
-  snprintf(tmp, sizeof(tmp), "%s.tmp%ld", path, (long)getpid());
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    rc = -errno;
-    grape_log_warn("cannot write the exit report to %s: %s", tmp, strerror(errno));
-    goto done;
-  }
-  size_t len = strlen(json), off = 0;
-  while (off < len) {
-    ssize_t w = write(fd, json + off, len - off);
-    if (w <= 0) {
-      rc = -EIO;
-      break;
+  } else if (to_user) {
+    char path[4096];
+    if (grape__outfile_name(target, path, sizeof(path)) != 0) {
+      rc = -ENAMETOOLONG;
+      grape_log_warn("GRAPE_REPORT=%s: the name is too long; no exit report", target);
+    } else {
+      rc = write_file(path, json, strlen(json), 1, used, sizeof(used));
     }
-    off += (size_t)w;
   }
-  if (close(fd) != 0 && rc == 0)
-    rc = -EIO;
-  if (rc == 0 && rename(tmp, path) != 0)
-    rc = -errno;
-  if (rc != 0) {
-    unlink(tmp);
-    grape_log_warn("cannot write the exit report to %s", path);
-  } else {
-    snprintf(tmp, sizeof(tmp), "%s.forked", path);
-    unlink(tmp);   /* a fork child's mark, when this process is one */
+  if (to_run) {
+    /* The copy names the user's file: the report with one more member. */
+    size_t len = strlen(json);
+    while (len > 0 && json[len - 1] != '}')
+      len--;
+    buf_t b;
+    char* copy = NULL;
+    if (len > 0 && buf_begin(&b) == 0) {
+      put(&b, "%.*s,\"report_file\":", (int)(len - 1), json);
+      if (used[0])
+        grape__json_put_str(b.f, used);
+      else
+        put(&b, "%s", to_user && strcmp(target, "stderr") == 0 ? "\"stderr\"" : "null");
+      put(&b, "}\n");
+      copy = buf_end(&b);
+    }
+    char ignored[4200];
+    int rc2 = copy ? write_file(run_copy, copy, strlen(copy), 0, ignored, sizeof(ignored)) : -ENOMEM;
+    if (rc2 == 0 && run_copy_path(ignored, sizeof(ignored), ".forked") == 0)
+      unlink(ignored);   /* a fork child's mark, when this process is one */
+    if (rc == 0)
+      rc = rc2;
+    free(copy);
   }
-done:
   free(json);
   return rc;
 }

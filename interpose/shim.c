@@ -5,8 +5,8 @@
  * (a program that never uses CUDA must run unaffected, and CUDA may not be
  * initialised from a constructor). It runs from the constructor, or earlier
  * from the first hook if another library's constructor calls CUDA first. At
- * exit, the destructor ends every open region and writes the report and the
- * trace. A fork child starts clean: counters, regions, paths, the function
+ * exit, the destructor ends every open region and writes the trace and the
+ * report (interrupt.c writes them instead when a signal ends the process). A fork child starts clean: counters, regions, paths, the function
  * table, the image registry and the allocation map are forgotten (not freed:
  * another thread of the parent may have held one of their locks at the
  * fork). */
@@ -22,6 +22,8 @@
 #include "funcinfo.h"
 #include "graph.h"
 #include "images.h"
+#include "interrupt.h"
+#include "outfile.h"
 #include "real.h"
 #include "report.h"
 #include "streams.h"
@@ -79,6 +81,7 @@ grape_counters_t* grape__counters_slow(void) {
   if (c != NULL)
     c->in_use = 1;
   pthread_mutex_unlock(&counters_lock);
+  grape__interrupt_arm();   /* the first CUDA call: from now on there is work to save */
   if (c == NULL)
     return &shared_fallback;
   pthread_setspecific(counters_key, c);
@@ -124,6 +127,7 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static void atfork_child(void) {
   grape__reset_child();
+  grape__interrupt_reset_child();
   grape__report_mark_forked();
 }
 
@@ -132,6 +136,7 @@ static void register_atfork(void) {
 }
 
 static void do_init(void) {
+  grape__options_load();
   int mode = (int)grape__option_get(grape_option_mode);
   grape__mode = mode;
   pthread_once(&atfork_once, register_atfork);
@@ -140,6 +145,10 @@ static void do_init(void) {
                    grape_version() % 100);
     grape__options_print();
   }
+  /* Outputs that cannot be written are said now, not at exit. */
+  grape__log_open();
+  grape__outfile_check(grape_option_report);
+  grape__outfile_check(grape_option_trace);
   __atomic_store_n(&grape__state, mode == GRAPE_MODE_OFF ? GRAPE_STATE_OFF : GRAPE_STATE_ON,
                    __ATOMIC_RELEASE);
 }
@@ -181,7 +190,6 @@ __attribute__((destructor)) static void grape_dtor(void) {
     return;
   grape__depth++;   /* CUDA libraries tearing down must not re-enter the recorder */
   grape__flush_all();
-  grape__report_write();
-  grape__trace_write();
+  grape__outputs_write();
 }
 

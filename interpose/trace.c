@@ -36,6 +36,7 @@
 #include "grape/trace.h"
 #include "internal.h"
 #include "log.h"
+#include "outfile.h"
 #include "real.h"
 #include "graph.h"
 #include "util/grow.h"
@@ -444,6 +445,12 @@ static void glue_free(glue_t* g) {
   free(g->handles);
 }
 
+static char written[4200];   /* the file the trace went to, for the report */
+
+const char* grape__trace_written(void) {
+  return written[0] ? written : NULL;
+}
+
 int grape__trace_write(void) {
   const char* pattern = grape__option_str(grape_option_trace);
   if (pattern == NULL || *pattern == '\0' || grape__mode == GRAPE_MODE_OFF)
@@ -451,9 +458,9 @@ int grape__trace_write(void) {
   long rank = grape__process_rank();
   if (rank < 0)
     rank = 0;   /* a trace's rank is a number: 0 without a launcher */
-  char path[4096], err[512];
-  if (grape_trace_expand_path(pattern, (long)getpid(), rank, path, sizeof(path)) != 0) {
-    grape_log_warn("GRAPE_TRACE path too long: no trace");
+  char path[4200], stage[4300], err[4400];
+  if (grape__outfile_name(pattern, path, sizeof(path)) != 0) {
+    grape_log_warn("GRAPE_TRACE=%s: the name is too long; no trace", pattern);
     return -ENAMETOOLONG;
   }
   glue_t g;
@@ -492,7 +499,16 @@ int grape__trace_write(void) {
   }
   long max_mb = grape__option_get(grape_option_trace_max_mb);
   grape_trace_save_stats_t st;
-  rc = grape_trace_save(g.t, path, max_mb > 0 ? (uint64_t)max_mb << 20 : 0, &st, err, sizeof(err));
+  /* Saved under a name of this process's own, then put in place without
+   * replacing a trace of another process or run (outfile.c). */
+  snprintf(stage, sizeof(stage), "%s.part%ld", path, (long)getpid());
+  rc = grape_trace_save(g.t, stage, max_mb > 0 ? (uint64_t)max_mb << 20 : 0, &st, err, sizeof(err));
+  if (rc == 0 && (rc = grape__outfile_place("GRAPE_TRACE", stage, path, written, sizeof(written))) != 0)
+    unlink(stage);
+  if (rc != 0)   /* named by the user's file, not by the temporary one */
+    snprintf(err, sizeof(err), "%s: %s", path, strerror(-rc));
+  if (rc == 0)
+    memcpy(path, written, sizeof(written));
   if (rc != 0)
     grape_log_warn("no trace written: %s", err);
   else if (st.paths_omitted > 0)

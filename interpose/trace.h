@@ -8,4 +8,8 @@
  * logged once and never reaches the program. @return 0 or a negative errno. */
 int grape__trace_write(void);
 
+/* The file the trace was written to (a numbered name when GRAPE_TRACE's was
+ * taken), or NULL before or without one. */
+const char* grape__trace_written(void);
+
 #endif

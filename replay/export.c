@@ -16,18 +16,8 @@
 #include "grape/cubin.h"
 #include "grape/trace.h"
 #include "graphcache/fingerprint.h"
+#include "util/csv_str.h"
 #include "util/json_str.h"
-
-/* Writes s as a CSV field (quoted, quotes doubled). */
-static void csv_field(FILE* out, const char* s) {
-  fputc('"', out);
-  for (; *s; s++) {
-    if (*s == '"')
-      fputc('"', out);
-    fputc(*s, out);
-  }
-  fputc('"', out);
-}
 
 long grape_replay_write_csv(const grape_trace_t* t, const char* device, FILE* out) {
   long rows = 0;
@@ -46,11 +36,11 @@ long grape_replay_write_csv(const grape_trace_t* t, const char* device, FILE* ou
         continue;
       const grape_trace_func_t* f = grape_trace_func(t, op->func);
       char* name = grape_demangle(f->name);
-      csv_field(out, name ? name : f->name);
+      grape__csv_put_str(out, name ? name : f->name);
       free(name);
       fprintf(out, ",%u,%u,%u,%u,%u,%u,%u,%d,", op->grid[0], op->grid[1], op->grid[2],
               op->block[0], op->block[1], op->block[2], op->shmem, f->registers);
-      csv_field(out, device ? device : p->times->device);
+      grape__csv_put_str(out, device ? device : p->times->device);
       fprintf(out, ",%.9g,%s,%u,%u\n", p->times->op_ms[j], fp, j, p->times->iters);
       rows++;
     }

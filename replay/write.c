@@ -19,6 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/write_all.h"
+
 typedef struct plan_s {
   uint8_t* path_kept;          /* per path */
   uint32_t* image_map;         /* per image: index in the file, or NONE */
@@ -390,15 +392,7 @@ int grape_trace_save(const grape_trace_t* t, const char* path, uint64_t max_byte
     return rc;
   }
   size_t off = 0;
-  while (off < len && rc == 0) {
-    ssize_t w = write(fd, buf + off, len - off);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      rc = w < 0 ? -errno : -EIO;
-    else
-      off += (size_t)w;
-  }
+  rc = grape__write_all(fd, buf, len, &off);
   free(buf);
   if (rc)
     set_err(err, errlen, "%s: write failed after %zu of %zu bytes: %s", tmp, off, len, strerror(-rc));

@@ -797,7 +797,9 @@ static void write_report(void) {
   }
   sim_bound_t b;
   grape__sim_bound_report(&b);
-  fprintf(f, "},\"kernels_executed\":%llu,\"graph_launches\":%llu,"
+  fprintf(f, "},\"pid\":%ld,\"kernels\":", (long)getpid());
+  grape__sim_kstat_write(f);
+  fprintf(f, ",\"kernels_executed\":%llu,\"graph_launches\":%llu,"
              "\"graph_kernel_nodes_executed\":%llu,\"exec_node_param_updates\":%llu,"
              "\"sim_host_ns\":%llu,\"sim_end_ns\":%llu,\"device_busy_ns\":%llu,"
              "\"lower_bound_ns\":%llu,\"lower_bound_host_ns\":%llu,"
@@ -836,6 +838,7 @@ static void fork_parent(void) {
  * waiters that do not exist here, so they start afresh. */
 static void fork_child(void) {
   (void)pthread_cond_init(&grape__sim.done_cv, NULL);
+  grape__sim_kstat_atfork_child();
   grape__sim_stream_atfork_child();
   grape__sim_memop_atfork(SIM_FORK_CHILD);
   grape__sim_mem_atfork(SIM_FORK_CHILD);

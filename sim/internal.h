@@ -35,6 +35,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stddef.h>
 
 #include "cost.h"
@@ -362,6 +363,12 @@ uint64_t grape__sim_host_total(void);
 /* The latest clock of a helper thread (host_handoff), 0 without one. */
 uint64_t grape__sim_helper_end_ns(void);
 uint64_t grape__sim_end_ns(void);
+
+/* Per kernel name: one executed kernel of ns simulated device time (kstats.c),
+ * and the table as a JSON array for SIMCU_REPORT. */
+void grape__sim_kstat_add(const char* name, uint64_t ns, int from_graph);
+void grape__sim_kstat_write(FILE* f);
+void grape__sim_kstat_atfork_child(void);
 int grape__sim_private_table(const CUuuid* id, const void** table);
 
 static inline void grape__sim_enter(int sym) {

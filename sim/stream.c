@@ -307,6 +307,7 @@ int grape__sim_run_work(sim_work_t* w, uint64_t* clock) {
   case OP_KERNEL:
     fault = run_kernel(w);
     atomic_fetch_add(&grape__sim.kernels_executed, 1);
+    grape__sim_kstat_add(w->u.k.f->name, dur, w->u.k.from_graph);
     if (w->u.k.from_graph)
       atomic_fetch_add(&grape__sim.graph_kernel_nodes_executed, 1);
     break;

@@ -1,31 +1,75 @@
-/* grape gpus: lists the GPU spec table the predictor uses. */
+/* grape gpus: lists the GPU spec table the predictor uses, as text or JSON. */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "commands.h"
 #include "grape/predict.h"
+#include "util/json_str.h"
+
+static void usage(FILE* to) {
+  fprintf(to, "usage: grape gpus [-v] [--json] [--device-json FILE]...\n\n"
+              "Lists the GPUs the predictor knows (names as nvidia-smi prints them;\n"
+              "lookups ignore case, spaces, '-' and '_'). -v adds per-SM limits and\n"
+              "the source of each row; --json prints every field as a JSON array;\n"
+              "--device-json adds or overrides a GPU.\n");
+}
+
+static void print_json(void) {
+  printf("[");
+  for (size_t i = 0; i < grape_gpu_count(); i++) {
+    const grape_gpu_spec_t* g = grape_gpu_at(i);
+    printf("%s\n {\"name\":", i ? "," : "");
+    grape__json_put_str(stdout, g->name);
+    printf(",\"arch\":");
+    grape__json_put_str(stdout, g->arch);
+    printf(",\"sm_count\":%d,\"clock_mhz\":%d,\"mem_bw_gbs\":%.17g,\"l2_mb\":%.17g,\"mem_gb\":%.17g,"
+           "\"fp32_tflops\":%.17g,\"fp16_tflops\":%.17g,\"bf16_tflops\":%.17g,\"tf32_tflops\":%.17g,"
+           "\"regs_per_sm\":%d,\"smem_per_sm_kb\":%d,\"smem_per_block_kb\":%d,"
+           "\"max_threads_per_sm\":%d,\"max_blocks_per_sm\":%d,\"source\":",
+           g->sm_count, g->clock_mhz, g->mem_bw_gbs, g->l2_mb, g->mem_gb, g->fp32_tflops,
+           g->fp16_tflops, g->bf16_tflops, g->tf32_tflops, g->regs_per_sm, g->smem_per_sm_kb,
+           g->smem_per_block_kb, g->max_threads_per_sm, g->max_blocks_per_sm);
+    grape__json_put_str(stdout, g->source);
+    printf("}");
+  }
+  printf("\n]\n");
+}
 
 int cmd_gpus(int argc, char** argv) {
-  int verbose = 0;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      printf("usage: grape gpus [-v] [--device-json FILE]...\n\n"
-             "Lists the GPUs the predictor knows (names as nvidia-smi prints them;\n"
-             "lookups ignore case, spaces, '-' and '_'). -v adds per-SM limits and\n"
-             "the source of each row; --device-json adds or overrides a GPU.\n");
-      return 0;
-    } else if (strcmp(argv[i], "-v") == 0) {
-      verbose = 1;
-    } else if (strcmp(argv[i], "--device-json") == 0 && i + 1 < argc) {
-      const grape_gpu_spec_t* g;
-      if (grape_gpu_load_json(argv[++i], &g) < 0) {
-        fprintf(stderr, "grape: error: %s: not a readable device JSON\n", argv[i]);
+  int verbose = 0, json = 0;
+  static const struct option longs[] = {{"json", no_argument, NULL, 'j'},
+                                        {"device-json", required_argument, NULL, 'd'},
+                                        {"help", no_argument, NULL, 'h'},
+                                        {NULL, 0, NULL, 0}};
+  optind = 0;
+  opterr = 0;
+  for (int c; (c = getopt_long(argc, argv, "hv", longs, NULL)) != -1;) {
+    const grape_gpu_spec_t* g;
+    switch (c) {
+    case 'h': usage(stdout); return 0;
+    case 'v': verbose = 1; break;
+    case 'j': json = 1; break;
+    case 'd':
+      if (grape_gpu_load_json(optarg, &g) < 0) {
+        fprintf(stderr, "grape: error: %s: not a readable device JSON\n", optarg);
         return 1;
       }
-    } else {
-      fprintf(stderr, "grape: error: unknown argument '%s'\n", argv[i]);
+      break;
+    default:
+      fprintf(stderr, "grape: error: %s '%s'\n", optopt ? "option needs a value:" : "unknown argument",
+              argv[optind - 1]);
+      usage(stderr);
       return 2;
     }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "grape: error: unknown argument '%s'\n", argv[optind]);
+    return 2;
+  }
+  if (json) {
+    print_json();
+    return 0;
   }
   printf("%-26s %-6s %4s %5s %7s %5s %7s %7s %7s %7s\n", "name", "arch", "SMs", "MHz",
          "GB/s", "L2MB", "FP32TF", "FP16TF", "BF16TF", "TF32TF");

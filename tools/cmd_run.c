@@ -5,14 +5,20 @@
  * process, except to probe for a device (--device auto), which happens in a
  * forked child so that a broken driver cannot take grape down. The command gets
  * LD_PRELOAD (libgrape.so prepended to any existing list, after sanitizer
- * runtimes, which must stay first), the GRAPE_* options
- * given on the command line, and GRAPE_REPORT pointing at a private directory
- * (or the --report path). grape forwards the usual termination signals to the
- * command, returns its exit status (128 + signal when killed), then prints a
- * short summary of the report to stderr: the command's stdout stays exactly
- * what it would be without grape. */
+ * runtimes, which must stay first), the GRAPE_* options given on the command
+ * line (output names made absolute here, and checked before anything runs),
+ * and GRAPE_RUN_DIR, a private folder where every process of the command
+ * leaves its own copy of its report next to the user's (GRAPE_REPORT, kept as
+ * the user set it unless --report replaces it, which grape says), and on the
+ * sim its SIMCU_REPORT. The summary therefore covers exactly this run's
+ * processes. grape passes termination signals on to the command (not a second
+ * time when the terminal sent them to both), returns its exit status (128 +
+ * signal when killed), then prints the summary (tools/summary.c) to stderr:
+ * the command's stdout stays exactly what it would be without grape. */
 #include <errno.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <getopt.h>
 #include <dlfcn.h>
 #include <limits.h>
 #include <signal.h>
@@ -21,35 +27,48 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "commands.h"
-#include "grape/report.h"
 #include "interpose/options.h"
+#include "interpose/outfile.h"
 #include "json.h"
 #include "locate.h"
-#include "util/grow.h"
-#include "util/pattern.h"
+#include "summary.h"
 
 static void usage(FILE* to) {
   fprintf(to,
-          "usage: grape run [--mode off|observe|graph] [--report FILE] [--log LEVEL]\n"
-          "                 [--device auto|cuda|sim] [--predict-gpu NAME] -- COMMAND [ARGS...]\n\n"
+          "usage: grape run [OPTIONS] [--] COMMAND [ARGS...]\n\n"
           "Runs COMMAND with libgrape.so preloaded, then prints a summary of what the\n"
-          "shim saw (to stderr). Returns COMMAND's exit status.\n\n"
-          "  --mode M      GRAPE_MODE for the command\n"
-          "  --report FILE keep the JSON exit report at FILE (%%p = pid of the process)\n"
-          "  --log LEVEL   GRAPE_LOG for the command\n"
-          "  --predict-gpu NAME  GRAPE_PREDICT_GPU: predicted path times on GPU NAME\n"
-          "                in the report and the summary ('grape gpus' lists them)\n"
-          "  --device D    auto (default): the real driver when it loads and reports a\n"
-          "                device, else the simulated device; cuda; sim\n\n"
-          "Environment options read by libgrape.so (see docs/configuration.md):\n");
+          "shim saw in every process of COMMAND (to stderr). Returns COMMAND's exit status.\n\n"
+          "  --mode M            GRAPE_MODE for the command\n"
+          "  --report FILE       keep each process's JSON exit report (GRAPE_REPORT; %%p = pid,\n"
+          "                      %%r = rank, %%h = host, %%q{VAR} = $VAR); relative to here\n"
+          "  --trace FILE        GRAPE_TRACE: a trace per process, same escapes\n"
+          "  --force-overwrite   GRAPE_OVERWRITE=yes: replace existing reports and traces\n"
+          "                      (without it they go to numbered names: x.1.json)\n"
+          "  --log LEVEL         GRAPE_LOG for the command\n"
+          "  --predict-gpu NAME  GRAPE_PREDICT_GPU: predicted path and kernel times on GPU\n"
+          "                      NAME in the report and the summary ('grape gpus' lists them)\n"
+          "  --device D          auto (default): the real driver when it loads and reports a\n"
+          "                      device, else the simulated device; cuda; sim\n"
+          "  --kernels N         rows of the kernel table (default 10; 0 = none, -1 = all)\n"
+          "  --sort KEY          order of the kernel table: time (default), calls, name, predicted\n"
+          "  --kernels-csv FILE  write the whole kernel table as CSV\n"
+          "  --compare           run COMMAND twice: first with GRAPE_MODE=off (its output\n"
+          "                      discarded), then as asked; print graph mode's effect on\n"
+          "                      the run's simulated time (on the sim) or wall time\n\n"
+          "Options take their value as '--opt value' or '--opt=value'. Environment options\n"
+          "read by libgrape.so (see docs/configuration.md):\n");
   for (int i = 0; i < grape_option_count; i++) {
-    char env[64];
+    char env[64], range[64] = "";
+    long lo, hi;
     grape__option_env((grape_option_t)i, env, sizeof(env));
-    fprintf(to, "  %-20s default %s\n      %s\n", env, grape__option_default((grape_option_t)i),
-            grape__option_doc((grape_option_t)i));
+    if (grape__option_range((grape_option_t)i, &lo, &hi) == 0)
+      snprintf(range, sizeof(range), ", range %ld..%ld", lo, hi);
+    fprintf(to, "  %-20s default %s%s\n      %s\n", env, grape__option_default((grape_option_t)i),
+            range, grape__option_doc((grape_option_t)i));
   }
   fprintf(to, "\nGRAPE_LIB and GRAPE_SIM_DIR override where grape finds libgrape.so and the\n"
               "simulated device's libraries.\n");
@@ -103,231 +122,73 @@ static int preload_env(const char* lib) {
   return rc;
 }
 
-/* ---- The reports ----
- * Every process that loaded the shim writes a report (a launcher such as
- * `timeout`, `torchrun` or a Python parent runs the CUDA work in a child), so
- * the summary adds them all up and names the processes that did CUDA work.
- * Reports are read through grape/report.h's member names. */
+/* ---- Outputs ---- */
 
-static char* read_file(const char* path) {
-  FILE* f = fopen(path, "rb");
-  if (f == NULL)
-    return NULL;
-  size_t cap = 0, len = 0;
-  char* buf = NULL;
-  for (;;) {
-    char* nb = grape__grow(buf, &cap, len + 2, 1, 4096);   /* a byte to read, and the NUL */
-    if (nb == NULL) {
-      free(buf);
-      buf = NULL;
-      break;
-    }
-    buf = nb;
-    size_t n = fread(buf + len, 1, cap - len - 1, f);
-    len += n;
-    if (n == 0)
-      break;
-  }
-  fclose(f);
-  if (buf != NULL)
-    buf[len] = '\0';
-  return buf;
+/* A path the user gave, made absolute against grape run's own folder (the
+ * command may change its folder before it writes). */
+static int absolute(const char* path, char* out, size_t cap) {
+  char cwd[PATH_MAX];
+  if (path[0] == '/' || strcmp(path, "stderr") == 0 || getcwd(cwd, sizeof(cwd)) == NULL)
+    return snprintf(out, cap, "%s", path) < (int)cap ? 0 : -1;
+  return grape__path_join(out, cap, cwd, path);
 }
 
-typedef struct reports_s {
-  json_t** v;          /* parsed reports */
-  size_t n, cap;
-  int forked_silent;   /* fork children that left no report (_exit) */
-  char last[PATH_MAX]; /* path of the report added last */
-} reports_t;
-
-static void reports_add(reports_t* r, const char* path) {
-  char* text = read_file(path);
-  if (text == NULL)
-    return;
-  char err[256];
-  json_t* j = json_parse(text, err, sizeof(err));
-  free(text);
-  if (j == NULL) {
-    fprintf(stderr, "grape: ignoring a damaged report %s: %s\n", path, err);
-    return;
+/* The output option o as the user set it, on the command line (flag) or in
+ * the environment; made absolute and put in the environment. Says when the
+ * command line replaces the environment's value. @return 0, or 2 (usage). */
+static int output_env(grape_option_t o, const char* flag, const char* value) {
+  char env[64], abs[PATH_MAX];
+  grape__option_env(o, env, sizeof(env));
+  const char* user = getenv(env);
+  if (value == NULL)
+    value = user;
+  if (value == NULL || *value == '\0')
+    return 0;
+  if (absolute(value, abs, sizeof(abs)) != 0) {
+    fprintf(stderr, "grape run: %s: the name is too long\n", value);
+    return 2;
   }
-  json_t** v = grape__grow(r->v, &r->cap, r->n + 1, sizeof(*r->v), 8);
-  if (v == NULL) {
-    json_free(j);
-    return;
+  if (flag != NULL && user != NULL && *user && strcmp(user, value) != 0)
+    fprintf(stderr, "grape: %s %s replaces %s=%s for this run\n", flag, value, env, user);
+  /* Checked now, not when the command exits: a name given to grape run that
+   * cannot be written is refused before anything runs (one set in the
+   * environment is the shim's to warn about, at the start of each process).
+   * The name is expanded as grape run's own; escapes in a folder name may
+   * differ per process. */
+  char path[PATH_MAX], why[PATH_MAX + 128];
+  if (flag != NULL && strcmp(abs, "stderr") != 0 && grape__outfile_name(abs, path, sizeof(path)) == 0 &&
+      grape__outfile_writable(path, why, sizeof(why)) != 0) {
+    fprintf(stderr, "grape run: error: %s %s: cannot write %s (%s)\n", flag ? flag : env, value, path,
+            why);
+    return 2;
   }
-  r->v = v;
-  r->v[r->n++] = j;
-  snprintf(r->last, sizeof(r->last), "%s", path);
+  setenv(env, abs, 1);
+  return 0;
 }
 
-/* Every report the command's processes wrote under pattern (a path whose
- * file name holds %p: one report per process). A fork child's mark (its
- * report's name + ".forked") without its report counts as a silent child. */
-static void reports_collect(reports_t* r, const char* pattern) {
-  char folder[PATH_MAX];
-  snprintf(folder, sizeof(folder), "%s", pattern);
-  char* slash = strrchr(folder, '/');
-  const char* base = slash ? pattern + (slash - folder) + 1 : pattern;
-  if (slash == folder)
-    folder[1] = '\0';   /* a report in / */
-  else if (slash != NULL)
-    *slash = '\0';
-  else
-    snprintf(folder, sizeof(folder), ".");
-  DIR* d = opendir(folder);
+/* Every report the command's processes left in the run folder (grape run's
+ * own copies, one per process, naming the user's file), their fork marks and
+ * the simulated device's reports. */
+static void collect(summary_t* s, const char* dir) {
+  DIR* d = opendir(dir);
   if (d == NULL)
     return;
   struct dirent* e;
-  char path[PATH_MAX], name[sizeof(e->d_name)];
+  char path[PATH_MAX];
   while ((e = readdir(d)) != NULL) {
-    size_t len = strlen(e->d_name);
-    int mark = len > 7 && strcmp(e->d_name + len - 7, ".forked") == 0;
-    snprintf(name, sizeof(name), "%.*s", (int)(len - (mark ? 7 : 0)), e->d_name);
-    if (!grape__pattern_match(base, name) || grape__path_join(path, sizeof(path), folder, name))
+    const char* n = e->d_name;
+    size_t len = strlen(n);
+    if (grape__path_join(path, sizeof(path), dir, n) != 0)
       continue;
-    if (!mark)
-      reports_add(r, path);
-    else
-      r->forked_silent += !grape__path_exists(path);
+    if (len > 7 && strcmp(n + len - 7, ".forked") == 0) {
+      path[strlen(path) - 7] = '\0';
+      s->forked_silent += !grape__path_exists(path);
+    } else if (len > 5 && strcmp(n + len - 5, ".json") == 0 &&
+               (strncmp(n, "report.", 7) == 0 || strncmp(n, "sim.", 4) == 0)) {
+      summary_add_file(s, path);
+    }
   }
   closedir(d);
-}
-
-static void reports_free(reports_t* r) {
-  for (size_t i = 0; i < r->n; i++)
-    json_free(r->v[i]);
-  free(r->v);
-}
-
-static double num(const json_t* o, const char* key) {
-  return json_num(json_get(o, key), 0);
-}
-
-#define COUNTER_ENUM(name, doc) K_##name,
-enum { GRAPE_REPORT_COUNTERS(COUNTER_ENUM) K_COUNT };
-#define COUNTER_NAME(name, doc) #name,
-static const char* const counter_names[K_COUNT] = {GRAPE_REPORT_COUNTERS(COUNTER_NAME)};
-#define ROUTE_NAME(r) #r,
-static const char* const route_names[] = {GRAPE_REPORT_ROUTES(ROUTE_NAME)};
-#define NROUTES (sizeof(route_names) / sizeof(route_names[0]))
-
-static int did_cuda(const json_t* rep) {
-  return num(rep, "launches") > 0 || num(rep, "launches_captured") > 0;
-}
-
-/* The top paths and predicted times of one report. */
-static void summarise_paths(const json_t* rep) {
-  const json_t* top = json_get(rep, "top_paths");
-  int shown = 0;
-  for (const json_t* t = top ? top->child : NULL; t && shown < 8; t = t->next, shown++) {
-    if (shown == 0)
-      fprintf(stderr, "grape: most frequent paths (fingerprint, times seen, ops):\n");
-    const char* fp = json_str(json_get(t, "fingerprint"));
-    fprintf(stderr, "grape:   %s %6.0fx  %.0f ops:", fp ? fp : "?", num(t, "count"), num(t, "ops"));
-    const json_t* k = json_get(t, "kernels");
-    int width = 0;
-    for (const json_t* e = k ? k->child : NULL; e && width < 90; e = e->next) {
-      const char* name = json_str(e);
-      if (name != NULL)
-        width += fprintf(stderr, " %s", name);
-    }
-    if (width == 0)
-      fputs(" -", stderr);
-    const char* way = json_str(json_get(t, "ran_as"));
-    if (way != NULL) {
-      const char* why = json_str(json_get(t, "why"));
-      fprintf(stderr, "  [%s%s%s; its graph key: %.0f hits]", way, why ? ": " : "", why ? why : "",
-              num(t, "graph_hits"));
-    }
-    fputc('\n', stderr);
-  }
-  const json_t* pred = json_get(rep, "predicted");
-  if (pred != NULL && pred->kind == JSON_NULL) {
-    fprintf(stderr, "grape: predicted: none (unknown GPU)\n");
-  } else if (pred != NULL && pred->kind == JSON_OBJ) {
-    const char* gpu = json_str(json_get(pred, "gpu"));
-    double e = num(pred, "total_eager_ms"), g = num(pred, "total_graph_ms");
-    fprintf(stderr, "grape: predicted on %s: %.3f ms eager, %.3f ms as graphs (%.1f%% less)",
-            gpu ? gpu : "?", e, g, e > 0 ? 100 * (e - g) / e : 0.0);
-    const json_t* hi = json_get(pred, "total_eager_hi_ms");
-    if (hi != NULL && hi->kind == JSON_NUM)
-      fprintf(stderr, "; %.0f%% intervals: eager %.3f-%.3f ms, graphs %.3f-%.3f ms",
-              100 * num(pred, "level"), num(pred, "total_eager_lo_ms"), json_num(hi, 0),
-              num(pred, "total_graph_lo_ms"), num(pred, "total_graph_hi_ms"));
-    fputc('\n', stderr);
-  }
-}
-
-/* The summary of every report of the run (stderr: the command's stdout stays
- * its own). on_sim: the command ran on the simulated device. */
-static void summarise(const reports_t* r, const char* where, int on_sim) {
-  double tot[K_COUNT] = {0}, routes[NROUTES] = {0};
-  const json_t* busiest = NULL;
-  size_t cuda_procs = 0;
-  for (size_t i = 0; i < r->n; i++) {
-    const json_t* rep = r->v[i];
-    for (int k = 0; k < K_COUNT; k++)
-      tot[k] += num(rep, counter_names[k]);
-    const json_t* br = json_get(rep, "launches_by_route");
-    for (size_t k = 0; k < NROUTES; k++)
-      routes[k] += num(br, route_names[k]);
-    cuda_procs += did_cuda(rep);
-    if (busiest == NULL || num(rep, "launches") > num(busiest, "launches"))
-      busiest = rep;
-  }
-  const char* mode = busiest ? json_str(json_get(busiest, "mode")) : NULL;
-  fprintf(stderr, "grape: mode %s: %.0f kernel launches (", mode ? mode : "?", tot[K_launches]);
-  for (size_t k = 0; k < NROUTES; k++)
-    fprintf(stderr, "%s%s %.0f", k ? ", " : "", route_names[k], routes[k]);
-  fprintf(stderr, ")");
-  if (r->n > 1)
-    fprintf(stderr, " in %zu processes", r->n);
-  fputc('\n', stderr);
-  /* One line per process that did CUDA work, when a launcher ran it. */
-  if (r->n > 1) {
-    for (size_t i = 0; i < r->n; i++) {
-      const json_t* rep = r->v[i];
-      if (!did_cuda(rep))
-        continue;
-      const char* cmd = json_str(json_get(rep, "command"));
-      const json_t* rank = json_get(rep, "rank");
-      fprintf(stderr, "grape:   pid %.0f", num(rep, "pid"));
-      if (rank != NULL && rank->kind == JSON_NUM)
-        fprintf(stderr, " (rank %.0f)", rank->num);
-      fprintf(stderr, " %s: %.0f launches, %.0f regions", cmd ? cmd : "?", num(rep, "launches"),
-              num(rep, "regions"));
-      if (num(rep, "graph_hits") > 0)
-        fprintf(stderr, ", %.0f graph hits", num(rep, "graph_hits"));
-      fputc('\n', stderr);
-    }
-    if (r->n > cuda_procs)
-      fprintf(stderr, "grape:   %zu other process%s did no CUDA work\n", r->n - cuda_procs,
-              r->n - cuda_procs == 1 ? "" : "es");
-  }
-  if (r->forked_silent)
-    fprintf(stderr, "grape: %d forked process%s exited without a report (through _exit, or by exec "
-                    "of a program the shim is not in): CUDA work there is not counted\n",
-            r->forked_silent, r->forked_silent == 1 ? "" : "es");
-  fprintf(stderr, "grape: %.0f regions, %.0f distinct paths, %.0f ops recorded\n", tot[K_regions],
-          tot[K_paths], tot[K_ops]);
-  if (mode != NULL && strcmp(mode, "graph") == 0)
-    fprintf(stderr, "grape: graph replay: %.0f hits, %.0f eager regions of built keys, %.0f graphs "
-                    "built, %.0f node updates; %.0f driver submissions for %.0f ops\n",
-            tot[K_graph_hits], tot[K_graph_misses], tot[K_graphs_built], tot[K_node_updates],
-            tot[K_submission_calls], tot[K_ops]);
-  if (busiest != NULL && did_cuda(busiest)) {
-    if (cuda_procs > 1)
-      fprintf(stderr, "grape: paths of pid %.0f, the busiest:\n", num(busiest, "pid"));
-    summarise_paths(busiest);
-  }
-  if (on_sim && tot[K_launches] == 0 && tot[K_launches_captured] == 0)
-    fprintf(stderr, "grape: the command ran no kernels on the simulated device. Programs that bring "
-                    "NVIDIA's own CUDA runtime (PyTorch, CuPy) cannot run on it and need a GPU; the "
-                    "simulated device runs programs built with nvcc -cudart shared (sim/README.md)\n");
-  if (where != NULL)
-    fprintf(stderr, "grape: report: %s\n", where);
 }
 
 static void remove_dir(const char* dir) {
@@ -345,53 +206,150 @@ static void remove_dir(const char* dir) {
   rmdir(dir);
 }
 
+/* Where the user's reports and traces went (the members each process's copy
+ * names), one line each; a long list is cut. */
+static void print_files(const summary_t* s, const char* member, const char* what) {
+  size_t n = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    const char* f = json_str(json_get(s->rep[i], member));
+    if (f == NULL || strcmp(f, "stderr") == 0)
+      continue;
+    if (n < 8)
+      fprintf(stderr, "grape: %s: %s\n", what, f);
+    n++;
+  }
+  if (n > 8)
+    fprintf(stderr, "grape: ... and %zu more %ss\n", n - 8, what);
+}
+
 /* ---- Running ---- */
 
 static volatile pid_t child_pid;
+static volatile sig_atomic_t passed_on;   /* the last signal passed on to the command */
 
-static void forward(int sig) {
-  if (child_pid > 0)
+/* Passes a signal sent to grape run on to the command. A signal the terminal
+ * generated (Ctrl-C: si_code SI_KERNEL) went to the command's process group
+ * as well, and is not sent a second time. */
+static void forward(int sig, siginfo_t* info, void* ctx) {
+  (void)ctx;
+  passed_on = sig;
+  if (child_pid > 0 && (info == NULL || info->si_code != SI_KERNEL))
     kill(child_pid, sig);
 }
+
+/* Runs cmd with the current environment, passing signals on, and waits for
+ * it: its wait status into *st, its wall time into *ms. quiet: its stdout
+ * and stderr go to /dev/null. @return 0, or -1 when it could not start. */
+static int spawn(char** cmd, int quiet, int* st, double* ms) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_sigaction = forward;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(stderr, "grape run: error: fork: %s\n", strerror(errno));
+    return -1;
+  }
+  if (pid == 0) {
+    if (quiet) {
+      int null = open("/dev/null", O_RDWR);
+      if (null >= 0) {
+        dup2(null, 1);
+        dup2(null, 2);
+      }
+    }
+    execvp(cmd[0], cmd);
+    fprintf(stderr, "grape run: error: cannot run %s: %s\n", cmd[0], strerror(errno));
+    _exit(127);
+  }
+  child_pid = pid;
+  for (size_t k = 0; k < sizeof(sigs) / sizeof(sigs[0]); k++)
+    sigaction(sigs[k], &sa, NULL);
+  *st = 0;
+  while (waitpid(pid, st, 0) < 0) {
+    if (errno != EINTR) {
+      *st = 0;
+      break;
+    }
+  }
+  child_pid = 0;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  *ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+  return 0;
+}
+
+enum { OPT_MODE = 256, OPT_REPORT, OPT_TRACE, OPT_LOG, OPT_DEVICE, OPT_PREDICT, OPT_FORCE,
+       OPT_KERNELS, OPT_SORT, OPT_CSV, OPT_COMPARE };
 
 int cmd_run(int argc, char** argv) {
   const char* mode = NULL;
   const char* report = NULL;
+  const char* trace = NULL;
   const char* log = NULL;
   const char* predict_gpu = NULL;
   const char* device = "auto";
-  int i = 1;
-  for (; i < argc; i++) {
-    const char* a = argv[i];
-    if (strcmp(a, "--") == 0) {
-      i++;
-      break;
-    }
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      usage(stdout);
-      return 0;
-    }
-    const char** dst = strcmp(a, "--mode") == 0     ? &mode
-                       : strcmp(a, "--report") == 0 ? &report
-                       : strcmp(a, "--log") == 0    ? &log
-                       : strcmp(a, "--device") == 0 ? &device
-                       : strcmp(a, "--predict-gpu") == 0 ? &predict_gpu
-                                                    : NULL;
-    if (dst != NULL) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "grape run: %s needs a value\n", a);
+  const char* csv = NULL;
+  int force = 0, compare = 0;
+  summary_opts_t so = {stderr, "grape: ", 0, 10, SORT_TIME};
+  static const struct option longs[] = {
+      {"mode", required_argument, NULL, OPT_MODE},
+      {"report", required_argument, NULL, OPT_REPORT},
+      {"trace", required_argument, NULL, OPT_TRACE},
+      {"log", required_argument, NULL, OPT_LOG},
+      {"device", required_argument, NULL, OPT_DEVICE},
+      {"predict-gpu", required_argument, NULL, OPT_PREDICT},
+      {"force-overwrite", no_argument, NULL, OPT_FORCE},
+      {"kernels", required_argument, NULL, OPT_KERNELS},
+      {"sort", required_argument, NULL, OPT_SORT},
+      {"kernels-csv", required_argument, NULL, OPT_CSV},
+      {"compare", no_argument, NULL, OPT_COMPARE},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  optind = 0;   /* "+": stop at the command, whose own options are its own */
+  opterr = 0;
+  for (int c; (c = getopt_long(argc, argv, "+h", longs, NULL)) != -1;) {
+    char* end;
+    switch (c) {
+    case 'h': usage(stdout); return 0;
+    case OPT_MODE: mode = optarg; break;
+    case OPT_REPORT: report = optarg; break;
+    case OPT_TRACE: trace = optarg; break;
+    case OPT_LOG: log = optarg; break;
+    case OPT_DEVICE: device = optarg; break;
+    case OPT_PREDICT: predict_gpu = optarg; break;
+    case OPT_FORCE: force = 1; break;
+    case OPT_COMPARE: compare = 1; break;
+    case OPT_CSV: csv = optarg; break;
+    case OPT_KERNELS:
+      so.kernel_rows = (int)strtol(optarg, &end, 10);
+      if (*end || end == optarg || so.kernel_rows < -1) {
+        fprintf(stderr, "grape run: --kernels takes a whole number, -1 or more\n");
         return 2;
       }
-      *dst = argv[++i];
-      continue;
-    }
-    if (a[0] == '-') {
-      fprintf(stderr, "grape run: unknown option '%s'\n", a);
+      break;
+    case OPT_SORT:
+      if (summary_sort_parse(optarg, &so.sort) != 0) {
+        fprintf(stderr, "grape run: --sort must be time, calls, name or predicted\n");
+        return 2;
+      }
+      break;
+    default:
+      if (optopt != 0 && optopt < 256)
+        fprintf(stderr, "grape run: unknown option '-%c'\n", optopt);
+      else if (optopt != 0)
+        fprintf(stderr, "grape run: %s needs a value\n", argv[optind - 1]);
+      else
+        fprintf(stderr, "grape run: unknown option '%s'\n", argv[optind - 1]);
       usage(stderr);
       return 2;
     }
-    break;   /* the command starts here (the "--" is optional) */
   }
+  int i = optind;
   if (i >= argc) {
     usage(stderr);
     return 2;
@@ -402,8 +360,28 @@ int cmd_run(int argc, char** argv) {
     fprintf(stderr, "grape run: --mode must be one of %.*s\n", len, words);
     return 2;
   }
+  if (log && grape__option_check(grape_option_log, log) != 0) {
+    int len;
+    const char* words = grape__option_accepted(grape_option_log, &len);
+    fprintf(stderr, "grape run: --log must be one of %.*s\n", len, words);
+    return 2;
+  }
   if (strcmp(device, "auto") && strcmp(device, "cuda") && strcmp(device, "sim")) {
     fprintf(stderr, "grape run: --device must be auto, cuda or sim\n");
+    return 2;
+  }
+  if (force)
+    setenv("GRAPE_OVERWRITE", "yes", 1);
+  int bad = output_env(grape_option_report, report ? "--report" : NULL, report);
+  if (bad == 0)
+    bad = output_env(grape_option_trace, trace ? "--trace" : NULL, trace);
+  if (bad == 0)
+    bad = output_env(grape_option_log_file, NULL, NULL);
+  if (bad)
+    return bad;
+  FILE* csv_file = NULL;
+  if (csv != NULL && (csv_file = fopen(csv, "w")) == NULL) {
+    fprintf(stderr, "grape run: error: --kernels-csv %s: %s\n", csv, strerror(errno));
     return 2;
   }
 
@@ -430,20 +408,29 @@ int cmd_run(int argc, char** argv) {
     prepend_env("LD_LIBRARY_PATH", simdir);
   }
 
-  char tmpdir[] = "/tmp/grape-run.XXXXXX";
-  int own_dir = report == NULL;
-  char report_pattern[PATH_MAX];
-  if (own_dir) {
-    if (mkdtemp(tmpdir) == NULL) {
-      fprintf(stderr, "grape run: error: mkdtemp: %s\n", strerror(errno));
-      return 1;
+  /* The run folder: each process of the command leaves its own copy of its
+   * report here (GRAPE_RUN_DIR), so that the summary covers exactly this
+   * run's processes, whatever the user's report names are. */
+  char dir[] = "/tmp/grape-run.XXXXXX";
+  if (mkdtemp(dir) == NULL) {
+    fprintf(stderr, "grape run: error: mkdtemp: %s\n", strerror(errno));
+    return 1;
+  }
+  setenv("GRAPE_RUN_DIR", dir, 1);
+  int sim_set = 0;   /* grape run set SIMCU_REPORT */
+  if (use_sim) {
+    const char* user_sim = getenv("SIMCU_REPORT");
+    if (user_sim == NULL || *user_sim == '\0') {
+      sim_set = 1;
+      char sim_pattern[PATH_MAX];
+      snprintf(sim_pattern, sizeof(sim_pattern), "%s/sim.%%p.json", dir);
+      setenv("SIMCU_REPORT", sim_pattern, 1);
+    } else {
+      fprintf(stderr, "grape: SIMCU_REPORT is set (%s): the summary has no simulated times\n",
+              user_sim);
     }
-    snprintf(report_pattern, sizeof(report_pattern), "%s/report.%%p.json", tmpdir);
-  } else {
-    snprintf(report_pattern, sizeof(report_pattern), "%s", report);
   }
   preload_env(lib);
-  setenv("GRAPE_REPORT", report_pattern, 1);
   if (mode)
     setenv("GRAPE_MODE", mode, 1);
   if (log)
@@ -451,53 +438,112 @@ int cmd_run(int argc, char** argv) {
   if (predict_gpu)
     setenv("GRAPE_PREDICT_GPU", predict_gpu, 1);
 
-  struct sigaction sa;
-  memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = forward;
-  sigemptyset(&sa.sa_mask);
-  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid < 0) {
-    fprintf(stderr, "grape run: error: fork: %s\n", strerror(errno));
-    return 1;
-  }
-  if (pid == 0) {
-    execvp(argv[i], argv + i);
-    fprintf(stderr, "grape run: error: cannot run %s: %s\n", argv[i], strerror(errno));
-    _exit(127);
-  }
-  child_pid = pid;
-  for (size_t k = 0; k < sizeof(sigs) / sizeof(sigs[0]); k++)
-    sigaction(sigs[k], &sa, NULL);
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0) {
-    if (errno != EINTR) {
-      st = 0;
-      break;
+  double base_ms = -1, base_wall = 0, wall = 0;
+  int base_sim = 0;
+  if (compare) {
+    /* The command once without grape's graphs first: GRAPE_MODE=off, its
+     * output discarded, no user report or trace, its own run folder. */
+    char bdir[] = "/tmp/grape-base.XXXXXX";
+    char* saved[3] = {NULL, NULL, NULL};
+    static const char* const vars[3] = {"GRAPE_REPORT", "GRAPE_TRACE", "GRAPE_MODE"};
+    if (mkdtemp(bdir) == NULL) {
+      fprintf(stderr, "grape run: error: mkdtemp: %s\n", strerror(errno));
+      remove_dir(dir);
+      return 1;
     }
+    for (int k = 0; k < 3; k++) {
+      const char* v = getenv(vars[k]);
+      saved[k] = v ? strdup(v) : NULL;
+      unsetenv(vars[k]);
+    }
+    setenv("GRAPE_MODE", "off", 1);
+    setenv("GRAPE_RUN_DIR", bdir, 1);
+    if (sim_set) {
+      char sim_pattern[PATH_MAX];
+      snprintf(sim_pattern, sizeof(sim_pattern), "%s/sim.%%p.json", bdir);
+      setenv("SIMCU_REPORT", sim_pattern, 1);
+    }
+    fprintf(stderr, "grape: --compare: running the command with GRAPE_MODE=off first (output "
+                    "discarded)\n");
+    int bst = 0;
+    if (spawn(argv + i, 1, &bst, &base_wall) == 0 && WIFEXITED(bst) && WEXITSTATUS(bst) == 0) {
+      summary_t b;
+      memset(&b, 0, sizeof(b));
+      collect(&b, bdir);
+      for (size_t k = 0; k < b.nsim; k++) {
+        double e = json_num(json_get(b.sim[k], "sim_end_ns"), 0) / 1e6;
+        base_ms = e > base_ms ? e : base_ms;
+        base_sim = 1;
+      }
+      summary_free(&b);
+    } else {
+      fprintf(stderr, "grape: --compare: the run with GRAPE_MODE=off failed; no comparison\n");
+    }
+    remove_dir(bdir);
+    for (int k = 0; k < 3; k++) {
+      if (saved[k] != NULL)
+        setenv(vars[k], saved[k], 1);
+      else
+        unsetenv(vars[k]);
+      free(saved[k]);
+    }
+    setenv("GRAPE_RUN_DIR", dir, 1);
+    if (sim_set) {
+      char sim_pattern[PATH_MAX];
+      snprintf(sim_pattern, sizeof(sim_pattern), "%s/sim.%%p.json", dir);
+      setenv("SIMCU_REPORT", sim_pattern, 1);
+    }
+  }
+  int st = 0;
+  if (spawn(argv + i, 0, &st, &wall) != 0) {
+    remove_dir(dir);
+    return 1;
   }
   int rc = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
 
-  reports_t reps = {0};
-  char where[PATH_MAX];
-  if (own_dir) {
-    reports_collect(&reps, report_pattern);
-    remove_dir(tmpdir);
-  } else if (grape__pattern_per_process(report)) {
-    reports_collect(&reps, report);
-    if (reps.n == 1)
-      snprintf(where, sizeof(where), "%s", reps.last);
-    else
-      snprintf(where, sizeof(where), "%s (one per process)", report);
-  } else if (grape__pattern_expand(report, 0, NULL, where, sizeof(where)) == 0) {
-    reports_add(&reps, where);   /* the file the shim wrote ("%%" is a '%') */
-  }
-  if (reps.n > 0)
-    summarise(&reps, own_dir ? NULL : where, use_sim);
-  else if (rc != 127)
+  summary_t sum;
+  memset(&sum, 0, sizeof(sum));
+  collect(&sum, dir);
+  remove_dir(dir);
+  char signame[32] = "";
+  int sig = passed_on ? (int)passed_on : WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+  if (sig > 0)
+    snprintf(signame, sizeof(signame), "SIG%s", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+  if (passed_on)
+    sum.interrupted = signame;
+  so.on_sim = use_sim;
+  if (sum.n > 0) {
+    summary_print(&sum, &so);
+    print_files(&sum, "report_file", "report");
+    print_files(&sum, "trace_file", "trace");
+  } else if (WIFSIGNALED(st)) {
+    fprintf(stderr, "grape: no report: the command was killed by %s before the shim could write "
+                    "one (SIGINT, SIGTERM and SIGHUP leave reports; SIGKILL cannot)\n", signame);
+  } else if (rc != 127) {
     fprintf(stderr, "grape: no report from the command (it may have exited through _exit or exec'd "
                     "a static binary)\n");
-  reports_free(&reps);
+  }
+  if (compare && (base_sim || base_wall > 0) && WIFEXITED(st) && rc == 0) {
+    double now = -1;
+    for (size_t k = 0; base_sim && k < sum.nsim; k++) {
+      double e = json_num(json_get(sum.sim[k], "sim_end_ns"), 0) / 1e6;
+      now = e > now ? e : now;
+    }
+    const char* what = "simulated time";
+    if (!base_sim || now < 0 || base_ms < 0) {
+      what = "wall time";
+      base_ms = base_wall;
+      now = wall;
+    }
+    fprintf(stderr, "grape: graph mode's effect (--compare): %.3f ms with GRAPE_MODE=off, %.3f ms "
+                    "with GRAPE_MODE=%s (%.1f%% %s %s)\n", base_ms, now, mode ? mode : "graph",
+            base_ms > 0 ? 100 * (base_ms > now ? base_ms - now : now - base_ms) / base_ms : 0.0,
+            now <= base_ms ? "less" : "more", what);
+  }
+  if (csv_file != NULL) {
+    if (summary_kernels_csv(&sum, csv_file, so.sort) != 0 || fclose(csv_file) != 0)
+      fprintf(stderr, "grape: error: --kernels-csv %s: write failed\n", csv);
+  }
+  summary_free(&sum);
   return rc;
 }

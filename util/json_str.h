@@ -3,25 +3,45 @@
  *
  * DESIGN: header-only and libc-only like every file of util/ (see grow.h), so
  * that the shim, replay/ and the CLI include it without an arrow against the
- * map in docs/design.md. Bytes are written as they are (UTF-8 passes through);
- * only what JSON forbids in a string is escaped. */
+ * map in docs/design.md. Valid UTF-8 is written as it is; what JSON forbids
+ * in a string is escaped, and so is every byte that is not part of a valid
+ * UTF-8 sequence (a program's path or a kernel name may hold any bytes), as
+ * \u00XX, its Latin-1 reading: the output is always valid JSON, and no byte
+ * is lost. */
 #ifndef GRAPE_UTIL_JSON_STR_H
 #define GRAPE_UTIL_JSON_STR_H
 
 #include <stdio.h>
 
+/* Length of the valid UTF-8 sequence at s (2-4), or 0 (RFC 3629: no
+ * overlong forms, no surrogates, nothing above U+10FFFF). */
+static inline int grape__utf8_len(const unsigned char* s) {
+  unsigned c = s[0];
+  int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  for (int i = 1; i < n; i++)
+    if ((s[i] & 0xc0) != 0x80)
+      return 0;
+  if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f) || (c == 0xf0 && s[1] < 0x90) ||
+      (c == 0xf4 && s[1] > 0x8f))
+    return 0;
+  return n;
+}
+
 /* Writes s to f as a JSON string, quotes included: '"' and '\' escaped,
- * control characters as \u00XX. NULL is written as "". */
+ * control characters and bytes outside valid UTF-8 as \u00XX. NULL is
+ * written as "". */
 static inline void grape__json_put_str(FILE* f, const char* s) {
   fputc('"', f);
-  for (; s != NULL && *s; s++) {
-    unsigned char c = (unsigned char)*s;
+  for (const unsigned char* p = (const unsigned char*)s; p != NULL && *p;) {
+    unsigned char c = *p;
+    int n = c >= 0x80 ? grape__utf8_len(p) : 1;
     if (c == '"' || c == '\\')
       fprintf(f, "\\%c", c);
-    else if (c < 0x20)
+    else if (c < 0x20 || n == 0)
       fprintf(f, "\\u%04x", c);
     else
-      fputc(c, f);
+      fwrite(p, 1, (size_t)n, f);
+    p += n > 0 ? n : 1;
   }
   fputc('"', f);
 }

@@ -1,17 +1,18 @@
 /* File name patterns: GRAPE_LOG_FILE, GRAPE_REPORT and GRAPE_TRACE name one
- * file per process with "%p" (the pid); GRAPE_TRACE also with "%r" (the
- * rank); "%%" is a '%', and any other '%' stands for itself. The shim
- * expands them (interpose/log.c, report.c; replay/'s grape_trace_expand_path
- * for traces), and `grape run` finds every process's report by matching file
- * names against the pattern it gave.
+ * file per process, per rank or per host with the nsys-style escapes
+ *   %p  the pid                 %r  the rank (RANK, OMPI_COMM_WORLD_RANK, ...)
+ *   %h  the host name           %q{VAR}  the value of environment variable VAR
+ *   %%  a '%'
+ * and any other '%' stands for itself. The shim expands them
+ * (interpose/outfile.c); replay/'s grape_trace_expand_path offers %p and %r
+ * to other writers of traces.
  *
- * DESIGN: one definition of the syntax for the side that writes and the side
- * that looks, so that they cannot disagree on a name; header-only and
- * libc-only like every file of util/ (see grow.h). Matching walks the pattern
- * and the name together; the first "%p" tries every length of the digit run
- * it faces, longest first (the pattern may go on with digits of its own), and
- * each later "%p" must repeat the digits it took. Patterns are short, so the
- * backtracking costs nothing. */
+ * DESIGN: one definition of the syntax for every writer, header-only and
+ * libc-only like every file of util/ (see grow.h). Expanding allocates
+ * nothing, so a fork child may use it. What the caller does not supply
+ * (a NULL rank, host or environment reader) is left as written, so that a
+ * name never silently loses a part the user asked for. An unset %q{VAR}
+ * expands to nothing, as in nsys. */
 #ifndef GRAPE_UTIL_PATTERN_H
 #define GRAPE_UTIL_PATTERN_H
 
@@ -20,21 +21,40 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Copies pattern into out (cap bytes), with "%p" replaced by pid, "%r" by
- * *rank (left as written when rank is NULL) and "%%" by "%". Allocates
- * nothing (a fork child's mark uses it). @return 0, or -ENAMETOOLONG when it
- * does not fit. */
-static inline int grape__pattern_expand(const char* pattern, long pid, const long* rank, char* out,
-                                        size_t cap) {
+typedef struct grape_pattern_vars_s {
+  long pid;
+  const long* rank;                           /* NULL: "%r" stays as written */
+  const char* host;                           /* NULL: "%h" stays as written */
+  const char* (*env)(const char* name);       /* NULL: "%q{VAR}" stays as written */
+} grape_pattern_vars_t;
+
+/* Copies pattern into out (cap bytes) with every escape above replaced from
+ * v. @return 0, or -ENAMETOOLONG when it does not fit. */
+static inline int grape__pattern_expand_vars(const char* pattern, const grape_pattern_vars_t* v,
+                                             char* out, size_t cap) {
   size_t n = 0;
   for (const char* p = pattern; *p; p++) {
-    char num[24];
+    char num[24], var[128];
     const char* piece = p;
     size_t len = 1;
-    if (p[0] == '%' && (p[1] == 'p' || (p[1] == 'r' && rank != NULL))) {
-      len = (size_t)snprintf(num, sizeof(num), "%ld", p[1] == 'p' ? pid : *rank);
+    if (p[0] == '%' && (p[1] == 'p' || (p[1] == 'r' && v->rank != NULL))) {
+      len = (size_t)snprintf(num, sizeof(num), "%ld", p[1] == 'p' ? v->pid : *v->rank);
       piece = num;
       p++;
+    } else if (p[0] == '%' && p[1] == 'h' && v->host != NULL) {
+      piece = v->host;
+      len = strlen(piece);
+      p++;
+    } else if (p[0] == '%' && p[1] == 'q' && p[2] == '{' && v->env != NULL &&
+               strchr(p + 3, '}') != NULL && (size_t)(strchr(p + 3, '}') - (p + 3)) < sizeof(var)) {
+      const char* end = strchr(p + 3, '}');
+      memcpy(var, p + 3, (size_t)(end - (p + 3)));
+      var[end - (p + 3)] = '\0';
+      piece = v->env(var);
+      if (piece == NULL)
+        piece = "";
+      len = strlen(piece);
+      p = end;
     } else if (p[0] == '%' && p[1] == '%') {
       p++;
     }
@@ -49,54 +69,32 @@ static inline int grape__pattern_expand(const char* pattern, long pid, const lon
   return 0;
 }
 
-/* 1 when pattern names one file per process (it holds a "%p"), else 0. */
-static inline int grape__pattern_per_process(const char* pattern) {
-  for (const char* p = pattern; *p; p++) {
-    if (p[0] == '%' && p[1] == 'p')
-      return 1;
-    if (p[0] == '%' && p[1] == '%')
-      p++;
-  }
+/* grape__pattern_expand_vars with the pid and the rank only. */
+static inline int grape__pattern_expand(const char* pattern, long pid, const long* rank, char* out,
+                                        size_t cap) {
+  grape_pattern_vars_t v = {pid, rank, NULL, NULL};
+  return grape__pattern_expand_vars(pattern, &v, out, cap);
+}
+
+/* Writes into out (cap bytes) the k-th numbered form of name: ".k" inserted
+ * before the extension of its last component ("r.json" -> "r.1.json", "t" ->
+ * "t.1"), for outputs that must not replace a file of the same name.
+ * @return 0, or -ENAMETOOLONG. */
+static inline int grape__pattern_numbered(const char* name, unsigned k, char* out, size_t cap) {
+  const char* base = strrchr(name, '/');
+  base = base ? base + 1 : name;
+  const char* dot = strrchr(base, '.');
+  if (dot == NULL || dot == base)
+    dot = base + strlen(base);
+  char num[16];
+  size_t head = (size_t)(dot - name), nlen = (size_t)snprintf(num, sizeof(num), ".%u", k);
+  size_t tail = strlen(dot);
+  if (head + nlen + tail + 1 > cap)
+    return -ENAMETOOLONG;
+  memmove(out, name, head);
+  memcpy(out + head, num, nlen);
+  memcpy(out + head + nlen, dot, tail + 1);
   return 0;
-}
-
-/* Matches name against pattern p; *pid is the digit run the first "%p" took
- * (NULL before it), *pid_len its length. */
-static inline int grape__pattern_match_from(const char* p, const char* name, const char** pid,
-                                            size_t* pid_len) {
-  for (;;) {
-    if (p[0] == '%' && p[1] == 'p') {
-      if (*pid != NULL) {
-        if (strncmp(name, *pid, *pid_len) != 0)
-          return 0;
-        name += *pid_len;
-        p += 2;
-        continue;
-      }
-      for (size_t len = strspn(name, "0123456789"); len > 0; len--) {
-        *pid = name;
-        *pid_len = len;
-        if (grape__pattern_match_from(p + 2, name + len, pid, pid_len))
-          return 1;
-      }
-      *pid = NULL;
-      return 0;
-    }
-    if (*p == '\0')
-      return *name == '\0';
-    if (*name != *p)
-      return 0;
-    p += p[0] == '%' && p[1] == '%' ? 2 : 1;   /* "%%" stands for one '%' */
-    name++;
-  }
-}
-
-/* 1 when name is what pattern (without "%r") expands to for some pid
- * (decimal digits, the same at every "%p"), else 0. */
-static inline int grape__pattern_match(const char* pattern, const char* name) {
-  const char* pid = NULL;
-  size_t pid_len = 0;
-  return grape__pattern_match_from(pattern, name, &pid, &pid_len);
 }
 
 #endif

@@ -4,11 +4,15 @@
  *
  * DESIGN: X-macro lists. The report is one JSON object per process:
  *   {"grape_version":"0.1.0","report_format":2,"pid":N,"ppid":N,"rank":N|null,"command":"...",
+ *    "signal":"SIGTERM"|null (the signal that ended the process),
+ *    "trace_file":"..."|null (where its GRAPE_TRACE went),
  *    "mode":"observe", <every counter below>: N, ...,
  *    "launches_by_route":{<route>: N, ...},
  *    "held_ops_flushed_eager":{<cause>: N, ...},
  *    "api_calls":{<hooked symbol>: N, ...},
- *    "predicted":{...} (GRAPE_PREDICT_GPU only), "top_paths":[...]}
+ *    "predicted":{...} (GRAPE_PREDICT_GPU only), "top_paths":[...],
+ *    "kernels":[{"name":"...","calls":N,"predicted_ms":X (GRAPE_PREDICT_GPU only)}, ...]}
+ * grape run's own copy (in GRAPE_RUN_DIR) adds "report_file": the user's file or null.
  * A reader summing several processes adds every counter. Bump
  * GRAPE_REPORT_FORMAT when a member changes meaning or goes away. */
 #ifndef GRAPE_REPORT_H

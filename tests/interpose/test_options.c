@@ -58,9 +58,61 @@ Test(options, numbers_must_be_whole) {
   setenv("GRAPE_CHUNK", "12x", 1);
   cr_expect_eq(grape__option_get(grape_option_chunk), 1024);
   cr_expect_not_null(strstr(captured, "GRAPE_CHUNK"));
-  grape__options_reset();
+}
+
+/* A number outside its range (options.def) is brought to the nearest bound,
+ * with one warning naming the range and the value used. */
+Test(options, out_of_range_numbers_warn_and_use_the_nearest_bound) {
+  setenv("GRAPE_LOG", "warn", 1);
   setenv("GRAPE_CHUNK", "-3", 1);
-  cr_expect_eq(grape__option_get(grape_option_chunk), -3);
+  setenv("GRAPE_VARIANTS", "99", 1);
+  cr_expect_eq(grape__option_get(grape_option_chunk), 1);
+  cr_expect_eq(grape__option_get(grape_option_variants), 16);
+  cr_expect_eq(grape__option_get(grape_option_variants), 16);
+  cr_expect_not_null(strstr(captured, "GRAPE_CHUNK=-3 is out of range (accepted: a whole number from 1 to"),
+                     "%s", captured);
+  cr_expect_not_null(strstr(captured, "using 1\n"), "%s", captured);
+  cr_expect_not_null(strstr(captured, "GRAPE_VARIANTS=99 is out of range (accepted: a whole number "
+                                      "from 1 to 16); using 16"), "%s", captured);
+  cr_expect_null(strstr(strstr(captured, "GRAPE_VARIANTS") + 1, "GRAPE_VARIANTS"), "warned twice");
+  cr_expect_eq(grape__option_set(grape_option_variants, "0"), -ERANGE);
+  cr_expect_eq(grape__option_get(grape_option_variants), 16, "a refused set keeps the value");
+}
+
+/* Every LONG option has a range that holds its default; no other kind has one. */
+Test(options, every_long_option_has_a_range_holding_its_default) {
+  for (int i = 0; i < grape_option_count; i++) {
+    long lo, hi;
+    int has = grape__option_range((grape_option_t)i, &lo, &hi) == 0;
+    cr_expect_eq(has, grape__option_kind((grape_option_t)i) == GRAPE_OPT_LONG, "%s",
+                 grape__option_name((grape_option_t)i));
+    if (has) {
+      long d = atol(grape__option_default((grape_option_t)i));
+      cr_expect(lo <= d && d <= hi, "%s: default %ld outside %ld..%ld",
+                grape__option_name((grape_option_t)i), d, lo, hi);
+    }
+  }
+}
+
+/* A bad GRAPE_LOG is said, at the default level, rather than dropped while
+ * the logger reads its own level. */
+Test(options, bad_log_level_is_said) {
+  setenv("GRAPE_LOG", "loud", 1);
+  cr_expect_eq(grape__log_level(), GRAPE_LOG_WARN);
+  cr_expect_not_null(strstr(captured, "GRAPE_LOG has an invalid value 'loud' (accepted: error | warn | "
+                                      "info | debug)"), "%s", captured);
+}
+
+Test(options, booleans_take_the_usual_words) {
+  setenv("GRAPE_OVERWRITE", "On", 1);
+  cr_expect_eq(grape__option_get(grape_option_overwrite), 1);
+  grape__options_reset();
+  setenv("GRAPE_OVERWRITE", "false", 1);
+  cr_expect_eq(grape__option_get(grape_option_overwrite), 0);
+  grape__options_reset();
+  setenv("GRAPE_OVERWRITE", "maybe", 1);
+  cr_expect_eq(grape__option_get(grape_option_overwrite), 0);
+  cr_expect_not_null(strstr(captured, "GRAPE_OVERWRITE"));
 }
 
 Test(options, set_wins_over_environment) {
@@ -106,6 +158,9 @@ Test(options, env_names_are_grape_and_upper_name) {
 Test(options, rank_from_rank_then_local_rank) {
   unsetenv("RANK");
   unsetenv("LOCAL_RANK");
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  unsetenv("PMI_RANK");
+  unsetenv("SLURM_PROCID");
   cr_expect_eq(grape__process_rank(), -1);
   setenv("LOCAL_RANK", "3", 1);
   cr_expect_eq(grape__process_rank(), 3);
@@ -116,6 +171,21 @@ Test(options, rank_from_rank_then_local_rank) {
   setenv("RANK", "-2", 1);
   unsetenv("LOCAL_RANK");
   cr_expect_eq(grape__process_rank(), -1);
+}
+
+/* Open MPI, MPICH/Intel MPI and Slurm name the rank in their own variables;
+ * a global rank comes before the node-local LOCAL_RANK. */
+Test(options, rank_from_mpi_and_slurm) {
+  unsetenv("RANK");
+  setenv("LOCAL_RANK", "1", 1);
+  setenv("SLURM_PROCID", "5", 1);
+  cr_expect_eq(grape__process_rank(), 5);
+  setenv("PMI_RANK", "4", 1);
+  cr_expect_eq(grape__process_rank(), 4);
+  setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+  cr_expect_eq(grape__process_rank(), 3);
+  setenv("RANK", "2", 1);
+  cr_expect_eq(grape__process_rank(), 2);
 }
 
 /* The report names modes by GRAPE_REPORT_MODES (include/grape/report.h), the

@@ -29,3 +29,10 @@ Test(json_str, passes_utf8_and_null) {
   cr_expect_str_eq(t, "\"\"");
   free(t);
 }
+
+Test(json_str, bytes_outside_utf8_are_escaped) {
+  /* A lone 0xff, a cut sequence, an overlong '/', a surrogate: each byte as \u00XX. */
+  char* t = written("a\xff" "b\xc3" "c\xc0\xaf\xed\xa0\x80 \xf0\x9f\x8d\x87");
+  cr_expect_str_eq(t, "\"a\\u00ffb\\u00c3c\\u00c0\\u00af\\u00ed\\u00a0\\u0080 \xf0\x9f\x8d\x87\"");
+  free(t);
+}

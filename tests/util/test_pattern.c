@@ -1,6 +1,6 @@
-/* File name patterns (util/pattern.h): what the shim writes for
- * GRAPE_REPORT / GRAPE_LOG_FILE is what `grape run` finds, and GRAPE_TRACE's
- * %r is expanded only where a rank is given. */
+/* File name patterns (util/pattern.h): %p, %r, %h, %q{VAR} and %%, each
+ * expanded only where its value is given, and the numbered names of outputs
+ * that must not replace a file. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
@@ -26,33 +26,31 @@ Test(pattern, rank_only_where_given) {
   cr_expect_str_eq(out, "t.12.%r.json", "a report has no rank: %%r stays");
 }
 
-Test(pattern, per_process_only_with_an_unescaped_p) {
-  cr_expect(grape__pattern_per_process("r.%p.json"));
-  cr_expect(grape__pattern_per_process("%p"));
-  cr_expect_not(grape__pattern_per_process("r.json"));
-  cr_expect_not(grape__pattern_per_process("r.%%p.json"));
-  cr_expect_not(grape__pattern_per_process("r.%"));
+static const char* fake_env(const char* name) {
+  return strcmp(name, "JOB") == 0 ? "j7" : NULL;
 }
 
-Test(pattern, matches_what_it_expands_to) {
-  const char* pats[] = {"report.%p.json", "%p", "r%p1.json", "a%%b.%p", "x%py%p"};
-  long pids[] = {1, 42, 123456789};
-  for (size_t i = 0; i < sizeof(pats) / sizeof(pats[0]); i++)
-    for (size_t j = 0; j < sizeof(pids) / sizeof(pids[0]); j++) {
-      char name[64];
-      cr_assert_eq(grape__pattern_expand(pats[i], pids[j], NULL, name, sizeof(name)), 0);
-      cr_expect(grape__pattern_match(pats[i], name), "%s does not match %s", name, pats[i]);
-    }
+Test(pattern, host_and_environment_like_nsys) {
+  char out[128];
+  long rank = 2;
+  grape_pattern_vars_t v = {99, &rank, "node1", fake_env};
+  cr_assert_eq(grape__pattern_expand_vars("%q{JOB}/%h.%r.%p.%q{NOPE}x", &v, out, sizeof(out)), 0);
+  cr_expect_str_eq(out, "j7/node1.2.99.x", "an unset variable expands to nothing");
+  cr_assert_eq(grape__pattern_expand_vars("a%q{JOB", &v, out, sizeof(out)), 0);
+  cr_expect_str_eq(out, "a%q{JOB", "an unclosed %%q{ stays as written");
+  grape_pattern_vars_t none = {5, NULL, NULL, NULL};
+  cr_assert_eq(grape__pattern_expand_vars("%h-%q{JOB}-%p", &none, out, sizeof(out)), 0);
+  cr_expect_str_eq(out, "%h-%q{JOB}-5", "what is not supplied stays as written");
+  cr_expect_eq(grape__pattern_expand_vars("%q{JOB}%q{JOB}", &v, out, 4), -ENAMETOOLONG);
 }
 
-Test(pattern, refuses_other_names) {
-  cr_expect_not(grape__pattern_match("report.%p.json", "report..json"));
-  cr_expect_not(grape__pattern_match("report.%p.json", "report.12a.json"));
-  cr_expect_not(grape__pattern_match("report.%p.json", "report.12.json.tmp12"));
-  cr_expect_not(grape__pattern_match("report.%p.json", "report.12.json.forked"));
-  cr_expect_not(grape__pattern_match("report.%p.json", "xreport.12.json"));
-  cr_expect_not(grape__pattern_match("a%%b.%p", "a%%b.1"));
-  cr_expect(grape__pattern_match("a%%b.%p", "a%b.1"));
-  cr_expect_not(grape__pattern_match("x%py%p", "x12y13"), "two pids in one name");
-  cr_expect(grape__pattern_match("x%py%p", "x12y12"));
+Test(pattern, numbered_names_keep_the_extension) {
+  char out[64];
+  cr_assert_eq(grape__pattern_numbered("/d.x/r.json", 1, out, sizeof(out)), 0);
+  cr_expect_str_eq(out, "/d.x/r.1.json");
+  cr_assert_eq(grape__pattern_numbered("/d.x/trace", 12, out, sizeof(out)), 0);
+  cr_expect_str_eq(out, "/d.x/trace.12", "a dot in a folder is not an extension");
+  cr_assert_eq(grape__pattern_numbered(".hidden", 2, out, sizeof(out)), 0);
+  cr_expect_str_eq(out, ".hidden.2");
+  cr_expect_eq(grape__pattern_numbered("/a/long-name.json", 3, out, 8), -ENAMETOOLONG);
 }
