@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "grape/simcu_private.h"
+
 static int exe_dir(char* out, size_t cap) {
   ssize_t n = readlink("/proc/self/exe", out, cap - 1);
   if (n <= 0)
@@ -107,7 +109,10 @@ int grape__find_simdir(char* out, size_t cap) {
 }
 
 /* 1 when the real driver loads, initialises and reports at least one device.
- * Probed in a child: a broken driver must not take grape down. */
+ * Probed in a child: a broken driver must not take grape down. A libcuda.so.1
+ * that answers the simulated device's private id is the sim (found first on
+ * LD_LIBRARY_PATH, as the README's plain preload line puts it), not a GPU:
+ * replay must then load the kernels' CPU bodies like any run on the sim. */
 int grape__real_device_present(void) {
   pid_t pid = fork();
   if (pid < 0)
@@ -122,7 +127,11 @@ int grape__real_device_present(void) {
     int n = 0;
     if (init == NULL || count == NULL || init(0) != 0 || count(&n) != 0 || n <= 0)
       _exit(1);
-    _exit(0);
+    int (*table)(const void**, const void*) =
+        (int (*)(const void**, const void*))dlsym(h, "cuGetExportTable");
+    const unsigned char sim_id[16] = SIMCU_PRIVATE_UUID;
+    const void* t = NULL;
+    _exit(table != NULL && table(&t, sim_id) == 0 && t != NULL ? 1 : 0);
   }
   int st;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
