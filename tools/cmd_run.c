@@ -323,9 +323,11 @@ static void summarise(const reports_t* r, const char* where, int on_sim) {
     summarise_paths(busiest);
   }
   if (on_sim && tot[K_launches] == 0 && tot[K_launches_captured] == 0)
-    fprintf(stderr, "grape: the command ran no kernels on the simulated device. Programs that bring "
-                    "NVIDIA's own CUDA runtime (PyTorch, CuPy) cannot run on it and need a GPU; the "
-                    "simulated device runs programs built with nvcc -cudart shared (sim/README.md)\n");
+    fprintf(stderr, "grape: the command ran no kernels on the simulated device, which runs only "
+                    "programs built against it (nvcc -cudart shared, with CPU bodies for their "
+                    "kernels: sim/README.md). Kernels built for GPUs alone, such as PyTorch's, "
+                    "need a real GPU, and so does a program that loads NVIDIA's own CUDA runtime "
+                    "(it finds no device here)\n");
   if (where != NULL)
     fprintf(stderr, "grape: report: %s\n", where);
 }
