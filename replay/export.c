@@ -12,9 +12,11 @@
  * starts before the previous one ends inside it, so a track's clock is kept in
  * whole nanoseconds (each slice starts exactly where the previous one ended)
  * and printed as microseconds with three decimals from those integers, never
- * rounded twice; and since a viewer adds the parsed start and duration as
+ * rounded twice; since a viewer adds the parsed start and duration as
  * doubles, a duration whose sum would pass the next start by the last bit is
- * written 1 ns shorter. */
+ * written 1 ns shorter; and displayTimeUnit is "ns", because Catapult's viewer
+ * compares slice bounds rounded to that unit's precision (whole microseconds
+ * for "ms"), which nests one sub-microsecond kernel in its neighbour. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -226,7 +228,7 @@ long grape_trace_export_chrome(const grape_trace_t* t, grape_trace_duration_fn* 
   long slices = 0;
   /* The traced process's own pid, which viewers print after its name. */
   long long pid = in->pid > 0 ? (long long)in->pid : 1;
-  fprintf(out, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"source\":\"grape\",\"durations\":");
+  fprintf(out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"source\":\"grape\",\"durations\":");
   grape__json_put_str(out, label ? label : "");
   fprintf(out, ",\"device\":");
   grape__json_put_str(out, in->device_name);

@@ -206,13 +206,26 @@ def case_example(a):
             fail("export of a trace without times must say so", p)
 
 
+def catapult_bounds(parent, child, unit):
+    """Catapult's TimedEvent.bounds: whether its trace viewer nests child in
+    parent. Times are compared rounded to the file's displayTimeUnit: whole
+    microseconds for "ms" (its default), whole nanoseconds for "ns"."""
+    scale = 1000 if unit == "ms" else 1000000
+    r = lambda us: round(us / 1000 * scale)
+    return not r(child["ts"]) < r(parent["ts"]) and \
+        not r(parent["ts"] + parent["dur"]) < r(child["ts"] + child["dur"])
+
+
 def check_timeline(path, pid):
     """A timeline a viewer draws as grape means it: one process, named without
     the pid (viewers print it after the name) and keyed by the traced pid;
     on every track, slices in order and disjoint, compared as a viewer does,
     in doubles: a slice that starts before the previous one ends is drawn
-    nested inside it. Returns the slices."""
-    ev = json.load(open(path))["traceEvents"]
+    nested inside it; and none that Catapult's viewer would nest in the
+    previous one at the file's display precision. Returns the slices."""
+    doc = json.load(open(path))
+    ev = doc["traceEvents"]
+    unit = doc.get("displayTimeUnit", "ms")
     procs = [e for e in ev if e["ph"] == "M" and e["name"] == "process_name"]
     if len(procs) != 1 or procs[0]["pid"] != pid or "pid" in procs[0]["args"]["name"]:
         fail(f"process label {procs}: want one, keyed by pid {pid}, no pid in its name")
@@ -225,11 +238,12 @@ def check_timeline(path, pid):
     overlaps = []
     for tid, sl in tracks.items():
         for prev, cur in zip(sl, sl[1:]):
-            if cur["dur"] < 0 or cur["ts"] < prev["ts"] + prev["dur"]:
+            if cur["dur"] < 0 or cur["ts"] < prev["ts"] + prev["dur"] or \
+                    catapult_bounds(prev, cur, unit):
                 overlaps.append((tid, prev, cur))
     if overlaps:
         fail(f"{len(overlaps)} of {len(slices)} slices start before the previous one on their "
-             f"track ends, or go backwards; first: {overlaps[0]}")
+             f"track ends, go backwards, or nest in it at {unit} precision; first: {overlaps[0]}")
     return slices
 
 
@@ -262,6 +276,75 @@ def case_pipeline(a):
         if len(slices) != sum(len(p["ops"]) for p in t["paths"]):
             fail(f"{len(slices)} slices for {sum(len(p['ops']) for p in t['paths'])} ops")
         print(f"{a.name}: {len(t['paths'])} paths replayed, {len(slices)} slices, none overlapping")
+
+
+VIEWER_COUNT = """
+<script>
+window.addEventListener('load', function() {
+  var res = document.createElement('pre'); res.id = 'grape-result';
+  try {
+    var m = new tr.Model();
+    new tr.importer.Import(m).importTraces([%s]);
+    var n = 0, nested = 0, names = [];
+    m.getAllProcesses().forEach(function(p) {
+      names.push(p.userFriendlyName);
+      for (var k in p.threads)
+        p.threads[k].sliceGroup.slices.forEach(function(s) { n++; if (s.parentSlice) nested++; });
+    });
+    res.textContent = JSON.stringify({slices: n, nested: nested, processes: names});
+  } catch (e) { res.textContent = JSON.stringify({error: String(e)}); }
+  document.body.appendChild(res);
+});
+</script>
+"""
+
+
+def case_viewer(a):
+    """The export loaded in a real trace viewer: Catapult's (trace2html, the
+    viewer of chrome://tracing) in headless Chromium, which must import every
+    slice and nest none, and name the process once with its pid. Needs a
+    Catapult checkout in CATAPULT_DIR and chromium; skips otherwise (neither
+    pip nor apt ships Catapult: docs/testing.md)."""
+    catapult = os.environ.get("CATAPULT_DIR", "")
+    trace2html = os.path.join(catapult, "tracing", "bin", "trace2html")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not catapult or not os.path.exists(trace2html) or not chromium:
+        print("skipped: needs CATAPULT_DIR (a Catapult checkout) and chromium")
+        sys.exit(77)
+    need_examples(a, a.name)
+    with tempfile.TemporaryDirectory() as tmp:
+        trace, _ = trace_example(a, tmp, os.path.join(a.examples, a.name))
+        timed = os.path.join(tmp, "timed.grape.out")
+        p = grape(a, ["replay", trace, "--all", "--time", "--save", timed, "--device", "sim"])
+        if p.returncode != 0:
+            fail("grape replay --time --save", p)
+        out = os.path.join(tmp, "timeline.json")
+        p = grape(a, ["export", "--chrome", timed, "-o", out])
+        if p.returncode != 0:
+            fail("grape export --chrome", p)
+        html = os.path.join(tmp, "viewer.html")
+        p = subprocess.run([sys.executable, trace2html, out, "--output", html],
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            fail("trace2html", p)
+        page = open(html).read()
+        script = VIEWER_COUNT % json.dumps(open(out).read())
+        open(html, "w").write(page.replace("</body>", script + "</body>")
+                              if "</body>" in page else page + script)
+        p = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                            "--virtual-time-budget=60000", "--dump-dom", "file://" + html],
+                           capture_output=True, text=True, timeout=600)
+        m = re.search(r'<pre id="grape-result">([^<]*)</pre>', p.stdout)
+        if m is None:
+            fail("the viewer page gave no result", p)
+        got = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+        want = sum(len(x["ops"]) for x in inspect(a, timed)["paths"])
+        if got.get("slices") != want or got.get("nested") != 0:
+            fail(f"Catapult's viewer: {got}; want {want} slices, none nested")
+        if len(got["processes"]) != 1 or got["processes"][0].count("pid") != 1:
+            fail(f"Catapult's viewer names the process {got['processes']}")
+        print(f"Catapult's viewer: {got['slices']} slices, none nested, process "
+              f"{got['processes'][0]}")
 
 
 def case_ranks(a):
