@@ -256,6 +256,8 @@ def case_pipeline(a):
     with tempfile.TemporaryDirectory() as tmp:
         def run(args, **extra):
             e = env(a, **extra)
+            if sanitizer_preload(a) and args[0] == "run":
+                e["LD_PRELOAD"] = sanitizer_preload(a)
             p = subprocess.run([a.grape] + args, capture_output=True, text=True, timeout=600,
                                env=e, cwd=tmp)
             if p.returncode != 0 or "Sanitizer" in p.stderr or "runtime error" in p.stderr:
