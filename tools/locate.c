@@ -76,22 +76,12 @@ static int find_path(const char* env, const char* const* rel, char* out, size_t 
 
 int grape__find_libgrape(char* out, size_t cap) {
   static const char* const rel[] = {"../interpose/libgrape.so", GRAPE_REL_LIBGRAPE, NULL};
-  char tmp[PATH_MAX], dir[PATH_MAX];
+  char tmp[PATH_MAX];
   if (find_path("GRAPE_LIB", rel, tmp, sizeof(tmp)))
     return -1;
-  /* The dynamic loader needs an absolute path in LD_PRELOAD (the command may
-   * chdir): the folder made absolute, the file's own name kept (libgrape.so,
-   * not the versioned file its symlink names). */
-  char* slash = strrchr(tmp, '/');
-  const char* base = slash ? slash + 1 : tmp;
-  const char* folder = slash == NULL ? "." : slash == tmp ? "/" : tmp;
-  if (slash)
-    *slash = '\0';
-  if (realpath(folder, dir) != NULL && grape__path_join(out, cap, dir, base) == 0)
-    return 0;
-  if (slash)
-    *slash = '/';
-  snprintf(out, cap, "%s", tmp);
+  /* The dynamic loader needs an absolute path in LD_PRELOAD (the command may chdir). */
+  if (realpath(tmp, out) == NULL)
+    snprintf(out, cap, "%s", tmp);
   return 0;
 }
 
