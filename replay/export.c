@@ -6,9 +6,20 @@
  * timeline come from a callback, so the caller chooses measured or predicted
  * ones (predict/ is not a dependency of replay/). Kernel names are written
  * demangled: the predictor classifies kernels by their demangled names, and
- * people read them. */
+ * people read them.
+ *
+ * A timeline's slices never overlap on a track. Viewers nest a slice that
+ * starts before the previous one ends inside it, so a track's clock is kept in
+ * whole nanoseconds (each slice starts exactly where the previous one ended)
+ * and printed as microseconds with three decimals from those integers, never
+ * rounded twice; since a viewer adds the parsed start and duration as
+ * doubles, a duration whose sum would pass the next start by the last bit is
+ * written 1 ns shorter; and displayTimeUnit is "ns", because Catapult's viewer
+ * compares slice bounds rounded to that unit's precision (whole microseconds
+ * for "ms"), which nests one sub-microsecond kernel in its neighbour. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,19 +191,42 @@ static void op_label(const grape_trace_t* t, const grape_trace_op_t* op, char* o
     grape_trace_short_name(grape_trace_func(t, op->func)->name, out, cap);
 }
 
+/* A non-negative count of nanoseconds as microseconds, exactly: "12.345". */
+static void us_text(int64_t ns, char* out, size_t cap) {
+  snprintf(out, cap, "%" PRId64 ".%03d", ns / 1000, (int)(ns % 1000));
+}
+
+/* The duration to print for a slice [start, start + dur) ns, so that a viewer
+ * adding the parsed numbers as doubles ends it no later than start + dur. */
+static int64_t viewer_safe_dur(int64_t start, int64_t dur) {
+  char a[32], b[32], c[32];
+  us_text(start, a, sizeof(a));
+  us_text(start + dur, c, sizeof(c));
+  double end = strtod(c, NULL);
+  while (dur > 0) {
+    us_text(dur, b, sizeof(b));
+    if (strtod(a, NULL) + strtod(b, NULL) <= end)
+      break;
+    dur--;
+  }
+  return dur;
+}
+
 long grape_trace_export_chrome(const grape_trace_t* t, grape_trace_duration_fn* dur, void* arg,
                                const char* label, FILE* out) {
   const grape_trace_info_t* in = grape_trace_info(t);
   long slices = 0;
-  fprintf(out, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"source\":\"grape\",\"durations\":");
+  /* The traced process's own pid, which viewers print after its name. */
+  long long pid = in->pid > 0 ? (long long)in->pid : 1;
+  fprintf(out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"source\":\"grape\",\"durations\":");
   grape__json_put_str(out, label ? label : "");
   fprintf(out, ",\"device\":");
   grape__json_put_str(out, in->device_name);
-  fprintf(out, "},\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,"
-               "\"args\":{\"name\":");
+  fprintf(out, "},\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%lld,"
+               "\"tid\":0,\"args\":{\"name\":", pid);
   char proc[600];
-  snprintf(proc, sizeof(proc), "%s (pid %lld, rank %d)", in->program[0] ? in->program : "program",
-           (long long)in->pid, (int)in->rank);
+  snprintf(proc, sizeof(proc), "%s, rank %d", in->program[0] ? in->program : "program",
+           (int)in->rank);
   grape__json_put_str(out, proc);
   fprintf(out, "}}");
   for (size_t i = 0; i < grape_trace_path_count(t); i++) {
@@ -200,25 +234,28 @@ long grape_trace_export_chrome(const grape_trace_t* t, grape_trace_duration_fn* 
     char fp[17], name[96];
     grape__fp_hex(p->fp, fp);
     snprintf(name, sizeof(name), "path %s x%llu", fp, (unsigned long long)p->count);
-    fprintf(out, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%zu,\"args\":{\"name\":",
-            i + 1);
+    fprintf(out, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%lld,\"tid\":%zu,"
+                 "\"args\":{\"name\":", pid, i + 1);
     grape__json_put_str(out, name);
-    fprintf(out, "}},\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%zu,"
-                 "\"args\":{\"sort_index\":%zu}}", i + 1, i);
-    double ts = 0;   /* microseconds from the path's start */
+    fprintf(out, "}},\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%lld,\"tid\":%zu,"
+                 "\"args\":{\"sort_index\":%zu}}", pid, i + 1, i);
+    int64_t ts = 0;   /* nanoseconds from the path's start */
     for (uint32_t j = 0; j < p->nops; j++) {
       double ms = dur(t, i, j, arg);
-      if (!(ms >= 0))
+      if (!(ms >= 0) || ms > 9e9)   /* not a duration, or past any clock (~100 days) */
         continue;
       const grape_trace_op_t* op = &p->ops[j];
-      char lbl[256];
+      int64_t ns = llround(ms * 1e6);
+      char lbl[256], ts_us[32], dur_us[32];
       op_label(t, op, lbl, sizeof(lbl));
+      us_text(ts, ts_us, sizeof(ts_us));
+      us_text(viewer_safe_dur(ts, ns), dur_us, sizeof(dur_us));
       fprintf(out, ",\n{\"name\":");
       grape__json_put_str(out, lbl);
-      fprintf(out, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%zu,\"ts\":%.3f,\"dur\":%.3f,"
+      fprintf(out, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%lld,\"tid\":%zu,\"ts\":%s,\"dur\":%s,"
                    "\"args\":{\"position\":%u,\"ms\":%.9g",
-              op->kind == GRAPE_TRACE_OP_KERNEL ? "kernel" : "memory", i + 1, ts, ms * 1000.0, j,
-              ms);
+              op->kind == GRAPE_TRACE_OP_KERNEL ? "kernel" : "memory", pid, i + 1, ts_us, dur_us,
+              j, ms);
       if (op->kind == GRAPE_TRACE_OP_KERNEL) {
         fprintf(out, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem\":%u", op->grid[0],
                 op->grid[1], op->grid[2], op->block[0], op->block[1], op->block[2], op->shmem);
@@ -232,7 +269,7 @@ long grape_trace_export_chrome(const grape_trace_t* t, grape_trace_duration_fn* 
         fprintf(out, ",\"bytes\":%llu", (unsigned long long)op->sig_func);
       }
       fprintf(out, "}}");
-      ts += ms * 1000.0;
+      ts += ns;
       slices++;
     }
   }

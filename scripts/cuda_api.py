@@ -43,8 +43,9 @@ header gets); CUDA 13's has none. When present they are reported as
 
 OUTPUT FORMAT (stable; other tools import this module)
 
-runtime_functions(include_dir) -> list of dicts, one per exported function,
-in header order:
+runtime_functions(include_dir, header="cuda_runtime_api.h") -> list of dicts,
+one per exported function, in header order (RUNTIME_OTHER_HEADERS names the
+other headers whose functions the runtime exports: profiler, interop):
     name     exported symbol, e.g. "cudaMemcpy2DAsync_ptsz"
     base     API name, e.g. "cudaMemcpy2DAsync"
     variant  "" | "ptds" | "ptsz"  (per-thread default-stream variant)
@@ -53,9 +54,11 @@ in header order:
              written with a name (a missing one becomes "a<index>"), "type"
              the declaration without the name
     proto    "ret name(decl, ...)", ready to compile against the header
-    line     line of the declaration in cuda_runtime_api.h
+    line     line of the declaration in the header
+    header   the header's file name
 
-driver_api(include_dir) -> dict:
+driver_api(include_dir, header="cuda.h", typedefs_header="cudaTypedefs.h")
+-> dict (DRIVER_OTHER_HEADERS names the profiler's pair of headers):
     symbols  list of dicts as above (ret is always "CUresult"), one per symbol
              exported by the driver: current (cuMemAlloc_v2), legacy
              (cuMemAlloc), per-thread (cuMemcpyHtoD_v2_ptds)
@@ -417,10 +420,18 @@ def _variant(sym):
 
 # ---- Runtime ----
 
-def runtime_functions(include_dir=None):
-    """Every function cuda_runtime_api.h declares, per exported symbol (see the header)."""
+# The other headers whose functions NVIDIA's libcudart.so.13 exports: the
+# profiler's and the graphics interop ones (their window-system types come
+# from OpenGL's, EGL's and VDPAU's own headers).
+RUNTIME_OTHER_HEADERS = ("cuda_profiler_api.h", "cuda_gl_interop.h", "cuda_egl_interop.h",
+                         "cuda_vdpau_interop.h")
+
+
+def runtime_functions(include_dir=None, header="cuda_runtime_api.h"):
+    """Every function a runtime header declares (cuda_runtime_api.h unless
+    told), per exported symbol (see the header of this file)."""
     include_dir = include_dir or default_include()
-    path = os.path.join(include_dir, "cuda_runtime_api.h")
+    path = os.path.join(include_dir, header)
     internal = View(path, {"__CUDA_API_VERSION_INTERNAL": "1"})
     funcs, seen = [], {}
     for line, name, ret, ptext, written in _find_decls(internal, "CUDARTAPI", r".+"):
@@ -428,7 +439,7 @@ def runtime_functions(include_dir=None):
         variant = _variant(name)
         base = name[:-5] if variant else name
         f = {"name": name, "base": base, "variant": variant, "ret": ret, "params": params,
-             "proto": _proto(ret, name, params), "line": line}
+             "proto": _proto(ret, name, params), "line": line, "header": header}
         if name in seen:
             old = seen[name]
             if [p["type"] for p in old["params"]] != [p["type"] for p in params]:
@@ -443,8 +454,8 @@ def runtime_functions(include_dir=None):
 
 # ---- Driver ----
 
-def _pfn_typedefs(include_dir):
-    path = os.path.join(include_dir, "cudaTypedefs.h")
+def _pfn_typedefs(include_dir, header="cudaTypedefs.h"):
+    path = os.path.join(include_dir, header)
     view = View(path, {"__CUDA_API_VERSION_INTERNAL": "1"})
     out = []
     rx = re.compile(r"\btypedef\s+CUresult\s*\(\s*CUDAAPI\s*\*\s*(PFN_\w+)\s*\)\s*\(")
@@ -479,10 +490,17 @@ def _suffix_rank(base, sym):
     return int(m.group(1)) if m else None
 
 
-def driver_api(include_dir=None):
-    """Every driver symbol and cuGetProcAddress triple (see the header)."""
+# The driver's other header pair: the profiler's functions (libcuda.so.1
+# exports them and cuGetProcAddress resolves them, as cuda.h's).
+DRIVER_OTHER_HEADERS = (("cudaProfiler.h", "cudaProfilerTypedefs.h"),)
+
+
+def driver_api(include_dir=None, header="cuda.h", typedefs_header="cudaTypedefs.h"):
+    """Every driver symbol and cuGetProcAddress triple of a header and its
+    PFN typedefs (cuda.h and cudaTypedefs.h unless told; see the header of
+    this file)."""
     include_dir = include_dir or default_include()
-    path = os.path.join(include_dir, "cuda.h")
+    path = os.path.join(include_dir, header)
     internal = View(path, {"__CUDA_API_VERSION_INTERNAL": "1"})
     typedefs = _typedefs(internal)
     symbols, seen = [], {}
@@ -491,7 +509,7 @@ def driver_api(include_dir=None):
         if name in seen:
             continue
         f = {"name": name, "base": None, "variant": _variant(name), "ret": ret, "params": params,
-             "proto": _proto(ret, name, params), "line": line}
+             "proto": _proto(ret, name, params), "line": line, "header": header}
         seen[name] = f
         symbols.append(f)
     if not symbols:
@@ -516,7 +534,7 @@ def driver_api(include_dir=None):
             core = re.sub(r"_(ptds|ptsz)$", "", f["name"])
             f["base"] = re.sub(r"_v\d+$", "", core)
 
-    pfns, defaults = _pfn_typedefs(include_dir)
+    pfns, defaults = _pfn_typedefs(include_dir, typedefs_header)
     by_base = {}
     for f in symbols:
         core = re.sub(r"_(ptds|ptsz)$", "", f["name"])
@@ -542,8 +560,8 @@ def driver_api(include_dir=None):
             later = [f for f in match if _suffix_rank(name, f["name"]) > last_rank]
             pick = later[0] if later else (match[-1] if match else None)
             if pick is None:
-                raise CudaApiError(f"cudaTypedefs.h:{r['line']}: no symbol of cuda.h has the "
-                                   f"signature of {r['pfn']}")
+                raise CudaApiError(f"{typedefs_header}:{r['line']}: no symbol of {header} has "
+                                   f"the signature of {r['pfn']}")
             last_rank = _suffix_rank(name, pick["name"])
             procs.append({"name": name, "version": r["version"], "variant": variant,
                           "symbol": pick["name"], "pfn": r["pfn"], "params": params})

@@ -7,14 +7,17 @@ runtime that must cover the whole CUDA API of the headers it is built with.
 writes into --outdir:
   sim_procs.h      SIM_PROC("name", version, per_thread, symbol) rows, sorted by
                    name then version: every (cuGetProcAddress name, version,
-                   variant) triple of cudaTypedefs.h plus api.def's SIM_ALIAS rows
-  sim_drv_stubs.c  a definition of every cuda.h symbol that api.def does not
-                   serve: it counts and charges its call like every entry
-                   point (SIM_COUNT), prints one line naming itself (once) and
-                   returns CUDA_ERROR_NOT_SUPPORTED
+                   variant) triple of cudaTypedefs.h and cudaProfilerTypedefs.h
+                   plus api.def's SIM_ALIAS rows
+  sim_drv_stubs.c  a definition of every cuda.h and cudaProfiler.h symbol that
+                   api.def does not serve: it counts and charges its call like
+                   every entry point (SIM_COUNT), prints one line naming itself
+                   (once) and returns CUDA_ERROR_NOT_SUPPORTED
   sim_stub_syms.h  SIM_STUB(symbol) rows, one per driver stub: the stubs' call
                    counters (internal.h), after api.def's
-  sim_rt_stubs.c   a weak definition of every cuda_runtime_api.h function: it
+  sim_rt_stubs.c   a weak definition of every function of cuda_runtime_api.h
+                   and of the other headers NVIDIA's runtime exports
+                   (cuda_profiler_api.h, the GL, EGL and VDPAU interop ones): it
                    prints one line naming itself (once), sets the thread's last
                    error and returns cudaErrorNotSupported; the runtime's own
                    definitions (rt*.c) replace the ones they implement
@@ -121,11 +124,13 @@ def gen_stub_syms(stubs):
 
 
 def gen_drv_stubs(stubs):
-    out = [HEAD, """/* Every cuda.h entry point the sim does not serve: counted and charged in
+    out = [HEAD, """/* Every driver entry point the sim does not serve: counted and charged in
  * simulated time like every entry point, then one line naming it, once, and
  * CUDA_ERROR_NOT_SUPPORTED, as a driver without the feature would answer. */
 #include "internal.h"
-
+"""]
+    out += [f"#include <{h}>\n" for h in sorted({f["header"] for f in stubs} - {"cuda.h"})]
+    out.append("""
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 
 static _Atomic int warned[%d];
@@ -135,7 +140,7 @@ static CUresult unserved(const char* name, int i) {
     grape__sim_logf("%%s is not simulated: returning CUDA_ERROR_NOT_SUPPORTED", name);
   return CUDA_ERROR_NOT_SUPPORTED;
 }
-""" % max(len(stubs), 1)]
+""" % max(len(stubs), 1))
     for i, f in enumerate(stubs):
         out.append(f"\n#undef {f['name']}\nSIM_EXPORT {f['proto']} {{\n"
                    f"  SIM_COUNT({f['name']});\n"
@@ -144,15 +149,20 @@ static CUresult unserved(const char* name, int i) {
 
 
 def gen_rt_stubs(funcs):
-    out = [HEAD, """/* Every cuda_runtime_api.h function, weak: the runtime's own definitions
- * replace the ones it implements; the rest print one line naming the function,
- * once, set the thread's last error and return cudaErrorNotSupported. */
+    out = [HEAD, """/* Every function of the runtime's headers, weak: the runtime's own
+ * definitions replace the ones it implements; the rest print one line naming
+ * the function, once, set the thread's last error and return
+ * cudaErrorNotSupported. The interop headers' window-system types come from
+ * sim/interop/. */
 #include "rt_internal.h"
-
+"""]
+    out += [f"#include <{h}>\n" for h in dict.fromkeys(f["header"] for f in funcs)
+            if h != "cuda_runtime_api.h"]
+    out.append("""
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 
 static _Atomic int warned[%d];
-""" % len(funcs)]
+""" % len(funcs))
     for i, f in enumerate(funcs):
         if f["ret"] == "cudaError_t":
             body = f"  return grape__rt_unsupported(\"{f['name']}\", &warned[{i}]);"
@@ -174,7 +184,13 @@ def main():
     import cuda_api
     try:
         drv = cuda_api.driver_api(a.include)
+        for h, th in cuda_api.DRIVER_OTHER_HEADERS:
+            more = cuda_api.driver_api(a.include, h, th)
+            drv["symbols"] += more["symbols"]
+            drv["procs"] += more["procs"]
         funcs = cuda_api.runtime_functions(a.include)
+        for h in cuda_api.RUNTIME_OTHER_HEADERS:
+            funcs += cuda_api.runtime_functions(a.include, h)
     except cuda_api.CudaApiError as e:
         print(f"gen_api.py: error: {e}", file=sys.stderr)
         return 1

@@ -32,6 +32,7 @@
 
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
+#include <cudaProfiler.h>   /* cuProfiler*: exported and in the cuGetProcAddress table */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>

@@ -10,8 +10,9 @@
  * CUfunction is expected" hold by construction.
  *
  * A kernel's CPU body is looked up by name when first launched (see simcu.h);
- * a launch without one fails with CUDA_ERROR_NOT_FOUND and a message naming
- * the kernel, never silently.
+ * a launch without one fails with CUDA_ERROR_NOT_FOUND, never silently: the
+ * first lookup that finds none says once what that means, and each function
+ * without a body is named once.
  *
  * Unloading a module keeps its module and function objects for the next
  * load (last freed, first reused), so handle values come back for other
@@ -122,17 +123,36 @@ static void* find_prefixed(const char* prefix, const char* name) {
   return p;
 }
 
+/* Said once per function, when its lookup finds no body; the first time in a
+ * process with what it means: kernels of programs not built for the sim (a
+ * framework's or a vendor library's, compiled for GPUs alone) have no CPU
+ * body and cannot run here whatever runtime loaded them. */
+static atomic_int explained;
+
+static void say_no_body(const char* name) {
+  if (atomic_exchange(&explained, 1) == 0)
+    grape__sim_logf("no CPU body for kernel %s: the simulated device runs only programs built "
+                    "against it, whose kernels have CPU bodies (export " SIMCU_BODY_PREFIX
+                    "<name>, see sim/simcu.h, or name their library in SIMCU_KERNELS). Kernels "
+                    "built for GPUs alone, such as PyTorch's or a vendor library's, need a real "
+                    "GPU: their launches fail with CUDA_ERROR_NOT_FOUND "
+                    "(cudaErrorInvalidDeviceFunction).", name);
+  else
+    grape__sim_logf("no CPU body for kernel %s either", name);
+}
+
 CUresult grape__sim_bind_body(struct CUfunc_st* f) {
+  int first = 0;
   pthread_mutex_lock(&bind_lock);
   if (!f->body_looked_up) {
     f->body = (simcu_body_fn)find_prefixed(SIMCU_BODY_PREFIX, f->name);
     f->body_looked_up = 1;
+    first = 1;
   }
   pthread_mutex_unlock(&bind_lock);
   if (f->body == NULL) {
-    grape__sim_logf("no CPU body for kernel %s: export " SIMCU_BODY_PREFIX
-                    "%s (see sim/simcu.h) or name its library in SIMCU_KERNELS",
-                    f->name, f->name);
+    if (first)
+      say_no_body(f->name);
     return CUDA_ERROR_NOT_FOUND;
   }
   return CUDA_SUCCESS;

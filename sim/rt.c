@@ -20,6 +20,7 @@
  * fault's sticky error comes back from the driver on every later call.
  */
 #include "rt_internal.h"
+#include <cuda_profiler_api.h>
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -286,6 +287,32 @@ RT_API void __cudaRegisterVar(void** handle, char* hostVar, char* deviceAddress,
   (void)size;
   (void)constant;
   (void)global;
+}
+
+/* CUDA 13's runtime exports three more entry points of nvcc's plumbing that
+ * no header declares and nvcc 13.0 does not emit; the sim exports them so that
+ * a program linked against them loads. Their parameter counts are those of
+ * NVIDIA's exports. The two registrations attach device-side data to a
+ * fatbin's module, which the sim has no use for (device code never runs
+ * here), like __cudaRegisterVar; NVIDIA's __cudaGetProcAddress returns 0
+ * whatever it is asked. */
+RT_API void __cudaRegisterHostVar(void** handle, void* a1, void* a2, void* a3) {
+  (void)handle;
+  (void)a1;
+  (void)a2;
+  (void)a3;
+}
+
+RT_API void __cudaRegisterUnifiedTable(void** handle, void* a1, void* a2, void* a3, void* a4) {
+  (void)handle;
+  (void)a1;
+  (void)a2;
+  (void)a3;
+  (void)a4;
+}
+
+RT_API void* __cudaGetProcAddress(void) {
+  return NULL;
 }
 
 RT_API void __cudaRegisterManagedVar(void** handle, void** hostVarPtrAddress, char* deviceAddress,
@@ -828,6 +855,18 @@ RT_API cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
 RT_API cudaError_t cudaDeviceSynchronize(void) {
   RT_ENTER();
   return RT_CALL(CtxSynchronize);
+}
+
+/* cuda_profiler_api.h: the driver's profiler control on the current context
+ * (sim/profiler.c: no tool attaches, so each only succeeds). */
+RT_API cudaError_t cudaProfilerStart(void) {
+  RT_ENTER();
+  return RT_CALL(ProfilerStart);
+}
+
+RT_API cudaError_t cudaProfilerStop(void) {
+  RT_ENTER();
+  return RT_CALL(ProfilerStop);
 }
 
 /* "Any subsequent API call to this device will reinitialize the device":

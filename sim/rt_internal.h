@@ -16,6 +16,7 @@
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <cudaTypedefs.h>
+#include <cudaProfilerTypedefs.h>
 #include <cuda_runtime_api.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -32,6 +33,8 @@
  * function takes no context, and at 13000 for the _v2 that takes one). */
 #define RT_DRIVER_TABLE(D)                                                                          \
   D(Init, "cuInit", PFN_cuInit_v2000, 2000, 0)                                                      \
+  D(ProfilerStart, "cuProfilerStart", PFN_cuProfilerStart_v4000, 4000, 0)                          \
+  D(ProfilerStop, "cuProfilerStop", PFN_cuProfilerStop_v4000, 4000, 0)                             \
   D(DriverGetVersion, "cuDriverGetVersion", PFN_cuDriverGetVersion_v2020, 2020, 0)                  \
   D(DeviceGet, "cuDeviceGet", PFN_cuDeviceGet_v2000, 2000, 0)                                       \
   D(DeviceGetCount, "cuDeviceGetCount", PFN_cuDeviceGetCount_v2000, 2000, 0)                        \

@@ -5,6 +5,9 @@
  * then the paths, most frequent first as the shim wrote them, each with its
  * count and its ops (demangled kernel names, launch shapes), then the
  * kernels, images and allocations. --json prints the same as one object.
+ * Several traces (run.*.grape of a job's processes or ranks) are summarised
+ * one after another, each under its file name, or as a JSON array; one that
+ * cannot be read is reported and the others are still shown.
  *
  * DESIGN: thin, like every command: the reader validates, replay/export.c
  * writes the JSON; only the text layout lives here. */
@@ -21,14 +24,15 @@
 
 static void usage(FILE* to) {
   fprintf(to,
-          "usage: grape inspect [--json] [--brief] TRACE\n"
+          "usage: grape inspect [--json] [--brief] TRACE...\n"
           "\n"
           "Summarises a trace written by libgrape.so (GRAPE_TRACE=FILE): the process and\n"
           "device it came from, every distinct path with its count and ops, the kernels,\n"
           "kernel images and allocations. A damaged trace is refused with the section\n"
-          "and byte offset of the damage.\n"
+          "and byte offset of the damage. Several traces are summarised in turn, each\n"
+          "under its file name; the exit status is 1 if any could not be read.\n"
           "\n"
-          "  --json    one JSON object on stdout\n"
+          "  --json    one JSON object on stdout (an array of them for several traces)\n"
           "  --brief   the summary and the paths without their ops\n");
 }
 
@@ -126,8 +130,7 @@ static void text(const grape_trace_t* t, int brief) {
 }
 
 int cmd_inspect(int argc, char** argv) {
-  const char* path = NULL;
-  int as_json = 0, brief = 0;
+  int as_json = 0, brief = 0, ntraces = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout);
@@ -140,28 +143,39 @@ int cmd_inspect(int argc, char** argv) {
       fprintf(stderr, "grape: error: unknown option '%s'\n", argv[i]);
       usage(stderr);
       return 2;
-    } else if (path == NULL) {
-      path = argv[i];
     } else {
-      fprintf(stderr, "grape: error: one trace at a time ('%s' and '%s')\n", path, argv[i]);
-      return 2;
+      argv[1 + ntraces++] = argv[i];   /* the traces, in order, over what was read */
     }
   }
-  if (path == NULL) {
+  if (ntraces == 0) {
     usage(stderr);
     return 2;
   }
-  grape_trace_t* t;
-  char err[512];
-  int e = grape_trace_load(path, &t, err, sizeof(err));
-  if (e < 0) {
-    fprintf(stderr, "grape: error: %s\n", err);
-    return 1;
+  int rc = 0, shown = 0;
+  if (as_json && ntraces > 1)
+    printf("[\n");
+  for (int k = 0; k < ntraces; k++) {
+    const char* path = argv[1 + k];
+    grape_trace_t* t;
+    char err[512];
+    if (grape_trace_load(path, &t, err, sizeof(err)) < 0) {
+      fprintf(stderr, "grape: error: %s\n", err);
+      rc = 1;
+      continue;
+    }
+    if (as_json) {
+      if (shown)
+        printf(",\n");
+      grape_trace_write_json(t, stdout);
+    } else {
+      if (ntraces > 1)
+        printf("%s== %s ==\n", shown ? "\n" : "", path);
+      text(t, brief);
+    }
+    shown++;
+    grape_trace_free(t);
   }
-  if (as_json)
-    grape_trace_write_json(t, stdout);
-  else
-    text(t, brief);
-  grape_trace_free(t);
-  return ferror(stdout) ? 1 : 0;
+  if (as_json && ntraces > 1)
+    printf("]\n");
+  return ferror(stdout) ? 1 : rc;
 }

@@ -643,8 +643,10 @@ void summary_print(const summary_t* s, const summary_opts_t* o) {
   if (o->kernel_rows != 0)
     ktable_print(s, o);
   if (o->on_sim && tot[K_launches] == 0 && tot[K_launches_captured] == 0)
-    fprintf(to, "%sthe command ran no kernels on the simulated device. Programs that bring "
-                "NVIDIA's own CUDA runtime (PyTorch, CuPy) cannot run on it and need a GPU; the "
-                "simulated device runs programs built with nvcc -cudart shared (sim/README.md)\n",
+    fprintf(to, "%sthe command ran no kernels on the simulated device, which runs only "
+                "programs built against it (nvcc -cudart shared, with CPU bodies for their "
+                "kernels: sim/README.md). Kernels built for GPUs alone, such as PyTorch's, "
+                "need a real GPU, and so does a program that loads NVIDIA's own CUDA runtime "
+                "(it finds no device here)\n",
             o->prefix);
 }

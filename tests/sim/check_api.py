@@ -3,9 +3,10 @@
 the whole API of the CUDA headers they were built with.
 
 - libcudart.so.13 exports every function of cuda_runtime_api.h (per-thread
-  _ptds/_ptsz forms included) in the version node libcudart.so.13;
-- libcuda.so.1 exports every symbol cuda.h declares (current, legacy and
-  per-thread forms);
+  _ptds/_ptsz forms included) and of the other headers NVIDIA's runtime
+  exports (profiler, GL/EGL/VDPAU interop) in the version node libcudart.so.13;
+- libcuda.so.1 exports every symbol cuda.h and cudaProfiler.h declare
+  (current, legacy and per-thread forms);
 - the functions the sim implements (rather than answering with a stub) include
   the ones issue 13 names: a weak definition is the generated stub, a global
   one the runtime's own.
@@ -33,6 +34,7 @@ cudaMallocFromPoolAsync cudaMallocFromPoolAsync_ptsz
 cudaDeviceGetDefaultMemPool cudaDeviceGetMemPool cudaDeviceSetMemPool
 cudaFuncGetParamInfo cudaFuncGetName
 cudaStreamBeginCaptureToGraph cudaStreamBeginCaptureToGraph_ptsz
+cudaProfilerStart cudaProfilerStop
 """.split()
 
 def dynsyms(lib):
@@ -56,6 +58,8 @@ def main():
     rt = dynsyms(libcudart)
     node = "@@libcudart.so.13"
     funcs = cuda_api.runtime_functions(include)
+    for h in cuda_api.RUNTIME_OTHER_HEADERS:
+        funcs += cuda_api.runtime_functions(include, h)
     for f in funcs:
         if f["name"] + node not in rt:
             bad.append(f"{libcudart}: lacks {f['name']}{node} ({f['proto']})")
@@ -68,6 +72,8 @@ def main():
 
     drv = dynsyms(libcuda)
     api = cuda_api.driver_api(include)
+    for h, th in cuda_api.DRIVER_OTHER_HEADERS:
+        api["symbols"] += cuda_api.driver_api(include, h, th)["symbols"]
     for f in api["symbols"]:
         if f["name"] not in drv:
             bad.append(f"{libcuda}: lacks {f['name']} ({f['proto']})")

@@ -2,11 +2,12 @@
 """check_cuda_api.py SCRIPTS INCLUDE LIBDIR: scripts/cuda_api.py reads the
 headers right.
 
-- Against NVIDIA's own binaries of the same toolkit: the runtime functions are
-  exactly what LIBDIR/libcudart.so.13 exports, less the functions of other
-  headers (OpenGL, EGL, VDPAU, profiler) and nvcc's __cuda* plumbing; the
-  driver symbols are exactly what the stub LIBDIR/stubs/libcuda.so exports,
-  less the profiler's. Skipped (exit 77) when those files are absent.
+- Against NVIDIA's own binaries of the same toolkit: the runtime functions of
+  cuda_runtime_api.h and RUNTIME_OTHER_HEADERS (profiler, OpenGL, EGL,
+  VDPAU) are exactly what LIBDIR/libcudart.so.13 exports, less nvcc's __cuda*
+  plumbing; the driver symbols of cuda.h and cudaProfiler.h are exactly what
+  the stub LIBDIR/stubs/libcuda.so exports. Skipped (exit 77) when those
+  files are absent.
 - Known triples and mappings of cuda.h/cudaTypedefs.h (legacy, current,
   per-thread, several versions sharing one signature, an alias).
 - The CLI: text and JSON output, and a clear error for a missing header.
@@ -17,9 +18,7 @@ import re
 import subprocess
 import sys
 
-OTHER_HEADERS = re.compile(r"^(__cuda|cudaGL|cudaEGL|cudaVDPAU|cudaGraphicsGL|cudaGraphicsEGL|"
-                           r"cudaGraphicsVDPAU|cudaProfiler|cudaEventCreateFromEGLSync$|"
-                           r"cudaGraphicsResourceGetMappedEglFrame$|cuProfiler)")
+NO_HEADER = re.compile(r"^__cuda")   # nvcc's plumbing (crt/host_runtime.h declares some)
 
 TRIPLES = [
     ("cuMemAlloc", 2000, "", "cuMemAlloc"),
@@ -105,16 +104,21 @@ def main():
     stub_drv = os.path.join(libdir, "stubs", "libcuda.so")
     skipped = []
     if os.path.exists(real_rt):
-        want = {n for n in dynsyms(real_rt) if not OTHER_HEADERS.match(n)}
+        want = {n for n in dynsyms(real_rt) if not NO_HEADER.match(n)}
         have = set(names)
+        for h in cuda_api.RUNTIME_OTHER_HEADERS:
+            have |= {f["name"] for f in cuda_api.runtime_functions(include, h)}
         bad += [f"runtime: {n} exported by {real_rt} but not listed" for n in sorted(want - have)]
         bad += [f"runtime: {n} listed but not exported by {real_rt}" for n in sorted(have - want)]
     else:
         skipped.append(real_rt)
     if os.path.exists(stub_drv):
-        want = {n for n in dynsyms(stub_drv) if not OTHER_HEADERS.match(n)}
-        bad += [f"driver: {n} exported by {stub_drv} but not listed" for n in sorted(want - symbols)]
-        bad += [f"driver: {n} listed but not exported by {stub_drv}" for n in sorted(symbols - want)]
+        want = dynsyms(stub_drv)
+        listed = set(symbols)
+        for h, th in cuda_api.DRIVER_OTHER_HEADERS:
+            listed |= {f["name"] for f in cuda_api.driver_api(include, h, th)["symbols"]}
+        bad += [f"driver: {n} exported by {stub_drv} but not listed" for n in sorted(want - listed)]
+        bad += [f"driver: {n} listed but not exported by {stub_drv}" for n in sorted(listed - want)]
     else:
         skipped.append(stub_drv)
 

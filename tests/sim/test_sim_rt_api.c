@@ -5,8 +5,12 @@
  * getters, and the stubs of what is not simulated. Kernels come from PTX
  * registered as nvcc's code does (rt_fatbin.c); their CPU bodies are here. */
 #include <criterion/criterion.h>
+#include <cuda.h>
+#include <cudaProfiler.h>
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -542,4 +546,92 @@ Test(rt_api, functions_not_simulated_say_so_once_and_set_the_last_error) {
   cr_assert_eq(errcap_count(text, "simcu: cudaGraphClone is not simulated"), 1, "%s", text);
   cr_assert_eq(errcap_count(text, "\n"), 1, "one line: %s", text);
   free(text);
+}
+
+/* cuda_profiler_api.h and cudaProfiler.h, which NVIDIA's libraries export and
+ * PyTorch imports: no profiling tool attaches to the sim, so the calls succeed
+ * silently and a second start or stop has no effect; the driver's need a
+ * current context; cuProfilerInitialize is NOT_SUPPORTED, as CUDA 12+ documents. */
+static void* profiler_start_without_context(void* fn) {
+  return (void*)(intptr_t)((CUresult (*)(void))fn)();
+}
+
+Test(rt_api, profiler_control_succeeds_silently_and_the_driver_needs_a_context) {
+  int cap = errcap_begin();
+  cudaError_t e[4] = {cudaProfilerStart(), cudaProfilerStart(), cudaProfilerStop(),
+                      cudaProfilerStop()};
+  char* text = errcap_end(cap);
+  for (int i = 0; i < 4; i++)
+    cr_assert_eq(e[i], cudaSuccess, "call %d: %d", i, e[i]);
+  cr_assert_eq(text[0], '\0', "not a stub: nothing said: %s", text);
+  free(text);
+  cr_assert_eq(cudaGetLastError(), cudaSuccess);
+
+  void* drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  cr_assert_not_null(drv);
+  CUresult (*start)(void) = (CUresult (*)(void))dlsym(drv, "cuProfilerStart");
+  CUresult (*init)(const char*, const char*, CUoutput_mode) =
+      (CUresult (*)(const char*, const char*, CUoutput_mode))dlsym(drv, "cuProfilerInitialize");
+  CUresult (*gpa)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*) =
+      (CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*))dlsym(
+          drv, "cuGetProcAddress_v2");
+  cr_assert(start != NULL && init != NULL && gpa != NULL);
+  void* p = NULL;
+  CUdriverProcAddressQueryResult st;
+  cr_assert_eq(gpa("cuProfilerStart", &p, 4000, 0, &st), CUDA_SUCCESS);
+  cr_assert_eq(p, (void*)start, "cuGetProcAddress resolves the profiler's names");
+  cr_assert_eq(start(), CUDA_SUCCESS, "the runtime made the primary context current here");
+  cr_assert_eq(init("cfg", "out", CU_OUT_CSV), CUDA_ERROR_NOT_SUPPORTED);
+  pthread_t t;
+  void* r;
+  cr_assert_eq(pthread_create(&t, NULL, profiler_start_without_context, (void*)start), 0);
+  cr_assert_eq(pthread_join(t, &r), 0);
+  cr_assert_eq((CUresult)(intptr_t)r, CUDA_ERROR_INVALID_CONTEXT);
+  dlclose(drv);
+}
+
+/* The interop headers' functions exist (NVIDIA's runtime exports them) and
+ * answer like every function the sim does not simulate. */
+cudaError_t cudaGLSetGLDevice(int device);   /* cuda_gl_interop.h needs GL's headers */
+
+Test(rt_api, graphics_interop_is_exported_and_not_supported) {
+  int cap = errcap_begin();
+  cudaError_t a = cudaGLSetGLDevice(0);
+  char* text = errcap_end(cap);
+  cr_assert_eq(a, cudaErrorNotSupported);
+  cr_assert_eq(cudaGetLastError(), cudaErrorNotSupported);
+  cr_assert_eq(errcap_count(text, "simcu: cudaGLSetGLDevice is not simulated"), 1, "%s", text);
+  free(text);
+}
+
+/* Kernels compiled for GPUs alone (PyTorch's, a vendor library's) have no CPU
+ * body: each launch fails with cudaErrorInvalidDeviceFunction, the first such
+ * kernel is named with what it means, once, and each later one once. */
+static const char ptx_gpu_only[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry gpu_only_a(.param .u32 n)\n{\n ret;\n}\n"
+    ".visible .entry gpu_only_b(.param .u32 n)\n{\n ret;\n}\n";
+static char gpu_only_a_stub, gpu_only_b_stub;
+
+Test(rt_api, kernels_without_cpu_bodies_are_explained_once) {
+  const char* names[] = {"gpu_only_a", "gpu_only_b"};
+  const void* stubs[] = {&gpu_only_a_stub, &gpu_only_b_stub};
+  cr_assert_not_null(rt_register_ptx(ptx_gpu_only, names, stubs, 2));
+  unsigned n = 1;
+  void* args[] = {&n};
+  int cap = errcap_begin();
+  cudaError_t e[4];
+  for (int i = 0; i < 4; i++)
+    e[i] = cudaLaunchKernel(i % 2 ? (const void*)&gpu_only_b_stub : (const void*)&gpu_only_a_stub,
+                            (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0, NULL);
+  char* text = errcap_end(cap);
+  for (int i = 0; i < 4; i++)
+    cr_assert_eq(e[i], cudaErrorInvalidDeviceFunction, "launch %d: %d", i, e[i]);
+  cr_assert_eq(errcap_count(text, "simcu: no CPU body for kernel gpu_only_a: the simulated device "
+                                  "runs only programs built against it"), 1, "%s", text);
+  cr_assert_eq(errcap_count(text, "such as PyTorch's"), 1, "%s", text);
+  cr_assert_eq(errcap_count(text, "simcu: no CPU body for kernel gpu_only_b either"), 1, "%s", text);
+  cr_assert_eq(errcap_count(text, "\n"), 2, "one line per kernel: %s", text);
+  free(text);
+  cudaGetLastError();
 }
