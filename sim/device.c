@@ -48,6 +48,8 @@
  * (default "topo": lowest node first): a node that needs another's results
  * but has no edge to it then reads them too early or too late, and the
  * program's checksum shows it. It changes only the order bodies run in.
+ * SIMCU_TIME_ONLY=1 skips kernels' bodies (their results are undefined):
+ * for timing studies of problems too large to compute on a CPU.
  *
  * Invariants: segs[] is sorted by t with segs[0].t the oldest time kept
  * (earlier time is treated as free); the last segment reaches to infinity
@@ -78,6 +80,7 @@ typedef struct seg_s {
 
 static pthread_once_t dm_once = PTHREAD_ONCE_INIT;
 static int dm_model;
+static int dm_time_only;   /* SIMCU_TIME_ONLY=1: kernels' bodies are skipped */
 static int dm_order;
 static uint64_t dm_rng;   /* shuffle state (splitmix64), lock held */
 static seg_t* segs;
@@ -108,6 +111,11 @@ static void dm_init(void) {
                       "'topo' applies", o);
     }
   }
+  const char* t = getenv("SIMCU_TIME_ONLY");
+  dm_time_only = t != NULL && t[0] == '1';
+  if (dm_time_only)
+    grape__sim_logf("SIMCU_TIME_ONLY=1: kernels are timed but not run, their results are "
+                    "undefined");
   segs = calloc(16, sizeof(*segs));
   if (segs != NULL) {
     capsegs = 16;
@@ -120,6 +128,11 @@ static void dm_init(void) {
 int grape__sim_dm_on(void) {
   pthread_once(&dm_once, dm_init);
   return dm_model == MODEL_SM;
+}
+
+int grape__sim_time_only(void) {
+  pthread_once(&dm_once, dm_init);
+  return dm_time_only;
 }
 
 /* ---- The calendar ---- */

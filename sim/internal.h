@@ -443,6 +443,7 @@ void grape__sim_stream_atfork_child(void);   /* grape__sim.lock held */
 
 /* device.c: the device model (SIMCU_DEVICE_MODEL) and graph orders (SIMCU_GRAPH_ORDER) */
 int grape__sim_dm_on(void);   /* the shared-device model is in force */
+int grape__sim_time_only(void);   /* SIMCU_TIME_ONLY=1: kernel bodies are not run */
 /* Lock held: fixes op's start and finish on stream s (submission order). */
 void grape__sim_dm_plan_locked(struct CUstream_st* s, sim_op_t* op);
 /* Lock held: fixes the times of a graph launch's n ops (NULL: captured) in

@@ -244,6 +244,8 @@ static int fault_code(int code) {
 /* Runs a kernel's blocks in blockIdx order until one raises a fault; returns it or 0. */
 static int run_kernel(sim_work_t* w) {
   struct CUfunc_st* f = w->u.k.f;
+  if (grape__sim_time_only())
+    return 0;
   void* argv[f->nparams > 0 ? f->nparams : 1];
   for (uint32_t i = 0; i < f->nparams; i++)
     argv[i] = w->u.k.params + f->poff[i];
