@@ -204,6 +204,13 @@ SC_HD double sc_dot(const simcublas_params_t* p, int64_t b, int64_t i, int64_t j
     return acc;
   }
   float acc = 0.0f;
+  if (p->acc == SC_ACC_F32 && p->type_a == SC_BF16 && p->type_b == SC_BF16) {
+    /* The common case, without a type switch per product (the same arithmetic). */
+    const uint16_t *a = (const uint16_t*)p->A + ab, *bv = (const uint16_t*)p->B + bb;
+    for (int q = k0; q < k1; q++)
+      acc = fmaf(sc_bf16_to_f(a[q * p->a_cs]), sc_bf16_to_f(bv[q * p->b_rs]), acc);
+    return (double)acc;
+  }
   for (int q = k0; q < k1; q++) {
     float x = sc_in(sc_load(p->A, ab + q * p->a_cs, p->type_a), p->acc);
     float y = sc_in(sc_load(p->B, bb + q * p->b_rs, p->type_b), p->acc);
