@@ -38,7 +38,7 @@ extern const unsigned char grape__simcublas_image[];
 #define SC_TENSOR_THREADS 384
 #define SC_TENSOR_SMEM (192 * 1024)   /* a stage-4 128x256x64 tile: one block per SM */
 #define SC_SIMT_THREADS 256
-#define SC_SIMT_SMEM (64 * 1024)      /* three blocks per SM */
+#define SC_SIMT_SMEM (96 * 1024)      /* two blocks per SM */
 #define SC_REDUCE_THREADS 256
 
 static struct {
@@ -316,7 +316,7 @@ float simcublas__waves(const simcublas_shape_t* s, const simcublas_algo_t* a) {
   int64_t blocks = a->grid > 0 ? a->grid
                                : (int64_t)ceil_div(s->m, a->tile_m) * ceil_div(s->n, a->tile_n) *
                                      s->batch * a->splits;
-  return (float)blocks / (float)(SC_SMS * (tensor ? 1 : 3));
+  return (float)blocks / (float)(SC_SMS * (tensor ? 1 : 2));
 }
 
 /* ---- Launches ---- */
@@ -413,7 +413,7 @@ SIMCUBLAS_EXPORT cublasStatus_t simcublasLt_gemm(const simcublas_gemm_t* g, cuda
   p.persistent = a.grid > 0;
   p.workspace = p.splits > 1 ? g->workspace : NULL;
   int tensor = s.kind == SC_KIND_TENSOR16 || s.kind == SC_KIND_TF32;
-  p.occupancy = tensor ? 1 : 3;
+  p.occupancy = tensor ? 1 : 2;
   int64_t tiles = (int64_t)p.tiles_m * p.tiles_n * p.batch;
   if (tiles > 0x7fffffff)
     return CUBLAS_STATUS_NOT_SUPPORTED;

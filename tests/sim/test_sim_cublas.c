@@ -666,11 +666,11 @@ static void big_gemm(cublasLtHandle_t h, CUstream s, int sm, CUdeviceptr buf) {
                     l, NULL, NULL, 0, s));
 }
 
-/* A co-runner on 14 SMs: 14 tiles of a long fp64 GEMM (3 blocks per SM). */
+/* A co-runner on 14 SMs: 28 tiles of a long fp64 GEMM (2 blocks per SM). */
 static void co_runner(cublasHandle_t h, CUstream s, CUdeviceptr buf) {
   double one = 1.0, zero = 0.0;
   CB(cublasSetStream_v2(h, s));
-  CB(cublasDgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 128, 128 * 42, 2048, &one, (double*)buf, 128,
+  CB(cublasDgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 128, 128 * 28, 2048, &one, (double*)buf, 128,
                     (double*)buf, 2048, &zero, (double*)buf, 128));
 }
 
