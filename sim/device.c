@@ -321,15 +321,9 @@ static void kernel_shape(const sim_work_t* w, uint64_t ready, dm_kernel_t* k) {
   uint64_t waves = (g + k->per_round - 1) / k->per_round;
   if (f->cost != NULL) {
     void* argv[f->nparams > 0 ? f->nparams : 1];
-    for (uint32_t i = 0; i < f->nparams; i++)
-      argv[i] = w->u.k.params + f->poff[i];
     int fault = 0;
-    simcu_block_t launch = {
-      .grid = {w->u.k.grid[0], w->u.k.grid[1], w->u.k.grid[2]},
-      .block = {w->u.k.block[0], w->u.k.block[1], w->u.k.block[2]},
-      .shared_bytes = w->u.k.smem,
-      .fault = &fault,
-    };
+    simcu_block_t launch;
+    grape__sim_kernel_view(w, argv, &launch, &fault);
     simcu_cost_t cost = {0.0, 0.0};
     f->cost(&launch, argv, &cost);
     double cta = ceil(sane(cost.cta_ns));

@@ -390,6 +390,9 @@ CUresult grape__sim_wait_stream(struct CUstream_st* s);
 CUresult grape__sim_wait_all(void);
 void grape__sim_wait_all_timed(int ms);
 int grape__sim_run_work(sim_work_t* w, uint64_t* clock);   /* returns a device fault or 0 */
+/* Kernel work w as a body (or cost hook) sees it: argv[] (f->nparams entries)
+ * points into its parameter copy; b holds the launch shape, fault its flag. */
+void grape__sim_kernel_view(const sim_work_t* w, void** argv, simcu_block_t* b, int* fault);
 int grape__sim_dep_on_event_locked(struct CUevent_st* e, sim_dep_t* d);
 void grape__sim_deps_drop_locked(sim_dep_t* d, int n);
 uint64_t grape__sim_device_end_ns(void);

@@ -241,21 +241,27 @@ static int fault_code(int code) {
   }
 }
 
+void grape__sim_kernel_view(const sim_work_t* w, void** argv, simcu_block_t* b, int* fault) {
+  const struct CUfunc_st* f = w->u.k.f;
+  for (uint32_t i = 0; i < f->nparams; i++)
+    argv[i] = w->u.k.params + f->poff[i];
+  *b = (simcu_block_t){
+    .grid = {w->u.k.grid[0], w->u.k.grid[1], w->u.k.grid[2]},
+    .block = {w->u.k.block[0], w->u.k.block[1], w->u.k.block[2]},
+    .shared_bytes = w->u.k.smem,
+    .fault = fault,
+  };
+}
+
 /* Runs a kernel's blocks in blockIdx order until one raises a fault; returns it or 0. */
 static int run_kernel(sim_work_t* w) {
   struct CUfunc_st* f = w->u.k.f;
   if (grape__sim_time_only())
     return 0;
   void* argv[f->nparams > 0 ? f->nparams : 1];
-  for (uint32_t i = 0; i < f->nparams; i++)
-    argv[i] = w->u.k.params + f->poff[i];
   int fault = 0;
-  simcu_block_t b = {
-    .grid = {w->u.k.grid[0], w->u.k.grid[1], w->u.k.grid[2]},
-    .block = {w->u.k.block[0], w->u.k.block[1], w->u.k.block[2]},
-    .shared_bytes = w->u.k.smem,
-    .fault = &fault,
-  };
+  simcu_block_t b;
+  grape__sim_kernel_view(w, argv, &b, &fault);
   void* shm = w->u.k.smem ? malloc(w->u.k.smem) : NULL;
   b.shared = shm;
   for (unsigned z = 0; z < b.grid.z && !fault; z++)

@@ -55,32 +55,20 @@ static void gemm_cost(const simcu_block_t* launch, const simcublas_params_t* p, 
     out->bytes += b * mn * (elt(p->type_d) + (reads_c(p) ? elt(p->type_c) : 0.0));
 }
 
-SIMCU_PARAMS(simcublas_sm90_gemm_tensorop, sizeof(simcublas_params_t));
-SIMCU_KERNEL(simcublas_sm90_gemm_tensorop) {
-  const simcublas_params_t* p = &SIMCU_ARG(0, simcublas_params_t);
-  sc_gemm_block(p, simcu_blk->idx.x, simcu_blk->grid.x, (int)simcu_blk->idx.z, 0, 1);
-}
-SIMCU_COST(simcublas_sm90_gemm_tensorop) {
-  gemm_cost(simcu_blk, &SIMCU_ARG(0, simcublas_params_t), simcu_cost);
-}
+/* A GEMM kernel's body (its tiles, gemm_math.h) and its cost. */
+#define GEMM_KERNEL(name)                                                                   \
+  SIMCU_PARAMS(name, sizeof(simcublas_params_t));                                           \
+  SIMCU_KERNEL(name) {                                                                      \
+    const simcublas_params_t* p = &SIMCU_ARG(0, simcublas_params_t);                        \
+    sc_gemm_block(p, simcu_blk->idx.x, simcu_blk->grid.x, (int)simcu_blk->idx.z, 0, 1);     \
+  }                                                                                         \
+  SIMCU_COST(name) {                                                                        \
+    gemm_cost(simcu_blk, &SIMCU_ARG(0, simcublas_params_t), simcu_cost);                    \
+  }
 
-SIMCU_PARAMS(simcublas_sm90_gemm_tensorop_persistent, sizeof(simcublas_params_t));
-SIMCU_KERNEL(simcublas_sm90_gemm_tensorop_persistent) {
-  const simcublas_params_t* p = &SIMCU_ARG(0, simcublas_params_t);
-  sc_gemm_block(p, simcu_blk->idx.x, simcu_blk->grid.x, (int)simcu_blk->idx.z, 0, 1);
-}
-SIMCU_COST(simcublas_sm90_gemm_tensorop_persistent) {
-  gemm_cost(simcu_blk, &SIMCU_ARG(0, simcublas_params_t), simcu_cost);
-}
-
-SIMCU_PARAMS(simcublas_sm90_gemm_simt, sizeof(simcublas_params_t));
-SIMCU_KERNEL(simcublas_sm90_gemm_simt) {
-  const simcublas_params_t* p = &SIMCU_ARG(0, simcublas_params_t);
-  sc_gemm_block(p, simcu_blk->idx.x, simcu_blk->grid.x, (int)simcu_blk->idx.z, 0, 1);
-}
-SIMCU_COST(simcublas_sm90_gemm_simt) {
-  gemm_cost(simcu_blk, &SIMCU_ARG(0, simcublas_params_t), simcu_cost);
-}
+GEMM_KERNEL(simcublas_sm90_gemm_tensorop)
+GEMM_KERNEL(simcublas_sm90_gemm_tensorop_persistent)
+GEMM_KERNEL(simcublas_sm90_gemm_simt)
 
 SIMCU_PARAMS(simcublas_sm90_splitk_reduce, sizeof(simcublas_params_t));
 SIMCU_KERNEL(simcublas_sm90_splitk_reduce) {

@@ -20,10 +20,12 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
+#include "vendor.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define HANDLE_MAGIC 0x534c4243u
@@ -34,6 +36,7 @@ typedef uint16_t sc_half;
 
 struct cublasContext {
   uint32_t magic;
+  struct cublasContext* next_free;   /* destroyed, waiting for reuse */
   cudaStream_t stream;
   void* workspace;
   size_t workspace_size;
@@ -43,12 +46,7 @@ struct cublasContext {
   int sm_target;
 };
 
-static struct {
-  CUresult (*Init)(unsigned);
-  CUresult (*CtxGetCurrent)(CUcontext*);
-  CUresult (*CtxSetCurrent)(CUcontext);
-  CUresult (*DevicePrimaryCtxRetain)(CUcontext*, CUdevice);
-} cu;
+static simcu_vendor_drv_t cu;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int driver_ok;
 
@@ -65,10 +63,10 @@ static void bind(void) {
     int version;
     size_t off;
   } rows[] = {
-    {"cuInit", 2000, offsetof(__typeof__(cu), Init)},
-    {"cuCtxGetCurrent", 4000, offsetof(__typeof__(cu), CtxGetCurrent)},
-    {"cuCtxSetCurrent", 4000, offsetof(__typeof__(cu), CtxSetCurrent)},
-    {"cuDevicePrimaryCtxRetain", 7000, offsetof(__typeof__(cu), DevicePrimaryCtxRetain)},
+    {"cuInit", 2000, offsetof(simcu_vendor_drv_t, Init)},
+    {"cuCtxGetCurrent", 4000, offsetof(simcu_vendor_drv_t, CtxGetCurrent)},
+    {"cuCtxSetCurrent", 4000, offsetof(simcu_vendor_drv_t, CtxSetCurrent)},
+    {"cuDevicePrimaryCtxRetain", 7000, offsetof(simcu_vendor_drv_t, DevicePrimaryCtxRetain)},
   };
   for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
     void* p = NULL;
@@ -77,19 +75,14 @@ static void bind(void) {
       return;
     memcpy((char*)&cu + rows[i].off, &p, sizeof(p));
   }
-  driver_ok = cu.Init(0) == CUDA_SUCCESS;
+  driver_ok = 1;
 }
 
 /* The calling thread has a context (the primary one if it had none). */
 static cublasStatus_t ready(void) {
   pthread_once(&once, bind);
-  if (!driver_ok)
-    return CUBLAS_STATUS_NOT_INITIALIZED;
-  CUcontext c = NULL;
-  if (cu.CtxGetCurrent(&c) != CUDA_SUCCESS)
-    return CUBLAS_STATUS_NOT_INITIALIZED;
-  if (c == NULL && (cu.DevicePrimaryCtxRetain(&c, 0) != CUDA_SUCCESS ||
-                    cu.CtxSetCurrent(c) != CUDA_SUCCESS))
+  CUcontext c;
+  if (!driver_ok || simcu_vendor_start(&cu, &c) != CUDA_SUCCESS)
     return CUBLAS_STATUS_NOT_INITIALIZED;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -97,6 +90,11 @@ static cublasStatus_t ready(void) {
 static int handle_ok(cublasHandle_t h) {
   return h != NULL && h->magic == HANDLE_MAGIC;
 }
+
+/* Handles are never freed: a destroyed one waits here for reuse (as drivers
+ * reuse handle values), so using it reads as destroyed, not as freed memory. */
+static pthread_mutex_t free_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cublasContext* free_handles;
 
 /* ---- Handles ---- */
 
@@ -106,8 +104,14 @@ EXPORT cublasStatus_t cublasCreate_v2(cublasHandle_t* out) {
   cublasStatus_t st = ready();
   if (st != CUBLAS_STATUS_SUCCESS)
     return st;
-  struct cublasContext* h = calloc(1, sizeof(*h));
-  if (h == NULL)
+  pthread_mutex_lock(&free_lock);
+  struct cublasContext* h = free_handles;
+  if (h != NULL)
+    free_handles = h->next_free;
+  pthread_mutex_unlock(&free_lock);
+  if (h != NULL)
+    memset(h, 0, sizeof(*h));
+  else if ((h = calloc(1, sizeof(*h))) == NULL)
     return CUBLAS_STATUS_ALLOC_FAILED;
   h->magic = HANDLE_MAGIC;
   h->pointer_mode = CUBLAS_POINTER_MODE_HOST;
@@ -120,8 +124,11 @@ EXPORT cublasStatus_t cublasCreate_v2(cublasHandle_t* out) {
 EXPORT cublasStatus_t cublasDestroy_v2(cublasHandle_t h) {
   if (!handle_ok(h))
     return CUBLAS_STATUS_NOT_INITIALIZED;
+  pthread_mutex_lock(&free_lock);
   h->magic = 0;
-  free(h);
+  h->next_free = free_handles;
+  free_handles = h;
+  pthread_mutex_unlock(&free_lock);
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -31,6 +31,7 @@
 #include "cost.h"
 #include "gemm_math.h"
 #include "lt_internal.h"
+#include "vendor.h"
 
 extern const unsigned char grape__simcublas_image[];
 
@@ -42,10 +43,7 @@ extern const unsigned char grape__simcublas_image[];
 #define SC_REDUCE_THREADS 256
 
 static struct {
-  CUresult (*Init)(unsigned);
-  CUresult (*CtxGetCurrent)(CUcontext*);
-  CUresult (*CtxSetCurrent)(CUcontext);
-  CUresult (*DevicePrimaryCtxRetain)(CUcontext*, CUdevice);
+  simcu_vendor_drv_t ctx;
   CUresult (*ModuleLoadData)(CUmodule*, const void*);
   CUresult (*ModuleGetFunction)(CUfunction*, CUmodule, const char*);
   CUresult (*FuncSetAttribute)(CUfunction, CUfunction_attribute, int);
@@ -75,37 +73,22 @@ static CUresult bind(void) {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (h == NULL)
     return CUDA_ERROR_NO_DEVICE;
-  BIND(Init, "cuInit");
-  BIND(CtxGetCurrent, "cuCtxGetCurrent");
-  BIND(CtxSetCurrent, "cuCtxSetCurrent");
-  BIND(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+  BIND(ctx.Init, "cuInit");
+  BIND(ctx.CtxGetCurrent, "cuCtxGetCurrent");
+  BIND(ctx.CtxSetCurrent, "cuCtxSetCurrent");
+  BIND(ctx.DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
   BIND(ModuleLoadData, "cuModuleLoadData");
   BIND(ModuleGetFunction, "cuModuleGetFunction");
   BIND(FuncSetAttribute, "cuFuncSetAttribute");
   BIND(LaunchKernelEx, "cuLaunchKernelEx");
-  CUresult (*get_table)(const void**, const CUuuid*);
-  *(void**)&get_table = dlsym(h, "cuGetExportTable");
-  static const CUuuid priv_id = {SIMCU_PRIVATE_UUID};
-  const void* t = NULL;
-  if (get_table != NULL && get_table(&t, &priv_id) == CUDA_SUCCESS && t != NULL &&
-      ((const simcu_private_t*)t)->size >= sizeof(simcu_private_t))
-    sim_priv = t;
+  sim_priv = simcu_vendor_private(h);
   return CUDA_SUCCESS;
 }
 
 static void init(void) {
   CUresult r = bind();
-  CUcontext c = NULL;
   if (r == CUDA_SUCCESS)
-    r = cu.Init(0);
-  if (r == CUDA_SUCCESS)
-    r = cu.CtxGetCurrent(&c);
-  if (r == CUDA_SUCCESS && c == NULL) {
-    r = cu.DevicePrimaryCtxRetain(&c, 0);
-    if (r == CUDA_SUCCESS)
-      r = cu.CtxSetCurrent(c);
-  }
-  lib_ctx = c;
+    r = simcu_vendor_start(&cu.ctx, &lib_ctx);
   CUmodule mod;
   if (r == CUDA_SUCCESS)
     r = cu.ModuleLoadData(&mod, grape__simcublas_image);
@@ -132,11 +115,7 @@ cublasStatus_t simcublas__enter(void) {
   if (init_err != CUDA_SUCCESS)
     return CUBLAS_STATUS_NOT_INITIALIZED;
   if (!thread_ready) {
-    CUcontext c = NULL;
-    CUresult r = cu.CtxGetCurrent(&c);
-    if (r == CUDA_SUCCESS && c == NULL)
-      r = cu.CtxSetCurrent(lib_ctx);
-    if (r != CUDA_SUCCESS)
+    if (simcu_vendor_thread(&cu.ctx, lib_ctx) != CUDA_SUCCESS)
       return CUBLAS_STATUS_NOT_INITIALIZED;
     thread_ready = 1;
   }

@@ -12,6 +12,7 @@
  * pointer modes) are kept when set and make cublasLtMatmul answer
  * CUBLAS_STATUS_NOT_SUPPORTED, never a silently different result.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,7 +26,13 @@
 
 struct cublasLtContext {
   uint32_t magic;
+  struct cublasLtContext* next_free;   /* destroyed, waiting for reuse */
 };
+
+/* Handles are never freed: a destroyed one waits here for reuse, so using it
+ * reads as destroyed, not as freed memory. */
+static pthread_mutex_t free_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cublasLtContext* free_handles;
 
 typedef struct lt_layout_s {
   uint32_t magic;
@@ -102,8 +109,12 @@ SIMCUBLAS_EXPORT cublasStatus_t cublasLtCreate(cublasLtHandle_t* h) {
   cublasStatus_t st = simcublas__enter();
   if (st != CUBLAS_STATUS_SUCCESS)
     return st;
-  struct cublasLtContext* c = calloc(1, sizeof(*c));
-  if (c == NULL)
+  pthread_mutex_lock(&free_lock);
+  struct cublasLtContext* c = free_handles;
+  if (c != NULL)
+    free_handles = c->next_free;
+  pthread_mutex_unlock(&free_lock);
+  if (c == NULL && (c = calloc(1, sizeof(*c))) == NULL)
     return CUBLAS_STATUS_ALLOC_FAILED;
   c->magic = HANDLE_MAGIC;
   *h = c;
@@ -117,8 +128,11 @@ static int handle_ok(cublasLtHandle_t h) {
 SIMCUBLAS_EXPORT cublasStatus_t cublasLtDestroy(cublasLtHandle_t h) {
   if (!handle_ok(h))
     return CUBLAS_STATUS_NOT_INITIALIZED;
+  pthread_mutex_lock(&free_lock);
   h->magic = 0;
-  free(h);
+  h->next_free = free_handles;
+  free_handles = h;
+  pthread_mutex_unlock(&free_lock);
   return CUBLAS_STATUS_SUCCESS;
 }
 

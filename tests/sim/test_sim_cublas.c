@@ -35,6 +35,46 @@ cublasStatus_t cublasHgemmStridedBatched(cublasHandle_t, cublasOperation_t, cubl
 
 static const simcu_private_t* sim;
 
+/* What a test made, released after it, so leak checks see only the library's. */
+typedef struct owned_s {
+  void* p;
+  void (*drop)(void*);
+} owned_t;
+static owned_t owned[256];
+static int nowned;
+
+static void* own(void* p, void (*drop)(void*)) {
+  cr_assert_lt(nowned, 256);
+  owned[nowned++] = (owned_t){p, drop};
+  return p;
+}
+
+static void drop_layout(void* p) {
+  cublasLtMatrixLayoutDestroy(p);
+}
+static void drop_desc(void* p) {
+  cublasLtMatmulDescDestroy(p);
+}
+static void drop_lt(void* p) {
+  cublasLtDestroy(p);
+}
+
+static void release(void) {
+  while (nowned > 0) {
+    nowned--;
+    owned[nowned].drop(owned[nowned].p);
+  }
+}
+
+TestSuite(sim_cublas, .fini = release);
+
+/* A matmul descriptor that lives until the test ends. */
+static cublasLtMatmulDesc_t desc(cublasComputeType_t compute, cudaDataType_t scale) {
+  cublasLtMatmulDesc_t d;
+  CB(cublasLtMatmulDescCreate(&d, compute, scale));
+  return own(d, drop_desc);
+}
+
 static void start(void) {
   OK(sim_test_start(NULL, NULL, NULL, NULL));
   const void* t = NULL;
@@ -208,7 +248,7 @@ typedef struct buf_s {
 static buf_t make(size_t n, int t, int fill) {
   buf_t b;
   b.bytes = n * esize(t);
-  b.h = calloc(1, b.bytes ? b.bytes : 1);
+  b.h = own(calloc(1, b.bytes ? b.bytes : 1), free);
   for (size_t i = 0; i < n && fill; i++)
     put(b.h, i, t, rnd());
   OK(cuMemAlloc(&b.d, b.bytes ? b.bytes : 1));
@@ -456,6 +496,7 @@ static cublasLtMatrixLayout_t layout(int type, int rows, int cols, int ld, int r
                                      int batch, long long stride) {
   cublasLtMatrixLayout_t l;
   CB(cublasLtMatrixLayoutCreate(&l, type, rows, cols, ld));
+  own(l, drop_layout);
   int32_t order = row_major ? CUBLASLT_ORDER_ROW : CUBLASLT_ORDER_COL;
   CB(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_ORDER, &order, sizeof(order)));
   int32_t bc = batch;
@@ -471,8 +512,7 @@ Test(sim_cublas, lt_matmul_row_major_with_bias_and_relu_matches_the_reference) {
   cublasLtHandle_t h;
   CB(cublasLtCreate(&h));
   int m = 50, n = 40, k = 30;
-  cublasLtMatmulDesc_t op;
-  CB(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasLtMatmulDesc_t op = desc(CUBLAS_COMPUTE_32F, CUDA_R_32F);
   int32_t t = CUBLAS_OP_T;
   CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &t, sizeof(t)));
   uint32_t epi = CUBLASLT_EPILOGUE_RELU_BIAS;
@@ -506,8 +546,7 @@ Test(sim_cublas, lt_matmul_row_major_with_bias_and_relu_matches_the_reference) {
 /* The heuristic for an m x n x k bf16 GEMM (all column-major). */
 static cublasLtMatmulHeuristicResult_t heuristic(cublasLtHandle_t h, int m, int n, int k,
                                                  int sm_target, uint64_t max_ws, int* count) {
-  cublasLtMatmulDesc_t op;
-  CB(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasLtMatmulDesc_t op = desc(CUBLAS_COMPUTE_32F, CUDA_R_32F);
   int32_t sm = sm_target;
   CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sm, sizeof(sm)));
   cublasLtMatrixLayout_t la = layout(CUDA_R_16BF, m, k, m, 0, 1, 0);
@@ -519,6 +558,7 @@ static cublasLtMatmulHeuristicResult_t heuristic(cublasLtHandle_t h, int m, int 
                                           sizeof(max_ws)));
   cublasLtMatmulHeuristicResult_t res[4];
   CB(cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, lc, lc, pref, 4, res, count));
+  CB(cublasLtMatmulPreferenceDestroy(pref));
   cr_assert_geq(*count, 1);
   cr_assert_eq(res[0].state, CUBLAS_STATUS_SUCCESS);
   return res[0];
@@ -567,8 +607,7 @@ Test(sim_cublas, split_k_needs_a_workspace_and_sums_its_splits_in_order) {
   cr_assert_eq(r.workspaceSize, (size_t)splits * m * n * 4);
   cr_assert_eq(count, 2, "then the same without split-K");
   /* Run it: the reference adds the four partial sums in order. */
-  cublasLtMatmulDesc_t op;
-  CB(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasLtMatmulDesc_t op = desc(CUBLAS_COMPUTE_32F, CUDA_R_32F);
   buf_t A = make((size_t)m * k, CUDA_R_16BF, 1), B = make((size_t)k * n, CUDA_R_16BF, 1);
   buf_t C = make((size_t)m * n, CUDA_R_32F, 1);
   cublasLtMatrixLayout_t la = layout(CUDA_R_16BF, m, k, m, 0, 1, 0);
@@ -604,8 +643,7 @@ Test(sim_cublas, lt_descriptors_check_sizes_and_refuse_what_they_cannot_do) {
   start();
   cublasLtHandle_t h;
   CB(cublasLtCreate(&h));
-  cublasLtMatmulDesc_t op;
-  CB(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasLtMatmulDesc_t op = desc(CUBLAS_COMPUTE_32F, CUDA_R_32F);
   int64_t wrong = 1;
   cr_assert_eq(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &wrong,
                                               sizeof(wrong)),
@@ -635,8 +673,7 @@ Test(sim_cublas, lt_descriptors_check_sizes_and_refuse_what_they_cannot_do) {
   cr_assert_eq(cublasLtMatmul(h, op, &one, (void*)X.d, l, (void*)X.d, l, &one, (void*)X.d, l,
                               (void*)X.d, l, NULL, NULL, 0, NULL),
                CUBLAS_STATUS_NOT_SUPPORTED);
-  cublasLtMatmulDesc_t op2;
-  CB(cublasLtMatmulDescCreate(&op2, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasLtMatmulDesc_t op2 = desc(CUBLAS_COMPUTE_32F, CUDA_R_32F);
   cublasLtMatrixLayout_t bad = layout(CUDA_R_32F, 8, 9, 8, 0, 1, 0);   /* 8 x 9 */
   cr_assert_eq(cublasLtMatmul(h, op2, &one, (void*)X.d, l, (void*)X.d, l, &one, (void*)X.d, bad,
                               (void*)X.d, bad, NULL, NULL, 0, NULL),
@@ -656,8 +693,7 @@ Test(sim_cublas, lt_descriptors_check_sizes_and_refuse_what_they_cannot_do) {
 
 /* One bf16 4096^3 GEMM on stream s through cuBLASLt, SM target sm. */
 static void big_gemm(cublasLtHandle_t h, CUstream s, int sm, CUdeviceptr buf) {
-  cublasLtMatmulDesc_t op;
-  CB(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasLtMatmulDesc_t op = desc(CUBLAS_COMPUTE_32F, CUDA_R_32F);
   int32_t t = sm;
   CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &t, sizeof(t)));
   cublasLtMatrixLayout_t l = layout(CUDA_R_16BF, 4096, 4096, 4096, 0, 1, 0);
@@ -682,6 +718,7 @@ Test(sim_cublas, a_persistent_gemm_loses_a_wave_beside_a_co_runner_unless_target
   cublasLtHandle_t lt;
   cublasHandle_t h;
   CB(cublasLtCreate(&lt));
+  own(lt, drop_lt);
   CB(cublasCreate_v2(&h));
   CUdeviceptr buf;
   OK(cuMemAlloc(&buf, (size_t)4096 * 4096 * 8));
@@ -710,4 +747,5 @@ Test(sim_cublas, a_persistent_gemm_loses_a_wave_beside_a_co_runner_unless_target
   /* Calibration: 2 * 4096^3 flops alone at ~780 TFLOP/s (pytorch#100850: 720-772). */
   double tflops = 2.0 * 4096.0 * 4096.0 * 4096.0 / (t[0] * 1e-3) / 1e12;
   cr_assert(tflops > 700 && tflops < 800, "alone: %.0f TFLOP/s", tflops);
+  CB(cublasDestroy_v2(h));
 }
