@@ -35,8 +35,7 @@
 typedef uint16_t sc_half;
 
 struct cublasContext {
-  uint32_t magic;
-  struct cublasContext* next_free;   /* destroyed, waiting for reuse */
+  simcu_handle_t hd;                 /* magic, and the pool's link (vendor.h) */
   cudaStream_t stream;
   void* workspace;
   size_t workspace_size;
@@ -88,13 +87,10 @@ static cublasStatus_t ready(void) {
 }
 
 static int handle_ok(cublasHandle_t h) {
-  return h != NULL && h->magic == HANDLE_MAGIC;
+  return h != NULL && h->hd.magic == HANDLE_MAGIC;
 }
 
-/* Handles are never freed: a destroyed one waits here for reuse (as drivers
- * reuse handle values), so using it reads as destroyed, not as freed memory. */
-static pthread_mutex_t free_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct cublasContext* free_handles;
+static simcu_handle_pool_t pool = {PTHREAD_MUTEX_INITIALIZER, NULL};
 
 /* ---- Handles ---- */
 
@@ -104,16 +100,9 @@ EXPORT cublasStatus_t cublasCreate_v2(cublasHandle_t* out) {
   cublasStatus_t st = ready();
   if (st != CUBLAS_STATUS_SUCCESS)
     return st;
-  pthread_mutex_lock(&free_lock);
-  struct cublasContext* h = free_handles;
-  if (h != NULL)
-    free_handles = h->next_free;
-  pthread_mutex_unlock(&free_lock);
-  if (h != NULL)
-    memset(h, 0, sizeof(*h));
-  else if ((h = calloc(1, sizeof(*h))) == NULL)
+  struct cublasContext* h = simcu_handle_new(&pool, sizeof(*h), HANDLE_MAGIC);
+  if (h == NULL)
     return CUBLAS_STATUS_ALLOC_FAILED;
-  h->magic = HANDLE_MAGIC;
   h->pointer_mode = CUBLAS_POINTER_MODE_HOST;
   h->math = CUBLAS_DEFAULT_MATH;
   h->atomics = CUBLAS_ATOMICS_NOT_ALLOWED;
@@ -124,11 +113,7 @@ EXPORT cublasStatus_t cublasCreate_v2(cublasHandle_t* out) {
 EXPORT cublasStatus_t cublasDestroy_v2(cublasHandle_t h) {
   if (!handle_ok(h))
     return CUBLAS_STATUS_NOT_INITIALIZED;
-  pthread_mutex_lock(&free_lock);
-  h->magic = 0;
-  h->next_free = free_handles;
-  free_handles = h;
-  pthread_mutex_unlock(&free_lock);
+  simcu_handle_park(&pool, &h->hd);
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -18,6 +18,7 @@
 
 #include "gemm_math.h"
 #include "lt_internal.h"
+#include "vendor.h"
 
 #define LAYOUT_MAGIC 0x4c4c4159u   /* "YALL" */
 #define DESC_MAGIC 0x4353454du
@@ -25,14 +26,10 @@
 #define HANDLE_MAGIC 0x544c4353u
 
 struct cublasLtContext {
-  uint32_t magic;
-  struct cublasLtContext* next_free;   /* destroyed, waiting for reuse */
+  simcu_handle_t hd;   /* magic, and the pool's link (vendor.h) */
 };
 
-/* Handles are never freed: a destroyed one waits here for reuse, so using it
- * reads as destroyed, not as freed memory. */
-static pthread_mutex_t free_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct cublasLtContext* free_handles;
+static simcu_handle_pool_t pool = {PTHREAD_MUTEX_INITIALIZER, NULL};
 
 typedef struct lt_layout_s {
   uint32_t magic;
@@ -109,30 +106,21 @@ SIMCUBLAS_EXPORT cublasStatus_t cublasLtCreate(cublasLtHandle_t* h) {
   cublasStatus_t st = simcublas__enter();
   if (st != CUBLAS_STATUS_SUCCESS)
     return st;
-  pthread_mutex_lock(&free_lock);
-  struct cublasLtContext* c = free_handles;
-  if (c != NULL)
-    free_handles = c->next_free;
-  pthread_mutex_unlock(&free_lock);
-  if (c == NULL && (c = calloc(1, sizeof(*c))) == NULL)
+  struct cublasLtContext* c = simcu_handle_new(&pool, sizeof(*c), HANDLE_MAGIC);
+  if (c == NULL)
     return CUBLAS_STATUS_ALLOC_FAILED;
-  c->magic = HANDLE_MAGIC;
   *h = c;
   return CUBLAS_STATUS_SUCCESS;
 }
 
 static int handle_ok(cublasLtHandle_t h) {
-  return h != NULL && h->magic == HANDLE_MAGIC;
+  return h != NULL && h->hd.magic == HANDLE_MAGIC;
 }
 
 SIMCUBLAS_EXPORT cublasStatus_t cublasLtDestroy(cublasLtHandle_t h) {
   if (!handle_ok(h))
     return CUBLAS_STATUS_NOT_INITIALIZED;
-  pthread_mutex_lock(&free_lock);
-  h->magic = 0;
-  h->next_free = free_handles;
-  free_handles = h;
-  pthread_mutex_unlock(&free_lock);
+  simcu_handle_park(&pool, &h->hd);
   return CUBLAS_STATUS_SUCCESS;
 }
 
