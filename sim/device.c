@@ -304,6 +304,12 @@ static double sane(double v) {
   return v >= 0.0 && v < 1e15 ? v : 0.0;   /* also NaN */
 }
 
+/* a * b, saturating far below UINT64_MAX, so later sums of times cannot wrap. */
+static uint64_t mul_sat(uint64_t a, uint64_t b) {
+  uint64_t r;
+  return __builtin_mul_overflow(a, b, &r) || r > (UINT64_MAX >> 2) ? (UINT64_MAX >> 2) : r;
+}
+
 /* The shape of the kernel of w on the calendar, its blocks ready at ready. */
 static void kernel_shape(const sim_work_t* w, uint64_t ready, dm_kernel_t* k) {
   const uint64_t* c = grape__sim_costs;
@@ -360,10 +366,11 @@ static uint64_t place_kernel(const dm_kernel_t* k) {
       /* Nothing else from here on: whole rounds, in closed form. */
       uint64_t rounds = (left[cls] + k->per_round - 1) / k->per_round;
       uint64_t lastn = left[cls] - (rounds - 1) * k->per_round;
+      uint64_t mid = t + mul_sat(rounds - 1, c);
       if (rounds > 1)
-        reserve(t, t + (rounds - 1) * c, k->per_round * k->unit, (double)k->per_round * rate1);
-      reserve(t + (rounds - 1) * c, t + rounds * c, lastn * k->unit, (double)lastn * rate1);
-      t += rounds * c;
+        reserve(t, mid, k->per_round * k->unit, (double)k->per_round * rate1);
+      reserve(mid, mid + c, lastn * k->unit, (double)lastn * rate1);
+      t = mid + c;
       if (t > end)
         end = t;
       left[cls] = 0;
@@ -394,8 +401,8 @@ static uint64_t place_kernel(const dm_kernel_t* k) {
     uint64_t nt = next_change(t);
     if (nt == UINT64_MAX) {   /* only after a failed split (no memory): run unplaced */
       uint64_t rounds = (left[cls] + k->per_round - 1) / k->per_round;
-      if (t + rounds * c > end)
-        end = t + rounds * c;
+      if (t + mul_sat(rounds, c) > end)
+        end = t + mul_sat(rounds, c);
       left[cls] = 0;
       continue;
     }
