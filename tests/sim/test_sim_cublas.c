@@ -33,6 +33,12 @@ cublasStatus_t cublasHgemmStridedBatched(cublasHandle_t, cublasOperation_t, cubl
 
 #define CB(call) cr_assert_eq((call), CUBLAS_STATUS_SUCCESS, "%s", #call)
 
+enum {
+#define ROW_DEFAULT(id, name, dflt) D_##id = dflt,
+  SIM_COST_ROWS(ROW_DEFAULT)
+#undef ROW_DEFAULT
+};
+
 static const simcu_private_t* sim;
 
 /* What a test made, released after it, so leak checks see only the library's. */
@@ -747,5 +753,42 @@ Test(sim_cublas, a_persistent_gemm_loses_a_wave_beside_a_co_runner_unless_target
   /* Calibration: 2 * 4096^3 flops alone at ~780 TFLOP/s (pytorch#100850: 720-772). */
   double tflops = 2.0 * 4096.0 * 4096.0 * 4096.0 / (t[0] * 1e-3) / 1e12;
   cr_assert(tflops > 700 && tflops < 800, "alone: %.0f TFLOP/s", tflops);
+  CB(cublasDestroy_v2(h));
+}
+
+/* Calibration (docs/sim.md): fp32 SIMT, TF32 and fp64 4096^3 GEMMs alone, in
+ * TFLOP/s of their kernel time; published H100 cuBLAS: 51.9 fp32, 402 TF32. */
+Test(sim_cublas, fp32_tf32_and_fp64_gemms_take_their_calibrated_times) {
+  setenv("SIMCU_TIME_ONLY", "1", 1);
+  start();
+  cublasHandle_t h;
+  CB(cublasCreate_v2(&h));
+  CUdeviceptr buf;
+  OK(cuMemAlloc(&buf, (size_t)4096 * 4096 * 8));
+  CUevent a, b;
+  OK(cuEventCreate(&a, 0));
+  OK(cuEventCreate(&b, 0));
+  const double lo[3] = {48, 370, 48}, hi[3] = {53, 410, 53};
+  for (int mode = 0; mode < 3; mode++) {
+    CB(cublasSetMathMode(h, mode == 1 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    OK(cuCtxSynchronize());
+    OK(cuEventRecord(a, NULL));
+    float one = 1.0f, zero = 0.0f;
+    double d1 = 1.0, d0 = 0.0;
+    if (mode < 2)
+      CB(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 4096, 4096, 4096, &one, (float*)buf, 4096,
+                        (float*)buf, 4096, &zero, (float*)buf, 4096));
+    else
+      CB(cublasDgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 4096, 4096, 4096, &d1, (double*)buf, 4096,
+                        (double*)buf, 4096, &d0, (double*)buf, 4096));
+    OK(cuEventRecord(b, NULL));
+    OK(cuEventSynchronize(b));
+    float ms = 0;
+    OK(cuEventElapsedTime(&ms, a, b));
+    /* Less the launch's host cost and device overhead (not the kernel's). */
+    double us = ms * 1e3 - (D_LAUNCH + D_DEVICE_KERNEL) / 1e3;
+    double tflops = 2.0 * 4096.0 * 4096.0 * 4096.0 / (us * 1e-6) / 1e12;
+    cr_assert(tflops >= lo[mode] && tflops <= hi[mode], "mode %d: %.1f TFLOP/s", mode, tflops);
+  }
   CB(cublasDestroy_v2(h));
 }
