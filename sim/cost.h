@@ -60,7 +60,8 @@
   X(DEVICE_COPY_BYTES_PER_NS, "device_copy_bytes_per_ns", 25)                      \
   X(DEVICE_MEMSET, "device_memset", 800)                                           \
   X(DEVICE_MEMSET_BYTES_PER_NS, "device_memset_bytes_per_ns", 100)                 \
-  X(DEVICE_HOST_FUNC, "device_host_func", 1000)
+  X(DEVICE_HOST_FUNC, "device_host_func", 1000)                                   \
+  X(DEVICE_MEM_BYTES_PER_NS, "device_mem_bytes_per_ns", 4200)
 
 enum sim_cost_row_e {
 #define SIM_COST_ENUM(id, name, dflt) COST_##id,

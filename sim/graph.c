@@ -3,9 +3,13 @@
  * DESIGN: a graph owns its nodes; a node owns a copy of its work (kernel
  * parameters are copied when the node is added, as CUDA does). Instantiation
  * copies the nodes in a topological order into the executable graph, which is
- * independent of the graph afterwards. A launch queues the executable's work
- * on the stream as one contiguous batch in that order: a valid serialisation
- * of the DAG, so results equal eager execution. Per-launch copies of the
+ * independent of the graph afterwards, with the edges (each position's
+ * predecessors). A launch queues the executable's work on the stream as one
+ * contiguous batch in a topological order (its own, or the reversed or
+ * shuffled one SIMCU_GRAPH_ORDER asks for, device.c): a valid serialisation
+ * of the DAG, so results equal eager execution unless the graph lacks an
+ * edge its program needs. The device model times the nodes by the edges, so
+ * unordered nodes run concurrently in simulated time. Per-launch copies of the
  * parameters mean a later cuGraphExecKernelNodeSetParams never changes a launch
  * already queued, as documented. Stream capture (capture.c) builds its graphs
  * with the same node constructor. An executable exists from the end of its
@@ -301,7 +305,44 @@ static void exec_free_locked(struct CUgraphExec_st* x) {
   free(x->work);
   free(x->evs);
   free(x->pos_of_id);
+  free(x->pred_off);
+  free(x->preds);
   free(x);
+}
+
+/* The edges of g with nodes at positions pos[id]: position p's predecessors
+ * are preds[off[p] .. off[p+1]), ascending. Lock held; -ENOMEM. */
+static int edges_of(struct CUgraph_st* g, const uint32_t* pos, uint32_t** off_out,
+                    uint32_t** preds_out) {
+  uint32_t n = g->nnodes, total = 0;
+  for (uint32_t i = 0; i < n; i++)
+    total += (uint32_t)g->nodes[i]->ndeps;
+  uint32_t* off = calloc((size_t)n + 1, sizeof(uint32_t));
+  uint32_t* preds = calloc(total ? total : 1, sizeof(uint32_t));
+  if (off == NULL || preds == NULL) {
+    free(off);
+    free(preds);
+    return -ENOMEM;
+  }
+  for (uint32_t i = 0; i < n; i++)
+    off[pos[i] + 1] = (uint32_t)g->nodes[i]->ndeps;
+  for (uint32_t p = 0; p < n; p++)
+    off[p + 1] += off[p];
+  for (uint32_t i = 0; i < n; i++) {
+    sim_node_t* nd = g->nodes[i];
+    uint32_t* dst = preds + off[pos[i]];
+    for (int d = 0; d < nd->ndeps; d++) {
+      uint32_t v = pos[nd->deps[d]->id], k = (uint32_t)d;
+      while (k > 0 && dst[k - 1] > v) {   /* insertion sort: fan-in is small */
+        dst[k] = dst[k - 1];
+        k--;
+      }
+      dst[k] = v;
+    }
+  }
+  *off_out = off;
+  *preds_out = preds;
+  return 0;
 }
 
 /* Kahn's algorithm, lowest id first, so the order is deterministic.
@@ -399,6 +440,10 @@ SIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* out, CUgraph g, uns
     }
   }
   x->ready_ns = grape__sim_host_now();
+  if (edges_of(g, x->pos_of_id, &x->pred_off, &x->preds) != 0) {
+    r = CUDA_ERROR_OUT_OF_MEMORY;
+    goto fail;
+  }
   if (grape__sim_reg_add(x, K_EXEC) != 0) {
     r = CUDA_ERROR_OUT_OF_MEMORY;
     goto fail;
@@ -451,7 +496,13 @@ static CUresult graph_launch(CUgraphExec x, CUstream h, int ptds) {
   sim_dep_t** deps = calloc(n ? n : 1, sizeof(*deps));
   sim_dep_t* depv = calloc(n ? n : 1, sizeof(*depv));
   int* ndeps = calloc(n ? n : 1, sizeof(int));
-  if (works == NULL || deps == NULL || depv == NULL || ndeps == NULL) {
+  /* Batch op i runs position order[i]; its predecessors as batch indices. */
+  uint32_t* order = calloc(n ? n : 1, sizeof(uint32_t));
+  uint32_t* at = calloc(n ? n : 1, sizeof(uint32_t));
+  uint32_t* off = calloc((size_t)n + 1, sizeof(uint32_t));
+  uint32_t* preds = calloc(x->pred_off[n] ? x->pred_off[n] : 1, sizeof(uint32_t));
+  if (works == NULL || deps == NULL || depv == NULL || ndeps == NULL || order == NULL ||
+      at == NULL || off == NULL || preds == NULL) {
     r = CUDA_ERROR_OUT_OF_MEMORY;
     goto out;
   }
@@ -463,7 +514,20 @@ static CUresult graph_launch(CUgraphExec x, CUstream h, int ptds) {
     goto out;
   }
   int capturing = s->cap != NULL;
-  for (uint32_t k = 0; k < n; k++) {
+  grape__sim_graph_order_locked(x, order);
+  for (uint32_t i = 0; i < n; i++)
+    at[order[i]] = i;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t p = order[i], m = x->pred_off[p + 1] - x->pred_off[p];
+    off[i + 1] = off[i] + m;
+    for (uint32_t j = 0; j < m; j++)
+      preds[off[i] + j] = at[x->preds[x->pred_off[p] + j]];
+  }
+  /* Every position becomes one op, empty nodes and waits for events never
+   * recorded included (as empty ops), so that batch op i is position
+   * order[i] and the edges stay whole. */
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t k = order[i];
     switch (x->types[k]) {
     case N_KERNEL:
     case N_MEMCPY:
@@ -484,14 +548,16 @@ static CUresult graph_launch(CUgraphExec x, CUstream h, int ptds) {
       nw++;
       break;
     case N_WAIT_EVENT:
+      works[nw].kind = OP_NOP;
       if (grape__sim_dep_on_event_locked(x->evs[k], &depv[nw])) {
-        works[nw].kind = OP_NOP;
         deps[nw] = &depv[nw];
         ndeps[nw] = 1;
-        nw++;
       }
+      nw++;
       break;
-    default:
+    default:   /* empty nodes */
+      works[nw].kind = OP_NOP;
+      nw++;
       break;
     }
   }
@@ -506,7 +572,8 @@ static CUresult graph_launch(CUgraphExec x, CUstream h, int ptds) {
     goto out;
   }
   /* Event works carry one extra reference each; submit_batch takes its own. */
-  r = grape__sim_submit_batch(s, works, deps, ndeps, nw);
+  sim_batch_dag_t dag = {off, preds, order};
+  r = grape__sim_submit_batch(s, works, deps, ndeps, nw, &dag);
   pthread_mutex_lock(&grape__sim.lock);
   for (uint32_t k = 0; k < n; k++)
     if (x->types[k] == N_EVENT_RECORD)
@@ -519,6 +586,10 @@ out:
   free(deps);
   free(depv);
   free(ndeps);
+  free(order);
+  free(at);
+  free(off);
+  free(preds);
   return r;
 }
 
@@ -685,10 +756,22 @@ SIM_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec x, CUgraph g, CUgraphExecUp
   }
   for (uint32_t k = 0; k < n; k++)
     pos[order[k]] = k;
-  /* Same topology: each position has the same dependency count as before.
-   * (The executable keeps no edges, so fan-in is what is compared.) A kernel
+  /* Same topology: the same edges between the same positions. A kernel
    * node's function may change (CUDA 11.2 on; FUNCTION_CHANGED is what older
    * drivers answered), but not to one that has been unloaded. */
+  uint32_t *noff = NULL, *npreds = NULL;
+  if (edges_of(g, pos, &noff, &npreds) != 0) {
+    r = CUDA_ERROR_OUT_OF_MEMORY;
+    goto out;
+  }
+  int same = memcmp(noff, x->pred_off, ((size_t)n + 1) * sizeof(uint32_t)) == 0 &&
+             memcmp(npreds, x->preds, noff[n] * sizeof(uint32_t)) == 0;
+  free(noff);
+  free(npreds);
+  if (!same) {
+    res = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+    goto out;
+  }
   for (uint32_t k = 0; k < n && res == CU_GRAPH_EXEC_UPDATE_SUCCESS; k++) {
     sim_node_t* nd = g->nodes[order[k]];
     if (nd->type != x->types[k]) {

@@ -109,6 +109,7 @@ struct CUfunc_st {               /* also serves as CUkernel: a CUkernel may be p
   uint32_t param_bytes;
   int params_known;
   simcu_body_fn body;            /* NULL until bound */
+  simcu_cost_fn cost;            /* SIMCU_COST of the body's object, or NULL (device.c) */
   int body_looked_up;
   int registers;
   int shared_bytes;
@@ -200,6 +201,8 @@ typedef struct sim_op_s {
   sim_dep_t* deps;
   uint64_t not_before;           /* simulated ns: submission and finished dependencies */
   sim_done_t* done;              /* set once something depends on this op */
+  int planned;                   /* device model: times fixed at submission (device.c) */
+  uint64_t plan_start, plan_end; /* simulated ns, when planned */
 } sim_op_t;
 
 struct CUstream_st {
@@ -216,6 +219,7 @@ struct CUstream_st {
   uint64_t submitted;            /* seq of the last op queued */
   uint64_t completed;            /* seq of the last op finished */
   uint64_t clock_ns;             /* simulated time at which the last op finished */
+  uint64_t plan_ns;              /* device model: finish of all work submitted so far */
   sim_op_t* last_op;             /* the op of seq `submitted` until it finishes */
   sim_op_t* running;             /* the op being run outside the lock, if any */
   int destroyed;
@@ -291,6 +295,8 @@ struct CUgraphExec_st {
   sim_work_t* work;              /* per position */
   struct CUevent_st** evs;       /* per position, event nodes */
   uint32_t* pos_of_id;           /* original node id -> position */
+  uint32_t* pred_off;            /* per position p: its predecessors' positions are */
+  uint32_t* preds;               /*   preds[pred_off[p] .. pred_off[p+1]) */
   uint32_t nids;
   struct CUgraph_st* src;        /* the graph it came from (identity only) */
   unsigned long long flags;
@@ -416,16 +422,30 @@ int grape__sim_run_work(sim_work_t* w, uint64_t* clock);   /* returns a device f
 /* The modelled device time of w (cost.h device rows); a kernel as a node of
  * a launched graph when as_node, else as it was submitted. */
 uint64_t grape__sim_work_ns(const sim_work_t* w, int as_node);
+/* Kernel work w as a body (or cost hook) sees it: argv[] (f->nparams entries)
+ * points into its parameter copy; b holds the launch shape, fault its flag. */
+void grape__sim_kernel_view(const sim_work_t* w, void** argv, simcu_block_t* b, int* fault);
 int grape__sim_dep_on_event_locked(struct CUevent_st* e, sim_dep_t* d);
 void grape__sim_deps_drop_locked(sim_dep_t* d, int n);
 uint64_t grape__sim_device_end_ns(void);
 void grape__sim_work_release(sim_work_t* w);
 int grape__sim_work_copy(sim_work_t* dst, const sim_work_t* src);
 void grape__sim_event_unref_locked(struct CUevent_st* e);
+/* A graph's edges for grape__sim_submit_batch: batch op i waits (in the
+ * device model's time) for the ops preds[off[i] .. off[i+1]), and rank[i] is
+ * its position in the graph's own topological order (ties of readiness go
+ * to the lower rank, so times do not depend on the order bodies run in). */
+typedef struct sim_batch_dag_s {
+  const uint32_t* off;
+  const uint32_t* preds;
+  const uint32_t* rank;
+} sim_batch_dag_t;
 /* Submits a batch (a graph launch) contiguously; works[] and the
- * dependencies' cells are consumed. */
+ * dependencies' cells are consumed. dag may be NULL (a chain). */
 CUresult grape__sim_submit_batch(struct CUstream_st* s, sim_work_t* works, sim_dep_t** deps,
-                                 int* ndeps, int n);
+                                 int* ndeps, int n, const sim_batch_dag_t* dag);
+/* Lock held: the finish time of a dependency (known by the time it is read). */
+uint64_t grape__sim_dep_time(const sim_dep_t* d);
 
 /* module.c */
 CUresult grape__sim_make_kernel_work(struct CUfunc_st* f, const unsigned grid[3],
@@ -435,6 +455,9 @@ CUresult grape__sim_bind_body(struct CUfunc_st* f);
 /* Whether the function of kernel work w is still loaded: neither unloaded
  * nor an equal handle value of a later load (any other work: 1). */
 int grape__sim_work_func_live(const sim_work_t* w);
+
+/* occupancy.c */
+int grape__sim_blocks_per_sm(const struct CUfunc_st* f, int block, size_t dyn);
 
 /* copy.c */
 void grape__sim_copy_rows(const sim_work_t* w);   /* runs a 2-D/3-D OP_MEMCPY */
@@ -474,6 +497,21 @@ void grape__sim_bound_join_locked(struct CUstream_st* s, const struct CUevent_st
 /* A wait point: s or e awaited; both NULL, the whole device. */
 void grape__sim_bound_cut_locked(struct CUstream_st* s, const struct CUevent_st* e);
 void grape__sim_bound_report(sim_bound_t* out);   /* ends the last stretch */
+
+/* device.c: the device model (SIMCU_DEVICE_MODEL) and graph orders (SIMCU_GRAPH_ORDER) */
+int grape__sim_dm_on(void);   /* the shared-device model is in force */
+int grape__sim_time_only(void);   /* SIMCU_TIME_ONLY=1: kernel bodies are not run */
+/* Lock held: fixes op's start and finish on stream s (submission order). */
+void grape__sim_dm_plan_locked(struct CUstream_st* s, sim_op_t* op);
+/* Lock held: fixes the times of a graph launch's n ops (NULL: captured) in
+ * the order they become ready, each after base (the stream's work before the
+ * launch) and its predecessors; join, the launch's last op, after all. */
+void grape__sim_dm_plan_batch_locked(struct CUstream_st* s, sim_op_t** ops, int n,
+                                     const sim_batch_dag_t* dag, sim_op_t* join, uint64_t base);
+/* Lock held: the order a launch of x runs its n positions in, into order[]:
+ * x's own order, or the reversed or shuffled one SIMCU_GRAPH_ORDER asks for
+ * (still topological). */
+void grape__sim_graph_order_locked(const struct CUgraphExec_st* x, uint32_t* order);
 
 /* graph.c */
 struct CUgraph_st* grape__sim_graph_new(void);   /* empty and registered; NULL without memory */

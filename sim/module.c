@@ -146,6 +146,8 @@ CUresult grape__sim_bind_body(struct CUfunc_st* f) {
   pthread_mutex_lock(&bind_lock);
   if (!f->body_looked_up) {
     f->body = (simcu_body_fn)find_prefixed(SIMCU_BODY_PREFIX, f->name);
+    if (f->body != NULL)   /* optional: what a launch costs the device model (device.c) */
+      f->cost = (simcu_cost_fn)find_prefixed(SIMCU_COST_PREFIX, f->name);
     f->body_looked_up = 1;
     first = 1;
   }

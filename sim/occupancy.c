@@ -34,8 +34,9 @@ static size_t round_up(size_t v, size_t unit) {
 }
 
 /* Blocks of blockSize threads with dyn bytes of dynamic shared memory that
- * fit on one multiprocessor; 0 if such a block cannot be launched at all. */
-static int blocks_per_sm(const struct CUfunc_st* f, int block, size_t dyn) {
+ * fit on one multiprocessor; 0 if such a block cannot be launched at all.
+ * The device model (device.c) shares multiprocessors out by this count. */
+int grape__sim_blocks_per_sm(const struct CUfunc_st* f, int block, size_t dyn) {
   int max_threads = f->max_threads > 0 ? f->max_threads : 1024;
   if (block <= 0 || block > max_threads)
     return 0;
@@ -67,7 +68,7 @@ static CUresult max_active(int* n, CUfunction h, int block, size_t dyn, unsigned
   struct CUfunc_st* f = as_func(h);
   if (f == NULL)
     return CUDA_ERROR_INVALID_HANDLE;
-  *n = blocks_per_sm(f, block, dyn);
+  *n = grape__sim_blocks_per_sm(f, block, dyn);
   return CUDA_SUCCESS;
 }
 
@@ -95,7 +96,7 @@ SIM_EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* out, CUfunct
     return CUDA_ERROR_INVALID_HANDLE;
   *out = 0;
   /* The other resources must allow nblocks blocks before shared memory is shared out. */
-  if (blocks_per_sm(f, block, 0) < nblocks)
+  if (grape__sim_blocks_per_sm(f, block, 0) < nblocks)
     return CUDA_SUCCESS;
   size_t stat = (size_t)(f->shared_bytes > 0 ? f->shared_bytes : 0);
   size_t per_block = (OCC_SMEM / (size_t)nblocks) / OCC_SMEM_UNIT * OCC_SMEM_UNIT;
@@ -128,7 +129,7 @@ static CUresult potential(int* grid, int* block, CUfunction h, CUoccupancyB2DSiz
   int best = 0, best_threads = 0;
   for (int b = max / 32 * 32; b > 0; b -= 32) {
     size_t d = b2d != NULL ? b2d(b) : dyn;
-    int threads = blocks_per_sm(f, b, d) * b;
+    int threads = grape__sim_blocks_per_sm(f, b, d) * b;
     if (threads > best_threads) {
       best_threads = threads;
       best = b;

@@ -22,6 +22,13 @@
  * SIMCU_PARAMS(name, sizes...) optionally declares the parameter sizes; the
  * sim uses them only when the kernel image carries no parameter table.
  *
+ * SIMCU_COST(name) optionally declares what one launch of the kernel costs
+ * the simulated device (sim/README.md, "The device model"): the time one
+ * block takes on its share of a multiprocessor and the bytes the whole
+ * launch moves to and from device memory. The sim calls it at launch, before
+ * the body runs, with the launch shape and arguments. Without it a kernel
+ * costs what every kernel costs: a time per thread, and no memory traffic.
+ *
  * SIMCU_FAULT(code) inside a body raises a device-side fault, as an illegal
  * memory access or a trap does on a GPU; the body should return right after.
  * The kernel's remaining blocks do not run, and the fault becomes the
@@ -54,8 +61,20 @@ typedef struct simcu_block_s {
 
 typedef void (*simcu_body_fn)(const simcu_block_t* blk, void** args);
 
+/* What a launch costs (SIMCU_COST): cta_ns, the simulated time one block
+ * takes (ns, on the multiprocessor share its occupancy gives it); bytes, the
+ * device-memory traffic of the whole launch. */
+typedef struct simcu_cost_s {
+  double cta_ns;
+  double bytes;
+} simcu_cost_t;
+
+/* Called with the launch shape (idx is zero, shared is NULL) and arguments. */
+typedef void (*simcu_cost_fn)(const simcu_block_t* launch, void** args, simcu_cost_t* out);
+
 #define SIMCU_BODY_PREFIX "simcu_body_"
 #define SIMCU_PARAMS_PREFIX "simcu_params_"
+#define SIMCU_COST_PREFIX "simcu_cost_"
 
 #define SIMCU_KERNEL(mangled)                                                     \
   __attribute__((visibility("default"))) void simcu_body_##mangled(               \
@@ -67,6 +86,10 @@ typedef void (*simcu_body_fn)(const simcu_block_t* blk, void** args);
       {(sizeof((unsigned[]){__VA_ARGS__}) / sizeof(unsigned)), __VA_ARGS__}
 
 #define SIMCU_ARG(i, type) (*(type*)simcu_args[i])
+
+#define SIMCU_COST(mangled)                                                       \
+  __attribute__((visibility("default"))) void simcu_cost_##mangled(                \
+      const simcu_block_t* simcu_blk, void** simcu_args, simcu_cost_t* simcu_cost)
 
 /* Device faults (the values of CUresult / cudaError_t, which agree). */
 #define SIMCU_FAULT_ILLEGAL_ADDRESS 700       /* an out-of-bounds load or store */

@@ -66,6 +66,7 @@ static struct CUstream_st* take_reusable_locked(void) {
     t->per_thread = 0;
     t->destroyed = 0;
     t->clock_ns = 0;
+    t->plan_ns = 0;
     return t;
   }
   return NULL;
@@ -175,6 +176,8 @@ static sim_done_t* op_watch_locked(sim_op_t* op) {
     if (op->done == NULL)
       return NULL;
     op->done->refs = 1;   /* the op's own */
+    if (op->planned)
+      op->done->t = op->plan_end;
   }
   op->done->refs++;
   return op->done;
@@ -190,7 +193,7 @@ void grape__sim_deps_drop_locked(sim_dep_t* d, int n) {
     done_put_locked(d[i].done);
 }
 
-static uint64_t dep_time(const sim_dep_t* d) {
+uint64_t grape__sim_dep_time(const sim_dep_t* d) {
   return d->done != NULL ? d->done->t : d->at;
 }
 
@@ -238,19 +241,27 @@ static int fault_code(int code) {
   }
 }
 
-/* Runs a kernel's blocks in blockIdx order until one raises a fault; returns it or 0. */
-static int run_kernel(sim_work_t* w) {
-  struct CUfunc_st* f = w->u.k.f;
-  void* argv[f->nparams > 0 ? f->nparams : 1];
+void grape__sim_kernel_view(const sim_work_t* w, void** argv, simcu_block_t* b, int* fault) {
+  const struct CUfunc_st* f = w->u.k.f;
   for (uint32_t i = 0; i < f->nparams; i++)
     argv[i] = w->u.k.params + f->poff[i];
-  int fault = 0;
-  simcu_block_t b = {
+  *b = (simcu_block_t){
     .grid = {w->u.k.grid[0], w->u.k.grid[1], w->u.k.grid[2]},
     .block = {w->u.k.block[0], w->u.k.block[1], w->u.k.block[2]},
     .shared_bytes = w->u.k.smem,
-    .fault = &fault,
+    .fault = fault,
   };
+}
+
+/* Runs a kernel's blocks in blockIdx order until one raises a fault; returns it or 0. */
+static int run_kernel(sim_work_t* w) {
+  struct CUfunc_st* f = w->u.k.f;
+  if (grape__sim_time_only())
+    return 0;
+  void* argv[f->nparams > 0 ? f->nparams : 1];
+  int fault = 0;
+  simcu_block_t b;
+  grape__sim_kernel_view(w, argv, &b, &fault);
   void* shm = w->u.k.smem ? malloc(w->u.k.smem) : NULL;
   b.shared = shm;
   for (unsigned z = 0; z < b.grid.z && !fault; z++)
@@ -383,10 +394,12 @@ int grape__sim_work_copy(sim_work_t* dst, const sim_work_t* src) {
 static void execute_locked(struct CUstream_st* s, sim_op_t* op) {
   uint64_t start = s->clock_ns > op->not_before ? s->clock_ns : op->not_before;
   for (int i = 0; i < op->ndeps; i++) {
-    uint64_t t = dep_time(&op->deps[i]);
+    uint64_t t = grape__sim_dep_time(&op->deps[i]);
     if (t > start)
       start = t;
   }
+  if (op->planned)
+    start = op->plan_start;   /* the device model fixed it at submission (device.c) */
   int skip = atomic_load(&grape__sim.sticky) != 0;
   int host = op->w.kind == OP_HOSTFN && op->w.u.host.blocks && !skip;
   if (host) {
@@ -397,6 +410,8 @@ static void execute_locked(struct CUstream_st* s, sim_op_t* op) {
   pthread_mutex_unlock(&grape__sim.lock);
   uint64_t clock = start;
   int fault = skip ? 0 : grape__sim_run_work(&op->w, &clock);
+  if (op->planned)
+    clock = op->plan_end;
   grape__sim_bound_busy(clock - start);
   pthread_mutex_lock(&grape__sim.lock);
   s->running = NULL;
@@ -415,7 +430,9 @@ static void execute_locked(struct CUstream_st* s, sim_op_t* op) {
     if (e->rec_op == op)
       e->rec_op = NULL;
   }
-  s->clock_ns = clock;
+  /* A graph's branches may finish out of order: the stream's clock keeps the latest. */
+  if (!op->planned || clock > s->clock_ns)
+    s->clock_ns = clock;
   if (op->done != NULL)
     op->done->t = clock;
   if (s->last_op == op)
@@ -435,7 +452,9 @@ static void* worker(void* arg) {
     if (s->head == NULL)
       break;   /* destroyed and drained */
     sim_op_t* op = s->head;
-    while (!deps_done(op))
+    /* An earlier op may still be pending inline (a batch whose first ops
+     * found no worker): stream order first. */
+    while (!deps_done(op) || s->completed + 1 != op->seq)
       pthread_cond_wait(&grape__sim.done_cv, &grape__sim.lock);
     s->head = op->next;
     if (s->head == NULL)
@@ -456,7 +475,7 @@ static void fold(sim_op_t* op, uint64_t t) {
  * earliest start; a pending one is kept. */
 static int add_dep(sim_op_t* op, size_t* cap, const sim_dep_t* d) {
   if (d->s->completed >= d->seq) {
-    fold(op, dep_time(d));
+    fold(op, grape__sim_dep_time(d));
     done_put_locked(d->done);
     return 0;
   }
@@ -483,10 +502,13 @@ static int add_stream_dep(sim_op_t* op, size_t* cap, struct CUstream_st* t) {
 }
 
 /* Lock held. Takes ownership of *w on success (and on failure frees nothing
- * of it); the extra dependencies' cells are taken over either way. */
+ * of it); the extra dependencies' cells are taken over either way. With the
+ * device model, the op's times are fixed here unless defer is set (a graph
+ * launch plans its ops together). */
 static CUresult submit_locked(struct CUstream_st* s, sim_work_t* w, const sim_dep_t* extra,
-                              int nextra, int* run_inline, sim_op_t** out) {
+                              int nextra, int defer, int* run_inline, sim_op_t** out) {
   *run_inline = 0;
+  *out = NULL;
   if (s->cap != NULL) {
     grape__sim_deps_drop_locked((sim_dep_t*)extra, nextra);
     return grape__sim_capture_submit_locked(s, w);
@@ -541,6 +563,8 @@ static CUresult submit_locked(struct CUstream_st* s, sim_work_t* w, const sim_de
     grape__sim_bound_record_locked(e, s);
   }
   memset(w, 0, sizeof(*w));
+  if (!defer && grape__sim_dm_on())
+    grape__sim_dm_plan_locked(s, op);
   if (grape__sim.sync_mode) {
     *run_inline = 1;
     *out = op;
@@ -567,6 +591,7 @@ static CUresult submit_locked(struct CUstream_st* s, sim_work_t* w, const sim_de
     }
   }
   pthread_cond_signal(&s->cv);
+  *out = op;
   return CUDA_SUCCESS;
 }
 
@@ -586,7 +611,7 @@ CUresult grape__sim_submit(struct CUstream_st* s, sim_work_t* w, const sim_dep_t
   int inl;
   sim_op_t* op = NULL;
   pthread_mutex_lock(&grape__sim.lock);
-  CUresult r = submit_locked(s, w, extra, nextra, &inl, &op);
+  CUresult r = submit_locked(s, w, extra, nextra, 0, &inl, &op);
   if (r == CUDA_SUCCESS && inl)
     run_inline_op(s, op);
   if (r != CUDA_SUCCESS)
@@ -596,11 +621,30 @@ CUresult grape__sim_submit(struct CUstream_st* s, sim_work_t* w, const sim_dep_t
 }
 
 /* Submits a batch (a graph launch) contiguously. works[] and the
- * dependencies' cells are consumed. */
+ * dependencies' cells are consumed. With the device model the ops' times
+ * are fixed together once all are queued (the graph's edges, not the
+ * stream's order, decide them), and a last empty op joins the branches, so
+ * that the stream's last op finishes with the whole graph. The lock is held
+ * throughout, so no worker runs an op before its times are fixed. */
 CUresult grape__sim_submit_batch(struct CUstream_st* s, sim_work_t* works, sim_dep_t** deps,
-                                 int* ndeps, int n) {
+                                 int* ndeps, int n, const sim_batch_dag_t* dag) {
   CUresult r = CUDA_SUCCESS;
+  sim_op_t** ops = calloc(n > 0 ? (size_t)n : 1, sizeof(*ops));
+  char* inl = calloc(n > 0 ? (size_t)n : 1, 1);
+  if (ops == NULL || inl == NULL) {
+    free(ops);
+    free(inl);
+    pthread_mutex_lock(&grape__sim.lock);
+    for (int i = 0; i < n; i++) {
+      grape__sim_deps_drop_locked(deps ? deps[i] : NULL, ndeps ? ndeps[i] : 0);
+      grape__sim_work_release(&works[i]);
+    }
+    pthread_mutex_unlock(&grape__sim.lock);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  int model = grape__sim_dm_on();
   pthread_mutex_lock(&grape__sim.lock);
+  uint64_t base = s->plan_ns;
   for (int i = 0; i < n; i++) {
     sim_dep_t* d = deps ? deps[i] : NULL;
     int nd = ndeps ? ndeps[i] : 0;
@@ -609,21 +653,34 @@ CUresult grape__sim_submit_batch(struct CUstream_st* s, sim_work_t* works, sim_d
       grape__sim_work_release(&works[i]);
       continue;
     }
-    int inl;
-    sim_op_t* op = NULL;
+    int run_here;
     /* An event record's work must own a reference while it is handed over. */
     struct CUevent_st* ev = works[i].kind == OP_EVENT ? works[i].u.ev.ev : NULL;
     if (ev != NULL)
       ev->refs++;
-    r = submit_locked(s, &works[i], d, nd, &inl, &op);
+    r = submit_locked(s, &works[i], d, nd, model, &run_here, &ops[i]);
+    inl[i] = (char)run_here;
     if (r == CUDA_SUCCESS && ev != NULL)
       grape__sim_event_unref_locked(ev);
-    if (r == CUDA_SUCCESS && inl)
-      run_inline_op(s, op);
     if (r != CUDA_SUCCESS)
       grape__sim_work_release(&works[i]);
   }
+  sim_op_t* join = NULL;
+  int join_inl = 0;
+  if (model && r == CUDA_SUCCESS && s->cap == NULL && n > 0) {
+    sim_work_t nop = {.kind = OP_NOP};
+    r = submit_locked(s, &nop, NULL, 0, 1, &join_inl, &join);
+  }
+  if (model) /* also after a failure: what was queued must have times */
+    grape__sim_dm_plan_batch_locked(s, ops, n, dag, join, base);
+  for (int i = 0; i < n; i++)
+    if (inl[i])
+      run_inline_op(s, ops[i]);
+  if (join_inl)
+    run_inline_op(s, join);
   pthread_mutex_unlock(&grape__sim.lock);
+  free(ops);
+  free(inl);
   return r;
 }
 

@@ -3,7 +3,7 @@
 
 DESIGN
 The checks run in the order of the questions they answer (routes, correctness, torch
-workloads, costs, predictor), each given min(its own cap, what is left of one deadline),
+workloads, costs, concurrency, predictor), each given min(its own cap, what is left of one deadline),
 so a short run still answers the first ones. Nothing here assumes a grape feature
 exists: each is probed first (a file in the build, a subcommand in `grape --help`, a
 field in an exit report) and what is missing is recorded as status "n/a" with the
@@ -29,7 +29,8 @@ import time
 EXAMPLES = ["dynrnn", "beam", "mlp_train"]
 WORKLOADS = ["mlp", "lstm", "gpt", "moe"]
 ROUTE_SECTIONS = ["native", "cublas", "cudnn", "triton"]
-CHECKS = ["routes", "correctness", "workloads", "costs", "predictor"]
+CHECKS = ["routes", "correctness", "workloads", "costs", "concurrency", "predictor"]
+CONC_VARIANTS = ["seq", "streams", "chain", "branches", "smtarget"]
 ROUTE_KEYS = ["runtime", "driver", "dlsym", "getprocaddress", "entrypoint"]
 NA = "not available yet"
 
@@ -108,10 +109,15 @@ class Kit:
         return rc, out, err
 
     # ------------------------------------------------------------------ environments
+    def sim_libs(self):
+        """The sim's library folders: the CUDA stand-ins, and its cuBLAS where built."""
+        blas = os.path.join(self.simdir, "cublas")
+        return [self.simdir] + ([blas] if os.path.isdir(blas) else [])
+
     def dev_env(self):
         """Environment for a program on the device under test: the real GPU, or the sim."""
         if self.sim:
-            return {"LD_LIBRARY_PATH": join_path(self.simdir, os.environ.get("LD_LIBRARY_PATH"))}
+            return {"LD_LIBRARY_PATH": join_path(*self.sim_libs(), os.environ.get("LD_LIBRARY_PATH"))}
         paths = [self.sim_extras()]
         lib = os.path.join(self.a.cuda_home or "/usr/local/cuda", "lib64")
         if os.path.exists(os.path.join(lib, "libcudart.so.13")):
@@ -131,7 +137,7 @@ class Kit:
         return d
 
     def sim_env(self, report=None):
-        e = {"LD_LIBRARY_PATH": join_path(self.simdir, os.environ.get("LD_LIBRARY_PATH"))}
+        e = {"LD_LIBRARY_PATH": join_path(*self.sim_libs(), os.environ.get("LD_LIBRARY_PATH"))}
         if report:
             e["SIMCU_REPORT"] = report
         return e
@@ -506,7 +512,104 @@ class Kit:
                     self.add("costs", f"shim {mode} {key}", "info", ns_per_call=b["ns_per_call"],
                              added_ns=round(b["ns_per_call"] - a["ns_per_call"], 1))
 
-    # ------------------------------------------------------------------ 5. predictor
+    # ------------------------------------------------------------------ 5. concurrency
+    def concurrency_run(self, label, exe, args, env, budget):
+        """Runs concurrency.cu's program; returns ({set: record}, error or None)."""
+        rc, out, err = self.run(label, [exe] + args, env, timeout=budget)
+        recs = {}
+        for ln in out.splitlines():
+            try:
+                r = json.loads(ln)
+            except ValueError:
+                continue
+            if isinstance(r, dict) and "set" in r:
+                recs[r["set"]] = r
+            elif isinstance(r, dict) and "error" in r:
+                return recs, r["error"]
+        if not recs:
+            return recs, f"rc={rc}: " + (tail(err, 3) or "no output")
+        return recs, None
+
+    def check_concurrency(self):
+        """Independent cuBLAS GEMMs (concurrency.cu): sequential, on streams, as a chain graph,
+        as graph branches, with the SM-count target. Every variant's outputs must be the same
+        bits (the inputs make every sum exact); the times are measurements. On a GPU the same
+        sets also run on the simulated device (SIMCU_TIME_ONLY=1): the model's prediction
+        beside each measurement, and one calibration row."""
+        nvcc = self.a.nvcc
+        if not nvcc:
+            self.add("concurrency", "build", "skip", why="no nvcc")
+            return
+        sim_blas = os.path.join(self.simdir, "cublas")
+        have_sim_blas = os.path.exists(os.path.join(sim_blas, "libcublasLt.so.13"))
+        if self.sim and not have_sim_blas:
+            self.add("concurrency", "build", "n/a", why=f"the sim's cuBLAS (build/sim/cublas) {NA}")
+            return
+        here = os.path.dirname(os.path.abspath(__file__))
+        exe = os.path.join(self.w, "concurrency")
+        lib64 = os.path.join(self.a.cuda_home or "/usr/local/cuda", "lib64")
+        # NVIDIA's libcublasLt to link against; the sim's (same versioned names) where there is none
+        libdir = lib64 if os.path.exists(os.path.join(lib64, "libcublasLt.so")) else sim_blas
+        cmd = [nvcc, "-O2", "-arch=sm_90", "-cudart", "shared", "-o", exe,
+               os.path.join(here, "concurrency.cu"), "-L" + libdir, "-lcublasLt",
+               "-Xlinker", "--export-dynamic"]  # kit_busy's CPU body, for the sim
+        rc, out, err = self.run("concurrency_build", cmd, timeout=self.budget(120, 40))
+        if rc != 0:
+            self.add("concurrency", "build", "error", why=tail(err, 3))
+            return
+        sizes = "tiny" if self.sim else ("quick" if self.a.quick else "full")
+        args = ["--sizes", sizes, "--reps", "3" if self.sim else ("10" if self.a.quick else "20")]
+        sim_env = self.sim_env()
+        env = sim_env if self.sim else self.dev_env()
+        recs, error = self.concurrency_run("concurrency", exe, args, env, self.budget(150, 30))
+        if error and not recs:
+            self.add("concurrency", "run", "error", why=error[:200])
+            return
+        if error:
+            self.add("concurrency", "run", "error", why="stopped early: " + error[:200])
+        pred = {}
+        if not self.sim and have_sim_blas and os.path.exists(os.path.join(self.simdir, "libcuda.so.1")):
+            # the model's prediction of the same sets: times only, no data
+            env = dict(sim_env, SIMCU_TIME_ONLY="1")
+            pred, perr = self.concurrency_run("concurrency_sim", exe, args + ["--no-data"], env,
+                                              self.budget(60, 20))
+            if perr:
+                self.add("concurrency", "sim prediction", "error", why=perr[:200])
+        errs, signs = [], []
+        for name, r in recs.items():
+            v = r.get("variants", {})
+            med = {k: v[k]["median_us"] for k in CONC_VARIANTS if k in v}
+            digests = {k: v[k]["digest"] for k in CONC_VARIANTS if k in v}
+            kw = {f"{k}_us": t for k, t in med.items()}
+            kw["solo_us"] = [g["solo_us"] for g in r.get("gemms", [])]
+            kw["gemms"] = [[g["m"], g["n"], g["k"]] for g in r.get("gemms", [])]
+            kw["algos"] = [{"tile": g["tile"], "splitk": g["splitk"], "custom": g["custom"],
+                            "waves": g["waves"]} for g in r.get("gemms", [])]
+            if med.get("branches"):
+                kw["speedup_branches"] = round(med["seq"] / med["branches"], 3)
+            if med.get("streams"):
+                kw["speedup_streams"] = round(med["seq"] / med["streams"], 3)
+            p = pred.get(name, {}).get("variants", {})
+            if p:
+                kw["sim_us"] = {k: p[k]["median_us"] for k in CONC_VARIANTS if k in p}
+                for k in ("seq", "branches"):
+                    if k in p and med.get(k):
+                        errs.append(abs(p[k]["median_us"] - med[k]) / med[k])
+                if "branches" in p and med.get("branches"):
+                    signs.append((p["branches"]["median_us"] < p["seq"]["median_us"]) ==
+                                 (med["branches"] < med["seq"]))
+            if len(set(digests.values())) > 1:
+                self.add("concurrency", name, "fail", why="outputs differ between variants: " +
+                         ", ".join(f"{k} {d}" for k, d in digests.items()), **kw)
+            else:
+                self.add("concurrency", name, "pass", why="same outputs in every variant", **kw)
+        if errs:
+            self.add("concurrency", "sim calibration", "info", sets=len(signs),
+                     median_abs_err_pct=round(100 * statistics.median(errs), 1),
+                     sign_agreement_pct=round(100 * sum(signs) / len(signs), 1) if signs else None,
+                     why="sim (SIMCU_TIME_ONLY) against this device, seq and branches medians")
+
+    # ------------------------------------------------------------------ 6. predictor
     def check_predictor(self):
         have_predict = "predict" in self.commands
         ops_dir = os.path.join(self.w, "ops")

@@ -7,7 +7,7 @@
 # machine, builds grape there (falling back to binaries carried from a dev
 # machine, see pack.sh), then hands over to kit.py, which runs the checks in
 # order of importance, each with its own time limit taken from one budget:
-#   1 routes  2 correctness  3 torch workloads  4 costs  5 predictor
+#   1 routes  2 correctness  3 torch workloads  4 costs  5 concurrency  6 predictor
 # so a run cut short still answers the first questions. Every feature of grape
 # is probed before use (a CLI subcommand, a report field): what has not landed
 # is reported "not available yet", never a failure. Results: $OUT/<date>-<gpu>.json,
@@ -19,7 +19,7 @@
 #   --build    use this existing build directory, do not build
 #   --carried  use the carried build (build-carry/, made by pack.sh) without building
 #   --budget   whole-run budget in seconds (GPU default 450, --sim 100)
-#   --only / --skip   comma list of checks: probe,routes,correctness,workloads,costs,predictor
+#   --only / --skip   comma list of checks: probe,routes,correctness,workloads,costs,concurrency,predictor
 # Env: OUT (results folder; default $GPUKIT_WORK/out), GPUKIT_WORK (scratch,
 #      default /tmp/gpukit), CUDA_HOME, GPUKIT_CARRY (carried build, default build-carry).
 # Exit status: 0 when no check failed ("not available yet" and skips are not failures).

@@ -23,14 +23,12 @@
 #include <stdio.h>
 
 #include "cost.h"
+#include "vendor.h"
 
 extern const unsigned char grape__simblas_image[];
 
 static struct {
-  CUresult (*Init)(unsigned);
-  CUresult (*CtxGetCurrent)(CUcontext*);
-  CUresult (*CtxSetCurrent)(CUcontext);
-  CUresult (*DevicePrimaryCtxRetain)(CUcontext*, CUdevice);
+  simcu_vendor_drv_t ctx;
   CUresult (*ModuleLoadData)(CUmodule*, const void*);
   CUresult (*ModuleGetFunction)(CUfunction*, CUmodule, const char*);
   CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -51,37 +49,22 @@ static void init(void) {
     init_err = CUDA_ERROR_NO_DEVICE;
     return;
   }
-  *(void**)&cu.Init = dlsym(h, "cuInit");
-  *(void**)&cu.CtxGetCurrent = dlsym(h, "cuCtxGetCurrent");
-  *(void**)&cu.CtxSetCurrent = dlsym(h, "cuCtxSetCurrent");
-  *(void**)&cu.DevicePrimaryCtxRetain = dlsym(h, "cuDevicePrimaryCtxRetain");
+  *(void**)&cu.ctx.Init = dlsym(h, "cuInit");
+  *(void**)&cu.ctx.CtxGetCurrent = dlsym(h, "cuCtxGetCurrent");
+  *(void**)&cu.ctx.CtxSetCurrent = dlsym(h, "cuCtxSetCurrent");
+  *(void**)&cu.ctx.DevicePrimaryCtxRetain = dlsym(h, "cuDevicePrimaryCtxRetain");
   *(void**)&cu.ModuleLoadData = dlsym(h, "cuModuleLoadData");
   *(void**)&cu.ModuleGetFunction = dlsym(h, "cuModuleGetFunction");
   *(void**)&cu.LaunchKernel = dlsym(h, "cuLaunchKernel");
   *(void**)&cu.LaunchKernelEx = dlsym(h, "cuLaunchKernelEx");
-  if (cu.Init == NULL || cu.CtxGetCurrent == NULL || cu.CtxSetCurrent == NULL ||
-      cu.DevicePrimaryCtxRetain == NULL || cu.ModuleLoadData == NULL ||
+  if (cu.ctx.Init == NULL || cu.ctx.CtxGetCurrent == NULL || cu.ctx.CtxSetCurrent == NULL ||
+      cu.ctx.DevicePrimaryCtxRetain == NULL || cu.ModuleLoadData == NULL ||
       cu.ModuleGetFunction == NULL || cu.LaunchKernel == NULL || cu.LaunchKernelEx == NULL) {
     init_err = CUDA_ERROR_NOT_FOUND;
     return;
   }
-  CUresult (*get_table)(const void**, const CUuuid*);
-  *(void**)&get_table = dlsym(h, "cuGetExportTable");
-  static const CUuuid priv_id = {SIMCU_PRIVATE_UUID};
-  const void* t = NULL;
-  if (get_table != NULL && get_table(&t, &priv_id) == CUDA_SUCCESS && t != NULL &&
-      ((const simcu_private_t*)t)->size >= sizeof(simcu_private_t))
-    sim_priv = t;
-  CUresult r = cu.Init(0);
-  CUcontext c = NULL;
-  if (r == CUDA_SUCCESS)
-    r = cu.CtxGetCurrent(&c);
-  if (r == CUDA_SUCCESS && c == NULL) {
-    r = cu.DevicePrimaryCtxRetain(&c, 0);
-    if (r == CUDA_SUCCESS)
-      r = cu.CtxSetCurrent(c);
-  }
-  lib_ctx = c;
+  sim_priv = simcu_vendor_private(h);
+  CUresult r = simcu_vendor_start(&cu.ctx, &lib_ctx);
   if (r == CUDA_SUCCESS)
     r = cu.ModuleLoadData(&mod, grape__simblas_image);
   if (r == CUDA_SUCCESS)
@@ -106,10 +89,7 @@ static int enter(void) {
     sim_priv->host_work(SIMCU_WORK_OP);
   if (r != 0 || thread_ready)
     return r;
-  CUcontext c = NULL;
-  r = (int)cu.CtxGetCurrent(&c);
-  if (r == 0 && c == NULL)
-    r = (int)cu.CtxSetCurrent(lib_ctx);
+  r = (int)simcu_vendor_thread(&cu.ctx, lib_ctx);
   thread_ready = r == 0;
   return r;
 }

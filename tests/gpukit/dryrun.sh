@@ -47,7 +47,7 @@ if len(js) != 1 or not glob.glob(out + "/*-sim.md"):
     sys.exit(f"dry run wrote no results (rc={rc}): {glob.glob(out + '/*')}")
 doc = json.load(open(js[0]))
 checks = {r["check"] for r in doc["rows"]}
-want = {"routes", "correctness", "workloads", "costs", "predictor"}
+want = {"routes", "correctness", "workloads", "costs", "concurrency", "predictor"}
 if checks != want:
     sys.exit(f"checks missing from the results: {sorted(want - checks)}")
 bad = [r for r in doc["rows"] if r["status"] in ("fail", "error")]

@@ -16,12 +16,14 @@
 #include "common.h"
 #include "decode_math.h"
 #include "dynrnn_math.h"
+#include "moe_math.h"
 
 /* Documented checksums (examples/README.md), default --iters. */
 #define DYNRNN_CHECKSUM "1b46380893f1b5bb"
 #define BEAM_CHECKSUM "1dae93a92d7d52e8"
 #define MLP_CHECKSUM "b6928570b1e2bf7a"
 #define DECODE_CHECKSUM "12ed41e267dbd3f0"
+#define MOE_CHECKSUM "c0210fcd1f36fdf3"
 
 static const char* exdir(void) {
   const char* d = getenv("EXAMPLES_DIR");
@@ -476,6 +478,156 @@ Test(sim_examples, decode_inline_mode_and_iters) {
   dec_ref_t ref = decode_ref(2);
   run_matching("decode", "--iters 2", "SIMCU_SYNC=1", ref.sum, NULL, report, sizeof(report));
   cr_assert_eq(count(report, "kernels_executed"), ref.launches);
+}
+
+/* ---- moe reference ---- */
+
+typedef struct moe_ref_s {
+  uint64_t sum;
+  long gemms, kernels, steps;
+} moe_ref_t;
+
+/* y[j] = sum_i x[i] W[i][j] for row-major W (k x n) of matrix `which`:
+ * integers, as every GEMM of moe is exact. */
+static void moe_rowgemm(const int* x, int which, int k, int n, float* y) {
+  for (int j = 0; j < n; j++) {
+    long s = 0;
+    for (int i = 0; i < k; i++)
+      s += (long)x[i] * moe_weight(which, i * n + j);
+    y[j] = (float)s;
+  }
+}
+
+static moe_ref_t moe_ref(int iters) {
+  moe_ref_t r = {EX_FNV_INIT, 0, 0, 0};
+  static int x[MOE_B][MOE_D], o[MOE_D], xg[MOE_B][MOE_D], a[MOE_F];
+  static float q[MOE_D], k[MOE_KV], v[MOE_KV], h[MOE_D], u[MOE_F], y[MOE_D], logits[MOE_V];
+  for (int b = 0; b < iters; b++) {
+    int tok[MOE_B], len[MOE_B], limit[MOE_B], slot[MOE_B], nact = MOE_B;
+    for (int sl = 0; sl < MOE_B; sl++) {
+      tok[sl] = moe_first_token(b, sl);
+      limit[sl] = moe_limit(b, sl);
+      len[sl] = 0;
+      slot[sl] = sl;
+    }
+    for (int step = 0; nact > 0; step++) {
+      int T = nact;
+      for (int i = 0; i < T; i++)
+        for (int j = 0; j < MOE_D; j++)
+          x[i][j] = moe_embed(tok[slot[i]], j);
+      for (int l = 0; l < MOE_L; l++) {
+        int expert[MOE_B], count[MOE_E] = {0};
+        for (int i = 0; i < T; i++) {
+          moe_rowgemm(x[i], MOE_W_Q(l), MOE_D, MOE_D, q);
+          moe_rowgemm(x[i], MOE_W_K(l), MOE_D, MOE_KV, k);
+          moe_rowgemm(x[i], MOE_W_V(l), MOE_D, MOE_KV, v);
+          for (int j = 0; j < MOE_D; j++)
+            o[j] = moe_attn(q[j], k[j % MOE_KV], v[j % MOE_KV]);
+          moe_rowgemm(o, MOE_W_O(l), MOE_D, MOE_D, h);
+          uint16_t xb[MOE_D];
+          for (int j = 0; j < MOE_D; j++) {
+            x[i][j] = moe_residual(x[i][j], h[j]);
+            xb[j] = moe_bf16(x[i][j]);
+          }
+          expert[i] = moe_route(xb, l);
+          count[expert[i]]++;
+        }
+        r.gemms += 4;
+        /* Each expert's tokens, in row order; the expert's two GEMMs. */
+        for (int e = 0; e < MOE_E; e++) {
+          r.sum = ex_fnv(r.sum, &count[e], sizeof(count[e]));
+          r.gemms += count[e] > 0 ? 2 : 0;
+          for (int i = 0; i < T; i++)
+            if (expert[i] == e)
+              memcpy(xg[i], x[i], sizeof(xg[i]));
+        }
+        for (int i = 0; i < T; i++) {
+          moe_rowgemm(xg[i], MOE_W_UP(l, expert[i]), MOE_D, MOE_F, u);
+          for (int j = 0; j < MOE_F; j++)
+            a[j] = moe_act(u[j]);
+          moe_rowgemm(a, MOE_W_DOWN(l, expert[i]), MOE_F, MOE_D, y);
+          for (int j = 0; j < MOE_D; j++)
+            x[i][j] = moe_combine(x[i][j], y[j]);
+        }
+      }
+      r.gemms++;
+      for (int i = 0; i < T; i++) {
+        moe_rowgemm(x[i], MOE_W_LM, MOE_D, MOE_V, logits);
+        tok[slot[i]] = moe_sample(logits, moe_seed(b), step, slot[i]);
+      }
+      int keep = 0;
+      for (int i = 0; i < T; i++) {
+        r.sum = ex_fnv(r.sum, &tok[slot[i]], sizeof(int32_t));
+        len[slot[i]]++;
+        if (tok[slot[i]] >= MOE_EOS && len[slot[i]] < limit[slot[i]])
+          slot[keep++] = slot[i];
+      }
+      nact = keep;
+      r.steps++;
+      r.kernels += MOE_OWN_KERNELS_PER_STEP;
+    }
+  }
+  r.kernels += r.gemms;
+  return r;
+}
+
+/* LD_LIBRARY_PATH for moe: the sim, then the sim's cuBLAS. */
+static const char* moe_env(char* buf, size_t n, const char* more) {
+  snprintf(buf, n, "LD_LIBRARY_PATH='%s:%s' %s", getenv("SIM_DIR"), getenv("CUBLAS_DIR"), more);
+  return buf;
+}
+
+Test(sim_examples, moe_matches_reference_and_report) {
+  need_example("moe");
+  char report[16384], env[8192];
+  moe_ref_t ref = moe_ref(3);
+  run_matching("moe", "", moe_env(env, sizeof(env), ""), ref.sum, "checksum " MOE_CHECKSUM "\n",
+               report, sizeof(report));
+  cr_assert_eq(count(report, "kernels_executed"), ref.kernels);
+  /* Its own kernels through the runtime, the GEMMs through cuBLASLt's cuLaunchKernelEx. */
+  cr_assert_eq(count(report, "cuLaunchKernelEx"), ref.gemms);
+  cr_assert_eq(count(report, "cuLaunchKernel"), ref.kernels - ref.gemms);
+  /* One readback per layer (the router) and one per step (the tokens). */
+  cr_assert_eq(count(report, "cuStreamSynchronize"), ref.steps * (MOE_L + 1));
+}
+
+Test(sim_examples, moe_inline_mode_and_iters) {
+  need_example("moe");
+  char report[16384], env[8192];
+  moe_ref_t ref = moe_ref(1);
+  run_matching("moe", "--iters 1", moe_env(env, sizeof(env), "SIMCU_SYNC=1"), ref.sum, NULL,
+               report, sizeof(report));
+  cr_assert_eq(count(report, "kernels_executed"), ref.kernels);
+}
+
+/* The sim's cuBLAS reaches the driver the way cuBLASLt does: a shim sees
+ * every GEMM launch on its dlsym route, the program's own on the runtime's. */
+Test(sim_examples, moe_gemms_reach_a_shim_through_dlsym) {
+  need_example("moe");
+  const char* shim = getenv("GRAPE_LIB");
+  if (shim == NULL || shim[0] == '\0')
+    cr_skip_test("libgrape.so not built");
+  char report[16384], env[8192], more[4096], line[256], gpath[] = "/tmp/moe-grape-XXXXXX";
+  int fd = mkstemp(gpath);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  const char* pre = getenv("SIM_PRELOAD");
+  snprintf(more, sizeof(more), "LD_PRELOAD='%s %s' GRAPE_MODE=observe GRAPE_REPORT='%s'",
+           pre != NULL ? pre : "", shim, gpath);
+  moe_ref_t ref = moe_ref(1);
+  run("moe", "--iters 1", moe_env(env, sizeof(env), more), line, sizeof(line), report,
+      sizeof(report));
+  FILE* f = fopen(gpath, "r");
+  cr_assert_not_null(f);
+  char g[65536];
+  size_t got = fread(g, 1, sizeof(g) - 1, f);
+  g[got] = '\0';
+  fclose(f);
+  unlink(gpath);
+  const char* routes = strstr(g, "\"launches_by_route\"");
+  cr_assert_not_null(routes, "%s", g);
+  cr_assert_eq(count(routes, "dlsym"), ref.gemms);
+  cr_assert_eq(count(routes, "runtime"), ref.kernels - ref.gemms);
 }
 
 /* ---- Simulated time of whole programs ---- */
