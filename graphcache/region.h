@@ -72,6 +72,11 @@ int grape__region_reserve(grape_region_t* r, size_t max_bytes);
 /* Forgets the ops (keeps the memory). */
 void grape__region_clear(grape_region_t* r);
 
+/* Forgets the ops and gives the buffers back to a small pool that the next
+ * region to need buffers takes them from, so that a stream between regions
+ * (an idle one) holds no buffers, and a busy one reuses the same ones. */
+void grape__region_release(grape_region_t* r);
+
 /* Frees the memory; r is empty afterwards. */
 void grape__region_free(grape_region_t* r);
 

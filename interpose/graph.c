@@ -349,9 +349,10 @@ void grape__end_locked(grape_stream_t* s) {
     if (err != 0)
       grape__note_flush_error(err);
   } else {
-    grape__region_clear(&s->region);
     s->region.cur = c != NULL ? grape__hold_start(s) : NULL;
   }
+  /* Between regions a stream holds no buffers (an idle one costs its slot). */
+  grape__region_release(&s->region);
   s->chunks++;
   if (s->on_hold_list)
     hold_list_remove(s);
