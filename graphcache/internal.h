@@ -111,7 +111,7 @@ struct path_s {
   uint8_t* params;              /* the first sighting's: one representative set */
   uint32_t* poff;
   uint64_t stamp;               /* config.stamp() then */
-  path_t* key_next;             /* the other paths of its key */
+  path_t *key_prev, *key_next;  /* the other paths of its key */
   path_t *lru_prev, *lru_next;  /* least recently seen first */
 };
 

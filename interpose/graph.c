@@ -577,7 +577,8 @@ static void watchdog_look(void) {
   size_t n = holders(list, 256, -1);
   for (size_t i = 0; i < n; i++) {
     grape_stream_t* s = list[i];
-    spin_lock(&s->lock);
+    if (!spin_trylock(&s->lock))
+      continue;   /* in use right now: not idle */
     if (s->on_hold_list && s->region.held > s->region.sub && s->region.nops == s->wd_nops &&
         s->chunks == s->wd_chunks)
       grape__flush_held_locked(s, GRAPE_GC_WATCHDOG);
