@@ -79,7 +79,12 @@ typedef struct row_s {
 struct grape_dataset_s {
   row_t* rows;
   size_t n, cap;
+  int accept_simulated;      /* rows of the simulated device join too */
 };
+
+void grape_dataset_accept_simulated(grape_dataset_t* d, int yes) {
+  d->accept_simulated = yes != 0;
+}
 
 int grape_dataset_new(grape_dataset_t** out) {
   *out = calloc(1, sizeof(**out));
@@ -138,6 +143,10 @@ int grape_dataset_add_file(grape_dataset_t* d, const char* path, const char* gpu
         st->skipped_unclassified++;
       if (diag != NULL && named++ < max_named)
         fprintf(diag, "grape: warning: %s:%zu: skipped: %s\n", path, r.line_no, r.why);
+      continue;
+    }
+    if (r.simulated && !d->accept_simulated) {
+      st->simulated++;
       continue;
     }
     if (d->n == d->cap) {
@@ -271,6 +280,10 @@ static int fit_lin_l1(const grape_dataset_t* d, const sel_t* s, int cls, int for
     double nw[3] = {0, 0, 0};
     if ((err = grape__ls_solve(&l, 1e-9, nw)) == 0)
       memcpy(w, nw, sizeof(w));
+    else if (round > 0) {
+      err = 0;    /* a singular reweighted system: the previous round's fit stands */
+      break;
+    }
   }
   free(v);
   if (err < 0)
@@ -326,14 +339,19 @@ static int fit_grape(const grape_dataset_t* d, const sel_t* s, int cls, int laun
       }
       grape__ls_add(l, x, y, wt);
     }
+    /* A reweighting round can leave no weight (every row fitted exactly:
+     * timings of equal times, as the simulated device gives) or a singular
+     * system: the previous round's fit stands. */
     if (l->sw == 0) {
-      err = -ENODATA;
+      err = round > 0 ? 0 : -ENODATA;
       break;
     }
     double nw[GRAPE__NFEAT];
     err = grape__ls_solve(l, s->o->ridge, nw);
-    if (err < 0)
+    if (err < 0) {
+      err = round > 0 ? 0 : err;
       break;
+    }
     memcpy(w, nw, sizeof(nw));
   }
   for (int j = 0; j < GRAPE__NFEAT; j++)

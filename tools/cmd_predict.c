@@ -103,11 +103,11 @@ int cmd_predict(int argc, char** argv) {
   }
   int rc = 1;
   grape_csv_t* c;
-  e = grape_csv_open(in, gpu, 0, &c);
+  char why[512] = "";
+  e = grape_csv_open_err(in, gpu, 0, &c, why, sizeof(why));
   if (e < 0) {
     if (e == -EINVAL)
-      fprintf(stderr, "grape: error: %s: needs a header with a kernel name column and a "
-                      "Device column (or --gpu NAME)\n", in);
+      fprintf(stderr, "grape: error: %s: %s\n", in, why[0] ? why : "not a launches CSV");
     else
       fprintf(stderr, "grape: error: %s: %s\n", in, strerror(-e));
     goto fail_open;

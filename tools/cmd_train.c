@@ -25,7 +25,7 @@
 static void usage(FILE* to) {
   fprintf(to,
           "usage: grape train [-o MODEL] [--cv] [--cv-shapes] [--gpu NAME] [--device-json FILE]...\n"
-          "                   FILE|DIR...\n"
+          "                   [--allow-simulated] FILE|DIR...\n"
           "\n"
           "Fits the roofline, Li et al. and grape kernel-time models on measured\n"
           "timings and writes them to MODEL (a versioned text file).\n"
@@ -39,6 +39,9 @@ static void usage(FILE* to) {
           "                      known regime: GPUs of the training data, new shapes)\n"
           "  --gpu NAME          GPU of rows in files without a Device column\n"
           "  --device-json FILE  add or override a GPU (NeuSight device JSON)\n"
+          "  --allow-simulated   train on rows timed on the simulated device (Device\n"
+          "                      'NAME (simcu)', as grape replay --time writes on the sim);\n"
+          "                      refused by default: their times are a clock model's\n"
           "  --quiet             do not name skipped lines\n");
 }
 
@@ -175,6 +178,20 @@ static void print_cv_shapes(const grape_cv_t* cv) {
 
 /* ---- The command ---- */
 
+/* What a training error says of the data (the fits' errno values). */
+static const char* train_error(int err) {
+  switch (err) {
+  case -ENODATA:
+    return "too few usable rows to fit the models (a fit needs rows of more than one "
+           "time and shape)";
+  case -EDOM:
+    return "the rows do not determine the models: the least-squares system is singular "
+           "(the rows need varied shapes and times)";
+  case -ENOMEM: return "out of memory";
+  default: return strerror(-err);
+  }
+}
+
 static int ends_with(const char* s, const char* suf) {
   size_t a = strlen(s), b = strlen(suf);
   return a >= b && strcmp(s + a - b, suf) == 0;
@@ -186,6 +203,7 @@ typedef struct ctx_s {
   const char* gpu;
   int quiet;
   int files;
+  int sim_files;          /* files with rows of the simulated device */
 } ctx_t;
 
 static int add_path(ctx_t* c, const char* path) {
@@ -217,20 +235,31 @@ static int add_path(ctx_t* c, const char* path) {
     free(ents);
     return rc;
   }
+  size_t sim_before = c->st.simulated;
   int err = grape_dataset_add_file(c->d, path, c->gpu, &c->st, c->quiet ? NULL : stderr, 5);
-  if (err < 0) {
-    fprintf(stderr, "grape: error: %s: %s\n", path,
-            err == -EINVAL ? "no header with a kernel name, device and latency column"
-                           : strerror(-err));
+  if (err == -EINVAL) {
+    /* The header lacks a column every row needs: open it again for the
+     * reader's account of which. */
+    char why[512] = "";
+    grape_csv_t* csv;
+    if (grape_csv_open_err(path, c->gpu, 1, &csv, why, sizeof(why)) == 0)
+      grape_csv_close(csv);
+    fprintf(stderr, "grape: error: %s: %s\n", path, why[0] ? why : "not a timings CSV");
     return -1;
   }
+  if (err < 0) {
+    fprintf(stderr, "grape: error: %s: %s\n", path, strerror(-err));
+    return -1;
+  }
+  if (c->st.simulated > sim_before)
+    c->sim_files++;
   c->files++;
   return 0;
 }
 
 int cmd_train(int argc, char** argv) {
   const char* out = NULL;
-  int cv = 0, cv_shapes = 0, rc = 1;
+  int cv = 0, cv_shapes = 0, allow_sim = 0, rc = 1;
   ctx_t c = {0};
   grape_cv_t* res = NULL;
   grape_train_opts_t opts;
@@ -253,6 +282,8 @@ int cmd_train(int argc, char** argv) {
       cv_shapes = 1;
     } else if (strcmp(a, "--quiet") == 0) {
       c.quiet = 1;
+    } else if (strcmp(a, "--allow-simulated") == 0) {
+      allow_sim = 1;
     } else if (strcmp(a, "--gpu") == 0 && i + 1 < argc) {
       c.gpu = argv[++i];
       if (grape_gpu_find(c.gpu) == NULL) {
@@ -283,9 +314,19 @@ int cmd_train(int argc, char** argv) {
   }
   if (grape_dataset_new(&c.d) < 0)
     goto done;
+  grape_dataset_accept_simulated(c.d, allow_sim);
   for (int i = 0; i < ninputs; i++)
     if (add_path(&c, inputs[i]) < 0)
       goto done;
+  if (c.st.simulated > 0) {
+    fprintf(stderr,
+            "grape: error: %zu rows (in %d files) were timed on the simulated device (Device "
+            "'NAME (simcu)'): their times are the sim's clock model, not a GPU's measurements. "
+            "Time the trace on a GPU (grape replay --time there), or pass --allow-simulated "
+            "to train on them anyway\n",
+            c.st.simulated, c.sim_files);
+    goto done;
+  }
   fprintf(stderr, "grape: %d files, %zu rows\n", c.files, grape_dataset_size(c.d));
   printf("%-12s %10s %10s\n", "class", "used", "skipped");
   for (int k = 0; k < GRAPE_KC_COUNT; k++)
@@ -329,7 +370,7 @@ int cmd_train(int argc, char** argv) {
     int err = grape_model_train_opts(c.d, &opts, &m);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (err < 0) {
-      fprintf(stderr, "grape: error: training failed: %s\n", strerror(-err));
+      fprintf(stderr, "grape: error: training failed: %s\n", train_error(err));
       goto done;
     }
     fprintf(stderr, "grape: trained in %.2f s\n",

@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a public struct below changes layout. */
-#define GRAPE_PREDICT_API_VERSION 3
+#define GRAPE_PREDICT_API_VERSION 4
 /* Version written on the first line of model files; others are refused. */
 #define GRAPE_MODEL_FORMAT_VERSION 4
 
@@ -254,6 +254,10 @@ typedef struct grape_csv_row_s {
   double latency_ms;         /* measured; 0 when the file has none (prediction input) */
   int group;                 /* evaluation group: a grape_kclass_t, or GEMM split by op name */
   char op_name[32];          /* NeuSight OPName, or "" */
+  int simulated;             /* 1: measured on the simulated device (Device "NAME (simcu)") */
+  int kernel_time;           /* 1: latency is the kernel's own time (grape's time_ms, or a
+                                timing column "kernel"); 0: an op's latency through a timing
+                                harness (NeuSight's Latency, or timing "op") */
 } grape_csv_row_t;
 
 /* Opens a CSV. `gpu_override`, when not NULL, is the GPU of every row (the
@@ -264,6 +268,11 @@ typedef struct grape_csv_row_s {
  * that is needed; -ENODEV for an unknown `gpu_override`. */
 GRAPE_API int grape_csv_open(const char* path, const char* gpu_override, int need_latency,
                              grape_csv_t** out);
+/* The same, with what is wrong written to err on -EINVAL (which column is
+ * missing, and the columns found). Besides the kernel name and device, a
+ * file needs its launches' grid and block columns (x at least). */
+GRAPE_API int grape_csv_open_err(const char* path, const char* gpu_override, int need_latency,
+                                 grape_csv_t** out, char* err, size_t err_len);
 /* The header line as read. */
 GRAPE_API const char* grape_csv_header(const grape_csv_t* c);
 /* Reads the next row: 1 and *row, 0 at the end, or a negative errno. */
@@ -277,10 +286,15 @@ typedef struct grape_load_stats_s {
   size_t used[GRAPE_KC_COUNT];
   size_t skipped[GRAPE_KC_COUNT];   /* bad rows whose class is known */
   size_t skipped_unclassified;      /* bad rows with no usable kernel name */
+  size_t simulated;                 /* good rows of a simulated device, left out (not in
+                                       skipped) unless grape_dataset_accept_simulated */
 } grape_load_stats_t;
 
 GRAPE_API int grape_dataset_new(grape_dataset_t** out);
 GRAPE_API void grape_dataset_free(grape_dataset_t* d);
+/* Whether rows measured on the simulated device join d (0 by default:
+ * their times are a clock model's, not a GPU's). Set before adding files. */
+GRAPE_API void grape_dataset_accept_simulated(grape_dataset_t* d, int yes);
 /* Adds a file's good rows; counts bad ones in *st (accumulates) and writes
  * the first `max_named` of them, with line numbers, to `diag` (may be NULL). */
 GRAPE_API int grape_dataset_add_file(grape_dataset_t* d, const char* path,

@@ -168,3 +168,125 @@ Test(predict, cli_cross_validation_on_subset_keeps_grape_at_or_below_baselines,
   }
   free(o);
 }
+
+/* Writes text to a new temporary file; returns its path (static storage). */
+static const char* write_tmp(const char* text) {
+  static char path[4][64];
+  static int k;
+  char* p = path[k++ % 4];
+  snprintf(p, 64, "/tmp/grape_cli_XXXXXX");
+  int fd = mkstemp(p);
+  cr_assert(fd >= 0);
+  cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+  return p;
+}
+
+/* Rows as grape replay --time writes them on the simulated device for
+ * beam or dynrnn: the sim's own device name, single-thread launches, and
+ * the same time for every kernel (its clock model charges tiny kernels
+ * alike). */
+static char* sim_timings(int rows, const char* device) {
+  size_t cap = 256 + (size_t)rows * 160, n = 0;
+  char* t = malloc(cap);
+  n += (size_t)snprintf(t + n, cap - n, "kernel,grid_x,grid_y,grid_z,block_x,block_y,block_z,"
+                                        "smem,regs,device,time_ms,path,position,iters\n");
+  static const char* const k[] = {"\"compact(int const*, int, int*)\"",
+                                  "\"stats(int const*, int const*, int, int*)\""};
+  for (int i = 0; i < rows; i++)
+    n += (size_t)snprintf(t + n, cap - n, "%s,1,1,1,1,1,1,0,18,\"%s\",0.000500000024,ad45,%d,10\n",
+                          k[i % 2], device, i);
+  return t;
+}
+
+/* grape train on grape replay --time output: simulated rows are refused
+ * unless asked (their times are the sim's clock model), and when asked the
+ * fit works on timings whose times are all equal: every row fitted exactly
+ * once left the reweighted least squares with no weight (a failed Cholesky
+ * that printed "Numerical argument out of domain" or "No data available"). */
+Test(predict, cli_train_refuses_simulated_rows_unless_asked_and_fits_equal_times) {
+  char* t = sim_timings(4, "NVIDIA H200 (simcu)");
+  const char* csv = write_tmp(t);
+  free(t);
+  char cmd[1024], model[] = "/tmp/grape_model_XXXXXX";
+  close(mkstemp(model));
+  char* o;
+  snprintf(cmd, sizeof(cmd), "%s train -o %s %s", GRAPE_EXE, model, csv);
+  cr_expect_eq(run(cmd, &o), 1, "%s", o);
+  cr_expect_not_null(strstr(o, "4 rows (in 1 files) were timed on the simulated device"), "%s", o);
+  cr_expect_not_null(strstr(o, "--allow-simulated"), "%s", o);
+  free(o);
+  snprintf(cmd, sizeof(cmd), "%s train --allow-simulated -o %s %s", GRAPE_EXE, model, csv);
+  cr_expect_eq(run(cmd, &o), 0, "%s", o);
+  cr_expect_null(strstr(o, "error"), "%s", o);
+  free(o);
+  /* predict reads the same rows as the H200's. */
+  snprintf(cmd, sizeof(cmd), "%s predict -m %s --csv %s", GRAPE_EXE, model, csv);
+  cr_expect_eq(run(cmd, &o), 0, "%s", o);
+  cr_expect_not_null(strstr(o, "4 rows predicted (0 known regime, 4 transfer"), "%s", o);
+  free(o);
+  /* The same rows from a GPU (its own name) train without the flag. */
+  t = sim_timings(4, "NVIDIA H200");
+  csv = write_tmp(t);
+  free(t);
+  snprintf(cmd, sizeof(cmd), "%s train -o %s %s", GRAPE_EXE, model, csv);
+  cr_expect_eq(run(cmd, &o), 0, "%s", o);
+  free(o);
+  unlink(model);
+}
+
+/* Times no kernel takes (a unit mistake) are skipped, named, and do not
+ * break the fit of the other rows; no usable row at all is an error that
+ * says so. */
+Test(predict, cli_train_names_bad_times_and_empty_data) {
+  char* t = sim_timings(6, "NVIDIA H200");
+  size_t n = strlen(t);
+  t = realloc(t, n + 512);
+  snprintf(t + n, 512, "\"stats(int const*, int const*, int, int*)\",1,1,1,32,1,1,0,18,"
+                       "\"NVIDIA H200\",1e-200,ad45,9,10\n");
+  const char* csv = write_tmp(t);
+  free(t);
+  char cmd[1024], model[] = "/tmp/grape_model_XXXXXX";
+  close(mkstemp(model));
+  char* o;
+  snprintf(cmd, sizeof(cmd), "%s train -o %s %s", GRAPE_EXE, model, csv);
+  cr_expect_eq(run(cmd, &o), 0, "%s", o);
+  cr_expect_not_null(strstr(o, ":8: skipped: latency out of range"), "%s", o);
+  free(o);
+  csv = write_tmp("kernel,grid_x,block_x,device,time_ms\n");
+  snprintf(cmd, sizeof(cmd), "%s train -o %s %s", GRAPE_EXE, model, csv);
+  cr_expect_eq(run(cmd, &o), 1, "%s", o);
+  cr_expect_not_null(strstr(o, "no usable rows"), "%s", o);
+  free(o);
+  unlink(model);
+}
+
+/* A CSV whose launch columns predict does not know is refused, naming what
+ * is missing and what it found, never predicted as 1x1x1 launches. */
+Test(predict, cli_predict_refuses_a_csv_without_launch_columns) {
+  static const struct {
+    const char* text;
+    const char* why;
+  } cases[] = {
+      {"name,grid,block,gpu\nvolta_sgemm_64x64_nn,4x1x1,128,T4\n",
+       "no grid column (Grid x or grid_x; y and z may be absent); columns found: name, grid, "
+       "block, gpu"},
+      {"kernel,grid_x,threads,gpu\nvolta_sgemm_64x64_nn,4,128,T4\n", "no block column"},
+      {"launch,grid_x,block_x,gpu\nvolta_sgemm_64x64_nn,4,128,T4\n", "no kernel name column"},
+      {"kernel,grid_x,block_x\nvolta_sgemm_64x64_nn,4,128\n", "no device column"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    const char* csv = write_tmp(cases[i].text);
+    char cmd[1024], *o;
+    snprintf(cmd, sizeof(cmd), "%s predict --csv %s", GRAPE_EXE, csv);
+    cr_expect_eq(run(cmd, &o), 1, "case %zu: %s", i, o);
+    cr_expect_not_null(strstr(o, cases[i].why), "case %zu: %s", i, o);
+    cr_expect_null(strstr(o, "rows predicted"), "case %zu: %s", i, o);
+    free(o);
+    /* train reads files with the same reader and says the same. */
+    snprintf(cmd, sizeof(cmd), "%s train -o /dev/null %s", GRAPE_EXE, csv);
+    cr_expect_eq(run(cmd, &o), 1, "case %zu: %s", i, o);
+    cr_expect_not_null(strstr(o, cases[i].why), "case %zu: %s", i, o);
+    free(o);
+  }
+}
