@@ -210,20 +210,16 @@ const grape__known_class_t* grape__known_class(const grape_model_t* m, const gra
 
 /* ---- Kernel time and the timing harness ---- */
 
-/* The kernel time of an op whose latency through the harness is L (ms):
- * L - offset where the kernel shows above the floor, the hidden-kernel
- * estimate kh where the floor hides it (then L says nothing of the
- * kernel), blended in between; at least least. */
-static double kernel_of(double L, double floor, double off, double kh, double least, int by_l) {
-  /* Shown: the hidden-kernel estimate reaches the floor, or (by_l) the
-   * latency is well above it (for a GEMM known by its launch alone the
-   * estimate has no reduction length to go by; 1.5 floors, for an unseen
-   * GPU's latency is often a level above the median floor). */
-  double w = floor > 0 ? fmax(fmin(fmax(((off + kh) / floor - 0.85) / 0.3, 0), 1),
-                              by_l ? fmin(fmax((L / floor - 1.5) / 0.5, 0), 1) : 0)
-                       : 1;
-  double k = w * (L - off) + (1 - w) * kh;
-  return k > least ? k : least;
+/* How far a kernel shows above the harness's floor, 0 (hidden: the latency
+ * L says nothing of it) to 1: the hidden-kernel estimate kh reaches the
+ * floor, or (by_l) the latency is well above it (for a GEMM known by its
+ * launch alone the estimate has no reduction length to go by; 1.5 floors,
+ * for an unseen GPU's latency is often a level above the median floor). */
+static double shown(double L, double floor, double off, double kh, int by_l) {
+  if (!(floor > 0))
+    return 1;
+  return fmax(fmin(fmax(((off + kh) / floor - 0.85) / 0.3, 0), 1),
+              by_l ? fmin(fmax((L / floor - 1.5) / 0.5, 0), 1) : 0);
 }
 
 void grape__kernel_time(const grape_model_t* m, const grape__known_t* kg, int c, int launch,
@@ -235,18 +231,19 @@ void grape__kernel_time(const grape_model_t* m, const grape__known_t* kg, int c,
   /* A convolution's latency from its launch alone is a whole cuDNN op's
    * (the training rows time ops of several kernels): it tells nothing of
    * one kernel's, a winograd transform's or a GEMM's. */
-  int by_l = !(c == GRAPE_KC_CONV && launch);
-  out->ms = kernel_of(out->harness_ms, F, a, kh, least, by_l);
+  double w = shown(out->harness_ms, F, a, kh, !(c == GRAPE_KC_CONV && launch));
+  out->ms = fmax(w * (out->harness_ms - a) + (1 - w) * kh, least);
   if (!out->has_interval) {
     out->lo_ms = 0;
     out->hi_ms = INFINITY;
     return;
   }
-  /* The bounds: the harness bounds mapped alike, the hidden-kernel estimate
-   * and the least time widened by their own calibrated spread. */
+  /* The bounds, as much shown as the time: the harness bounds less the
+   * offset, the hidden-kernel estimate and the least time widened by their
+   * own calibrated spread. */
   double lo = exp(m->kernel_iv[0]), hi = exp(m->kernel_iv[1]);
-  out->lo_ms = fmin(kernel_of(out->harness_lo_ms, F, a, kh * lo, least * lo, by_l), out->ms);
-  out->hi_ms = fmax(kernel_of(out->harness_hi_ms, F, a, kh * hi, least * hi, by_l), out->ms);
+  out->lo_ms = fmin(fmax(w * (out->harness_lo_ms - a) + (1 - w) * kh * lo, least * lo), out->ms);
+  out->hi_ms = fmax(fmax(w * (out->harness_hi_ms - a) + (1 - w) * kh * hi, least * hi), out->ms);
 }
 
 void grape__span_values(const grape__kprep_t* p, double* v) {

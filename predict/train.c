@@ -498,8 +498,8 @@ static int fit_floors(const grape_dataset_t* d, sel_t* s, grape_model_t* m) {
  * "kernel") have no harness. */
 
 #define KERNEL_CYCLES 2900  /* least kernel time, GPU clock cycles (docs/predictor.md) */
-#define KERNEL_IV_LO -0.3   /* log quantiles of measured / hidden-kernel estimate */
-#define KERNEL_IV_HI 0.3
+#define KERNEL_IV_LO -1.0   /* log quantiles of measured / hidden-kernel estimate: the 10th and */
+#define KERNEL_IV_HI 0.85   /* 90th of the kernels under 10 us of the calibration trace */
 
 /* An upper bound of the harness offset of class c on gpu (floor F): no
  * kernel beats its roofline time T = max(FLOPs / peak, bytes / bandwidth),
