@@ -336,8 +336,9 @@ void grape__predict_full(const grape_model_t* m, const grape__kprep_t* p,
   double tx = grape__predict_transfer(m, p, g, x, &r, &t0, &dt);
   int launch = p->has_dims ? GRAPE__KNOWN_DIMS : GRAPE__KNOWN_LAUNCH;
   const grape__extrap_t* xt = &m->xt[c][launch];
-  const grape__known_class_t* k = grape__known_class(m, g, c, launch);
   const grape__known_t* kg = grape__known_gpu(m, g);
+  const grape__known_class_t* k =
+      kg != NULL && kg->c[c][launch].ntrees > 0 ? &kg->c[c][launch] : NULL;
   double T = exp(x[1]);   /* max(compute, memory) time, the hidden kernel's work */
   if (k == NULL) {
     out->ms = tx;

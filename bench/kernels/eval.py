@@ -37,13 +37,14 @@ def main():
             sys.exit(f"grape predict failed: {p.stderr}")
         print(p.stderr.strip().splitlines()[-1])
         rows = list(csv.DictReader(open(out.name, newline="")))
-    cells = {}
+    cells, small = {}, {}
     skipped = 0
     for r in rows:
         if r["source"] in a.exclude:
             continue
         try:
             t, k, h = float(r["time_ms"]), float(r["predicted_ms"]), float(r["harness_ms"])
+            inside = float(r["lower_ms"]) <= t <= float(r["upper_ms"])
         except (KeyError, ValueError):
             skipped += 1
             continue
@@ -51,6 +52,8 @@ def main():
             if lo <= t < hi:
                 for key in ((r["device"], band), ("all", band)):
                     cells.setdefault(key, []).append((abs(k - t) / t, abs(h - t) / t, k / t))
+        if t < BANDS[0][1]:
+            small.setdefault(r["source"], []).append((abs(k - t) / t, k / t, inside, r["resolution_us"]))
     print(f"per-kernel MAPE %: grape's kernel time (harness-inclusive time), median predicted/measured; "
           f"{skipped} rows not predicted")
     print(f"{'gpu':<24} " + " ".join(f"{b:>26}" for _, _, b in BANDS))
@@ -65,6 +68,12 @@ def main():
             he = 100 * statistics.mean(x[1] for x in v)
             line += f"{ke:7.1f} ({he:6.1f}) x{statistics.median(x[2] for x in v):4.2f} n{len(v):4d} "
         print(line)
+    print("kernels under 10 us per trace: MAPE %, median APE %, median predicted/measured, "
+          "coverage % of the 80% interval, time resolution")
+    for src, v in sorted(small.items()):
+        print(f"  {len(v):4d} {100 * statistics.mean(x[0] for x in v):6.1f} "
+              f"{100 * statistics.median(x[0] for x in v):6.1f} x{statistics.median(x[1] for x in v):4.2f} "
+              f"{100 * sum(x[2] for x in v) / len(v):5.1f} {'1 us' if v[0][3] == '1' else 'ns':>5} {src}")
 
 
 if __name__ == "__main__":

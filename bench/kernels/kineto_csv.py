@@ -64,7 +64,7 @@ def main():
             by[key].append(float(e["dur"]))
         durs = [x for v in by.values() for x in v]
         whole = bool(durs) and all(x == int(x) for x in durs)
-        src = os.path.basename(path)
+        src = path
         for (name, g, b, smem, regs, devname), v in by.items():
             rows.append([name, *g, *b, smem, regs, devname, statistics.median(v) / 1000, "kernel", len(v),
                          1 if whole else 0, src])
