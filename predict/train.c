@@ -1727,6 +1727,28 @@ int grape_model_crossval(const grape_dataset_t* d, const grape_train_opts_t* o, 
   return 0;
 }
 
+/* The cell of r's GPU (listed in out) and group. */
+static grape_cv_cell_t* cell_of(grape_cv_t* out, const row_t* r) {
+  int gi = 0;
+  while (gi < out->ngpu && strcmp(out->gpu[gi], r->gpu->name) != 0)
+    gi++;
+  return &out->cell[gi][r->group];
+}
+
+/* Adds r, with op dims, as m serves it (into *pf) and as its transfer
+ * regime alone predicts it, to cell a. */
+static void add_served(grape_cv_cell_t* a, const grape_model_t* m, const row_t* r,
+                       grape_prediction_t* pf) {
+  grape__predict_full(m, &r->p, r->gpu, pf);
+  double t0 = grape__predict(m, GRAPE_METHOD_GRAPE, &r->p, r->gpu);
+  a->ape[GRAPE_METHOD_GRAPE] += fabs(t0 - r->lat) / r->lat;
+  a->ape_known += ape_of(r, pf);
+  a->covered += covers(r, pf);
+  a->known += pf->regime != GRAPE_REGIME_TRANSFER;
+  a->extrapolated += pf->regime == GRAPE_REGIME_KNOWN_EXTRAPOLATED;
+  a->n++;
+}
+
 int grape_model_crossval_shapes(const grape_dataset_t* d, int folds, const grape_train_opts_t* o,
                                 grape_cv_t* out) {
   if (folds < 2)
@@ -1747,22 +1769,12 @@ int grape_model_crossval_shapes(const grape_dataset_t* d, int folds, const grape
       if (!r->p.has_dims || r->shape % (uint32_t)folds != (uint32_t)f || r->group < 0 ||
           r->group >= NGROUP)
         continue;
-      int gi = 0;
-      while (gi < out->ngpu && strcmp(out->gpu[gi], r->gpu->name) != 0)
-        gi++;
-      grape_cv_cell_t* a = &out->cell[gi][r->group];
-      grape_prediction_t pf;
-      grape__predict_full(m, &r->p, r->gpu, &pf);
-      double t0 = grape__predict(m, GRAPE_METHOD_GRAPE, &r->p, r->gpu);
-      a->ape[GRAPE_METHOD_GRAPE] += fabs(t0 - r->lat) / r->lat;
-      a->ape_known += ape_of(r, &pf);
-      a->covered += covers(r, &pf);
-      a->known += pf.regime != GRAPE_REGIME_TRANSFER;
-      grape_prediction_t pl;
+      grape_cv_cell_t* a = cell_of(out, r);
+      grape_prediction_t pf, pl;
+      add_served(a, m, r, &pf);
       grape__predict_full(m, &r->pl, r->gpu, &pl);
       a->ape_launch += ape_of(r, &pl);
       a->cover_launch += covers(r, &pl);
-      a->n++;
     }
     grape_model_free(m);
   }
@@ -1800,24 +1812,15 @@ int grape_model_crossval_extrapolate(const grape_dataset_t* d, double q, int hel
       if (!r->p.has_dims || r->group < 0 || r->group >= NGROUP || row_size(r) <= thr[r->group] ||
           (held_out_gpus && strcmp(r->gpu->name, out->gpu[f]) != 0))
         continue;
-      int gi = 0;
-      while (gi < out->ngpu && strcmp(out->gpu[gi], r->gpu->name) != 0)
-        gi++;
-      grape_cv_cell_t* a = &out->cell[gi][r->group];
       grape_prediction_t pf;
-      grape__predict_full(m, &r->p, r->gpu, &pf);
-      double t0 = grape__predict(m, GRAPE_METHOD_GRAPE, &r->p, r->gpu);
-      a->ape[GRAPE_METHOD_GRAPE] += fabs(t0 - r->lat) / r->lat;
-      a->ape_known += ape_of(r, &pf);
-      a->covered += covers(r, &pf);
-      a->known += pf.regime != GRAPE_REGIME_TRANSFER;
-      a->extrapolated += pf.regime == GRAPE_REGIME_KNOWN_EXTRAPOLATED;
-      a->n++;
+      add_served(cell_of(out, r), m, r, &pf);
       if (k.cv_dump != NULL)
         fprintf(k.cv_dump, "%s,%d,%g,%g,%g,%g,%g,%g,%g,%d,%g,%g,%g\n", r->gpu->name, r->group,
                 r->lat, grape__predict(m, GRAPE_METHOD_ROOFLINE, &r->p, r->gpu),
-                grape__predict(m, GRAPE_METHOD_LI, &r->p, r->gpu), t0, pf.harness_ms,
-                pf.harness_lo_ms, pf.harness_hi_ms, (int)pf.regime, row_size(r), thr[r->group], pf.distance);
+                grape__predict(m, GRAPE_METHOD_LI, &r->p, r->gpu),
+                grape__predict(m, GRAPE_METHOD_GRAPE, &r->p, r->gpu), pf.harness_ms,
+                pf.harness_lo_ms, pf.harness_hi_ms, (int)pf.regime, row_size(r), thr[r->group],
+                pf.distance);
     }
     grape_model_free(m);
   }

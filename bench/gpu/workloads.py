@@ -490,6 +490,40 @@ def op_kernels(path, fn, torch):
     return [e for e in evs if e.get("cat") == "kernel"]
 
 
+def time_op(torch, fn, prof_trace):
+    """fn's latency by NeuSight's method (CUDA events around one call, after 3 warm-up calls;
+    25 runs, the 5 fastest: returned as the list of runs) and the kernels one call launched."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    lat = []
+    for _ in range(25):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        lat.append(s.elapsed_time(e))
+    return lat, op_kernels(prof_trace, fn, torch)
+
+
+def neusight_row(op, d, lat, kern, name, ver, sms):
+    """An op's row in NeuSight's format (Latency the mean of the 5 fastest runs; kernel name,
+    grid and block of its longest kernel), and that kernel's event."""
+    k = max(kern, key=lambda e: e.get("dur", 0)) if kern else {}
+    grid = (list(k.get("args", {}).get("grid", [])) + [0, 0, 0])[:3]
+    block = (list(k.get("args", {}).get("block", [])) + [0, 0, 0])[:3]
+    blocks = grid[0] * grid[1] * grid[2]
+    warps = blocks * math.ceil(block[0] * block[1] * block[2] / 32)
+    row = {"OPName": op, "Latency": sum(sorted(lat)[:5]) / 5, "Device": name, "Torch Version": ver[0],
+           "CUDNN Version": ver[1], "Kernel Name": k.get("name", ""), "Warps per SM": warps / sms,
+           "Blocks per SM": blocks / sms, "Grid x": grid[0], "Grid y": grid[1], "Grid z": grid[2],
+           "Block x": block[0], "Block y": block[1], "Block z": block[2], "CUDA Version": ver[2],
+           "Kernels": "".join(";" + e.get("name", "") for e in kern)}
+    row.update(d)
+    return row, k
+
+
 def run_opbench(a):
     import csv
     torch = setup_torch()
@@ -511,29 +545,8 @@ def run_opbench(a):
                 break
             try:
                 d, fn = op_setup(torch, op, rnd, dev)
-                for _ in range(3):
-                    fn()
-                torch.cuda.synchronize()
-                lat = []
-                for _ in range(25):  # NeuSight: 25 runs, mean of the 5 fastest
-                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    s.record()
-                    fn()
-                    e.record()
-                    e.synchronize()
-                    lat.append(s.elapsed_time(e))
-                kern = op_kernels(prof_trace, fn, torch)
-                k = max(kern, key=lambda e: e.get("dur", 0)) if kern else {}
-                grid = (list(k.get("args", {}).get("grid", [])) + [0, 0, 0])[:3]
-                block = (list(k.get("args", {}).get("block", [])) + [0, 0, 0])[:3]
-                blocks = grid[0] * grid[1] * grid[2]
-                warps = blocks * math.ceil(block[0] * block[1] * block[2] / 32)
-                row = {"OPName": op, "Latency": sum(sorted(lat)[:5]) / 5, "Device": name, "Torch Version": ver[0],
-                       "CUDNN Version": ver[1], "Kernel Name": k.get("name", ""), "Warps per SM": warps / sms,
-                       "Blocks per SM": blocks / sms, "Grid x": grid[0], "Grid y": grid[1], "Grid z": grid[2],
-                       "Block x": block[0], "Block y": block[1], "Block z": block[2], "CUDA Version": ver[2],
-                       "Kernels": "".join(";" + e.get("name", "") for e in kern)}
-                row.update(d)
+                lat, kern = time_op(torch, fn, prof_trace)
+                row, _ = neusight_row(op, d, lat, kern, name, ver, sms)
                 rows.append(row)
             except Exception as e:
                 log(f"opbench {op}: {type(e).__name__}: {e}")
@@ -630,33 +643,12 @@ def run_sweep(a):
             if fn is None:
                 continue
             try:
-                for _ in range(3):
-                    fn()
-                torch.cuda.synchronize()
-                lat = []
-                for _ in range(25):
-                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    s.record()
-                    fn()
-                    e.record()
-                    e.synchronize()
-                    lat.append(s.elapsed_time(e))
-                kern = op_kernels(prof_trace, fn, torch)
+                lat, kern = time_op(torch, fn, prof_trace)
             except RuntimeError as e:  # out of memory at run time
                 log(f"sweep {op} {d}: {e}")
                 torch.cuda.empty_cache()
                 continue
-            main = max(kern, key=lambda e: e.get("dur", 0)) if kern else {}
-            grid = (list(main.get("args", {}).get("grid", [])) + [0, 0, 0])[:3]
-            block = (list(main.get("args", {}).get("block", [])) + [0, 0, 0])[:3]
-            blocks = grid[0] * grid[1] * grid[2]
-            warps = blocks * math.ceil(block[0] * block[1] * block[2] / 32)
-            row = {"OPName": op, "Latency": sum(sorted(lat)[:5]) / 5, "Device": name, "Torch Version": ver[0],
-                   "CUDNN Version": ver[1], "Kernel Name": main.get("name", ""), "Warps per SM": warps / sms,
-                   "Blocks per SM": blocks / sms, "Grid x": grid[0], "Grid y": grid[1], "Grid z": grid[2],
-                   "Block x": block[0], "Block y": block[1], "Block z": block[2], "CUDA Version": ver[2],
-                   "Kernels": "".join(";" + e.get("name", "") for e in kern)}
-            row.update(d)
+            row, main = neusight_row(op, d, lat, kern, name, ver, sms)
             rows.append(row)
             opname, dims = sweep_dims(op, d)
             for k in kern:

@@ -197,6 +197,13 @@ static const char* write_tmp(const char* text) {
   return p;
 }
 
+/* Runs grape train FLAGS -o model csv; its status, its output in *o. */
+static int train(const char* flags, const char* model, const char* csv, char** o) {
+  char cmd[1024];
+  snprintf(cmd, sizeof(cmd), "%s train %s -o %s %s", GRAPE_EXE, flags, model, csv);
+  return run(cmd, o);
+}
+
 /* Rows as grape replay --time writes them on the simulated device for
  * beam or dynrnn: the sim's own device name, single-thread launches, and
  * the same time for every kernel (its clock model charges tiny kernels
@@ -226,13 +233,11 @@ Test(predict, cli_train_refuses_simulated_rows_unless_asked_and_fits_equal_times
   char cmd[1024], model[] = "/tmp/grape_model_XXXXXX";
   close(mkstemp(model));
   char* o;
-  snprintf(cmd, sizeof(cmd), "%s train -o %s %s", GRAPE_EXE, model, csv);
-  cr_expect_eq(run(cmd, &o), 1, "%s", o);
+  cr_expect_eq(train("", model, csv, &o), 1, "%s", o);
   cr_expect_not_null(strstr(o, "4 rows (in 1 files) were timed on the simulated device"), "%s", o);
   cr_expect_not_null(strstr(o, "--allow-simulated"), "%s", o);
   free(o);
-  snprintf(cmd, sizeof(cmd), "%s train --allow-simulated -o %s %s", GRAPE_EXE, model, csv);
-  cr_expect_eq(run(cmd, &o), 0, "%s", o);
+  cr_expect_eq(train("--allow-simulated", model, csv, &o), 0, "%s", o);
   cr_expect_null(strstr(o, "error"), "%s", o);
   free(o);
   /* predict reads the same rows as the H200's. */
@@ -245,8 +250,7 @@ Test(predict, cli_train_refuses_simulated_rows_unless_asked_and_fits_equal_times
   t = sim_timings(4, "NVIDIA H200");
   csv = write_tmp(t);
   free(t);
-  snprintf(cmd, sizeof(cmd), "%s train -o %s %s", GRAPE_EXE, model, csv);
-  cr_expect_eq(run(cmd, &o), 0, "%s", o);
+  cr_expect_eq(train("", model, csv, &o), 0, "%s", o);
   free(o);
   unlink(model);
 }
@@ -262,16 +266,14 @@ Test(predict, cli_train_names_bad_times_and_empty_data) {
                        "\"NVIDIA H200\",1e-200,ad45,9,10\n");
   const char* csv = write_tmp(t);
   free(t);
-  char cmd[1024], model[] = "/tmp/grape_model_XXXXXX";
+  char model[] = "/tmp/grape_model_XXXXXX";
   close(mkstemp(model));
   char* o;
-  snprintf(cmd, sizeof(cmd), "%s train -o %s %s", GRAPE_EXE, model, csv);
-  cr_expect_eq(run(cmd, &o), 0, "%s", o);
+  cr_expect_eq(train("", model, csv, &o), 0, "%s", o);
   cr_expect_not_null(strstr(o, ":8: skipped: latency out of range"), "%s", o);
   free(o);
   csv = write_tmp("kernel,grid_x,block_x,device,time_ms\n");
-  snprintf(cmd, sizeof(cmd), "%s train -o %s %s", GRAPE_EXE, model, csv);
-  cr_expect_eq(run(cmd, &o), 1, "%s", o);
+  cr_expect_eq(train("", model, csv, &o), 1, "%s", o);
   cr_expect_not_null(strstr(o, "no usable rows"), "%s", o);
   free(o);
   unlink(model);
@@ -310,7 +312,7 @@ Test(predict, cli_predict_refuses_a_csv_without_launch_columns) {
 /* grape train --cv extrapolate prints, per group, the MAPE and coverage on
  * the extrapolation splits next to the random splits, for known GPUs and
  * unseen ones. */
-Test(predict, cli_cross_validation_extrapolate_prints_both_splits, .timeout = 120) {
+Test(predict, cli_cross_validation_extrapolate_prints_both_splits) {
   char* o;
   char cmd[1024];
   snprintf(cmd, sizeof(cmd), "%s train --cv extrapolate %s", GRAPE_EXE, SUBSET_DIR);
