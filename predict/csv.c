@@ -236,8 +236,9 @@ int grape_csv_open_err(const char* path, const char* gpu_override, int need_late
       : c->col[C_BX] < 0 ? "no block column (Block x or block_x; y and z may be absent)"
       : c->col[C_DEV] < 0 && c->gpu_override == NULL
           ? "no device column (Device or gpu) and no GPU given (--gpu NAME)"
-      : need_latency && c->col[C_LAT] < 0 ? "no measured time column (Latency, time_ms or latency_ms)"
-                                          : NULL;
+      : need_latency && c->col[C_LAT] < 0
+          ? "no measured time column (Latency, time_ms or latency_ms)"
+          : NULL;
   if (missing != NULL) {
     header_error(c, missing, err, err_len);
     e = -EINVAL;

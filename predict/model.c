@@ -320,7 +320,8 @@ double grape__predict_transfer(const grape_model_t* m, const grape__kprep_t* p,
   return extrapolate(m, c, p, x, r, *t0, *d);
 }
 
-double grape__known_time(const grape__known_class_t* k, double t0, double tx, double cr, double dk) {
+double grape__known_time(const grape__known_class_t* k, double t0, double tx, double cr,
+                         double dk) {
   double t = dk > 0 ? tx * exp(cr * exp(-k->x.fade * dk)) : t0 * exp(cr);
   return t >= 1e-3 ? t : 1e-3;
 }

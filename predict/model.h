@@ -162,7 +162,8 @@ double grape__predict_transfer(const grape_model_t* m, const grape__kprep_t* p,
  * extrapolated time tx, the trees' correction cr (log) and the distance dk
  * beyond the fit's span: within it t0 e^cr; beyond it tx with the
  * correction fading (the extrapolation record's fade). */
-double grape__known_time(const grape__known_class_t* k, double t0, double tx, double cr, double dk);
+double grape__known_time(const grape__known_class_t* k, double t0, double tx, double cr,
+                         double dk);
 /* The known-GPU record of g in m, or NULL. */
 const grape__known_t* grape__known_gpu(const grape_model_t* m, const grape_gpu_spec_t* g);
 /* Fills out's kernel time (ms, lo_ms, hi_ms) from its harness-inclusive

@@ -501,6 +501,12 @@ static int fit_floors(const grape_dataset_t* d, sel_t* s, grape_model_t* m) {
 #define KERNEL_IV_LO -1.0   /* log quantiles of measured / hidden-kernel estimate: the 10th and */
 #define KERNEL_IV_HI 0.85   /* 90th of the kernels under 10 us of the calibration trace */
 
+/* The least kernel time on the GPU named gpu, ms. */
+static double least_ms(const char* gpu) {
+  const grape_gpu_spec_t* g = grape_gpu_find(gpu);
+  return KERNEL_CYCLES / (g != NULL && g->clock_mhz > 0 ? g->clock_mhz * 1e3 : 1e6);
+}
+
 /* An upper bound of the harness offset of class c on gpu (floor F): no
  * kernel beats its roofline time T = max(FLOPs / peak, bytes / bandwidth),
  * so where it shows above the floor the offset is at most latency - T: the
@@ -509,10 +515,8 @@ static int fit_floors(const grape_dataset_t* d, sel_t* s, grape_model_t* m) {
  * add's, puts its intercept above it); F - least without any. */
 static double offset_bound(const grape_dataset_t* d, const sel_t* s, int c, const char* gpu,
                            double F) {
-  const grape_gpu_spec_t* spec = grape_gpu_find(gpu);
-  double least = KERNEL_CYCLES / (spec != NULL && spec->clock_mhz > 0 ? spec->clock_mhz * 1e3 : 1e6);
   double* v = malloc((d->n + 1) * sizeof(double));
-  double b = fmax(F - least, 0);
+  double b = fmax(F - least_ms(gpu), 0);
   if (v == NULL)
     return b;
   size_t n = 0;
@@ -561,9 +565,7 @@ static int fit_harness(const grape_dataset_t* d, const sel_t* s, grape_model_t* 
       if (n < MIN_ROWS)
         continue;
       qsort(v, n, sizeof(double), cmp_double);
-      double F = hf[g][c] = v[n / 100];
-      const grape_gpu_spec_t* spec = grape_gpu_find(gpus[g]);
-      double least = KERNEL_CYCLES / (spec != NULL && spec->clock_mhz > 0 ? spec->clock_mhz * 1e3 : 1e6);
+      double F = hf[g][c] = v[n / 100], least = least_ms(gpus[g]);
       ho[g][c] = -1;
       for (int l = 0; l < 2; l++) {
         grape__ls_t ls;
@@ -932,7 +934,8 @@ static int size_quantiles(const grape_dataset_t* d, const sel_t* s, double q, do
   for (int g = 0; g < GRAPE_CV_GROUPS; g++) {
     size_t n = 0;
     for (size_t i = 0; i < d->n; i++)
-      if (d->rows[i].group == g && d->rows[i].p.has_dims && (s == NULL || selected(&d->rows[i], s, -1)))
+      if (d->rows[i].group == g && d->rows[i].p.has_dims &&
+          (s == NULL || selected(&d->rows[i], s, -1)))
         v[n++] = row_size(&d->rows[i]);
     thr[g] = INFINITY;
     if (n > 0) {

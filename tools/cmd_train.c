@@ -196,7 +196,8 @@ static void print_cv_extrapolate(const grape_cv_t* rk, const grape_cv_t* ek, con
   printf("%-12s | %8s %7s %7s %5s %7s %7s | %8s %7s %7s %5s %7s %7s\n", "group", "rows",
          "random", "extrap", "x", "cov-rnd", "cov-ext", "rows", "random", "extrap", "x",
          "cov-rnd", "cov-ext");
-  printf("%-12s | %-45s | %-45s\n", "", "known GPUs (known regime)", "unseen GPUs (transfer regime)");
+  printf("%-12s | %-45s | %-45s\n", "", "known GPUs (known regime)",
+         "unseen GPUs (transfer regime)");
   for (int g = 0; g < GRAPE_CV_GROUPS; g++) {
     grape_cv_cell_t a, b, c, e;
     grape_cv_sum(rk, g, &a);

@@ -341,8 +341,9 @@ Test(predict, cli_cross_validation_extrapolate_prints_both_splits) {
   }
   free(o);
   /* A split of the rows at another quantile. */
-  snprintf(cmd, sizeof(cmd), "GRAPE_CV_SPLIT=0.75 GRAPE_CV_ONLY=1 %s train --cv extrapolate %s/bmm.csv.gz",
-           GRAPE_EXE, SUBSET_DIR);
+  snprintf(cmd, sizeof(cmd),
+           "GRAPE_CV_SPLIT=0.75 GRAPE_CV_ONLY=1 %s train --cv extrapolate %s/bmm.csv.gz", GRAPE_EXE,
+           SUBSET_DIR);
   cr_assert_eq(run(cmd, &o), 0, "%s", o);
   cr_expect_not_null(strstr(o, "up to the 75th percentile"), "%s", o);
   free(o);
