@@ -450,11 +450,15 @@ void grape__sim_dm_plan_locked(struct CUstream_st* s, sim_op_t* op) {
 
 void grape__sim_dm_plan_batch_locked(struct CUstream_st* s, sim_op_t** ops, int n,
                                      const sim_batch_dag_t* dag, sim_op_t* join, uint64_t base) {
-  uint64_t* ready = calloc(n > 0 ? (size_t)n : 1, sizeof(uint64_t));
-  uint32_t* waiting = calloc(n > 0 ? (size_t)n : 1, sizeof(uint32_t));
-  char* placed = calloc(n > 0 ? (size_t)n : 1, 1);
+  size_t un = n > 0 ? (size_t)n : 1;
+  size_t npreds = dag != NULL && n > 0 ? dag->off[n] : 0;
+  uint64_t* ready = calloc(un, sizeof(uint64_t));
+  uint32_t* waiting = calloc(un, sizeof(uint32_t));
+  uint32_t* cand = calloc(un, sizeof(uint32_t));       /* the ops whose predecessors are placed */
+  uint32_t* succ_off = calloc(un + 1, sizeof(uint32_t));
+  uint32_t* succ = calloc(npreds ? npreds : 1, sizeof(uint32_t));
   uint64_t last = base;
-  if (ready == NULL || waiting == NULL || placed == NULL) {
+  if (ready == NULL || waiting == NULL || cand == NULL || succ_off == NULL || succ == NULL) {
     /* No memory for the schedule: one after the other, as a chain. */
     for (int i = 0; i < n; i++)
       if (ops[i] != NULL) {
@@ -463,27 +467,45 @@ void grape__sim_dm_plan_batch_locked(struct CUstream_st* s, sim_op_t** ops, int 
       }
     goto join;
   }
+  /* Successor lists (a predecessor named twice releases twice, as it waits twice). */
+  for (size_t j = 0; j < npreds; j++)
+    succ_off[dag->preds[j] + 1]++;
+  for (int i = 0; i < n; i++)
+    succ_off[i + 1] += succ_off[i];
+  for (int i = 0; dag != NULL && i < n; i++)
+    for (uint32_t j = dag->off[i]; j < dag->off[i + 1]; j++)
+      succ[succ_off[dag->preds[j]]++] = (uint32_t)i;
+  for (int i = n; i > 0; i--)   /* the fill moved each offset to its list's end */
+    succ_off[i] = succ_off[i - 1];
+  succ_off[0] = 0;
+  size_t ncand = 0;
   for (int i = 0; i < n; i++) {
     ready[i] = base;
     waiting[i] = dag != NULL ? dag->off[i + 1] - dag->off[i] : (i > 0);
+    if (waiting[i] == 0)
+      cand[ncand++] = (uint32_t)i;
   }
-  /* List scheduling: the ready op that can start first (ties: lower rank). */
-  for (int step = 0; step < n; step++) {
-    int pick = -1;
-    uint64_t pick_t = 0;
-    for (int i = 0; i < n; i++) {
-      if (placed[i] || waiting[i] != 0)
-        continue;
+  /* List scheduling: the ready op that can start first (ties: lower rank,
+   * then lower position). Only ops whose predecessors are placed are looked
+   * at, so a chain costs O(n) and a DAG O(n * width). */
+  while (ncand > 0) {
+    size_t at = 0;
+    uint32_t pick = cand[0];
+    uint64_t pick_t = ops[pick] != NULL ? earliest(ops[pick], ready[pick]) : ready[pick];
+    for (size_t c = 1; c < ncand; c++) {
+      uint32_t i = cand[c];
       uint64_t t = ops[i] != NULL ? earliest(ops[i], ready[i]) : ready[i];
-      if (pick < 0 || t < pick_t ||
-          (t == pick_t && dag != NULL && dag->rank[i] < dag->rank[pick])) {
+      int before = t < pick_t;
+      if (t == pick_t)
+        before = dag != NULL && dag->rank[i] != dag->rank[pick] ? dag->rank[i] < dag->rank[pick]
+                                                                : i < pick;
+      if (before) {
+        at = c;
         pick = i;
         pick_t = t;
       }
     }
-    if (pick < 0)
-      break;   /* a cycle cannot come from an instantiated graph */
-    placed[pick] = 1;
+    cand[at] = cand[--ncand];
     uint64_t end = pick_t;
     if (ops[pick] != NULL) {
       fix(ops[pick], pick_t);
@@ -492,17 +514,14 @@ void grape__sim_dm_plan_batch_locked(struct CUstream_st* s, sim_op_t** ops, int 
     if (end > last)
       last = end;
     /* Release its successors. */
-    for (int i = 0; i < n; i++) {
-      if (placed[i])
-        continue;
-      uint32_t hits = dag == NULL ? (uint32_t)(i == pick + 1) : 0;
-      for (uint32_t j = dag != NULL ? dag->off[i] : 0; dag != NULL && j < dag->off[i + 1]; j++)
-        hits += dag->preds[j] == (uint32_t)pick;
-      if (hits > 0) {
-        waiting[i] -= hits;
-        if (end > ready[i])
-          ready[i] = end;
-      }
+    uint32_t s0 = dag != NULL ? succ_off[pick] : 0;
+    uint32_t s1 = dag != NULL ? succ_off[pick + 1] : (int)pick + 1 < n;
+    for (uint32_t j = s0; j < s1; j++) {
+      uint32_t i = dag != NULL ? succ[j] : pick + 1;
+      if (end > ready[i])
+        ready[i] = end;
+      if (--waiting[i] == 0)
+        cand[ncand++] = i;
     }
   }
 join:
@@ -514,7 +533,9 @@ join:
     s->plan_ns = last;
   free(ready);
   free(waiting);
-  free(placed);
+  free(cand);
+  free(succ_off);
+  free(succ);
 }
 
 /* ---- Graph orders ---- */
