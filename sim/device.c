@@ -83,8 +83,10 @@ static int dm_model;
 static int dm_time_only;   /* SIMCU_TIME_ONLY=1: kernels' bodies are skipped */
 static int dm_order;
 static uint64_t dm_rng;   /* shuffle state (splitmix64), lock held */
+static seg_t* seg_mem;   /* the calendar's allocation: segs starts inside it */
+static size_t capmem;
 static seg_t* segs;
-static size_t nsegs, capsegs;
+static size_t nsegs, capsegs;   /* capsegs: room from segs to the allocation's end */
 
 /* ---- Options ---- */
 
@@ -116,9 +118,9 @@ static void dm_init(void) {
   if (dm_time_only)
     grape__sim_logf("SIMCU_TIME_ONLY=1: kernels are timed but not run, their results are "
                     "undefined");
-  segs = calloc(16, sizeof(*segs));
+  segs = seg_mem = calloc(16, sizeof(*segs));
   if (segs != NULL) {
-    capsegs = 16;
+    capsegs = capmem = 16;
     nsegs = 1;   /* {0, 0, 0}: a free device from time 0 */
   } else {
     dm_model = MODEL_STREAMS;   /* no memory for the calendar: streams keep their own clocks */
@@ -165,11 +167,17 @@ static size_t split_at(uint64_t t) {
   size_t i = seg_at(t);
   if (segs[i].t == t)
     return i;
+  if (nsegs == capsegs && segs != seg_mem) {   /* the pruned front makes room */
+    memmove(seg_mem, segs, nsegs * sizeof(*segs));
+    segs = seg_mem;
+    capsegs = capmem;
+  }
   if (nsegs == capsegs) {
-    seg_t* n = grape__grow(segs, &capsegs, nsegs + 1, sizeof(*n), 16);
+    seg_t* n = grape__grow(seg_mem, &capmem, nsegs + 1, sizeof(*n), 16);
     if (n == NULL)
       return SIZE_MAX;
-    segs = n;
+    segs = seg_mem = n;
+    capsegs = capmem;
   }
   memmove(&segs[i + 2], &segs[i + 1], (nsegs - i - 1) * sizeof(*segs));
   segs[i + 1] = segs[i];
@@ -283,8 +291,17 @@ static void prune(uint64_t horizon) {
     drop = nsegs - DM_MAX_SEGS / 2;
   if (drop == 0)
     return;
-  memmove(&segs[0], &segs[drop], (nsegs - drop) * sizeof(*segs));
+  /* The front is dropped by moving the start; the rest moves down only when
+   * the dropped part outgrows it (each placement prunes: moving every kept
+   * segment each time made a launch cost O(segments)). */
+  segs += drop;
   nsegs -= drop;
+  capsegs -= drop;
+  if ((size_t)(segs - seg_mem) > nsegs) {
+    memmove(seg_mem, segs, nsegs * sizeof(*segs));
+    segs = seg_mem;
+    capsegs = capmem;
+  }
 }
 
 /* ---- Kernels ---- */
