@@ -787,7 +787,7 @@ static void account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
   }
   switch (k->state) {
   case K_WARM:
-    if (!c->cfg.async_builds)
+    if (!c->cfg.async_builds && c->cfg.graphs)   /* observe mode builds nothing: no credit to keep */
       earn_credit(c, k, r);
     maybe_build(c, k, r);
     break;
