@@ -31,6 +31,10 @@ int grape__region_reserve(grape_region_t* r, size_t max_bytes) {
     if (o == NULL)
       return -ENOMEM;
     r->poff = o;
+    void* g = grow(r->grp, ncap, sizeof(*r->grp));
+    if (g == NULL)
+      return -ENOMEM;
+    r->grp = g;
     r->cap = ncap;   /* only once every array has the new size */
   }
   if (r->plen + max_bytes > r->pcap) {
@@ -47,6 +51,21 @@ void grape__region_clear(grape_region_t* r) {
   r->plen = 0;
   r->held = r->sub = r->graphed = r->segs = r->updates = 0;
   r->t_first = 0;
+  r->nfoot = 0;
+  r->gen++;
+}
+
+uint32_t grape__region_add_foot(grape_region_t* r, const grape_foot_t* f) {
+  if (r->nfoot >= GRAPE_GRP_SPECIAL - 1)
+    return 0;
+  if (r->nfoot == r->foot_cap) {
+    grape_foot_t* v = grape__grow(r->foot, &r->foot_cap, (size_t)r->nfoot + 1, sizeof(*v), 8);
+    if (v == NULL)
+      return 0;
+    r->foot = v;
+  }
+  r->foot[r->nfoot++] = *f;
+  return r->nfoot;
 }
 
 void grape__region_free(grape_region_t* r) {
@@ -55,5 +74,7 @@ void grape__region_free(grape_region_t* r) {
   free(r->fns);
   free(r->poff);
   free(r->params);
+  free(r->grp);
+  free(r->foot);
   *r = (grape_region_t){0};
 }

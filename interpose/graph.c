@@ -153,6 +153,7 @@ grape_gc_t* grape__gc(void) {
       .max_paths = option_at_least(grape_option_paths, 1),
       .wake = grape__builder_wake,
       .handoff = builder_handoff,
+      .concurrency = (int)grape__option_get(grape_option_concurrency),
     };
     costs_set(&cfg);
     if (graphs) {

@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "collective.h"
+#include "footprint.h"
 #include "funcinfo.h"
 #include "graph.h"
 #include "graphcache/fingerprint.h"
@@ -145,6 +147,15 @@ grape__launch_params(const grape_func_t* f, const grape_launch_t* l, int extra_f
   return 0;
 }
 
+/* True when launch l of f is in the barrier class (collective.h): never
+ * held, a region of its own, every stream's held work first. */
+static inline __attribute__((always_inline)) int grape__launch_barrier(grape_func_t* f,
+                                                                       const grape_launch_t* l) {
+  return (l->flags & GRAPE_SIG_COOPERATIVE) || (f != NULL && grape__func_collective(f)) ||
+         (__builtin_expect(grape__alloc_shared_any(), 0) &&
+          grape__params_shared(f, l->params, l->extra));
+}
+
 /* ---- Graph mode: hold a launch ---- */
 
 /* Held ops reached a cut: the segment ending there is launched (s locked). */
@@ -190,6 +201,11 @@ static inline __attribute__((always_inline)) void grape__hold_check_first(grape_
     s->region.cur = NULL;
 }
 
+/* A barrier-class launch is recorded on s (locked): the region before it
+ * ends first, and its own ends after it (launch.c). */
+void grape__barrier_begin(grape_stream_t* s);
+void grape__barrier_end(grape_stream_t* s);
+
 /* Tries to hold launch l (graph mode). @return 1 when it was held (recorded,
  * not submitted: the hook returns success), 0 when it goes to the driver. */
 static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_t route,
@@ -200,9 +216,13 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
   uintptr_t key = grape__stream_key(l->stream, l->ptds);
   grape_stream_t* s = grape__stream_of(key);
   grape__order_stream(s, key);   /* the legacy stream's ordering, held or not */
+  grape_func_t* f = grape__func_get(l->fn, (grape_handle_kind_t)l->kind);
+  if (__builtin_expect(grape__launch_barrier(f, l), 0)) {
+    grape__barrier_flush();   /* every stream's held work goes first */
+    return 0;
+  }
   if (__builtin_expect(s == NULL || !grape__may_hold(s), 0))
     return 0;
-  grape_func_t* f = grape__func_get(l->fn, (grape_handle_kind_t)l->kind);
   int extra_form = l->extra != NULL && l->params == NULL;
   int eligible = f != NULL && f->drv != NULL && !(l->flags & GRAPE_SIG_COOPERATIVE) &&
                  (extra_form || f->nparams >= 0) && grape__attrs_node_safe(l);
@@ -234,6 +254,7 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
     r->poff[i] = (uint32_t)r->plen;
     r->plen += n + k.attrs_bytes;
     r->nops = i + 1;
+    r->grp[i] = grape__call_tag(r, i);
     GRAPE_COUNT(launches[route]);
     if (__builtin_expect(grape__log_level() >= GRAPE_LOG_DEBUG, 0))
       grape__log_launch(route, f, l, dst, n);
@@ -268,6 +289,9 @@ static inline __attribute__((always_inline)) void grape__on_launch(grape_route_t
   if (s == NULL || grape__lock_room(s, room) != 0)
     return;
   grape_region_t* r = &s->region;
+  int barrier = grape__launch_barrier(f, l);
+  if (__builtin_expect(barrier && r->nops > 0, 0))
+    grape__barrier_begin(s);
   uint8_t* dst = r->params + r->plen;
   size_t n = grape__launch_params(f, l, extra_form, dst, room);
   grape_op_key_t k;
@@ -288,7 +312,10 @@ static inline __attribute__((always_inline)) void grape__on_launch(grape_route_t
   r->poff[i] = (uint32_t)r->plen;
   r->plen += n + k.attrs_bytes;
   r->nops = i + 1;
+  r->grp[i] = grape__call_tag(r, i);
   r->cur = NULL;   /* an op that went to the driver: the rest of the chunk does too */
+  if (__builtin_expect(barrier, 0))
+    grape__barrier_end(s);   /* a region of its own: never in a graph key */
   spin_unlock(&s->lock);
 }
 
