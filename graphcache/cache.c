@@ -193,11 +193,12 @@ static void staging_remove(grape_gc_t* c, gkey_t* k);
 /* ---- Keys and paths ---- */
 
 static void path_free(grape_gc_t* c, path_t* p) {
-  for (path_t** q = &p->key->paths; *q != NULL; q = &(*q)->key_next)
-    if (*q == p) {
-      *q = p->key_next;
-      break;
-    }
+  if (p->key_prev != NULL)
+    p->key_prev->key_next = p->key_next;
+  else
+    p->key->paths = p->key_next;
+  if (p->key_next != NULL)
+    p->key_next->key_prev = p->key_prev;
   table_remove(&c->paths, p, path_hash);
   LRU_UNLINK(c->path_lru, c->path_mru, p);
   free(p->dims);
@@ -300,6 +301,8 @@ static path_t* path_find_or_add(grape_gc_t* c, gkey_t* k, const grape_region_t* 
   p->stamp = c->cfg.stamp ? c->cfg.stamp() : 0;
   grape__conc_path(c, p, r);
   p->key_next = k->paths;
+  if (k->paths != NULL)
+    k->paths->key_prev = p;
   k->paths = p;
   size_t i = mix(fp) & mask;
   while (c->paths.v[i] != NULL)

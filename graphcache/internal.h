@@ -116,7 +116,7 @@ struct path_s {
   uint32_t* poff;
   uint64_t stamp;               /* config.stamp() then */
   grape_dag_summary_t* conc;    /* its DAG when first seen (conc.c), or NULL */
-  path_t* key_next;             /* the other paths of its key */
+  path_t *key_prev, *key_next;  /* the other paths of its key */
   path_t *lru_prev, *lru_next;  /* least recently seen first */
 };
 

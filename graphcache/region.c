@@ -12,7 +12,81 @@ static void* grow(void* p, uint32_t ncap, size_t sz) {
   return realloc(p, (size_t)ncap * sz);
 }
 
+/* Buffers of regions between two chunks: a handful, reused by whichever
+ * region starts next (a test-and-set lock: held for a few stores). */
+#define POOL 8
+typedef struct bufs_s {
+  grape_op_key_t* keys;
+  grape_op_dims_t* dims;
+  void** fns;
+  uint32_t* poff;
+  uint32_t* grp;
+  uint8_t* params;
+  grape_foot_t* foot;
+  uint32_t cap;
+  size_t pcap, foot_cap;
+} bufs_t;
+static bufs_t pool[POOL];
+static int npool, pool_lock;
+
+static void pool_lock_take(void) {
+  while (__atomic_exchange_n(&pool_lock, 1, __ATOMIC_ACQUIRE))
+    ;
+}
+
+static void pool_lock_give(void) {
+  __atomic_store_n(&pool_lock, 0, __ATOMIC_RELEASE);
+}
+
+void grape__region_release(grape_region_t* r) {
+  grape__region_clear(r);
+  if (r->cap == 0 && r->pcap == 0)
+    return;
+  bufs_t b = {r->keys, r->dims, r->fns, r->poff, r->grp, r->params, r->foot, r->cap, r->pcap, r->foot_cap};
+  pool_lock_take();
+  int kept = npool < POOL;
+  if (kept)
+    pool[npool++] = b;
+  pool_lock_give();
+  if (!kept) {
+    free(b.keys);
+    free(b.dims);
+    free(b.fns);
+    free(b.poff);
+    free(b.grp);
+    free(b.params);
+    free(b.foot);
+  }
+  r->keys = NULL;
+  r->dims = NULL;
+  r->fns = NULL;
+  r->poff = NULL;
+  r->grp = NULL;
+  r->params = NULL;
+  r->foot = NULL;
+  r->cap = 0;
+  r->pcap = 0;
+  r->foot_cap = 0;
+}
+
 int grape__region_reserve(grape_region_t* r, size_t max_bytes) {
+  if (r->cap == 0 && r->pcap == 0 && __atomic_load_n(&npool, __ATOMIC_RELAXED) > 0) {
+    pool_lock_take();
+    if (npool > 0) {
+      bufs_t b = pool[--npool];
+      r->keys = b.keys;
+      r->dims = b.dims;
+      r->fns = b.fns;
+      r->poff = b.poff;
+      r->grp = b.grp;
+      r->params = b.params;
+      r->foot = b.foot;
+      r->cap = b.cap;
+      r->pcap = b.pcap;
+      r->foot_cap = b.foot_cap;
+    }
+    pool_lock_give();
+  }
   if (r->nops == r->cap) {
     uint32_t ncap = (uint32_t)grape__grow_cap(r->cap, (size_t)r->nops + 1, 64);
     void* k = grow(r->keys, ncap, sizeof(*r->keys));

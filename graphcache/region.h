@@ -86,6 +86,11 @@ void grape__region_clear(grape_region_t* r);
  * (the ops it tags are then opaque). */
 uint32_t grape__region_add_foot(grape_region_t* r, const grape_foot_t* f);
 
+/* Forgets the ops and gives the buffers back to a small pool that the next
+ * region to need buffers takes them from, so that a stream between regions
+ * (an idle one) holds no buffers, and a busy one reuses the same ones. */
+void grape__region_release(grape_region_t* r);
+
 /* Frees the memory; r is empty afterwards. */
 void grape__region_free(grape_region_t* r);
 

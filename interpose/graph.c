@@ -350,9 +350,10 @@ void grape__end_locked(grape_stream_t* s) {
     if (err != 0)
       grape__note_flush_error(err);
   } else {
-    grape__region_clear(&s->region);
     s->region.cur = c != NULL ? grape__hold_start(s) : NULL;
   }
+  /* Between regions a stream holds no buffers (an idle one costs its slot). */
+  grape__region_release(&s->region);
   s->chunks++;
   if (s->on_hold_list)
     hold_list_remove(s);
@@ -577,7 +578,8 @@ static void watchdog_look(void) {
   size_t n = holders(list, 256, -1);
   for (size_t i = 0; i < n; i++) {
     grape_stream_t* s = list[i];
-    spin_lock(&s->lock);
+    if (!spin_trylock(&s->lock))
+      continue;   /* in use right now: not idle */
     if (s->on_hold_list && s->region.held > s->region.sub && s->region.nops == s->wd_nops &&
         s->chunks == s->wd_chunks)
       grape__flush_held_locked(s, GRAPE_GC_WATCHDOG);

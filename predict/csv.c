@@ -8,8 +8,19 @@
  * `grape predict --csv`, which must echo it) plus the parsed kernel. A row is
  * bad, never fatal, when its column count differs from the header's, a number
  * does not parse or is out of range, the GPU is unknown, or (when a latency
- * is required) the latency is not positive; `why` says which. Lines may be
- * arbitrarily long (PyTorch kernel names run to kilobytes).
+ * is required) the latency is not positive; `why` says which. A header
+ * without the columns every row needs (kernel name, grid, block, device
+ * unless one is given, latency for training) fails the whole file with a
+ * message naming what is missing, so that a file of unknown columns is
+ * never read as launches of 1x1x1 blocks. Lines may be arbitrarily long
+ * (PyTorch kernel names run to kilobytes).
+ *
+ * Two row attributes come from conventions: a Device named "GPU (simcu)"
+ * is the simulated device standing in for GPU (its times are the sim's
+ * clock model: training refuses them unless asked), and a row's time is
+ * the kernel's own (grape's time_ms, events around one kernel) or an op's
+ * latency through a timing harness (NeuSight's Latency), unless a `timing`
+ * column says `kernel` or `op`.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -24,7 +35,7 @@
 
 enum {
   C_LAT, C_DEV, C_NAME, C_OP, C_GX, C_GY, C_GZ, C_BX, C_BY, C_BZ, C_SMEM, C_REGS, C_DIMS,
-  C_B, C_M, C_N, C_K, C_H, C_CI, C_CO, C_KS, C_IS, C_ST, C_PAD, C_NUMEL, C_NCOLS
+  C_B, C_M, C_N, C_K, C_H, C_CI, C_CO, C_KS, C_IS, C_ST, C_PAD, C_NUMEL, C_TIMING, C_NCOLS
 };
 
 /* Header names of each column; the first match wins. */
@@ -41,8 +52,17 @@ static const char* const col_names[C_NCOLS][3] = {
     {"Input_Channel", NULL, NULL},        {"Output_Channel", NULL, NULL},
     {"Kernel_Szie", "Kernel_Size", NULL}, {"Input_Size", NULL, NULL},
     {"Stride", NULL, NULL},               {"Padding", NULL, NULL},
-    {"numel", NULL, NULL},
+    {"numel", NULL, NULL},                {"timing", NULL, NULL},
 };
+
+/* What a Device column says of a simulated device (the sim names itself
+ * "NVIDIA H200 (simcu)"): its times are the sim's clock model, not a GPU's. */
+static const char sim_suffix[] = " (simcu)";
+
+/* Measured times below 1 ns or above 10^7 ms (almost three hours) are no
+ * kernel's: a unit or a parsing mistake, which would make the fits singular. */
+#define LAT_MIN_MS 1e-6
+#define LAT_MAX_MS 1e7
 
 struct grape_csv_s {
   gzFile f;
@@ -56,6 +76,7 @@ struct grape_csv_s {
   size_t line_no;
   int ncol;
   int col[C_NCOLS];      /* field index, or -1 */
+  int kernel_time;       /* default of rows without a timing column: 1 for time_ms */
   const grape_gpu_spec_t* gpu_override;
   int need_latency;
 };
@@ -144,40 +165,54 @@ static void trim(char* s) {
     s[--n] = '\0';
 }
 
-int grape_csv_open(const char* path, const char* gpu_override, int need_latency,
-                   grape_csv_t** out) {
-  int err;
+/* Writes "what; columns found: a, b, ..." to err (when it has room). */
+static void header_error(grape_csv_t* c, const char* what, char* err, size_t err_len) {
+  if (err == NULL || err_len == 0)
+    return;
+  size_t n = (size_t)snprintf(err, err_len, "%s; columns found:", what);
+  for (int i = 0; i < c->ncol && n < err_len; i++)
+    n += (size_t)snprintf(err + n, err_len - n, "%s %s", i ? "," : "",
+                          c->field[i][0] ? c->field[i] : "(empty)");
+}
+
+int grape_csv_open_err(const char* path, const char* gpu_override, int need_latency,
+                       grape_csv_t** out, char* err, size_t err_len) {
+  int e;
   grape_csv_t* c = calloc(1, sizeof(*c));
+  if (err != NULL && err_len > 0)
+    err[0] = '\0';
   if (c == NULL)
     return -ENOMEM;
   c->need_latency = need_latency;
   if (gpu_override != NULL) {
     c->gpu_override = grape_gpu_find(gpu_override);
     if (c->gpu_override == NULL) {
-      err = -ENODEV;
+      e = -ENODEV;
       goto fail_gpu;
     }
   }
   c->f = gzopen(path, "rb");
   if (c->f == NULL) {
-    err = errno ? -errno : -ENOMEM;
+    e = errno ? -errno : -ENOMEM;
     goto fail_gpu;
   }
   gzbuffer(c->f, 1 << 17);
-  err = read_line(c);
-  if (err <= 0) {
-    err = err == 0 ? -EINVAL : err;
+  e = read_line(c);
+  if (e <= 0) {
+    if (e == 0 && err != NULL && err_len > 0)
+      snprintf(err, err_len, "empty file: no header line");
+    e = e == 0 ? -EINVAL : e;
     goto fail_header;
   }
   c->header = strdup(c->line);
   if (c->header == NULL) {
-    err = -ENOMEM;
+    e = -ENOMEM;
     goto fail_header;
   }
-  err = split(c);
-  if (err < 0)
+  e = split(c);
+  if (e < 0)
     goto fail_split;
-  c->ncol = err;
+  c->ncol = e;
   for (int j = 0; j < C_NCOLS; j++) {
     c->col[j] = -1;
     for (int a = 0; a < 3 && col_names[j][a] != NULL && c->col[j] < 0; a++)
@@ -185,15 +220,28 @@ int grape_csv_open(const char* path, const char* gpu_override, int need_latency,
         trim(c->field[i]);
         if (strcasecmp(c->field[i], col_names[j][a]) == 0) {
           c->col[j] = i;
+          if (j == C_LAT)
+            c->kernel_time = a == 1;   /* grape's time_ms: a kernel timed alone */
           break;
         }
       }
   }
-  /* Without a kernel name, a GPU and (for training) a latency, no row can
-   * be used: say so once instead of rejecting every line. */
-  if (c->col[C_NAME] < 0 || (c->col[C_DEV] < 0 && c->gpu_override == NULL) ||
-      (need_latency && c->col[C_LAT] < 0)) {
-    err = -EINVAL;
+  /* Without a kernel name, its launch (grid and block), a GPU and (for
+   * training) a latency, no row can be used: say so once instead of
+   * rejecting every line, and never read a launch whose grid is not in the
+   * file as a 1x1x1 one. */
+  const char* missing =
+      c->col[C_NAME] < 0 ? "no kernel name column (Kernel Name, kernel or name)"
+      : c->col[C_GX] < 0 ? "no grid column (Grid x or grid_x; y and z may be absent)"
+      : c->col[C_BX] < 0 ? "no block column (Block x or block_x; y and z may be absent)"
+      : c->col[C_DEV] < 0 && c->gpu_override == NULL
+          ? "no device column (Device or gpu) and no GPU given (--gpu NAME)"
+      : need_latency && c->col[C_LAT] < 0
+          ? "no measured time column (Latency, time_ms or latency_ms)"
+          : NULL;
+  if (missing != NULL) {
+    header_error(c, missing, err, err_len);
+    e = -EINVAL;
     goto fail_split;
   }
   *out = c;
@@ -207,7 +255,12 @@ fail_gpu:
   free(c->work);
   free(c->field);
   free(c);
-  return err;
+  return e;
+}
+
+int grape_csv_open(const char* path, const char* gpu_override, int need_latency,
+                   grape_csv_t** out) {
+  return grape_csv_open_err(path, gpu_override, need_latency, out, NULL, 0);
 }
 
 const char* grape_csv_header(const grape_csv_t* c) {
@@ -395,6 +448,15 @@ int grape_csv_next(grape_csv_t* c, grape_csv_row_t* r) {
   r->group = grape_kernel_classify(r->desc.name, r->desc.op);
   if (strcasecmp(r->op_name, "linear") == 0)
     r->group = GRAPE_KC_COUNT;
+  if (c->col[C_DEV] >= 0) {
+    /* "NAME (simcu)": the simulated device standing in for GPU NAME. */
+    char* dev = c->field[c->col[C_DEV]];
+    size_t dl = strlen(dev), sl = sizeof(sim_suffix) - 1;
+    if (dl > sl && strcmp(dev + dl - sl, sim_suffix) == 0) {
+      r->simulated = 1;
+      dev[dl - sl] = '\0';
+    }
+  }
   if (c->gpu_override != NULL) {
     r->gpu = c->gpu_override;
   } else {
@@ -404,11 +466,27 @@ int grape_csv_next(grape_csv_t* c, grape_csv_row_t* r) {
       goto bad;
     }
   }
+  r->kernel_time = c->kernel_time;
+  if (c->col[C_TIMING] >= 0) {
+    const char* tk = c->field[c->col[C_TIMING]];
+    if (strcasecmp(tk, "kernel") == 0)
+      r->kernel_time = 1;
+    else if (strcasecmp(tk, "op") == 0)
+      r->kernel_time = 0;
+    else if (tk[0] != '\0') {
+      why = "timing is neither 'kernel' nor 'op'";
+      goto bad;
+    }
+  }
   if (c->col[C_LAT] >= 0 && (c->need_latency || c->field[c->col[C_LAT]][0] != '\0')) {
     if (num(c, C_LAT, -INFINITY, INFINITY, 0, &r->latency_ms, &why))
       goto bad;
     if (!(r->latency_ms > 0)) {
       why = "latency not positive";
+      goto bad;
+    }
+    if (r->latency_ms < LAT_MIN_MS || r->latency_ms > LAT_MAX_MS) {
+      why = "latency out of range (1e-6 to 1e7 ms)";
       goto bad;
     }
   }

@@ -47,8 +47,12 @@ const char* grape_kclass_name(grape_kclass_t c) {
 }
 
 static grape_kclass_t classify_lower(const char* n) {
-  /* cuDNN before GEMM: its kernels are often named "...sgemm..." too. */
-  if (has(n, "conv") || has(n, "cudnn") || has(n, "winograd") || has(n, "fft"))
+  /* Convolutions before GEMMs: cuDNN's are often named "...sgemm..." too.
+   * Not every cuDNN kernel is one: layout transforms, offset tables and
+   * batch norm are not (a convolution's time, op-level in the training
+   * data, would price a 3 us transpose at hundreds). */
+  if (has(n, "conv") || has(n, "scudnn") || has(n, "winograd") || has(n, "fft") ||
+      has(n, "gcgemm"))
     return GRAPE_KC_CONV;
   if (has(n, "layer_norm") || has(n, "layernorm") || has(n, "rms_norm") || has(n, "rmsnorm"))
     return GRAPE_KC_LAYERNORM;
@@ -202,6 +206,25 @@ static int conv_variant(const char* n) {
   return 6;
 }
 
+/* Elements a thread of a PyTorch elementwise kernel handles: the vector
+ * width of vectorized_elementwise_kernel<N, ...>, the work per thread of
+ * elementwise_kernel<threads, N, ...>, 4 for unrolled_elementwise_kernel
+ * (PyTorch's thread_work_size); 1 for any other kernel. */
+static double ew_per_thread(const char* n) {
+  const char* p;
+  if ((p = strstr(n, "vectorized_elementwise_kernel<")) != NULL) {
+    long v = strtol(p + 30, NULL, 10);
+    return v >= 1 && v <= 16 ? (double)v : 1;
+  }
+  if (strstr(n, "unrolled_elementwise_kernel") != NULL)
+    return 4;
+  if ((p = strstr(n, "elementwise_kernel<")) != NULL && (p = strchr(p, ',')) != NULL) {
+    long v = strtol(p + 1, NULL, 10);
+    return v >= 1 && v <= 16 ? (double)v : 1;
+  }
+  return 1;
+}
+
 /* "Array<char*, 3>" in PyTorch's elementwise kernels: tensors touched. */
 static double parse_operands(const char* n) {
   const char* p = strstr(n, "Array<char*, ");
@@ -329,11 +352,19 @@ void grape__kernel_prep(const grape_kernel_desc_t* k, grape__kprep_t* p) {
   default: break;
   }
   if (!p->has_dims) {
-    /* Launch-only estimates: one element per thread, in and out. */
+    /* Launch-only estimates: one element per thread, in and out; a
+     * PyTorch elementwise kernel's elements per thread and tensors touched
+     * from its template arguments. */
     p->numel = p->blocks * p->threads;
     if (cls == GRAPE_KC_GEMM && p->tile_m > 0)
       p->numel = p->blocks * p->tile_m * p->tile_n;
-    p->bytes = 2 * d * p->numel;
+    double touched = 2;
+    if (cls == GRAPE_KC_ELEMENTWISE) {
+      p->numel *= ew_per_thread(n);
+      if (p->operands > 0)
+        touched = p->operands;
+    }
+    p->bytes = touched * d * p->numel;
     p->flops = 0;
   }
 }

@@ -195,24 +195,135 @@ double grape__predict_x(const grape_model_t* m, grape_method_t method, const gra
   return t >= 1e-3 ? t : 1e-3;
 }
 
-const grape__known_class_t* grape__known_class(const grape_model_t* m, const grape_gpu_spec_t* g,
-                                               int c, int launch) {
+const grape__known_t* grape__known_gpu(const grape_model_t* m, const grape_gpu_spec_t* g) {
   for (int i = 0; i < m->nknown; i++)
     if (strcmp(m->known[i].name, g->name) == 0)
-      return m->known[i].c[c][launch].ntrees > 0 ? &m->known[i].c[c][launch] : NULL;
+      return &m->known[i];
   return NULL;
+}
+
+const grape__known_class_t* grape__known_class(const grape_model_t* m, const grape_gpu_spec_t* g,
+                                               int c, int launch) {
+  const grape__known_t* k = grape__known_gpu(m, g);
+  return k != NULL && k->c[c][launch].ntrees > 0 ? &k->c[c][launch] : NULL;
+}
+
+/* ---- Kernel time and the timing harness ---- */
+
+/* How far a kernel shows above the harness's floor, 0 (hidden: the latency
+ * L says nothing of it) to 1: the hidden-kernel estimate kh reaches the
+ * floor, or (by_l) the latency is well above it (for a GEMM known by its
+ * launch alone the estimate has no reduction length to go by; 1.5 floors,
+ * for an unseen GPU's latency is often a level above the median floor). */
+static double shown(double L, double floor, double off, double kh, int by_l) {
+  if (!(floor > 0))
+    return 1;
+  return fmax(fmin(fmax(((off + kh) / floor - 0.85) / 0.3, 0), 1),
+              by_l ? fmin(fmax((L / floor - 1.5) / 0.5, 0), 1) : 0);
+}
+
+void grape__kernel_time(const grape_model_t* m, const grape__known_t* kg, int c, int launch,
+                        const grape_gpu_spec_t* g, double T, grape_prediction_t* out) {
+  int own = kg != NULL && kg->hfloor[c] > 0;
+  double F = own ? kg->hfloor[c] : m->floor_ms[c], a = own ? kg->hoff[c] : m->hoff[c];
+  double least = m->kernel_cycles / (g->clock_mhz > 0 ? g->clock_mhz * 1e3 : 1e6);
+  double kh = least + m->kslope[c][launch] * T;
+  /* A convolution's latency from its launch alone is a whole cuDNN op's
+   * (the training rows time ops of several kernels): it tells nothing of
+   * one kernel's, a winograd transform's or a GEMM's. */
+  double w = shown(out->harness_ms, F, a, kh, !(c == GRAPE_KC_CONV && launch));
+  out->ms = fmax(w * (out->harness_ms - a) + (1 - w) * kh, least);
+  if (!out->has_interval) {
+    out->lo_ms = 0;
+    out->hi_ms = INFINITY;
+    return;
+  }
+  /* The bounds, as much shown as the time: the harness bounds less the
+   * offset, the hidden-kernel estimate and the least time widened by their
+   * own calibrated spread. */
+  double lo = exp(m->kernel_iv[0]), hi = exp(m->kernel_iv[1]);
+  out->lo_ms = fmin(fmax(w * (out->harness_lo_ms - a) + (1 - w) * kh * lo, least * lo), out->ms);
+  out->hi_ms = fmax(fmax(w * (out->harness_hi_ms - a) + (1 - w) * kh * hi, least * hi), out->ms);
+}
+
+void grape__span_values(const grape__kprep_t* p, double* v) {
+  v[0] = p->shape[0];
+  v[1] = p->shape[1];
+  v[2] = p->shape[2];
+  v[3] = p->shape[3];
+  v[4] = p->numel;
+  v[5] = p->flops;
+  v[6] = p->bytes;
+}
+
+double grape__span_distance(const grape__kprep_t* p, const grape__extrap_t* x) {
+  double v[GRAPE__NSPAN], worst = 1;
+  const double* span = x->span[grape__interval_bin(p)];
+  int empty = 1;
+  for (int j = 0; j < GRAPE__NSPAN; j++)
+    empty &= span[j] == 0;
+  if (empty)
+    span = x->span[0];
+  grape__span_values(p, v);
+  for (int j = 0; j < GRAPE__NSPAN; j++)
+    if (span[j] > 0 && v[j] > span[j] * worst)
+      worst = v[j] / span[j];
+  return worst > 1 ? log(worst) : 0;
 }
 
 int grape__interval_bin(const grape__kprep_t* p) {
   return p->cls == GRAPE_KC_GEMM && p->layout == 3;
 }
 
-static void interval(grape_prediction_t* out, const double* ivb, int bin, double level) {
+/* The interval of bin `bin` of ivb around out->ms, widened for a distance d
+ * beyond the fit's span by x's slopes. */
+static void interval(grape_prediction_t* out, const double* ivb, int bin, double level,
+                     const grape__extrap_t* x, double d) {
   const double* iv = ivb[2 * bin] <= ivb[2 * bin + 1] ? &ivb[2 * bin] : ivb;
   out->level = level;
+  out->distance = d;
   out->has_interval = iv[0] <= iv[1];
-  out->lo_ms = out->has_interval ? out->ms * exp(iv[0]) : 0;
-  out->hi_ms = out->has_interval ? out->ms * exp(iv[1]) : INFINITY;
+  /* Bounded like the trees' correction: no interval is a fit of data
+   * beyond e^+-8. */
+  double lo = fmax(iv[0] + x->widen[0] * d, -8), hi = fmin(iv[1] + x->widen[1] * d, 8);
+  out->harness_ms = out->ms;
+  out->harness_lo_ms = out->lo_ms = out->has_interval ? out->ms * exp(lo) : 0;
+  out->harness_hi_ms = out->hi_ms = out->has_interval ? out->ms * exp(hi) : INFINITY;
+}
+
+/* The transfer regime beyond the class's span: from the in-range form's
+ * time t0 toward the extrapolation regression's (a unit slope in work where
+ * the extrapolation split chose it), over about half a unit of distance. */
+static double extrapolate(const grape_model_t* m, int c, const grape__kprep_t* p, const double* x,
+                          const grape__roof_t* r, double t0, double d) {
+  if (d <= 0 || !m->xform[c] || !p->has_dims)
+    return t0;
+  double s = 0;
+  for (int i = 0; i < GRAPE__NFEAT; i++)
+    s += m->xw[c][i] * x[i];
+  double tx = exp(fmin(fmax(s, -12), 14));
+  if (c != GRAPE_KC_CONV && !(tx >= r->tc))
+    tx = r->tc;
+  double b = 1 - exp(-2 * d);
+  double t = exp((1 - b) * log(t0) + b * log(fmax(tx, 1e-3)));
+  return t >= 1e-3 ? t : 1e-3;
+}
+
+double grape__predict_transfer(const grape_model_t* m, const grape__kprep_t* p,
+                               const grape_gpu_spec_t* g, double* x, grape__roof_t* r,
+                               double* t0, double* d) {
+  int c = (int)p->cls;
+  if (c < 0 || c >= GRAPE_KC_COUNT)
+    c = GRAPE_KC_OTHER;
+  *t0 = grape__predict_x(m, GRAPE_METHOD_GRAPE, p, g, x, r);
+  *d = grape__span_distance(p, &m->xt[c][p->has_dims ? GRAPE__KNOWN_DIMS : GRAPE__KNOWN_LAUNCH]);
+  return extrapolate(m, c, p, x, r, *t0, *d);
+}
+
+double grape__known_time(const grape__known_class_t* k, double t0, double tx, double cr,
+                         double dk) {
+  double t = dk > 0 ? tx * exp(cr * exp(-k->x.fade * dk)) : t0 * exp(cr);
+  return t >= 1e-3 ? t : 1e-3;
 }
 
 void grape__predict_full(const grape_model_t* m, const grape__kprep_t* p,
@@ -222,29 +333,39 @@ void grape__predict_full(const grape_model_t* m, const grape__kprep_t* p,
     c = GRAPE_KC_OTHER;
   double x[GRAPE__NFEAT];
   grape__roof_t r;
-  double t0 = grape__predict_x(m, GRAPE_METHOD_GRAPE, p, g, x, &r);
+  double t0, dt;
+  double tx = grape__predict_transfer(m, p, g, x, &r, &t0, &dt);
+  int launch = p->has_dims ? GRAPE__KNOWN_DIMS : GRAPE__KNOWN_LAUNCH;
+  const grape__extrap_t* xt = &m->xt[c][launch];
+  const grape__known_t* kg = grape__known_gpu(m, g);
   const grape__known_class_t* k =
-      grape__known_class(m, g, c, p->has_dims ? GRAPE__KNOWN_DIMS : GRAPE__KNOWN_LAUNCH);
+      kg != NULL && kg->c[c][launch].ntrees > 0 ? &kg->c[c][launch] : NULL;
+  double T = exp(x[1]);   /* max(compute, memory) time, the hidden kernel's work */
   if (k == NULL) {
-    out->ms = t0;
+    out->ms = tx;
     out->regime = GRAPE_REGIME_TRANSFER;
-    interval(out, p->has_dims ? m->iv[c] : m->ivl[c], grape__interval_bin(p), m->level);
+    interval(out, p->has_dims ? m->iv[c] : m->ivl[c], grape__interval_bin(p), m->level, xt, dt);
+    grape__kernel_time(m, kg, c, launch, g, T, out);
     return;
   }
   float xf[GRAPE__NGF];
   grape__gpu_features(p, x, &r, t0, xf);
   /* A correction beyond e^±8 (3000x) is no fit of measured data; a
    * damaged model file must not give an infinite time. */
-  double t = t0 * exp(fmin(fmax(grape__boost_eval(k->trees, k->ntrees, xf), -8), 8));
-  out->ms = t >= 1e-3 ? t : 1e-3;
-  out->regime = GRAPE_REGIME_KNOWN;
-  interval(out, k->iv, grape__interval_bin(p), m->level);
+  double cr = fmin(fmax(grape__boost_eval(k->trees, k->ntrees, xf), -8), 8);
+  double dk = grape__span_distance(p, &k->x);
+  out->ms = grape__known_time(k, t0, tx, cr, dk);
+  out->regime = dk > 0 ? GRAPE_REGIME_KNOWN_EXTRAPOLATED : GRAPE_REGIME_KNOWN;
+  interval(out, k->iv, grape__interval_bin(p), m->level, &k->x, dk);
+  grape__kernel_time(m, kg, c, launch, g, T, out);
 }
 
 /* ---- Public prediction ---- */
 
 const char* grape_regime_name(grape_regime_t r) {
-  return r == GRAPE_REGIME_KNOWN ? "known" : "transfer";
+  return r == GRAPE_REGIME_KNOWN                ? "known"
+         : r == GRAPE_REGIME_KNOWN_EXTRAPOLATED ? "known-extrapolated"
+                                                : "transfer";
 }
 
 void grape_predict_prepared(const grape_model_t* m, const grape_gpu_spec_t* gpu,
@@ -259,13 +380,44 @@ void grape_predict_kernel(const grape_model_t* m, const grape_gpu_spec_t* gpu,
   grape__predict_full(m, &p, gpu, out);
 }
 
+/* A baseline's prediction: its time as the harness-inclusive one, the
+ * kernel time derived from it. */
+static void predict_baseline(const grape_model_t* m, grape_method_t method,
+                             const grape__kprep_t* p, const grape_gpu_spec_t* g,
+                             grape_prediction_t* out) {
+  double x[GRAPE__NFEAT];
+  grape__roof_t r;
+  int c = (int)p->cls;
+  if (c < 0 || c >= GRAPE_KC_COUNT)
+    c = GRAPE_KC_OTHER;
+  memset(out, 0, sizeof(*out));
+  out->harness_ms = grape__predict_x(m, method, p, g, x, &r);
+  out->level = m->level;
+  out->regime = GRAPE_REGIME_TRANSFER;
+  grape__kernel_time(m, grape__known_gpu(m, g), c, p->has_dims ? 0 : 1, g, exp(x[1]), out);
+  out->harness_lo_ms = 0;
+  out->harness_hi_ms = INFINITY;
+}
+
 double grape_predict_prepared_ms(const grape_model_t* m, grape_method_t method,
                                  const grape_gpu_spec_t* gpu, const grape_kernel_prep_t* p) {
-  if (method != GRAPE_METHOD_GRAPE)
-    return grape__predict(m, method, (const grape__kprep_t*)(const void*)p, gpu);
   grape_prediction_t r;
-  grape_predict_prepared(m, gpu, p, &r);
+  if (method != GRAPE_METHOD_GRAPE)
+    predict_baseline(m, method, (const grape__kprep_t*)(const void*)p, gpu, &r);
+  else
+    grape_predict_prepared(m, gpu, p, &r);
   return r.ms;
+}
+
+void grape_predict_with(const grape_model_t* m, grape_method_t method,
+                        const grape_gpu_spec_t* gpu, const grape_kernel_desc_t* k,
+                        grape_prediction_t* out) {
+  grape__kprep_t p;
+  grape__kernel_prep(k, &p);
+  if (method != GRAPE_METHOD_GRAPE)
+    predict_baseline(m, method, &p, gpu, out);
+  else
+    grape__predict_full(m, &p, gpu, out);
 }
 
 double grape_predict_kernel_ms_with(const grape_model_t* m, grape_method_t method,
@@ -293,7 +445,7 @@ static void path_add(path_acc_t* a, const grape_prediction_t* k) {
   a->lo += k->lo_ms;
   a->hi += k->hi_ms;
   a->has_interval &= k->has_interval;
-  a->known += k->regime == GRAPE_REGIME_KNOWN;
+  a->known += k->regime != GRAPE_REGIME_TRANSFER;
   a->n++;
 }
 
@@ -385,6 +537,22 @@ static void put_tree(FILE* f, const grape__tree_t* t) {
   fputc('\n', f);
 }
 
+/* An extrapolation record as numbers: widen lo, widen hi, fade, then the
+ * span of each interval bin. */
+#define NXV (3 + GRAPE__NIVB * GRAPE__NSPAN)
+static void extrap_to(const grape__extrap_t* x, double* v) {
+  v[0] = x->widen[0];
+  v[1] = x->widen[1];
+  v[2] = x->fade;
+  memcpy(v + 3, x->span, sizeof(x->span));
+}
+
+static void put_extrap(FILE* f, const char* key, const grape__extrap_t* x) {
+  double v[NXV];
+  extrap_to(x, v);
+  put_vec(f, key, v, NXV);
+}
+
 /* The keys of a known class's two fits (GRAPE__KNOWN_DIMS, _LAUNCH). */
 static const char* const known_key[2] = {"known", "known_launch"};
 
@@ -395,6 +563,8 @@ int grape__model_write(const grape_model_t* m, FILE* f) {
   fprintf(f, "launch_us %.17g %.17g %.17g\n", m->gap_eager_us, m->gap_graph_us,
           m->graph_launch_us);
   fprintf(f, "interval_level %.17g\n", m->level);
+  fprintf(f, "kernel_least %.17g %.17g %.17g\n", m->kernel_cycles, m->kernel_iv[0],
+          m->kernel_iv[1]);
   for (int c = 0; c < GRAPE_KC_COUNT; c++) {
     fprintf(f, "class %s %.17g\n", grape_kclass_name(c), m->rows[c]);
     fprintf(f, "floor %.17g %.17g\n", m->floor_ms[c], m->floor_p);
@@ -406,16 +576,31 @@ int grape__model_write(const grape_model_t* m, FILE* f) {
     put_vec(f, "grape_range", m->range[c], 2);
     put_vec(f, "interval", m->iv[c], 2 * GRAPE__NIVB);
     put_vec(f, "interval_launch", m->ivl[c], 2 * GRAPE__NIVB);
+    double kv[3] = {m->hoff[c], m->kslope[c][0], m->kslope[c][1]};
+    put_vec(f, "harness", kv, 3);
+    double xf = m->xform[c];
+    fprintf(f, "extrap_form");
+    put_vec(f, "", &xf, 1);
+    put_vec(f, "grape_extrap", m->xw[c], GRAPE__NFEAT);
+    for (int l = 0; l < 2; l++)
+      put_extrap(f, l ? "extrap_launch" : "extrap", &m->xt[c][l]);
   }
   fprintf(f, "known_gpus %d\n", m->nknown);
   for (int i = 0; i < m->nknown; i++) {
     const grape__known_t* k = &m->known[i];
     fprintf(f, "gpu %s\n", k->name);
+    double hv[2 * GRAPE_KC_COUNT];
+    for (int c = 0; c < GRAPE_KC_COUNT; c++)
+      hv[2 * c] = k->hfloor[c], hv[2 * c + 1] = k->hoff[c];
+    put_vec(f, "harness", hv, 2 * GRAPE_KC_COUNT);
     for (int c = 0; c < GRAPE_KC_COUNT; c++)
       for (int l = 0; l < 2; l++) {
         const grape__known_class_t* kc = &k->c[c][l];
         fprintf(f, "%s %s %.17g %d", known_key[l], grape_kclass_name(c), kc->rows, kc->ntrees);
-        put_vec(f, "", kc->iv, 2 * GRAPE__NIVB);
+        double v[2 * GRAPE__NIVB + NXV];
+        memcpy(v, kc->iv, sizeof(kc->iv));
+        extrap_to(&kc->x, v + 2 * GRAPE__NIVB);
+        put_vec(f, "", v, 2 * GRAPE__NIVB + NXV);
         for (int t = 0; t < kc->ntrees; t++)
           put_tree(f, &kc->trees[t]);
       }
@@ -515,6 +700,20 @@ static int get_vec(parser_t* p, const char* key, double* v, int n) {
 
 #define MAX_KNOWN 64
 
+/* An extrapolation record from numbers (extrap_to), checked. */
+static int extrap_from(parser_t* p, const double* v, grape__extrap_t* x) {
+  if (!(v[0] <= 0 && v[1] >= 0 && v[2] >= 0))
+    return fail(p, -EINVAL, "bad extrapolation slopes or fade");
+  for (int j = 0; j < GRAPE__NIVB * GRAPE__NSPAN; j++)
+    if (v[3 + j] < 0)
+      return fail(p, -EINVAL, "bad extrapolation span");
+  x->widen[0] = v[0];
+  x->widen[1] = v[1];
+  x->fade = v[2];
+  memcpy(x->span, v + 3, sizeof(x->span));
+  return 0;
+}
+
 /* Parses one "tree" line into t. */
 static int get_tree(parser_t* p, grape__tree_t* t) {
   double tv[2 * GRAPE__TREE_DEPTH + GRAPE__TREE_LEAVES];
@@ -545,18 +744,30 @@ static int get_known(parser_t* p, grape__known_t* k) {
   if (strncmp(p->line, "gpu ", 4) != 0 || nl == 4 || nl - 4 >= sizeof(k->name))
     return fail(p, -EINVAL, "expected 'gpu NAME'");
   memcpy(k->name, p->line + 4, nl - 3);
+  double hv[2 * GRAPE_KC_COUNT];
+  int hr = get_vec(p, "harness", hv, 2 * GRAPE_KC_COUNT);
+  if (hr < 0)
+    return hr;
+  for (int c = 0; c < GRAPE_KC_COUNT; c++) {
+    if (!(hv[2 * c] >= 0 && hv[2 * c + 1] >= 0))
+      return fail(p, -EINVAL, "bad harness floor or offset");
+    k->hfloor[c] = hv[2 * c];
+    k->hoff[c] = hv[2 * c + 1];
+  }
   for (int c = 0; c < 2 * GRAPE_KC_COUNT; c++) {
     grape__known_class_t* kc = &k->c[c / 2][c % 2];
     char key[64];
-    double v[2 + 2 * GRAPE__NIVB];
+    double v[2 + 2 * GRAPE__NIVB + NXV];
     snprintf(key, sizeof(key), "%s %s", known_key[c % 2], grape_kclass_name(c / 2));
-    int rc = get_vec(p, key, v, 2 + 2 * GRAPE__NIVB);
+    int rc = get_vec(p, key, v, 2 + 2 * GRAPE__NIVB + NXV);
     if (rc < 0)
       return rc;
     if (v[0] < 0 || v[1] < 0 || v[1] > GRAPE__MAXTREES || v[1] != floor(v[1]))
       return fail(p, -EINVAL, "bad known-GPU row or tree count");
     kc->rows = v[0];
     memcpy(kc->iv, v + 2, sizeof(kc->iv));
+    if ((rc = extrap_from(p, v + 2 + 2 * GRAPE__NIVB, &kc->x)) < 0)
+      return rc;
     if (v[1] > 0 && (kc->trees = malloc((size_t)v[1] * sizeof(*kc->trees))) == NULL)
       return -ENOMEM;
     kc->ntrees = (int)v[1];
@@ -610,6 +821,15 @@ int grape_model_parse(const char* text, size_t len, grape_model_t** out, char* e
     rc = fail(&p, -EINVAL, "interval level not in (0, 1)");
     goto fail_parse;
   }
+  if ((rc = get_vec(&p, "kernel_least", v, 3)) < 0)
+    goto fail_parse;
+  if (!(v[0] >= 0 && v[0] < 1e9 && v[1] <= 0 && v[2] >= 0 && v[2] < 20 && v[1] > -20)) {
+    rc = fail(&p, -EINVAL, "bad kernel_least");
+    goto fail_parse;
+  }
+  m->kernel_cycles = v[0];
+  m->kernel_iv[0] = v[1];
+  m->kernel_iv[1] = v[2];
   for (int c = 0; c < GRAPE_KC_COUNT; c++) {
     char key[64];
     snprintf(key, sizeof(key), "class %s", grape_kclass_name(c));
@@ -629,6 +849,29 @@ int grape_model_parse(const char* text, size_t len, grape_model_t** out, char* e
     if ((rc = get_vec(&p, "interval", m->iv[c], 2 * GRAPE__NIVB)) < 0 ||
         (rc = get_vec(&p, "interval_launch", m->ivl[c], 2 * GRAPE__NIVB)) < 0)
       goto fail_parse;
+    double xv[NXV];
+    if ((rc = get_vec(&p, "harness", xv, 3)) < 0)
+      goto fail_parse;
+    if (!(xv[0] >= 0 && xv[1] >= 0 && xv[2] >= 0)) {
+      rc = fail(&p, -EINVAL, "bad harness offset or kernel slope");
+      goto fail_parse;
+    }
+    m->hoff[c] = xv[0];
+    m->kslope[c][0] = xv[1];
+    m->kslope[c][1] = xv[2];
+    if ((rc = get_vec(&p, "extrap_form", xv, 1)) < 0)
+      goto fail_parse;
+    if (xv[0] != 0 && xv[0] != 1) {
+      rc = fail(&p, -EINVAL, "bad extrap_form");
+      goto fail_parse;
+    }
+    m->xform[c] = (int)xv[0];
+    if ((rc = get_vec(&p, "grape_extrap", m->xw[c], GRAPE__NFEAT)) < 0)
+      goto fail_parse;
+    for (int l = 0; l < 2; l++)
+      if ((rc = get_vec(&p, l ? "extrap_launch" : "extrap", xv, NXV)) < 0 ||
+          (rc = extrap_from(&p, xv, &m->xt[c][l])) < 0)
+        goto fail_parse;
     if (!(m->glin[c][0] >= 0 && m->glin[c][0] <= 4 && m->glin[c][0] == floor(m->glin[c][0]))) {
       rc = fail(&p, -EINVAL, "bad grape_lin form");
       goto fail_parse;

@@ -17,6 +17,27 @@
  * then falls back to bin 0). */
 #define GRAPE__NIVB 2
 
+/* What a fit's training range is measured on (grape__span_values): the op's
+ * shape (4), elements, FLOPs and bytes, all sizes that do not depend on the
+ * GPU (not its blocks: the same op runs other tiles, so other grids, on
+ * another GPU). A fit's span holds the largest value of each over its
+ * training rows, per interval bin (nn.Linear's GEMMs apart: they reach
+ * sizes the batched ones do not); a query's distance from it is the
+ * largest log ratio by which it exceeds one of them (0 inside). */
+#define GRAPE__NSPAN 7
+
+/* How a fit behaves beyond its span, calibrated on an extrapolation split
+ * of its own training rows (train.c): at distance d the interval is
+ * [lo + widen[0] d, hi + widen[1] d] (widen[0] <= 0 <= widen[1]), and a
+ * correction learned in range fades as exp(-fade d) (the known regime's
+ * trees; 0: kept whole). */
+typedef struct grape__extrap_s {
+  double span[GRAPE__NIVB][GRAPE__NSPAN]; /* largest training value per interval bin;
+                                             0: not measured (an empty bin takes bin 0's) */
+  double widen[2];                        /* interval slopes per unit of distance */
+  double fade;                            /* the trees' correction fades as exp(-fade d) */
+} grape__extrap_t;
+
 /* The learned regime of one class on one GPU of the training data: boosted
  * trees on log(measured / transfer prediction) of its rows, and the
  * interval of log(measured / prediction) on shapes held out of them. */
@@ -25,6 +46,7 @@ typedef struct grape__known_class_s {
   int ntrees;                             /* 0: this class uses the transfer regime */
   grape__tree_t* trees;
   double iv[2 * GRAPE__NIVB];             /* interval per bin (grape__interval_bin) */
+  grape__extrap_t x;                      /* beyond its training rows */
 } grape__known_class_t;
 
 /* Which fit of a known class serves a kernel: with its op dims, or from
@@ -35,6 +57,10 @@ typedef struct grape__known_class_s {
 typedef struct grape__known_s {
   char name[128];                         /* the GPU's spec-table name */
   grape__known_class_t c[GRAPE_KC_COUNT][2];  /* [class][GRAPE__KNOWN_*] */
+  /* Its timing harness per class (grape__kernel_time): the floor of an op's
+   * latency and the offset before the kernel starts, ms; floor 0: no rows
+   * timed through a harness (the class's transfer values apply). */
+  double hfloor[GRAPE_KC_COUNT], hoff[GRAPE_KC_COUNT];
 } grape__known_t;
 
 struct grape_model_s {
@@ -58,9 +84,27 @@ struct grape_model_s {
    * (ivl). lo > hi: not calibrated (fewer than two training GPUs). */
   double iv[GRAPE_KC_COUNT][2 * GRAPE__NIVB];
   double ivl[GRAPE_KC_COUNT][2 * GRAPE__NIVB];
+  /* Beyond the class's training rows (span over every GPU's), with op dims
+   * and without: the intervals widen, and with op dims the prediction
+   * moves from the in-range form to the extrapolation regression xw when
+   * xform is 1 (chosen on an extrapolation split; 0: the in-range form
+   * extrapolates best). */
+  grape__extrap_t xt[GRAPE_KC_COUNT][2];  /* [class][GRAPE__KNOWN_*] */
+  int xform[GRAPE_KC_COUNT];
+  double xw[GRAPE_KC_COUNT][GRAPE__NFEAT];
   double level;                           /* the intervals' nominal coverage */
   int nknown;                             /* GPUs with a learned regime */
   grape__known_t* known;
+  /* Kernel time from an op's latency through a timing harness, latency =
+   * max(floor, offset + kernel) (grape__kernel_time): the transfer regime's
+   * offset per class (its floor is floor_ms); for kernels the harness
+   * hides, time = least + kslope x T (T: max(compute, memory) time) with
+   * log(measured / that) in kernel_iv; a kernel's least time is
+   * kernel_cycles of the GPU's clock. */
+  double hoff[GRAPE_KC_COUNT];            /* ms */
+  double kslope[GRAPE_KC_COUNT][2];       /* [class][GRAPE__KNOWN_*] */
+  double kernel_cycles;
+  double kernel_iv[2];
   double gap_eager_us;                    /* per kernel launched alone */
   double gap_graph_us;                    /* per kernel node in a graph */
   double graph_launch_us;                 /* per graph launch */
@@ -83,6 +127,12 @@ void grape__features(const grape__kprep_t* p, const grape_gpu_spec_t* g, int lau
  * roofline terms r on the GPU and the transfer regime's prediction t0 (ms). */
 void grape__gpu_features(const grape__kprep_t* p, const double* x, const grape__roof_t* r,
                          double t0, float* xf);
+/* The span values of p (GRAPE__NSPAN), 0 where unknown. */
+void grape__span_values(const grape__kprep_t* p, double* v);
+/* The distance of p beyond x's span (of p's interval bin): the largest
+ * log(value / span value) over the values both know, 0 when none exceeds
+ * its span. */
+double grape__span_distance(const grape__kprep_t* p, const grape__extrap_t* x);
 /* The interval bin of a prepared kernel (GRAPE__NIVB). */
 int grape__interval_bin(const grape__kprep_t* p);
 /* The learned regime of class c on g for kernels with op dims or without
@@ -102,6 +152,30 @@ double grape__predict(const grape_model_t* m, grape_method_t method, const grape
 /* The same, leaving the features it computed in x[GRAPE__NFEAT] and *r. */
 double grape__predict_x(const grape_model_t* m, grape_method_t method, const grape__kprep_t* p,
                         const grape_gpu_spec_t* g, double* x, grape__roof_t* r);
+/* The transfer regime's time of p on g: t0 of the in-range form, and
+ * beyond the class's span (distance *d) moved toward the extrapolation
+ * form, which is what it returns; x and r as grape__predict_x fills them. */
+double grape__predict_transfer(const grape_model_t* m, const grape__kprep_t* p,
+                               const grape_gpu_spec_t* g, double* x, grape__roof_t* r,
+                               double* t0, double* d);
+/* The known regime's time from the transfer regime's in-range time t0 and
+ * extrapolated time tx, the trees' correction cr (log) and the distance dk
+ * beyond the fit's span: within it t0 e^cr; beyond it tx with the
+ * correction fading (the extrapolation record's fade). */
+double grape__known_time(const grape__known_class_t* k, double t0, double tx, double cr,
+                         double dk);
+/* The known-GPU record of g in m, or NULL. */
+const grape__known_t* grape__known_gpu(const grape_model_t* m, const grape_gpu_spec_t* g);
+/* Fills out's kernel time (ms, lo_ms, hi_ms) from its harness-inclusive
+ * time (harness_ms and bounds, set): latency = max(floor, offset +
+ * kernel), so a kernel that shows above the floor takes latency - offset,
+ * and one the floor hides takes the hidden-kernel estimate least + kslope
+ * x T (T: max(compute, memory) time of p on g, ms), which also tells
+ * which of the two it is (blended near the floor); never less than the
+ * GPU's least kernel time. kg: g's known record (NULL: the transfer
+ * values). */
+void grape__kernel_time(const grape_model_t* m, const grape__known_t* kg, int c, int launch,
+                        const grape_gpu_spec_t* g, double T, grape_prediction_t* out);
 /* grape's prediction with its regime and interval. */
 void grape__predict_full(const grape_model_t* m, const grape__kprep_t* p,
                          const grape_gpu_spec_t* g, grape_prediction_t* out);

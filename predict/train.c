@@ -47,7 +47,7 @@ _Static_assert(GRAPE__NFEAT <= GRAPE__LS_MAX, "grape's features fit the least-sq
 void grape_train_opts_init(grape_train_opts_t* o) {
   *o = (grape_train_opts_t){.sz = sizeof(*o), .trees = KNOWN_TREES, .rate = KNOWN_RATE,
                             .folds = KNOWN_FOLDS, .floor_p = 0, .ridge = 1e-4, .select = 1,
-                            .crit = 0};
+                            .crit = 0, .unit_slope = 0, .xform = -1};
 }
 
 /* o with each value out of its range taken as grape_train_opts_t documents
@@ -72,6 +72,7 @@ typedef struct row_s {
   grape__kprep_t pl;         /* the same launch without them */
   const grape_gpu_spec_t* gpu;
   double lat;                /* ms */
+  int kernel_time;           /* 1: lat is the kernel's own time; 0: through a timing harness */
   int group;
   uint32_t shape;            /* hash of the op's shape (or launch) and group, never 0 */
 } row_t;
@@ -79,7 +80,12 @@ typedef struct row_s {
 struct grape_dataset_s {
   row_t* rows;
   size_t n, cap;
+  int accept_simulated;      /* rows of the simulated device join too */
 };
+
+void grape_dataset_accept_simulated(grape_dataset_t* d, int yes) {
+  d->accept_simulated = yes != 0;
+}
 
 int grape_dataset_new(grape_dataset_t** out) {
   *out = calloc(1, sizeof(**out));
@@ -140,6 +146,10 @@ int grape_dataset_add_file(grape_dataset_t* d, const char* path, const char* gpu
         fprintf(diag, "grape: warning: %s:%zu: skipped: %s\n", path, r.line_no, r.why);
       continue;
     }
+    if (r.simulated && !d->accept_simulated) {
+      st->simulated++;
+      continue;
+    }
     if (d->n == d->cap) {
       row_t* nr = grape__grow(d->rows, &d->cap, d->n + 1, sizeof(*nr), 4096);
       if (nr == NULL) {
@@ -156,6 +166,7 @@ int grape_dataset_add_file(grape_dataset_t* d, const char* path, const char* gpu
     w->pl.cls = w->p.cls;  /* the class the dims say, not the name */
     w->gpu = r.gpu;
     w->lat = r.latency_ms;
+    w->kernel_time = r.kernel_time;
     w->group = r.group;
     w->shape = shape_hash(&w->p, r.group);
     st->used[(int)w->p.cls]++;
@@ -172,6 +183,8 @@ typedef struct sel_s {
   const char* skip;         /* GPU name, or NULL */
   const char* skip2;        /* a second one (inner folds of model selection) */
   int folds, fold;          /* shape folds: fold = shape hash % folds */
+  const double* size_max;   /* per evaluation group: rows of a larger size (row_size) are
+                               left out (an extrapolation split); NULL none */
   int transfer_only;        /* fit no known regime (leave-one-GPU-out needs none) */
   double* floor;            /* per row: its (GPU, class) floor, ms */
   double p;                 /* floor combination exponent */
@@ -189,7 +202,20 @@ static double work_ms(const sel_t* s, size_t i, double lat) {
   return pow(pow(lat, s->p) - pow(f, s->p), 1 / s->p);
 }
 
+/* The size of a row's op, what an extrapolation split orders rows by: a
+ * GEMM's or convolution's FLOPs, the elements of any other op; 0 without
+ * op dims (such rows are never held out by size). */
+static double row_size(const row_t* r) {
+  if (!r->p.has_dims)
+    return 0;
+  int c = (int)r->p.cls;
+  return c == GRAPE_KC_GEMM || c == GRAPE_KC_CONV ? r->p.flops : r->p.numel;
+}
+
 static int selected(const row_t* r, const sel_t* s, int cls) {
+  if (s->size_max != NULL && r->group >= 0 && r->group < GRAPE_CV_GROUPS &&
+      row_size(r) > s->size_max[r->group])
+    return 0;
   if (s->skip != NULL && strcmp(r->gpu->name, s->skip) == 0)
     return 0;
   if (s->skip2 != NULL && strcmp(r->gpu->name, s->skip2) == 0)
@@ -271,6 +297,10 @@ static int fit_lin_l1(const grape_dataset_t* d, const sel_t* s, int cls, int for
     double nw[3] = {0, 0, 0};
     if ((err = grape__ls_solve(&l, 1e-9, nw)) == 0)
       memcpy(w, nw, sizeof(w));
+    else if (round > 0) {
+      err = 0;    /* a singular reweighted system: the previous round's fit stands */
+      break;
+    }
   }
   free(v);
   if (err < 0)
@@ -280,6 +310,19 @@ static int fit_lin_l1(const grape_dataset_t* d, const sel_t* s, int cls, int for
   g[2] = w[1];
   g[3] = w[2];
   return 0;
+}
+
+/* The regression with its slope in log T fixed at 1: log t = log T +
+ * w8 (log Li - log T) + w9 (log roofline - log T) + ..., the same for the
+ * `_tn` copies; fitted so, the weight of log T is 1 - w8 - w9 (and of its
+ * `_tn` copy -w18 - w19), which fit_grape restores. x[1] joins the offset. */
+static void unit_slope(double* x, double* off) {
+  *off += x[1];
+  x[8] -= x[1];
+  x[9] -= x[1];
+  x[18] -= x[11];
+  x[19] -= x[11];
+  x[1] = x[11] = 0;
 }
 
 /* grape's model: least relative error through IRLS. */
@@ -292,6 +335,9 @@ static int fit_grape(const grape_dataset_t* d, const sel_t* s, int cls, int laun
       w[j] = cd.fixed >> j & 1;
     return 0;
   }
+  /* The full regression keeps a unit slope in log T: it extrapolates as
+   * time proportional to work beyond the floor (docs/predictor.md). */
+  int unit = s->o->unit_slope && (cd.fit & 0x302) == 0x302 && cd.fixed == 0;
   grape__ls_t* l = malloc(sizeof(*l));
   if (l == NULL)
     return -ENOMEM;
@@ -312,6 +358,8 @@ static int fit_grape(const grape_dataset_t* d, const sel_t* s, int cls, int laun
         if (!(cd.fit >> j & 1))
           x[j] = 0;
       }
+      if (unit)
+        unit_slope(x, &off);
       double wk = work_ms(s, i, r->lat);
       if (wk <= 0)
         continue;
@@ -326,15 +374,26 @@ static int fit_grape(const grape_dataset_t* d, const sel_t* s, int cls, int laun
       }
       grape__ls_add(l, x, y, wt);
     }
+    /* A reweighting round can leave no weight (every row fitted exactly:
+     * timings of equal times, as the simulated device gives) or a singular
+     * system: the previous round's fit stands. */
     if (l->sw == 0) {
-      err = -ENODATA;
+      err = round > 0 ? 0 : -ENODATA;
       break;
     }
     double nw[GRAPE__NFEAT];
     err = grape__ls_solve(l, s->o->ridge, nw);
-    if (err < 0)
+    if (err < 0) {
+      err = round > 0 ? 0 : err;
       break;
+    }
     memcpy(w, nw, sizeof(nw));
+  }
+  if (unit) {
+    /* Back to the features' own weights: log T's is what the stacked
+     * predictions leave of the unit slope. */
+    w[1] = 1 - w[8] - w[9];
+    w[11] = -w[18] - w[19];
   }
   for (int j = 0; j < GRAPE__NFEAT; j++)
     if (cd.fixed >> j & 1)
@@ -425,6 +484,149 @@ static int fit_floors(const grape_dataset_t* d, sel_t* s, grape_model_t* m) {
 }
 
 
+/* ---- The timing harness ----
+ * An op timed with events around one call of a framework (the NeuSight
+ * rows) measures latency = max(floor, offset + kernel): the end event waits
+ * for the host to finish its dispatch (the floor, 25-60 us), and the
+ * kernel starts an offset after the start event. Per (GPU, class), the
+ * floor is the 1st percentile of the latencies timed so; a line through
+ * the rows between 1.3 and 4 floors (where the kernel just shows),
+ * latency = c0 + slope x T (T: the
+ * kernel's max(compute, memory) time, least relative squares), gives the
+ * offset, c0 less the least kernel time, and the slope that prices work a
+ * kernel hidden under the floor does. Rows timed as kernels (timing
+ * "kernel") have no harness. */
+
+#define KERNEL_CYCLES 2900  /* least kernel time, GPU clock cycles (docs/predictor.md) */
+#define KERNEL_IV_LO -1.0   /* log quantiles of measured / hidden-kernel estimate: the 10th and */
+#define KERNEL_IV_HI 0.85   /* 90th of the kernels under 10 us of the calibration trace */
+
+/* The least kernel time on the GPU named gpu, ms. */
+static double least_ms(const char* gpu) {
+  const grape_gpu_spec_t* g = grape_gpu_find(gpu);
+  return KERNEL_CYCLES / (g != NULL && g->clock_mhz > 0 ? g->clock_mhz * 1e3 : 1e6);
+}
+
+/* An upper bound of the harness offset of class c on gpu (floor F): no
+ * kernel beats its roofline time T = max(FLOPs / peak, bytes / bandwidth),
+ * so where it shows above the floor the offset is at most latency - T: the
+ * 10th percentile of that over such rows
+ * with op dims (a line through rows of ops of unlike efficiency, gelu's and
+ * add's, puts its intercept above it); F - least without any. */
+static double offset_bound(const grape_dataset_t* d, const sel_t* s, int c, const char* gpu,
+                           double F) {
+  double* v = malloc((d->n + 1) * sizeof(double));
+  double b = fmax(F - least_ms(gpu), 0);
+  if (v == NULL)
+    return b;
+  size_t n = 0;
+  for (size_t i = 0; i < d->n; i++) {
+    const row_t* r = &d->rows[i];
+    if (!selected(r, s, c) || r->kernel_time || !r->p.has_dims ||
+        strcmp(r->gpu->name, gpu) != 0 || !(r->lat > 1.3 * F))
+      continue;
+    double x[GRAPE__NFEAT];
+    grape__roof_t rf;
+    grape__features(&r->p, r->gpu, 0, x, &rf);
+    /* Peak FLOPs bound a convolution only by its direct FLOPs, which
+     * Winograd and FFT need fewer of: its memory time alone. */
+    v[n++] = r->lat - (c == GRAPE_KC_CONV ? rf.tm : fmax(rf.tc, rf.tm));
+  }
+  if (n >= 20) {
+    qsort(v, n, sizeof(double), cmp_double);
+    b = fmin(b, fmax(v[n / 10], 0));
+  }
+  free(v);
+  return b;
+}
+
+/* Per GPU gpus[g] and class: harness floor and offset (hf, ho; floor 0:
+ * none), and the transfer regime's offset and hidden-kernel slopes in m. */
+static int fit_harness(const grape_dataset_t* d, const sel_t* s, grape_model_t* m,
+                       const char* const* gpus, int ngpu, double (*hf)[GRAPE_KC_COUNT],
+                       double (*ho)[GRAPE_KC_COUNT]) {
+  double* v = malloc((d->n + 1) * sizeof(double));
+  if (v == NULL)
+    return -ENOMEM;
+  m->kernel_cycles = KERNEL_CYCLES;
+  m->kernel_iv[0] = KERNEL_IV_LO;
+  m->kernel_iv[1] = KERNEL_IV_HI;
+  for (int c = 0; c < GRAPE_KC_COUNT; c++) {
+    double offs[MAXGPU], slopes[2][MAXGPU];
+    int no = 0, ns[2] = {0, 0};
+    for (int g = 0; g < ngpu; g++) {
+      size_t n = 0;
+      for (size_t i = 0; i < d->n; i++) {
+        const row_t* r = &d->rows[i];
+        if (selected(r, s, c) && !r->kernel_time && strcmp(r->gpu->name, gpus[g]) == 0)
+          v[n++] = r->lat;
+      }
+      hf[g][c] = ho[g][c] = 0;
+      if (n < MIN_ROWS)
+        continue;
+      qsort(v, n, sizeof(double), cmp_double);
+      double F = hf[g][c] = v[n / 100], least = least_ms(gpus[g]);
+      ho[g][c] = -1;
+      for (int l = 0; l < 2; l++) {
+        grape__ls_t ls;
+        grape__ls_init(&ls, 2);
+        size_t k = 0;
+        for (size_t i = 0; i < d->n; i++) {
+          const row_t* r = &d->rows[i];
+          if (!selected(r, s, c) || r->kernel_time || strcmp(r->gpu->name, gpus[g]) != 0 ||
+              !(r->lat > 1.3 * F && r->lat < 4 * F) || (!l && !r->p.has_dims))
+            continue;
+          double x[GRAPE__NFEAT], b[2];
+          grape__roof_t rf;
+          grape__features(l ? &r->pl : &r->p, r->gpu, l, x, &rf);
+          b[0] = 1;
+          b[1] = exp(x[1]);
+          grape__ls_add(&ls, b, r->lat, 1 / (r->lat * r->lat));
+          k++;
+        }
+        double w[2];
+        if (k < 20 || grape__ls_solve(&ls, 1e-9, w) < 0 || !(w[1] > 0))
+          continue;
+        slopes[l][ns[l]++] = w[1];
+        if (!l)
+          offs[no++] = ho[g][c] = fmin(fmax(w[0] - least, 0), offset_bound(d, s, c, gpus[g], F));
+      }
+    }
+    qsort(offs, (size_t)no, sizeof(double), cmp_double);
+    m->hoff[c] = no ? offs[no / 2] : 0;
+    for (int l = 0; l < 2; l++) {
+      qsort(slopes[l], (size_t)ns[l], sizeof(double), cmp_double);
+      m->kslope[c][l] = ns[l] ? slopes[l][ns[l] / 2] : 1;
+    }
+    for (int g = 0; g < ngpu; g++)
+      if (ho[g][c] < 0)
+        ho[g][c] = fmin(m->hoff[c], hf[g][c]);
+  }
+  /* A class without harness rows of its own ("other") takes the median of
+   * the others' offsets and slopes. */
+  double mo[GRAPE_KC_COUNT], ms[2][GRAPE_KC_COUNT];
+  int nm = 0;
+  for (int c = 0; c < GRAPE_KC_COUNT; c++)
+    if (m->rows[c] >= MIN_ROWS) {
+      mo[nm] = m->hoff[c];
+      ms[0][nm] = m->kslope[c][0];
+      ms[1][nm++] = m->kslope[c][1];
+    }
+  if (nm > 0) {
+    qsort(mo, (size_t)nm, sizeof(double), cmp_double);
+    qsort(ms[0], (size_t)nm, sizeof(double), cmp_double);
+    qsort(ms[1], (size_t)nm, sizeof(double), cmp_double);
+    for (int c = 0; c < GRAPE_KC_COUNT; c++)
+      if (m->rows[c] < MIN_ROWS) {
+        m->hoff[c] = mo[nm / 2];
+        m->kslope[c][0] = ms[0][nm / 2];
+        m->kslope[c][1] = ms[1][nm / 2];
+      }
+  }
+  free(v);
+  return 0;
+}
+
 /* ---- Model selection ---- */
 
 /* Candidates for grape's linear part (see cand_t; bit j = x[j] of
@@ -439,6 +641,19 @@ static const cand_t candidates[] = {
     {ALLFEAT, 0, 0}, {0, 0x100, 0}, {0, 0x200, 0}, {0, 0, 1}, {0, 0, 2}, {0, 0, 3}, {0, 0, 4}};
 #define NCAND (sizeof(candidates) / sizeof(candidates[0]))
 #define LAYERNORM_CAND 5    /* {0, 0, 3}: linear-time form 2 */
+#define SOFTMAX_CAND 6      /* {0, 0, 4}: linear-time form 3 */
+
+/* The candidate a class uses by design, or -1 (chosen by inner
+ * cross-validation). Layer norm reads each row twice (statistics, then
+ * normalising), so its time is the L2 re-read form's: on four GPUs in five
+ * a floor-level inner choice missed it. Softmax's rows are too short to
+ * stream at full bandwidth and cost a number of cycles per wave: the
+ * inner choice took form 3 in every fold on all rows, but fitted on the
+ * smaller half of the rows (floor-bound on the fast GPUs) it took the
+ * regression, which does not extrapolate in waves (docs/predictor.md). */
+static int fixed_form(int c) {
+  return c == GRAPE_KC_LAYERNORM ? LAYERNORM_CAND : c == GRAPE_KC_SOFTMAX ? SOFTMAX_CAND : -1;
+}
 
 /* m->range[c]: the 0.5th and 99.5th percentile of log(regression's time /
  * roofline model's time) over the training rows (m->w[c], m->roof[c]
@@ -709,6 +924,290 @@ done:
   return err < 0 ? err : pick;
 }
 
+/* The q-quantile of the op size (row_size) of each evaluation group's rows
+ * with op dims that s selects (NULL: all), into thr[GRAPE_CV_GROUPS]
+ * (infinity for a group without any). */
+static int size_quantiles(const grape_dataset_t* d, const sel_t* s, double q, double* thr) {
+  double* v = malloc((d->n + 1) * sizeof(double));
+  if (v == NULL)
+    return -ENOMEM;
+  for (int g = 0; g < GRAPE_CV_GROUPS; g++) {
+    size_t n = 0;
+    for (size_t i = 0; i < d->n; i++)
+      if (d->rows[i].group == g && d->rows[i].p.has_dims &&
+          (s == NULL || selected(&d->rows[i], s, -1)))
+        v[n++] = row_size(&d->rows[i]);
+    thr[g] = INFINITY;
+    if (n > 0) {
+      qsort(v, n, sizeof(double), cmp_double);
+      thr[g] = v[(size_t)(q * (double)(n - 1))];
+    }
+  }
+  free(v);
+  return 0;
+}
+
+/* ---- Beyond the training range ----
+ * Every fit records its span (the largest op sizes of its rows) and how it
+ * behaves beyond it, calibrated on an inner extrapolation split of its own
+ * rows: the rows up to the median op size of each group are fitted, the
+ * larger ones predicted. The transfer regime chooses there the form it
+ * moves to beyond its span (the in-range form, or a regression free or
+ * with a unit slope in work), and the slopes by which its interval widens
+ * with the distance; the known regime, per GPU and class, how fast its
+ * trees' correction fades and the slopes of its own interval. */
+
+#define EXTRAP_Q 0.75      /* the inner split: rows up to this quantile of op size are fitted */
+#define EXTRAP_DMIN 0.05   /* rows nearer their span than this (5%) calibrate no slope */
+
+/* The span, per interval bin, of the rows s selects of class c on GPU gpu
+ * (NULL any): their launches alone (launch), or the rows with op dims. */
+static void span_of(const grape_dataset_t* d, const sel_t* s, int c, int launch, const char* gpu,
+                    grape__extrap_t* x) {
+  memset(x->span, 0, sizeof(x->span));
+  for (size_t i = 0; i < d->n; i++) {
+    const row_t* r = &d->rows[i];
+    if (!selected(r, s, c) || (!launch && !r->p.has_dims) ||
+        (gpu != NULL && strcmp(r->gpu->name, gpu) != 0))
+      continue;
+    const grape__kprep_t* p = launch ? &r->pl : &r->p;
+    double v[GRAPE__NSPAN], *span = x->span[grape__interval_bin(p)];
+    grape__span_values(p, v);
+    for (int j = 0; j < GRAPE__NSPAN; j++)
+      span[j] = fmax(span[j], v[j]);
+  }
+}
+
+/* Residuals beyond a span: log(measured / predicted), the in-range
+ * interval's bounds for the row, and the distance. */
+typedef struct beyond_s {
+  double *r, *lo, *hi, *d;
+  size_t n;
+} beyond_t;
+
+static int beyond_alloc(beyond_t* b, size_t n) {
+  b->n = 0;
+  b->r = malloc((n + 1) * sizeof(double));
+  b->lo = malloc((n + 1) * sizeof(double));
+  b->hi = malloc((n + 1) * sizeof(double));
+  b->d = malloc((n + 1) * sizeof(double));
+  return b->r && b->lo && b->hi && b->d ? 0 : -ENOMEM;
+}
+
+static void beyond_free(beyond_t* b) {
+  free(b->r);
+  free(b->lo);
+  free(b->hi);
+  free(b->d);
+}
+
+static void beyond_add(beyond_t* b, double r, double lo, double hi, double d) {
+  b->r[b->n] = r;
+  b->lo[b->n] = lo;
+  b->hi[b->n] = hi;
+  b->d[b->n++] = d;
+}
+
+/* The slope by which an interval must widen on both sides with the
+ * distance to keep its level beyond the span: the level's quantile of
+ * max(r - hi, lo - r) / d, the least widening that holds that share of the
+ * rows; 0 where the in-range bounds already hold them. Both sides alike:
+ * beyond the span a fit's error drifts in a direction its own rows do not
+ * tell (the same GPU and class drifted up in the inner split and down in
+ * the outer one). Rows nearer than EXTRAP_DMIN calibrate nothing; fewer
+ * than MIN_ROWS farther leave the slope 0. */
+static int widen_slopes(const beyond_t* b, double* widen) {
+  widen[0] = widen[1] = 0;
+  double* v = malloc((b->n + 1) * sizeof(double));
+  if (v == NULL)
+    return -ENOMEM;
+  size_t n = 0;
+  for (size_t i = 0; i < b->n; i++)
+    if (b->d[i] >= EXTRAP_DMIN)
+      v[n++] = fmax(b->r[i] - b->hi[i], b->lo[i] - b->r[i]) / b->d[i];
+  if (n >= MIN_ROWS) {
+    qsort(v, n, sizeof(double), cmp_double);
+    double q = fmax(v[(size_t)(LEVEL * (double)(n - 1) + 0.5)], 0);
+    widen[0] = -q;
+    widen[1] = q;
+  }
+  free(v);
+  return 0;
+}
+
+/* The lower half of an inner extrapolation split: s restricted to the rows
+ * up to the median op size of their group (thr holds the sizes). */
+static int inner_split(const grape_dataset_t* d, const sel_t* s, double* thr, sel_t* lo) {
+  int err = size_quantiles(d, s, EXTRAP_Q, thr);
+  *lo = *s;
+  lo->size_max = thr;
+  return err;
+}
+
+/* Whether row r of the rows s selects lies beyond the inner split lo. */
+static int upper(const row_t* r, const sel_t* s, const sel_t* lo, int c) {
+  return r->p.has_dims && selected(r, s, c) && !selected(r, lo, c);
+}
+
+/* The transfer regime's time of r (launch: its launch alone) by m, with
+ * the distance beyond m's span. */
+static double transfer_time(const grape_model_t* m, const row_t* r, int launch, double* dist) {
+  double x[GRAPE__NFEAT], t0;
+  grape__roof_t rf;
+  return grape__predict_transfer(m, launch ? &r->pl : &r->p, r->gpu, x, &rf, &t0, dist);
+}
+
+/* Per-kernel MAPE, over the upper rows of class c, of m's in-range form
+ * (w NULL) or of the regression w. */
+static double upper_mape(const grape_dataset_t* d, const sel_t* s, const sel_t* lo, int c,
+                         const grape_model_t* m, const double* w) {
+  double ape = 0, n = 0;
+  for (size_t i = 0; i < d->n; i++) {
+    const row_t* r = &d->rows[i];
+    if (!upper(r, s, lo, c))
+      continue;
+    double x[GRAPE__NFEAT];
+    grape__roof_t rf;
+    double t = grape__predict_x(m, GRAPE_METHOD_GRAPE, &r->p, r->gpu, x, &rf);
+    if (w != NULL) {
+      double v = 0;
+      for (int j = 0; j < GRAPE__NFEAT; j++)
+        v += w[j] * x[j];
+      t = fmax(exp(fmin(fmax(v, -12), 14)), 1e-3);
+    }
+    ape += fabs(t - r->lat) / r->lat;
+    n++;
+  }
+  return n > 0 ? ape / n : INFINITY;
+}
+
+/* Fits the regression (candidate 0) of class c on the rows s selects, with
+ * its slope in log T free (unit 0) or 1, into w; m holds the class's Li and
+ * roofline fits (stacked features). */
+static int fit_regression(const grape_dataset_t* d, const sel_t* s, int c, const grape_model_t* m,
+                          int unit, double* w) {
+  grape_train_opts_t o = *s->o;
+  o.unit_slope = unit;
+  sel_t su = *s;
+  su.o = &o;
+  return fit_grape(d, &su, c, 0, m, c, candidates[0], w);
+}
+
+/* The transfer regime beyond its span, per class with MIN_ROWS rows: the
+ * spans of m (fitted on the rows s selects, class c's candidate ci[c]), the
+ * extrapolation form and the widening slopes, from an inner split whose
+ * lower half is fitted into *mlo (the same forms; the known regime's
+ * calibration reuses it, with the split in lo). */
+static int fit_extrap_transfer(const grape_dataset_t* d, const sel_t* s, grape_model_t* m,
+                               const int* ci, sel_t* lo, grape_model_t** mlo) {
+  int err;
+  *mlo = malloc(sizeof(**mlo));
+  if (*mlo == NULL)
+    return -ENOMEM;
+  grape_model_t* ml = *mlo;
+  memcpy(ml, m, sizeof(*ml));
+  ml->known = NULL;
+  ml->nknown = 0;
+  beyond_t b = {0};
+  double* wr = malloc(2 * GRAPE__NFEAT * sizeof(double));
+  if (wr == NULL || beyond_alloc(&b, d->n) < 0) {
+    err = -ENOMEM;
+    goto done;
+  }
+  for (int c = 0; c < GRAPE_KC_COUNT; c++) {
+    for (int l = 0; l < 2; l++) {
+      span_of(d, s, c, l, NULL, &m->xt[c][l]);
+      span_of(d, lo, c, l, NULL, &ml->xt[c][l]);
+    }
+    if (m->rows[c] < MIN_ROWS)
+      continue;
+    /* The in-range form and the two regressions, fitted on the lower half,
+     * predict the upper half: the best is the form beyond the span. */
+    if ((err = fit_linear(d, lo, c, 1, ml->roof[c])) < 0 ||
+        (err = fit_linear(d, lo, c, 0, ml->li[c])) < 0 ||
+        (err = fit_cand(d, lo, c, c, ml, candidates[ci[c]])) < 0 ||
+        (err = fit_grape(d, lo, c, 1, ml, c, candidates[0], ml->wl[c])) < 0 ||
+        (err = fit_regression(d, lo, c, ml, 1, wr)) < 0)
+      goto done;
+    double e[2] = {upper_mape(d, s, lo, c, ml, NULL), upper_mape(d, s, lo, c, ml, wr)};
+    /* Beyond the span, time grows as work: the classes whose form is
+     * chosen (a regression whose slope in work was fitted, or a linear form
+     * fitted where the floor hides the slope) move to the unit-slope
+     * regression; those with a linear-time form by design keep it. (Letting
+     * this inner split choose picked the form the outer extrapolation split
+     * liked less for two classes of six: e[] is logged for that.) */
+    int best = s->o->xform >= 0 ? s->o->xform : fixed_form(c) < 0;
+    m->xform[c] = ml->xform[c] = best;
+    if (best) {
+      memcpy(ml->xw[c], wr, sizeof(ml->xw[c]));
+      if ((err = fit_regression(d, s, c, m, 1, m->xw[c])) < 0)
+        goto done;
+    }
+    if (s->o->log != NULL)
+      fprintf(s->o->log, "grape: %s: beyond the span, MAPE of the in-range form %.4f, "
+              "unit-slope regression %.4f: %s\n", grape_kclass_name(c), e[0], e[1],
+              best ? "unit slope" : "in-range form");
+    /* The widening: how the upper half's residuals, less each GPU's level
+     * (an unseen GPU's level is already in the interval), outgrow the
+     * lower half's own spread. */
+    for (int l = 0; l < 2; l++) {
+      const char* gpus[MAXGPU];
+      int ngpu = list_gpus(d, lo, c, gpus);
+      ngpu = ngpu > MAXGPU ? MAXGPU : ngpu;
+      double shift[MAXGPU], spread[2] = {0, 0};
+      double* v = b.r;   /* scratch, before b fills */
+      size_t nall = 0;
+      for (int g = 0; g < ngpu; g++) {
+        size_t n = 0;
+        for (size_t i = 0; i < d->n; i++) {
+          const row_t* r = &d->rows[i];
+          if (selected(r, lo, c) && (l || r->p.has_dims) && strcmp(r->gpu->name, gpus[g]) == 0) {
+            double dist;
+            v[nall + n++] = log(r->lat / transfer_time(ml, r, l, &dist));
+          }
+        }
+        shift[g] = 0;
+        if (n > 0) {
+          qsort(v + nall, n, sizeof(double), cmp_double);
+          shift[g] = v[nall + n / 2];
+          for (size_t i = 0; i < n; i++)
+            v[nall + i] -= shift[g];
+        }
+        nall += n;
+      }
+      if (nall >= MIN_ROWS) {
+        double q[2];
+        quantiles(v, nall, q);
+        spread[0] = q[0];
+        spread[1] = q[1];
+      }
+      b.n = 0;
+      for (size_t i = 0; i < d->n; i++) {
+        const row_t* r = &d->rows[i];
+        if (!upper(r, s, lo, c))
+          continue;
+        int g = 0;
+        while (g < ngpu && strcmp(gpus[g], r->gpu->name) != 0)
+          g++;
+        double dist, t = transfer_time(ml, r, l, &dist);
+        beyond_add(&b, log(r->lat / t) - (g < ngpu ? shift[g] : 0), spread[0], spread[1], dist);
+      }
+      if ((err = widen_slopes(&b, m->xt[c][l].widen)) < 0)
+        goto done;
+      if (s->o->log != NULL)
+        fprintf(s->o->log, "grape: %s%s: transfer regime beyond its rows (%zu): widening %.4f a "
+                "unit of distance\n", grape_kclass_name(c), l ? " (launch only)" : "", b.n,
+                m->xt[c][l].widen[1]);
+      memcpy(ml->xt[c][l].widen, m->xt[c][l].widen, sizeof(m->xt[c][l].widen));
+    }
+  }
+  err = 0;
+done:
+  free(wr);
+  beyond_free(&b);
+  return err;
+}
+
 /* ---- The known regime ---- */
 
 /* Rows of one (GPU, class) with op dims, in the form the trees fit: the
@@ -820,10 +1319,145 @@ done:
   return err;
 }
 
+/* The fades the known regime's calibration chooses from (exp(-fade d)):
+ * from keeping the trees' correction whole to dropping it at once. */
+static const double fades[] = {0, 0.25, 0.5, 1, 2, 4, 1000};
+#define NFADE (sizeof(fades) / sizeof(fades[0]))
+
+/* The upper half's rows of an inner split as the known regime predicts
+ * them: the transfer regime's in-range and extrapolated times, the trees'
+ * correction, the distance, the measured time and the row's in-range
+ * interval. */
+#define NUP 7
+typedef struct pool_s {
+  double* v;               /* NUP a row: t0, tx, cr, dk, lat, lo, hi */
+  size_t n;
+} pool_t;
+
+/* The known regime of GPU gpu and class c (launch: its launch-only fit)
+ * beyond its rows: kc's span, and, when it has trees, its upper rows of the
+ * inner split lo into pool: trees fitted on the lower half (over the
+ * transfer regime fitted there, ml) predict the upper half. */
+static int known_extrap(const grape_dataset_t* d, const sel_t* s, const sel_t* lo,
+                        const grape_model_t* ml, const char* gpu, int c, int l,
+                        grape__known_class_t* kc, pool_t* pool) {
+  span_of(d, s, c, l, gpu, &kc->x);
+  if (kc->ntrees == 0 || ml == NULL)
+    return 0;
+  grape__boost_opts_t o = known_opts(s->o);
+  size_t n = 0;
+  for (size_t i = 0; i < d->n; i++) {
+    const row_t* r = &d->rows[i];
+    if ((l || r->p.has_dims) && selected(r, lo, c) && strcmp(r->gpu->name, gpu) == 0)
+      n++;
+  }
+  int err = -ENOMEM;
+  float* x = malloc((n + 1) * GRAPE__NGF * sizeof(float));
+  double* rr = malloc((n + 1) * sizeof(double));
+  grape__tree_t* t = malloc((size_t)(o.trees + 1) * sizeof(*t));
+  if (x == NULL || rr == NULL || t == NULL)
+    goto done;
+  size_t nl = 0;
+  for (size_t i = 0; i < d->n; i++) {
+    const row_t* r = &d->rows[i];
+    if (!(l || r->p.has_dims) || !selected(r, lo, c) || strcmp(r->gpu->name, gpu) != 0)
+      continue;
+    const grape__kprep_t* p = l ? &r->pl : &r->p;
+    double xv[GRAPE__NFEAT], t0, dist;
+    grape__roof_t rf;
+    grape__predict_transfer(ml, p, r->gpu, xv, &rf, &t0, &dist);
+    grape__gpu_features(p, xv, &rf, t0, &x[nl * GRAPE__NGF]);
+    rr[nl++] = log(r->lat / t0);
+  }
+  err = 0;
+  if (nl < MIN_KNOWN)
+    goto done;
+  int nt = grape__boost_fit(x, nl, GRAPE__NGF, rr, &o, t);
+  if (nt < 0) {
+    err = nt;
+    goto done;
+  }
+  grape__extrap_t lx;
+  span_of(d, lo, c, l, gpu, &lx);
+  for (size_t i = 0; i < d->n; i++) {
+    const row_t* r = &d->rows[i];
+    if (!upper(r, s, lo, c) || strcmp(r->gpu->name, gpu) != 0)
+      continue;
+    const grape__kprep_t* p = l ? &r->pl : &r->p;
+    double xv[GRAPE__NFEAT], t0, dist;
+    grape__roof_t rf;
+    float xf[GRAPE__NGF];
+    double* u = &pool->v[NUP * pool->n++];
+    u[1] = grape__predict_transfer(ml, p, r->gpu, xv, &rf, &t0, &dist);
+    grape__gpu_features(p, xv, &rf, t0, xf);
+    u[0] = t0;
+    u[2] = fmin(fmax(grape__boost_eval(t, nt, xf), -8), 8);
+    u[3] = grape__span_distance(p, &lx);
+    u[4] = r->lat;
+    int bin = grape__interval_bin(p);
+    const double* iv = kc->iv[2 * bin] <= kc->iv[2 * bin + 1] ? &kc->iv[2 * bin] : kc->iv;
+    u[5] = iv[0];
+    u[6] = iv[1];
+  }
+done:
+  free(x);
+  free(rr);
+  free(t);
+  return err;
+}
+
+/* The fade and the widening of class c's known regime (one fit, l), from
+ * the upper rows of every GPU pooled: beyond its rows a GPU's error drifts
+ * in a way its own rows do not tell, as an unseen GPU's level does. */
+static int known_beyond(pool_t* pool, grape__known_t* known, int ngpu, int c, int l, FILE* logf) {
+  if (pool->n < MIN_ROWS)
+    return 0;
+  double best = INFINITY, fade = 0;
+  grape__known_class_t k = {0};
+  for (size_t f = 0; f < NFADE; f++) {
+    k.x.fade = fades[f];
+    double ape = 0;
+    for (size_t i = 0; i < pool->n; i++) {
+      const double* u = &pool->v[NUP * i];
+      ape += fabs(grape__known_time(&k, u[0], u[1], u[2], u[3]) - u[4]) / u[4];
+    }
+    if (ape < best) {
+      best = ape;
+      fade = fades[f];
+    }
+  }
+  k.x.fade = fade;
+  beyond_t b;
+  if (beyond_alloc(&b, pool->n) < 0) {
+    beyond_free(&b);
+    return -ENOMEM;
+  }
+  for (size_t i = 0; i < pool->n; i++) {
+    const double* u = &pool->v[NUP * i];
+    beyond_add(&b, log(u[4] / grape__known_time(&k, u[0], u[1], u[2], u[3])), u[5], u[6], u[3]);
+  }
+  double widen[2];
+  int err = widen_slopes(&b, widen);
+  beyond_free(&b);
+  if (logf != NULL)
+    fprintf(logf, "grape: %s%s: known regime beyond its rows (%zu): fade %g, widening %.4f a unit "
+            "of distance\n", grape_kclass_name(c), l ? " (launch only)" : "", pool->n, fade,
+            widen[1]);
+  for (int g = 0; g < ngpu; g++) {
+    grape__known_class_t* kc = &known[g].c[c][l];
+    kc->x.fade = fade;
+    memcpy(kc->x.widen, widen, sizeof(widen));
+  }
+  return err;
+}
+
 /* The known regime: per GPU of the selected rows and class with MIN_KNOWN
  * rows with op dims, trees on log(measured / transfer prediction) and
- * their interval. m's transfer regime is fitted. */
-static int fit_known(const grape_dataset_t* d, const sel_t* s, grape_model_t* m) {
+ * their interval, and (ml, the transfer regime fitted on the lower half of
+ * the inner split lo; NULL none) their behaviour beyond those rows. m's
+ * transfer regime is fitted. */
+static int fit_known(const grape_dataset_t* d, const sel_t* s, const sel_t* lo,
+                     const grape_model_t* ml, grape_model_t* m) {
   const char* gpus[MAXGPU];
   int ngpu = list_gpus(d, s, -1, gpus);
   ngpu = ngpu > MAXGPU ? MAXGPU : ngpu;
@@ -832,14 +1466,19 @@ static int fit_known(const grape_dataset_t* d, const sel_t* s, grape_model_t* m)
     return -ENOMEM;
   m->nknown = ngpu;
   grape__boost_opts_t o = known_opts(s->o);
-  for (int g = 0; g < ngpu; g++) {
-    grape__known_t* kg = &m->known[g];
-    snprintf(kg->name, sizeof(kg->name), "%s", gpus[g]);
-    for (int c = 0; c < GRAPE_KC_COUNT; c++)
-      for (int l = 0; l < 2; l++) {
-        grape__known_class_t* kc = &kg->c[c][l];
+  pool_t pool = {malloc((d->n + 1) * NUP * sizeof(double)), 0};
+  if (pool.v == NULL)
+    return -ENOMEM;
+  for (int g = 0; g < ngpu; g++)
+    snprintf(m->known[g].name, sizeof(m->known[g].name), "%s", gpus[g]);
+  for (int c = 0; c < GRAPE_KC_COUNT; c++)
+    for (int l = 0; l < 2; l++) {
+      pool.n = 0;
+      int err = 0;
+      for (int g = 0; g < ngpu && err == 0; g++) {
+        grape__known_class_t* kc = &m->known[g].c[c][l];
         kset_t k = {0};
-        int err = kset_collect(d, s, m, gpus[g], c, l, &k);
+        err = kset_collect(d, s, m, gpus[g], c, l, &k);
         kc->rows = (double)k.n;
         for (int j = 0; j < 2 * GRAPE__NIVB; j++)
           kc->iv[j] = j % 2 ? -1 : 1;
@@ -857,14 +1496,22 @@ static int fit_known(const grape_dataset_t* d, const sel_t* s, grape_model_t* m)
           err = err > 0 ? 0 : err;
         }
         kset_free(&k);
-        if (err < 0)
-          return err;
+        if (err == 0)
+          err = known_extrap(d, s, lo, ml, gpus[g], c, l, kc, &pool);
       }
-  }
+      if (err == 0)
+        err = known_beyond(&pool, m->known, ngpu, c, l, s->o->log);
+      if (err < 0) {
+        free(pool.v);
+        return err;
+      }
+    }
+  free(pool.v);
   return 0;
 }
 
 static int train_sel(const grape_dataset_t* d, sel_t* s, grape_model_t** out) {
+  grape_model_t* ml = NULL;   /* the inner extrapolation split's lower-half fit */
   grape_model_t* m = calloc(1, sizeof(*m));
   if (m == NULL)
     return -ENOMEM;
@@ -881,24 +1528,21 @@ static int train_sel(const grape_dataset_t* d, sel_t* s, grape_model_t** out) {
   m->gap_graph_us = 1;
   m->graph_launch_us = 5;
   m->level = LEVEL;
+  int ci[GRAPE_KC_COUNT] = {0};
   for (int c = 0; c < GRAPE_KC_COUNT; c++) {
     size_t n = class_rows(d, s, c);
     int fc = n >= MIN_ROWS ? c : -1;
     m->rows[c] = (double)n;
     for (int j = 0; j < 2 * GRAPE__NIVB; j++)
       m->iv[c][j] = m->ivl[c][j] = j % 2 ? -1 : 1;
-    /* Layer norm reads each row twice (statistics, then normalising), so its
-     * time is the L2 re-read form's by design: on four GPUs in five a
-     * floor-level inner choice missed it (docs/predictor.md). */
-    int only = c == GRAPE_KC_LAYERNORM ? LAYERNORM_CAND : s->o->select ? -1 : 0;
-    int ci = 0;
-    if (fc >= 0 && (ci = select_cand(d, s, c, only, m->iv[c], m->ivl[c])) < 0) {
-      err = ci;
+    int only = fixed_form(c) >= 0 ? fixed_form(c) : s->o->select ? -1 : 0;
+    if (fc >= 0 && (ci[c] = select_cand(d, s, c, only, m->iv[c], m->ivl[c])) < 0) {
+      err = ci[c];
       goto fail_fit;
     }
     if ((err = fit_linear(d, s, fc, 1, m->roof[c])) < 0 ||
         (err = fit_linear(d, s, fc, 0, m->li[c])) < 0 ||
-        (err = fit_cand(d, s, fc, c, m, candidates[ci])) < 0 ||
+        (err = fit_cand(d, s, fc, c, m, candidates[ci[c]])) < 0 ||
         (err = fit_grape(d, s, fc, 1, m, c, candidates[0], m->wl[c])) < 0)
       goto fail_fit;
   }
@@ -921,12 +1565,37 @@ static int train_sel(const grape_dataset_t* d, sel_t* s, grape_model_t** out) {
       }
     }
   }
-  if (!s->transfer_only && (err = fit_known(d, s, m)) < 0)
+  /* Beyond the training rows: an inner extrapolation split calibrates the
+   * transfer regime, and with it (ml, its fit on the lower half) the known
+   * regime. */
+  sel_t lo;
+  double thr[GRAPE_CV_GROUPS];
+  if ((err = inner_split(d, s, thr, &lo)) < 0 ||
+      (err = fit_extrap_transfer(d, s, m, ci, &lo, &ml)) < 0)
     goto fail_fit;
+  if (!s->transfer_only && (err = fit_known(d, s, &lo, ml, m)) < 0)
+    goto fail_fit;
+  {
+    /* The harness of each GPU, known to the model or not. */
+    const char* gpus[MAXGPU];
+    int ngpu = list_gpus(d, s, -1, gpus);
+    ngpu = ngpu > MAXGPU ? MAXGPU : ngpu;
+    double hf[MAXGPU][GRAPE_KC_COUNT], ho[MAXGPU][GRAPE_KC_COUNT];
+    if ((err = fit_harness(d, s, m, gpus, ngpu, hf, ho)) < 0)
+      goto fail_fit;
+    for (int i = 0; i < m->nknown; i++)
+      for (int g = 0; g < ngpu; g++)
+        if (strcmp(m->known[i].name, gpus[g]) == 0) {
+          memcpy(m->known[i].hfloor, hf[g], sizeof(hf[g]));
+          memcpy(m->known[i].hoff, ho[g], sizeof(ho[g]));
+        }
+  }
+  free(ml);
   free(s->floor);
   *out = m;
   return 0;
 fail_fit:
+  free(ml);
   free(s->floor);
   grape_model_free(m);
   return err;
@@ -966,6 +1635,7 @@ static void cell_add(grape_cv_cell_t* t, const grape_cv_cell_t* a) {
   t->cover_launch += a->cover_launch;
   t->ape_known += a->ape_known;
   t->known += a->known;
+  t->extrapolated += a->extrapolated;
 }
 
 void grape_cv_sum(const grape_cv_t* cv, int group, grape_cv_cell_t* out) {
@@ -976,9 +1646,26 @@ void grape_cv_sum(const grape_cv_t* cv, int group, grape_cv_cell_t* out) {
         cell_add(out, &cv->cell[gi][g]);
 }
 
+/* What a prediction says of row r: the kernel's time for a row timed as a
+ * kernel, the harness-inclusive latency for one timed through a harness;
+ * with its bounds. */
+static double served(const row_t* r, const grape_prediction_t* p, double* lo, double* hi) {
+  *lo = r->kernel_time ? p->lo_ms : p->harness_lo_ms;
+  *hi = r->kernel_time ? p->hi_ms : p->harness_hi_ms;
+  return r->kernel_time ? p->ms : p->harness_ms;
+}
+
 /* Whether grape's interval holds the measured time of r. */
-static int covers(const grape_prediction_t* p, double lat) {
-  return p->has_interval && p->lo_ms <= lat && lat <= p->hi_ms;
+static int covers(const row_t* r, const grape_prediction_t* p) {
+  double lo, hi;
+  served(r, p, &lo, &hi);
+  return p->has_interval && lo <= r->lat && r->lat <= hi;
+}
+
+/* grape's absolute relative error on r. */
+static double ape_of(const row_t* r, const grape_prediction_t* p) {
+  double lo, hi;
+  return fabs(served(r, p, &lo, &hi) - r->lat) / r->lat;
 }
 
 /* Starts a cross-validation of d over the GPUs of the data, which needs
@@ -1026,9 +1713,9 @@ int grape_model_crossval(const grape_dataset_t* d, const grape_train_opts_t* o, 
       grape_prediction_t pf, pl;
       grape__predict_full(m, &r->p, r->gpu, &pf);
       grape__predict_full(m, &r->pl, r->gpu, &pl);
-      a->covered += covers(&pf, r->lat);
-      a->cover_launch += covers(&pl, r->lat);
-      a->ape_launch += fabs(pl.ms - r->lat) / r->lat;
+      a->covered += covers(r, &pf);
+      a->cover_launch += covers(r, &pl);
+      a->ape_launch += ape_of(r, &pl);
       if (dump != NULL)
         fprintf(dump, "%s,%d,%g,%g,%g,%g,%g,%g,%g,%g,%g\n", out->gpu[gi], r->group, r->lat,
                 grape__predict(m, GRAPE_METHOD_ROOFLINE, &r->p, r->gpu),
@@ -1041,6 +1728,28 @@ int grape_model_crossval(const grape_dataset_t* d, const grape_train_opts_t* o, 
     grape_model_free(m);
   }
   return 0;
+}
+
+/* The cell of r's GPU (listed in out) and group. */
+static grape_cv_cell_t* cell_of(grape_cv_t* out, const row_t* r) {
+  int gi = 0;
+  while (gi < out->ngpu && strcmp(out->gpu[gi], r->gpu->name) != 0)
+    gi++;
+  return &out->cell[gi][r->group];
+}
+
+/* Adds r, with op dims, as m serves it (into *pf) and as its transfer
+ * regime alone predicts it, to cell a. */
+static void add_served(grape_cv_cell_t* a, const grape_model_t* m, const row_t* r,
+                       grape_prediction_t* pf) {
+  grape__predict_full(m, &r->p, r->gpu, pf);
+  double t0 = grape__predict(m, GRAPE_METHOD_GRAPE, &r->p, r->gpu);
+  a->ape[GRAPE_METHOD_GRAPE] += fabs(t0 - r->lat) / r->lat;
+  a->ape_known += ape_of(r, pf);
+  a->covered += covers(r, pf);
+  a->known += pf->regime != GRAPE_REGIME_TRANSFER;
+  a->extrapolated += pf->regime == GRAPE_REGIME_KNOWN_EXTRAPOLATED;
+  a->n++;
 }
 
 int grape_model_crossval_shapes(const grape_dataset_t* d, int folds, const grape_train_opts_t* o,
@@ -1063,22 +1772,58 @@ int grape_model_crossval_shapes(const grape_dataset_t* d, int folds, const grape
       if (!r->p.has_dims || r->shape % (uint32_t)folds != (uint32_t)f || r->group < 0 ||
           r->group >= NGROUP)
         continue;
-      int gi = 0;
-      while (gi < out->ngpu && strcmp(out->gpu[gi], r->gpu->name) != 0)
-        gi++;
-      grape_cv_cell_t* a = &out->cell[gi][r->group];
-      grape_prediction_t pf;
-      grape__predict_full(m, &r->p, r->gpu, &pf);
-      double t0 = grape__predict(m, GRAPE_METHOD_GRAPE, &r->p, r->gpu);
-      a->ape[GRAPE_METHOD_GRAPE] += fabs(t0 - r->lat) / r->lat;
-      a->ape_known += fabs(pf.ms - r->lat) / r->lat;
-      a->covered += covers(&pf, r->lat);
-      a->known += pf.regime == GRAPE_REGIME_KNOWN;
-      grape_prediction_t pl;
+      grape_cv_cell_t* a = cell_of(out, r);
+      grape_prediction_t pf, pl;
+      add_served(a, m, r, &pf);
       grape__predict_full(m, &r->pl, r->gpu, &pl);
-      a->ape_launch += fabs(pl.ms - r->lat) / r->lat;
-      a->cover_launch += covers(&pl, r->lat);
-      a->n++;
+      a->ape_launch += ape_of(r, &pl);
+      a->cover_launch += covers(r, &pl);
+    }
+    grape_model_free(m);
+  }
+  return 0;
+}
+
+int grape_model_crossval_extrapolate(const grape_dataset_t* d, double q, int held_out_gpus,
+                                     const grape_train_opts_t* o, grape_cv_t* out) {
+  if (!(q > 0 && q < 1))
+    return -EINVAL;
+  grape_train_opts_t k;
+  int err = cv_begin(d, o, held_out_gpus ? 2 : 1, &k, out);
+  if (err < 0)
+    return err;
+  double thr[NGROUP];
+  if ((err = size_quantiles(d, NULL, q, thr)) < 0)
+    return err;
+  out->split_q = q;
+  out->extrapolate = held_out_gpus ? 2 : 1;
+  /* Known GPUs: one fit on the small rows of every GPU. Held-out GPUs: a
+   * fit per GPU on the small rows of the others (transfer regime only). */
+  int nfit = held_out_gpus ? out->ngpu : 1;
+  for (int f = 0; f < nfit; f++) {
+    sel_t s = {.size_max = thr, .o = &k};
+    if (held_out_gpus) {
+      s.skip = out->gpu[f];
+      s.transfer_only = 1;
+    }
+    grape_model_t* m;
+    if ((err = train_sel(d, &s, &m)) < 0)
+      return err;
+    out->level = m->level;
+    for (size_t i = 0; i < d->n; i++) {
+      const row_t* r = &d->rows[i];
+      if (!r->p.has_dims || r->group < 0 || r->group >= NGROUP || row_size(r) <= thr[r->group] ||
+          (held_out_gpus && strcmp(r->gpu->name, out->gpu[f]) != 0))
+        continue;
+      grape_prediction_t pf;
+      add_served(cell_of(out, r), m, r, &pf);
+      if (k.cv_dump != NULL)
+        fprintf(k.cv_dump, "%s,%d,%g,%g,%g,%g,%g,%g,%g,%d,%g,%g,%g\n", r->gpu->name, r->group,
+                r->lat, grape__predict(m, GRAPE_METHOD_ROOFLINE, &r->p, r->gpu),
+                grape__predict(m, GRAPE_METHOD_LI, &r->p, r->gpu),
+                grape__predict(m, GRAPE_METHOD_GRAPE, &r->p, r->gpu), pf.harness_ms,
+                pf.harness_lo_ms, pf.harness_hi_ms, (int)pf.regime, row_size(r), thr[r->group],
+                pf.distance);
     }
     grape_model_free(m);
   }

@@ -1,15 +1,20 @@
 /* grape predict: predicted kernel times for the launches in a CSV.
  *
- * Echoes every input line unchanged and in order, with four columns
- * appended: predicted_ms; regime, which part of the model served the row
- * ("known": learned from the GPU's own rows in the training data;
- * "transfer": spec-based, for a GPU or class the model has no rows of);
- * lower_ms and upper_ms, the bounds of grape's interval (nominally 80%,
- * calibrated on held-out data of the same regime; empty for the baselines
- * and when the model has no calibrated interval). All four are empty for a
- * row that cannot be predicted; such rows are counted and the first few
- * named on stderr. The trace form (grape predict --gpu NAME TRACE) is not
- * written yet; grape export --predict-gpu predicts a trace's kernels. */
+ * Echoes every input line unchanged and in order, with eight columns
+ * appended: predicted_ms, the kernel's own time on the GPU; regime, which
+ * part of the model served the row ("known": learned from the GPU's own
+ * rows in the training data; "known-extrapolated": such a GPU, but a kernel
+ * beyond its rows; "transfer": spec-based, for a GPU or class the model has
+ * no rows of); lower_ms and upper_ms, the bounds of grape's interval
+ * (nominally 80%, calibrated on held-out data of the same regime, widened
+ * beyond the training rows; empty for the baselines and when the model has
+ * no calibrated interval); harness_ms, harness_lower_ms, harness_upper_ms,
+ * the op's latency through a timing harness like the training data's (the
+ * host's dispatch floor included); distance, how far beyond the training
+ * rows the kernel lies (0 within them). All are empty for a row that
+ * cannot be predicted; such rows are counted and the first few named on
+ * stderr. The trace form (grape predict --gpu NAME TRACE) is not written
+ * yet; grape export --predict-gpu predicts a trace's kernels. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,12 +26,17 @@ static void usage(FILE* to) {
   fprintf(to,
           "usage: grape predict [-m MODEL] [--gpu NAME] [--method M] --csv IN.csv[.gz] [-o OUT.csv]\n"
           "\n"
-          "Writes IN's lines unchanged, in order, with four columns appended:\n"
-          "predicted_ms; regime, 'known' when the model learned the row's GPU from its\n"
-          "own measured rows, 'transfer' when it predicts from the GPU's specs; and\n"
-          "lower_ms, upper_ms, the bounds of the interval that held the measured time\n"
-          "of held-out rows of the same regime with the model's nominal probability\n"
-          "(80%%; empty for --method li and roofline). The target GPU of a row is its\n"
+          "Writes IN's lines unchanged, in order, with eight columns appended:\n"
+          "predicted_ms, the kernel's own time on the GPU (as a profiler measures it);\n"
+          "regime, 'known' when the model learned the row's GPU from its own measured\n"
+          "rows, 'known-extrapolated' when the kernel lies beyond them, 'transfer' when\n"
+          "it predicts from the GPU's specs; lower_ms, upper_ms, the bounds of the\n"
+          "interval that held the measured time of held-out rows of the same regime with\n"
+          "the model's nominal probability (80%%, wider beyond the training rows; empty\n"
+          "for --method li and roofline); harness_ms, harness_lower_ms, harness_upper_ms,\n"
+          "the op's latency through a timing harness like the training data's (events\n"
+          "around one framework call: the host's dispatch floor included); distance, how\n"
+          "far beyond the training rows the kernel lies. The target GPU of a row is its\n"
           "Device column; --gpu NAME sets it for files without one (and overrides the\n"
           "column when given). Without -m the model built into grape (trained on the\n"
           "NeuSight data) is used.\n"
@@ -103,11 +113,11 @@ int cmd_predict(int argc, char** argv) {
   }
   int rc = 1;
   grape_csv_t* c;
-  e = grape_csv_open(in, gpu, 0, &c);
+  char why[512] = "";
+  e = grape_csv_open_err(in, gpu, 0, &c, why, sizeof(why));
   if (e < 0) {
     if (e == -EINVAL)
-      fprintf(stderr, "grape: error: %s: needs a header with a kernel name column and a "
-                      "Device column (or --gpu NAME)\n", in);
+      fprintf(stderr, "grape: error: %s: %s\n", in, why[0] ? why : "not a launches CSV");
     else
       fprintf(stderr, "grape: error: %s: %s\n", in, strerror(-e));
     goto fail_open;
@@ -117,35 +127,35 @@ int cmd_predict(int argc, char** argv) {
     fprintf(stderr, "grape: error: %s: %s\n", outp, strerror(errno));
     goto fail_out;
   }
-  fprintf(out, "%s,predicted_ms,regime,lower_ms,upper_ms\n", grape_csv_header(c));
+  fprintf(out, "%s,predicted_ms,regime,lower_ms,upper_ms,harness_ms,harness_lower_ms,"
+               "harness_upper_ms,distance\n", grape_csv_header(c));
   grape_csv_row_t r;
-  size_t good = 0, bad = 0, known = 0;
+  size_t good = 0, bad = 0, n[3] = {0, 0, 0};
   while ((e = grape_csv_next(c, &r)) > 0) {
     if (!r.ok) {
       if (bad++ < 5)
         fprintf(stderr, "grape: warning: %s:%zu: not predicted: %s\n", in, r.line_no, r.why);
-      fprintf(out, "%s,,,,\n", r.line);
+      fprintf(out, "%s,,,,,,,,\n", r.line);
       continue;
     }
     good++;
-    if (method != GRAPE_METHOD_GRAPE) {
-      fprintf(out, "%s,%.6g,transfer,,\n", r.line,
-              grape_predict_kernel_ms_with(m, method, r.gpu, &r.desc));
-      continue;
-    }
     grape_prediction_t p;
-    grape_predict_kernel(m, r.gpu, &r.desc, &p);
-    known += p.regime == GRAPE_REGIME_KNOWN;
+    grape_predict_with(m, method, r.gpu, &r.desc, &p);
+    n[p.regime]++;
+    fprintf(out, "%s,%.6g,%s,", r.line, p.ms, grape_regime_name(p.regime));
     if (p.has_interval)
-      fprintf(out, "%s,%.6g,%s,%.6g,%.6g\n", r.line, p.ms, grape_regime_name(p.regime), p.lo_ms,
-              p.hi_ms);
+      fprintf(out, "%.6g,%.6g,%.6g,%.6g,%.6g,%.3g\n", p.lo_ms, p.hi_ms, p.harness_ms,
+              p.harness_lo_ms, p.harness_hi_ms, p.distance);
     else
-      fprintf(out, "%s,%.6g,%s,,\n", r.line, p.ms, grape_regime_name(p.regime));
+      fprintf(out, ",,%.6g,,,%.3g\n", p.harness_ms, p.distance);
   }
   if (e < 0)
     fprintf(stderr, "grape: error: %s: read error (%s)\n", in, strerror(-e));
-  fprintf(stderr, "grape: %zu rows predicted (%zu known regime, %zu transfer), %zu skipped\n", good,
-          known, good - known, bad);
+  fprintf(stderr,
+          "grape: %zu rows predicted (%zu known regime, %zu known-extrapolated, %zu transfer), "
+          "%zu skipped\n",
+          good, n[GRAPE_REGIME_KNOWN], n[GRAPE_REGIME_KNOWN_EXTRAPOLATED],
+          n[GRAPE_REGIME_TRANSFER], bad);
   rc = e < 0 || ferror(out);
   if (outp && fclose(out) != 0)
     rc = 1;

@@ -6,7 +6,8 @@
  * found beside grape, tools/locate.c), calls grape_replay_run
  * (replay/engine.c), writes the results. grape links no CUDA library; the
  * driver is dlopen'd. The CSV's device column is the predictor's name for
- * the device, so that grape train needs no --gpu for it. */
+ * the device, so that grape train needs no --gpu for it; on the sim, the
+ * sim's own name ("NVIDIA H200 (simcu)"), which marks the rows simulated. */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -191,6 +192,11 @@ int cmd_replay(int argc, char** argv) {
   }
   if (csv != NULL) {
     const char* dev = known_gpu(st.device);
+    /* On the sim the device keeps its own name, "NVIDIA H200 (simcu)": the
+     * predictor reads it as the GPU it stands for, and grape train refuses
+     * its rows unless asked (the times are the sim's clock model). */
+    if (sim && dev != NULL)
+      dev = st.device;
     if (dev == NULL)
       fprintf(stderr, "grape: warning: the predictor does not know the GPU '%s': give grape "
                       "train --gpu NAME (or --device-json) for these timings\n", st.device);

@@ -24,8 +24,9 @@
 
 static void usage(FILE* to) {
   fprintf(to,
-          "usage: grape train [-o MODEL] [--cv] [--cv-shapes] [--gpu NAME] [--device-json FILE]...\n"
-          "                   FILE|DIR...\n"
+          "usage: grape train [-o MODEL] [--cv [extrapolate]] [--cv-shapes] [--gpu NAME]\n"
+          "                   [--device-json FILE]...\n"
+          "                   [--allow-simulated] FILE|DIR...\n"
           "\n"
           "Fits the roofline, Li et al. and grape kernel-time models on measured\n"
           "timings and writes them to MODEL (a versioned text file).\n"
@@ -37,8 +38,14 @@ static void usage(FILE* to) {
           "                      (the transfer regime: GPUs the model has not seen)\n"
           "  --cv-shapes         cross-validation over held-out shapes, 5 folds (the\n"
           "                      known regime: GPUs of the training data, new shapes)\n"
+          "  --cv extrapolate    beyond the training range: fit the smaller half of each\n"
+          "                      op's rows, predict the larger half, on the fit's GPUs and\n"
+          "                      on GPUs left out; printed next to the random splits\n"
           "  --gpu NAME          GPU of rows in files without a Device column\n"
           "  --device-json FILE  add or override a GPU (NeuSight device JSON)\n"
+          "  --allow-simulated   train on rows timed on the simulated device (Device\n"
+          "                      'NAME (simcu)', as grape replay --time writes on the sim);\n"
+          "                      refused by default: their times are a clock model's\n"
           "  --quiet             do not name skipped lines\n");
 }
 
@@ -66,6 +73,8 @@ static void train_opts_from_env(grape_train_opts_t* o) {
   env_double("GRAPE_TRAIN_RIDGE", &o->ridge);
   env_int("GRAPE_TRAIN_SELECT", &o->select);
   env_int("GRAPE_TRAIN_CRIT", &o->crit);
+  env_int("GRAPE_TRAIN_UNIT_SLOPE", &o->unit_slope);
+  env_int("GRAPE_TRAIN_XFORM", &o->xform);
   if (getenv("GRAPE_TRAIN_VERBOSE") != NULL)
     o->log = stderr;
 }
@@ -173,7 +182,54 @@ static void print_cv_shapes(const grape_cv_t* cv) {
   print_per_gpu(cv, 19, shape_cell);
 }
 
+/* Extrapolation splits next to the random splits: per group and regime,
+ * MAPE of grape as served and coverage of its intervals. */
+static void print_cv_extrapolate(const grape_cv_t* rk, const grape_cv_t* ek, const grape_cv_t* rt,
+                                 const grape_cv_t* et) {
+  printf("extrapolation cross-validation: per group, the rows of op size (GEMM and conv FLOPs, "
+         "other ops' elements) up to the %.0fth percentile are fitted, the larger ones "
+         "predicted\n", 100 * ek->split_q);
+  printf("known GPUs: random = held-out shapes (5 folds), extrapolated = large rows of the "
+         "fit's GPUs; unseen GPUs: random = leave one GPU out, extrapolated = a left-out "
+         "GPU's large rows\n");
+  printf("per-kernel MAPE %% and coverage %% of the %.0f%% intervals\n", 100 * ek->level);
+  printf("%-12s | %8s %7s %7s %5s %7s %7s | %8s %7s %7s %5s %7s %7s\n", "group", "rows",
+         "random", "extrap", "x", "cov-rnd", "cov-ext", "rows", "random", "extrap", "x",
+         "cov-rnd", "cov-ext");
+  printf("%-12s | %-45s | %-45s\n", "", "known GPUs (known regime)",
+         "unseen GPUs (transfer regime)");
+  for (int g = 0; g < GRAPE_CV_GROUPS; g++) {
+    grape_cv_cell_t a, b, c, e;
+    grape_cv_sum(rk, g, &a);
+    grape_cv_sum(ek, g, &b);
+    grape_cv_sum(rt, g, &c);
+    grape_cv_sum(et, g, &e);
+    if (b.n == 0 && e.n == 0)
+      continue;
+    double ka = 100 * a.ape_known / a.n, kb = 100 * b.ape_known / b.n;
+    double ta = 100 * c.ape[GRAPE_METHOD_GRAPE] / c.n, tb = 100 * e.ape_known / e.n;
+    printf("%-12s | %8.0f %7.1f %7.1f %5.2f %7.1f %7.1f | %8.0f %7.1f %7.1f %5.2f %7.1f %7.1f\n",
+           grape_cv_group_name(g), b.n, ka, kb, kb / ka, 100 * a.covered / a.n,
+           100 * b.covered / b.n, e.n, ta, tb, tb / ta, 100 * c.covered / c.n,
+           100 * e.covered / e.n);
+  }
+}
+
 /* ---- The command ---- */
+
+/* What a training error says of the data (the fits' errno values). */
+static const char* train_error(int err) {
+  switch (err) {
+  case -ENODATA:
+    return "too few usable rows to fit the models (a fit needs rows of more than one "
+           "time and shape)";
+  case -EDOM:
+    return "the rows do not determine the models: the least-squares system is singular "
+           "(the rows need varied shapes and times)";
+  case -ENOMEM: return "out of memory";
+  default: return strerror(-err);
+  }
+}
 
 static int ends_with(const char* s, const char* suf) {
   size_t a = strlen(s), b = strlen(suf);
@@ -186,6 +242,7 @@ typedef struct ctx_s {
   const char* gpu;
   int quiet;
   int files;
+  int sim_files;          /* files with rows of the simulated device */
 } ctx_t;
 
 static int add_path(ctx_t* c, const char* path) {
@@ -217,20 +274,31 @@ static int add_path(ctx_t* c, const char* path) {
     free(ents);
     return rc;
   }
+  size_t sim_before = c->st.simulated;
   int err = grape_dataset_add_file(c->d, path, c->gpu, &c->st, c->quiet ? NULL : stderr, 5);
-  if (err < 0) {
-    fprintf(stderr, "grape: error: %s: %s\n", path,
-            err == -EINVAL ? "no header with a kernel name, device and latency column"
-                           : strerror(-err));
+  if (err == -EINVAL) {
+    /* The header lacks a column every row needs: open it again for the
+     * reader's account of which. */
+    char why[512] = "";
+    grape_csv_t* csv;
+    if (grape_csv_open_err(path, c->gpu, 1, &csv, why, sizeof(why)) == 0)
+      grape_csv_close(csv);
+    fprintf(stderr, "grape: error: %s: %s\n", path, why[0] ? why : "not a timings CSV");
     return -1;
   }
+  if (err < 0) {
+    fprintf(stderr, "grape: error: %s: %s\n", path, strerror(-err));
+    return -1;
+  }
+  if (c->st.simulated > sim_before)
+    c->sim_files++;
   c->files++;
   return 0;
 }
 
 int cmd_train(int argc, char** argv) {
   const char* out = NULL;
-  int cv = 0, cv_shapes = 0, rc = 1;
+  int cv = 0, cv_shapes = 0, cv_extrap = 0, allow_sim = 0, rc = 1;
   ctx_t c = {0};
   grape_cv_t* res = NULL;
   grape_train_opts_t opts;
@@ -247,12 +315,17 @@ int cmd_train(int argc, char** argv) {
       return 0;
     } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
       out = argv[++i];
+    } else if (strcmp(a, "--cv") == 0 && i + 1 < argc && strcmp(argv[i + 1], "extrapolate") == 0) {
+      cv_extrap = 1;
+      i++;
     } else if (strcmp(a, "--cv") == 0) {
       cv = 1;
     } else if (strcmp(a, "--cv-shapes") == 0) {
       cv_shapes = 1;
     } else if (strcmp(a, "--quiet") == 0) {
       c.quiet = 1;
+    } else if (strcmp(a, "--allow-simulated") == 0) {
+      allow_sim = 1;
     } else if (strcmp(a, "--gpu") == 0 && i + 1 < argc) {
       c.gpu = argv[++i];
       if (grape_gpu_find(c.gpu) == NULL) {
@@ -276,16 +349,26 @@ int cmd_train(int argc, char** argv) {
       inputs[ninputs++] = a;
     }
   }
-  if (ninputs == 0 || (out == NULL && !cv && !cv_shapes)) {
+  if (ninputs == 0 || (out == NULL && !cv && !cv_shapes && !cv_extrap)) {
     usage(stderr);
     rc = 2;
     goto done;
   }
   if (grape_dataset_new(&c.d) < 0)
     goto done;
+  grape_dataset_accept_simulated(c.d, allow_sim);
   for (int i = 0; i < ninputs; i++)
     if (add_path(&c, inputs[i]) < 0)
       goto done;
+  if (c.st.simulated > 0) {
+    fprintf(stderr,
+            "grape: error: %zu rows (in %d files) were timed on the simulated device (Device "
+            "'NAME (simcu)'): their times are the sim's clock model, not a GPU's measurements. "
+            "Time the trace on a GPU (grape replay --time there), or pass --allow-simulated "
+            "to train on them anyway\n",
+            c.st.simulated, c.sim_files);
+    goto done;
+  }
   fprintf(stderr, "grape: %d files, %zu rows\n", c.files, grape_dataset_size(c.d));
   printf("%-12s %10s %10s\n", "class", "used", "skipped");
   for (int k = 0; k < GRAPE_KC_COUNT; k++)
@@ -295,8 +378,41 @@ int cmd_train(int argc, char** argv) {
     fprintf(stderr, "grape: error: no usable rows\n");
     goto done;
   }
-  if ((cv || cv_shapes) && (res = malloc(sizeof(*res))) == NULL)
+  if ((cv || cv_shapes || cv_extrap) && (res = malloc(4 * sizeof(*res))) == NULL)
     goto done;
+  if (cv_extrap) {
+    /* Experiments: GRAPE_CV_SPLIT=Q fits the rows up to the Q-quantile of size (0.5). */
+    double q = 0.5;
+    env_double("GRAPE_CV_SPLIT", &q);
+    /* GRAPE_CV_DUMP=FILE: every prediction of the two extrapolation splits. */
+    const char* dp = getenv("GRAPE_CV_DUMP");
+    FILE* dump = dp != NULL ? fopen(dp, "w") : NULL;
+    int only = 0;   /* GRAPE_CV_ONLY=1: the extrapolation splits alone */
+    env_int("GRAPE_CV_ONLY", &only);
+    int err = only ? 0 : grape_model_crossval_shapes(c.d, 5, &opts, &res[0]);
+    opts.cv_dump = dump;
+    if (err == 0)
+      err = grape_model_crossval_extrapolate(c.d, q, 0, &opts, &res[1]);
+    opts.cv_dump = NULL;
+    if (err == 0 && !only)
+      err = grape_model_crossval(c.d, &opts, &res[2]);
+    opts.cv_dump = dump;
+    if (err == 0)
+      err = grape_model_crossval_extrapolate(c.d, q, 1, &opts, &res[3]);
+    opts.cv_dump = NULL;
+    if (dump != NULL)
+      fclose(dump);
+    if (only) {
+      memcpy(&res[0], &res[1], sizeof(res[0]));
+      memcpy(&res[2], &res[3], sizeof(res[2]));
+    }
+    if (err < 0) {
+      fprintf(stderr, "grape: error: extrapolation cross-validation needs rows of two or more "
+                      "GPUs with op dims (%s)\n", strerror(-err));
+      goto done;
+    }
+    print_cv_extrapolate(&res[0], &res[1], &res[2], &res[3]);
+  }
   if (cv) {
     /* Experiments: GRAPE_CV_DUMP=FILE writes every held-out prediction. */
     const char* dp = getenv("GRAPE_CV_DUMP");
@@ -329,7 +445,7 @@ int cmd_train(int argc, char** argv) {
     int err = grape_model_train_opts(c.d, &opts, &m);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (err < 0) {
-      fprintf(stderr, "grape: error: training failed: %s\n", strerror(-err));
+      fprintf(stderr, "grape: error: training failed: %s\n", train_error(err));
       goto done;
     }
     fprintf(stderr, "grape: trained in %.2f s\n",

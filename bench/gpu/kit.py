@@ -637,8 +637,9 @@ class Kit:
             self.add("predictor", "grape predict", "skip", why="no measured ops to predict")
         else:
             self.predict_csvs("ops", sorted(glob.glob(os.path.join(ops_dir, "*.csv"))))
+        self.sweep(ops_dir, have_predict)
         # grape's own timings of traced paths (grape replay --time) vs its predictions
-        traces = sorted(glob.glob(os.path.join(self.reports, "*.grape")))
+        traces = sorted(glob.glob(os.path.join(self.reports, "wl_*.grape")))
         if "replay" not in self.commands or "--time" not in self.cmd_help("replay"):
             self.add("predictor", "replay --time", "n/a", why=f"grape replay --time {NA}")
         elif not traces:
@@ -657,14 +658,62 @@ class Kit:
             if outs and have_predict:
                 self.predict_csvs("replay", outs)
 
+    def sweep(self, ops_dir, have_predict):
+        """The loop closed: a sweep of single ops of every class, from the harness's floor to
+        beyond the predictor's training range, timed as ops (NeuSight's method: rows with the
+        harness) and as kernels (the profiler's, and grape replay --time of the sweep's own
+        trace: rows without), written where grape train takes them as this GPU's data
+        (ops/sweep/, in ops.tar.gz; bench/gpu/README.md says how to retrain), and predicted."""
+        sweep_dir = os.path.join(ops_dir, "sweep")
+        why = self.torch_state()
+        if why:
+            self.add("predictor", "sweep", "skip", why=why)
+            return
+        if "--sweep" not in self.wl_help():
+            self.add("predictor", "sweep", "n/a", why=f"workloads.py --sweep {NA}")
+            return
+        if self.left(20) < 30:
+            self.add("predictor", "sweep", "skip", why="budget used up")
+            return
+        t = self.budget(120, 20)
+        jl = os.path.join(self.reports, "sweep.jsonl")
+        trace = os.path.join(self.reports, "sweep.grape")
+        env = self.dev_env()
+        if self.have_shim():  # observe mode: the ops pass through; its trace is replayed below
+            env = self.shim_env("observe", os.path.join(self.reports, "sweep.json"), env)
+            env["GRAPE_TRACE"] = trace
+        self.run("sweep", [self.py, self.wl(), "--sweep", sweep_dir, "--out", jl,
+                           "--deadline", str(time.time() + t - 5)], env, timeout=t)
+        r = last_jsonl(jl) or {}
+        self.add("predictor", "sweep", "info" if r.get("status") == "ok" else "error", rows=r.get("rows"),
+                 kernel_rows=r.get("kernel_rows"), why=r.get("why", ""))
+        files = sorted(glob.glob(os.path.join(sweep_dir, "*.csv")))
+        traces = glob.glob(trace + "*")
+        if traces and "replay" in self.commands and "--time" in self.cmd_help("replay"):
+            o = os.path.join(sweep_dir, "replay.csv.txt")  # renamed below: only a good file is a .csv
+            rc, out, err = self.run("replay_sweep", [self.grape, "replay", "--all", "--time", "-o", o, traces[0]],
+                                    self.dev_env(), timeout=self.budget(60, 10))
+            if rc == 0 and os.path.exists(o):
+                os.replace(o, o[:-4])
+                files.append(o[:-4])
+            else:
+                self.add("predictor", "sweep replay --time", "error", rc=rc, why=tail(err, 3))
+        if have_predict and files:
+            self.predict_csvs("sweep", files, os.path.join(ops_dir, "sweep-pred"))
+
+    def wl_help(self):
+        rc, out, err = self.run("workloads_help", [self.py, self.wl(), "--help"], timeout=30)
+        return out + err
+
     def predict_methods(self):
         """The models `grape predict --method` offers (first = the default), or [None]."""
         m = re.search(r"^\s+--method\s+\S+\s+(.*)$", self.cmd_help("predict"), re.M)
         names = [w for w in re.findall(r"[a-z][a-z0-9_-]*", m.group(1)) if w not in ("default", "or", "and")] if m else []
         return names or [None]
 
-    def predict_csvs(self, label, files):
-        """grape predict on measured CSVs: MAPE and median APE per class, for each model."""
+    def predict_csvs(self, label, files, outdir=None):
+        """grape predict on measured CSVs: MAPE and median APE per class (and regime, where the
+        CSV names it), for each model; the predictions go beside each file, or into outdir."""
         errs = {}  # class -> method -> [APE]
         methods = self.predict_methods()
         for f in files:
@@ -672,6 +721,9 @@ class Kit:
                 continue
             for meth in methods:
                 o = f[:-4] + (f".{meth}" if meth else "") + ".pred.csv"
+                if outdir:
+                    os.makedirs(outdir, exist_ok=True)
+                    o = os.path.join(outdir, os.path.basename(o))
                 cmd = [self.grape, "predict", "--csv", f, "-o", o] + (["--method", meth] if meth else [])
                 rc, out, err = self.run(f"predict_{meth}_" + os.path.basename(f), cmd, timeout=self.budget(30, 5))
                 if rc != 0 or not os.path.exists(o):
@@ -680,11 +732,19 @@ class Kit:
                 with open(o, newline="") as fh:
                     for row in csv.DictReader(fh):
                         try:
-                            m, p = float(row.get("Latency") or row["time_ms"]), float(row["predicted_ms"])  # NeuSight / grape replay
+                            # NeuSight's Latency is an op's time through its harness: grape's
+                            # harness_ms where it has one; time_ms (grape replay, the profiler)
+                            # is a kernel's own time: predicted_ms
+                            harness = row.get("Latency") not in (None, "")
+                            m = float(row["Latency"] if harness else row["time_ms"])
+                            p = float(row["harness_ms"] if harness and row.get("harness_ms") else row["predicted_ms"])
                         except (KeyError, TypeError, ValueError):  # no prediction for this row
                             continue
                         if m > 0:
-                            errs.setdefault(op_class(row.get("OPName", "?")), {}).setdefault(meth, []).append(abs(p - m) / m)
+                            cls = op_class(row.get("OPName") or row.get("op") or "?")
+                            if row.get("regime"):
+                                cls += " " + row["regime"]
+                            errs.setdefault(cls, {}).setdefault(meth, []).append(abs(p - m) / m)
         for c, by in sorted(errs.items()):
             kw = {}
             for meth in methods:
@@ -879,7 +939,8 @@ def graph_stats(r):
 
 
 def op_class(op):
-    return {"bmm": "BMM", "linear": "Linear", "softmax": "Softmax", "ln": "LayerNorm", "conv": "Conv"}.get(op, "EW")
+    return {"bmm": "BMM", "linear": "Linear", "gemm": "GEMM", "softmax": "Softmax", "ln": "LayerNorm",
+            "layernorm": "LayerNorm", "conv": "Conv", "?": "kernel", "": "kernel"}.get(op, "EW")
 
 
 def write_synthetic_ops(d):

@@ -18,7 +18,10 @@ variants is one string comparison.
 
 Other modes: --routes SECTION (run one small section inside the torch profiler and report
 its kernel count, for comparison with the shim's launch count of the same process) and
---opbench DIR (time single ops, NeuSight's method and CSV format, for the predictor check).
+--opbench DIR (time single ops, NeuSight's method and CSV format, for the predictor check);
+--sweep DIR (time a sweep of single ops of every class, from the smallest to the shapes real
+layers use and beyond the predictor's training range, both as an op through NeuSight's
+harness and as the op's kernels on the device: rows grape train takes as this GPU's data).
 Output: one JSON object per line to --out (appended, flushed after each result).
 """
 import argparse
@@ -487,6 +490,40 @@ def op_kernels(path, fn, torch):
     return [e for e in evs if e.get("cat") == "kernel"]
 
 
+def time_op(torch, fn, prof_trace):
+    """fn's latency by NeuSight's method (CUDA events around one call, after 3 warm-up calls;
+    25 runs, the 5 fastest: returned as the list of runs) and the kernels one call launched."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    lat = []
+    for _ in range(25):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        lat.append(s.elapsed_time(e))
+    return lat, op_kernels(prof_trace, fn, torch)
+
+
+def neusight_row(op, d, lat, kern, name, ver, sms):
+    """An op's row in NeuSight's format (Latency the mean of the 5 fastest runs; kernel name,
+    grid and block of its longest kernel), and that kernel's event."""
+    k = max(kern, key=lambda e: e.get("dur", 0)) if kern else {}
+    grid = (list(k.get("args", {}).get("grid", [])) + [0, 0, 0])[:3]
+    block = (list(k.get("args", {}).get("block", [])) + [0, 0, 0])[:3]
+    blocks = grid[0] * grid[1] * grid[2]
+    warps = blocks * math.ceil(block[0] * block[1] * block[2] / 32)
+    row = {"OPName": op, "Latency": sum(sorted(lat)[:5]) / 5, "Device": name, "Torch Version": ver[0],
+           "CUDNN Version": ver[1], "Kernel Name": k.get("name", ""), "Warps per SM": warps / sms,
+           "Blocks per SM": blocks / sms, "Grid x": grid[0], "Grid y": grid[1], "Grid z": grid[2],
+           "Block x": block[0], "Block y": block[1], "Block z": block[2], "CUDA Version": ver[2],
+           "Kernels": "".join(";" + e.get("name", "") for e in kern)}
+    row.update(d)
+    return row, k
+
+
 def run_opbench(a):
     import csv
     torch = setup_torch()
@@ -508,29 +545,8 @@ def run_opbench(a):
                 break
             try:
                 d, fn = op_setup(torch, op, rnd, dev)
-                for _ in range(3):
-                    fn()
-                torch.cuda.synchronize()
-                lat = []
-                for _ in range(25):  # NeuSight: 25 runs, mean of the 5 fastest
-                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    s.record()
-                    fn()
-                    e.record()
-                    e.synchronize()
-                    lat.append(s.elapsed_time(e))
-                kern = op_kernels(prof_trace, fn, torch)
-                k = max(kern, key=lambda e: e.get("dur", 0)) if kern else {}
-                grid = (list(k.get("args", {}).get("grid", [])) + [0, 0, 0])[:3]
-                block = (list(k.get("args", {}).get("block", [])) + [0, 0, 0])[:3]
-                blocks = grid[0] * grid[1] * grid[2]
-                warps = blocks * math.ceil(block[0] * block[1] * block[2] / 32)
-                row = {"OPName": op, "Latency": sum(sorted(lat)[:5]) / 5, "Device": name, "Torch Version": ver[0],
-                       "CUDNN Version": ver[1], "Kernel Name": k.get("name", ""), "Warps per SM": warps / sms,
-                       "Blocks per SM": blocks / sms, "Grid x": grid[0], "Grid y": grid[1], "Grid z": grid[2],
-                       "Block x": block[0], "Block y": block[1], "Block z": block[2], "CUDA Version": ver[2],
-                       "Kernels": "".join(";" + e.get("name", "") for e in kern)}
-                row.update(d)
+                lat, kern = time_op(torch, fn, prof_trace)
+                row, _ = neusight_row(op, d, lat, kern, name, ver, sms)
                 rows.append(row)
             except Exception as e:
                 log(f"opbench {op}: {type(e).__name__}: {e}")
@@ -540,6 +556,121 @@ def run_opbench(a):
             w.writerows(rows)
         counts[op] = len(rows)
     emit(a.out, {"kind": "opbench", "status": "ok", "device": name, "rows": counts})
+    return 0
+
+
+# --------------------------------------------------------------------------- sweep
+# Shapes per op, smallest first: ops at the harness's floor, the training data's range
+# (NeuSight's: bmm dims up to 1025, elementwise B up to 16k and H up to 4k) and the layers
+# of real models beyond it (GPT-2/3, BERT, OPT: hidden 768-12288, B*T up to 65536, heads
+# of 64-128 over sequences of 512-2048), so that a model trained on these rows knows this
+# GPU in range and beyond.
+SWEEP = {
+    "bmm": [dict(B=b, M=m, N=n, K=k) for b, m, n, k in [
+        (1, 8, 8, 8), (4, 64, 64, 64), (16, 128, 64, 128), (8, 512, 512, 512), (32, 1024, 64, 1024),
+        (12, 512, 64, 512), (16, 1024, 128, 1024), (32, 2048, 128, 2048), (96, 2048, 128, 2048),
+        (8, 4096, 4096, 4096)]],
+    "linear": [dict(B=1, M=m, N=n, K=k) for m, n, k in [
+        (8, 64, 64), (128, 768, 768), (512, 1024, 4096), (2048, 768, 3072), (8192, 1024, 1024),
+        (16384, 1024, 4096), (32768, 4096, 4096), (65536, 768, 3072), (8192, 12288, 12288)]],
+    "add": [dict(B=b, H=h) for b, h in [(1, 64), (64, 1024), (1024, 1024), (16384, 4096),
+                                         (65536, 768), (65536, 4096), (16384, 12288)]],
+    "gelu": [dict(B=b, H=h) for b, h in [(1, 64), (256, 3072), (16384, 3072), (65536, 3072),
+                                          (8192, 49152)]],
+    "softmax": [dict(B=b, H=h) for b, h in [(1, 64), (512, 512), (16384, 1024), (98304, 512),
+                                             (49152, 2048), (8192, 32768)]],
+    "ln": [dict(B=b, H=h) for b, h in [(1, 64), (512, 768), (16384, 1024), (65536, 768),
+                                        (65536, 4096), (16384, 12288)]],
+}
+SWEEP_KERNEL_HEAD = ["kernel", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "smem", "regs",
+                     "device", "time_ms", "timing", "op", "dims", "source"]
+
+
+def sweep_fn(torch, op, d, dev):
+    """The op of one sweep shape as a closure (None when it does not fit in memory)."""
+    F = torch.nn.functional
+    try:
+        if op == "bmm":
+            x, y = torch.randn(d["B"], d["M"], d["N"], device=dev), torch.randn(d["B"], d["N"], d["K"], device=dev)
+            return lambda: torch.bmm(x, y)
+        if op == "linear":
+            lin = torch.nn.Linear(d["N"], d["K"]).to(dev)
+            x = torch.randn(1, d["M"], d["N"], device=dev)
+            return lambda: lin(x)
+        x, y = torch.randn(d["B"], d["H"], device=dev), torch.randn(d["B"], d["H"], device=dev)
+        return {"add": lambda: x + y, "gelu": lambda: F.gelu(x), "softmax": lambda: torch.softmax(x, dim=-1),
+                "ln": lambda: F.layer_norm(x, (d["H"],))}[op]
+    except RuntimeError:  # out of memory: the shape is skipped
+        torch.cuda.empty_cache()
+        return None
+
+
+def sweep_dims(op, d):
+    """grape's dims column for the op's kernel (docs/predictor.md): GEMM batch x M x N x K (the
+    reduction last), elementwise numel, softmax and layer norm rows x cols."""
+    if op in ("bmm", "linear"):
+        return "gemm", f"{d['B']}x{d['M']}x{d['K']}x{d['N']}"
+    if op in ("add", "gelu"):
+        return "elementwise", f"{d['B'] * d['H']}x{3 if op == 'add' else 2}"
+    return ("softmax" if op == "softmax" else "layernorm"), f"{d['B']}x{d['H']}"
+
+
+def run_sweep(a):
+    """Each sweep shape twice: its op's latency by NeuSight's method (CUDA events around one call,
+    25 runs, mean of the 5 fastest: the harness's floor included) into <op>.csv in NeuSight's
+    format, and each of its kernels' own time from the profiler (CUPTI: start to end on the
+    device) into kernels.csv, timing "kernel", with the op's dims on its longest kernel."""
+    import csv
+    torch = setup_torch()
+    os.makedirs(a.sweep, exist_ok=True)
+    if not torch.cuda.is_available():
+        emit(a.out, {"kind": "sweep", "status": "skip", "why": "no CUDA device"})
+        return 0
+    dev = "cuda"
+    name = torch.cuda.get_device_name()
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    ver = [f"p{torch.__version__.split('+')[0]}", str(torch.backends.cudnn.version()),
+           f"cu{(torch.version.cuda or '').replace('.', '')}"]
+    prof_trace = os.path.join(a.sweep, "trace.json")
+    counts, kern_rows = {}, []
+    for op, shapes in SWEEP.items():
+        dims_cols = ["Kernels", "B", "M", "N", "K"] if op in ("bmm", "linear") else ["Kernels", "B", "H"]
+        rows = []
+        for d in shapes:
+            if a.deadline and time.time() > a.deadline - 5:
+                break
+            fn = sweep_fn(torch, op, d, dev)
+            if fn is None:
+                continue
+            try:
+                lat, kern = time_op(torch, fn, prof_trace)
+            except RuntimeError as e:  # out of memory at run time
+                log(f"sweep {op} {d}: {e}")
+                torch.cuda.empty_cache()
+                continue
+            row, main = neusight_row(op, d, lat, kern, name, ver, sms)
+            rows.append(row)
+            opname, dims = sweep_dims(op, d)
+            for k in kern:
+                ka = k.get("args", {})
+                g = (list(ka.get("grid", [])) + [1, 1, 1])[:3]
+                b = (list(ka.get("block", [])) + [1, 1, 1])[:3]
+                is_main = k is main
+                kern_rows.append([k.get("name", ""), *g, *b, ka.get("shared memory", 0),
+                                  ka.get("registers per thread", -1), name, float(k.get("dur", 0)) / 1000, "kernel",
+                                  opname if is_main else "", dims if is_main else "", f"sweep {op}"])
+            del fn
+            torch.cuda.empty_cache()
+        with open(os.path.join(a.sweep, f"{op}.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=HEAD + dims_cols, extrasaction="ignore")
+            w.writeheader()
+            w.writerows(rows)
+        counts[op] = len(rows)
+    with open(os.path.join(a.sweep, "kernels.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(SWEEP_KERNEL_HEAD)
+        w.writerows(r for r in kern_rows if r[10] > 0)
+    emit(a.out, {"kind": "sweep", "status": "ok", "device": name, "rows": counts, "kernel_rows": len(kern_rows)})
     return 0
 
 
@@ -555,6 +686,7 @@ def main():
     p.add_argument("--routes", default="", help="native|cublas|cudnn|triton")
     p.add_argument("--opbench", default="", help="folder for the per-op CSVs")
     p.add_argument("--per-op", type=int, default=30)
+    p.add_argument("--sweep", default="", help="folder for the sweep's CSVs")
     p.add_argument("--repeat-eager", action="store_true", help="run eager twice, report both digests")
     a = p.parse_args()
     a.workloads = [w for w in a.workloads.split(",") if w]
@@ -566,13 +698,15 @@ def main():
         import torch
         del torch  # imported only to see that it imports
     except ImportError:
-        emit(a.out, {"kind": "workload" if not (a.routes or a.opbench) else ("routes" if a.routes else "opbench"),
-                     "status": "skip", "why": "torch not available"})
+        kind = "routes" if a.routes else "opbench" if a.opbench else "sweep" if a.sweep else "workload"
+        emit(a.out, {"kind": kind, "status": "skip", "why": "torch not available"})
         return 0
     if a.routes:
         return run_routes(a)
     if a.opbench:
         return run_opbench(a)
+    if a.sweep:
+        return run_sweep(a)
     return run_workloads(a)
 
 

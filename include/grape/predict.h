@@ -46,9 +46,9 @@ extern "C" {
 #endif
 
 /* Bumped whenever a public struct below changes layout. */
-#define GRAPE_PREDICT_API_VERSION 3
+#define GRAPE_PREDICT_API_VERSION 4
 /* Version written on the first line of model files; others are refused. */
-#define GRAPE_MODEL_FORMAT_VERSION 4
+#define GRAPE_MODEL_FORMAT_VERSION 5
 
 /* ---- GPU specs ---- */
 
@@ -182,24 +182,44 @@ GRAPE_API int grape_predict_path(const grape_model_t* m, const grape_gpu_spec_t*
 typedef enum grape_regime_e {
   GRAPE_REGIME_TRANSFER = 0, /* spec-based transfer: no training rows of this GPU and class */
   GRAPE_REGIME_KNOWN,        /* learned from this GPU's own measured rows */
+  GRAPE_REGIME_KNOWN_EXTRAPOLATED, /* a GPU with rows of the class, but a kernel beyond them
+                                      (larger in some dimension or in work): the learned
+                                      correction fades, the interval widens with the distance */
 } grape_regime_t;
 
-/* @return "transfer" or "known". */
+/* @return "transfer", "known" or "known-extrapolated". */
 GRAPE_API const char* grape_regime_name(grape_regime_t r);
 
 /* One kernel's prediction with its interval: the measured time falls within
  * [lo_ms, hi_ms] with probability `level` (0.8 in the default model), as
  * measured on held-out data of the same regime. When the model has no
  * calibrated interval for the regime (it was trained on one GPU only, so no
- * GPU could be held out), has_interval is 0, lo_ms 0 and hi_ms INFINITY. */
+ * GPU could be held out), has_interval is 0, lo_ms 0 and hi_ms INFINITY.
+ *
+ * ms is the kernel's own time on the GPU (what a profiler or events around
+ * the kernel in a stream measure); harness_ms is the latency of the op
+ * through a timing harness like the training data's (events around one
+ * PyTorch call: the host's dispatch floor included, about 25-60 us even for
+ * the smallest op), for users who time with such a harness. */
 typedef struct grape_prediction_s {
   double ms;
   double lo_ms, hi_ms;
   double level;
   int has_interval;
   grape_regime_t regime;
+  double distance;           /* how far beyond the training rows of the fit that served it:
+                                the largest log ratio by which one of the op's sizes exceeds
+                                theirs (0 within them); the interval widens with it */
+  double harness_ms;         /* the op's latency through a timing harness */
+  double harness_lo_ms, harness_hi_ms;
 } grape_prediction_t;
 
+/* A kernel's prediction by any model: grape's (the same as
+ * grape_predict_kernel) or a baseline's (its time as harness_ms, the kernel
+ * time derived from it as grape's is, the transfer regime, no interval). */
+GRAPE_API void grape_predict_with(const grape_model_t* m, grape_method_t method,
+                                  const grape_gpu_spec_t* gpu, const grape_kernel_desc_t* k,
+                                  grape_prediction_t* out);
 /* grape's prediction of one kernel (the same ms as grape_predict_kernel_ms). */
 GRAPE_API void grape_predict_kernel(const grape_model_t* m, const grape_gpu_spec_t* gpu,
                                     const grape_kernel_desc_t* k, grape_prediction_t* out);
@@ -254,6 +274,10 @@ typedef struct grape_csv_row_s {
   double latency_ms;         /* measured; 0 when the file has none (prediction input) */
   int group;                 /* evaluation group: a grape_kclass_t, or GEMM split by op name */
   char op_name[32];          /* NeuSight OPName, or "" */
+  int simulated;             /* 1: measured on the simulated device (Device "NAME (simcu)") */
+  int kernel_time;           /* 1: latency is the kernel's own time (grape's time_ms, or a
+                                timing column "kernel"); 0: an op's latency through a timing
+                                harness (NeuSight's Latency, or timing "op") */
 } grape_csv_row_t;
 
 /* Opens a CSV. `gpu_override`, when not NULL, is the GPU of every row (the
@@ -264,6 +288,11 @@ typedef struct grape_csv_row_s {
  * that is needed; -ENODEV for an unknown `gpu_override`. */
 GRAPE_API int grape_csv_open(const char* path, const char* gpu_override, int need_latency,
                              grape_csv_t** out);
+/* The same, with what is wrong written to err on -EINVAL (which column is
+ * missing, and the columns found). Besides the kernel name and device, a
+ * file needs its launches' grid and block columns (x at least). */
+GRAPE_API int grape_csv_open_err(const char* path, const char* gpu_override, int need_latency,
+                                 grape_csv_t** out, char* err, size_t err_len);
 /* The header line as read. */
 GRAPE_API const char* grape_csv_header(const grape_csv_t* c);
 /* Reads the next row: 1 and *row, 0 at the end, or a negative errno. */
@@ -277,10 +306,15 @@ typedef struct grape_load_stats_s {
   size_t used[GRAPE_KC_COUNT];
   size_t skipped[GRAPE_KC_COUNT];   /* bad rows whose class is known */
   size_t skipped_unclassified;      /* bad rows with no usable kernel name */
+  size_t simulated;                 /* good rows of a simulated device, left out (not in
+                                       skipped) unless grape_dataset_accept_simulated */
 } grape_load_stats_t;
 
 GRAPE_API int grape_dataset_new(grape_dataset_t** out);
 GRAPE_API void grape_dataset_free(grape_dataset_t* d);
+/* Whether rows measured on the simulated device join d (0 by default:
+ * their times are a clock model's, not a GPU's). Set before adding files. */
+GRAPE_API void grape_dataset_accept_simulated(grape_dataset_t* d, int yes);
 /* Adds a file's good rows; counts bad ones in *st (accumulates) and writes
  * the first `max_named` of them, with line numbers, to `diag` (may be NULL). */
 GRAPE_API int grape_dataset_add_file(grape_dataset_t* d, const char* path,
@@ -305,6 +339,13 @@ typedef struct grape_train_opts_s {
                            (1); 0: the regression everywhere */
   int crit;             /* inner-CV score: 0 the pooled MAPE (0), non-zero the worst inner
                            GPU's MAPE */
+  int unit_slope;       /* non-zero: the in-range regression's slope in log T (with its
+                           stacked baselines) is fixed at 1, time proportional to work (0;
+                           beyond the training range a regression with a unit slope is
+                           one of the forms an extrapolation split chooses from) */
+  int xform;            /* beyond the training range, the transfer regime moves to a
+                           regression with a unit slope in work: -1 where an inner
+                           extrapolation split prefers it (-1), 0 never, 1 always */
   FILE* log;            /* NULL (NULL), or where the inner-CV choice per class is written */
   FILE* cv_dump;        /* leave-one-GPU-out only: NULL (NULL), or where every held-out
                            prediction is written as CSV (gpu, group, measured, roofline, Li,
@@ -341,12 +382,17 @@ typedef struct grape_cv_cell_s {
   double covered;                       /* rows whose measured time lies in grape's interval */
   double cover_launch;                  /* the same from the launch alone */
   double ape_known;                     /* shape folds: grape as served (known regime) */
-  double known;                         /* shape folds: rows the known regime served */
+  double known;                         /* shape folds: rows the known regime served
+                                           (extrapolated or not) */
+  double extrapolated;                  /* of them, beyond the GPU's own rows */
 } grape_cv_cell_t;
 
 /* What a cross-validation measured, per held-out GPU and evaluation group. */
 typedef struct grape_cv_s {
   int folds;                            /* 0: leave one GPU out; else shape folds */
+  int extrapolate;                      /* extrapolation split: 0 none, 1 onto the fit's GPUs,
+                                           2 onto GPUs left out of the fit */
+  double split_q;                       /* its quantile of op size (the fit's share of rows) */
   size_t rows;                          /* rows of the data set */
   double level;                         /* nominal coverage of grape's intervals */
   int ngpu;
@@ -371,6 +417,17 @@ GRAPE_API int grape_model_crossval(const grape_dataset_t* d, const grape_train_o
  * not used. @return 0, -EINVAL (folds < 2), -ENODATA, -E2BIG, -ENOMEM. */
 GRAPE_API int grape_model_crossval_shapes(const grape_dataset_t* d, int folds,
                                           const grape_train_opts_t* o, grape_cv_t* out);
+/* Cross-validation beyond the training range: per evaluation group, the
+ * rows whose op size (a GEMM's or convolution's FLOPs, other ops' elements)
+ * is at most the group's q-quantile are fitted, the larger ones predicted:
+ * on the GPUs of the fit (held_out_gpus 0: the known regime, extrapolated),
+ * or, held_out_gpus 1, each GPU's large rows by a fit on the other GPUs'
+ * small rows (the transfer regime, extrapolated). Cells as for shape folds
+ * (ape_known: grape as served). @return 0, -EINVAL (q not in (0, 1)),
+ * -ENODATA, -E2BIG, -ENOMEM. */
+GRAPE_API int grape_model_crossval_extrapolate(const grape_dataset_t* d, double q,
+                                               int held_out_gpus, const grape_train_opts_t* o,
+                                               grape_cv_t* out);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,7 @@ p.add_argument("--deadline", type=float, default=0)
 p.add_argument("--routes", default="")
 p.add_argument("--opbench", default="")
 p.add_argument("--per-op", type=int, default=30)
+p.add_argument("--sweep", default="")
 p.add_argument("--repeat-eager", action="store_true")
 a = p.parse_args()
 
@@ -40,6 +41,21 @@ elif a.opbench:
                     "Block z", "B", "M", "N", "K"])
         w.writerow(["bmm", 0.05, "NVIDIA H200", "sm90_xmma_gemm", 4, 1, 6, 256, 1, 1, 6, 27, 21, 390])
     emit({"kind": "opbench", "status": "ok", "rows": {"bmm": 1}})
+elif a.sweep:
+    # one op through the harness and its kernel timed alone, in the sweep's two formats
+    os.makedirs(a.sweep, exist_ok=True)
+    with open(os.path.join(a.sweep, "ln.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["OPName", "Latency", "Device", "Kernel Name", "Grid x", "Grid y", "Grid z", "Block x", "Block y",
+                    "Block z", "Kernels", "B", "H"])
+        w.writerow(["ln", 0.06, "NVIDIA H200", "vectorized_layer_norm_kernel", 65536, 1, 1, 256, 1, 1, ";", 65536, 4096])
+    with open(os.path.join(a.sweep, "kernels.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["kernel", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "smem", "regs", "device",
+                    "time_ms", "timing", "op", "dims", "source"])
+        w.writerow(["vectorized_layer_norm_kernel", 65536, 1, 1, 256, 1, 1, 0, 32, "NVIDIA H200", 0.4, "kernel",
+                    "layernorm", "65536x4096", "sweep ln"])
+    emit({"kind": "sweep", "status": "ok", "rows": {"ln": 1}, "kernel_rows": 1})
 else:
     for wl in a.workloads.split(","):
         for v in a.variants.split(","):

@@ -241,7 +241,7 @@ def predicted_matches_api(a, args, base, gpu):
         if len(q["kernels"]) != nk or nk == 0:
             fail(f"path {t} lists {len(q['kernels'])} kernels", p)
         for k in q["kernels"]:
-            if k["ms"] <= 0 or not k["name"] or k["regime"] not in ("known", "transfer") or \
+            if k["ms"] <= 0 or not k["name"] or k["regime"] not in ("known", "known-extrapolated", "transfer") or \
                     not k["lo_ms"] <= k["ms"] <= k["hi_ms"]:
                 fail(f"kernel {k}", p)
             text += " ".join(map(str, k["grid"] + k["block"] + [k["smem"]])) + "\t" + k["name"] + "\n"

@@ -140,3 +140,63 @@ Test(predict, csv_without_device_needs_a_gpu) {
   unlink(p);
   cr_expect_eq(grape_csv_open("/nonexistent.csv", NULL, 0, &c), -ENOENT);
 }
+
+/* Two row attributes come from conventions: a Device "GPU (simcu)" is the
+ * simulated device standing in for GPU, and a time is the kernel's own
+ * (grape's time_ms) or an op's latency through a harness (NeuSight's
+ * Latency) unless a timing column says which. */
+Test(predict, csv_rows_say_simulated_and_kernel_time) {
+  char* p = tmpfile_with("kernel,grid_x,block_x,device,time_ms,timing\n"
+                         "k,1,32,NVIDIA H200 (simcu),0.002,\n"
+                         "k,1,32,NVIDIA H200,0.002,op\n"
+                         "k,1,32,Tesla T4,0.002,kernel\n"
+                         "k,1,32,Tesla T4,0.002,both\n", 0);
+  grape_csv_t* c;
+  cr_assert_eq(grape_csv_open(p, NULL, 1, &c), 0);
+  grape_csv_row_t r;
+  static const int sim[] = {1, 0, 0}, kt[] = {1, 0, 1};
+  for (int i = 0; i < 3; i++) {
+    cr_assert_eq(grape_csv_next(c, &r), 1);
+    cr_expect(r.ok, "row %d: %s", i, r.why);
+    cr_expect_eq(r.simulated, sim[i], "row %d", i);
+    cr_expect_eq(r.kernel_time, kt[i], "row %d", i);
+  }
+  cr_expect_str_eq(r.gpu->name, "Tesla T4");
+  cr_assert_eq(grape_csv_next(c, &r), 1);
+  cr_expect(!r.ok && strstr(r.why, "timing") != NULL);
+  grape_csv_close(c);
+  unlink(p);
+  /* NeuSight's Latency is an op's time through a harness. */
+  char text[1024];
+  snprintf(text, sizeof(text), "%s%s", header, good);
+  p = tmpfile_with(text, 0);
+  cr_assert_eq(grape_csv_open(p, NULL, 1, &c), 0);
+  cr_assert_eq(grape_csv_next(c, &r), 1);
+  cr_expect(r.ok && r.kernel_time == 0 && r.simulated == 0);
+  grape_csv_close(c);
+  /* A dataset leaves simulated rows out, counted, unless told otherwise. */
+  p = tmpfile_with("kernel,grid_x,block_x,device,time_ms\n"
+                   "k,1,32,NVIDIA H200 (simcu),0.002\nk,1,32,NVIDIA H200,0.002\n", 0);
+  for (int accept = 0; accept < 2; accept++) {
+    grape_dataset_t* d;
+    grape_load_stats_t st = {0};
+    cr_assert_eq(grape_dataset_new(&d), 0);
+    grape_dataset_accept_simulated(d, accept);
+    cr_assert_eq(grape_dataset_add_file(d, p, NULL, &st, NULL, 0), 0);
+    cr_expect_eq(grape_dataset_size(d), accept ? 2 : 1);
+    cr_expect_eq(st.simulated, accept ? 0 : 1);
+    grape_dataset_free(d);
+  }
+  unlink(p);
+}
+
+/* The reader says which column a file lacks, with the columns it found. */
+Test(predict, csv_header_without_launch_columns_is_refused_with_a_reason) {
+  char* p = tmpfile_with("kernel,grid,block,gpu\nk,4x1x1,128,T4\n", 0);
+  grape_csv_t* c;
+  char why[256];
+  cr_expect_eq(grape_csv_open_err(p, NULL, 0, &c, why, sizeof(why)), -EINVAL);
+  cr_expect_str_eq(why, "no grid column (Grid x or grid_x; y and z may be absent); columns "
+                        "found: kernel, grid, block, gpu");
+  unlink(p);
+}

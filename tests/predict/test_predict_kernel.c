@@ -29,6 +29,13 @@ Test(predict, kernel_names_classify) {
        GRAPE_KC_CONV},
       {"cudnn_infer_maxwell_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148n_nt_v1", GRAPE_KC_CONV},
       {"my_custom_kernel", GRAPE_KC_OTHER},
+      /* cuDNN's helpers are not convolutions: a transpose is priced as one. */
+      {"void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, "
+       "(cudnnKernelDataType_t)2>(cudnn::ops::nchw2nhwc_params_t<float>, float const*, float*)",
+       GRAPE_KC_OTHER},
+      {"cask_cudnn_infer::computeBOffsetsKernel(cask_cudnn_infer::ComputeBOffsetsParams)",
+       GRAPE_KC_OTHER},
+      {"ampere_gcgemm_64x64_nt", GRAPE_KC_CONV},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
     cr_expect_eq(grape_kernel_classify(cases[i].name, GRAPE_OP_UNKNOWN), cases[i].cls, "%s -> %s",

@@ -105,16 +105,19 @@ Test(predict, training_is_deterministic_and_round_trips) {
   cr_expect(na == nb && memcmp(ta, tb, na) == 0, "two fits differ");
   char err[128];
   cr_assert_eq(grape_model_load(pa, &c, err, sizeof(err)), 0, "%s", err);
-  /* The fit fits: on its own training rows grape's model beats the roofline. */
+  /* The fit fits: on its own training rows grape's model beats the roofline
+   * (the rows time ops through a harness: the harness-inclusive times). */
   grape_csv_t* csv;
   cr_assert_eq(grape_csv_open(SUBSET_DIR "/bmm.csv.gz", NULL, 1, &csv), 0);
   grape_csv_row_t row;
   double ape[GRAPE_METHOD_COUNT] = {0}, rows = 0;
   while (grape_csv_next(csv, &row) > 0) {
     cr_assert(row.ok);
-    for (int me = 0; me < GRAPE_METHOD_COUNT; me++)
-      ape[me] += fabs(grape_predict_kernel_ms_with(a, me, row.gpu, &row.desc) - row.latency_ms) /
-                 row.latency_ms;
+    for (int me = 0; me < GRAPE_METHOD_COUNT; me++) {
+      grape_prediction_t p;
+      grape_predict_with(a, me, row.gpu, &row.desc, &p);
+      ape[me] += fabs(p.harness_ms - row.latency_ms) / row.latency_ms;
+    }
     rows++;
   }
   grape_csv_close(csv);
@@ -254,11 +257,19 @@ Test(predict, model_file_version_and_damage_are_refused) {
   cr_assert_not_null(li);
   li[4] = 'x';
   cr_expect_eq(grape_model_parse(bad, len, &o, err, sizeof(err)), -EINVAL);
-  cr_expect_not_null(strstr(err, "line 9"), "%s", err);
+  cr_expect_not_null(strstr(err, "line 10"), "%s", err);
   free(bad);
   free(v2);
   free(text);
   grape_model_free(m);
+}
+
+/* The harness-inclusive time a model predicts (the form the fits give). */
+static double harness_ms(const grape_model_t* m, grape_method_t me, const grape_gpu_spec_t* g,
+                         const grape_kernel_desc_t* k) {
+  grape_prediction_t p;
+  grape_predict_with(m, me, g, k, &p);
+  return p.harness_ms;
 }
 
 /* The default model's text with its first line that starts with `key` (the
@@ -292,10 +303,10 @@ Test(predict, linear_time_form_is_read_and_used) {
   cr_assert_eq(grape_model_load_default(&b), 0);
   const grape_gpu_spec_t* g = grape_gpu_find("L4");  /* no training rows: transfer regime */
   grape_kernel_desc_t k1 = gemm(300, 500, 700);
-  cr_expect_float_eq(grape_predict_kernel_ms_with(a, GRAPE_METHOD_GRAPE, g, &k1), 0.5, 1e-12);
-  cr_expect(fabs(grape_predict_kernel_ms_with(b, GRAPE_METHOD_GRAPE, g, &k1) - 0.5) > 1e-3);
+  cr_expect_float_eq(harness_ms(a, GRAPE_METHOD_GRAPE, g, &k1), 0.5, 1e-12);
+  cr_expect(fabs(harness_ms(b, GRAPE_METHOD_GRAPE, g, &k1) - 0.5) > 1e-3);
   k1.op = GRAPE_OP_UNKNOWN;
-  cr_expect(fabs(grape_predict_kernel_ms_with(a, GRAPE_METHOD_GRAPE, g, &k1) - 0.5) > 1e-3,
+  cr_expect(fabs(harness_ms(a, GRAPE_METHOD_GRAPE, g, &k1) - 0.5) > 1e-3,
             "kernels without dims keep the launch-only weights");
   grape_model_free(a);
   grape_model_free(b);
@@ -311,8 +322,8 @@ Test(predict, regression_range_is_read_and_bounds_the_prediction) {
   cr_assert_eq(grape_model_parse(edited, strlen(edited), &a, err, sizeof(err)), 0, "%s", err);
   const grape_gpu_spec_t* g = grape_gpu_find("L4");  /* transfer regime */
   grape_kernel_desc_t k1 = gemm(300, 500, 700);
-  double roof = grape_predict_kernel_ms_with(a, GRAPE_METHOD_ROOFLINE, g, &k1);
-  double tight = grape_predict_kernel_ms_with(a, GRAPE_METHOD_GRAPE, g, &k1);
+  double roof = harness_ms(a, GRAPE_METHOD_ROOFLINE, g, &k1);
+  double tight = harness_ms(a, GRAPE_METHOD_GRAPE, g, &k1);
   cr_expect(fabs(tight / roof - 1) < 0.0011, "grape %g, roofline %g", tight, roof);
   grape_model_free(a);
   free(edited);
@@ -332,7 +343,15 @@ Test(predict, model_file_known_gpu_damage_is_refused) {
       {"\nknown_gpus ", "known_gpus 65", "bad known GPU count"},
       {"\nknown_gpus ", "known_gpus 99", "bad known GPU count"},
       {"\ngpu ", "gpu ", "expected 'gpu NAME'"},
-      {"\nknown gemm ", "known gemm 100 3000 -0.1 0.1 -0.1 0.1", "bad known-GPU row or tree count"},
+      {"\nknown gemm ", "known gemm 100 3000 -0.1 0.1 -0.1 0.1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0",
+       "bad known-GPU row or tree count"},
+      {"\nknown gemm ", "known gemm 100 0 -0.1 0.1 -0.1 0.1 0.1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0",
+       "bad extrapolation slopes or fade"},
+      {"\nknown gemm ", "known gemm 100 0 -0.1 0.1 -0.1 0.1 0 0 0 -1 0 0 0 0 0 0 0 0 0 0 0 0 0",
+       "bad extrapolation span"},
+      {"\nextrap_form ", "extrap_form 2", "bad extrap_form"},
+      {"\nkernel_least ", "kernel_least 2900 0.1 0.3", "bad kernel_least"},
+      {"\nharness ", "harness -1 1 1", "bad harness offset or kernel slope"},
       {"\nknown gemm ", "known gemm 100", "bad or missing number"},
       {"\ntree ", "tree 24 0.5", "bad or missing number"},
       {"\ninterval_level ", "interval_level 1", "interval level not in (0, 1)"},
@@ -556,5 +575,118 @@ Test(predict, one_gpu_model_has_no_transfer_interval) {
   cr_assert_eq(grape_predict_path_interval(m, grape_gpu_find("H100"), &k, 1, &pp), 0);
   cr_expect(!pp.has_interval && isinf(pp.graph_hi_ms) && pp.graph_ms > 0);
   grape_model_free(m);
+  grape_dataset_free(d);
+}
+
+/* log(hi / lo) of a prediction's interval: the kernel time's, or the
+ * harness-inclusive one's, the model's own interval (a kernel time's near
+ * the harness's floor spans the floor's two sides). */
+static double width(const grape_prediction_t* p) {
+  return log(p->hi_ms / p->lo_ms);
+}
+static double hwidth(const grape_prediction_t* p) {
+  return log(p->harness_hi_ms / p->harness_lo_ms);
+}
+
+/* A kernel far beyond the training rows (the NeuSight GEMMs stop at 1025 in
+ * every dimension) is served as extrapolated, with an interval that widens
+ * with the distance, on a known GPU and on an unseen one; within them the
+ * regimes and intervals are the in-range ones. */
+Test(predict, far_out_of_range_kernels_get_wider_intervals) {
+  grape_model_t* m;
+  cr_assert_eq(grape_model_load_default(&m), 0);
+  grape_kernel_desc_t in = gemm(512, 512, 512), far = gemm(8192, 8192, 8192),
+                      farther = gemm(32768, 32768, 32768);
+  in.name = far.name = farther.name = "volta_sgemm_128x64_nn";
+  for (int unseen = 0; unseen < 2; unseen++) {
+    const grape_gpu_spec_t* g = grape_gpu_find(unseen ? "H200" : "T4");
+    grape_prediction_t a, b, c;
+    grape_predict_kernel(m, g, &in, &a);
+    grape_predict_kernel(m, g, &far, &b);
+    grape_predict_kernel(m, g, &farther, &c);
+    cr_expect_eq(a.regime, unseen ? GRAPE_REGIME_TRANSFER : GRAPE_REGIME_KNOWN);
+    cr_expect_eq(b.regime, unseen ? GRAPE_REGIME_TRANSFER : GRAPE_REGIME_KNOWN_EXTRAPOLATED);
+    cr_expect_eq(a.distance, 0, "%s: in range", g->name);
+    cr_expect(b.distance > 2 && c.distance > b.distance, "%s: distances %g, %g", g->name,
+              b.distance, c.distance);
+    /* Wider than in range, and wider the farther: not the in-range interval. */
+    cr_expect_gt(hwidth(&b), 1.2 * hwidth(&a), "%s: widths %g in range, %g far", g->name,
+                 hwidth(&a), hwidth(&b));
+    cr_expect_gt(hwidth(&c), hwidth(&b));
+    cr_expect_gt(width(&c), width(&b));
+    cr_expect(b.lo_ms < b.ms && b.ms < b.hi_ms);
+    /* 2.7e11 more FLOPs than the in-range GEMM: time grows with work. */
+    cr_expect_gt(b.ms, 100 * a.ms, "%s: %g vs %g ms", g->name, b.ms, a.ms);
+    cr_expect_gt(c.ms, 20 * b.ms);
+  }
+  cr_expect_str_eq(grape_regime_name(GRAPE_REGIME_KNOWN_EXTRAPOLATED), "known-extrapolated");
+  grape_model_free(m);
+}
+
+/* A kernel's own time, not the harness's: a tiny kernel on an H100 takes a
+ * few microseconds where the training data's harness measured 25-60 us
+ * for any op; a large one takes the harness's time less its offset; the
+ * harness-inclusive figure stays available. */
+Test(predict, kernel_time_is_separated_from_the_harness) {
+  grape_model_t* m;
+  cr_assert_eq(grape_model_load_default(&m), 0);
+  const grape_gpu_spec_t* h100 = grape_gpu_find("H100");
+  grape_kernel_desc_t tiny = {.name = "void at::native::vectorized_elementwise_kernel<4, "
+                                      "at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >",
+                              .grid = {1, 1, 1}, .block = {128, 1, 1}, .regs = -1};
+  grape_kernel_desc_t dims = tiny;
+  dims.op = GRAPE_OP_ELEMENTWISE;
+  dims.dims[0] = 512;
+  grape_kernel_desc_t big = tiny;
+  big.grid[0] = 1 << 17;
+  big.op = GRAPE_OP_ELEMENTWISE;
+  big.dims[0] = 64.0 * 1024 * 1024;
+  big.dims[1] = 3;
+  const grape_kernel_desc_t* ks[2] = {&tiny, &dims};
+  for (int i = 0; i < 2; i++) {
+    grape_prediction_t p;
+    grape_predict_kernel(m, h100, ks[i], &p);
+    cr_expect(p.ms > 0.001 && p.ms < 0.006, "tiny kernel %d: %g ms", i, p.ms);
+    cr_expect(p.harness_ms > 0.015, "tiny op through the harness: %g ms", p.harness_ms);
+    cr_expect(p.lo_ms < p.ms && p.ms < p.hi_ms && p.hi_ms < p.harness_lo_ms, "%g [%g, %g]", p.ms,
+              p.lo_ms, p.hi_ms);
+    cr_expect_eq(grape_predict_kernel_ms(m, h100, ks[i]), p.ms);
+  }
+  /* 768 MB through 3.35 TB/s: about 0.23 ms at least, the harness's floor a
+   * small part of it. */
+  grape_prediction_t p;
+  grape_predict_kernel(m, h100, &big, &p);
+  cr_expect(p.ms > 0.2 && p.ms < p.harness_ms && p.ms > 0.8 * p.harness_ms, "%g vs %g ms", p.ms,
+            p.harness_ms);
+  /* The baselines get the same treatment. */
+  grape_prediction_t r;
+  grape_predict_with(m, GRAPE_METHOD_ROOFLINE, h100, &tiny, &r);
+  cr_expect(r.ms < 0.006 && r.harness_ms > 0.015 && !r.has_interval, "%g %g", r.ms, r.harness_ms);
+  grape_model_free(m);
+}
+
+/* The extrapolation split holds out the larger ops of each group and
+ * predicts them from a fit on the smaller ones: on the fit's GPUs by the
+ * known regime (extrapolated), on left-out GPUs by the transfer regime. */
+Test(predict, crossval_extrapolate_holds_out_the_larger_ops, .timeout = 120) {
+  grape_dataset_t* d = subset();
+  grape_cv_t* cv = malloc(sizeof(*cv));
+  cr_assert_eq(grape_model_crossval_extrapolate(d, 0.5, 0, NULL, cv), 0);
+  cr_expect_eq(cv->extrapolate, 1);
+  grape_cv_cell_t bmm, all;
+  grape_cv_sum(cv, GRAPE_KC_GEMM, &bmm);
+  grape_cv_sum(cv, -1, &all);
+  cr_expect(bmm.n > 0.45 * 1096 * 2 && bmm.n < 0.55 * 2193, "%g of 2193 bmm rows held out", bmm.n);
+  cr_expect_eq(bmm.known, bmm.n, "every held-out bmm row on a known GPU");
+  cr_expect(bmm.extrapolated > 0.9 * bmm.n, "%g of %g beyond the fit's rows", bmm.extrapolated,
+            bmm.n);
+  double cov = 100 * all.covered / all.n;
+  cr_expect(cov > 60, "coverage beyond the training rows: %.1f%%", cov);
+  cr_assert_eq(grape_model_crossval_extrapolate(d, 0.5, 1, NULL, cv), 0);
+  cr_expect_eq(cv->extrapolate, 2);
+  grape_cv_sum(cv, GRAPE_KC_GEMM, &bmm);
+  cr_expect(bmm.n > 0 && bmm.known == 0, "held-out GPUs: the transfer regime");
+  cr_expect_eq(grape_model_crossval_extrapolate(d, 1.5, 0, NULL, cv), -EINVAL);
+  free(cv);
   grape_dataset_free(d);
 }

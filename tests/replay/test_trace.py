@@ -165,7 +165,11 @@ def case_example(a):
                                               p.stderr):
             fail("grape predict --csv on the timings", p)
         model = os.path.join(tmp, "model.txt")
+        # The sim's rows are marked simulated: training takes them only when asked.
         p = grape(a, ["train", "-o", model, csv])
+        if p.returncode != 1 or "--allow-simulated" not in p.stderr:
+            fail("grape train took the simulated device's timings without --allow-simulated", p)
+        p = grape(a, ["train", "--allow-simulated", "-o", model, csv])
         if p.returncode != 0 or not os.path.exists(model) or "%d rows" % per_round not in p.stderr:
             fail("grape train on the timings", p)
 

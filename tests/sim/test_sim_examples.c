@@ -612,7 +612,7 @@ Test(sim_examples, moe_gemms_reach_a_shim_through_dlsym) {
   cr_assert_geq(fd, 0);
   close(fd);
   const char* pre = getenv("SIM_PRELOAD");
-  snprintf(more, sizeof(more), "LD_PRELOAD='%s %s' GRAPE_MODE=observe GRAPE_REPORT='%s'",
+  snprintf(more, sizeof(more), "LD_PRELOAD='%s %s' GRAPE_MODE=observe GRAPE_OVERWRITE=yes GRAPE_REPORT='%s'",
            pre != NULL ? pre : "", shim, gpath);
   moe_ref_t ref = moe_ref(1);
   run("moe", "--iters 1", moe_env(env, sizeof(env), more), line, sizeof(line), report,
