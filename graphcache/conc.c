@@ -338,10 +338,14 @@ out:
   }
 }
 
+static const char* plan_words(const gkey_t* k);
+
 void grape__conc_assess(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   if (c->cfg.concurrency < GRAPE_GC_CONC_SAFE || c->drv.graph_add_deps == NULL ||
       c->drv.graph_add_timer_deps == NULL || c->stopping)
     return;
+  /* Kept with the key: the report comes after the segments are gone. */
+  k->conc_plan = plan_words(k);
   seg_t* segs[MAX_CUTS];
   uint32_t from[MAX_CUTS];
   grape_gc_node_t* end[MAX_CUTS];
@@ -380,8 +384,9 @@ void grape__conc_path(grape_gc_t* c, path_t* p, const grape_region_t* r) {
   p->conc = sum;
 }
 
-const char* grape__conc_key_plan(const grape_gc_t* c, const gkey_t* k) {
-  if (c->cfg.concurrency < GRAPE_GC_CONC_SAFE || k->node == NULL)
+/* The plan of k's segments now, in words. */
+static const char* plan_words(const gkey_t* k) {
+  if (k->node == NULL)
     return NULL;
   const char* words = NULL;
   for (grape_gc_node_t* x = k->node; x != NULL && x->depth > 0; x = x->parent) {
@@ -412,4 +417,8 @@ const char* grape__conc_key_plan(const grape_gc_t* c, const gkey_t* k) {
     }
   }
   return words;
+}
+
+const char* grape__conc_key_plan(const grape_gc_t* c, const gkey_t* k) {
+  return c->cfg.concurrency >= GRAPE_GC_CONC_SAFE ? k->conc_plan : NULL;
 }

@@ -102,6 +102,7 @@ struct grape_gc_key_s {
   uint32_t host_eager_n;
   uint64_t plan_at;             /* `seen` at which to plan again */
   uint32_t plans;               /* plans assessed */
+  const char* conc_plan;        /* its segments' concurrency plan in words (conc.c), or NULL */
   path_t* paths;                /* its paths (path_t.key_next) */
   gkey_t *lru_prev, *lru_next;  /* least recently seen first */
 };

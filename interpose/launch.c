@@ -105,13 +105,14 @@ void grape__diverge(grape_stream_t* s, grape_gc_cause_t cause) {
   grape__flush_held_locked(s, cause);
 }
 
-void grape__barrier_begin(grape_stream_t* s) {
-  grape__end_locked(s);   /* keeps the room reserved for the op */
+int grape__barrier_begin(grape_stream_t* s, size_t room) {
+  grape__end_locked(s);   /* gives the buffers back: room is reserved again */
+  return grape__room_slow(s, room);
 }
 
-void grape__barrier_end(grape_stream_t* s) {
+void grape__barrier_end(grape_stream_t* s, int cooperative) {
   grape_region_t* r = &s->region;
-  r->grp[r->nops - 1] = GRAPE_GRP_COLLECTIVE;
+  r->grp[r->nops - 1] = GRAPE_GRP_SPECIAL + (cooperative ? GRAPE_WHY_COOPERATIVE : GRAPE_WHY_COLLECTIVE);
   r->fns[r->nops - 1] = NULL;   /* never a graph node */
   grape__end_locked(s);
 }

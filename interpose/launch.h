@@ -202,9 +202,10 @@ static inline __attribute__((always_inline)) void grape__hold_check_first(grape_
 }
 
 /* A barrier-class launch is recorded on s (locked): the region before it
- * ends first, and its own ends after it (launch.c). */
-void grape__barrier_begin(grape_stream_t* s);
-void grape__barrier_end(grape_stream_t* s);
+ * ends first, and its own ends after it (launch.c). begin @return 0, or
+ * -ENOMEM (s unlocked: the op goes unrecorded). */
+int grape__barrier_begin(grape_stream_t* s, size_t room);
+void grape__barrier_end(grape_stream_t* s, int cooperative);
 
 /* Tries to hold launch l (graph mode). @return 1 when it was held (recorded,
  * not submitted: the hook returns success), 0 when it goes to the driver. */
@@ -290,8 +291,8 @@ static inline __attribute__((always_inline)) void grape__on_launch(grape_route_t
     return;
   grape_region_t* r = &s->region;
   int barrier = grape__launch_barrier(f, l);
-  if (__builtin_expect(barrier && r->nops > 0, 0))
-    grape__barrier_begin(s);
+  if (__builtin_expect(barrier && r->nops > 0, 0) && grape__barrier_begin(s, room) != 0)
+    return;
   uint8_t* dst = r->params + r->plen;
   size_t n = grape__launch_params(f, l, extra_form, dst, room);
   grape_op_key_t k;
@@ -315,7 +316,7 @@ static inline __attribute__((always_inline)) void grape__on_launch(grape_route_t
   r->grp[i] = grape__call_tag(r, i);
   r->cur = NULL;   /* an op that went to the driver: the rest of the chunk does too */
   if (__builtin_expect(barrier, 0))
-    grape__barrier_end(s);   /* a region of its own: never in a graph key */
+    grape__barrier_end(s, (l->flags & GRAPE_SIG_COOPERATIVE) != 0);   /* never in a graph key */
   spin_unlock(&s->lock);
 }
 
