@@ -9,11 +9,12 @@
 // pipes to the peer (the CPU barrier: one byte each way). Per step, on one
 // stream: two ordinary kernels (after the warm-up, a known path graph mode
 // holds), then `allreduce`, which publishes the step in this rank's flag and
-// spins until the peer's flag has it too. Rank 0 then waits in the CPU
-// barrier before it synchronises; rank 1 synchronises first. If rank 0's
-// allreduce were held, rank 1's would spin for a flag that never comes,
-// rank 1 would never reach the barrier and rank 0 would wait there forever
-// (only a watchdog flush could end it). A spin gives up after 20 s and says
+// spins until the peer's flag has it too, then one more kernel. Rank 0 waits
+// in the CPU barrier before that kernel and its sync; rank 1 synchronises
+// first. If rank 0's allreduce were held (the region goes on after it, so it
+// would stay held through the barrier), rank 1's would spin for a flag that
+// never comes, rank 1 would never reach the barrier and rank 0 would wait
+// there forever (only a watchdog flush could end it). A spin gives up after 20 s and says
 // so; the program then exits 1. Prints "ok rank R".
 #include <cuda_runtime.h>
 #include <fcntl.h>
@@ -102,8 +103,10 @@ int main(int argc, char** argv) {
     allreduce<<<1, 1, 0, s>>>(flags, rank, step);
     if (rank == 0) {
       barrier(rfd, wfd);
+      work<<<1, 1, 0, s>>>(x, 2);   // the region goes on: what it holds stays held
       CHECK(cudaStreamSynchronize(s));
     } else {
+      work<<<1, 1, 0, s>>>(x, 2);
       CHECK(cudaStreamSynchronize(s));
       barrier(rfd, wfd);
     }
