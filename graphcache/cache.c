@@ -411,17 +411,70 @@ static int forced_cuts(const gkey_t* k, uint32_t* forced) {
   return m;
 }
 
-/* Stages k's first segments: one, or as many as the cuts other keys need
- * on its path; its replays are timed from the first, and planned then.
- * @return as grape__gc_stage. */
+/* The device time of k before its replays are timed, from its eager runs
+ * issued over h_e ns, at least *lo and at most (what cuts assume) the
+ * return. Where its stream's syncs measured how long the device ran on
+ * after the host (tail), the device ended at h_e + tail: a device-bound key
+ * (tail beyond a launch's share of h_e) ran h_e + tail - h_e / n from its
+ * first op on; a host-bound one ran tail in its last op and at most that in
+ * each other. Without syncs its cycle bounds the same from above (host time
+ * between chunks in it), and the device is taken as at most as busy as the
+ * host: where holding it whole costs most (the device idles while the host
+ * records it); *lo is then 0. */
+static double eager_dev(const grape_gc_t* c, const gkey_t* k, double* lo) {
+  double h_e = k->host_eager_ns + k->nops * c->cfg.launch_ns;
+  *lo = 0;
+  if ((k->n_eager < 1 && k->tail_n < 1) || k->nops == 0)
+    return h_e;
+  int measured = k->tail_n > 0;
+  double tail = measured ? k->tail_ns : k->cyc_eager - h_e;
+  if (tail > h_e / k->nops) {
+    double d = h_e + tail - h_e / k->nops;
+    *lo = measured ? d : 0;
+    return measured || d < h_e ? d : h_e;
+  }
+  *lo = measured && tail > 0 ? tail : 0;
+  double d = tail > 0 ? tail * k->nops : 0;
+  return measured || d < h_e ? d : h_e;
+}
+
+/* Stages k's first segments: as many as the cuts other keys need on its
+ * path, and where its device time is large enough to be worth starting
+ * early, more (its timed replays plan it again). @return as
+ * grape__gc_stage, or -EAGAIN: a measured device time says replaying it
+ * would not beat launching its ops one by one. */
 static int stage_first(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   if (k->node == NULL && (k->node = grape__gc_trie_path(c, k)) == NULL)
     return -ENOMEM;
-  uint32_t forced[MAX_CUTS];
+  uint32_t forced[MAX_CUTS], cuts[MAX_CUTS];
   int nf = forced_cuts(k, forced);
   if (nf < 0)
     return -EINVAL;
-  return grape__gc_stage(c, k, r, forced, nf);
+  if (!c->cfg.plan || !c->cfg.async_builds || k->host_eager_n < 1)
+    return grape__gc_stage(c, k, r, forced, nf);
+  uint32_t whole = k->nops;
+  double lo, dev = eager_dev(c, k, &lo);
+  /* Should the device prove idle, each cut only costs a launch: a guess
+   * adds no more cuts than keep half of what replaying saves eager launches. */
+  double saved = k->nops * c->cfg.launch_ns - nf * c->cfg.graph_launch_ns;
+  int extra = c->cfg.graph_launch_ns > 0 && saved > 0 ? (int)(0.5 * saved / c->cfg.graph_launch_ns) : 0;
+  grape_plan_in_t in = {k->nops, &whole, 1, &dev, forced, nf, k->host_eager_ns,
+                        c->cfg.graph_launch_ns, nf + (extra < MAX_CUTS ? extra : MAX_CUTS)};
+  double f_old, f_new;
+  if (lo > 0 && k->deferred == 0) {
+    /* Even at the least device time its syncs allow, no faster: put off. */
+    double f_lo;
+    grape_plan_in_t least = in;
+    least.seg_dev_ns = &lo;
+    grape__plan_cuts(&least, cuts, &f_old, &f_lo);
+    if (f_lo >= 0.99 * grape__plan_eager_end(k->nops, k->host_eager_ns, c->cfg.launch_ns,
+                                             lo + k->nops * c->cfg.gap_ns))
+      return -EAGAIN;
+  }
+  int n = grape__plan_cuts(&in, cuts, &f_old, &f_new);
+  k->guessed = n > nf;
+  c->st.cuts_added += (uint64_t)(n - nf);
+  return grape__gc_stage(c, k, r, cuts, n);
 }
 
 /* Stages k's segments under the cuts its path has now. */
@@ -477,7 +530,7 @@ static void maybe_build(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   /* A region without a context is on a stream that is never held: no graph
    * is built for it. */
   if (!c->cfg.graphs || c->stopping || k->state != K_WARM || r->ctx == NULL ||
-      (k->seen < (uint64_t)c->cfg.warmup && !k->warmed))
+      (k->seen < (uint64_t)c->cfg.warmup && !k->warmed) || k->seen < k->build_at)
     return;
   /* On the program's thread, a graph is built once eager sightings have
    * cost, beyond what replays would have, BUILD_CREDIT times what building
@@ -498,6 +551,15 @@ static void maybe_build(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
     }
   k->ctx = r->ctx;
   int rc = stage_first(c, k, r);
+  if (rc == -EAGAIN) {
+    /* Predicted no faster, from eager runs alone: as a key measured slower,
+     * tried again `recheck` sightings later (its timed replays then judge
+     * it), so that only keys that keep recurring pay a trial. */
+    k->build_at = k->seen + (uint64_t)c->cfg.recheck;
+    k->deferred = 1;
+    c->st.deferred++;
+    return;
+  }
   if (rc == -EINVAL) {
     grape__gc_unstage(c, k);
     k->state = K_FAILED;
@@ -543,7 +605,7 @@ static void assess(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   if (nf < 0)
     return;
   k->plan_at = k->seen + (k->plans++ < 2 ? 1 : 64);
-  grape_plan_in_t in = {k->nops, cuts, m, dev, forced, nf, k->host_ns, c->cfg.graph_launch_ns};
+  grape_plan_in_t in = {k->nops, cuts, m, dev, forced, nf, k->host_ns, c->cfg.graph_launch_ns, 0};
   double f_old, f_new;
   int n = grape__plan_cuts(&in, out, &f_old, &f_new);
   if (k->host_eager_n > 0 &&
@@ -553,8 +615,11 @@ static void assess(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
     return;
   }
   double gain = f_old - f_new;
+  /* Guessed cuts give way to measured ones at any gain worth a build. */
+  int guessed = k->guessed;
+  k->guessed = 0;
   if ((n == m && memcmp(out, cuts, (size_t)m * sizeof(*out)) == 0) || gain < 1000 ||
-      gain < 0.02 * f_old)
+      (!guessed && gain < 0.02 * f_old))
     return;
   /* A new plan means builds: only where they do not cost the program. */
   if (!c->cfg.async_builds)
@@ -612,6 +677,18 @@ static void slower_for_now(grape_gc_t* c, gkey_t* k) {
   k->slower++;
 }
 
+/* A key met before, if it is still in the table (it may have been evicted
+ * since). */
+static gkey_t* still_known(const grape_gc_t* c, const void* key) {
+  const gkey_t* pk = key;
+  size_t mask = c->keys.cap - 1;
+  for (size_t i = c->keys.cap ? mix(pk->fp) & mask : 0; c->keys.cap && c->keys.v[i] != NULL;
+       i = (i + 1) & mask)
+    if (c->keys.v[i] == pk)
+      return c->keys.v[i];
+  return NULL;
+}
+
 /* The cycle of the chunk before r on its stream ends where r began. */
 static void time_cycles(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replayed) {
   if (c->cfg.now == NULL)
@@ -621,16 +698,9 @@ static void time_cycles(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
     return;
   }
   if (r->prev_key != NULL && !r->prev_skip && r->t_first > r->prev_t) {
-    /* The key may have gone since (evicted): only a key still in the table
-     * is credited. */
-    gkey_t* pk = (gkey_t*)r->prev_key;
-    size_t mask = c->keys.cap - 1;
-    for (size_t i = c->keys.cap ? mix(pk->fp) & mask : 0; c->keys.cap && c->keys.v[i] != NULL;
-         i = (i + 1) & mask)
-      if (c->keys.v[i] == pk) {
-        note_cycle(c, pk, r->prev_replayed, r->t_first - r->prev_t);
-        break;
-      }
+    gkey_t* pk = still_known(c, r->prev_key);
+    if (pk != NULL)
+      note_cycle(c, pk, r->prev_replayed, r->t_first - r->prev_t);
   }
   r->prev_key = k;
   r->prev_replayed = replayed;
@@ -691,6 +761,7 @@ static int account(grape_gc_t* c, grape_region_t* r, gkey_t* k, uint64_t t_end, 
   time_cycles(c, r, k, replayed);
   account_key(c, r, k, replayed, t_end, segs, updates);
   r->prev_skip = c->built_now;   /* a cycle that built a graph measures the build */
+  r->prev_end = !replayed && r->graphed == 0 && !c->built_now ? t_end : 0;
   c->built_now = 0;
   return 0;
 }
@@ -933,6 +1004,21 @@ int grape_gc_end(grape_gc_t* c, grape_region_t* r, void* stream, const grape_gc_
   grape__region_clear(r);
   r->cur = restart;
   return rc;
+}
+
+void grape_gc_synced(grape_gc_t* c, grape_region_t* r) {
+  if (r->nops > 0 || r->prev_end == 0 || r->prev_key == NULL || c->cfg.now == NULL)
+    return;
+  pthread_mutex_lock(&c->lock);
+  uint64_t t = now(c);
+  gkey_t* k = still_known(c, r->prev_key);
+  if (k != NULL && t >= r->prev_end) {
+    double tail = (double)(t - r->prev_end);
+    k->tail_n++;
+    k->tail_ns += (tail - k->tail_ns) / (k->tail_n < 8 ? k->tail_n : 8);
+  }
+  r->prev_end = 0;
+  pthread_mutex_unlock(&c->lock);
 }
 
 void grape_gc_drop_graphs(grape_gc_t* c) {

@@ -236,6 +236,11 @@ int grape_gc_cut(grape_gc_t* c, grape_region_t* r, void* stream, int* drv_err);
 int grape_gc_flush(grape_gc_t* c, grape_region_t* r, void* stream, grape_gc_cause_t cause,
                    int* drv_err);
 
+/* r's stream was synchronised, and the sync returned: how long the device
+ * still ran after the host ended r's last chunk, if it ran eagerly and no op
+ * came since (what a first plan knows of its device time). */
+void grape_gc_synced(grape_gc_t* c, grape_region_t* r);
+
 /* Ends r's chunk: launches or submits what it holds, accounts its path and
  * key (building, or queueing the builds of, its graphs when it is warm), and
  * clears r for the next chunk with its cursor at `restart` (the root, or NULL
@@ -278,6 +283,7 @@ typedef struct grape_gc_stats_s {
   uint64_t replans;                    /* plan changes after measured replays */
   uint64_t builds_async;               /* graphs built by the builder thread */
   uint64_t build_waits;                /* deterministic mode: waits for a build */
+  uint64_t deferred;                   /* first builds put off: predicted no faster */
   /* Concurrency plans (conc.c) */
   uint64_t conc_planned;               /* candidate plans built (predicted >= 5% faster) */
   uint64_t conc_kept;                  /* ... measured >= 3% faster than the chain: kept */

@@ -91,6 +91,8 @@ struct grape_gc_key_s {
   uint8_t* last_params;         /* would have had to update), NULL until seen */
   uint64_t recheck_at;          /* K_NOPAY, K_SLOWER: `seen` at which to look again */
   double cyc_eager, cyc_graph;  /* measured cycle (ns), moving averages: eager runs, replays */
+  double tail_ns;               /* an eager run's wait at its stream's sync, moving average */
+  uint32_t tail_n;
   double var_eager, var_graph;  /* their variances, moving averages */
   uint32_t n_eager, n_graph;    /* samples in them (n_graph: since the key last went live) */
   uint32_t slower;              /* consecutive "replays were slower" verdicts */
@@ -102,6 +104,9 @@ struct grape_gc_key_s {
   uint32_t host_eager_n;
   uint64_t plan_at;             /* `seen` at which to plan again */
   uint32_t plans;               /* plans assessed */
+  uint8_t guessed;              /* its cuts assume a device time not measured yet */
+  uint8_t deferred;             /* its first build was put off (predicted no faster) */
+  uint64_t build_at;            /* K_WARM: `seen` before which it is not built */
   const char* conc_plan;        /* its segments' concurrency plan in words (conc.c), or NULL */
   path_t* paths;                /* its paths (path_t.key_next) */
   gkey_t *lru_prev, *lru_next;  /* least recently seen first */
@@ -292,8 +297,8 @@ void grape__conc_destroy(grape_gc_t* c);
 
 /* What plan.c knows of a key of n ops: its cuts now (sorted depths, the
  * last n) with each segment's device time (measured, or assumed), the cuts
- * other keys need (they stay), the host time to issue all n ops, and what
- * one segment launch costs the host. */
+ * other keys need (they stay), the host time to issue all n ops, what
+ * one segment launch costs the host, and the most segments (0: MAX_CUTS). */
 typedef struct grape_plan_in_s {
   uint32_t n;
   const uint32_t* cuts;
@@ -302,6 +307,7 @@ typedef struct grape_plan_in_s {
   const uint32_t* forced;
   int nforced;
   double host_ns, launch_ns;
+  int max_segs;
 } grape_plan_in_t;
 
 /* The cuts (at most MAX_CUTS, the last n) that end the device's work

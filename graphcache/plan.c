@@ -120,7 +120,8 @@ int grape__plan_cuts(const grape_plan_in_t* in, uint32_t* out, double* end_old, 
         break;   /* a segment never spans a cut another key needs */
     }
   int best = -1;
-  for (int s = 1; s <= MAX_CUTS; s++)
+  int most = in->max_segs > 0 && in->max_segs < MAX_CUTS ? in->max_segs : MAX_CUTS;
+  for (int s = 1; s <= most; s++)
     if (F[k - 1][s] != DBL_MAX && (best < 0 || F[k - 1][s] < F[k - 1][best]))
       best = s;
   if (best < 0) {

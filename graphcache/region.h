@@ -68,10 +68,11 @@ typedef struct grape_region_s {
   /* Measured cycles (graph mode with a clock, cache.c): when this chunk's
    * first op came (0: not timed), and the chunk before it: its key, whether
    * it was replayed, when it started, and whether its cycle is to be ignored
-   * (a graph was built in it). */
+   * (a graph was built in it), and when it ended if it ran eagerly (0: not,
+   * or its wait was measured). */
   uint64_t t_first;
   const void* prev_key;
-  uint64_t prev_t;
+  uint64_t prev_t, prev_end;
   int prev_replayed, prev_skip;
 } grape_region_t;
 

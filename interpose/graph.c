@@ -418,6 +418,16 @@ void grape__flush_stream(uintptr_t key) {
     flush_one(s);
 }
 
+void grape__stream_synced(uintptr_t key) {
+  grape_gc_t* c = grape__gc();
+  grape_stream_t* s = c != NULL ? grape__stream_peek(key) : NULL;
+  if (s == NULL)
+    return;
+  spin_lock(&s->lock);
+  grape_gc_synced(c, &s->region);
+  spin_unlock(&s->lock);
+}
+
 static void flush_each(grape_stream_t* s, void* arg) {
   (void)arg;
   flush_one(s);

@@ -97,6 +97,8 @@ static inline void grape__order_stream(grape_stream_t* s, uintptr_t key) {
 /* Ends stream key's region (submitting what it holds first), after the
  * ordering rules: the point where the host may see the stream's results. */
 void grape__flush_stream(uintptr_t key);
+/* The stream of key was synchronised: the sync has returned. */
+void grape__stream_synced(uintptr_t key);
 
 /* Ends every stream's region (a device-wide synchronisation, a free, an
  * unload...). */

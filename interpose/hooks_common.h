@@ -73,6 +73,18 @@ static inline void grape__flush_stream_of(const void* s, int ptds) {
 #define GRAPE_BEFORE_WAIT_ALL GRAPE_BEFORE_SYNC_ALL
 #define GRAPE_BEFORE_WAIT_STREAM GRAPE_BEFORE_SYNC_STREAM
 #define GRAPE_BEFORE_REPORT GRAPE_BEFORE_PLAIN
+/* After the real call: a stream sync that returned tells how long the device
+ * ran on past the host (graph mode's first plans). */
+#define GRAPE_AFTER_PLAIN(ptds, stream, r) GRAPE_NOTHING
+#define GRAPE_AFTER_SYNC_ALL GRAPE_AFTER_PLAIN
+#define GRAPE_AFTER_SYNC_STREAM GRAPE_AFTER_PLAIN
+#define GRAPE_AFTER_WAIT_ALL GRAPE_AFTER_PLAIN
+#define GRAPE_AFTER_WAIT_STREAM(ptds, stream, r)                                         \
+  do {                                                                                   \
+    if ((r) == 0)                                                                        \
+      grape__stream_synced(grape__stream_key((const void*)(stream), ptds));              \
+  } while (0)
+#define GRAPE_AFTER_REPORT GRAPE_AFTER_PLAIN
 #define GRAPE_RESULT_PLAIN(r) GRAPE_SEEN(r)
 #define GRAPE_RESULT_SYNC_ALL(r) GRAPE_SEEN(r)
 #define GRAPE_RESULT_SYNC_STREAM(r) GRAPE_SEEN(r)
@@ -185,6 +197,7 @@ static inline void grape__alloc_freed(uintptr_t p) {
     GRAPE_BEFORE_##K(ptds, stream);                                                      \
     ret r;                                                                               \
     GRAPE_NO_REENTRY(r = real args);                                                     \
+    GRAPE_AFTER_##K(ptds, stream, r);                                                    \
     return GRAPE_RESULT_##K(r);                                                          \
   }
 

@@ -745,13 +745,19 @@ Test(cache, plan_cuts_where_the_device_can_run_while_the_host_issues) {
    * part while the host issues the rest. */
   uint32_t end[1] = {100}, out[MAX_CUTS];
   double dev[1] = {50000}, f_old, f_new;
-  grape_plan_in_t in = {100, end, 1, dev, end, 1, 500000, 3500};
+  grape_plan_in_t in = {100, end, 1, dev, end, 1, 500000, 3500, 0};
   int n = grape__plan_cuts(&in, out, &f_old, &f_new);
   cr_expect_gt(n, 1);
   cr_expect_eq(out[n - 1], 100, "the key's end stays a cut");
   cr_expect_float_eq(f_old, 500000 + 3500 + 50000, 1e-6);
   cr_expect_lt(f_new, 520000, "end %g", f_new);
   cr_expect_float_eq(grape__plan_end(&in, out, n), f_new, 1e-6);
+  /* At most one segment: the region whole, as it was. */
+  in.max_segs = 1;
+  n = grape__plan_cuts(&in, out, &f_old, &f_new);
+  cr_expect_eq(n, 1);
+  cr_expect_float_eq(f_new, f_old, 1e-6);
+  in.max_segs = 0;
   /* No host time: a program that only launches gains nothing from cuts. */
   in.host_ns = 0;
   n = grape__plan_cuts(&in, out, &f_old, &f_new);
@@ -761,10 +767,10 @@ Test(cache, plan_cuts_where_the_device_can_run_while_the_host_issues) {
    * needs stays. */
   uint32_t two[2] = {40, 100}, forced[2] = {40, 100};
   double dev2[2] = {20000, 30000};
-  grape_plan_in_t mine = {100, two, 2, dev2, two + 1, 1, 0, 3500};
+  grape_plan_in_t mine = {100, two, 2, dev2, two + 1, 1, 0, 3500, 0};
   n = grape__plan_cuts(&mine, out, &f_old, &f_new);
   cr_expect_eq(n, 1, "the key's own cut at 40 went");
-  grape_plan_in_t shared = {100, two, 2, dev2, forced, 2, 0, 3500};
+  grape_plan_in_t shared = {100, two, 2, dev2, forced, 2, 0, 3500, 0};
   n = grape__plan_cuts(&shared, out, &f_old, &f_new);
   cr_expect_eq(n, 2, "the cut another key needs stayed");
   cr_expect_eq(out[0], 40);
@@ -816,6 +822,56 @@ Test(cache, a_key_whose_replays_cannot_beat_eager_launches_is_not_held) {
   grape_gc_path_t top;
   cr_assert_eq(grape_gc_top(cache, &top, 1), 1);
   cr_expect_not_null(strstr(top.why, "slower"), "%s", top.why);
+}
+
+/* A region whose stream sync then waits tail_ns for the device. */
+static void issue_all_synced(const pop_t* ops, int n, uint64_t tail_ns) {
+  issue_all(ops, n);
+  fake_now += tail_ns;
+  grape_gc_synced(cache, &region);
+}
+
+Test(cache, a_key_whose_syncs_show_a_busy_device_is_built_only_once_it_keeps_recurring) {
+  grape_gc_config_t cfg = config();
+  cfg.plan = 1;
+  cfg.recheck = 16;
+  start_builder(cfg);
+  host_op_ns = 3000;
+  eager_op_ns = 2000;
+  graph_launch_ns = 2500;
+  pop_t step[4] = {{1, 4, 3}, {2, 4, 3}, {3, 4, 3}, {4, 4, 3}};
+  /* The device runs 10 us per op against the host's 5: each sync waits
+   * 4 * 10 - 3 * 5 = 25 us. Holding the ops would only idle it longer. */
+  for (int it = 0; it < 12; it++)
+    issue_all_synced(step, 4, 25000);
+  grape_gc_stats_t st = stats();
+  cr_expect_eq(st.deferred, 1, "its first build was put off");
+  cr_expect_eq(st.graphs_built, 0);
+  cr_expect_eq(st.graph_hits, 0);
+  /* Still recurring after `recheck` sightings: tried, its replays timed. */
+  for (int it = 12; it < 40; it++)
+    issue_all_synced(step, 4, 25000);
+  stop_builder();
+  expect_device_ran_what_was_issued();
+  cr_expect_geq(stats().graphs_built, 1, "tried once it kept recurring");
+}
+
+Test(cache, a_key_whose_syncs_show_an_idle_device_is_built_at_its_warm_up) {
+  grape_gc_config_t cfg = config();
+  cfg.plan = 1;
+  cfg.recheck = 16;
+  start_builder(cfg);
+  host_op_ns = 3000;
+  eager_op_ns = 2000;
+  graph_launch_ns = 2500;
+  pop_t step[4] = {{1, 4, 3}, {2, 4, 3}, {3, 4, 3}, {4, 4, 3}};
+  for (int it = 0; it < 12; it++)
+    issue_all_synced(step, 4, 500);   /* the last op's 0.5 us */
+  stop_builder();
+  expect_device_ran_what_was_issued();
+  grape_gc_stats_t st = stats();
+  cr_expect_eq(st.deferred, 0);
+  cr_expect_gt(st.graph_hits, 5, "%lu hits", (unsigned long)st.graph_hits);
 }
 
 Test(cache, without_host_time_a_key_stays_one_segment) {
