@@ -45,8 +45,10 @@ void grape__region_release(grape_region_t* r) {
   bufs_t b = {r->keys, r->dims, r->fns, r->poff, r->grp, r->params, r->foot, r->cap, r->pcap, r->foot_cap};
   pool_lock_take();
   int kept = npool < POOL;
-  if (kept)
-    pool[npool++] = b;
+  if (kept) { /* npool is stored atomically: grape__region_reserve peeks at it unlocked */
+    pool[npool] = b;
+    __atomic_store_n(&npool, npool + 1, __ATOMIC_RELAXED);
+  }
   pool_lock_give();
   if (!kept) {
     free(b.keys);
@@ -73,7 +75,8 @@ int grape__region_reserve(grape_region_t* r, size_t max_bytes) {
   if (r->cap == 0 && r->pcap == 0 && __atomic_load_n(&npool, __ATOMIC_RELAXED) > 0) {
     pool_lock_take();
     if (npool > 0) {
-      bufs_t b = pool[--npool];
+      bufs_t b = pool[npool - 1];
+      __atomic_store_n(&npool, npool - 1, __ATOMIC_RELAXED);
       r->keys = b.keys;
       r->dims = b.dims;
       r->fns = b.fns;

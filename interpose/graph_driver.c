@@ -135,10 +135,14 @@ static int add_node(void** node, void* graph, const CUgraphNode* deps, size_t nd
     kernel_args(op, sub_ctx, &a);
     CUresult r = grape__rg.add_kernel((CUgraphNode*)node, graph, deps, ndeps, &a.p);
     /* Its launch attributes go on the node (a key's are fixed: never updated). */
-    const CUlaunchAttribute* at = (const void*)((const uint8_t*)op->params + op->param_bytes);
-    for (size_t i = 0; r == CUDA_SUCCESS && i < op->attrs_bytes / sizeof(*at); i++)
-      if (at[i].id != CU_LAUNCH_ATTRIBUTE_IGNORE)
-        r = grape__rg.node_set_attr(*node, (CUkernelNodeAttrID)at[i].id, (const CUkernelNodeAttrValue*)&at[i].value);
+    /* They follow the parameter bytes, maybe misaligned: copied out one by one. */
+    const uint8_t* at = (const uint8_t*)op->params + op->param_bytes;
+    for (size_t i = 0; r == CUDA_SUCCESS && i < op->attrs_bytes / sizeof(CUlaunchAttribute); i++) {
+      CUlaunchAttribute a;
+      memcpy(&a, at + i * sizeof(a), sizeof(a));
+      if (a.id != CU_LAUNCH_ATTRIBUTE_IGNORE)
+        r = grape__rg.node_set_attr(*node, (CUkernelNodeAttrID)a.id, (const CUkernelNodeAttrValue*)&a.value);
+    }
     return r;
   }
   case GRAPE_OP_MEMSET: {
@@ -211,11 +215,20 @@ static int d_submit(void* self, const grape_gc_op_t* op, void* stream) {
     kernel_args(op, NULL, &a);
     const grape_op_dims_t* d = op->dims;
     if (op->attrs_bytes) {
+      /* The kept attributes may be misaligned (after the parameter bytes):
+       * the driver gets an aligned copy. */
+      unsigned n = op->attrs_bytes / (unsigned)sizeof(CUlaunchAttribute);
+      CUlaunchAttribute local[16];
+      CUlaunchAttribute* at = n <= 16 ? local : malloc(op->attrs_bytes);
+      if (at == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+      memcpy(at, (const uint8_t*)op->params + op->param_bytes, (size_t)n * sizeof(*at));
       CUlaunchConfig c = {d->grid[0], d->grid[1], d->grid[2], d->block[0], d->block[1], d->block[2],
-                          d->shmem, stream,
-                          (CUlaunchAttribute*)((const uint8_t*)op->params + op->param_bytes),
-                          op->attrs_bytes / (unsigned)sizeof(CUlaunchAttribute)};
-      return grape__rg.launch_kernel_ex(&c, (CUfunction)op->fn, NULL, a.p.extra);
+                          d->shmem, stream, at, n};
+      int r = grape__rg.launch_kernel_ex(&c, (CUfunction)op->fn, NULL, a.p.extra);
+      if (at != local)
+        free(at);
+      return r;
     }
     return grape__rg.launch_kernel((CUfunction)op->fn, d->grid[0], d->grid[1], d->grid[2], d->block[0],
                               d->block[1], d->block[2], d->shmem, stream, NULL, a.p.extra);

@@ -64,11 +64,13 @@ static size_t attr_value_bytes(CUlaunchAttributeID id) {
   }
 }
 
-void grape__attrs_canon(CUlaunchAttribute* dst, const CUlaunchAttribute* src, size_t count) {
-  memset(dst, 0, count * sizeof(*dst));
+void grape__attrs_canon(void* dst, const CUlaunchAttribute* src, size_t count) {
   for (size_t i = 0; i < count; i++) {
-    dst[i].id = src[i].id;
-    memcpy(&dst[i].value, &src[i].value, attr_value_bytes(src[i].id));
+    CUlaunchAttribute a;
+    memset(&a, 0, sizeof(a));
+    a.id = src[i].id;
+    memcpy(&a.value, &src[i].value, attr_value_bytes(src[i].id));
+    memcpy((uint8_t*)dst + i * sizeof(a), &a, sizeof(a));
   }
 }
 

@@ -111,7 +111,9 @@ static inline __attribute__((always_inline)) int grape__attrs_node_safe(const gr
  * its id and the bytes of its value's member, padding and the union's other
  * bytes zeroed, so that equal attributes are equal bytes (a program need not
  * initialise the rest, and every launch would otherwise be a new path). */
-void grape__attrs_canon(CUlaunchAttribute* dst, const CUlaunchAttribute* src, size_t count);
+/* dst follows the launch's parameter bytes in a region, so it may be
+ * misaligned: it is written bytewise, and read back by copying out. */
+void grape__attrs_canon(void* dst, const CUlaunchAttribute* src, size_t count);
 
 /* Keeps l's launch attributes after its n parameter bytes at dst (room
  * allowing) and names them in k. */
@@ -119,7 +121,7 @@ static inline __attribute__((always_inline)) void
 grape__launch_attrs(const grape_launch_t* l, uint8_t* dst, size_t n, size_t room,
                     grape_op_key_t* k) {
   if (l->attrs_bytes && n + l->attrs_bytes <= room) {
-    grape__attrs_canon((CUlaunchAttribute*)(void*)(dst + n), l->attrs,
+    grape__attrs_canon(dst + n, l->attrs,
                        l->attrs_bytes / sizeof(CUlaunchAttribute));
     k->attrs = grape__fp_bytes(dst + n, l->attrs_bytes);
     k->attrs_bytes = (uint32_t)l->attrs_bytes;
