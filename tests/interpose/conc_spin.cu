@@ -9,7 +9,11 @@
 // pipes to the peer (the CPU barrier: one byte each way). Per step, on one
 // stream: two ordinary kernels (after the warm-up, a known path graph mode
 // holds), then `allreduce`, which publishes the step in this rank's flag and
-// spins until the peer's flag has it too, then one more kernel. Rank 0 waits
+// spins until the peer's flag has it too, then one more kernel. Two kernels
+// on a second stream go just before `allreduce` and one after it, then that
+// stream's sync: the first two are held when the collective is launched,
+// which submits them first, so the device sees every stream's work in the
+// program's issue order (the report counts them as flushed by a collective). Rank 0 waits
 // in the CPU barrier before that kernel and its sync; rank 1 synchronises
 // first. If rank 0's allreduce were held (the region goes on after it, so it
 // would stay held through the barrier), rank 1's would spin for a flag that
@@ -33,6 +37,10 @@ __global__ void work(int* x, int v) {
   *x += v;
 }
 
+__global__ void work2(int* x, int v) {   // the second stream's: a path of its own
+  *x += v;
+}
+
 // flags[0], flags[1]: each rank's last step; flags[2]: set when a spin gave up.
 __global__ void allreduce(volatile int* flags, int rank, int step) {
   flags[rank] = step;
@@ -42,6 +50,10 @@ __global__ void allreduce(volatile int* flags, int rank, int step) {
 
 extern "C" {
 SIMCU_KERNEL(_Z4workPii) {
+  (void)simcu_blk;
+  *SIMCU_ARG(0, int*) += SIMCU_ARG(1, int);
+}
+SIMCU_KERNEL(_Z5work2Pii) {
   (void)simcu_blk;
   *SIMCU_ARG(0, int*) += SIMCU_ARG(1, int);
 }
@@ -95,12 +107,18 @@ int main(int argc, char** argv) {
   CHECK(cudaHostGetDevicePointer((void**)&flags, (void*)map, 0));
   int* x;
   CHECK(cudaMalloc((void**)&x, sizeof(int)));
-  cudaStream_t s;
+  int* y;
+  CHECK(cudaMalloc((void**)&y, sizeof(int)));
+  cudaStream_t s, s2;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
   for (int step = 1; step <= STEPS; step++) {
     work<<<1, 1, 0, s>>>(x, step);
     work<<<1, 1, 0, s>>>(x, 1);
+    work2<<<1, 1, 0, s2>>>(y, step);   // held on another stream: submitted before the collective
+    work2<<<1, 1, 0, s2>>>(y, 3);
     allreduce<<<1, 1, 0, s>>>(flags, rank, step);
+    work2<<<1, 1, 0, s2>>>(y, 5);   // s2's region goes on: its first two kernels stay held
     if (rank == 0) {
       barrier(rfd, wfd);
       work<<<1, 1, 0, s>>>(x, 2);   // the region goes on: what it holds stays held
@@ -110,6 +128,7 @@ int main(int argc, char** argv) {
       CHECK(cudaStreamSynchronize(s));
       barrier(rfd, wfd);
     }
+    CHECK(cudaStreamSynchronize(s2));
     if (map[2] != 0) {
       fprintf(stderr, "conc_spin: rank %d step %d: the peer's flag never came (deadlock)\n", rank, step);
       return 1;

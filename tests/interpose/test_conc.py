@@ -21,7 +21,8 @@
             plain run in every mode and under 20 shuffled orders
   spin      conc_spin: two ranks, a collective stand-in spinning on mapped
             memory and a CPU barrier, GRAPE_FLUSH_US at its maximum: both
-            finish, with replays and no watchdog flush
+            finish, with replays and no watchdog flush; another stream's held
+            work is submitted when the collective is launched
 
 usage: test_conc.py CASE --preload LIBS --simdir DIRS --prog PROGRAM [--moe MOE]
 Exits 77 (skipped) when PROGRAM is "-" (built without nvcc)."""
@@ -33,6 +34,7 @@ import sys
 import tempfile
 
 FREE_BUILDS = "build=0,build_node=0"
+STEPS = 12   # conc_spin.cu's steps
 
 
 def fail(msg, p=None):
@@ -253,6 +255,12 @@ def case_spin(a):
     rep0 = outs[0][3]
     if rep0["graph_hits"] == 0:
         fail(f"rank 0 replayed nothing: nothing was held before the collective: {rep0}")
+    # The second stream's two held kernels of each step after the warm-up
+    # went to the device when the collective was launched, not at their sync.
+    flushed = rep0["held_ops_flushed_eager"]["collective"]
+    if flushed < 2 * (STEPS // 2):
+        fail(f"rank 0: {flushed} held ops submitted ahead of the collective; another stream's "
+             f"held work must go first: {rep0['held_ops_flushed_eager']}")
     spin = [t for t in rep0["top_paths"] if t["kernels"] == ["allreduce"]]
     if not spin or spin[0]["graph_hits"] != 0:
         fail(f"rank 0's collective stand-in is not a region of its own, or was replayed: "
