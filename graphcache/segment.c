@@ -276,16 +276,13 @@ int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint
   j->seg = seg;
   j->ctx = ctx;
   j->t_queued = now(c);
-  if (p != NULL && c->jobs != NULL) {
-    j->next = c->jobs;   /* a plan for a key that replays already goes first */
+  /* In order, plans too: a key still running eagerly gains more from its
+   * first graph than a replaying key from a concurrent plan. */
+  if (c->jobs_tail != NULL)
+    c->jobs_tail->next = j;
+  else
     c->jobs = j;
-  } else {
-    if (c->jobs_tail != NULL)
-      c->jobs_tail->next = j;
-    else
-      c->jobs = j;
-    c->jobs_tail = j;
-  }
+  c->jobs_tail = j;
   seg->queued++;
   if (c->cfg.wake != NULL)
     c->cfg.wake();
