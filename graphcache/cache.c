@@ -978,7 +978,9 @@ int grape_gc_flush(grape_gc_t* c, grape_region_t* r, void* stream, grape_gc_caus
     submit_held(c, r, stream, cause, drv_err);
     pthread_mutex_unlock(&c->lock);
   }
-  r->cur = NULL;
+  /* Stored atomically: the owner's launch path peeks at it unlocked
+   * (interpose/launch.h, grape__may_hold) while the watchdog flushes. */
+  __atomic_store_n(&r->cur, NULL, __ATOMIC_RELAXED);
   return 0;
 }
 

@@ -193,7 +193,8 @@ void grape__stream_meet(grape_stream_t* s);
 static inline __attribute__((always_inline)) int grape__may_hold(grape_stream_t* s) {
   if (__builtin_expect(__atomic_load_n(&s->kind, __ATOMIC_RELAXED) == GRAPE_STREAM_UNKNOWN, 0))
     grape__stream_meet(s);
-  return s->region.cur != NULL || s->region.nops >= grape__chunk_limit();
+  return __atomic_load_n(&s->region.cur, __ATOMIC_RELAXED) != NULL ||
+         s->region.nops >= grape__chunk_limit();
 }
 
 /* Before a chunk's first held op (s locked): the chunk runs eagerly when s's
