@@ -204,6 +204,7 @@ static void path_free(grape_gc_t* c, path_t* p) {
   free(p->dims);
   free(p->params);
   free(p->poff);
+  free(p->conc);
   free(p);
 }
 
@@ -298,6 +299,7 @@ static path_t* path_find_or_add(grape_gc_t* c, gkey_t* k, const grape_region_t* 
   p->nops = r->nops;
   p->key = k;
   p->stamp = c->cfg.stamp ? c->cfg.stamp() : 0;
+  grape__conc_path(c, p, r);
   p->key_next = k->paths;
   if (k->paths != NULL)
     k->paths->key_prev = p;
@@ -776,6 +778,7 @@ static void account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
       k->recheck_at = k->seen + (uint64_t)c->cfg.recheck;
     } else if (k->state == K_LIVE) {
       assess(c, k, r);
+      grape__conc_assess(c, k, r);
     }
     return;
   }
@@ -882,6 +885,9 @@ void grape_gc_destroy(grape_gc_t* c, int with_driver) {
   for (job_t* j = c->jobs; j != NULL;) {
     job_t* next = j->next;
     grape__region_free(&j->ops);
+    if (j->plan != NULL)
+      grape__plan_free(j->plan);
+    free(j->plan);
     free(j);
     j = next;
   }
@@ -903,6 +909,7 @@ void grape_gc_destroy(grape_gc_t* c, int with_driver) {
       free(p->dims);
       free(p->params);
       free(p->poff);
+      free(p->conc);
       free(p);
     }
   }
@@ -911,6 +918,7 @@ void grape_gc_destroy(grape_gc_t* c, int with_driver) {
     free(c->nodes[i]);
   free(c->nodes);
   free(c->staging);
+  grape__conc_destroy(c);
   pthread_cond_destroy(&c->built);
   pthread_mutex_destroy(&c->lock);
   free(c);
@@ -970,7 +978,9 @@ int grape_gc_flush(grape_gc_t* c, grape_region_t* r, void* stream, grape_gc_caus
     submit_held(c, r, stream, cause, drv_err);
     pthread_mutex_unlock(&c->lock);
   }
-  r->cur = NULL;
+  /* Stored atomically: the owner's launch path peeks at it unlocked
+   * (interpose/launch.h, grape__may_hold) while the watchdog flushes. */
+  __atomic_store_n(&r->cur, NULL, __ATOMIC_RELAXED);
   return 0;
 }
 
@@ -1110,7 +1120,8 @@ static grape_gc_path_t path_view(const grape_gc_t* c, const path_t* p) {
                            .key_seen = key->seen, .key_built = key->warmed,
                            .key_segments = key->state == K_LIVE ? key->nsegs : 0,
                            .way = key->hits ? GRAPE_GC_WAY_GRAPH : GRAPE_GC_WAY_EAGER,
-                           .why = key_why(c, key)};
+                           .why = key_why(c, key), .conc = p->conc,
+                           .plan = grape__conc_key_plan(c, key)};
 }
 
 size_t grape_gc_each_path(grape_gc_t* c, void (*fn)(const grape_gc_path_t* p, void* arg), void* arg) {

@@ -63,6 +63,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dag.h"
 #include "fingerprint.h"
 #include "region.h"
 
@@ -103,6 +104,15 @@ typedef struct grape_gc_driver_s {
   int (*timer_destroy)(void* self, void* timer);
   int (*graph_add_timer)(void* self, void** node, void* graph, void* after, void* timer, int end);
   int (*timer_read)(void* self, void* timer, uint64_t* ns);
+  /* Optional (NULL: every graph is a chain). Concurrency plans (conc.c):
+   * a node (an op, or a timer's event) after every node of deps[0, ndeps)
+   * (none: a root); and the blocks of an op's kernel that fit one SM and
+   * the device's SMs (the estimator's occupancy). */
+  int (*graph_add_deps)(void* self, void** node, void* graph, void* const* deps, size_t ndeps,
+                        const grape_gc_op_t* op);
+  int (*graph_add_timer_deps)(void* self, void** node, void* graph, void* const* deps,
+                              size_t ndeps, void* timer, int end);
+  int (*occupancy)(void* self, const grape_gc_op_t* op, uint32_t* per_sm, uint32_t* sms);
 } grape_gc_driver_t;
 
 /* ---- Configuration ---- */
@@ -138,7 +148,14 @@ typedef struct grape_gc_config_s {
   int deterministic;             /* wait in real time for builds the program could use, and
                                     use them only once built before now() */
   int plan;                      /* 0: never cut keys into several segments */
+  int concurrency;               /* GRAPE_GC_CONC_*: footprints analysed, plans made */
 } grape_gc_config_t;
+
+/* config.concurrency (GRAPE_CONCURRENCY): off; observe (each new path's DAG
+ * summarised for the report, no driver call); safe (segments with
+ * independent GEMMs get a concurrent plan where predicted and measured
+ * faster: conc.c). */
+enum { GRAPE_GC_CONC_OFF = 0, GRAPE_GC_CONC_OBSERVE, GRAPE_GC_CONC_SAFE };
 
 /* Estimated device memory of an executable graph: per node, plus its parameters. */
 #define GRAPE_GC_NODE_BYTES 10240
@@ -201,6 +218,7 @@ typedef enum grape_gc_cause_e {
   GRAPE_GC_NO_GRAPH,         /* the region ended on a prefix that has no graph of its own */
   GRAPE_GC_GRAPH_FAILED,     /* an update or the graph launch failed */
   GRAPE_GC_ORDERING,         /* a call the held ops must precede (a function attribute change) */
+  GRAPE_GC_COLLECTIVE,       /* a collective or spin kernel follows (on any stream) */
   GRAPE_GC_CAUSES
 } grape_gc_cause_t;
 
@@ -266,6 +284,14 @@ typedef struct grape_gc_stats_s {
   uint64_t builds_async;               /* graphs built by the builder thread */
   uint64_t build_waits;                /* deterministic mode: waits for a build */
   uint64_t deferred;                   /* first builds put off: predicted no faster */
+  /* Concurrency plans (conc.c) */
+  uint64_t conc_planned;               /* candidate plans built (predicted >= 5% faster) */
+  uint64_t conc_kept;                  /* ... measured >= 3% faster than the chain: kept */
+  uint64_t conc_reverted;              /* ... not: reverted (tried again later, less often) */
+  uint64_t conc_launches;              /* segment launches of a concurrent plan */
+  uint64_t conc_fallbacks;             /* replays whose footprints broke their plan: chain */
+  uint64_t dev_chain_ns, dev_chain_n;  /* device time of timed segment launches as chains */
+  uint64_t dev_plan_ns, dev_plan_n;    /* ... as concurrent plans */
 } grape_gc_stats_t;
 
 void grape_gc_stats(grape_gc_t* c, grape_gc_stats_t* st);
@@ -293,6 +319,8 @@ typedef struct grape_gc_path_s {
   uint32_t key_segments;               /* segments its key is replayed in (0: none) */
   grape_gc_way_t way;
   const char* why;                     /* why it ran that way, in words */
+  const grape_dag_summary_t* conc;     /* its DAG, when first seen (NULL: not analysed) */
+  const char* plan;                    /* its key's concurrency plan, in words (NULL: none) */
 } grape_gc_path_t;
 
 /* The n most frequent paths (count desc, then fingerprint) into top; n = 0

@@ -22,6 +22,7 @@ typedef struct grape_gc_seg_s seg_t;
 typedef struct path_s path_t;
 typedef struct exec_s exec_t;
 typedef struct job_s job_t;
+typedef struct conc_s conc_t;
 
 /* One executable graph of a segment: its nodes hold dims/params/fns. */
 struct exec_s {
@@ -35,6 +36,8 @@ struct exec_s {
   size_t plen;
   uint64_t bytes;               /* estimated device memory */
   uint64_t ready_at;            /* now() when its build ended (0: at once) */
+  uint32_t plan_gen;            /* 0: a chain; else the concurrent plan of that generation
+                                   of its segment (conc.c) */
   exec_t *lru_prev, *lru_next;  /* least recently used first (c->lru_head) */
 };
 
@@ -55,6 +58,7 @@ struct grape_gc_seg_s {
   double dev_ns;                /* device time of one launch, moving average */
   uint32_t dev_n;               /* samples in it */
   uint64_t launches;
+  conc_t* conc;                 /* its concurrency plan's state (conc.c), or NULL */
   seg_t* next;                  /* every segment (c->segs) */
 };
 
@@ -103,6 +107,7 @@ struct grape_gc_key_s {
   uint8_t guessed;              /* its cuts assume a device time not measured yet */
   uint8_t deferred;             /* its first build was put off (predicted no faster) */
   uint64_t build_at;            /* K_WARM: `seen` before which it is not built */
+  const char* conc_plan;        /* its segments' concurrency plan in words (conc.c), or NULL */
   path_t* paths;                /* its paths (path_t.key_next) */
   gkey_t *lru_prev, *lru_next;  /* least recently seen first */
 };
@@ -116,6 +121,7 @@ struct path_s {
   uint8_t* params;              /* the first sighting's: one representative set */
   uint32_t* poff;
   uint64_t stamp;               /* config.stamp() then */
+  grape_dag_summary_t* conc;    /* its DAG when first seen (conc.c), or NULL */
   path_t *key_prev, *key_next;  /* the other paths of its key */
   path_t *lru_prev, *lru_next;  /* least recently seen first */
 };
@@ -133,6 +139,8 @@ struct job_s {
   grape_region_t ops;           /* the segment's ops, from op 0 */
   void* ctx;
   uint64_t t_queued;            /* now() when queued */
+  grape_plan_t* plan;           /* a concurrent plan to build (owned), or NULL: a chain */
+  uint32_t plan_gen;
   job_t* next;
 };
 
@@ -167,6 +175,7 @@ struct grape_gc_s {
   int graph_mode;               /* made with graphs on (grape_gc_stop turns them off at exit) */
   int stopping;
   int built_now;                /* a graph was built inline since the last chunk was accounted */
+  struct conc_cache_s* conc;    /* conc.c's occupancy cache, or NULL */
 };
 
 /* ---- cache.c ---- */
@@ -230,12 +239,59 @@ int grape__gc_install_staged(grape_gc_t* c, gkey_t* k);
 /* Drops k's staged segments (it died, or was evicted). */
 void grape__gc_unstage(grape_gc_t* c, gkey_t* k);
 
+/* Queues (or, without a builder, makes) a build of seg from ops [from, from +
+ * seg->n) of r, as plan p of generation gen (NULL, 0: a chain). @return 0,
+ * -ENOMEM, or -EINVAL when an inline build failed. */
+int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from,
+                        void* ctx, const grape_plan_t* p, uint32_t gen);
+
 /* Frees seg and its executables (it must not be installed). */
 void grape__gc_seg_free(grape_gc_t* c, seg_t* seg, int with_driver);
 
 /* Destroys executable e (removing it from its segment and the LRU list). */
 void grape__gc_exec_drop(grape_gc_t* c, exec_t* e);
 
+
+/* ---- conc.c: concurrency plans per segment ---- */
+
+/* Builds the nodes of an executable of ops [from, from + n) of r with plan p
+ * (not a chain): nodes[i] for op i, between the timer's first and last
+ * nodes when timer is not NULL. @return 0 or the driver's error. No lock. */
+int grape__conc_add_nodes(const grape_gc_driver_t* drv, void* graph, const grape_region_t* r,
+                          uint32_t from, uint32_t n, void* timer, const grape_plan_t* p,
+                          void** nodes);
+
+/* The plan generation a launch of seg for r's held ops [from, ...) runs:
+ * 0 (the chain) or the candidate's (which then covers r's footprints). */
+uint32_t grape__conc_pick(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from);
+
+/* seg was launched with plan generation gen. */
+void grape__conc_launched(grape_gc_t* c, seg_t* seg, uint32_t gen);
+
+/* A device-time sample of seg's last launch: @return 1 when it belongs in
+ * seg->dev_ns (the plan that replays now). */
+int grape__conc_sample(grape_gc_t* c, seg_t* seg, uint64_t ns);
+
+/* The plan of generation gen of seg (NULL: the chain, or stale). */
+const grape_plan_t* grape__conc_plan(const seg_t* seg, uint32_t gen);
+
+/* A built executable of plan generation gen arrives for seg: @return 1
+ * when it is still wanted. */
+int grape__conc_wants(const seg_t* seg, uint32_t gen);
+
+/* After a replay of live key k from region r: plans its segments (safe
+ * mode). Under the lock. */
+void grape__conc_assess(grape_gc_t* c, gkey_t* k, const grape_region_t* r);
+
+/* A new path p of region r: its DAG summary for the report (observe, safe). */
+void grape__conc_path(grape_gc_t* c, path_t* p, const grape_region_t* r);
+
+/* The plan of k's segments in words, for the report (NULL: none). */
+const char* grape__conc_key_plan(const grape_gc_t* c, const gkey_t* k);
+
+/* Frees seg's plan state; the cache's (at destroy). */
+void grape__conc_free(seg_t* seg);
+void grape__conc_destroy(grape_gc_t* c);
 
 /* ---- plan.c ---- */
 

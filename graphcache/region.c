@@ -20,9 +20,11 @@ typedef struct bufs_s {
   grape_op_dims_t* dims;
   void** fns;
   uint32_t* poff;
+  uint32_t* grp;
   uint8_t* params;
+  grape_foot_t* foot;
   uint32_t cap;
-  size_t pcap;
+  size_t pcap, foot_cap;
 } bufs_t;
 static bufs_t pool[POOL];
 static int npool, pool_lock;
@@ -40,7 +42,7 @@ void grape__region_release(grape_region_t* r) {
   grape__region_clear(r);
   if (r->cap == 0 && r->pcap == 0)
     return;
-  bufs_t b = {r->keys, r->dims, r->fns, r->poff, r->params, r->cap, r->pcap};
+  bufs_t b = {r->keys, r->dims, r->fns, r->poff, r->grp, r->params, r->foot, r->cap, r->pcap, r->foot_cap};
   pool_lock_take();
   int kept = npool < POOL;
   if (kept) { /* npool is stored atomically: grape__region_reserve peeks at it unlocked */
@@ -53,15 +55,20 @@ void grape__region_release(grape_region_t* r) {
     free(b.dims);
     free(b.fns);
     free(b.poff);
+    free(b.grp);
     free(b.params);
+    free(b.foot);
   }
   r->keys = NULL;
   r->dims = NULL;
   r->fns = NULL;
   r->poff = NULL;
+  r->grp = NULL;
   r->params = NULL;
+  r->foot = NULL;
   r->cap = 0;
   r->pcap = 0;
+  r->foot_cap = 0;
 }
 
 int grape__region_reserve(grape_region_t* r, size_t max_bytes) {
@@ -74,9 +81,12 @@ int grape__region_reserve(grape_region_t* r, size_t max_bytes) {
       r->dims = b.dims;
       r->fns = b.fns;
       r->poff = b.poff;
+      r->grp = b.grp;
       r->params = b.params;
+      r->foot = b.foot;
       r->cap = b.cap;
       r->pcap = b.pcap;
+      r->foot_cap = b.foot_cap;
     }
     pool_lock_give();
   }
@@ -98,6 +108,10 @@ int grape__region_reserve(grape_region_t* r, size_t max_bytes) {
     if (o == NULL)
       return -ENOMEM;
     r->poff = o;
+    void* g = grow(r->grp, ncap, sizeof(*r->grp));
+    if (g == NULL)
+      return -ENOMEM;
+    r->grp = g;
     r->cap = ncap;   /* only once every array has the new size */
   }
   if (r->plen + max_bytes > r->pcap) {
@@ -114,6 +128,21 @@ void grape__region_clear(grape_region_t* r) {
   r->plen = 0;
   r->held = r->sub = r->graphed = r->segs = r->updates = 0;
   r->t_first = 0;
+  r->nfoot = 0;
+  r->gen++;
+}
+
+uint32_t grape__region_add_foot(grape_region_t* r, const grape_foot_t* f) {
+  if (r->nfoot >= GRAPE_GRP_SPECIAL - 1)
+    return 0;
+  if (r->nfoot == r->foot_cap) {
+    grape_foot_t* v = grape__grow(r->foot, &r->foot_cap, (size_t)r->nfoot + 1, sizeof(*v), 8);
+    if (v == NULL)
+      return 0;
+    r->foot = v;
+  }
+  r->foot[r->nfoot++] = *f;
+  return r->nfoot;
 }
 
 void grape__region_free(grape_region_t* r) {
@@ -122,5 +151,7 @@ void grape__region_free(grape_region_t* r) {
   free(r->fns);
   free(r->poff);
   free(r->params);
+  free(r->grp);
+  free(r->foot);
   *r = (grape_region_t){0};
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "fingerprint.h"
+#include "footprint.h"
 
 enum {
   GRAPE_SIG_CUKERNEL = 1u << 2,   /* the op's function is a CUkernel, not a CUfunction */
@@ -46,6 +47,15 @@ typedef struct grape_region_s {
   uint32_t* poff;              /* each op's offset into params */
   uint8_t* params;
   size_t plen, pcap;
+  /* Footprints (footprint.h): each op's tag, and the footprints of the
+   * library calls its ops came from (appended by the shim once per call and
+   * region). `gen` counts the chunks the region held (a tag never outlives
+   * its chunk). */
+  uint32_t* grp;
+  grape_foot_t* foot;
+  uint32_t nfoot;
+  size_t foot_cap;
+  uint32_t gen;
   /* Graph mode (graphcache/cache.c): while `cur` is not NULL the ops so far
    * follow a known path: the first `sub` of them were launched as segments,
    * ops [sub, held) are held back from the driver; NULL means the rest of the
@@ -73,6 +83,10 @@ int grape__region_reserve(grape_region_t* r, size_t max_bytes);
 /* Forgets the ops (keeps the memory). */
 void grape__region_clear(grape_region_t* r);
 
+/* Appends footprint f. @return its tag (grp value), or 0 when out of memory
+ * (the ops it tags are then opaque). */
+uint32_t grape__region_add_foot(grape_region_t* r, const grape_foot_t* f);
+
 /* Forgets the ops and gives the buffers back to a small pool that the next
  * region to need buffers takes them from, so that a stream between regions
  * (an idle one) holds no buffers, and a busy one reuses the same ones. */
@@ -89,6 +103,7 @@ static inline void grape__region_push(grape_region_t* r, const grape_op_key_t* k
   r->keys[i] = *key;
   r->dims[i] = *dims;
   r->fns[i] = fn;
+  r->grp[i] = 0;
   r->poff[i] = (uint32_t)r->plen;
   for (size_t k = 0; k < n; k++)
     r->params[r->plen + k] = ((const uint8_t*)params)[k];

@@ -96,11 +96,11 @@ static void exec_free(const grape_gc_driver_t* drv, exec_t* e, int with_driver) 
 }
 
 /* Builds an executable of ops [from, from + n) of r (a chain in recorded
- * order). Touches nothing of the cache: the builder thread calls it without
- * the lock. @return it, or NULL (*drv_err: the driver's code; 0 when out of
- * memory). */
+ * order, or the edges of concurrency plan p: conc.c). Touches nothing of the
+ * cache: the builder thread calls it without the lock. @return it, or NULL
+ * (*drv_err: the driver's code; 0 when out of memory). */
 static exec_t* exec_make(const grape_gc_driver_t* drv, const grape_region_t* r, uint32_t from,
-                         uint32_t n, void* timer, int* drv_err) {
+                         uint32_t n, void* timer, const grape_plan_t* p, int* drv_err) {
   *drv_err = 0;
   exec_t* e = calloc(1, sizeof(*e));
   if (e == NULL)
@@ -115,6 +115,11 @@ static exec_t* exec_make(const grape_gc_driver_t* drv, const grape_region_t* r, 
   if (e->nodes == NULL || e->fns == NULL || e->dims == NULL || e->params == NULL ||
       (*drv_err = drv->graph_create(drv->self, &e->graph)) != 0)
     goto fail;
+  if (p != NULL) {
+    if ((*drv_err = grape__conc_add_nodes(drv, e->graph, r, from, n, timer, p, e->nodes)) != 0)
+      goto fail;
+    goto instantiate;
+  }
   void* first = NULL;   /* the timer's first node, before the ops */
   if (timer != NULL &&
       (*drv_err = drv->graph_add_timer(drv->self, &first, e->graph, NULL, timer, 0)) != 0)
@@ -129,6 +134,7 @@ static exec_t* exec_make(const grape_gc_driver_t* drv, const grape_region_t* r, 
   if (timer != NULL &&
       (*drv_err = drv->graph_add_timer(drv->self, &last, e->graph, e->nodes[n - 1], timer, 1)) != 0)
     goto fail;
+instantiate:
   if ((*drv_err = drv->graph_instantiate(drv->self, &e->exec, e->graph)) != 0)
     goto fail;
   return e;
@@ -217,6 +223,7 @@ void grape__gc_seg_free(grape_gc_t* c, seg_t* seg, int with_driver) {
   }
   if (seg->timer != NULL && with_driver)
     c->drv.timer_destroy(c->drv.self, seg->timer);
+  grape__conc_free(seg);
   for (seg_t** p = &c->segs; *p != NULL; p = &(*p)->next)
     if (*p == seg) {
       *p = seg->next;
@@ -225,12 +232,11 @@ void grape__gc_seg_free(grape_gc_t* c, seg_t* seg, int with_driver) {
   free(seg);
 }
 
-/* Queues (or, without a builder, makes) a build of seg from ops [from, from +
- * seg->n) of r. @return 0, -ENOMEM, or -EINVAL when an inline build failed. */
-static int seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from, void* ctx) {
+int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from,
+                        void* ctx, const grape_plan_t* p, uint32_t gen) {
   if (!c->cfg.async_builds) {
     int err;
-    exec_t* e = exec_make(&c->drv, r, from, seg->n, seg->timer, &err);
+    exec_t* e = exec_make(&c->drv, r, from, seg->n, seg->timer, p, &err);
     if (e == NULL) {
       if (err != 0) {
         c->st.build_failures++;
@@ -241,16 +247,26 @@ static int seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_
       return -ENOMEM;
     }
     c->built_now = 1;
+    e->plan_gen = gen;
     return exec_add(c, seg, e) == 0 ? 0 : -ENOMEM;
   }
   job_t* j = calloc(1, sizeof(*j));
-  if (j == NULL)
+  if (j == NULL || (p != NULL && ((j->plan = malloc(sizeof(*j->plan))) == NULL ||
+                                  grape__plan_copy(p, j->plan) != 0))) {
+    if (j != NULL)
+      free(j->plan);
+    free(j);
     return -ENOMEM;
+  }
+  j->plan_gen = gen;
   for (uint32_t i = 0; i < seg->n; i++) {
     uint32_t at = from + i;
     size_t bytes = (at + 1 < r->nops ? r->poff[at + 1] : r->plen) - r->poff[at];
     if (grape__region_reserve(&j->ops, bytes) != 0) {
       grape__region_free(&j->ops);
+      if (j->plan != NULL)
+        grape__plan_free(j->plan);
+      free(j->plan);
       free(j);
       return -ENOMEM;
     }
@@ -260,6 +276,8 @@ static int seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_
   j->seg = seg;
   j->ctx = ctx;
   j->t_queued = now(c);
+  /* In order, plans too: a key still running eagerly gains more from its
+   * first graph than a replaying key from a concurrent plan. */
   if (c->jobs_tail != NULL)
     c->jobs_tail->next = j;
   else
@@ -269,6 +287,10 @@ static int seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_
   if (c->cfg.wake != NULL)
     c->cfg.wake();
   return 0;
+}
+
+static int seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from, void* ctx) {
+  return grape__gc_seg_build(c, seg, r, from, ctx, NULL, 0);
 }
 
 /* A segment that is neither installed nor staged nor being built goes. */
@@ -304,9 +326,11 @@ int grape_gc_build_pending(grape_gc_t* c) {
       c->drv.bind(c->drv.self, j->ctx);
     if (c->cfg.handoff != NULL)
       c->cfg.handoff(start);
-    e = exec_make(&c->drv, &j->ops, 0, j->seg->n, j->seg->timer, &err);
-    if (e != NULL)
+    e = exec_make(&c->drv, &j->ops, 0, j->seg->n, j->seg->timer, j->plan, &err);
+    if (e != NULL) {
       e->ready_at = now(c);
+      e->plan_gen = j->plan_gen;
+    }
   }
   pthread_mutex_lock(&c->lock);
   if (e != NULL)
@@ -314,9 +338,13 @@ int grape_gc_build_pending(grape_gc_t* c) {
   seg_t* seg = j->seg;
   seg->queued--;
   c->building--;
-  if (e != NULL) {
+  if (e != NULL && !grape__conc_wants(seg, e->plan_gen)) {
+    exec_free(&c->drv, e, 1);   /* a plan given up while it was built */
+  } else if (e != NULL) {
     if (exec_add(c, seg, e) == 0)
       c->st.builds_async++;
+  } else if (err != 0 && j->plan != NULL) {
+    /* A plan that cannot be built: the chain stays (conc.c drops the plan). */
   } else if (err != 0) {
     c->st.build_failures++;
     seg->failed = 1;
@@ -327,6 +355,9 @@ int grape_gc_build_pending(grape_gc_t* c) {
   pthread_cond_broadcast(&c->built);
   pthread_mutex_unlock(&c->lock);
   grape__region_free(&j->ops);
+  if (j->plan != NULL)
+    grape__plan_free(j->plan);
+  free(j->plan);
   free(j);
   return 1;
 }
@@ -385,15 +416,15 @@ static uint32_t exec_diff(const exec_t* e, const grape_region_t* r, uint32_t fro
   return d;
 }
 
-/* The usable executable of seg whose nodes differ least from r's ops from
- * `from` on. */
+/* The usable executable of seg of plan generation gen (0: the chain) whose
+ * nodes differ least from r's ops from `from` on. */
 static exec_t* best_variant(const grape_gc_t* c, seg_t* seg, const grape_region_t* r,
-                            uint32_t from, uint32_t* diff) {
+                            uint32_t from, uint32_t gen, uint32_t* diff) {
   exec_t* best = NULL;
   uint32_t bd = UINT32_MAX;
   uint64_t t = now(c);
   for (int i = 0; i < seg->nvar && bd > 0; i++) {
-    if (seg->var[i]->ready_at > t)
+    if (seg->var[i]->ready_at > t || seg->var[i]->plan_gen != gen)
       continue;
     uint32_t d = exec_diff(seg->var[i], r, from, seg->n, bd);
     if (d < bd) {
@@ -435,6 +466,8 @@ static void seg_timer_poll(grape_gc_t* c, seg_t* seg) {
   if (!seg->timed || c->drv.timer_read(c->drv.self, seg->timer, &ns) != 0)
     return;
   seg->timed = 0;
+  if (!grape__conc_sample(c, seg, ns))
+    return;   /* a plan on trial, not the one replaying now */
   seg->dev_n++;
   seg->dev_ns += ((double)ns - seg->dev_ns) / (seg->dev_n < 8 ? seg->dev_n : 8);
 }
@@ -447,7 +480,12 @@ void grape__gc_seg_timers_poll(grape_gc_t* c, const gkey_t* k) {
 
 int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* stream) {
   uint32_t d;
-  exec_t* e = best_variant(c, seg, r, r->sub, &d);
+  if (seg->timer != NULL)
+    seg_timer_poll(c, seg);   /* before this launch records the timer again */
+  uint32_t gen = seg->conc != NULL ? grape__conc_pick(c, seg, r, r->sub) : 0;
+  exec_t* e = best_variant(c, seg, r, r->sub, gen, &d);
+  if (e == NULL && gen != 0)
+    e = best_variant(c, seg, r, r->sub, gen = 0, &d);
   if (e == NULL)
     return -1;
   /* Far from every variant: another one, while there is room, keeps the
@@ -457,18 +495,20 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
   int far = d * 2 > seg->n;
   if (far) {
     seg->far_ns += (double)d * c->cfg.update_ns;
-    if (seg->nvar + seg->queued < c->cfg.variants &&
+    int same = 0;   /* variants of the plan that replays */
+    for (int i = 0; i < seg->nvar; i++)
+      same += seg->var[i]->plan_gen == gen;
+    if (same + seg->queued < c->cfg.variants &&
         (c->cfg.async_builds || seg->far_ns >= 3.0 * build_ns(c, seg->n))) {
       seg->far_ns = 0;
-      if (seg_build(c, seg, r, r->sub, r->ctx) == 0 && !c->cfg.async_builds) {
+      if (grape__gc_seg_build(c, seg, r, r->sub, r->ctx, grape__conc_plan(seg, gen), gen) == 0 &&
+          !c->cfg.async_builds) {
         e = seg->var[seg->nvar - 1];
         d = 0;
       }
     }
   }
   int err = 0;
-  if (seg->timer != NULL)
-    seg_timer_poll(c, seg);   /* before this launch records the timer again */
   if ((d > 0 && exec_rebind(c, e, r, r->sub, &err) < 0) ||
       (err = c->drv.exec_launch(c->drv.self, e->exec, stream)) != 0) {
     grape__gc_note(c, &c->noted_launch, "a graph update or launch failed; its ops ran eagerly, "
@@ -478,6 +518,7 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
     return err ? err : -1;
   }
   seg->timed = seg->timer != NULL;
+  grape__conc_launched(c, seg, gen);
   lru_touch(c, e);
   seg->launches++;
   r->updates += d;
@@ -509,7 +550,7 @@ long grape__gc_region_diff(grape_gc_t* c, const gkey_t* k, const grape_region_t*
   long total = 0;
   for (int j = 0; j < m; j++) {
     uint32_t d;
-    if (segs[j] == NULL || best_variant(c, segs[j], r, from[j], &d) == NULL)
+    if (segs[j] == NULL || best_variant(c, segs[j], r, from[j], 0, &d) == NULL)
       return -1;
     total += d;
   }

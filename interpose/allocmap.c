@@ -18,6 +18,70 @@ static uint64_t epoch;             /* adds + removes so far (written under the w
 static grape_alloc_life_t* hist;   /* hist[id - 1]: every interval added, when kept */
 static size_t hist_len, hist_cap;
 static int hist_on = -1;           /* -1 until GRAPE_TRACE is read; 0 off or given up */
+static int shared_dirty;           /* the shared ranges changed (write lock held) */
+static void** shared_old;          /* retired snapshots (freed only by a reset that frees) */
+static size_t shared_old_len, shared_old_cap;
+grape_alloc_shared_t* grape__alloc_shared_now;
+
+static int is_shared_kind(int kind) {
+  return kind == GRAPE_ALLOC_HOST_PINNED || kind == GRAPE_ALLOC_HOST_REGISTERED ||
+         kind == GRAPE_ALLOC_FOREIGN;
+}
+
+/* Publishes a new snapshot of the shared ranges if they changed. Write lock
+ * held. Out of memory, the old snapshot stays (kernels into the newest range
+ * may then be held: the watchdog remains the backstop). */
+static void shared_publish(void) {
+  if (!shared_dirty)
+    return;
+  size_t n = 0;
+  for (size_t i = 0; i < len; i++)
+    n += is_shared_kind(iv[i].kind);
+  grape_alloc_shared_t* s = NULL;
+  if (n > 0) {
+    s = malloc(sizeof(*s) + 2 * n * sizeof(uint64_t));
+    void** old = grape__grow(shared_old, &shared_old_cap, shared_old_len + 1, sizeof(*old), 16);
+    if (s == NULL || old == NULL) {
+      free(s);
+      return;
+    }
+    shared_old = old;
+    uint64_t* lo = (uint64_t*)(s + 1);   /* n lows, then n highs, after the header */
+    s->n = 0;
+    for (size_t i = 0; i < len; i++)
+      if (is_shared_kind(iv[i].kind)) {
+        lo[s->n] = iv[i].start;
+        lo[n + s->n] = iv[i].start + iv[i].size;
+        s->n++;
+      }
+  }
+  grape_alloc_shared_t* prev = __atomic_exchange_n(&grape__alloc_shared_now, s, __ATOMIC_ACQ_REL);
+  if (prev != NULL) {
+    void** old = grape__grow(shared_old, &shared_old_cap, shared_old_len + 1, sizeof(*old), 16);
+    if (old != NULL) {
+      shared_old = old;
+      shared_old[shared_old_len++] = prev;
+    }   /* else it leaks: a reader may still be using it */
+  }
+  shared_dirty = 0;
+}
+
+int grape__alloc_is_shared(uint64_t addr) {
+  const grape_alloc_shared_t* s = __atomic_load_n(&grape__alloc_shared_now, __ATOMIC_ACQUIRE);
+  if (s == NULL)
+    return 0;
+  const uint64_t* lo = (const uint64_t*)(s + 1);
+  const uint64_t* hi = lo + s->n;
+  size_t a = 0, b = s->n;   /* the first range starting after addr */
+  while (a < b) {
+    size_t mid = a + (b - a) / 2;
+    if (lo[mid] <= addr)
+      a = mid + 1;
+    else
+      b = mid;
+  }
+  return a > 0 && addr < hi[a - 1];
+}
 
 /* Whether a history is kept: only for traces. Write lock held. */
 static int history_on(void) {
@@ -72,9 +136,11 @@ static long containing(uint64_t addr) {
 static void erase(size_t i, size_t n) {
   if (n == 0)
     return;   /* also keeps memmove from a NULL iv (the first add) */
-  for (size_t k = i; hist != NULL && k < i + n; k++)
-    if (iv[k].id >= 1 && iv[k].id <= hist_len)
+  for (size_t k = i; k < i + n; k++) {
+    if (hist != NULL && iv[k].id >= 1 && iv[k].id <= hist_len)
       hist[iv[k].id - 1].died = epoch;
+    shared_dirty |= is_shared_kind(iv[k].kind);
+  }
   memmove(&iv[i], &iv[i + n], (len - i - n) * sizeof(*iv));
   len -= n;
 }
@@ -102,6 +168,8 @@ int grape__alloc_add(uint64_t start, uint64_t size, grape_alloc_kind_t kind) {
   iv[i] = (grape_alloc_t){start, size, kind, ++serial};
   len++;
   history_add(&iv[i]);
+  shared_dirty |= is_shared_kind(kind);
+  shared_publish();
   pthread_rwlock_unlock(&lock);
   return 0;
 }
@@ -115,6 +183,7 @@ int grape__alloc_remove(uint64_t start) {
     erase(u - 1, 1);
     rc = 0;
   }
+  shared_publish();
   pthread_rwlock_unlock(&lock);
   return rc;
 }
@@ -131,6 +200,7 @@ int grape__alloc_remove_range(uint64_t start, uint64_t size) {
   while (j < len && iv[j].start + iv[j].size <= start + size)
     j++;
   erase(i, j - i);
+  shared_publish();
   pthread_rwlock_unlock(&lock);
   return (int)(j - i);
 }
@@ -192,7 +262,15 @@ void grape__alloc_reset(int free_memory) {
   if (free_memory) {
     free(iv);
     free(hist);
+    for (size_t i = 0; i < shared_old_len; i++)
+      free(shared_old[i]);
+    free(shared_old);
+    free(grape__alloc_shared_now);
   }
+  shared_old = NULL;
+  shared_old_len = shared_old_cap = 0;
+  shared_dirty = 0;
+  grape__alloc_shared_now = NULL;
   iv = NULL;
   len = cap = 0;
   serial = 0;

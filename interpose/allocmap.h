@@ -23,7 +23,8 @@ typedef enum grape_alloc_kind_e {
   GRAPE_ALLOC_MANAGED,        /* unified memory */
   GRAPE_ALLOC_MAPPED,         /* cuMemMap of a reserved range (expandable segments) */
   GRAPE_ALLOC_HOST_PINNED,    /* cuMemHostAlloc / cudaMallocHost */
-  GRAPE_ALLOC_HOST_REGISTERED /* cuMemHostRegister / cudaHostRegister */
+  GRAPE_ALLOC_HOST_REGISTERED,/* cuMemHostRegister / cudaHostRegister */
+  GRAPE_ALLOC_FOREIGN         /* another process's memory (cuIpcOpenMemHandle) */
 } grape_alloc_kind_t;
 
 typedef struct grape_alloc_s {
@@ -51,6 +52,28 @@ int grape__alloc_find(uint64_t addr, grape_alloc_t* out);
 int grape__alloc_pointer_words(const void* params, size_t nbytes, uint64_t* mask);
 
 size_t grape__alloc_count(void);
+
+/* ---- Shared memory: what the host or another process may read or write
+ * while a kernel runs (host-pinned, registered and foreign ranges) ----
+ * A kernel whose parameters point there may wait on, or be waited on by,
+ * something outside the stream (a host thread spinning on a flag, a peer
+ * rank): graph mode never holds it (collective.h). The lookup is lock-free:
+ * the set is a sorted snapshot published at each change (allocations of
+ * such memory are rare), and older snapshots live until exit. */
+
+typedef struct grape_alloc_shared_s {
+  size_t n;                /* followed by n starts, then n ends, sorted (one block) */
+} grape_alloc_shared_t;
+
+extern grape_alloc_shared_t* grape__alloc_shared_now;
+
+/* True when any shared range exists (one load). */
+static inline int grape__alloc_shared_any(void) {
+  return __atomic_load_n(&grape__alloc_shared_now, __ATOMIC_ACQUIRE) != NULL;
+}
+
+/* True when addr lies in a shared range. */
+int grape__alloc_is_shared(uint64_t addr);
 
 /* ---- History (kept only when GRAPE_TRACE is set) ---- */
 

@@ -62,6 +62,7 @@ typedef struct grape_func_s {
   const void* handle;          /* the handle this info was created for (aliases share it) */
   int holes;                   /* the parameters leave alignment gaps (zeroed on capture) */
   int packed8;                 /* every parameter is 8 bytes, at offset 8 * i (pointers) */
+  int coll;                    /* collective.h: GRAPE_COLL_* (0: not classified yet) */
 } grape_func_t;
 
 /* Info of handle h, created on first sight and resolved on first call here.

@@ -153,6 +153,7 @@ grape_gc_t* grape__gc(void) {
       .max_paths = option_at_least(grape_option_paths, 1),
       .wake = grape__builder_wake,
       .handoff = builder_handoff,
+      .concurrency = (int)grape__option_get(grape_option_concurrency),
     };
     costs_set(&cfg);
     if (graphs) {
@@ -323,7 +324,7 @@ void grape__flush_held_locked(grape_stream_t* s, grape_gc_cause_t cause) {
     if (err != 0)
       grape__note_flush_error(err);
   }
-  r->cur = NULL;
+  __atomic_store_n(&r->cur, NULL, __ATOMIC_RELAXED);   /* grape__may_hold peeks unlocked */
   if (s->on_hold_list)
     hold_list_remove(s);
 }

@@ -126,15 +126,14 @@ static int d_graph_create(void* self, void** g) {
   return grape__rg.graph_create((CUgraph*)g, 0);
 }
 
-static int d_graph_add(void* self, void** node, void* graph, void* after, const grape_gc_op_t* op) {
-  (void)self;
-  CUgraphNode dep = after;
-  size_t ndeps = after != NULL;
+/* A node of op after deps[0, ndeps). */
+static int add_node(void** node, void* graph, const CUgraphNode* deps, size_t ndeps,
+                    const grape_gc_op_t* op) {
   switch (op->kind) {
   case GRAPE_OP_KERNEL: {
     kernel_args_t a;
     kernel_args(op, sub_ctx, &a);
-    CUresult r = grape__rg.add_kernel((CUgraphNode*)node, graph, &dep, ndeps, &a.p);
+    CUresult r = grape__rg.add_kernel((CUgraphNode*)node, graph, deps, ndeps, &a.p);
     /* Its launch attributes go on the node (a key's are fixed: never updated). */
     /* They follow the parameter bytes, maybe misaligned: copied out one by one. */
     const uint8_t* at = (const uint8_t*)op->params + op->param_bytes;
@@ -148,13 +147,25 @@ static int d_graph_add(void* self, void** node, void* graph, void* after, const 
   }
   case GRAPE_OP_MEMSET: {
     CUDA_MEMSET_NODE_PARAMS m = memset_args(op);
-    return grape__rg.add_memset((CUgraphNode*)node, graph, &dep, ndeps, &m, sub_ctx);
+    return grape__rg.add_memset((CUgraphNode*)node, graph, deps, ndeps, &m, sub_ctx);
   }
   default: {
     CUDA_MEMCPY3D m = memcpy_args(op);
-    return grape__rg.add_memcpy((CUgraphNode*)node, graph, &dep, ndeps, &m, sub_ctx);
+    return grape__rg.add_memcpy((CUgraphNode*)node, graph, deps, ndeps, &m, sub_ctx);
   }
   }
+}
+
+static int d_graph_add(void* self, void** node, void* graph, void* after, const grape_gc_op_t* op) {
+  (void)self;
+  CUgraphNode dep = after;
+  return add_node(node, graph, &dep, after != NULL, op);
+}
+
+static int d_graph_add_deps(void* self, void** node, void* graph, void* const* deps, size_t ndeps,
+                            const grape_gc_op_t* op) {
+  (void)self;
+  return add_node(node, graph, (const CUgraphNode*)deps, ndeps, op);
 }
 
 static int d_instantiate(void* self, void** exec, void* graph) {
@@ -283,6 +294,35 @@ static int d_graph_add_timer(void* self, void** node, void* graph, void* after, 
                                     ((seg_timer_t*)timer)->ev[end != 0]);
 }
 
+static int d_graph_add_timer_deps(void* self, void** node, void* graph, void* const* deps,
+                                  size_t ndeps, void* timer, int end) {
+  (void)self;
+  return grape__rg.add_event_record((CUgraphNode*)node, graph, (const CUgraphNode*)deps, ndeps,
+                                    ((seg_timer_t*)timer)->ev[end != 0]);
+}
+
+/* The estimator's occupancy: blocks of op's kernel per SM, the device's SMs.
+ * Asked once per function and shape (graphcache/conc.c caches it). */
+static int d_occupancy(void* self, const grape_gc_op_t* op, uint32_t* per_sm, uint32_t* sms) {
+  (void)self;
+  typedef CUresult (*occ_fn)(int*, CUfunction, int, size_t);
+  static occ_fn occ;
+  if (occ == NULL && (occ = (occ_fn)grape__real_driver("cuOccupancyMaxActiveBlocksPerMultiprocessor")) == NULL)
+    return CUDA_ERROR_NOT_FOUND;
+  const grape_op_dims_t* d = op->dims;
+  int n = 0, count = 0;
+  CUdevice dev;
+  /* A CUkernel may stand where a CUfunction is asked for (cuda.h). */
+  CUresult r = occ(&n, (CUfunction)op->fn, (int)(d->block[0] * d->block[1] * d->block[2]), d->shmem);
+  if (r == CUDA_SUCCESS && (r = grape__rg.ctx_device(&dev)) == CUDA_SUCCESS)
+    r = grape__rg.device_attr(&count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+  if (r != CUDA_SUCCESS)
+    return r;
+  *per_sm = n > 0 ? (uint32_t)n : 1;
+  *sms = count > 0 ? (uint32_t)count : 0;
+  return CUDA_SUCCESS;
+}
+
 static int d_timer_read(void* self, void* timer, uint64_t* ns) {
   (void)self;
   seg_timer_t* t = timer;
@@ -308,6 +348,9 @@ const grape_gc_driver_t grape__graph_driver = {
     .timer_destroy = d_timer_destroy,
     .graph_add_timer = d_graph_add_timer,
     .timer_read = d_timer_read,
+    .graph_add_deps = d_graph_add_deps,
+    .graph_add_timer_deps = d_graph_add_timer_deps,
+    .occupancy = d_occupancy,
 };
 
 /* ---- The submission context ---- */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "allocmap.h"
+#include "cublas.h"
 #include "funcattrs.h"
 #include "funcinfo.h"
 #include "images.h"
@@ -168,7 +169,7 @@ static void register_loaded_image(const void* handle, const void* image) {
     grape_log_debug("module image not parsed: %s", err.msg);
     return;
   }
-  grape__image_register_parsed(handle, fb);
+  grape__image_register_parsed(handle, fb, image);
 }
 static void image_loaded(const void* handle, const void* image) {
   if (handle != NULL)
@@ -360,8 +361,11 @@ GRAPE_EXPORT GRAPE_NO_SANITIZE void* dlsym(void* handle, const char* symbol) {
   /* Sanitizer runtimes call dlsym before they are initialised: nothing on this
    * path may be instrumented, and only CUDA names ("cu" + upper case, "cuda")
    * go further. */
-  if (p == NULL || symbol[0] != 'c' || symbol[1] != 'u' ||
-      !((symbol[2] >= 'A' && symbol[2] <= 'Z') || (symbol[2] == 'd' && symbol[3] == 'a')))
+  if (p == NULL || symbol[0] != 'c' || symbol[1] != 'u')
+    return p;
+  if (symbol[2] == 'b')   /* cuBLAS's GEMMs (cublas.c) */
+    return grape__cublas_dlsym(handle, symbol, p);
+  if (!((symbol[2] >= 'A' && symbol[2] <= 'Z') || (symbol[2] == 'd' && symbol[3] == 'a')))
     return p;
   /* In the global scope the shim's own exports stand before CUDA's. Where no
    * real definition follows them (the program loaded CUDA RTLD_LOCAL, or not at

@@ -1,8 +1,10 @@
 /* The image registry (see images.h for the design). */
 #include "images.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cuda_types.h"
 #include "handles.h"
@@ -12,6 +14,7 @@
 
 typedef struct image_s {
   const void* raw;             /* fatbin wrapper, parsed lazily; NULL when parsed at load */
+  int collective;              /* it lives in a collective library's object (collective.h) */
   grape_fatbin_t* parsed;
   int tried;                   /* a lazy parse was attempted (under lock) */
 } image_t;
@@ -19,7 +22,23 @@ typedef struct image_s {
 static grape_handle_slot_t* images;   /* handle -> image_t*; made on first registration */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;   /* creation, lazy parses, the arch */
 
-static void image_put(const void* handle, const void* raw, grape_fatbin_t* fb) {
+/* True when the object holding address p is a collective or one-sided
+ * communication library (NCCL, RCCL, NVSHMEM, DeepEP): its kernels may wait
+ * on peers. */
+static int collective_object(const void* p) {
+  Dl_info info;
+  if (p == NULL || dladdr(p, &info) == 0 || info.dli_fname == NULL)
+    return 0;
+  const char* base = strrchr(info.dli_fname, '/');
+  base = base != NULL ? base + 1 : info.dli_fname;
+  static const char* const libs[] = {"libnccl", "librccl", "libnvshmem", "deep_ep"};
+  for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
+    if (strncmp(base, libs[i], strlen(libs[i])) == 0)
+      return 1;
+  return 0;
+}
+
+static void image_put(const void* handle, const void* raw, grape_fatbin_t* fb, const void* origin) {
   grape_handle_slot_t* t = handle != NULL ? grape__handle_table(&images, &lock) : NULL;
   image_t* im = t != NULL ? calloc(1, sizeof(*im)) : NULL;
   grape_handle_slot_t* s = im != NULL ? grape__handle_slot(t, handle, 1) : NULL;
@@ -31,6 +50,7 @@ static void image_put(const void* handle, const void* raw, grape_fatbin_t* fb) {
     return;
   }
   im->raw = raw;
+  im->collective = collective_object(origin);
   im->parsed = fb;
   im->tried = fb != NULL;
   /* A handle value reused after an unload replaces the old image (kept: a
@@ -39,11 +59,18 @@ static void image_put(const void* handle, const void* raw, grape_fatbin_t* fb) {
 }
 
 void grape__image_register(const void* handle, const void* image) {
-  image_put(handle, image, NULL);
+  image_put(handle, image, NULL, image);
 }
 
-void grape__image_register_parsed(const void* handle, grape_fatbin_t* fb) {
-  image_put(handle, NULL, fb);
+void grape__image_register_parsed(const void* handle, grape_fatbin_t* fb, const void* origin) {
+  image_put(handle, NULL, fb, origin);
+}
+
+int grape__image_collective(const void* handle) {
+  grape_handle_slot_t* t = __atomic_load_n(&images, __ATOMIC_ACQUIRE);
+  grape_handle_slot_t* s = t != NULL && handle != NULL ? grape__handle_slot(t, handle, 0) : NULL;
+  const image_t* im = s != NULL ? __atomic_load_n(&s->value, __ATOMIC_ACQUIRE) : NULL;
+  return im != NULL && im->collective;
 }
 
 /* SM version of the current device (90 for sm_90), or 0 when unknown: only

@@ -19,7 +19,12 @@
  * wrapper is static data, parsed on the first launch that needs it) or a module
  * / library (parsed at load: the caller may free its buffer; fb is adopted). */
 void grape__image_register(const void* handle, const void* image);
-void grape__image_register_parsed(const void* handle, grape_fatbin_t* fb);
+void grape__image_register_parsed(const void* handle, grape_fatbin_t* fb, const void* origin);
+
+/* True when the image registered under handle lives in a collective
+ * library's object (libnccl, librccl, libnvshmem, deep_ep), found with
+ * dladdr of the pointer handed to the registration or load. */
+int grape__image_collective(const void* handle);
 
 /* The parsed image registered under handle, parsing a registered fatbin now
  * if no launch needed it yet; NULL when unknown or unparsable. Takes the

@@ -107,6 +107,18 @@ void grape__diverge(grape_stream_t* s, grape_gc_cause_t cause) {
   grape__flush_held_locked(s, cause);
 }
 
+int grape__barrier_begin(grape_stream_t* s, size_t room) {
+  grape__end_locked(s);   /* gives the buffers back: room is reserved again */
+  return grape__room_slow(s, room);
+}
+
+void grape__barrier_end(grape_stream_t* s, int cooperative) {
+  grape_region_t* r = &s->region;
+  r->grp[r->nops - 1] = GRAPE_GRP_SPECIAL + (cooperative ? GRAPE_WHY_COOPERATIVE : GRAPE_WHY_COLLECTIVE);
+  r->fns[r->nops - 1] = NULL;   /* never a graph node */
+  grape__end_locked(s);
+}
+
 /* ---- Async memsets and device-to-device copies ---- */
 
 static void memop_sig(const grape_memop_t* m, grape_op_key_t* k, grape_op_dims_t* d) {
@@ -157,6 +169,7 @@ int grape__hold_memop(const grape_memop_t* m) {
     const grape_gc_node_t* nx = grape_gc_step(r->cur, &k);
     if (nx != NULL) {
       grape__region_push(r, &k, &d, NULL, &m->p, sizeof(m->p));
+      r->grp[r->nops - 1] = grape__call_tag(r, r->nops - 1);
       grape__held_unlock(s, nx);
       return 1;
     }
@@ -179,6 +192,7 @@ void grape__on_memop(const grape_memop_t* m) {
   grape_op_dims_t d;
   memop_sig(m, &k, &d);
   grape__region_push(&s->region, &k, &d, NULL, &m->p, sizeof(m->p));
+  s->region.grp[s->region.nops - 1] = grape__call_tag(&s->region, s->region.nops - 1);
   s->region.cur = NULL;
   spin_unlock(&s->lock);
 }

@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "collective.h"
+#include "footprint.h"
 #include "funcinfo.h"
 #include "graph.h"
 #include "graphcache/fingerprint.h"
@@ -147,6 +149,15 @@ grape__launch_params(const grape_func_t* f, const grape_launch_t* l, int extra_f
   return 0;
 }
 
+/* True when launch l of f is in the barrier class (collective.h): never
+ * held, a region of its own, every stream's held work first. */
+static inline __attribute__((always_inline)) int grape__launch_barrier(grape_func_t* f,
+                                                                       const grape_launch_t* l) {
+  return (l->flags & GRAPE_SIG_COOPERATIVE) || (f != NULL && grape__func_collective(f)) ||
+         (__builtin_expect(grape__alloc_shared_any(), 0) &&
+          grape__params_shared(f, l->params, l->extra));
+}
+
 /* ---- Graph mode: hold a launch ---- */
 
 /* Held ops reached a cut: the segment ending there is launched (s locked). */
@@ -182,7 +193,8 @@ void grape__stream_meet(grape_stream_t* s);
 static inline __attribute__((always_inline)) int grape__may_hold(grape_stream_t* s) {
   if (__builtin_expect(__atomic_load_n(&s->kind, __ATOMIC_RELAXED) == GRAPE_STREAM_UNKNOWN, 0))
     grape__stream_meet(s);
-  return s->region.cur != NULL || s->region.nops >= grape__chunk_limit();
+  return __atomic_load_n(&s->region.cur, __ATOMIC_RELAXED) != NULL ||
+         s->region.nops >= grape__chunk_limit();
 }
 
 /* Before a chunk's first held op (s locked): the chunk runs eagerly when s's
@@ -191,6 +203,12 @@ static inline __attribute__((always_inline)) void grape__hold_check_first(grape_
   if (__builtin_expect(s->region.held == 0, 0) && s->region.cur != NULL && !grape__hold_ready(s))
     s->region.cur = NULL;
 }
+
+/* A barrier-class launch is recorded on s (locked): the region before it
+ * ends first, and its own ends after it (launch.c). begin @return 0, or
+ * -ENOMEM (s unlocked: the op goes unrecorded). */
+int grape__barrier_begin(grape_stream_t* s, size_t room);
+void grape__barrier_end(grape_stream_t* s, int cooperative);
 
 /* Tries to hold launch l (graph mode). @return 1 when it was held (recorded,
  * not submitted: the hook returns success), 0 when it goes to the driver. */
@@ -202,9 +220,13 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
   uintptr_t key = grape__stream_key(l->stream, l->ptds);
   grape_stream_t* s = grape__stream_of(key);
   grape__order_stream(s, key);   /* the legacy stream's ordering, held or not */
+  grape_func_t* f = grape__func_get(l->fn, (grape_handle_kind_t)l->kind);
+  if (__builtin_expect(grape__launch_barrier(f, l), 0)) {
+    grape__barrier_flush();   /* every stream's held work goes first */
+    return 0;
+  }
   if (__builtin_expect(s == NULL || !grape__may_hold(s), 0))
     return 0;
-  grape_func_t* f = grape__func_get(l->fn, (grape_handle_kind_t)l->kind);
   int extra_form = l->extra != NULL && l->params == NULL;
   int eligible = f != NULL && f->drv != NULL && !(l->flags & GRAPE_SIG_COOPERATIVE) &&
                  (extra_form || f->nparams >= 0) && grape__attrs_node_safe(l);
@@ -236,6 +258,7 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
     r->poff[i] = (uint32_t)r->plen;
     r->plen += n + k.attrs_bytes;
     r->nops = i + 1;
+    r->grp[i] = grape__call_tag(r, i);
     GRAPE_COUNT(launches[route]);
     if (__builtin_expect(grape__log_level() >= GRAPE_LOG_DEBUG, 0))
       grape__log_launch(route, f, l, dst, n);
@@ -270,6 +293,9 @@ static inline __attribute__((always_inline)) void grape__on_launch(grape_route_t
   if (s == NULL || grape__lock_room(s, room) != 0)
     return;
   grape_region_t* r = &s->region;
+  int barrier = grape__launch_barrier(f, l);
+  if (__builtin_expect(barrier && r->nops > 0, 0) && grape__barrier_begin(s, room) != 0)
+    return;
   uint8_t* dst = r->params + r->plen;
   size_t n = grape__launch_params(f, l, extra_form, dst, room);
   grape_op_key_t k;
@@ -290,7 +316,10 @@ static inline __attribute__((always_inline)) void grape__on_launch(grape_route_t
   r->poff[i] = (uint32_t)r->plen;
   r->plen += n + k.attrs_bytes;
   r->nops = i + 1;
+  r->grp[i] = grape__call_tag(r, i);
   r->cur = NULL;   /* an op that went to the driver: the rest of the chunk does too */
+  if (__builtin_expect(barrier, 0))
+    grape__barrier_end(s, (l->flags & GRAPE_SIG_COOPERATIVE) != 0);   /* never in a graph key */
   spin_unlock(&s->lock);
 }
 

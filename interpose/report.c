@@ -439,6 +439,46 @@ done:
   grape_model_free(m);
 }
 
+/* ---- Concurrency (GRAPE_CONCURRENCY; docs/concurrency.md) ---- */
+
+static const char* const why_names[GRAPE_WHY_COUNT] = {
+  [GRAPE_WHY_EXACT] = "footprinted", [GRAPE_WHY_KERNEL] = "kernel_outside_library_call",
+  [GRAPE_WHY_CALL] = "library_call_not_bounded", [GRAPE_WHY_COOPERATIVE] = "cooperative",
+  [GRAPE_WHY_COLLECTIVE] = "collective_or_spin",
+};
+
+/* "concurrency":{...}, the run's plans and measured device times. */
+static void put_concurrency(buf_t* b, const grape_gc_stats_t* st) {
+  static const char* const modes[] = {"off", "observe", "safe"};
+  long m = grape__option_get(grape_option_concurrency);
+  put(b, "\"concurrency\":{\"mode\":\"%s\",\"plans_built\":%llu,\"plans_kept\":%llu,"
+      "\"plans_reverted\":%llu,\"plan_launches\":%llu,\"plan_fallbacks\":%llu,"
+      "\"device_ns_chain\":%llu,\"timed_chain\":%llu,\"device_ns_plan\":%llu,\"timed_plan\":%llu},",
+      modes[m >= 0 && m <= 2 ? m : 1], (unsigned long long)st->conc_planned,
+      (unsigned long long)st->conc_kept, (unsigned long long)st->conc_reverted,
+      (unsigned long long)st->conc_launches, (unsigned long long)st->conc_fallbacks,
+      (unsigned long long)st->dev_chain_ns, (unsigned long long)st->dev_chain_n,
+      (unsigned long long)st->dev_plan_ns, (unsigned long long)st->dev_plan_n);
+}
+
+/* A top path's "dag":{...}: its dependence DAG when first seen (predicted
+ * with nominal rates), why ops were barriers, and its key's plan. */
+static void put_path_dag(buf_t* b, const grape_gc_path_t* p) {
+  const grape_dag_summary_t* d = p->conc;
+  if (d == NULL)
+    return;
+  put(b, ",\"dag\":{\"gemms\":%u,\"width\":%u,\"predicted_chain_ns\":%.0f,"
+      "\"predicted_critical_path_ns\":%.0f,\"ops\":{", d->gemms, d->width, d->chain_ns, d->crit_ns);
+  for (int w = 0; w < GRAPE_WHY_COUNT; w++)
+    put(b, "%s\"%s\":%u", w ? "," : "", why_names[w], d->barriers[w]);
+  put(b, "},\"plan\":");
+  if (p->plan != NULL)
+    grape__json_put_str(b->f, p->plan);
+  else
+    put(b, "null");
+  put(b, "}");
+}
+
 /* The program's short name (its argv[0] as the kernel knows it). */
 static void command_name(char* out, size_t cap) {
   int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
@@ -526,7 +566,9 @@ char* grape__report_json(void) {
   put(&b, "\"held_ops_flushed_eager\":{");
   for (int i = 0; i < GRAPE_GC_CAUSES; i++)
     put(&b, "%s\"%s\":%llu", i ? "," : "", cause_names[i], (unsigned long long)st.flushed[i]);
-  put(&b, "},\"launches_by_route\":{");
+  put(&b, "},");
+  put_concurrency(&b, &st);
+  put(&b, "\"launches_by_route\":{");
   for (int r = 0; r < GRAPE_ROUTE_COUNT; r++)
     put(&b, "%s\"%s\":%ld", r ? "," : "", route_names[r], cnt.launches[r]);
   put(&b, "},\"api_calls\":{");
@@ -574,6 +616,7 @@ char* grape__report_json(void) {
     put(&b, "]");
     if (pred != NULL)
       put(&b, ",\"predicted_eager_ms\":%.17g,\"predicted_graph_ms\":%.17g", pred[i], pred[got + i]);
+    put_path_dag(&b, &top[i]);
     put(&b, "}");
   }
   put(&b, "],\"kernels\":[");

@@ -51,7 +51,8 @@
                    "limits, a misaligned memset, memory not known), submitted on its own") \
   X(no_graph, "the region ended on a path prefix with no graph of its own")          \
   X(graph_failed, "a graph update or launch failed")                                 \
-  X(ordering, "a call the held work must precede (a function attribute change)")
+  X(ordering, "a call the held work must precede (a function attribute change)")       \
+  X(collective, "a collective or spin kernel followed: every stream's held work went first")
 
 /* Members of "launches_by_route": how the program reached the driver. */
 #define GRAPE_REPORT_ROUTES(X) X(runtime) X(driver) X(dlsym) X(getprocaddress) X(entrypoint)

@@ -15,8 +15,9 @@
 //   d2h        kernels, then a device-to-host copy of their result
 //   event      kernels on A, an event record, a wait on B, a kernel on B that reads
 //   legacy     held kernels on a blocking stream, then the legacy stream reads (and back)
-//   hostfn     held kernels write pinned memory that a host function then reads
-//   spin       a host thread spins on mapped memory that a held kernel writes
+//   hostfn     held kernels write managed memory that a host function then reads
+//   spin       a host thread spins on managed memory that a held kernel writes (pinned
+//              memory would make the kernel a barrier: collective.h)
 //   waitevent  held kernels on S set a flag that T's running kernel waits for;
 //              S then waits on T's event (the held work must go first)
 //   invalid    a known path whose next launch has an invalid configuration
@@ -118,6 +119,11 @@ SIMCU_KERNEL(spin_until) {
 
 static int iters = 12;
 static int *x, *x2, *y, *h;   // device ints, and one pinned host int
+// Managed ints the host reads while held kernels may write them: a kernel
+// with a pointer into pinned memory is never held (a collective or spin
+// kernel may wait on the host through it), so the rules of held work are
+// tested on managed memory.
+static int* m;
 
 // x = v, x2 = x; on the first two and every odd step one more op (x2 = x2 +
 // 0): two known paths, the first the prefix of the second.
@@ -133,6 +139,7 @@ static void alloc_common(void) {
   CHECK(cudaMalloc((void**)&x2, sizeof(int)));
   CHECK(cudaMalloc((void**)&y, sizeof(int)));
   CHECK(cudaMallocHost((void**)&h, 4 * sizeof(int)));
+  CHECK(cudaMallocManaged((void**)&m, 4 * sizeof(int), cudaMemAttachGlobal));
 }
 
 static void mode_d2h(void) {
@@ -186,14 +193,14 @@ static void mode_legacy(void) {
 static int host_seen[64];
 static void CUDART_CB read_pinned(void* arg) {
   int i = (int)(long)arg;
-  host_seen[i % 64] = h[1];
+  host_seen[i % 64] = m[1];
 }
 
 static void mode_hostfn(void) {
   cudaStream_t s;
   CHECK(cudaStreamCreate(&s));
   for (int i = 0; i < iters; i++) {
-    writes(s, h, h + 1, 10 * i, i);
+    writes(s, m, m + 1, 10 * i, i);
     CHECK(cudaLaunchHostFunc(s, read_pinned, (void*)(long)i));
     CHECK(cudaStreamSynchronize(s));
     EXPECT(host_seen[i % 64] == 10 * i, "hostfn: step %d saw %d, want %d", i, host_seen[i % 64],
@@ -204,7 +211,7 @@ static void mode_hostfn(void) {
 static void mode_spin(void) {
   cudaStream_t s;
   CHECK(cudaStreamCreate(&s));
-  volatile int* flag = h;
+  volatile int* flag = m;
   for (int i = 0; i < iters; i++) {
     *flag = 0;
     set_val<<<1, 1, 0, s>>>(x, i);

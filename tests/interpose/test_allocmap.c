@@ -60,3 +60,26 @@ Test(allocmap, many_in_random_order) {
     cr_assert_neq(grape__alloc_find(0x100000 + k * 0x100 + 0x80, &a), 0);
   }
 }
+
+Test(allocmap, shared_ranges_are_pinned_registered_and_foreign_memory) {
+  cr_expect_not(grape__alloc_shared_any());
+  grape__alloc_add(0x10000, 0x1000, GRAPE_ALLOC_DEVICE);
+  cr_expect_not(grape__alloc_shared_any());
+  grape__alloc_add(0x20000, 0x1000, GRAPE_ALLOC_HOST_PINNED);
+  grape__alloc_add(0x30000, 0x1000, GRAPE_ALLOC_HOST_REGISTERED);
+  grape__alloc_add(0x40000, 0x1000, GRAPE_ALLOC_FOREIGN);
+  cr_expect(grape__alloc_shared_any());
+  cr_expect_not(grape__alloc_is_shared(0x10800));
+  cr_expect(grape__alloc_is_shared(0x20000));
+  cr_expect(grape__alloc_is_shared(0x30fff));
+  cr_expect_not(grape__alloc_is_shared(0x31000));
+  cr_expect(grape__alloc_is_shared(0x40010));
+  cr_expect_not(grape__alloc_is_shared(0x1ffff));
+  /* Freed, or replaced by device memory at the same place: no longer shared. */
+  grape__alloc_remove(0x20000);
+  cr_expect_not(grape__alloc_is_shared(0x20000));
+  grape__alloc_add(0x30000, 0x1000, GRAPE_ALLOC_DEVICE);
+  cr_expect_not(grape__alloc_is_shared(0x30010));
+  grape__alloc_remove_range(0x40000, 0x1000);
+  cr_expect_not(grape__alloc_shared_any());
+}

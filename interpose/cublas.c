@@ -1,0 +1,571 @@
+/* cuBLAS and cuBLASLt GEMM calls: interposed on every route a program
+ * reaches them by, so that their ops carry footprints (footprint.h).
+ *
+ * DESIGN: libgrape.so exports the GEMM family under cuBLAS's names: a
+ * program linked against libcublas.so.13 / libcublasLt.so.13 binds its
+ * versioned references (cublasGemmEx@libcublas.so.13) to these unversioned
+ * definitions, since the dynamic linker lets an unversioned definition in the
+ * global scope satisfy a versioned reference, as it does for the runtime's
+ * names the shim exports. A program (or framework) that
+ * dlopen()s cuBLAS and asks dlsym for a GEMM gets this file's route wrapper
+ * (the dlsym override, hooks_driver.c, hands 'cublas' names here), which
+ * calls exactly the pointer that dlsym found. Each call builds its footprint
+ * from its arguments (legacy API: the column-major operands from m, n, k,
+ * the leading dimensions, batch strides and types, the handle's pointer
+ * mode; cuBLASLt: the layouts' and the descriptor's attributes, read with
+ * the library's own getters at call time), makes it the thread's current
+ * call and calls the real function; the library's launches, memsets and
+ * copies in it are tagged on the way to the driver. What cannot be bounded
+ * (pointer-array batches, planar complex, unknown orders, epilogues with
+ * auxiliary outputs, scale and amax pointers, unknown types) gives an
+ * opaque footprint: those ops are barriers. GRAPE_CONCURRENCY=off, off mode
+ * and nested calls pass straight through. The _64 forms, batched GEMMs of
+ * pointer arrays and grouped GEMMs are not interposed: their kernels are
+ * barriers like any kernel launched outside a known call. */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cublasLt.h>
+#include <cublas_api.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "cublas.h"
+#include "footprint.h"
+#include "hooks.h"
+#include "internal.h"
+#include "options.h"
+#include "real.h"
+
+/* In C, cublas_api.h declares no __half forms: they take the same 16 bits. */
+typedef uint16_t cb_half;
+
+/* ---- The rows: every interposed name, its library ---- */
+
+#define GRAPE_CUBLAS_ROWS(X)                                 \
+  X(cublasGemmEx, 0)                                         \
+  X(cublasGemmStridedBatchedEx, 0)                           \
+  X(cublasSgemm_v2, 0)                                       \
+  X(cublasDgemm_v2, 0)                                       \
+  X(cublasHgemm, 0)                                          \
+  X(cublasSgemmStridedBatched, 0)                            \
+  X(cublasDgemmStridedBatched, 0)                            \
+  X(cublasHgemmStridedBatched, 0)                            \
+  X(cublasSgemmEx, 0)                                        \
+  X(cublasLtMatmul, 1)
+
+enum {
+#define ROW_ENUM(name, lt) CB_##name,
+  GRAPE_CUBLAS_ROWS(ROW_ENUM)
+#undef ROW_ENUM
+  CB_COUNT
+};
+
+static const char* const row_name[CB_COUNT] = {
+#define ROW_NAME(name, lt) #name,
+  GRAPE_CUBLAS_ROWS(ROW_NAME)
+#undef ROW_NAME
+};
+static const int row_lt[CB_COUNT] = {
+#define ROW_LT(name, lt) lt,
+  GRAPE_CUBLAS_ROWS(ROW_LT)
+#undef ROW_LT
+};
+
+/* Real functions: [0] behind the export, [1] what dlsym found. */
+static void* real_fn[2][CB_COUNT];
+
+static const char* lib_of(int lt) {
+  return lt ? "libcublasLt.so.13" : "libcublas.so.13";
+}
+
+/* The next definition of name, else the one in the loaded library. */
+static void* lookup(const char* name, int lt) {
+  void* p = grape__real_dlsym(RTLD_NEXT, name);
+  if (p == NULL) {
+    void* h = dlopen(lib_of(lt), RTLD_LAZY | RTLD_NOLOAD);
+    if (h != NULL) {
+      p = grape__real_dlsym(h, name);
+      dlclose(h);
+    }
+  }
+  return p;
+}
+
+static void* real_export(int row) {
+  void* p = __atomic_load_n(&real_fn[0][row], __ATOMIC_RELAXED);
+  if (__builtin_expect(p == NULL, 0)) {
+    p = lookup(row_name[row], row_lt[row]);
+    if (p == NULL)
+      grape_log_warn("no real %s found; the call fails with CUBLAS_STATUS_NOT_INITIALIZED",
+                     row_name[row]);
+    __atomic_store_n(&real_fn[0][row], p, __ATOMIC_RELAXED);
+  }
+  return p;
+}
+
+/* ---- When footprints are made ---- */
+
+static int conc_mode = -1;
+
+/* True when this call gets a footprint: the shim is on, concurrency is not
+ * off, and the thread is not inside another interposed call. */
+static int footprints_on(void) {
+  if (!grape__active() || grape__call != NULL)
+    return 0;
+  int m = __atomic_load_n(&conc_mode, __ATOMIC_RELAXED);
+  if (m < 0) {
+    m = (int)grape__option_get(grape_option_concurrency);
+    __atomic_store_n(&conc_mode, m, __ATOMIC_RELAXED);
+  }
+  return m != GRAPE_CONC_OFF;
+}
+
+/* Library getters the footprints read, resolved once. */
+static cublasStatus_t (*get_pointer_mode)(cublasHandle_t, cublasPointerMode_t*);
+static cublasStatus_t (*layout_get)(cublasLtMatrixLayout_t, cublasLtMatrixLayoutAttribute_t, void*,
+                                    size_t, size_t*);
+static cublasStatus_t (*desc_get)(cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t, void*,
+                                  size_t, size_t*);
+
+static void getters_once(void) {
+  *(void**)&get_pointer_mode = lookup("cublasGetPointerMode_v2", 0);
+  *(void**)&layout_get = lookup("cublasLtMatrixLayoutGetAttribute", 1);
+  *(void**)&desc_get = lookup("cublasLtMatmulDescGetAttribute", 1);
+}
+
+static void getters(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, getters_once);
+}
+
+/* A host scalar of the scale type is zero (unknown types: not zero). */
+static int host_zero(const void* v, int scale_type) {
+  if (v == NULL)
+    return 0;
+  switch (scale_type) {
+  case CUDA_R_32F: {
+    float f;
+    memcpy(&f, v, sizeof f);
+    return f == 0.0f;
+  }
+  case CUDA_R_64F: {
+    double d;
+    memcpy(&d, v, sizeof d);
+    return d == 0.0;
+  }
+  case CUDA_R_16F:
+  case CUDA_R_16BF: {
+    uint16_t h;
+    memcpy(&h, v, sizeof h);
+    return (h & 0x7fff) == 0;
+  }
+  case CUDA_R_32I: {
+    int32_t i;
+    memcpy(&i, v, sizeof i);
+    return i == 0;
+  }
+  default:
+    return 0;
+  }
+}
+
+/* The throughput class of a GEMM (the estimator's weights only). */
+static int math_of(int compute, int atype) {
+  switch (compute) {
+  case CUBLAS_COMPUTE_16F:
+  case CUBLAS_COMPUTE_16F_PEDANTIC:
+  case CUBLAS_COMPUTE_32F_FAST_16F:
+  case CUBLAS_COMPUTE_32F_FAST_16BF:
+    return GRAPE_MATH_TENSOR16;
+  case CUBLAS_COMPUTE_32F_FAST_TF32:
+    return GRAPE_MATH_TF32;
+  case CUBLAS_COMPUTE_64F:
+  case CUBLAS_COMPUTE_64F_PEDANTIC:
+    return GRAPE_MATH_SIMT64;
+  default:
+    return atype == CUDA_R_16F || atype == CUDA_R_16BF || atype == CUDA_R_8F_E4M3 ||
+                   atype == CUDA_R_8F_E5M2
+               ? GRAPE_MATH_TENSOR16
+               : GRAPE_MATH_SIMT32;
+  }
+}
+
+/* ---- The legacy API: column-major operands ---- */
+
+typedef struct legacy_s {
+  cublasHandle_t h;
+  int ta, tb;
+  int m, n, k;
+  const void *alpha, *A, *B, *beta;
+  const void* C;
+  int atype, btype, ctype, lda, ldb, ldc;
+  long long sa, sb, sc;
+  int batch;
+  int compute, scale_type;
+} legacy_t;
+
+static void operand(grape_foot_t* f, const void* p, int64_t rows, int64_t cols, int64_t ld,
+                    int64_t batch, int64_t stride, int type, int write) {
+  uint64_t lo, hi;
+  uint32_t esize = grape__dtype_size(type);
+  if (grape__matrix_hull((uint64_t)(uintptr_t)p, rows, cols, ld, 0, batch, stride, esize, &lo, &hi) != 0 ||
+      (esize == 0 && rows > 0 && cols > 0)) {
+    f->why = GRAPE_WHY_CALL;
+    return;
+  }
+  grape__foot_add(f, lo, hi, write);
+}
+
+static void legacy_foot(grape_call_t* c, const legacy_t* g) {
+  grape_foot_t* f = &c->foot;
+  grape__foot_begin(f);
+  memset(&c->ws, 0, sizeof(c->ws));
+  c->r = NULL;
+  c->gen = c->tag = 0;
+  getters();
+  cublasPointerMode_t mode = CUBLAS_POINTER_MODE_DEVICE;   /* when unknown: the conservative one */
+  if (get_pointer_mode != NULL && get_pointer_mode(g->h, &mode) != CUBLAS_STATUS_SUCCESS)
+    mode = CUBLAS_POINTER_MODE_DEVICE;
+  int ta = g->ta != CUBLAS_OP_N, tb = g->tb != CUBLAS_OP_N;
+  operand(f, g->A, ta ? g->k : g->m, ta ? g->m : g->k, g->lda, g->batch, g->sa, g->atype, 0);
+  operand(f, g->B, tb ? g->n : g->k, tb ? g->k : g->n, g->ldb, g->batch, g->sb, g->btype, 0);
+  uint32_t ssize = grape__dtype_size(g->scale_type);
+  int device = mode == CUBLAS_POINTER_MODE_DEVICE;
+  if (device) {
+    uint64_t a = (uint64_t)(uintptr_t)g->alpha, b = (uint64_t)(uintptr_t)g->beta;
+    grape__foot_add(f, a, a + (ssize ? ssize : 16), 0);
+    grape__foot_add(f, b, b + (ssize ? ssize : 16), 0);
+  }
+  if (device || !host_zero(g->beta, g->scale_type))
+    operand(f, g->C, g->m, g->n, g->ldc, g->batch, g->sc, g->ctype, 0);
+  operand(f, g->C, g->m, g->n, g->ldc, g->batch, g->sc, g->ctype, 1);
+  f->math = (uint8_t)math_of(g->compute, g->atype);
+  double b = g->batch > 0 ? g->batch : 0;
+  f->flops = 2.0 * g->m * (double)g->n * g->k * b;
+  f->bytes = b * ((double)g->m * g->k * grape__dtype_size(g->atype) +
+                  (double)g->k * g->n * grape__dtype_size(g->btype) +
+                  2.0 * g->m * (double)g->n * grape__dtype_size(g->ctype));
+}
+
+/* The scale type cublasGemmEx uses for a compute type. */
+static int scale_of(int compute) {
+  switch (compute) {
+  case CUBLAS_COMPUTE_16F:
+  case CUBLAS_COMPUTE_16F_PEDANTIC:
+    return CUDA_R_16F;
+  case CUBLAS_COMPUTE_64F:
+  case CUBLAS_COMPUTE_64F_PEDANTIC:
+    return CUDA_R_64F;
+  case CUBLAS_COMPUTE_32I:
+  case CUBLAS_COMPUTE_32I_PEDANTIC:
+    return CUDA_R_32I;
+  default:
+    return CUDA_R_32F;
+  }
+}
+
+/* Calls expr with call c current on this thread. */
+#define WITH_CALL(c, st, expr) \
+  do {                         \
+    grape__call = (c);         \
+    (st) = (expr);             \
+    grape__call = NULL;        \
+  } while (0)
+
+/* ---- cuBLASLt: layouts and descriptor attributes ---- */
+
+/* Reads attribute a of layout l (size bytes) into v; @return 0, or -1. */
+static int layout_attr(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t a, void* v, size_t size) {
+  size_t got = 0;
+  return layout_get != NULL && layout_get(l, a, v, size, &got) == CUBLAS_STATUS_SUCCESS && got == size ? 0 : -1;
+}
+
+static int desc_attr(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, void* v, size_t size) {
+  size_t got = 0;
+  return desc_get != NULL && desc_get(d, a, v, size, &got) == CUBLAS_STATUS_SUCCESS && got == size ? 0 : -1;
+}
+
+/* The hull of matrix p laid out as l, into f. @return its rows (for a bias). */
+static int64_t lt_operand(grape_foot_t* f, const void* p, cublasLtMatrixLayout_t l, int write) {
+  uint32_t type = 0, mode = 0;
+  int32_t order = CUBLASLT_ORDER_COL, batch = 1;
+  uint64_t rows = 0, cols = 0;
+  int64_t ld = 0, stride = 0, plane = 0;
+  if (l == NULL || layout_attr(l, CUBLASLT_MATRIX_LAYOUT_TYPE, &type, 4) != 0 ||
+      layout_attr(l, CUBLASLT_MATRIX_LAYOUT_ORDER, &order, 4) != 0 ||
+      layout_attr(l, CUBLASLT_MATRIX_LAYOUT_ROWS, &rows, 8) != 0 ||
+      layout_attr(l, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, 8) != 0 ||
+      layout_attr(l, CUBLASLT_MATRIX_LAYOUT_LD, &ld, 8) != 0 ||
+      layout_attr(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, 4) != 0 ||
+      layout_attr(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, 8) != 0 ||
+      layout_attr(l, CUBLASLT_MATRIX_LAYOUT_PLANE_OFFSET, &plane, 8) != 0 ||
+      (order != CUBLASLT_ORDER_COL && order != CUBLASLT_ORDER_ROW) || plane != 0 ||
+      rows > INT64_MAX || cols > INT64_MAX) {
+    f->why = GRAPE_WHY_CALL;
+    return 0;
+  }
+  /* A library that does not know the batch mode has only strided batches. */
+  if (layout_attr(l, CUBLASLT_MATRIX_LAYOUT_BATCH_MODE, &mode, 4) == 0 && mode != CUBLASLT_BATCH_MODE_STRIDED) {
+    f->why = GRAPE_WHY_CALL;
+    return 0;
+  }
+  uint64_t lo, hi;
+  uint32_t esize = grape__dtype_size((int)type);
+  if ((esize == 0 && rows > 0 && cols > 0) ||
+      grape__matrix_hull((uint64_t)(uintptr_t)p, (int64_t)rows, (int64_t)cols, ld,
+                         order == CUBLASLT_ORDER_ROW, batch, stride, esize, &lo, &hi) != 0) {
+    f->why = GRAPE_WHY_CALL;
+    return 0;
+  }
+  grape__foot_add(f, lo, hi, write);
+  return (int64_t)rows;
+}
+
+static void lt_foot(grape_call_t* c, cublasLtMatmulDesc_t desc, const void* alpha, const void* A,
+                    cublasLtMatrixLayout_t la, const void* B, cublasLtMatrixLayout_t lb,
+                    const void* beta, const void* C, cublasLtMatrixLayout_t lc, void* D,
+                    cublasLtMatrixLayout_t ld, void* ws, size_t ws_size) {
+  grape_foot_t* f = &c->foot;
+  grape__foot_begin(f);
+  c->r = NULL;
+  c->gen = c->tag = 0;
+  c->ws = (grape_span_t){(uint64_t)(uintptr_t)ws, ws != NULL ? (uint64_t)(uintptr_t)ws + ws_size : (uint64_t)(uintptr_t)ws};
+  getters();
+  int32_t pmode = CUBLASLT_POINTER_MODE_HOST, compute = CUBLAS_COMPUTE_32F, scale = CUDA_R_32F;
+  uint32_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+  int32_t bias_type = -1;
+  const void* bias = NULL;
+  int64_t bias_bs = 0;
+  if (desc == NULL || desc_attr(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pmode, 4) != 0 ||
+      desc_attr(desc, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, &compute, 4) != 0 ||
+      desc_attr(desc, CUBLASLT_MATMUL_DESC_SCALE_TYPE, &scale, 4) != 0 ||
+      desc_attr(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, 4) != 0 ||
+      (pmode != CUBLASLT_POINTER_MODE_HOST && pmode != CUBLASLT_POINTER_MODE_DEVICE)) {
+    f->why = GRAPE_WHY_CALL;
+    return;
+  }
+  /* Epilogues whose only extra input is a bias vector; the others write
+   * auxiliary outputs or gradients. */
+  if (epi != CUBLASLT_EPILOGUE_DEFAULT && epi != CUBLASLT_EPILOGUE_RELU && epi != CUBLASLT_EPILOGUE_BIAS &&
+      epi != CUBLASLT_EPILOGUE_RELU_BIAS && epi != CUBLASLT_EPILOGUE_GELU &&
+      epi != CUBLASLT_EPILOGUE_GELU_BIAS) {
+    f->why = GRAPE_WHY_CALL;
+    return;
+  }
+  /* Scale, amax and auxiliary pointers: other inputs and outputs (fp8). */
+  static const cublasLtMatmulDescAttributes_t extra[] = {
+    CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+    CUBLASLT_MATMUL_DESC_C_SCALE_POINTER, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER,
+    CUBLASLT_MATMUL_DESC_AMAX_D_POINTER,  CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+  };
+  for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
+    void* p = NULL;
+    if (desc_attr(desc, extra[i], &p, sizeof(p)) == 0 && p != NULL) {
+      f->why = GRAPE_WHY_CALL;
+      return;
+    }
+  }
+  lt_operand(f, A, la, 0);
+  lt_operand(f, B, lb, 0);
+  int device = pmode == CUBLASLT_POINTER_MODE_DEVICE;
+  uint32_t ssize = grape__dtype_size(scale);
+  if (device) {
+    uint64_t a = (uint64_t)(uintptr_t)alpha, b = (uint64_t)(uintptr_t)beta;
+    grape__foot_add(f, a, a + (ssize ? ssize : 16), 0);
+    grape__foot_add(f, b, b + (ssize ? ssize : 16), 0);
+  }
+  if (device || !host_zero(beta, scale))
+    lt_operand(f, C, lc, 0);
+  int64_t rows = lt_operand(f, D, ld, 1);
+  if (epi & CUBLASLT_EPILOGUE_BIAS) {
+    int32_t batch = 1;
+    if (desc_attr(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)) != 0 ||
+        desc_attr(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, 4) != 0 ||
+        desc_attr(desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &bias_bs, 8) != 0 ||
+        layout_attr(ld, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, 4) != 0) {
+      f->why = GRAPE_WHY_CALL;
+      return;
+    }
+    /* One value per row of D, of at most 8 bytes (its type, when set). */
+    uint32_t es = bias_type >= 0 && grape__dtype_size(bias_type) ? grape__dtype_size(bias_type) : 8;
+    uint64_t lo, hi;
+    if (grape__matrix_hull((uint64_t)(uintptr_t)bias, rows, 1, rows > 0 ? rows : 1, 0, batch, bias_bs,
+                           es, &lo, &hi) != 0) {
+      f->why = GRAPE_WHY_CALL;
+      return;
+    }
+    grape__foot_add(f, lo, hi, 0);
+  }
+  /* Work, for the estimator: m n k from D's rows and columns and A's k. */
+  uint64_t m = 0, n = 0, ar = 0, ac = 0;
+  int32_t tra = CUBLAS_OP_N, batch = 1;
+  uint32_t atype = 0;
+  if (layout_attr(ld, CUBLASLT_MATRIX_LAYOUT_ROWS, &m, 8) == 0 &&
+      layout_attr(ld, CUBLASLT_MATRIX_LAYOUT_COLS, &n, 8) == 0 &&
+      layout_attr(la, CUBLASLT_MATRIX_LAYOUT_ROWS, &ar, 8) == 0 &&
+      layout_attr(la, CUBLASLT_MATRIX_LAYOUT_COLS, &ac, 8) == 0 &&
+      layout_attr(la, CUBLASLT_MATRIX_LAYOUT_TYPE, &atype, 4) == 0 &&
+      layout_attr(ld, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, 4) == 0) {
+    desc_attr(desc, CUBLASLT_MATMUL_DESC_TRANSA, &tra, 4);
+    double k = (double)(tra == CUBLAS_OP_N ? ac : ar);
+    f->flops = 2.0 * (double)m * (double)n * k * batch;
+    f->bytes = batch * ((double)ar * ac + k * n) * grape__dtype_size((int)atype) +
+               batch * 2.0 * (double)m * n * 4;
+    f->math = (uint8_t)math_of(compute, (int)atype);
+  }
+}
+
+/* ---- The entry points ---- */
+
+/* Each interposed function is written once as a body taking the real
+ * function, and gets an export and a dlsym route wrapper around it. */
+#define CB_ENTRY(name, params, args)                                                   \
+  typedef cublasStatus_t(*pfn_##name) params;                                          \
+  static cublasStatus_t body_##name(pfn_##name real, GRAPE_UNPAREN params);            \
+  GRAPE_EXPORT cublasStatus_t name params {                                            \
+    pfn_##name real = (pfn_##name)real_export(CB_##name);                              \
+    return real != NULL ? body_##name(real, GRAPE_UNPAREN args)                        \
+                        : CUBLAS_STATUS_NOT_INITIALIZED;                               \
+  }                                                                                    \
+  static cublasStatus_t dl_##name params {                                             \
+    pfn_##name real = (pfn_##name)__atomic_load_n(&real_fn[1][CB_##name], __ATOMIC_RELAXED); \
+    return body_##name(real, GRAPE_UNPAREN args);                                      \
+  }                                                                                    \
+  static cublasStatus_t body_##name(pfn_##name real, GRAPE_UNPAREN params)
+
+#define GRAPE_UNPAREN(...) __VA_ARGS__
+
+/* One legacy call: the real one with g's footprint current. */
+#define LEGACY_CALL(gexpr, call_expr)      \
+  do {                                     \
+    if (!footprints_on())                  \
+      return call_expr;                    \
+    grape_call_t c_;                       \
+    legacy_t g_ = gexpr;                   \
+    legacy_foot(&c_, &g_);                 \
+    cublasStatus_t st_;                    \
+    WITH_CALL(&c_, st_, call_expr);        \
+    return st_;                            \
+  } while (0)
+
+CB_ENTRY(cublasGemmEx,
+         (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+          const void* alpha, const void* A, cudaDataType at, int lda, const void* B,
+          cudaDataType bt, int ldb, const void* beta, void* C, cudaDataType ct, int ldc,
+          cublasComputeType_t compute, cublasGemmAlgo_t algo),
+         (h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, compute, algo)) {
+  LEGACY_CALL(((legacy_t){h, ta, tb, m, n, k, alpha, A, B, beta, C, at, bt, ct, lda, ldb, ldc,
+                          0, 0, 0, 1, compute, scale_of(compute)}),
+              real(h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, compute, algo));
+}
+
+CB_ENTRY(cublasGemmStridedBatchedEx,
+         (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+          const void* alpha, const void* A, cudaDataType at, int lda, long long sa, const void* B,
+          cudaDataType bt, int ldb, long long sb, const void* beta, void* C, cudaDataType ct,
+          int ldc, long long sc, int batch, cublasComputeType_t compute, cublasGemmAlgo_t algo),
+         (h, ta, tb, m, n, k, alpha, A, at, lda, sa, B, bt, ldb, sb, beta, C, ct, ldc, sc, batch,
+          compute, algo)) {
+  LEGACY_CALL(((legacy_t){h, ta, tb, m, n, k, alpha, A, B, beta, C, at, bt, ct, lda, ldb, ldc,
+                          sa, sb, sc, batch, compute, scale_of(compute)}),
+              real(h, ta, tb, m, n, k, alpha, A, at, lda, sa, B, bt, ldb, sb, beta, C, ct, ldc, sc,
+                   batch, compute, algo));
+}
+
+/* The typed forms: one element type and the compute type it implies. */
+#define TYPED_GEMM(name, T, TYPE, COMPUTE)                                                     \
+  CB_ENTRY(name,                                                                               \
+           (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, \
+            const T* alpha, const T* A, int lda, const T* B, int ldb, const T* beta, T* C,     \
+            int ldc),                                                                          \
+           (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)) {                        \
+    LEGACY_CALL(((legacy_t){h, ta, tb, m, n, k, alpha, A, B, beta, C, TYPE, TYPE, TYPE, lda,   \
+                            ldb, ldc, 0, 0, 0, 1, COMPUTE, scale_of(COMPUTE)}),                \
+                real(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc));                \
+  }
+#define TYPED_STRIDED(name, T, TYPE, COMPUTE)                                                  \
+  CB_ENTRY(name,                                                                               \
+           (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, \
+            const T* alpha, const T* A, int lda, long long sa, const T* B, int ldb,            \
+            long long sb, const T* beta, T* C, int ldc, long long sc, int batch),              \
+           (h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch)) {     \
+    LEGACY_CALL(((legacy_t){h, ta, tb, m, n, k, alpha, A, B, beta, C, TYPE, TYPE, TYPE, lda,   \
+                            ldb, ldc, sa, sb, sc, batch, COMPUTE, scale_of(COMPUTE)}),         \
+                real(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc,      \
+                     batch));                                                                  \
+  }
+
+TYPED_GEMM(cublasSgemm_v2, float, CUDA_R_32F, CUBLAS_COMPUTE_32F)
+TYPED_GEMM(cublasDgemm_v2, double, CUDA_R_64F, CUBLAS_COMPUTE_64F)
+TYPED_GEMM(cublasHgemm, cb_half, CUDA_R_16F, CUBLAS_COMPUTE_16F)
+TYPED_STRIDED(cublasSgemmStridedBatched, float, CUDA_R_32F, CUBLAS_COMPUTE_32F)
+TYPED_STRIDED(cublasDgemmStridedBatched, double, CUDA_R_64F, CUBLAS_COMPUTE_64F)
+TYPED_STRIDED(cublasHgemmStridedBatched, cb_half, CUDA_R_16F, CUBLAS_COMPUTE_16F)
+
+CB_ENTRY(cublasSgemmEx,
+         (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+          const float* alpha, const void* A, cudaDataType at, int lda, const void* B,
+          cudaDataType bt, int ldb, const float* beta, void* C, cudaDataType ct, int ldc),
+         (h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc)) {
+  LEGACY_CALL(((legacy_t){h, ta, tb, m, n, k, alpha, A, B, beta, C, at, bt, ct, lda, ldb, ldc, 0,
+                          0, 0, 1, CUBLAS_COMPUTE_32F, CUDA_R_32F}),
+              real(h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc));
+}
+
+CB_ENTRY(cublasLtMatmul,
+         (cublasLtHandle_t h, cublasLtMatmulDesc_t desc, const void* alpha, const void* A,
+          cublasLtMatrixLayout_t la, const void* B, cublasLtMatrixLayout_t lb, const void* beta,
+          const void* C, cublasLtMatrixLayout_t lc, void* D, cublasLtMatrixLayout_t ld,
+          const cublasLtMatmulAlgo_t* algo, void* ws, size_t ws_size, cudaStream_t stream),
+         (h, desc, alpha, A, la, B, lb, beta, C, lc, D, ld, algo, ws, ws_size, stream)) {
+  if (!footprints_on())
+    return real(h, desc, alpha, A, la, B, lb, beta, C, lc, D, ld, algo, ws, ws_size, stream);
+  grape_call_t c;
+  lt_foot(&c, desc, alpha, A, la, B, lb, beta, C, lc, D, ld, ws, ws_size);
+  cublasStatus_t st;
+  WITH_CALL(&c, st, real(h, desc, alpha, A, la, B, lb, beta, C, lc, D, ld, algo, ws, ws_size, stream));
+  return st;
+}
+
+/* ---- The dlsym route ---- */
+
+static void* const export_of[CB_COUNT] = {
+#define ROW_EXPORT(name, lt) (void*)name,
+  GRAPE_CUBLAS_ROWS(ROW_EXPORT)
+#undef ROW_EXPORT
+};
+static void* const dlsym_of[CB_COUNT] = {
+#define ROW_DLSYM(name, lt) (void*)dl_##name,
+  GRAPE_CUBLAS_ROWS(ROW_DLSYM)
+#undef ROW_DLSYM
+};
+
+void* grape__cublas_dlsym(void* handle, const char* symbol, void* p) {
+  int row = -1;
+  for (int i = 0; i < CB_COUNT && row < 0; i++)
+    if (strcmp(symbol, row_name[i]) == 0)
+      row = i;
+  if (row < 0 || p == NULL)
+    return p;
+  if (p == export_of[row]) {
+    /* The global scope found the shim's export first: it stands for the
+     * real function, which must then exist. */
+    (void)handle;
+    return real_export(row) != NULL ? p : NULL;
+  }
+  if (p == dlsym_of[row] || !grape__active())
+    return p;
+  void* expected = NULL;
+  if (!__atomic_compare_exchange_n(&real_fn[1][row], &expected, p, 0, __ATOMIC_RELAXED,
+                                   __ATOMIC_RELAXED) &&
+      expected != p)
+    return p;   /* a second library of the same name: never two behind one wrapper */
+  return dlsym_of[row];
+}
+
+int grape__cublas_is_own(const void* p) {
+  for (int i = 0; i < CB_COUNT; i++)
+    if (p == export_of[i] || p == dlsym_of[i])
+      return 1;
+  return 0;
+}

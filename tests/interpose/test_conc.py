@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""Concurrency plans and barrier classes of graph mode on the simulated device
+(docs/concurrency.md), with the sim's cuBLAS:
+
+  dep       conc_rules dep: GEMMs through cublasSgemm, dlsym'd cublasSgemm_v2,
+            cublasGemmEx and cublasLtMatmul with two dependences; in safe mode
+            under 20 shuffled orders and the reversed one, the checksum equals
+            the run without the shim, plans were kept and replayed, the four
+            GEMMs were footprinted
+  alias     conc_rules alias: one key, aliasing on every third step; a plan
+            made without it falls back to the chain where it appears
+  nccl      a kernel named like NCCL's is never held, ends its regions
+  coop      the same for a cooperative launch
+  observe   GRAPE_CONCURRENCY=observe changes nothing but the report (against
+            off): same simulated times and counts; the report has each path's DAG
+  worse     a device where concurrency does not pay (memory bandwidth cut so
+            that the GEMMs are memory-bound): the plans the estimator predicts
+            faster are measured, reverted, and the run ends within 2% of chain
+            graphs
+  moe       the moe example in safe mode: plans kept, the checksum equal to the
+            plain run in every mode and under 20 shuffled orders
+  spin      conc_spin: two ranks, a collective stand-in spinning on mapped
+            memory and a CPU barrier, GRAPE_FLUSH_US at its maximum: both
+            finish, with replays and no watchdog flush; another stream's held
+            work is submitted when the collective is launched
+
+usage: test_conc.py CASE --preload LIBS --simdir DIRS --prog PROGRAM [--moe MOE]
+Exits 77 (skipped) when PROGRAM is "-" (built without nvcc)."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+FREE_BUILDS = "build=0,build_node=0"
+STEPS = 12   # conc_spin.cu's steps
+
+
+def fail(msg, p=None):
+    if p is not None:
+        msg += f"\nstdout:\n{p.stdout[-2000:]}\nstderr:\n{p.stderr[-4000:]}"
+    sys.exit("FAIL: " + msg)
+
+
+def env_for(a, d, shim, mode, extra):
+    e = dict(os.environ)
+    for k in [k for k in e if k.startswith(("GRAPE_", "SIMCU_"))]:
+        e.pop(k)
+    e["LD_LIBRARY_PATH"] = a.simdir + ":" + e.get("LD_LIBRARY_PATH", "")
+    e["SIMCU_REPORT"] = os.path.join(d, "sim.%p.json")
+    e.setdefault("ASAN_OPTIONS", "detect_leaks=0")
+    san = ":".join(x for x in a.preload.split(":") if x and "libgrape" not in x)
+    e.pop("LD_PRELOAD", None)
+    if san:
+        e["LD_PRELOAD"] = san
+    if shim:
+        e["LD_PRELOAD"] = a.preload
+        e["GRAPE_REPORT"] = os.path.join(d, "grape.%p.json")
+        e["GRAPE_MODE"] = mode
+        e["GRAPE_COSTS"] = FREE_BUILDS
+        e["GRAPE_BUILDER"] = "inline"
+    e.update(extra or {})
+    return e
+
+
+def reports(d):
+    rep = sim = None
+    for name in sorted(os.listdir(d)):
+        with open(os.path.join(d, name)) as f:
+            r = json.load(f)
+        if name.startswith("grape."):
+            rep = r
+        if name.startswith("sim."):
+            sim = r
+    return rep, sim
+
+
+def run(a, prog, args, shim=True, mode="graph", env=None, timeout=300):
+    """Runs prog; returns (process, grape report or None, sim report)."""
+    with tempfile.TemporaryDirectory() as d:
+        p = subprocess.run([prog] + list(args), env=env_for(a, d, shim, mode, env),
+                           capture_output=True, text=True, timeout=timeout)
+        if p.returncode != 0:
+            fail(f"{prog} {args} ({mode if shim else 'no shim'}, {env}) exited {p.returncode}", p)
+        rep, sim = reports(d)
+        return p, rep, sim
+
+
+def checksum(p):
+    lines = [l for l in p.stdout.splitlines() if l.startswith("checksum")]
+    return lines[-1] if lines else None
+
+
+def adversarial(a, prog, args, env=None, seeds=20):
+    """The plain run's checksum, then safe mode's under every order: equal.
+    Returns the report of the run in the default order."""
+    base, _, _ = run(a, prog, args, shim=False)
+    want = checksum(base)
+    if want is None:
+        fail("no checksum", base)
+    first = None
+    orders = ["topo", "reverse"] + [f"shuffle:{seed}" for seed in range(1, seeds + 1)]
+    for order in orders:
+        e = {"GRAPE_CONCURRENCY": "safe", "SIMCU_GRAPH_ORDER": order}
+        e.update(env or {})
+        p, rep, _ = run(a, prog, args, env=e)
+        if checksum(p) != want:
+            fail(f"order {order}: {checksum(p)} against {want} without the shim: a dependence "
+                 f"the plan did not keep", p)
+        if first is None:
+            first = (p, rep)
+    return first
+
+
+def conc(rep):
+    return rep["concurrency"]
+
+
+def case_dep(a):
+    p, rep = adversarial(a, a.prog, ["dep"])
+    c = conc(rep)
+    if c["plans_kept"] < 1 or c["plan_launches"] < 1:
+        fail(f"no concurrent plan was kept and replayed, so the orders tested nothing: {c}", p)
+    if rep["launches_by_route"]["dlsym"] < 1:
+        fail(f"no launch on the dlsym route: {rep['launches_by_route']}", p)
+    gemm_paths = [t for t in rep["top_paths"] if t.get("dag", {}).get("gemms") == 4]
+    if not gemm_paths or gemm_paths[0]["dag"]["ops"]["footprinted"] != 4:
+        fail(f"the four GEMMs (Sgemm, dlsym'd Sgemm, GemmEx, LtMatmul) were not all footprinted: "
+             f"{[t.get('dag') for t in rep['top_paths']]}", p)
+    if "kept" not in (gemm_paths[0]["dag"]["plan"] or ""):
+        fail(f"the path's plan is not reported kept: {gemm_paths[0]['dag']}", p)
+
+
+def case_alias(a):
+    p, rep = adversarial(a, a.prog, ["alias"])
+    c = conc(rep)
+    if c["plans_kept"] < 1 or c["plan_launches"] < 1:
+        fail(f"no concurrent plan was kept and replayed: {c}", p)
+    if c["plan_fallbacks"] < 1:
+        fail(f"no replay fell back to the chain, though every third step aliases: {c}", p)
+
+
+def barrier_case(a, mode, kernel, why):
+    base, _, _ = run(a, a.prog, [mode], shim=False)
+    p, rep, _ = run(a, a.prog, [mode], env={"GRAPE_CONCURRENCY": "safe", "GRAPE_FLUSH_US": "60000000"})
+    if checksum(p) != checksum(base):
+        fail(f"{mode}: {checksum(p)} against {checksum(base)} without the shim", p)
+    alone = [t for t in rep["top_paths"] if t["kernels"] == [kernel] and t["dag"]["ops"][why] == 1]
+    if not alone:
+        fail(f"{mode}: the barrier launch is not a region of its own, classified {why}: "
+             f"{[(t['kernels'], t['dag']['ops']) for t in rep['top_paths']]}", p)
+    if alone[0]["graph_hits"] != 0:
+        fail(f"{mode}: the barrier launch was replayed: {alone[0]}", p)
+    if rep["graph_hits"] == 0:
+        fail(f"{mode}: nothing else was replayed (the rule was not exercised): {rep}", p)
+
+
+def case_nccl(a):
+    barrier_case(a, "nccl", "ncclDevKernel_AllReduce_Sum_i32", "collective_or_spin")
+
+
+def case_coop(a):
+    barrier_case(a, "coop", "bump", "cooperative")
+
+
+def case_observe(a):
+    """observe against off: the same run but for the report's DAG."""
+    for prog, args in ((a.prog, ["dep"]), (a.moe, [])):
+        if prog in (None, "-"):
+            continue
+        p0, r0, s0 = run(a, prog, args, env={"GRAPE_CONCURRENCY": "off"})
+        p1, r1, s1 = run(a, prog, args, env={"GRAPE_CONCURRENCY": "observe"})
+        if p0.stdout != p1.stdout or s0["sim_end_ns"] != s1["sim_end_ns"]:
+            fail(f"{prog}: observe changed the run: {s0['sim_end_ns']} vs {s1['sim_end_ns']}", p1)
+        for key in ("regions", "graph_hits", "graph_launches", "submission_calls", "node_updates"):
+            if r0[key] != r1[key]:
+                fail(f"{prog}: observe changed {key}: {r0[key]} vs {r1[key]}", p1)
+        if any("dag" in t for t in r0["top_paths"]):
+            fail(f"{prog}: GRAPE_CONCURRENCY=off reported a DAG", p0)
+        dags = [t["dag"] for t in r1["top_paths"] if "dag" in t]
+        if not dags or not any(d["gemms"] >= 2 and d["predicted_critical_path_ns"] < d["predicted_chain_ns"]
+                               for d in dags):
+            fail(f"{prog}: no path's DAG shows independent GEMMs: {dags}", p1)
+
+
+def case_worse(a):
+    """Memory so slow that the GEMMs are memory-bound: concurrency cannot pay
+    on the device, while the estimator (compute-bound rates) predicts it does."""
+    with tempfile.TemporaryDirectory() as d:
+        costs = os.path.join(d, "costs.txt")
+        with open(costs, "w") as f:
+            f.write("device_mem_bytes_per_ns 1\n")
+        e = {"SIMCU_COSTS": costs}
+        _, chain, s_chain = run(a, a.prog, ["dep"], env=dict(e, GRAPE_CONCURRENCY="observe"))
+        p, safe, s_safe = run(a, a.prog, ["dep"], env=dict(e, GRAPE_CONCURRENCY="safe"))
+    c = conc(safe)
+    if c["plans_built"] < 1:
+        fail(f"the estimator predicted nothing, so no plan was measured: {c}", p)
+    if c["plans_kept"] != 0 or c["plans_reverted"] < 1:
+        fail(f"a plan that does not pay was kept, or none reverted: {c}", p)
+    ratio = s_safe["sim_end_ns"] / s_chain["sim_end_ns"]
+    if not 0.98 <= ratio <= 1.02:
+        fail(f"safe ended at {ratio:.4f} of the chain graphs' time (outside 2%)", p)
+    print(f"worse: {c['plans_built']} built, {c['plans_reverted']} reverted; safe/chain {ratio:.4f}")
+
+
+def case_moe(a):
+    if a.moe in (None, "-"):
+        sys.exit(77)
+    args = ["--iters", "6"]
+    for mode in ("observe", "graph"):
+        base, _, _ = run(a, a.moe, args, shim=False)
+        p, _, _ = run(a, a.moe, args, mode=mode, env={"GRAPE_CONCURRENCY": "safe"})
+        if checksum(p) != checksum(base):
+            fail(f"moe ({mode}, safe): {checksum(p)} against {checksum(base)}", p)
+    p, rep = adversarial(a, a.moe, args)
+    c = conc(rep)
+    if c["plans_kept"] < 1 or c["plan_launches"] < 1:
+        fail(f"moe: no concurrent plan was kept and replayed: {c}", p)
+
+
+def case_spin(a):
+    with tempfile.TemporaryDirectory() as d:
+        flags = os.path.join(d, "flags")
+        with open(flags, "wb") as f:
+            f.write(b"\0" * 4096)
+        r01, w01 = os.pipe()   # rank 0 -> rank 1
+        r10, w10 = os.pipe()   # rank 1 -> rank 0
+        procs = []
+        for rank, (rfd, wfd) in enumerate(((r10, w01), (r01, w10))):
+            dd = os.path.join(d, f"rank{rank}")
+            os.mkdir(dd)
+            e = env_for(a, dd, True, "graph", {"GRAPE_FLUSH_US": "60000000",
+                                               "GRAPE_CONCURRENCY": "safe"})
+            procs.append((dd, subprocess.Popen([a.prog, str(rank), flags, str(rfd), str(wfd)], env=e,
+                                               pass_fds=(rfd, wfd), stdout=subprocess.PIPE,
+                                               stderr=subprocess.PIPE, text=True)))
+        for fd in (r01, w01, r10, w10):
+            os.close(fd)
+        outs = []
+        for dd, pr in procs:
+            try:
+                out, err = pr.communicate(timeout=120)
+            except subprocess.TimeoutExpired:
+                for _, q in procs:
+                    q.kill()
+                fail("the ranks did not finish in 120 s (a deadlock)")
+            outs.append((pr.returncode, out, err, reports(dd)[0]))
+    for rank, (rc, out, err, rep) in enumerate(outs):
+        if rc != 0 or f"ok rank {rank}" not in out:
+            fail(f"rank {rank} exited {rc}:\n{out}\n{err[-3000:]}")
+        if rep is None or rep["held_ops_flushed_eager"]["watchdog"] != 0:
+            fail(f"rank {rank}: the watchdog flushed (or no report): {rep and rep['held_ops_flushed_eager']}")
+    rep0 = outs[0][3]
+    if rep0["graph_hits"] == 0:
+        fail(f"rank 0 replayed nothing: nothing was held before the collective: {rep0}")
+    # The second stream's two held kernels of each step after the warm-up
+    # went to the device when the collective was launched, not at their sync.
+    flushed = rep0["held_ops_flushed_eager"]["collective"]
+    if flushed < 2 * (STEPS // 2):
+        fail(f"rank 0: {flushed} held ops submitted ahead of the collective; another stream's "
+             f"held work must go first: {rep0['held_ops_flushed_eager']}")
+    spin = [t for t in rep0["top_paths"] if t["kernels"] == ["allreduce"]]
+    if not spin or spin[0]["graph_hits"] != 0:
+        fail(f"rank 0's collective stand-in is not a region of its own, or was replayed: "
+             f"{[(t['kernels'], t['graph_hits']) for t in rep0['top_paths']]}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("--preload", required=True)
+    ap.add_argument("--simdir", required=True)
+    ap.add_argument("--prog", required=True)
+    ap.add_argument("--moe")
+    a = ap.parse_args()
+    if a.prog == "-":
+        print("skipped: built without nvcc")
+        sys.exit(77)
+    globals()["case_" + a.case](a)
+    print(f"ok {a.case}")
+
+
+if __name__ == "__main__":
+    main()
