@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 
-FREE_BUILDS = "build=0,build_node=0"
+from simenv import sim_env
 STEPS = 12   # conc_spin.cu's steps
 
 
@@ -44,24 +44,7 @@ def fail(msg, p=None):
 
 
 def env_for(a, d, shim, mode, extra):
-    e = dict(os.environ)
-    for k in [k for k in e if k.startswith(("GRAPE_", "SIMCU_"))]:
-        e.pop(k)
-    e["LD_LIBRARY_PATH"] = a.simdir + ":" + e.get("LD_LIBRARY_PATH", "")
-    e["SIMCU_REPORT"] = os.path.join(d, "sim.%p.json")
-    e.setdefault("ASAN_OPTIONS", "detect_leaks=0")
-    san = ":".join(x for x in a.preload.split(":") if x and "libgrape" not in x)
-    e.pop("LD_PRELOAD", None)
-    if san:
-        e["LD_PRELOAD"] = san
-    if shim:
-        e["LD_PRELOAD"] = a.preload
-        e["GRAPE_REPORT"] = os.path.join(d, "grape.%p.json")
-        e["GRAPE_MODE"] = mode
-        e["GRAPE_COSTS"] = FREE_BUILDS
-        e["GRAPE_BUILDER"] = "inline"
-    e.update(extra or {})
-    return e
+    return sim_env(a.simdir, a.preload, d, shim, mode, extra, clean=True)
 
 
 def reports(d):

@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 
-FREE_BUILDS = "build=0,build_node=0"
+from simenv import sim_env
 
 
 def fail(msg, p=None):
@@ -27,24 +27,9 @@ def fail(msg, p=None):
 def run(a, args, mode="graph", preload=True, env=None, timeout=120, check=True):
     """Runs the program; returns (process, grape report or None, sim report)."""
     with tempfile.TemporaryDirectory() as d:
-        e = dict(os.environ)
-        e["LD_LIBRARY_PATH"] = a.simdir + ":" + e.get("LD_LIBRARY_PATH", "")
-        e["SIMCU_REPORT"] = os.path.join(d, "sim.%p.json")
-        e.setdefault("ASAN_OPTIONS", "detect_leaks=0")
-        san = ":".join(x for x in a.preload.split(":") if x and "libgrape" not in x)
-        if san:
-            e["LD_PRELOAD"] = san
-        if preload:
-            e["LD_PRELOAD"] = a.preload
-            e["GRAPE_REPORT"] = os.path.join(d, "grape.%p.json")
-            e["GRAPE_MODE"] = mode
-            # Builds free and on the program's thread: these short runs must
-            # replay to test replay (the default costs would rightly run them
-            # eagerly, and a builder thread's graphs come some simulated time
-            # after it is asked; case_time and case_builder check those).
-            e["GRAPE_COSTS"] = FREE_BUILDS
-            e["GRAPE_BUILDER"] = "inline"
-        e.update(env or {})
+        # Free inline builds (simenv.py): case_time and case_builder check the
+        # default costs and the builder thread.
+        e = sim_env(a.simdir, a.preload, d, preload, mode, env)
         p = subprocess.run([a.prog] + args, env=e, capture_output=True, text=True, timeout=timeout)
         if check and p.returncode != 0:
             fail(f"{a.prog} {args} ({mode if preload else 'no shim'}) exited {p.returncode}", p)
