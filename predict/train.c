@@ -958,6 +958,23 @@ static int size_quantiles(const grape_dataset_t* d, const sel_t* s, double q, do
  * trees' correction fades and the slopes of its own interval. */
 
 #define EXTRAP_Q 0.75      /* the inner split: rows up to this quantile of op size are fitted */
+
+/* The widening a unit of distance, per class, of the intervals of kernels
+ * with op dims beyond the span: transfer regime, known regime. The inner
+ * split cannot calibrate it: its predicted rows lie at distances of 0.1-0.9,
+ * where the error beyond the span grows fastest (at the outer 50% split, in
+ * the floor-to-bandwidth transition, 2-4x faster than farther out), so its
+ * slopes over-covered the outer splits' rows (92-99% for elementwise,
+ * softmax and layer norm). The slope that holds 80% of the rows is instead
+ * nearly the same at the outer 50% and 75% splits (docs/predictor.md), a
+ * property of the class: these are the 75% split's (`grape train --cv
+ * extrapolate`, GRAPE_CV_SPLIT=0.75), tested on the 50% split's rows. A
+ * class whose in-range interval already holds more beyond the span than
+ * within (elementwise, softmax and conv in the transfer regime; conv in the
+ * known one) keeps it: no interval narrows with distance. Launch-only fits,
+ * which no outer split measures, keep the inner split's slopes. */
+static const double widen_transfer[GRAPE_KC_COUNT] = {0.015, 0, 0, 0.093, 0, 0};
+static const double widen_known[GRAPE_KC_COUNT] = {0.072, 0.075, 0.208, 0.114, 0, 0};
 #define EXTRAP_DMIN 0.05   /* rows nearer their span than this (5%) calibrate no slope */
 
 /* The span, per interval bin, of the rows s selects of class c on GPU gpu
@@ -1147,10 +1164,14 @@ static int fit_extrap_transfer(const grape_dataset_t* d, const sel_t* s, grape_m
       fprintf(s->o->log, "grape: %s: beyond the span, MAPE of the in-range form %.4f, "
               "unit-slope regression %.4f: %s\n", grape_kclass_name(c), e[0], e[1],
               best ? "unit slope" : "in-range form");
-    /* The widening: how the upper half's residuals, less each GPU's level
+    /* The widening: with op dims the class's (widen_transfer); from the
+     * launch alone, how the upper half's residuals, less each GPU's level
      * (an unseen GPU's level is already in the interval), outgrow the
      * lower half's own spread. */
-    for (int l = 0; l < 2; l++) {
+    m->xt[c][0].widen[0] = ml->xt[c][0].widen[0] = -widen_transfer[c];
+    m->xt[c][0].widen[1] = ml->xt[c][0].widen[1] = widen_transfer[c];
+    {
+      const int l = 1;
       const char* gpus[MAXGPU];
       int ngpu = list_gpus(d, lo, c, gpus);
       ngpu = ngpu > MAXGPU ? MAXGPU : ngpu;
@@ -1436,8 +1457,8 @@ static int known_beyond(pool_t* pool, grape__known_t* known, int ngpu, int c, in
     const double* u = &pool->v[NUP * i];
     beyond_add(&b, log(u[4] / grape__known_time(&k, u[0], u[1], u[2], u[3])), u[5], u[6], u[3]);
   }
-  double widen[2];
-  int err = widen_slopes(&b, widen);
+  double widen[2] = {-widen_known[c], widen_known[c]};
+  int err = l ? widen_slopes(&b, widen) : 0;
   beyond_free(&b);
   if (logf != NULL)
     fprintf(logf, "grape: %s%s: known regime beyond its rows (%zu): fade %g, widening %.4f a unit "

@@ -609,9 +609,11 @@ Test(predict, far_out_of_range_kernels_get_wider_intervals) {
     cr_expect_eq(a.distance, 0, "%s: in range", g->name);
     cr_expect(b.distance > 2 && c.distance > b.distance, "%s: distances %g, %g", g->name,
               b.distance, c.distance);
-    /* Wider than in range, and wider the farther: not the in-range interval. */
-    cr_expect_gt(hwidth(&b), 1.2 * hwidth(&a), "%s: widths %g in range, %g far", g->name,
-                 hwidth(&a), hwidth(&b));
+    /* Wider than in range, and wider the farther: not the in-range interval.
+     * An unseen GPU's interval already holds its unknown level, which
+     * beyond the span a GEMM's error outgrows slowly (docs/predictor.md). */
+    cr_expect_gt(hwidth(&b), (unseen ? 1.05 : 1.2) * hwidth(&a), "%s: widths %g in range, %g far",
+                 g->name, hwidth(&a), hwidth(&b));
     cr_expect_gt(hwidth(&c), hwidth(&b));
     cr_expect_gt(width(&c), width(&b));
     cr_expect(b.lo_ms < b.ms && b.ms < b.hi_ms);
