@@ -546,8 +546,8 @@ static int ask_function_limits(grape_func_t* f) {
   }
   if (a != CUDA_SUCCESS || b != CUDA_SUCCESS)
     return -1;
-  f->lim_threads = (uint32_t)threads;
-  f->lim_smem = (uint32_t)smem;
+  __atomic_store_n(&f->lim_threads, (uint32_t)threads, __ATOMIC_RELAXED);
+  __atomic_store_n(&f->lim_smem, (uint32_t)smem, __ATOMIC_RELAXED);
   return 0;
 }
 

@@ -166,10 +166,14 @@ static inline int grape__launch_fits(grape_func_t* f, const uint32_t grid[3],
                                      const uint32_t block[3], uint32_t shmem) {
   if (__builtin_expect(__atomic_load_n(&f->lim_state, __ATOMIC_ACQUIRE) != 1, 0))
     return grape__launch_fits_slow(f, grid, block, shmem);
-  const uint32_t* lim = grape__dev_limits;   /* "- 1 <": a zero dimension wraps and fails */
-  return block[0] - 1 < lim[0] && block[1] - 1 < lim[1] && block[2] - 1 < lim[2] &&
-         grid[0] - 1 < lim[3] && grid[1] - 1 < lim[4] && grid[2] - 1 < lim[5] &&
-         (uint64_t)block[0] * block[1] * block[2] <= f->lim_threads && shmem <= f->lim_smem;
+  /* Relaxed loads: two threads may ask for a function's limits at once and
+   * store the same values. "- 1 <": a zero dimension wraps and fails. */
+#define GRAPE_LIM(i) __atomic_load_n(&grape__dev_limits[i], __ATOMIC_RELAXED)
+  return block[0] - 1 < GRAPE_LIM(0) && block[1] - 1 < GRAPE_LIM(1) && block[2] - 1 < GRAPE_LIM(2) &&
+         grid[0] - 1 < GRAPE_LIM(3) && grid[1] - 1 < GRAPE_LIM(4) && grid[2] - 1 < GRAPE_LIM(5) &&
+         (uint64_t)block[0] * block[1] * block[2] <= __atomic_load_n(&f->lim_threads, __ATOMIC_RELAXED) &&
+         shmem <= __atomic_load_n(&f->lim_smem, __ATOMIC_RELAXED);
+#undef GRAPE_LIM
 }
 
 /* A function's attributes changed (cuFuncSetAttribute & co.): its limits are
