@@ -110,8 +110,8 @@ static inline __attribute__((always_inline)) int grape__attrs_node_safe(const gr
 /* Copies count launch attributes to dst keeping only what each one means:
  * its id and the bytes of its value's member, padding and the union's other
  * bytes zeroed, so that equal attributes are equal bytes (a program need not
- * initialise the rest, and every launch would otherwise be a new path). */
-/* dst follows the launch's parameter bytes in a region, so it may be
+ * initialise the rest, and every launch would otherwise be a new path).
+ * dst follows the launch's parameter bytes in a region, so it may be
  * misaligned: it is written bytewise, and read back by copying out. */
 void grape__attrs_canon(void* dst, const CUlaunchAttribute* src, size_t count);
 
@@ -228,8 +228,9 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
   if (__builtin_expect(s == NULL || !grape__may_hold(s), 0))
     return 0;
   int extra_form = l->extra != NULL && l->params == NULL;
-  int eligible = f != NULL && f->drv != NULL && !(l->flags & GRAPE_SIG_COOPERATIVE) &&
-                 (extra_form || f->nparams >= 0) && grape__attrs_node_safe(l);
+  /* (A cooperative launch is a barrier: it never gets here.) */
+  int eligible = f != NULL && f->drv != NULL && (extra_form || f->nparams >= 0) &&
+                 grape__attrs_node_safe(l);
   size_t room = grape__launch_room(f, l, extra_form);
   if (grape__lock_room(s, room) != 0)
     return 0;
@@ -308,8 +309,9 @@ static inline __attribute__((always_inline)) void grape__on_launch(grape_route_t
   r->dims[i] = (grape_op_dims_t){{l->grid[0], l->grid[1], l->grid[2]},
                                  {l->block[0], l->block[1], l->block[2]}, l->shmem, 0};
   /* A graph node can carry it only with a known layout and attributes a
-   * kernel node has too. */
-  r->fns[i] = f != NULL && (extra_form || f->nparams >= 0) && !(l->flags & GRAPE_SIG_COOPERATIVE) &&
+   * kernel node has too (a barrier, cooperative ones included, never:
+   * grape__barrier_end). */
+  r->fns[i] = f != NULL && (extra_form || f->nparams >= 0) &&
                       (k.attrs_bytes == l->attrs_bytes) && grape__attrs_node_safe(l)
                   ? f->drv
                   : NULL;
