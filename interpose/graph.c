@@ -28,6 +28,7 @@
 static grape_gc_t* cache;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static int graphs_on;   /* graph mode, and the driver has what it needs */
+static char stop_why[512];   /* why holding stopped (bind.c): set once, under cache_lock */
 
 static void note_to_log(const char* msg) {
   grape_log_warn("%s", msg);
@@ -169,7 +170,8 @@ grape_gc_t* grape__gc(void) {
       grape_log_warn_once("out of memory: regions and paths go unrecorded");
     if (cfg.async_builds)
       grape__builder_serve(made);   /* with NULL (out of memory) it builds nothing */
-    __atomic_store_n(&graphs_on, graphs && made != NULL, __ATOMIC_RELAXED);
+    __atomic_store_n(&graphs_on, graphs && made != NULL && stop_why[0] == '\0',
+                     __ATOMIC_RELAXED);
     __atomic_store_n(&grape__timed, graphs && made != NULL, __ATOMIC_RELAXED);
     /* Held work is submitted, and executables destroyed, while the driver is
      * still there: atexit handlers run before library destructors. */
@@ -493,6 +495,27 @@ static int is_sticky(int r) {
   default:
     return 0;
   }
+}
+
+void grape__graphs_stop(const char* why) {
+  pthread_mutex_lock(&cache_lock);
+  int first = stop_why[0] == '\0';
+  if (first)
+    snprintf(stop_why, sizeof(stop_why), "%s", why);
+  __atomic_store_n(&graphs_on, 0, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&cache_lock);
+  if (!first || grape__mode != GRAPE_MODE_GRAPH)
+    return;
+  grape_log_warn("%s: graph mode holds no more work in this process (what it holds is submitted "
+                 "now; results stay correct, replays end here)", why);
+  grape__flush_all();
+}
+
+const char* grape__graphs_stopped(void) {
+  pthread_mutex_lock(&cache_lock);
+  int set = stop_why[0] != '\0';
+  pthread_mutex_unlock(&cache_lock);
+  return set ? stop_why : NULL;
 }
 
 void grape__saw_error(int r) {

@@ -187,6 +187,13 @@ void grape__limits_forget(const void* handle);
  * its next use. */
 void grape__graphs_drop(void);
 
+/* Ends holding for the rest of the run because work may reach the driver past
+ * the shim (bind.c): what is held is submitted now, nothing is held later.
+ * Logs why once; grape__graphs_stopped() returns it for the report (NULL while
+ * holding goes on). */
+void grape__graphs_stop(const char* why);
+const char* grape__graphs_stopped(void);
+
 /* An image (module, library, fatbin) was unloaded: the executables that
  * launch its functions go, then its function infos and the remembered
  * function attributes (funcattrs.h). */

@@ -29,6 +29,7 @@
 #include "graphcache/cache.h"
 #include "util/grow.h"
 #include "util/json_str.h"
+#include "bind.h"
 #include "util/write_all.h"
 #include "interrupt.h"
 #include "outfile.h"
@@ -520,6 +521,17 @@ char* grape__report_json(void) {
   else
     put(&b, "null");
   put(&b, ",\"mode\":\"%s\",", mode_names[grape__mode]);
+  /* Libraries that would have bound past the shim (bind.c). */
+  grape_bind_stats_t bs;
+  grape__bind_stats(&bs);
+  put(&b, "\"deep_bound\":{\"objects\":%ld,\"references\":%ld,\"bypasses\":%ld},",
+      bs.objects, bs.slots, bs.bypasses);
+  put(&b, "\"holding_stopped\":");
+  if (grape__graphs_stopped() != NULL)
+    grape__json_put_str(b.f, grape__graphs_stopped());
+  else
+    put(&b, "null");
+  put(&b, ",");
   long want = grape__option_get(grape_option_top_paths);
   size_t ntop = want > 0 ? (size_t)want : 0;
   grape_gc_t* cache = grape__gc_peek();

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "allocmap.h"
+#include "bind.h"
 #include "funcattrs.h"
 #include "funcinfo.h"
 #include "graph.h"
@@ -182,6 +183,7 @@ void grape__reset_child(void) {
 }
 
 __attribute__((constructor)) static void grape_ctor(void) {
+  grape__bind_init();
   grape__init();
 }
 

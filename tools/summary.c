@@ -624,6 +624,12 @@ void summary_print(const summary_t* s, const summary_opts_t* o) {
                 "%.0f node updates; %.0f driver submissions for %.0f ops\n",
             o->prefix, tot[K_graph_hits], tot[K_graph_misses], tot[K_graphs_built],
             tot[K_node_updates], tot[K_submission_calls], tot[K_ops]);
+  for (size_t i = 0; i < s->n; i++) {
+    const json_t* why = json_get(s->rep[i], "holding_stopped");
+    if (why != NULL && why->kind == JSON_STR)
+      fprintf(to, "%spid %.0f: graph mode stopped holding work: %s\n", o->prefix,
+              num(s->rep[i], "pid"), why->str);
+  }
   if (s->nsim > 0) {
     double end = 0, host = 0;
     for (size_t i = 0; i < s->nsim; i++) {

@@ -189,6 +189,44 @@ def case_builder(a):
             fail(f"the builder thread's builds were charged to the program: {ends}")
 
 
+def deepbind(a, mode):
+    """deepbind.c: cuBLAS opened RTLD_DEEPBIND. In graph mode with builds
+    forced its GEMMs must come through the shim (held in order after the
+    program's fills, replayed), and observe mode must count every launch."""
+    if "libasan" in a.preload or "libtsan" in a.preload:
+        print("skipped: the sanitizer runtimes refuse RTLD_DEEPBIND")
+        sys.exit(77)
+    p, rep, sim = run(a, [mode])
+    ok = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
+    if not ok.startswith(f"ok {mode} launches "):
+        fail(f"{mode}: no ok line", p)
+    made = int(ok.split()[-1])
+    if rep["deep_bound"]["objects"] < 1:
+        fail(f"{mode}: no deep-bound object was rewritten: {rep['deep_bound']}", p)
+    if mode == "deep":
+        if rep["graph_hits"] == 0:
+            fail("deep: nothing was replayed, so the held fills were never tested", p)
+        if rep["holding_stopped"] is not None:
+            fail(f"deep: holding stopped although the library was rewritten: {rep['holding_stopped']}", p)
+    else:
+        if rep["holding_stopped"] is None or "dlmopen" not in rep["holding_stopped"]:
+            fail(f"ns: holding did not stop for the namespace: {rep['holding_stopped']}", p)
+        if "stopped holding" not in p.stderr and "holds no more work" not in p.stderr:
+            fail("ns: the stop was not said", p)
+    p2, rep2, sim2 = run(a, [mode], mode="observe")
+    if rep2["launches"] != made or sim2["kernels_executed"] != made:
+        fail(f"{mode}: observe mode counted {rep2['launches']} launches, the sim ran "
+             f"{sim2['kernels_executed']}, the program made {made}", p2)
+
+
+def case_deepbind_deep(a):
+    deepbind(a, "deep")
+
+
+def case_deepbind_ns(a):
+    deepbind(a, "ns")
+
+
 def path_counts(rep):
     return sorted((tp["ops"], tp["count"]) for tp in rep["top_paths"])
 
