@@ -24,6 +24,7 @@
  */
 #include "internal.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,7 +167,8 @@ static int is_divisor_row(int row) {
 static int read_cost_file(const char* path, uint64_t* rows, uint64_t* own) {
   FILE* f = fopen(path, "r");
   if (f == NULL) {
-    grape__sim_logf("SIMCU_COSTS=%s: cannot open: %s", path, strerror(errno));
+    grape__sim_logf("SIMCU_COSTS=%s: cannot open: %s (a cost file, or a profile of sim/costs/: "
+                    "default, fair, pessimistic)", path, strerror(errno));
     return -1;
   }
   char line[512];
@@ -218,12 +220,31 @@ static int read_cost_file(const char* path, uint64_t* rows, uint64_t* own) {
   return bad;
 }
 
+/* A profile's name (no '/'): the file costs/NAME.costs beside the sim's
+ * libcuda.so.1, where the build and `meson install` put sim/costs/. */
+static const char* profile_path(const char* name, char* buf, size_t cap) {
+  if (strchr(name, '/') != NULL)
+    return name;
+  Dl_info info;
+  if (dladdr((void*)&grape__sim_costs_load, &info) == 0 || info.dli_fname == NULL)
+    return name;
+  const char* slash = strrchr(info.dli_fname, '/');
+  int dir = slash != NULL ? (int)(slash - info.dli_fname) : 1;
+  const char* base = slash != NULL ? info.dli_fname : ".";
+  if (snprintf(buf, cap, "%.*s/costs/%s.costs", dir, base, name) >= (int)cap)
+    return name;
+  return buf;
+}
+
 static void load(void) {
   static uint64_t rows[COST__COUNT], own[SYM__COUNT];
   memcpy(rows, row_defaults, sizeof(rows));
   for (int i = 0; i < SYM__COUNT; i++)
     own[i] = UINT64_MAX;
   const char* path = getenv("SIMCU_COSTS");
+  char named[4096];
+  if (path != NULL && path[0] != '\0')
+    path = profile_path(path, named, sizeof(named));
   if (path != NULL && path[0] != '\0') {
     int bad = read_cost_file(path, rows, own);
     if (bad != 0) {
@@ -284,9 +305,39 @@ void grape__sim_host_charge(uint64_t ns) {
   raise_max(tls_host);
 }
 
+/* The driver lock (row instantiate_lock): while one thread instantiates a
+ * graph, another thread's driver call waits until the instantiation ends. The
+ * latest instantiation's interval is kept (builds run one at a time). */
+static pthread_mutex_t lock_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int lock_used;                 /* an interval was ever recorded */
+static uint64_t lock_from, lock_until;        /* under lock_mu */
+static const void* lock_holder;               /* the instantiating thread (a TLS address) */
+
+void grape__sim_lock_held(uint64_t from, uint64_t until) {
+  if (grape__sim_costs[COST_INSTANTIATE_LOCK] == 0 || until <= from)
+    return;
+  pthread_mutex_lock(&lock_mu);
+  lock_from = from;
+  lock_until = until;
+  lock_holder = &tls_started;
+  pthread_mutex_unlock(&lock_mu);
+  atomic_store_explicit(&lock_used, 1, memory_order_release);
+}
+
+static void wait_for_lock(void) {
+  pthread_mutex_lock(&lock_mu);
+  uint64_t from = lock_from, until = lock_until;
+  int other = lock_holder != (const void*)&tls_started;
+  pthread_mutex_unlock(&lock_mu);
+  if (other && tls_call_start >= from && tls_call_start < until)
+    grape__sim_host_not_before(until);
+}
+
 void grape__sim_host_enter(uint64_t ns) {
   thread_start();
   tls_call_start = tls_host;
+  if (atomic_load_explicit(&lock_used, memory_order_acquire))
+    wait_for_lock();
   grape__sim_host_charge(ns);
 }
 
@@ -357,6 +408,8 @@ static void host_work(int kind) {
   }
   else if (kind == SIMCU_WORK_RUNTIME)
     grape__sim_host_charge(grape__sim_costs[COST_RUNTIME]);
+  else if (kind == SIMCU_WORK_SHIM_OP)
+    grape__sim_host_charge(grape__sim_costs[COST_SHIM_OP]);
 }
 
 static void host_handoff(uint64_t t) {

@@ -61,7 +61,9 @@
   X(DEVICE_MEMSET, "device_memset", 800)                                           \
   X(DEVICE_MEMSET_BYTES_PER_NS, "device_memset_bytes_per_ns", 100)                 \
   X(DEVICE_HOST_FUNC, "device_host_func", 1000)                                   \
-  X(DEVICE_MEM_BYTES_PER_NS, "device_mem_bytes_per_ns", 4200)
+  X(DEVICE_MEM_BYTES_PER_NS, "device_mem_bytes_per_ns", 4200)                     \
+  X(SHIM_OP, "shim_op", 0)                                                          \
+  X(INSTANTIATE_LOCK, "instantiate_lock", 0)
 
 enum sim_cost_row_e {
 #define SIM_COST_ENUM(id, name, dflt) COST_##id,

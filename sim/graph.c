@@ -440,6 +440,7 @@ SIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* out, CUgraph g, uns
     }
   }
   x->ready_ns = grape__sim_host_now();
+  grape__sim_lock_held(grape__sim_host_call_start(), x->ready_ns);
   if (edges_of(g, x->pos_of_id, &x->pred_off, &x->preds) != 0) {
     r = CUDA_ERROR_OUT_OF_MEMORY;
     goto fail;

@@ -364,6 +364,10 @@ uint64_t grape__sim_host_now(void);
 uint64_t grape__sim_host_call_start(void);      /* the clock before the current entry point */
 uint64_t grape__sim_submit_time(void);          /* host now + submission latency */
 void grape__sim_host_wait(uint64_t t_done);     /* waited for work that finished at t_done */
+/* An instantiation held the driver lock over [from, until) of the calling
+ * thread's clock: other threads' calls made then wait for its end (row
+ * instantiate_lock; nothing when the row is 0). */
+void grape__sim_lock_held(uint64_t from, uint64_t until);
 void grape__sim_host_not_before(uint64_t t);    /* the current call may not begin before t */
 void grape__sim_charge_event_record(int sym, int timing);
 uint64_t grape__sim_host_total(void);

@@ -25,6 +25,8 @@
 enum simcu_work_e {
   SIMCU_WORK_OP = 0,        /* the program's own host work per op: SIMCU_HOST_NS */
   SIMCU_WORK_RUNTIME = 1,   /* the runtime's own overhead per runtime call: row "runtime" */
+  SIMCU_WORK_SHIM_OP = 2,   /* an interposer's own work for one op it records or holds:
+                               row "shim_op" (its host time shows in simulated time) */
 };
 
 typedef struct simcu_private_s {
