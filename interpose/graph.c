@@ -89,6 +89,7 @@ static void costs_set(grape_gc_config_t* cfg) {
 int grape__timed;
 static uint64_t (*sim_host_ns)(void);
 static void (*sim_handoff)(uint64_t);
+void (*grape__sim_work)(int);   /* set once in graph mode on the sim; read by any thread */
 
 static uint64_t monotonic_ns(void) {
   struct timespec ts;
@@ -113,6 +114,7 @@ static void clock_init(void) {
     __atomic_store_n(&sim_host_ns, t->host_ns, __ATOMIC_RELAXED);
   if (t->size >= offsetof(simcu_private_t, host_handoff) + sizeof(t->host_handoff))
     sim_handoff = t->host_handoff;
+  __atomic_store_n(&grape__sim_work, t->host_work, __ATOMIC_RELAXED);
 }
 
 /* The builder takes up a build queued at t (the sim's clocks; a GPU's need

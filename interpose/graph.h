@@ -20,6 +20,7 @@
 #ifndef GRAPE_INTERPOSE_GRAPH_H
 #define GRAPE_INTERPOSE_GRAPH_H
 
+#include "grape/simcu_private.h"
 #include <stdint.h>
 
 #include "cuda_types.h"
@@ -52,6 +53,18 @@ static inline __attribute__((always_inline)) int grape__hold_ready(grape_stream_
                            s->ctx != NULL, 1))
     return 1;
   return grape__hold_ready_slow(s);
+}
+
+/* ---- The shim's own host time on the sim ----
+ * On the simulated device (graph mode), each op the shim records or holds
+ * tells the sim that the shim did one op's work (SIMCU_WORK_SHIM_OP), which
+ * the sim charges to the calling thread's clock at its row shim_op: the
+ * shim's overhead shows in simulated time. Elsewhere nothing is called. */
+extern void (*grape__sim_work)(int);
+static inline __attribute__((always_inline)) void grape__charge_op(void) {
+  void (*w)(int) = __atomic_load_n(&grape__sim_work, __ATOMIC_RELAXED);
+  if (__builtin_expect(w != NULL, 0))
+    w(SIMCU_WORK_SHIM_OP);
 }
 
 /* ---- Timing ---- */

@@ -170,6 +170,7 @@ int grape__hold_memop(const grape_memop_t* m) {
     if (nx != NULL) {
       grape__region_push(r, &k, &d, NULL, &m->p, sizeof(m->p));
       r->grp[r->nops - 1] = grape__call_tag(r, r->nops - 1);
+      grape__charge_op();
       grape__held_unlock(s, nx);
       return 1;
     }
@@ -185,6 +186,7 @@ void grape__on_memop(const grape_memop_t* m) {
       grape__stream_capturing(m->stream, m->ptds) == 1)
     return;
   GRAPE_COUNT(submissions);
+  grape__charge_op();
   grape_stream_t* s = grape__stream_of(grape__stream_key(m->stream, m->ptds));
   if (s == NULL || grape__lock_room(s, sizeof(m->p)) != 0)
     return;

@@ -261,6 +261,7 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
     r->nops = i + 1;
     r->grp[i] = grape__call_tag(r, i);
     GRAPE_COUNT(launches[route]);
+    grape__charge_op();
     if (__builtin_expect(grape__log_level() >= GRAPE_LOG_DEBUG, 0))
       grape__log_launch(route, f, l, dst, n);
     grape__held_unlock(s, nx);
@@ -285,6 +286,7 @@ static inline __attribute__((always_inline)) void grape__on_launch(grape_route_t
   }
   GRAPE_COUNT(launches[route]);
   GRAPE_COUNT(submissions);
+  grape__charge_op();
   grape_func_t* f = grape__func_get(l->fn, (grape_handle_kind_t)l->kind);
   int extra_form = l->extra != NULL && l->params == NULL;
   if (!extra_form && (f == NULL || f->nparams < 0))

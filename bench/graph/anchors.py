@@ -12,6 +12,7 @@ LB is the eager run's; the graph-mode run's must be the same (it is a
 property of the program), else the table says so.
 
 usage: anchors.py --examples DIR --simdir DIR --lib LIBGRAPE [--quick] [--jobs J]
+                  [--profile default|fair|pessimistic] [--host-ns 0,2000]
 (ninja -C build bench-graph-anchors)"""
 import argparse
 import concurrent.futures
@@ -27,10 +28,11 @@ HAND = "--graphs-by-hand"
 
 
 def measure(job):
-    examples, simdir, lib, prog, args, host_ns, mode = job
+    examples, simdir, lib, prog, args, host_ns, mode, profile = job
     hand = mode == "hand"
     r = simrun.run(os.path.join(examples, prog), args + ([HAND] if hand else []), simdir, lib,
-                   "eager" if hand else mode, host_ns)
+                   "eager" if hand else mode, host_ns,
+                   env={"SIMCU_COSTS": profile} if profile else None)
     return (prog, tuple(args), host_ns, mode), {
         "end": r.sim["sim_end_ns"], "lb": r.sim["lower_bound_ns"],
         "busy": r.sim["device_busy_ns"], "checksum": r.checksum,
@@ -52,14 +54,20 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--quick", action="store_true", help="decode, 1 batch (a smoke test)")
+    ap.add_argument("--profile", default="",
+                    help="the sim's cost profile (SIMCU_COSTS: default, fair, pessimistic); "
+                         "none: the sim's built-in table")
+    ap.add_argument("--host-ns", default="", help="comma-separated SIMCU_HOST_NS values")
     a = ap.parse_args()
     runs = [("decode", ["--iters", "1"])] if a.quick else RUNS
     hosts = [0, 5000] if a.quick else HOST_NS
+    if a.host_ns:
+        hosts = [int(x) for x in a.host_ns.split(",")]
     jobs = []
     for prog, args in runs + ([] if a.quick else [("decode", ["--iters", "16"])]):
         for h in hosts:
             for mode in ["eager", "graph"] + (["hand"] if prog == "decode" else []):
-                jobs.append((a.examples, a.simdir, a.lib, prog, args, h, mode))
+                jobs.append((a.examples, a.simdir, a.lib, prog, args, h, mode, a.profile))
     with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, a.jobs)) as ex:
         res = dict(ex.map(measure, jobs))
 
