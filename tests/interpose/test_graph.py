@@ -227,6 +227,24 @@ def case_deepbind_ns(a):
     deepbind(a, "ns")
 
 
+def case_shim_cost(a):
+    """On the sim, graph mode charges its own work per op it records or holds
+    (the sim's row shim_op): the host clocks end shim_op x ops later (the
+    ops recorded before the shim met the sim's clock, at most the first
+    region's, excepted)."""
+    host = {}
+    with tempfile.TemporaryDirectory() as d:
+        for v in (0, 1000):
+            path = os.path.join(d, f"c{v}.costs")
+            with open(path, "w") as f:
+                f.write(f"shim_op {v}\n")
+            _, rep, sim = run(a, ["copy2d"], env={"SIMCU_COSTS": path})
+            host[v] = sim["sim_host_ns"]
+    diff, ops = host[1000] - host[0], rep["ops"]
+    if not (1000 * (ops - 4) <= diff <= 1000 * ops and diff > 0):
+        fail(f"shim_op 1000 ns moved the host clocks by {diff} ns for {ops} ops recorded")
+
+
 def path_counts(rep):
     return sorted((tp["ops"], tp["count"]) for tp in rep["top_paths"])
 
