@@ -19,6 +19,9 @@
 #include <string.h>
 
 #include "util/grow.h"
+#include "util/backoff.h"
+#include "util/hash_mix.h"
+#include "util/moving_avg.h"
 
 static const char* const state_why[] = {
   [K_WARM] = "warming up (its replays have not yet earned what a graph costs to build)",
@@ -33,13 +36,6 @@ static const char* const state_why[] = {
 };
 
 /* ---- Small helpers ---- */
-
-static inline size_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= UINT64_C(0xff51afd7ed558ccd);
-  x ^= x >> 33;
-  return (size_t)x;
-}
 
 static void* dup_bytes(const void* p, size_t n) {
   void* d = malloc(n ? n : 1);
@@ -72,7 +68,7 @@ static int table_grow(table_t* t, hash_of_fn h) {
   for (size_t i = 0; i < t->cap; i++) {
     if (t->v[i] == NULL)
       continue;
-    size_t j = mix(h(t->v[i])) & (ncap - 1);
+    size_t j = (size_t)grape__hash_mix(h(t->v[i])) & (ncap - 1);
     while (nv[j] != NULL)
       j = (j + 1) & (ncap - 1);
     nv[j] = t->v[i];
@@ -84,14 +80,14 @@ static int table_grow(table_t* t, hash_of_fn h) {
 }
 
 static void table_remove(table_t* t, const void* e, hash_of_fn h) {
-  size_t mask = t->cap - 1, i = mix(h(e)) & mask;
+  size_t mask = t->cap - 1, i = (size_t)grape__hash_mix(h(e)) & mask;
   while (t->v[i] != e)
     i = (i + 1) & mask;
   t->v[i] = NULL;
   t->len--;
   /* Entries after the hole that probed past it move back into it. */
   for (size_t j = (i + 1) & mask; t->v[j] != NULL; j = (j + 1) & mask) {
-    size_t home = mix(h(t->v[j])) & mask;
+    size_t home = (size_t)grape__hash_mix(h(t->v[j])) & mask;
     if (((j - home) & mask) >= ((j - i) & mask)) {
       t->v[i] = t->v[j];
       t->v[j] = NULL;
@@ -99,32 +95,6 @@ static void table_remove(table_t* t, const void* e, hash_of_fn h) {
     }
   }
 }
-
-/* ---- Least recently seen lists (keys and paths) ---- */
-
-#define LRU_UNLINK(head, tail, e)                       \
-  do {                                                  \
-    if ((e)->lru_prev) (e)->lru_prev->lru_next = (e)->lru_next; \
-    else (head) = (e)->lru_next;                        \
-    if ((e)->lru_next) (e)->lru_next->lru_prev = (e)->lru_prev; \
-    else (tail) = (e)->lru_prev;                        \
-    (e)->lru_prev = (e)->lru_next = NULL;               \
-  } while (0)
-#define LRU_PUSH(head, tail, e)                         \
-  do {                                                  \
-    (e)->lru_prev = (tail);                             \
-    (e)->lru_next = NULL;                               \
-    if (tail) (tail)->lru_next = (e);                   \
-    else (head) = (e);                                  \
-    (tail) = (e);                                       \
-  } while (0)
-#define LRU_TOUCH(head, tail, e)                        \
-  do {                                                  \
-    if ((tail) != (e)) {                                \
-      LRU_UNLINK(head, tail, e);                        \
-      LRU_PUSH(head, tail, e);                          \
-    }                                                   \
-  } while (0)
 
 /* ---- Trie ---- */
 
@@ -193,14 +163,9 @@ static void staging_remove(grape_gc_t* c, gkey_t* k);
 /* ---- Keys and paths ---- */
 
 static void path_free(grape_gc_t* c, path_t* p) {
-  if (p->key_prev != NULL)
-    p->key_prev->key_next = p->key_next;
-  else
-    p->key->paths = p->key_next;
-  if (p->key_next != NULL)
-    p->key_next->key_prev = p->key_prev;
+  grape__list_remove(&p->in_key);
   table_remove(&c->paths, p, path_hash);
-  LRU_UNLINK(c->path_lru, c->path_mru, p);
+  grape__list_remove(&p->lru);
   free(p->dims);
   free(p->params);
   free(p->poff);
@@ -212,10 +177,10 @@ static void key_free(grape_gc_t* c, gkey_t* k) {
   grape__gc_make_dead(k, K_WARM);
   grape__gc_unstage(c, k);
   staging_remove(c, k);
-  while (k->paths != NULL)
-    path_free(c, k->paths);
+  while (!grape__list_empty(&k->paths))
+    path_free(c, GRAPE_LIST_DATA(grape__list_first(&k->paths), path_t, in_key));
   table_remove(&c->keys, k, key_hash);
-  LRU_UNLINK(c->key_lru, c->key_mru, k);
+  grape__list_remove(&k->lru);
   free(k->keys);
   free(k->last_dims);
   free(k->last_params);
@@ -230,7 +195,7 @@ static gkey_t* key_find_or_add(grape_gc_t* c, uint64_t fp, const grape_region_t*
   if (c->keys.len * 2 >= c->keys.cap && table_grow(&c->keys, key_hash))
     return NULL;
   size_t mask = c->keys.cap - 1;
-  for (size_t i = mix(fp) & mask;; i = (i + 1) & mask) {
+  for (size_t i = (size_t)grape__hash_mix(fp) & mask;; i = (i + 1) & mask) {
     gkey_t* k = c->keys.v[i];
     if (k == NULL)
       break;
@@ -240,12 +205,14 @@ static gkey_t* key_find_or_add(grape_gc_t* c, uint64_t fp, const grape_region_t*
   /* A new key; the least recently seen goes beyond the bound (never one
    * that is live or being built: its graphs are in use). */
   if ((long)c->keys.len >= max_paths(c))
-    for (gkey_t* o = c->key_lru; o != NULL; o = o->lru_next)
+    for (grape_list_t* q = grape__list_first(&c->key_lru); q != &c->key_lru; q = q->next) {
+      gkey_t* o = GRAPE_LIST_DATA(q, gkey_t, lru);
       if (o->state != K_LIVE && o->nstaged == 0) {
         key_free(c, o);
         c->st.keys_evicted++;
         break;
       }
+    }
   gkey_t* k = calloc(1, sizeof(*k));
   if (k == NULL || (k->keys = dup_bytes(r->keys, r->nops * sizeof(*r->keys))) == NULL) {
     free(k);
@@ -253,13 +220,14 @@ static gkey_t* key_find_or_add(grape_gc_t* c, uint64_t fp, const grape_region_t*
   }
   k->fp = fp;
   k->nops = r->nops;
-  size_t i = mix(fp) & mask;
+  grape__list_init(&k->paths);
+  size_t i = (size_t)grape__hash_mix(fp) & mask;
   while (c->keys.v[i] != NULL)
     i = (i + 1) & mask;
   c->keys.v[i] = k;
   c->keys.len++;
   c->st.graph_keys++;
-  LRU_PUSH(c->key_lru, c->key_mru, k);
+  grape__list_insert_tail(&c->key_lru, &k->lru);
   return k;
 }
 
@@ -268,7 +236,7 @@ static path_t* path_find_or_add(grape_gc_t* c, gkey_t* k, const grape_region_t* 
   if (c->paths.len * 2 >= c->paths.cap && table_grow(&c->paths, path_hash))
     return NULL;
   size_t mask = c->paths.cap - 1;
-  for (size_t i = mix(fp) & mask;; i = (i + 1) & mask) {
+  for (size_t i = (size_t)grape__hash_mix(fp) & mask;; i = (i + 1) & mask) {
     path_t* p = c->paths.v[i];
     if (p == NULL)
       break;
@@ -278,8 +246,8 @@ static path_t* path_find_or_add(grape_gc_t* c, gkey_t* k, const grape_region_t* 
       return p;
     c->st.collisions++;   /* equal fingerprints, different ops: kept apart */
   }
-  if ((long)c->paths.len >= max_paths(c) && c->path_lru != NULL) {
-    path_free(c, c->path_lru);
+  if ((long)c->paths.len >= max_paths(c) && !grape__list_empty(&c->path_lru)) {
+    path_free(c, GRAPE_LIST_DATA(grape__list_first(&c->path_lru), path_t, lru));
     c->st.paths_evicted++;
   }
   path_t* p = calloc(1, sizeof(*p));
@@ -300,17 +268,14 @@ static path_t* path_find_or_add(grape_gc_t* c, gkey_t* k, const grape_region_t* 
   p->key = k;
   p->stamp = c->cfg.stamp ? c->cfg.stamp() : 0;
   grape__conc_path(c, p, r);
-  p->key_next = k->paths;
-  if (k->paths != NULL)
-    k->paths->key_prev = p;
-  k->paths = p;
-  size_t i = mix(fp) & mask;
+  grape__list_insert_head(&k->paths, &p->in_key);
+  size_t i = (size_t)grape__hash_mix(fp) & mask;
   while (c->paths.v[i] != NULL)
     i = (i + 1) & mask;
   c->paths.v[i] = p;
   c->paths.len++;
   c->st.paths++;
-  LRU_PUSH(c->path_lru, c->path_mru, p);
+  grape__list_insert_tail(&c->path_lru, &p->lru);
   return p;
 }
 
@@ -672,9 +637,7 @@ static void note_cycle(grape_gc_t* c, gkey_t* k, int replayed, uint64_t ns) {
 static void slower_for_now(grape_gc_t* c, gkey_t* k) {
   grape__gc_make_dead(k, K_SLOWER);
   k->plan_at = 0;   /* assessed again at its first replay when tried again */
-  uint32_t shift = k->slower < 6 ? k->slower : 6;
-  k->recheck_at = k->seen + ((uint64_t)c->cfg.recheck << shift);
-  k->slower++;
+  k->recheck_at = grape__backoff(k->seen, (uint64_t)c->cfg.recheck, &k->slower);
 }
 
 /* A key met before, if it is still in the table (it may have been evicted
@@ -682,7 +645,7 @@ static void slower_for_now(grape_gc_t* c, gkey_t* k) {
 static gkey_t* still_known(const grape_gc_t* c, const void* key) {
   const gkey_t* pk = key;
   size_t mask = c->keys.cap - 1;
-  for (size_t i = c->keys.cap ? mix(pk->fp) & mask : 0; c->keys.cap && c->keys.v[i] != NULL;
+  for (size_t i = c->keys.cap ? (size_t)grape__hash_mix(pk->fp) & mask : 0; c->keys.cap && c->keys.v[i] != NULL;
        i = (i + 1) & mask)
     if (c->keys.v[i] == pk)
       return c->keys.v[i];
@@ -720,8 +683,7 @@ static void note_host(grape_gc_t* c, gkey_t* k, const grape_region_t* r, uint64_
              updates * c->cfg.update_ns;
   if (h < 0)
     h = 0;
-  k->host_n++;
-  k->host_ns += (h - k->host_ns) / (k->host_n < 8 ? k->host_n : 8);
+  grape__avg_add(&k->host_ns, &k->host_n, h, 8);
 }
 
 /* A key that stopped paying, seen again eagerly: would a replay of these ops
@@ -751,12 +713,12 @@ static int account(grape_gc_t* c, grape_region_t* r, gkey_t* k, uint64_t t_end, 
   if (k == NULL && (k = key_find_or_add(c, grape__fp_keys(r->keys, r->nops), r)) == NULL)
     return -ENOMEM;
   k->seen++;
-  LRU_TOUCH(c->key_lru, c->key_mru, k);
+  grape__list_move_tail(&c->key_lru, &k->lru);
   path_t* p = path_find_or_add(c, k, r);
   if (p == NULL)
     return -ENOMEM;
   p->count++;
-  LRU_TOUCH(c->path_lru, c->path_mru, p);
+  grape__list_move_tail(&c->path_lru, &p->lru);
   int replayed = r->nops > 0 && r->graphed == r->nops;
   time_cycles(c, r, k, replayed);
   account_key(c, r, k, replayed, t_end, segs, updates);
@@ -785,8 +747,7 @@ static void account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
   if (r->graphed == 0 && r->t_first != 0 && t_end > r->t_first && !c->built_now) {
     /* An eager sighting: the host's own time to issue it, its launches left out. */
     double h = (double)(t_end - r->t_first) - r->nops * c->cfg.launch_ns;
-    k->host_eager_n++;
-    k->host_eager_ns += ((h > 0 ? h : 0) - k->host_eager_ns) / (k->host_eager_n < 8 ? k->host_eager_n : 8);
+    grape__avg_add(&k->host_eager_ns, &k->host_eager_n, h > 0 ? h : 0, 8);
   }
   switch (k->state) {
   case K_WARM:
@@ -873,6 +834,9 @@ int grape_gc_create(const grape_gc_config_t* cfg, const grape_gc_driver_t* drv, 
       c->drv.graph_add_timer == NULL || c->drv.timer_read == NULL)
     c->drv.timer_create = NULL;   /* no timers: no plan changes */
   c->graph_mode = c->cfg.graphs;
+  grape__list_init(&c->key_lru);
+  grape__list_init(&c->path_lru);
+  grape__list_init(&c->exec_lru);
   pthread_mutex_init(&c->lock, NULL);
   pthread_cond_init(&c->built, NULL);
   *out = c;
@@ -1016,8 +980,7 @@ void grape_gc_synced(grape_gc_t* c, grape_region_t* r) {
   gkey_t* k = still_known(c, r->prev_key);
   if (k != NULL && t >= r->prev_end) {
     double tail = (double)(t - r->prev_end);
-    k->tail_n++;
-    k->tail_ns += (tail - k->tail_ns) / (k->tail_n < 8 ? k->tail_n : 8);
+    grape__avg_add(&k->tail_ns, &k->tail_n, tail, 8);
   }
   r->prev_end = 0;
   pthread_mutex_unlock(&c->lock);
@@ -1025,7 +988,8 @@ void grape_gc_synced(grape_gc_t* c, grape_region_t* r) {
 
 void grape_gc_drop_graphs(grape_gc_t* c) {
   pthread_mutex_lock(&c->lock);
-  for (gkey_t* k = c->key_lru; k != NULL; k = k->lru_next) {
+  for (grape_list_t* q = grape__list_first(&c->key_lru); q != &c->key_lru; q = q->next) {
+    gkey_t* k = GRAPE_LIST_DATA(q, gkey_t, lru);
     grape__gc_unstage(c, k);
     if (k->state == K_LIVE || k->state == K_NOPAY || k->state == K_SLOWER ||
         k->state == K_BUILDING)
@@ -1059,8 +1023,9 @@ void grape_gc_drop_functions(grape_gc_t* c, void* const* fns, size_t n) {
     memcpy(sorted, fns, n * sizeof(*sorted));
     qsort(sorted, n, sizeof(*sorted), ptr_order);
   }
-  for (exec_t* e = c->lru_head; e != NULL;) {
-    exec_t* next = e->lru_next;
+  for (grape_list_t* q = grape__list_first(&c->exec_lru); q != &c->exec_lru;) {
+    grape_list_t* next = q->next;
+    exec_t* e = GRAPE_LIST_DATA(q, exec_t, lru);
     int uses = 0;
     for (uint32_t j = 0; j < e->seg->n && !uses; j++)
       uses = e->fns[j] != NULL &&
@@ -1068,7 +1033,7 @@ void grape_gc_drop_functions(grape_gc_t* c, void* const* fns, size_t n) {
                              : n > 0);   /* out of memory: drop every executable */
     if (uses)
       grape__gc_exec_drop(c, e);
-    e = next;
+    q = next;
   }
   pthread_mutex_unlock(&c->lock);
   free(sorted);

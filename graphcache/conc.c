@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/backoff.h"
 #include "util/grow.h"
 
 #define TRIAL_SAMPLES 4      /* timed launches of each plan before a verdict */
@@ -181,9 +182,7 @@ static void drop_candidate(grape_gc_t* c, seg_t* seg, conc_t* s, int measured) {
   grape__plan_free(&s->plan);
   s->state = CS_BACKOFF;
   s->reverted |= measured;
-  uint32_t shift = s->backoffs < 6 ? s->backoffs : 6;
-  s->retry_at = seg->launches + ((uint64_t)RETRY_LAUNCHES << shift);
-  s->backoffs++;
+  s->retry_at = grape__backoff(seg->launches, RETRY_LAUNCHES, &s->backoffs);
 }
 
 /* Whether an executable of the candidate exists (1), usable now (2). */
@@ -331,11 +330,7 @@ static void look(grape_gc_t* c, seg_t* seg, conc_t* s, const grape_region_t* r, 
   return;
 out:
   free(ops);
-  {
-    uint32_t shift = s->backoffs < 6 ? s->backoffs : 6;
-    s->retry_at = seg->launches + ((uint64_t)RETRY_LAUNCHES << shift);
-    s->backoffs++;
-  }
+  s->retry_at = grape__backoff(seg->launches, RETRY_LAUNCHES, &s->backoffs);
 }
 
 static const char* plan_words(const gkey_t* k);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "cache.h"
+#include "util/list.h"
 
 #define MAX_VARIANTS 16
 #define MAX_CUTS 16       /* segments a key is cut into, at most */
@@ -38,7 +39,7 @@ struct exec_s {
   uint64_t ready_at;            /* now() when its build ended (0: at once) */
   uint32_t plan_gen;            /* 0: a chain; else the concurrent plan of that generation
                                    of its segment (conc.c) */
-  exec_t *lru_prev, *lru_next;  /* least recently used first (c->lru_head) */
+  grape_list_t lru;             /* on c->exec_lru: least recently used first */
 };
 
 /* The segment ending at trie node `end`: ops [from, end->depth) of every path
@@ -108,8 +109,8 @@ struct grape_gc_key_s {
   uint8_t deferred;             /* its first build was put off (predicted no faster) */
   uint64_t build_at;            /* K_WARM: `seen` before which it is not built */
   const char* conc_plan;        /* its segments' concurrency plan in words (conc.c), or NULL */
-  path_t* paths;                /* its paths (path_t.key_next) */
-  gkey_t *lru_prev, *lru_next;  /* least recently seen first */
+  grape_list_t paths;           /* its paths (path_t.in_key) */
+  grape_list_t lru;             /* on c->key_lru: least recently seen first */
 };
 
 struct path_s {
@@ -122,8 +123,8 @@ struct path_s {
   uint32_t* poff;
   uint64_t stamp;               /* config.stamp() then */
   grape_dag_summary_t* conc;    /* its DAG when first seen (conc.c), or NULL */
-  path_t *key_prev, *key_next;  /* the other paths of its key */
-  path_t *lru_prev, *lru_next;  /* least recently seen first */
+  grape_list_t in_key;          /* on its key's paths */
+  grape_list_t lru;             /* on c->path_lru: least recently seen first */
 };
 
 /* Open addressing on a 64-bit hash; entries are pointers (NULL = free).
@@ -152,9 +153,9 @@ struct grape_gc_s {
   grape_gc_node_t root;
   table_t keys;                 /* gkey_t* by fp */
   table_t paths;                /* path_t* by fp */
-  gkey_t *key_lru, *key_mru;
-  path_t *path_lru, *path_mru;
-  exec_t *lru_head, *lru_tail;  /* every executable: least recently used first */
+  grape_list_t key_lru;         /* every key (gkey_t.lru): least recently seen first */
+  grape_list_t path_lru;        /* every path (path_t.lru): least recently seen first */
+  grape_list_t exec_lru;        /* every executable (exec_t.lru): least recently used first */
   size_t nexecs;
   seg_t* segs;                  /* every segment not yet freed */
   grape_gc_node_t** nodes;      /* every trie node (freed at destroy) */

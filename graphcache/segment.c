@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "util/grow.h"
+#include "util/moving_avg.h"
 
 /* ---- Small helpers ---- */
 
@@ -50,33 +51,16 @@ static double build_ns(const grape_gc_t* c, uint32_t n) {
 
 /* ---- The executables' LRU list ---- */
 
-static void lru_unlink(grape_gc_t* c, exec_t* e) {
-  if (e->lru_prev != NULL)
-    e->lru_prev->lru_next = e->lru_next;
-  else
-    c->lru_head = e->lru_next;
-  if (e->lru_next != NULL)
-    e->lru_next->lru_prev = e->lru_prev;
-  else
-    c->lru_tail = e->lru_prev;
-  e->lru_prev = e->lru_next = NULL;
+static void lru_unlink(exec_t* e) {
+  grape__list_remove(&e->lru);
 }
 
 static void lru_push(grape_gc_t* c, exec_t* e) {
-  e->lru_prev = c->lru_tail;
-  e->lru_next = NULL;
-  if (c->lru_tail != NULL)
-    c->lru_tail->lru_next = e;
-  else
-    c->lru_head = e;
-  c->lru_tail = e;
+  grape__list_insert_tail(&c->exec_lru, &e->lru);
 }
 
 static void lru_touch(grape_gc_t* c, exec_t* e) {
-  if (c->lru_tail != e) {
-    lru_unlink(c, e);
-    lru_push(c, e);
-  }
+  grape__list_move_tail(&c->exec_lru, &e->lru);
 }
 
 /* ---- Executables ---- */
@@ -150,7 +134,7 @@ void grape__gc_exec_drop(grape_gc_t* c, exec_t* e) {
       s->var[i] = s->var[--s->nvar];
       break;
     }
-  lru_unlink(c, e);
+  lru_unlink(e);
   c->nexecs--;
   c->st.graph_bytes -= e->bytes;
   if (s->nvar == 0 && s->installed)
@@ -161,15 +145,16 @@ void grape__gc_exec_drop(grape_gc_t* c, exec_t* e) {
 /* Evicts least recently used executables (never those of `keep`) until one
  * more of `bytes` fits the limits. @return 0, or -1 when it cannot fit. */
 static int evict_for(grape_gc_t* c, uint64_t bytes, const seg_t* keep) {
-  exec_t* e = c->lru_head;
+  grape_list_t* q = grape__list_first(&c->exec_lru);
   while (((long)c->nexecs + 1 > c->cfg.max_graphs || c->st.graph_bytes + bytes > c->cfg.max_bytes) &&
-         e != NULL) {
-    exec_t* next = e->lru_next;
+         q != &c->exec_lru) {
+    grape_list_t* next = q->next;
+    exec_t* e = GRAPE_LIST_DATA(q, exec_t, lru);
     if (e->seg != keep) {
       grape__gc_exec_drop(c, e);
       c->st.graphs_evicted++;
     }
-    e = next;
+    q = next;
   }
   return (long)c->nexecs + 1 > c->cfg.max_graphs || c->st.graph_bytes + bytes > c->cfg.max_bytes
              ? -1
@@ -216,7 +201,7 @@ static seg_t* seg_new(grape_gc_t* c, grape_gc_node_t* end, uint32_t from) {
 void grape__gc_seg_free(grape_gc_t* c, seg_t* seg, int with_driver) {
   while (seg->nvar > 0) {
     exec_t* e = seg->var[--seg->nvar];
-    lru_unlink(c, e);
+    lru_unlink(e);
     c->nexecs--;
     c->st.graph_bytes -= e->bytes;
     exec_free(&c->drv, e, with_driver);
@@ -468,8 +453,7 @@ static void seg_timer_poll(grape_gc_t* c, seg_t* seg) {
   seg->timed = 0;
   if (!grape__conc_sample(c, seg, ns))
     return;   /* a plan on trial, not the one replaying now */
-  seg->dev_n++;
-  seg->dev_ns += ((double)ns - seg->dev_ns) / (seg->dev_n < 8 ? seg->dev_n : 8);
+  grape__avg_add(&seg->dev_ns, &seg->dev_n, (double)ns, 8);
 }
 
 void grape__gc_seg_timers_poll(grape_gc_t* c, const gkey_t* k) {
