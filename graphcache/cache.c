@@ -1,6 +1,6 @@
 /* The graph cache (see cache.h for the design): keys, paths, the trie of
  * live keys, accounting and the public entry points. Segments and their
- * executables are in segment.c, plans in plan.c.
+ * executables are in segment.c, where to cut a key in cuts.c.
  *
  * Invariants:
  * - A key is LIVE exactly when every segment of its path (under the cuts
@@ -34,25 +34,6 @@ static const char* const state_why[] = {
   [K_UNSUPPORTED] = "an op cannot be a graph node",
   [K_FAILED] = "its graph could not be built or launched",
 };
-
-/* ---- Small helpers ---- */
-
-static void* dup_bytes(const void* p, size_t n) {
-  void* d = malloc(n ? n : 1);
-  if (d != NULL && n)
-    memcpy(d, p, n);
-  return d;
-}
-
-void grape__gc_note(grape_gc_t* c, int* once, const char* msg) {
-  if (!*once && c->cfg.note != NULL)
-    c->cfg.note(msg);
-  *once = 1;
-}
-
-static uint64_t now(const grape_gc_t* c) {
-  return c->cfg.now != NULL ? c->cfg.now() : 0;
-}
 
 /* ---- Tables: linear probing, removal by shifting back (no tombstones) ---- */
 
@@ -214,7 +195,7 @@ static gkey_t* key_find_or_add(grape_gc_t* c, uint64_t fp, const grape_region_t*
       }
     }
   gkey_t* k = calloc(1, sizeof(*k));
-  if (k == NULL || (k->keys = dup_bytes(r->keys, r->nops * sizeof(*r->keys))) == NULL) {
+  if (k == NULL || (k->keys = grape__gc_dup(r->keys, r->nops * sizeof(*r->keys))) == NULL) {
     free(k);
     return NULL;
   }
@@ -253,9 +234,9 @@ static path_t* path_find_or_add(grape_gc_t* c, gkey_t* k, const grape_region_t* 
   path_t* p = calloc(1, sizeof(*p));
   if (p == NULL)
     return NULL;
-  p->dims = dup_bytes(r->dims, r->nops * sizeof(*r->dims));
-  p->params = dup_bytes(r->params, r->plen);
-  p->poff = dup_bytes(r->poff, r->nops * sizeof(*r->poff));
+  p->dims = grape__gc_dup(r->dims, r->nops * sizeof(*r->dims));
+  p->params = grape__gc_dup(r->params, r->plen);
+  p->poff = grape__gc_dup(r->poff, r->nops * sizeof(*r->poff));
   if (p->dims == NULL || p->params == NULL || p->poff == NULL) {
     free(p->dims);
     free(p->params);
@@ -314,10 +295,6 @@ static void staging_remove(grape_gc_t* c, gkey_t* k) {
  * cannot earn back (measured on the examples, docs/performance.md). */
 #define BUILD_CREDIT 3.0
 
-static double build_ns(const grape_gc_t* c, uint32_t n) {
-  return c->cfg.build_ns + (double)n * c->cfg.build_node_ns;
-}
-
 /* True when k's average replay (its segments' launches and its updates)
  * costs no more than an eager submission per op. */
 static int pays(const grape_gc_t* c, const gkey_t* k) {
@@ -345,8 +322,8 @@ static void earn_credit(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
       d += !same_dims_params(k->last_dims, k->last_params, r, i);
     memcpy(k->last_dims, r->dims, r->nops * sizeof(*r->dims));
     memcpy(k->last_params, r->params, r->plen);
-  } else if ((k->last_dims = dup_bytes(r->dims, r->nops * sizeof(*r->dims))) == NULL ||
-             (k->last_params = dup_bytes(r->params, r->plen)) == NULL) {
+  } else if ((k->last_dims = grape__gc_dup(r->dims, r->nops * sizeof(*r->dims))) == NULL ||
+             (k->last_params = grape__gc_dup(r->params, r->plen)) == NULL) {
     free(k->last_dims);
     k->last_dims = NULL;
   }
@@ -354,9 +331,9 @@ static void earn_credit(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
                   (double)d * c->cfg.update_ns;
 }
 
-/* ---- Plans ---- */
+/* ---- Cuts ---- */
 
-/* The cuts on k's path that stay whatever k's plan: its end, and the ends of
+/* The cuts on k's path that stay whatever k's own cuts: its end, and the ends of
  * other live keys (a key's end is always a cut), into forced. Other cuts may
  * go: a key whose segments then no longer match the cuts is repaired at its
  * next sighting. @return how many, or -1 beyond MAX_CUTS. */
@@ -405,7 +382,7 @@ static double eager_dev(const grape_gc_t* c, const gkey_t* k, double* lo) {
 
 /* Stages k's first segments: as many as the cuts other keys need on its
  * path, and where its device time is large enough to be worth starting
- * early, more (its timed replays plan it again). @return as
+ * early, more (its timed replays cut it again). @return as
  * grape__gc_stage, or -EAGAIN: a measured device time says replaying it
  * would not beat launching its ops one by one. */
 static int stage_first(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
@@ -415,7 +392,7 @@ static int stage_first(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   int nf = forced_cuts(k, forced);
   if (nf < 0)
     return -EINVAL;
-  if (!c->cfg.plan || !c->cfg.async_builds || k->host_eager_n < 1)
+  if (!c->cfg.cuts || !c->cfg.async_builds || k->host_eager_n < 1)
     return grape__gc_stage(c, k, r, forced, nf);
   uint32_t whole = k->nops;
   double lo, dev = eager_dev(c, k, &lo);
@@ -423,20 +400,20 @@ static int stage_first(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
    * adds no more cuts than keep half of what replaying saves eager launches. */
   double saved = k->nops * c->cfg.launch_ns - nf * c->cfg.graph_launch_ns;
   int extra = c->cfg.graph_launch_ns > 0 && saved > 0 ? (int)(0.5 * saved / c->cfg.graph_launch_ns) : 0;
-  grape_plan_in_t in = {k->nops, &whole, 1, &dev, forced, nf, k->host_eager_ns,
+  grape_cuts_in_t in = {k->nops, &whole, 1, &dev, forced, nf, k->host_eager_ns,
                         c->cfg.graph_launch_ns, nf + (extra < MAX_CUTS ? extra : MAX_CUTS)};
   double f_old, f_new;
   if (lo > 0 && k->deferred == 0) {
     /* Even at the least device time its syncs allow, no faster: put off. */
     double f_lo;
-    grape_plan_in_t least = in;
+    grape_cuts_in_t least = in;
     least.seg_dev_ns = &lo;
-    grape__plan_cuts(&least, cuts, &f_old, &f_lo);
-    if (f_lo >= 0.99 * grape__plan_eager_end(k->nops, k->host_eager_ns, c->cfg.launch_ns,
+    grape__cuts_best(&least, cuts, &f_old, &f_lo);
+    if (f_lo >= 0.99 * grape__cuts_eager_end(k->nops, k->host_eager_ns, c->cfg.launch_ns,
                                              lo + k->nops * c->cfg.gap_ns))
       return -EAGAIN;
   }
-  int n = grape__plan_cuts(&in, cuts, &f_old, &f_new);
+  int n = grape__cuts_best(&in, cuts, &f_old, &f_new);
   k->guessed = n > nf;
   c->st.cuts_added += (uint64_t)(n - nf);
   return grape__gc_stage(c, k, r, cuts, n);
@@ -474,7 +451,7 @@ static void try_install(grape_gc_t* c, gkey_t* k) {
   for (int j = 0; j < m; j++)
     whole &= segs[j] != NULL && segs[j]->nvar > 0;
   if (!whole) {
-    /* Cuts changed under it (another key's plan): staged anew at its next
+    /* Cuts changed under it (another key's cuts): staged anew at its next
      * sighting, with no warm-up. */
     k->warmed = 1;
     if (k->state != K_LIVE)
@@ -484,7 +461,7 @@ static void try_install(grape_gc_t* c, gkey_t* k) {
   k->nsegs = (uint32_t)m;
   k->warmed = 1;
   k->credit_ns = 0;
-  /* A first plan goes live; a new plan of a key that stopped paying or was
+  /* First cuts go live; new cuts of a key that stopped paying or was
    * measured slower waits for its re-check. */
   if (k->state == K_BUILDING && grape__gc_make_live(c, k) != 0)
     grape__gc_make_dead(k, K_WARM);
@@ -502,8 +479,8 @@ static void maybe_build(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
    * it costs (rent, then buy): a path that stops recurring then wastes one
    * build, at most a third of what it cost eagerly. A builder thread builds
    * at the warm-up: the program does not wait for it. */
-  if (!c->cfg.async_builds && build_ns(c, r->nops) > 0 &&
-      k->credit_ns < BUILD_CREDIT * build_ns(c, r->nops))
+  if (!c->cfg.async_builds && grape__gc_build_ns(c, r->nops) > 0 &&
+      k->credit_ns < BUILD_CREDIT * grape__gc_build_ns(c, r->nops))
     return;
   if ((long)k->nops < c->cfg.min_ops) {
     k->state = K_SHORT;
@@ -543,13 +520,13 @@ static void maybe_build(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
 static void slower_for_now(grape_gc_t* c, gkey_t* k);
 
 /* A live key whose replays are timed is assessed against the model of
- * plan.c: cut where the device can run early segments while the host issues
+ * cuts.c: cut where the device can run early segments while the host issues
  * later ones, when that is predicted to gain; and not held at all when even
- * its best plan is predicted no faster than launching its ops one by one
+ * its best cuts are predicted no faster than launching its ops one by one
  * (the device's work as long as the host's: holding then only delays it).
  * Assessed at its first timed replays, then every 64 sightings. */
 static void assess(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
-  if (!c->cfg.plan || k->nstaged > 0 || k->seen < k->plan_at || k->host_n < 1)
+  if (!c->cfg.cuts || k->nstaged > 0 || k->seen < k->recut_at || k->host_n < 1)
     return;
   seg_t* segs[MAX_CUTS];
   uint32_t from[MAX_CUTS], cuts[MAX_CUTS], out[MAX_CUTS], forced[MAX_CUTS];
@@ -569,12 +546,12 @@ static void assess(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   int nf = forced_cuts(k, forced);
   if (nf < 0)
     return;
-  k->plan_at = k->seen + (k->plans++ < 2 ? 1 : 64);
-  grape_plan_in_t in = {k->nops, cuts, m, dev, forced, nf, k->host_ns, c->cfg.graph_launch_ns, 0};
+  k->recut_at = k->seen + (k->cut_looks++ < 2 ? 1 : 64);
+  grape_cuts_in_t in = {k->nops, cuts, m, dev, forced, nf, k->host_ns, c->cfg.graph_launch_ns, 0};
   double f_old, f_new;
-  int n = grape__plan_cuts(&in, out, &f_old, &f_new);
+  int n = grape__cuts_best(&in, out, &f_old, &f_new);
   if (k->host_eager_n > 0 &&
-      f_new >= 0.99 * grape__plan_eager_end(k->nops, k->host_eager_ns, c->cfg.launch_ns,
+      f_new >= 0.99 * grape__cuts_eager_end(k->nops, k->host_eager_ns, c->cfg.launch_ns,
                                             total + k->nops * c->cfg.gap_ns)) {
     slower_for_now(c, k);
     return;
@@ -586,7 +563,7 @@ static void assess(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   if ((n == m && memcmp(out, cuts, (size_t)m * sizeof(*out)) == 0) || gain < 1000 ||
       (!guessed && gain < 0.02 * f_old))
     return;
-  /* A new plan means builds: only where they do not cost the program. */
+  /* New cuts mean builds: only where they do not cost the program. */
   if (!c->cfg.async_builds)
     return;
   if (grape__gc_stage(c, k, r, out, n) != 0) {
@@ -594,7 +571,7 @@ static void assess(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
     return;
   }
   c->st.cuts_added += n > m ? (uint64_t)(n - m) : 0;
-  c->st.replans++;
+  c->st.recuts++;
   staging_add(c, k);
 }
 
@@ -636,7 +613,7 @@ static void note_cycle(grape_gc_t* c, gkey_t* k, int replayed, uint64_t ns) {
 /* k is not held until `recheck` << verdicts more sightings. */
 static void slower_for_now(grape_gc_t* c, gkey_t* k) {
   grape__gc_make_dead(k, K_SLOWER);
-  k->plan_at = 0;   /* assessed again at its first replay when tried again */
+  k->recut_at = 0;   /* assessed again at its first replay when tried again */
   k->recheck_at = grape__backoff(k->seen, (uint64_t)c->cfg.recheck, &k->slower);
 }
 
@@ -674,7 +651,7 @@ static void time_cycles(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
 /* ---- Accounting ---- */
 
 /* The host time of a replayed region, its graph launches and updates left
- * out (what plan.c calls host_ns). */
+ * out (what cuts.c calls host_ns). */
 static void note_host(grape_gc_t* c, gkey_t* k, const grape_region_t* r, uint64_t t_end,
                       uint32_t segs, uint32_t updates) {
   if (r->t_first == 0 || t_end <= r->t_first || c->built_now)
@@ -762,7 +739,7 @@ static void account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
     c->st.graph_misses++;
     k->misses++;
     /* A live key not replayed: its region could not be held, or a segment
-     * of it went (evicted, failed, replaced by another key's plan). */
+     * of it went (evicted, failed, replaced under another key's cuts). */
     seg_t* segs_[MAX_CUTS];
     uint32_t from[MAX_CUTS];
     grape_gc_node_t* end[MAX_CUTS];
@@ -803,7 +780,7 @@ static void account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
   }
 }
 
-/* Keys whose staged segments are ready go live (or switch plans). */
+/* Keys whose staged segments are ready go live (or switch cuts). */
 static void install_ready(grape_gc_t* c) {
   for (size_t i = 0; i < c->staging_cap; i++) {
     gkey_t* k = c->staging[i];
@@ -832,8 +809,9 @@ int grape_gc_create(const grape_gc_config_t* cfg, const grape_gc_driver_t* drv, 
     c->cfg.graphs = 0;
   if (c->drv.timer_create == NULL || c->drv.timer_destroy == NULL ||
       c->drv.graph_add_timer == NULL || c->drv.timer_read == NULL)
-    c->drv.timer_create = NULL;   /* no timers: no plan changes */
+    c->drv.timer_create = NULL;   /* no timers: no cut changes */
   c->graph_mode = c->cfg.graphs;
+  c->policy = &grape__conc_policy;
   grape__list_init(&c->key_lru);
   grape__list_init(&c->path_lru);
   grape__list_init(&c->exec_lru);
@@ -849,9 +827,8 @@ void grape_gc_destroy(grape_gc_t* c, int with_driver) {
   for (job_t* j = c->jobs; j != NULL;) {
     job_t* next = j->next;
     grape__region_free(&j->ops);
-    if (j->plan != NULL)
-      grape__plan_free(j->plan);
-    free(j->plan);
+    if (j->layout != NULL)
+      c->policy->layout_free(j->layout);
     free(j);
     j = next;
   }
@@ -954,9 +931,9 @@ int grape_gc_end(grape_gc_t* c, grape_region_t* r, void* stream, const grape_gc_
   int rc = 0;
   if (r->nops > 0) {
     pthread_mutex_lock(&c->lock);
-    uint64_t t_end = r->t_first ? now(c) : 0;
+    uint64_t t_end = r->t_first ? grape__gc_now(c) : 0;
     if (c->cfg.deterministic)
-      grape__gc_progress(c, t_end ? t_end : now(c));
+      grape__gc_progress(c, t_end ? t_end : grape__gc_now(c));
     uint32_t segs = r->segs, updates = r->updates;
     submit_held(c, r, stream, GRAPE_GC_NO_GRAPH, drv_err);
     /* The cursor ended on a live key of exactly these ops: no hashing. */
@@ -976,7 +953,7 @@ void grape_gc_synced(grape_gc_t* c, grape_region_t* r) {
   if (r->nops > 0 || r->prev_end == 0 || r->prev_key == NULL || c->cfg.now == NULL)
     return;
   pthread_mutex_lock(&c->lock);
-  uint64_t t = now(c);
+  uint64_t t = grape__gc_now(c);
   gkey_t* k = still_known(c, r->prev_key);
   if (k != NULL && t >= r->prev_end) {
     double tail = (double)(t - r->prev_end);

@@ -162,7 +162,7 @@ grape_gc_t* grape__gc(void) {
        * the builder: simulated time is then reproducible. */
       cfg.deterministic = sim_host_ns != NULL;
       cfg.async_builds = grape__builder_start();
-      cfg.plan = 1;
+      cfg.cuts = 1;
     }
     grape_gc_t* made = NULL;
     if (grape_gc_create(&cfg, graphs ? &grape__graph_driver : NULL, &made) != 0)
