@@ -165,7 +165,7 @@ enum { GRAPE_GC_CONC_OFF = 0, GRAPE_GC_CONC_OBSERVE, GRAPE_GC_CONC_SAFE };
 typedef struct grape_gc_s grape_gc_t;
 
 /* A trie node: the ops of a known path so far. Read without a lock on the
- * launch path (grape_gc_step); only cache.c and segment.c write it. */
+ * launch path (grape_gc_step); only trie.c, entry.c and segment.c write it. */
 typedef struct grape_gc_node_s {
   grape_op_key_t key;                  /* the op that leads here (root: zero) */
   struct grape_gc_node_s* parent;

@@ -1,6 +1,5 @@
-/* The graph cache's own structures, shared by cache.c (keys, paths,
- * accounting), segment.c (segments, executables, replay, builds) and cuts.c
- * (where to cut a key). Nothing outside graphcache/ includes this.
+/* The graph cache's own structures and the doors between its files (entry.c
+ * lists them, one job each). Nothing outside graphcache/ includes this.
  *
  * Ownership: trie nodes are freed only by grape_gc_destroy (a launch path may
  * be reading them without the lock). Keys, paths, segments and executables
@@ -16,6 +15,7 @@
 
 #include "cache.h"
 #include "policy.h"
+#include "table.h"
 #include "util/list.h"
 
 #define MAX_VARIANTS 16
@@ -131,12 +131,6 @@ struct path_s {
   grape_list_t lru;             /* on c->path_lru: least recently seen first */
 };
 
-/* Open addressing on a 64-bit hash; entries are pointers (NULL = free).
- * Removal shifts the entries after it back (no tombstones). */
-typedef struct table_s {
-  void** v;
-  size_t cap, len;
-} table_t;
 
 /* A build the builder thread will do: a copy of the segment's ops. */
 struct job_s {
@@ -211,7 +205,7 @@ static inline void* grape__gc_dup(const void* p, size_t n) {
   return d;
 }
 
-/* ---- cache.c ---- */
+/* ---- trie.c ---- */
 
 /* Makes k held and replayed / not (state). Under the lock. */
 int grape__gc_make_live(grape_gc_t* c, gkey_t* k);
@@ -219,6 +213,41 @@ void grape__gc_make_dead(gkey_t* k, int state);
 
 /* The node of k's op list, created as needed. Under the lock. */
 grape_gc_node_t* grape__gc_trie_path(grape_gc_t* c, const gkey_t* k);
+
+/* ---- keys.c ---- */
+
+/* The key of r's ops (fingerprint fp), or a new one (the least recently seen
+ * going beyond config.max_paths); NULL when out of memory. */
+gkey_t* grape__gc_key_find_or_add(grape_gc_t* c, uint64_t fp, const grape_region_t* r);
+
+/* The path of r's ops under key k, or a new one; NULL when out of memory. */
+path_t* grape__gc_path_find_or_add(grape_gc_t* c, gkey_t* k, const grape_region_t* r);
+
+/* key, met before, if it is still in the table (it may have been evicted
+ * since; key is compared, never followed), else NULL. */
+gkey_t* grape__gc_key_known(const grape_gc_t* c, const void* key);
+
+/* k has staged segments: on the staging list (out of memory: its own
+ * sightings still install them). */
+void grape__gc_staging_add(grape_gc_t* c, gkey_t* k);
+
+/* k has no staged segments any more: off the staging list. */
+void grape__gc_staging_remove(grape_gc_t* c, gkey_t* k);
+
+/* Frees every key and path (grape_gc_destroy). */
+void grape__gc_keys_destroy(grape_gc_t* c);
+
+/* ---- verdict.c ---- */
+
+/* Accounts r's chunk (its held ops already launched or submitted) and
+ * decides what its key does next. k: its key when known (the cursor ended
+ * on it). t_end, segs, updates: the region's end and its launches and
+ * updates before the end. @return 0 or -ENOMEM. Under the lock. */
+int grape__gc_account(grape_gc_t* c, grape_region_t* r, gkey_t* k, uint64_t t_end, uint32_t segs,
+                      uint32_t updates);
+
+/* Keys whose staged segments are ready go live (or switch cuts). */
+void grape__gc_install_ready(grape_gc_t* c);
 
 /* ---- segment.c ---- */
 

@@ -1,4 +1,4 @@
-/* The graph cache (graphcache/cache.c) against a fake driver table: a
+/* The graph cache (graphcache/, through cache.h) against a fake driver table: a
  * "device" that records every op it runs, eagerly or inside a launched graph,
  * so each test compares what ran with what the program issued, in order.
  * The program side (holding by stepping the trie, flushing at divergence,
