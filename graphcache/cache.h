@@ -23,10 +23,10 @@
  *
  * Plans: a key starts as one segment. Replays are timed (device time per
  * segment with the driver's timing events, host time per region), and
- * plan.c chooses cuts that let the device run the earlier segments while the
+ * cuts.c chooses cuts that let the device run the earlier segments while the
  * host issues the later ones, when it predicts a gain; cuts are only ever
- * added, so plans converge. New segments are built first and installed
- * together, so a key's replays never mix plans.
+ * added, so cuts converge. New segments are built first and installed
+ * together, so a key's replays never mix two sets of cuts.
  *
  * Builds: with a builder (config async_builds) segments are built by another
  * thread from copies of the ops (grape_gc_build_pending), off the program's
@@ -147,7 +147,7 @@ typedef struct grape_gc_config_s {
                                     queued at time t (now()); NULL: nothing */
   int deterministic;             /* wait in real time for builds the program could use, and
                                     use them only once built before now() */
-  int plan;                      /* 0: never cut keys into several segments */
+  int cuts;                      /* 0: never cut keys into several segments */
   int concurrency;               /* GRAPE_GC_CONC_*: footprints analysed, plans made */
 } grape_gc_config_t;
 
@@ -165,7 +165,7 @@ enum { GRAPE_GC_CONC_OFF = 0, GRAPE_GC_CONC_OBSERVE, GRAPE_GC_CONC_SAFE };
 typedef struct grape_gc_s grape_gc_t;
 
 /* A trie node: the ops of a known path so far. Read without a lock on the
- * launch path (grape_gc_step); only cache.c and segment.c write it. */
+ * launch path (grape_gc_step); only trie.c, entry.c and segment.c write it. */
 typedef struct grape_gc_node_s {
   grape_op_key_t key;                  /* the op that leads here (root: zero) */
   struct grape_gc_node_s* parent;
@@ -238,7 +238,7 @@ int grape_gc_flush(grape_gc_t* c, grape_region_t* r, void* stream, grape_gc_caus
 
 /* r's stream was synchronised, and the sync returned: how long the device
  * still ran after the host ended r's last chunk, if it ran eagerly and no op
- * came since (what a first plan knows of its device time). */
+ * came since (what a key's first cuts know of its device time). */
 void grape_gc_synced(grape_gc_t* c, grape_region_t* r);
 
 /* Ends r's chunk: launches or submits what it holds, accounts its path and
@@ -279,8 +279,8 @@ typedef struct grape_gc_stats_s {
   uint64_t graph_bytes_peak;           /* the most graph_bytes has been */
   uint64_t paths_evicted, keys_evicted;   /* least recently seen, beyond max_paths */
   uint64_t segments;                   /* segments with executables now */
-  uint64_t cuts_added;                 /* cuts keys' plans added (first plans and changes) */
-  uint64_t replans;                    /* plan changes after measured replays */
+  uint64_t cuts_added;                 /* cuts added to keys (first cuts and changes) */
+  uint64_t recuts;                     /* cut changes after measured replays */
   uint64_t builds_async;               /* graphs built by the builder thread */
   uint64_t build_waits;                /* deterministic mode: waits for a build */
   uint64_t deferred;                   /* first builds put off: predicted no faster */

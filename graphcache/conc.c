@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/backoff.h"
 #include "util/grow.h"
 
 #define TRIAL_SAMPLES 4      /* timed launches of each plan before a verdict */
@@ -112,9 +113,9 @@ void grape__conc_destroy(grape_gc_t* c) {
 
 /* ---- Building a plan's executable ---- */
 
-int grape__conc_add_nodes(const grape_gc_driver_t* drv, void* graph, const grape_region_t* r,
-                          uint32_t from, uint32_t n, void* timer, const grape_plan_t* p,
-                          void** nodes) {
+static int add_nodes(const grape_gc_driver_t* drv, void* graph, const grape_region_t* r,
+                     uint32_t from, uint32_t n, void* timer, const void* layout, void** nodes) {
+  const grape_plan_t* p = layout;
   int err = 0;
   void* first = NULL;
   void** deps = malloc(((size_t)n + 1) * sizeof(*deps));
@@ -154,7 +155,7 @@ out:
 
 /* ---- The state of a segment's plan ---- */
 
-const grape_plan_t* grape__conc_plan(const seg_t* seg, uint32_t gen) {
+static const grape_plan_t* plan_of(const seg_t* seg, uint32_t gen) {
   const conc_t* s = seg->conc;
   if (s == NULL || gen == 0 || gen != s->gen ||
       (s->state != CS_BUILDING && s->state != CS_TRIAL && s->state != CS_KEPT))
@@ -162,11 +163,25 @@ const grape_plan_t* grape__conc_plan(const seg_t* seg, uint32_t gen) {
   return &s->plan;
 }
 
-int grape__conc_wants(const seg_t* seg, uint32_t gen) {
-  return gen == 0 || grape__conc_plan(seg, gen) != NULL;
+static const void* layout(const seg_t* seg, uint32_t gen) {
+  return plan_of(seg, gen);
 }
 
-void grape__conc_free(seg_t* seg) {
+static void* layout_copy(const void* l) {
+  grape_plan_t* p = malloc(sizeof(*p));
+  if (p != NULL && grape__plan_copy(l, p) != 0) {
+    free(p);
+    p = NULL;
+  }
+  return p;
+}
+
+static void layout_free(void* l) {
+  grape__plan_free(l);
+  free(l);
+}
+
+static void freed(seg_t* seg) {
   if (seg->conc != NULL)
     grape__plan_free(&seg->conc->plan);
   free(seg->conc);
@@ -176,27 +191,25 @@ void grape__conc_free(seg_t* seg) {
 /* The candidate's executables go; the segment is looked at again later. */
 static void drop_candidate(grape_gc_t* c, seg_t* seg, conc_t* s, int measured) {
   for (int i = seg->nvar; i-- > 0;)
-    if (seg->var[i]->plan_gen == s->gen)
+    if (seg->var[i]->gen == s->gen)
       grape__gc_exec_drop(c, seg->var[i]);
   grape__plan_free(&s->plan);
   s->state = CS_BACKOFF;
   s->reverted |= measured;
-  uint32_t shift = s->backoffs < 6 ? s->backoffs : 6;
-  s->retry_at = seg->launches + ((uint64_t)RETRY_LAUNCHES << shift);
-  s->backoffs++;
+  s->retry_at = grape__backoff(seg->launches, RETRY_LAUNCHES, &s->backoffs);
 }
 
 /* Whether an executable of the candidate exists (1), usable now (2). */
 static int candidate_ready(const grape_gc_t* c, const seg_t* seg, const conc_t* s) {
-  uint64_t t = c->cfg.now != NULL ? c->cfg.now() : 0;
+  uint64_t t = grape__gc_now(c);
   int have = 0;
   for (int i = 0; i < seg->nvar && have < 2; i++)
-    if (seg->var[i]->plan_gen == s->gen)
+    if (seg->var[i]->gen == s->gen)
       have = seg->var[i]->ready_at <= t ? 2 : 1;
   return have;
 }
 
-uint32_t grape__conc_pick(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from) {
+static uint32_t pick(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from) {
   conc_t* s = seg->conc;
   if (s == NULL || (s->state != CS_BUILDING && s->state != CS_TRIAL && s->state != CS_KEPT))
     return 0;
@@ -223,14 +236,14 @@ uint32_t grape__conc_pick(grape_gc_t* c, seg_t* seg, const grape_region_t* r, ui
   return s->gen;
 }
 
-void grape__conc_launched(grape_gc_t* c, seg_t* seg, uint32_t gen) {
+static void launched(grape_gc_t* c, seg_t* seg, uint32_t gen) {
   if (gen != 0)
     c->st.conc_launches++;
   if (seg->conc != NULL)
     seg->conc->last = gen;
 }
 
-int grape__conc_sample(grape_gc_t* c, seg_t* seg, uint64_t ns) {
+static int sampled(grape_gc_t* c, seg_t* seg, uint64_t ns) {
   conc_t* s = seg->conc;
   uint32_t gen = s != NULL ? s->last : 0;
   if (gen == 0) {
@@ -255,7 +268,7 @@ int grape__conc_sample(grape_gc_t* c, seg_t* seg, uint64_t ns) {
       s->state = CS_KEPT;
       s->backoffs = 0;
       c->st.conc_kept++;
-      seg->dev_ns = plan;   /* plan.c's cuts see the plan that replays now */
+      seg->dev_ns = plan;   /* cuts.c's cuts see the plan that replays now */
       seg->dev_n = s->cnt[1];
       return 0;
     }
@@ -264,6 +277,17 @@ int grape__conc_sample(grape_gc_t* c, seg_t* seg, uint64_t ns) {
   }
   return w == 0;
 }
+
+const grape_gc_policy_t grape__conc_policy = {
+  .pick = pick,
+  .launched = launched,
+  .sampled = sampled,
+  .freed = freed,
+  .layout = layout,
+  .layout_copy = layout_copy,
+  .layout_free = layout_free,
+  .add_nodes = add_nodes,
+};
 
 /* ---- Looking at a segment ---- */
 
@@ -331,11 +355,7 @@ static void look(grape_gc_t* c, seg_t* seg, conc_t* s, const grape_region_t* r, 
   return;
 out:
   free(ops);
-  {
-    uint32_t shift = s->backoffs < 6 ? s->backoffs : 6;
-    s->retry_at = seg->launches + ((uint64_t)RETRY_LAUNCHES << shift);
-    s->backoffs++;
-  }
+  s->retry_at = grape__backoff(seg->launches, RETRY_LAUNCHES, &s->backoffs);
 }
 
 static const char* plan_words(const gkey_t* k);

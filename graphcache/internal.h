@@ -1,6 +1,5 @@
-/* The graph cache's own structures, shared by cache.c (keys, paths,
- * accounting), segment.c (segments, executables, replay, builds) and plan.c
- * (where to cut a key). Nothing outside graphcache/ includes this.
+/* The graph cache's own structures and the doors between its files (entry.c
+ * lists them, one job each). Nothing outside graphcache/ includes this.
  *
  * Ownership: trie nodes are freed only by grape_gc_destroy (a launch path may
  * be reading them without the lock). Keys, paths, segments and executables
@@ -11,8 +10,13 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cache.h"
+#include "policy.h"
+#include "table.h"
+#include "util/list.h"
 
 #define MAX_VARIANTS 16
 #define MAX_CUTS 16       /* segments a key is cut into, at most */
@@ -36,9 +40,9 @@ struct exec_s {
   size_t plen;
   uint64_t bytes;               /* estimated device memory */
   uint64_t ready_at;            /* now() when its build ended (0: at once) */
-  uint32_t plan_gen;            /* 0: a chain; else the concurrent plan of that generation
-                                   of its segment (conc.c) */
-  exec_t *lru_prev, *lru_next;  /* least recently used first (c->lru_head) */
+  uint32_t gen;                 /* its layout: 0, the chain; else the policy's layout of
+                                   that generation (policy.h) */
+  grape_list_t lru;             /* on c->exec_lru: least recently used first */
 };
 
 /* The segment ending at trie node `end`: ops [from, end->depth) of every path
@@ -58,7 +62,8 @@ struct grape_gc_seg_s {
   double dev_ns;                /* device time of one launch, moving average */
   uint32_t dev_n;               /* samples in it */
   uint64_t launches;
-  conc_t* conc;                 /* its concurrency plan's state (conc.c), or NULL */
+  conc_t* conc;                 /* the policy's state of it (conc.c), or NULL; segment.c
+                                   never reads it */
   seg_t* next;                  /* every segment (c->segs) */
 };
 
@@ -80,9 +85,9 @@ struct grape_gc_key_s {
   grape_op_key_t* keys;
   uint64_t seen, hits, misses;
   int state;
-  grape_gc_node_t* node;        /* terminal trie node (made when first planned) */
+  grape_gc_node_t* node;        /* terminal trie node (made when first cut) */
   void* ctx;                    /* what its graphs are built in (a region's ctx) */
-  seg_t* staged[MAX_CUTS];      /* segments being built for its next plan */
+  seg_t* staged[MAX_CUTS];      /* segments being built for its next cuts */
   int nstaged;
   uint32_t nsegs;               /* segments it is replayed in (live) */
   double upd_avg;               /* node updates per replay, moving average */
@@ -102,14 +107,14 @@ struct grape_gc_key_s {
   uint32_t host_n;
   double host_eager_ns;         /* the same of eager sightings, launches left out */
   uint32_t host_eager_n;
-  uint64_t plan_at;             /* `seen` at which to plan again */
-  uint32_t plans;               /* plans assessed */
+  uint64_t recut_at;            /* `seen` at which to assess its cuts again */
+  uint32_t cut_looks;           /* times its cuts were assessed */
   uint8_t guessed;              /* its cuts assume a device time not measured yet */
   uint8_t deferred;             /* its first build was put off (predicted no faster) */
   uint64_t build_at;            /* K_WARM: `seen` before which it is not built */
   const char* conc_plan;        /* its segments' concurrency plan in words (conc.c), or NULL */
-  path_t* paths;                /* its paths (path_t.key_next) */
-  gkey_t *lru_prev, *lru_next;  /* least recently seen first */
+  grape_list_t paths;           /* its paths (path_t.in_key) */
+  grape_list_t lru;             /* on c->key_lru: least recently seen first */
 };
 
 struct path_s {
@@ -122,16 +127,10 @@ struct path_s {
   uint32_t* poff;
   uint64_t stamp;               /* config.stamp() then */
   grape_dag_summary_t* conc;    /* its DAG when first seen (conc.c), or NULL */
-  path_t *key_prev, *key_next;  /* the other paths of its key */
-  path_t *lru_prev, *lru_next;  /* least recently seen first */
+  grape_list_t in_key;          /* on its key's paths */
+  grape_list_t lru;             /* on c->path_lru: least recently seen first */
 };
 
-/* Open addressing on a 64-bit hash; entries are pointers (NULL = free).
- * Removal shifts the entries after it back (no tombstones). */
-typedef struct table_s {
-  void** v;
-  size_t cap, len;
-} table_t;
 
 /* A build the builder thread will do: a copy of the segment's ops. */
 struct job_s {
@@ -139,22 +138,23 @@ struct job_s {
   grape_region_t ops;           /* the segment's ops, from op 0 */
   void* ctx;
   uint64_t t_queued;            /* now() when queued */
-  grape_plan_t* plan;           /* a concurrent plan to build (owned), or NULL: a chain */
-  uint32_t plan_gen;
+  void* layout;                 /* the policy's layout to build (a copy it owns), or NULL: a chain */
+  uint32_t gen;                 /* its generation */
   job_t* next;
 };
 
 struct grape_gc_s {
   grape_gc_config_t cfg;
   grape_gc_driver_t drv;
+  const grape_gc_policy_t* policy;  /* the layouts of segments (policy.h) */
   pthread_mutex_t lock;
   pthread_cond_t built;         /* a queued build ended (deterministic mode waits) */
   grape_gc_node_t root;
   table_t keys;                 /* gkey_t* by fp */
   table_t paths;                /* path_t* by fp */
-  gkey_t *key_lru, *key_mru;
-  path_t *path_lru, *path_mru;
-  exec_t *lru_head, *lru_tail;  /* every executable: least recently used first */
+  grape_list_t key_lru;         /* every key (gkey_t.lru): least recently seen first */
+  grape_list_t path_lru;        /* every path (path_t.lru): least recently seen first */
+  grape_list_t exec_lru;        /* every executable (exec_t.lru): least recently used first */
   size_t nexecs;
   seg_t* segs;                  /* every segment not yet freed */
   grape_gc_node_t** nodes;      /* every trie node (freed at destroy) */
@@ -178,9 +178,34 @@ struct grape_gc_s {
   struct conc_cache_s* conc;    /* conc.c's occupancy cache, or NULL */
 };
 
-/* ---- cache.c ---- */
+/* ---- Small helpers of every file of the cache ---- */
 
-void grape__gc_note(grape_gc_t* c, int* once, const char* msg);
+/* The program's clock (config.now), 0 without one. */
+static inline uint64_t grape__gc_now(const grape_gc_t* c) {
+  return c->cfg.now != NULL ? c->cfg.now() : 0;
+}
+
+/* What building an executable of n ops costs the host (config costs). */
+static inline double grape__gc_build_ns(const grape_gc_t* c, uint32_t n) {
+  return c->cfg.build_ns + (double)n * c->cfg.build_node_ns;
+}
+
+/* Says msg once (config.note), *once remembering that it was said. */
+static inline void grape__gc_note(grape_gc_t* c, int* once, const char* msg) {
+  if (!*once && c->cfg.note != NULL)
+    c->cfg.note(msg);
+  *once = 1;
+}
+
+/* A copy of n bytes at p (n may be 0), or NULL when out of memory. */
+static inline void* grape__gc_dup(const void* p, size_t n) {
+  void* d = malloc(n ? n : 1);
+  if (d != NULL && n)
+    memcpy(d, p, n);
+  return d;
+}
+
+/* ---- trie.c ---- */
 
 /* Makes k held and replayed / not (state). Under the lock. */
 int grape__gc_make_live(grape_gc_t* c, gkey_t* k);
@@ -188,6 +213,41 @@ void grape__gc_make_dead(gkey_t* k, int state);
 
 /* The node of k's op list, created as needed. Under the lock. */
 grape_gc_node_t* grape__gc_trie_path(grape_gc_t* c, const gkey_t* k);
+
+/* ---- keys.c ---- */
+
+/* The key of r's ops (fingerprint fp), or a new one (the least recently seen
+ * going beyond config.max_paths); NULL when out of memory. */
+gkey_t* grape__gc_key_find_or_add(grape_gc_t* c, uint64_t fp, const grape_region_t* r);
+
+/* The path of r's ops under key k, or a new one; NULL when out of memory. */
+path_t* grape__gc_path_find_or_add(grape_gc_t* c, gkey_t* k, const grape_region_t* r);
+
+/* key, met before, if it is still in the table (it may have been evicted
+ * since; key is compared, never followed), else NULL. */
+gkey_t* grape__gc_key_known(const grape_gc_t* c, const void* key);
+
+/* k has staged segments: on the staging list (out of memory: its own
+ * sightings still install them). */
+void grape__gc_staging_add(grape_gc_t* c, gkey_t* k);
+
+/* k has no staged segments any more: off the staging list. */
+void grape__gc_staging_remove(grape_gc_t* c, gkey_t* k);
+
+/* Frees every key and path (grape_gc_destroy). */
+void grape__gc_keys_destroy(grape_gc_t* c);
+
+/* ---- verdict.c ---- */
+
+/* Accounts r's chunk (its held ops already launched or submitted) and
+ * decides what its key does next. k: its key when known (the cursor ended
+ * on it). t_end, segs, updates: the region's end and its launches and
+ * updates before the end. @return 0 or -ENOMEM. Under the lock. */
+int grape__gc_account(grape_gc_t* c, grape_region_t* r, gkey_t* k, uint64_t t_end, uint32_t segs,
+                      uint32_t updates);
+
+/* Keys whose staged segments are ready go live (or switch cuts). */
+void grape__gc_install_ready(grape_gc_t* c);
 
 /* ---- segment.c ---- */
 
@@ -240,10 +300,10 @@ int grape__gc_install_staged(grape_gc_t* c, gkey_t* k);
 void grape__gc_unstage(grape_gc_t* c, gkey_t* k);
 
 /* Queues (or, without a builder, makes) a build of seg from ops [from, from +
- * seg->n) of r, as plan p of generation gen (NULL, 0: a chain). @return 0,
- * -ENOMEM, or -EINVAL when an inline build failed. */
+ * seg->n) of r, as the policy's layout of generation gen (NULL, 0: a chain).
+ * @return 0, -ENOMEM, or -EINVAL when an inline build failed. */
 int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from,
-                        void* ctx, const grape_plan_t* p, uint32_t gen);
+                        void* ctx, const void* layout, uint32_t gen);
 
 /* Frees seg and its executables (it must not be installed). */
 void grape__gc_seg_free(grape_gc_t* c, seg_t* seg, int with_driver);
@@ -254,32 +314,11 @@ void grape__gc_exec_drop(grape_gc_t* c, exec_t* e);
 
 /* ---- conc.c: concurrency plans per segment ---- */
 
-/* Builds the nodes of an executable of ops [from, from + n) of r with plan p
- * (not a chain): nodes[i] for op i, between the timer's first and last
- * nodes when timer is not NULL. @return 0 or the driver's error. No lock. */
-int grape__conc_add_nodes(const grape_gc_driver_t* drv, void* graph, const grape_region_t* r,
-                          uint32_t from, uint32_t n, void* timer, const grape_plan_t* p,
-                          void** nodes);
+/* The policy table (policy.h) of concurrency plans: the cache's. */
+extern const grape_gc_policy_t grape__conc_policy;
 
-/* The plan generation a launch of seg for r's held ops [from, ...) runs:
- * 0 (the chain) or the candidate's (which then covers r's footprints). */
-uint32_t grape__conc_pick(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from);
-
-/* seg was launched with plan generation gen. */
-void grape__conc_launched(grape_gc_t* c, seg_t* seg, uint32_t gen);
-
-/* A device-time sample of seg's last launch: @return 1 when it belongs in
- * seg->dev_ns (the plan that replays now). */
-int grape__conc_sample(grape_gc_t* c, seg_t* seg, uint64_t ns);
-
-/* The plan of generation gen of seg (NULL: the chain, or stale). */
-const grape_plan_t* grape__conc_plan(const seg_t* seg, uint32_t gen);
-
-/* A built executable of plan generation gen arrives for seg: @return 1
- * when it is still wanted. */
-int grape__conc_wants(const seg_t* seg, uint32_t gen);
-
-/* After a replay of live key k from region r: plans its segments (safe
+/* After a replay of live key k from region r: looks for concurrency plans of
+ * its segments (safe
  * mode). Under the lock. */
 void grape__conc_assess(grape_gc_t* c, gkey_t* k, const grape_region_t* r);
 
@@ -289,17 +328,16 @@ void grape__conc_path(grape_gc_t* c, path_t* p, const grape_region_t* r);
 /* The plan of k's segments in words, for the report (NULL: none). */
 const char* grape__conc_key_plan(const grape_gc_t* c, const gkey_t* k);
 
-/* Frees seg's plan state; the cache's (at destroy). */
-void grape__conc_free(seg_t* seg);
+/* Frees the cache's occupancy table (at destroy). */
 void grape__conc_destroy(grape_gc_t* c);
 
-/* ---- plan.c ---- */
+/* ---- cuts.c ---- */
 
-/* What plan.c knows of a key of n ops: its cuts now (sorted depths, the
+/* What cuts.c knows of a key of n ops: its cuts now (sorted depths, the
  * last n) with each segment's device time (measured, or assumed), the cuts
  * other keys need (they stay), the host time to issue all n ops, what
  * one segment launch costs the host, and the most segments (0: MAX_CUTS). */
-typedef struct grape_plan_in_s {
+typedef struct grape_cuts_in_s {
   uint32_t n;
   const uint32_t* cuts;
   int ncuts;
@@ -308,19 +346,19 @@ typedef struct grape_plan_in_s {
   int nforced;
   double host_ns, launch_ns;
   int max_segs;
-} grape_plan_in_t;
+} grape_cuts_in_t;
 
 /* The cuts (at most MAX_CUTS, the last n) that end the device's work
  * earliest, into out; the predicted ends (ns from the region's first op)
  * with the current and the new cuts. @return how many cuts. */
-int grape__plan_cuts(const grape_plan_in_t* in, uint32_t* out, double* end_old, double* end_new);
+int grape__cuts_best(const grape_cuts_in_t* in, uint32_t* out, double* end_old, double* end_new);
 
 /* The predicted end with the given cuts. */
-double grape__plan_end(const grape_plan_in_t* in, const uint32_t* cuts, int ncuts);
+double grape__cuts_end(const grape_cuts_in_t* in, const uint32_t* cuts, int ncuts);
 
 /* The predicted end of the same n ops launched one by one as the host issues
  * them (each launch costing launch_ns), their device time dev_ns spread
  * evenly: what holding them must beat. */
-double grape__plan_eager_end(uint32_t n, double host_ns, double launch_ns, double dev_ns);
+double grape__cuts_eager_end(uint32_t n, double host_ns, double launch_ns, double dev_ns);
 
 #endif

@@ -6,6 +6,13 @@
 
 #include "util/grow.h"
 
+/* First capacities: what a stream that launches a few kernels per sync needs.
+ * A program may hold work on 100,000 streams at once (each launches a few
+ * kernels, then the device is synchronised), so a region starts small and
+ * doubles: 64 ops and 4 KiB of parameters each cost such a stream 9 KiB. */
+#define FIRST_OPS 4
+#define FIRST_PARAM_BYTES 64
+
 /* Grows one per-op array to ncap elements of size sz; NULL on failure (the
  * old array stays valid). */
 static void* grow(void* p, uint32_t ncap, size_t sz) {
@@ -91,7 +98,7 @@ int grape__region_reserve(grape_region_t* r, size_t max_bytes) {
     pool_lock_give();
   }
   if (r->nops == r->cap) {
-    uint32_t ncap = (uint32_t)grape__grow_cap(r->cap, (size_t)r->nops + 1, 64);
+    uint32_t ncap = (uint32_t)grape__grow_cap(r->cap, (size_t)r->nops + 1, FIRST_OPS);
     void* k = grow(r->keys, ncap, sizeof(*r->keys));
     if (k == NULL)
       return -ENOMEM;
@@ -115,7 +122,7 @@ int grape__region_reserve(grape_region_t* r, size_t max_bytes) {
     r->cap = ncap;   /* only once every array has the new size */
   }
   if (r->plen + max_bytes > r->pcap) {
-    uint8_t* p = grape__grow(r->params, &r->pcap, r->plen + max_bytes, 1, 4096);
+    uint8_t* p = grape__grow(r->params, &r->pcap, r->plen + max_bytes, 1, FIRST_PARAM_BYTES);
     if (p == NULL)
       return -ENOMEM;
     r->params = p;

@@ -37,7 +37,7 @@ typedef struct grape_memcpy_params_s {
   uint64_t bytes;
 } grape_memcpy_params_t;
 
-struct grape_gc_node_s;   /* graphcache/cache.c: a trie node of the known paths */
+struct grape_gc_node_s;   /* graphcache/trie.c: a trie node of the known paths */
 
 typedef struct grape_region_s {
   uint32_t nops, cap;          /* ops recorded, capacity of the per-op arrays */
@@ -56,7 +56,7 @@ typedef struct grape_region_s {
   uint32_t nfoot;
   size_t foot_cap;
   uint32_t gen;
-  /* Graph mode (graphcache/cache.c): while `cur` is not NULL the ops so far
+  /* Graph mode (graphcache/entry.c): while `cur` is not NULL the ops so far
    * follow a known path: the first `sub` of them were launched as segments,
    * ops [sub, held) are held back from the driver; NULL means the rest of the
    * chunk runs eagerly. `graphed` ops went to the device inside graphs, in
@@ -65,7 +65,7 @@ typedef struct grape_region_s {
   const struct grape_gc_node_s* cur;
   uint32_t held, sub, graphed, segs, updates;
   void* ctx;
-  /* Measured cycles (graph mode with a clock, cache.c): when this chunk's
+  /* Measured cycles (graph mode with a clock, verdict.c): when this chunk's
    * first op came (0: not timed), and the chunk before it: its key, whether
    * it was replayed, when it started, and whether its cycle is to be ignored
    * (a graph was built in it), and when it ended if it ran eagerly (0: not,

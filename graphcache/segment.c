@@ -5,13 +5,17 @@
  * (node->seg: that node is a cut) only once it has an executable, so a
  * region never meets a cut it cannot launch except after an eviction or a
  * failure (it then submits what it holds eagerly, and its key is repaired).
- * Segments a key needs for its next plan are *staged*: built first, then
+ * Segments a key needs for its next cuts are *staged*: built first, then
  * installed together (grape__gc_install_staged), replacing the segments they
  * split. A build from the builder thread works on a copy of the ops (a job)
  * and runs without the cache's lock; its executable joins its segment under
  * the lock, stamped with the builder's clock at its end (ready_at), and is
  * used only from then on. Executables are on one least-recently-used list:
  * eviction and removal are O(1).
+ *
+ * Mechanism, not policy: which layout of a segment a launch runs, and the
+ * edges of any layout but the chain, come from the cache's policy through
+ * policy.h (c->policy); this file never names the policy behind it.
  *
  * Invariants: every executable of a segment holds in dims/params/fns what its
  * nodes hold in the driver (updates go to the driver first). A segment with
@@ -24,59 +28,27 @@
 #include <string.h>
 
 #include "util/grow.h"
+#include "util/moving_avg.h"
 
 /* ---- Small helpers ---- */
-
-static void* dup_bytes(const void* p, size_t n) {
-  void* d = malloc(n ? n : 1);
-  if (d != NULL && n)
-    memcpy(d, p, n);
-  return d;
-}
 
 grape_gc_op_t grape__gc_op_view(const grape_region_t* r, uint32_t i) {
   return (grape_gc_op_t){r->keys[i].kind,         r->keys[i].flags,       r->fns[i], &r->dims[i],
                          r->params + r->poff[i], r->keys[i].param_bytes, r->keys[i].attrs_bytes};
 }
 
-static uint64_t now(const grape_gc_t* c) {
-  return c->cfg.now != NULL ? c->cfg.now() : 0;
-}
-
-/* What building an executable of n ops costs the host (config costs). */
-static double build_ns(const grape_gc_t* c, uint32_t n) {
-  return c->cfg.build_ns + (double)n * c->cfg.build_node_ns;
-}
-
 /* ---- The executables' LRU list ---- */
 
-static void lru_unlink(grape_gc_t* c, exec_t* e) {
-  if (e->lru_prev != NULL)
-    e->lru_prev->lru_next = e->lru_next;
-  else
-    c->lru_head = e->lru_next;
-  if (e->lru_next != NULL)
-    e->lru_next->lru_prev = e->lru_prev;
-  else
-    c->lru_tail = e->lru_prev;
-  e->lru_prev = e->lru_next = NULL;
+static void lru_unlink(exec_t* e) {
+  grape__list_remove(&e->lru);
 }
 
 static void lru_push(grape_gc_t* c, exec_t* e) {
-  e->lru_prev = c->lru_tail;
-  e->lru_next = NULL;
-  if (c->lru_tail != NULL)
-    c->lru_tail->lru_next = e;
-  else
-    c->lru_head = e;
-  c->lru_tail = e;
+  grape__list_insert_tail(&c->exec_lru, &e->lru);
 }
 
 static void lru_touch(grape_gc_t* c, exec_t* e) {
-  if (c->lru_tail != e) {
-    lru_unlink(c, e);
-    lru_push(c, e);
-  }
+  grape__list_move_tail(&c->exec_lru, &e->lru);
 }
 
 /* ---- Executables ---- */
@@ -99,24 +71,25 @@ static void exec_free(const grape_gc_driver_t* drv, exec_t* e, int with_driver) 
  * order, or the edges of concurrency plan p: conc.c). Touches nothing of the
  * cache: the builder thread calls it without the lock. @return it, or NULL
  * (*drv_err: the driver's code; 0 when out of memory). */
-static exec_t* exec_make(const grape_gc_driver_t* drv, const grape_region_t* r, uint32_t from,
-                         uint32_t n, void* timer, const grape_plan_t* p, int* drv_err) {
+static exec_t* exec_make(const grape_gc_driver_t* drv, const grape_gc_policy_t* pol,
+                         const grape_region_t* r, uint32_t from, uint32_t n, void* timer,
+                         const void* layout, int* drv_err) {
   *drv_err = 0;
   exec_t* e = calloc(1, sizeof(*e));
   if (e == NULL)
     return NULL;
   size_t p0 = r->poff[from], p1 = from + n < r->nops ? r->poff[from + n] : r->plen;
   e->nodes = calloc(n, sizeof(*e->nodes));
-  e->fns = dup_bytes(r->fns + from, n * sizeof(*r->fns));
-  e->dims = dup_bytes(r->dims + from, n * sizeof(*r->dims));
-  e->params = dup_bytes(r->params + p0, p1 - p0);
+  e->fns = grape__gc_dup(r->fns + from, n * sizeof(*r->fns));
+  e->dims = grape__gc_dup(r->dims + from, n * sizeof(*r->dims));
+  e->params = grape__gc_dup(r->params + p0, p1 - p0);
   e->plen = p1 - p0;
   e->bytes = (uint64_t)n * GRAPE_GC_NODE_BYTES + e->plen;
   if (e->nodes == NULL || e->fns == NULL || e->dims == NULL || e->params == NULL ||
       (*drv_err = drv->graph_create(drv->self, &e->graph)) != 0)
     goto fail;
-  if (p != NULL) {
-    if ((*drv_err = grape__conc_add_nodes(drv, e->graph, r, from, n, timer, p, e->nodes)) != 0)
+  if (layout != NULL) {
+    if ((*drv_err = pol->add_nodes(drv, e->graph, r, from, n, timer, layout, e->nodes)) != 0)
       goto fail;
     goto instantiate;
   }
@@ -150,7 +123,7 @@ void grape__gc_exec_drop(grape_gc_t* c, exec_t* e) {
       s->var[i] = s->var[--s->nvar];
       break;
     }
-  lru_unlink(c, e);
+  lru_unlink(e);
   c->nexecs--;
   c->st.graph_bytes -= e->bytes;
   if (s->nvar == 0 && s->installed)
@@ -161,15 +134,16 @@ void grape__gc_exec_drop(grape_gc_t* c, exec_t* e) {
 /* Evicts least recently used executables (never those of `keep`) until one
  * more of `bytes` fits the limits. @return 0, or -1 when it cannot fit. */
 static int evict_for(grape_gc_t* c, uint64_t bytes, const seg_t* keep) {
-  exec_t* e = c->lru_head;
+  grape_list_t* q = grape__list_first(&c->exec_lru);
   while (((long)c->nexecs + 1 > c->cfg.max_graphs || c->st.graph_bytes + bytes > c->cfg.max_bytes) &&
-         e != NULL) {
-    exec_t* next = e->lru_next;
+         q != &c->exec_lru) {
+    grape_list_t* next = q->next;
+    exec_t* e = GRAPE_LIST_DATA(q, exec_t, lru);
     if (e->seg != keep) {
       grape__gc_exec_drop(c, e);
       c->st.graphs_evicted++;
     }
-    e = next;
+    q = next;
   }
   return (long)c->nexecs + 1 > c->cfg.max_graphs || c->st.graph_bytes + bytes > c->cfg.max_bytes
              ? -1
@@ -207,8 +181,8 @@ static seg_t* seg_new(grape_gc_t* c, grape_gc_node_t* end, uint32_t from) {
   s->n = end->depth - from;
   s->next = c->segs;
   c->segs = s;
-  /* Timed when plans may use it (no timer: no plan changes). */
-  if (c->cfg.plan && c->drv.timer_create != NULL && c->drv.timer_create(c->drv.self, &s->timer) != 0)
+  /* Timed when cuts may use it (no timer: no cut changes). */
+  if (c->cfg.cuts && c->drv.timer_create != NULL && c->drv.timer_create(c->drv.self, &s->timer) != 0)
     s->timer = NULL;
   return s;
 }
@@ -216,14 +190,14 @@ static seg_t* seg_new(grape_gc_t* c, grape_gc_node_t* end, uint32_t from) {
 void grape__gc_seg_free(grape_gc_t* c, seg_t* seg, int with_driver) {
   while (seg->nvar > 0) {
     exec_t* e = seg->var[--seg->nvar];
-    lru_unlink(c, e);
+    lru_unlink(e);
     c->nexecs--;
     c->st.graph_bytes -= e->bytes;
     exec_free(&c->drv, e, with_driver);
   }
   if (seg->timer != NULL && with_driver)
     c->drv.timer_destroy(c->drv.self, seg->timer);
-  grape__conc_free(seg);
+  c->policy->freed(seg);
   for (seg_t** p = &c->segs; *p != NULL; p = &(*p)->next)
     if (*p == seg) {
       *p = seg->next;
@@ -233,10 +207,10 @@ void grape__gc_seg_free(grape_gc_t* c, seg_t* seg, int with_driver) {
 }
 
 int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from,
-                        void* ctx, const grape_plan_t* p, uint32_t gen) {
+                        void* ctx, const void* layout, uint32_t gen) {
   if (!c->cfg.async_builds) {
     int err;
-    exec_t* e = exec_make(&c->drv, r, from, seg->n, seg->timer, p, &err);
+    exec_t* e = exec_make(&c->drv, c->policy, r, from, seg->n, seg->timer, layout, &err);
     if (e == NULL) {
       if (err != 0) {
         c->st.build_failures++;
@@ -247,26 +221,22 @@ int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint
       return -ENOMEM;
     }
     c->built_now = 1;
-    e->plan_gen = gen;
+    e->gen = gen;
     return exec_add(c, seg, e) == 0 ? 0 : -ENOMEM;
   }
   job_t* j = calloc(1, sizeof(*j));
-  if (j == NULL || (p != NULL && ((j->plan = malloc(sizeof(*j->plan))) == NULL ||
-                                  grape__plan_copy(p, j->plan) != 0))) {
-    if (j != NULL)
-      free(j->plan);
+  if (j == NULL || (layout != NULL && (j->layout = c->policy->layout_copy(layout)) == NULL)) {
     free(j);
     return -ENOMEM;
   }
-  j->plan_gen = gen;
+  j->gen = gen;
   for (uint32_t i = 0; i < seg->n; i++) {
     uint32_t at = from + i;
     size_t bytes = (at + 1 < r->nops ? r->poff[at + 1] : r->plen) - r->poff[at];
     if (grape__region_reserve(&j->ops, bytes) != 0) {
       grape__region_free(&j->ops);
-      if (j->plan != NULL)
-        grape__plan_free(j->plan);
-      free(j->plan);
+      if (j->layout != NULL)
+        c->policy->layout_free(j->layout);
       free(j);
       return -ENOMEM;
     }
@@ -275,9 +245,9 @@ int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint
   }
   j->seg = seg;
   j->ctx = ctx;
-  j->t_queued = now(c);
-  /* In order, plans too: a key still running eagerly gains more from its
-   * first graph than a replaying key from a concurrent plan. */
+  j->t_queued = grape__gc_now(c);
+  /* In order, layouts too: a key still running eagerly gains more from its
+   * first graph than a replaying key from another layout. */
   if (c->jobs_tail != NULL)
     c->jobs_tail->next = j;
   else
@@ -326,10 +296,10 @@ int grape_gc_build_pending(grape_gc_t* c) {
       c->drv.bind(c->drv.self, j->ctx);
     if (c->cfg.handoff != NULL)
       c->cfg.handoff(start);
-    e = exec_make(&c->drv, &j->ops, 0, j->seg->n, j->seg->timer, j->plan, &err);
+    e = exec_make(&c->drv, c->policy, &j->ops, 0, j->seg->n, j->seg->timer, j->layout, &err);
     if (e != NULL) {
-      e->ready_at = now(c);
-      e->plan_gen = j->plan_gen;
+      e->ready_at = grape__gc_now(c);
+      e->gen = j->gen;
     }
   }
   pthread_mutex_lock(&c->lock);
@@ -338,13 +308,13 @@ int grape_gc_build_pending(grape_gc_t* c) {
   seg_t* seg = j->seg;
   seg->queued--;
   c->building--;
-  if (e != NULL && !grape__conc_wants(seg, e->plan_gen)) {
-    exec_free(&c->drv, e, 1);   /* a plan given up while it was built */
+  if (e != NULL && e->gen != 0 && c->policy->layout(seg, e->gen) == NULL) {
+    exec_free(&c->drv, e, 1);   /* a layout given up while it was built */
   } else if (e != NULL) {
     if (exec_add(c, seg, e) == 0)
       c->st.builds_async++;
-  } else if (err != 0 && j->plan != NULL) {
-    /* A plan that cannot be built: the chain stays (conc.c drops the plan). */
+  } else if (err != 0 && j->layout != NULL) {
+    /* A layout that cannot be built: the chain stays (the policy gives it up). */
   } else if (err != 0) {
     c->st.build_failures++;
     seg->failed = 1;
@@ -355,9 +325,8 @@ int grape_gc_build_pending(grape_gc_t* c) {
   pthread_cond_broadcast(&c->built);
   pthread_mutex_unlock(&c->lock);
   grape__region_free(&j->ops);
-  if (j->plan != NULL)
-    grape__plan_free(j->plan);
-  free(j->plan);
+  if (j->layout != NULL)
+    c->policy->layout_free(j->layout);
   free(j);
   return 1;
 }
@@ -371,7 +340,7 @@ void grape__gc_progress(grape_gc_t* c, uint64_t t) {
 }
 
 int grape__gc_seg_ready(grape_gc_t* c, seg_t* seg) {
-  uint64_t t = now(c);
+  uint64_t t = grape__gc_now(c);
   if (c->cfg.deterministic) {
     /* Wait for the builder in real time, unless in simulated time it cannot
      * have started this build yet (it waits for a later moment). */
@@ -416,15 +385,15 @@ static uint32_t exec_diff(const exec_t* e, const grape_region_t* r, uint32_t fro
   return d;
 }
 
-/* The usable executable of seg of plan generation gen (0: the chain) whose
+/* The usable executable of seg of layout generation gen (0: the chain) whose
  * nodes differ least from r's ops from `from` on. */
 static exec_t* best_variant(const grape_gc_t* c, seg_t* seg, const grape_region_t* r,
                             uint32_t from, uint32_t gen, uint32_t* diff) {
   exec_t* best = NULL;
   uint32_t bd = UINT32_MAX;
-  uint64_t t = now(c);
+  uint64_t t = grape__gc_now(c);
   for (int i = 0; i < seg->nvar && bd > 0; i++) {
-    if (seg->var[i]->ready_at > t || seg->var[i]->plan_gen != gen)
+    if (seg->var[i]->ready_at > t || seg->var[i]->gen != gen)
       continue;
     uint32_t d = exec_diff(seg->var[i], r, from, seg->n, bd);
     if (d < bd) {
@@ -466,10 +435,9 @@ static void seg_timer_poll(grape_gc_t* c, seg_t* seg) {
   if (!seg->timed || c->drv.timer_read(c->drv.self, seg->timer, &ns) != 0)
     return;
   seg->timed = 0;
-  if (!grape__conc_sample(c, seg, ns))
-    return;   /* a plan on trial, not the one replaying now */
-  seg->dev_n++;
-  seg->dev_ns += ((double)ns - seg->dev_ns) / (seg->dev_n < 8 ? seg->dev_n : 8);
+  if (!c->policy->sampled(c, seg, ns))
+    return;   /* a layout on trial, not the one replaying now */
+  grape__avg_add(&seg->dev_ns, &seg->dev_n, (double)ns, 8);
 }
 
 void grape__gc_seg_timers_poll(grape_gc_t* c, const gkey_t* k) {
@@ -482,7 +450,7 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
   uint32_t d;
   if (seg->timer != NULL)
     seg_timer_poll(c, seg);   /* before this launch records the timer again */
-  uint32_t gen = seg->conc != NULL ? grape__conc_pick(c, seg, r, r->sub) : 0;
+  uint32_t gen = c->policy->pick(c, seg, r, r->sub);
   exec_t* e = best_variant(c, seg, r, r->sub, gen, &d);
   if (e == NULL && gen != 0)
     e = best_variant(c, seg, r, r->sub, gen = 0, &d);
@@ -495,13 +463,13 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
   int far = d * 2 > seg->n;
   if (far) {
     seg->far_ns += (double)d * c->cfg.update_ns;
-    int same = 0;   /* variants of the plan that replays */
+    int same = 0;   /* variants of the layout that replays */
     for (int i = 0; i < seg->nvar; i++)
-      same += seg->var[i]->plan_gen == gen;
+      same += seg->var[i]->gen == gen;
     if (same + seg->queued < c->cfg.variants &&
-        (c->cfg.async_builds || seg->far_ns >= 3.0 * build_ns(c, seg->n))) {
+        (c->cfg.async_builds || seg->far_ns >= 3.0 * grape__gc_build_ns(c, seg->n))) {
       seg->far_ns = 0;
-      if (grape__gc_seg_build(c, seg, r, r->sub, r->ctx, grape__conc_plan(seg, gen), gen) == 0 &&
+      if (grape__gc_seg_build(c, seg, r, r->sub, r->ctx, c->policy->layout(seg, gen), gen) == 0 &&
           !c->cfg.async_builds) {
         e = seg->var[seg->nvar - 1];
         d = 0;
@@ -518,7 +486,7 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
     return err ? err : -1;
   }
   seg->timed = seg->timer != NULL;
-  grape__conc_launched(c, seg, gen);
+  c->policy->launched(c, seg, gen);
   lru_touch(c, e);
   seg->launches++;
   r->updates += d;
@@ -557,7 +525,7 @@ long grape__gc_region_diff(grape_gc_t* c, const gkey_t* k, const grape_region_t*
   return m > 0 ? total : -1;
 }
 
-/* ---- Plans: a key's segments ---- */
+/* ---- Cuts: a key's segments ---- */
 
 /* The trie nodes of k's path, depth 1 .. k->nops, into path[]. */
 static void key_nodes(const gkey_t* k, grape_gc_node_t** path) {
@@ -584,7 +552,7 @@ int grape__gc_key_segments(const gkey_t* k, seg_t** segs, uint32_t* from, grape_
   for (i = 0; i < m; i++) {
     from[i] = last;
     if (segs[i] != NULL && segs[i]->from != last)
-      segs[i] = NULL;   /* stale: planned under other cuts */
+      segs[i] = NULL;   /* stale: made under other cuts */
     last = end[i]->depth;
   }
   return m;
@@ -660,7 +628,7 @@ int grape__gc_install_staged(grape_gc_t* c, gkey_t* k) {
     s->installed = 1;
     c->st.segments += s->nvar > 0;
     __atomic_store_n(&s->end->seg, s, __ATOMIC_RELEASE);
-    /* Cuts inside it go, unless another live key ends there (a plan that
+    /* Cuts inside it go, unless another live key ends there (cuts that
      * merged segments). */
     for (grape_gc_node_t* x = s->end->parent; x != NULL && x->depth > s->from; x = x->parent)
       if (x->seg != NULL && x->term == NULL)

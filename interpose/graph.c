@@ -165,7 +165,7 @@ grape_gc_t* grape__gc(void) {
        * the builder: simulated time is then reproducible. */
       cfg.deterministic = sim_host_ns != NULL;
       cfg.async_builds = grape__builder_start();
-      cfg.plan = 1;
+      cfg.cuts = 1;
     }
     grape_gc_t* made = NULL;
     if (grape_gc_create(&cfg, graphs ? &grape__graph_driver : NULL, &made) != 0)
@@ -257,7 +257,7 @@ int grape__hold_ready_slow(grape_stream_t* s) {
 /* ---- Streams that hold ops ---- */
 
 int grape__holding, grape__holding_legacy, grape__holding_blocking;
-static grape_stream_t* hold_head;
+static grape_list_t hold_list = GRAPE_LIST_INIT(hold_list);   /* newest first */
 static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
 static void watchdog_wake(void);
 
@@ -274,11 +274,7 @@ static void hold_list_add(grape_stream_t* s) {
   pthread_mutex_lock(&hold_lock);
   if (!s->on_hold_list) {
     s->on_hold_list = 1;
-    s->hold_prev = NULL;
-    s->hold_next = hold_head;
-    if (hold_head != NULL)
-      hold_head->hold_prev = s;
-    hold_head = s;
+    grape__list_insert_head(&hold_list, &s->hold);
     holding_count(s, 1);
   }
   pthread_mutex_unlock(&hold_lock);
@@ -288,12 +284,7 @@ static void hold_list_remove(grape_stream_t* s) {
   pthread_mutex_lock(&hold_lock);
   if (s->on_hold_list) {
     s->on_hold_list = 0;
-    if (s->hold_prev != NULL)
-      s->hold_prev->hold_next = s->hold_next;
-    else
-      hold_head = s->hold_next;
-    if (s->hold_next != NULL)
-      s->hold_next->hold_prev = s->hold_prev;
+    grape__list_remove(&s->hold);
     holding_count(s, -1);
   }
   pthread_mutex_unlock(&hold_lock);
@@ -309,9 +300,11 @@ void grape__hold_begun(grape_stream_t* s) {
 static size_t holders(grape_stream_t** out, size_t cap, int want) {
   size_t n = 0;
   pthread_mutex_lock(&hold_lock);
-  for (grape_stream_t* s = hold_head; s != NULL && n < cap; s = s->hold_next)
+  for (grape_list_t* q = grape__list_first(&hold_list); q != &hold_list && n < cap; q = q->next) {
+    grape_stream_t* s = GRAPE_LIST_DATA(q, grape_stream_t, hold);
     if (want < 0 || s->kind == want)
       out[n++] = s;
+  }
   pthread_mutex_unlock(&hold_lock);
   return n;
 }
@@ -719,7 +712,7 @@ void grape__graph_reset_child(void) {
   pthread_mutex_init(&wd_lock, NULL);
   pthread_cond_init(&wd_cv, NULL);
   wd_started = 0;
-  hold_head = NULL;
+  grape__list_init(&hold_list);
   grape__holding = grape__holding_legacy = grape__holding_blocking = 0;
   grape__pending_error = 0;
   grape__pending_any = pending_global = 0;

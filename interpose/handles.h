@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "util/hash_mix.h"
+
 #define GRAPE_HANDLE_BITS 16   /* 65536 handles: 1 MiB a table */
 #define GRAPE_HANDLE_SLOTS ((size_t)1 << GRAPE_HANDLE_BITS)
 
@@ -27,11 +29,7 @@ typedef struct grape_handle_slot_s {
 } grape_handle_slot_t;
 
 static inline size_t grape__handle_hash(const void* p) {
-  uint64_t x = (uint64_t)(uintptr_t)p;
-  x ^= x >> 33;
-  x *= UINT64_C(0xff51afd7ed558ccd);
-  x ^= x >> 33;
-  return (size_t)x & (GRAPE_HANDLE_SLOTS - 1);
+  return (size_t)grape__hash_mix((uint64_t)(uintptr_t)p) & (GRAPE_HANDLE_SLOTS - 1);
 }
 
 /* The table at *t, made (zeroed) under lock on first use; NULL when out of

@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "util/grow.h"
+#include "util/hash_mix.h"
 
 #define TOMBSTONE UINTPTR_MAX   /* a removed key: probes go on past it */
 
@@ -42,11 +43,7 @@ int grape__stream_key_is_per_thread(uintptr_t key) {
 }
 
 static inline size_t mix(uintptr_t k) {
-  uint64_t x = (uint64_t)k;
-  x ^= x >> 33;
-  x *= UINT64_C(0xff51afd7ed558ccd);
-  x ^= x >> 33;
-  return (size_t)x;
+  return (size_t)grape__hash_mix((uint64_t)k);
 }
 
 /* The slot of key in t, or NULL. No lock. */

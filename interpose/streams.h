@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "graphcache/region.h"
+#include "util/list.h"
 
 typedef struct grape_spin_s {
   int taken;
@@ -64,8 +65,7 @@ typedef struct grape_stream_s {
   void* handle;                       /* CUstream to submit its ops on */
   void* ctx;                          /* CUcontext its work belongs to (NULL: not known yet) */
   const void* holder;                 /* tag of the thread that held its ops (graph_driver.h) */
-  struct grape_stream_s* hold_prev;   /* on the holding list (graph.c's lock) */
-  struct grape_stream_s* hold_next;
+  grape_list_t hold;                  /* on the holding list (graph.c's lock) */
   int on_hold_list;
   uint32_t wd_nops;                   /* the watchdog's last look: ops then */
   uint64_t chunks;                    /* chunks ended (the watchdog tells them apart) */

@@ -9,10 +9,13 @@ the first checkpoint), and the launching thread's CPU time per op in each run
 and the shim's part (the difference). The phases: LAUNCHES launches in
 regions of 4 with random grids (a new path per region, one graph key), STREAMS
 streams created, used once and destroyed, STREAMS streams used once and kept
-alive. Ends with the shim's path and graph counts.
+alive, and STREAMS non-blocking streams that each launch REGION kernels per
+round with a device sync after every round, ROUNDS rounds (their checkpoints
+come just before each sync, when every stream holds its round's work: the
+peak). Ends with the shim's path and graph counts.
 
 usage: run_soak.py --prog soak --simdir DIR --lib LIBGRAPE [--launches 10000000]
-                   [--streams 100000]
+                   [--streams 100000] [--rounds 3]
 (ninja -C build bench-graph-soak)"""
 import argparse
 import sys
@@ -37,8 +40,9 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--launches", type=int, default=10_000_000)
     ap.add_argument("--streams", type=int, default=100_000)
+    ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
-    args = [str(a.launches), str(a.streams)]
+    args = [str(a.launches), str(a.streams), "4", str(a.rounds)]
     env = {"SIMCU_SYNC": "1", "SIMCU_NO_REUSE": "1"}
     e = simrun.run(a.prog, args, a.simdir, None, "eager", 0, env=env)
     g = simrun.run(a.prog, args, a.simdir, a.lib, "graph", 0, env=env)
@@ -51,7 +55,9 @@ def main():
         return 1
     base = cg[0][2] - ce[0][2]
     print(f"soak: {a.launches:,} launches (regions of 4, random grids), {a.streams:,} streams "
-          "created and destroyed, then as many kept alive; SIMCU_SYNC=1, SIMCU_NO_REUSE=1")
+          f"created and destroyed, then as many kept alive, then as many non-blocking streams "
+          f"launching 4 kernels each per round, {a.rounds} rounds with a device sync after each; "
+          "SIMCU_SYNC=1, SIMCU_NO_REUSE=1")
     print()
     print("| phase | ops | RSS without shim, MB | RSS graph mode, MB | shim's growth, MB | "
           "CPU ns/op without shim | graph mode | shim's ns/op |")

@@ -7,15 +7,22 @@
 //             shapes, a dynamic-shape model's case);
 //   churn     STREAMS streams created, used for one launch, synchronised and
 //             destroyed;
-//   idle      STREAMS streams created and used once, then kept alive, idle.
+//   idle      STREAMS streams created and used once, then kept alive, idle;
+//   rounds    ROUND_STREAMS non-blocking streams created once, then ROUNDS
+//             rounds of REGION launches on each and one device sync: every
+//             stream works in every round and is idle between rounds.
 // A checkpoint line: "checkpoint <phase> <ops so far> <rss KiB> <ns>", where
 // ns is the launching thread's CPU time per op since the last checkpoint
-// (an op: a launch; in the stream phases, a stream's whole life). Run it
+// (an op: a launch; in the stream phases, a stream's whole life). In the
+// rounds phase the line comes just before each round's sync, when every
+// stream holds its round's work (the phase's peak), and ns is per launch.
+// Run it
 // without the shim and under it (bench/graph/run_soak.py) on the sim with
 // SIMCU_SYNC=1 (no worker thread per stream: 100,000 live streams would be
 // 100,000 threads) and SIMCU_NO_REUSE=1 (every stream a new handle value, as
 // a driver may hand out); the difference is the shim's.
-// usage: soak LAUNCHES STREAMS [REGION]
+// usage: soak LAUNCHES STREAMS [REGION [ROUNDS [ROUND_STREAMS]]]
+//        (ROUNDS 3, ROUND_STREAMS STREAMS unless given)
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -89,12 +96,14 @@ static void start_phase(const char* phase) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: soak LAUNCHES STREAMS [REGION]\n");
+    fprintf(stderr, "usage: soak LAUNCHES STREAMS [REGION [ROUNDS [ROUND_STREAMS]]]\n");
     return 2;
   }
   long launches = atol(argv[1]), streams = atol(argv[2]);
   int region = argc > 3 ? atoi(argv[3]) : 4;
-  if (launches < 0 || streams < 0 || region < 1) {
+  long rounds = argc > 4 ? atol(argv[4]) : 3;
+  long round_streams = argc > 5 ? atol(argv[5]) : streams;
+  if (launches < 0 || streams < 0 || region < 1 || rounds < 0 || round_streams < 0) {
     fprintf(stderr, "soak: bad arguments\n");
     return 2;
   }
@@ -145,6 +154,23 @@ int main(int argc, char** argv) {
       checkpoint("idle", i + 1);
   }
   for (long i = 0; i < streams; i++)
+    CHECK(cudaStreamDestroy(live[i]));
+  free(live);
+
+  start_phase("rounds");
+  live = (cudaStream_t*)calloc(round_streams ? round_streams : 1, sizeof(*live));
+  if (live == NULL)
+    return 1;
+  for (long i = 0; i < round_streams; i++)
+    CHECK(cudaStreamCreateWithFlags(&live[i], cudaStreamNonBlocking));
+  for (long k = 0; k < rounds; k++) {
+    for (long i = 0; i < round_streams; i++)
+      for (int r = 0; r < region; r++)
+        touch<<<1, THREADS, 0, live[i]>>>(a, n);
+    checkpoint("rounds", (k + 1) * round_streams * region);
+    CHECK(cudaDeviceSynchronize());
+  }
+  for (long i = 0; i < round_streams; i++)
     CHECK(cudaStreamDestroy(live[i]));
   free(live);
 

@@ -1,4 +1,4 @@
-/* The graph cache (graphcache/cache.c) against a fake driver table: a
+/* The graph cache (graphcache/, through cache.h) against a fake driver table: a
  * "device" that records every op it runs, eagerly or inside a launched graph,
  * so each test compares what ran with what the program issued, in order.
  * The program side (holding by stepping the trie, flushing at divergence,
@@ -10,7 +10,7 @@
 
 #include "graphcache/cache.h"
 
-#include "graphcache/internal.h"   /* plan.c's grape__plan_cuts */
+#include "graphcache/internal.h"   /* cuts.c's grape__cuts_best */
 
 /* ---- The fake driver ---- */
 
@@ -745,33 +745,33 @@ Test(cache, plan_cuts_where_the_device_can_run_while_the_host_issues) {
    * part while the host issues the rest. */
   uint32_t end[1] = {100}, out[MAX_CUTS];
   double dev[1] = {50000}, f_old, f_new;
-  grape_plan_in_t in = {100, end, 1, dev, end, 1, 500000, 3500, 0};
-  int n = grape__plan_cuts(&in, out, &f_old, &f_new);
+  grape_cuts_in_t in = {100, end, 1, dev, end, 1, 500000, 3500, 0};
+  int n = grape__cuts_best(&in, out, &f_old, &f_new);
   cr_expect_gt(n, 1);
   cr_expect_eq(out[n - 1], 100, "the key's end stays a cut");
   cr_expect_float_eq(f_old, 500000 + 3500 + 50000, 1e-6);
   cr_expect_lt(f_new, 520000, "end %g", f_new);
-  cr_expect_float_eq(grape__plan_end(&in, out, n), f_new, 1e-6);
+  cr_expect_float_eq(grape__cuts_end(&in, out, n), f_new, 1e-6);
   /* At most one segment: the region whole, as it was. */
   in.max_segs = 1;
-  n = grape__plan_cuts(&in, out, &f_old, &f_new);
+  n = grape__cuts_best(&in, out, &f_old, &f_new);
   cr_expect_eq(n, 1);
   cr_expect_float_eq(f_new, f_old, 1e-6);
   in.max_segs = 0;
   /* No host time: a program that only launches gains nothing from cuts. */
   in.host_ns = 0;
-  n = grape__plan_cuts(&in, out, &f_old, &f_new);
+  n = grape__cuts_best(&in, out, &f_old, &f_new);
   cr_expect_eq(n, 1);
   cr_expect_float_eq(f_new, f_old, 1e-6);
   /* Its own cuts may go (no host time: all of them); a cut another key
    * needs stays. */
   uint32_t two[2] = {40, 100}, forced[2] = {40, 100};
   double dev2[2] = {20000, 30000};
-  grape_plan_in_t mine = {100, two, 2, dev2, two + 1, 1, 0, 3500, 0};
-  n = grape__plan_cuts(&mine, out, &f_old, &f_new);
+  grape_cuts_in_t mine = {100, two, 2, dev2, two + 1, 1, 0, 3500, 0};
+  n = grape__cuts_best(&mine, out, &f_old, &f_new);
   cr_expect_eq(n, 1, "the key's own cut at 40 went");
-  grape_plan_in_t shared = {100, two, 2, dev2, forced, 2, 0, 3500, 0};
-  n = grape__plan_cuts(&shared, out, &f_old, &f_new);
+  grape_cuts_in_t shared = {100, two, 2, dev2, forced, 2, 0, 3500, 0};
+  n = grape__cuts_best(&shared, out, &f_old, &f_new);
   cr_expect_eq(n, 2, "the cut another key needs stayed");
   cr_expect_eq(out[0], 40);
 }
@@ -779,7 +779,7 @@ Test(cache, plan_cuts_where_the_device_can_run_while_the_host_issues) {
 Test(cache, a_key_whose_device_time_hides_behind_the_host_is_cut_into_segments) {
   /* Plans change only where builds cost the program nothing: a builder. */
   grape_gc_config_t cfg = config();
-  cfg.plan = 1;
+  cfg.cuts = 1;
   start_builder(cfg);
   host_op_ns = 5000;      /* 5 us of the program's own work per op */
   eager_op_ns = 2000;     /* an eager launch costs what the config says */
@@ -794,7 +794,7 @@ Test(cache, a_key_whose_device_time_hides_behind_the_host_is_cut_into_segments) 
   expect_device_ran_what_was_issued();
   grape_gc_stats_t st = stats();
   cr_expect_gt(st.cuts_added, 0, "the key was cut");
-  cr_expect_gt(st.replans, 0);
+  cr_expect_gt(st.recuts, 0);
   cr_expect_gt(timers_read, 0, "its segments were timed");
   cr_expect_gt(st.graph_launches, st.graph_hits, "more than one launch per replayed region");
   grape_gc_path_t top;
@@ -806,7 +806,7 @@ Test(cache, a_key_whose_replays_cannot_beat_eager_launches_is_not_held) {
   /* The device's work as long as the launches: holding only delays it. */
   grape_gc_config_t cfg = config();
   cfg.now = fake_clock;
-  cfg.plan = 1;
+  cfg.cuts = 1;
   restart_with(cfg);
   eager_op_ns = 2000;
   dev_op_ns = 2500;
@@ -833,7 +833,7 @@ static void issue_all_synced(const pop_t* ops, int n, uint64_t tail_ns) {
 
 Test(cache, a_key_whose_syncs_show_a_busy_device_is_built_only_once_it_keeps_recurring) {
   grape_gc_config_t cfg = config();
-  cfg.plan = 1;
+  cfg.cuts = 1;
   cfg.recheck = 16;
   start_builder(cfg);
   host_op_ns = 3000;
@@ -858,7 +858,7 @@ Test(cache, a_key_whose_syncs_show_a_busy_device_is_built_only_once_it_keeps_rec
 
 Test(cache, a_key_whose_syncs_show_an_idle_device_is_built_at_its_warm_up) {
   grape_gc_config_t cfg = config();
-  cfg.plan = 1;
+  cfg.cuts = 1;
   cfg.recheck = 16;
   start_builder(cfg);
   host_op_ns = 3000;
@@ -877,7 +877,7 @@ Test(cache, a_key_whose_syncs_show_an_idle_device_is_built_at_its_warm_up) {
 Test(cache, without_host_time_a_key_stays_one_segment) {
   grape_gc_config_t cfg = config();
   cfg.now = fake_clock;
-  cfg.plan = 1;
+  cfg.cuts = 1;
   restart_with(cfg);
   eager_op_ns = 2000;     /* launch-bound: the launches are the host's only work */
   dev_op_ns = 500;

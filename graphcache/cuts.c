@@ -29,7 +29,7 @@
 
 /* Device time of ops [0, pos): each current segment's time spread over its
  * ops. */
-static double dev_before(const grape_plan_in_t* in, uint32_t pos) {
+static double dev_before(const grape_cuts_in_t* in, uint32_t pos) {
   double t = 0;
   uint32_t from = 0;
   for (int j = 0; j < in->ncuts && from < pos; j++) {
@@ -56,7 +56,7 @@ static int cmp_u32(const void* a, const void* b) {
 
 /* Candidate positions: 0, the current and forced cuts and an even grid,
  * sorted, without repeats. */
-static int candidates(const grape_plan_in_t* in, uint32_t* pos) {
+static int candidates(const grape_cuts_in_t* in, uint32_t* pos) {
   uint32_t all[MAXC + 1];
   int k = 0;
   uint32_t step = in->n / GRID ? in->n / GRID : 1;
@@ -76,7 +76,7 @@ static int candidates(const grape_plan_in_t* in, uint32_t* pos) {
   return m;
 }
 
-double grape__plan_end(const grape_plan_in_t* in, const uint32_t* cuts, int ncuts) {
+double grape__cuts_end(const grape_cuts_in_t* in, const uint32_t* cuts, int ncuts) {
   double h = in->n ? in->host_ns / in->n : 0, f = 0;
   for (int j = 0; j < ncuts; j++) {
     double launch = cuts[j] * h + (j + 1) * in->launch_ns;
@@ -86,14 +86,14 @@ double grape__plan_end(const grape_plan_in_t* in, const uint32_t* cuts, int ncut
   return f;
 }
 
-int grape__plan_cuts(const grape_plan_in_t* in, uint32_t* out, double* end_old, double* end_new) {
+int grape__cuts_best(const grape_cuts_in_t* in, uint32_t* out, double* end_old, double* end_new) {
   uint32_t pos[MAXC];
   int k = candidates(in, pos);
   double h = in->n ? in->host_ns / in->n : 0;
   double dev[MAXC];
   for (int i = 0; i < k; i++)
     dev[i] = dev_before(in, pos[i]);
-  *end_old = grape__plan_end(in, in->cuts, in->ncuts);
+  *end_old = grape__cuts_end(in, in->cuts, in->ncuts);
   /* F[i][s]: earliest end of the device's work through candidate i with s
    * launches; from[i][s]: the candidate before. */
   double F[MAXC][MAX_CUTS + 1];
@@ -137,7 +137,7 @@ int grape__plan_cuts(const grape_plan_in_t* in, uint32_t* out, double* end_old, 
   return best;
 }
 
-double grape__plan_eager_end(uint32_t n, double host_ns, double launch_ns, double dev_ns) {
+double grape__cuts_eager_end(uint32_t n, double host_ns, double launch_ns, double dev_ns) {
   double h = n ? host_ns / n + launch_ns : 0, d = n ? dev_ns / n : 0, f = 0;
   for (uint32_t i = 1; i <= n; i++) {
     double at = i * h;
