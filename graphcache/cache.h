@@ -149,7 +149,21 @@ typedef struct grape_gc_config_s {
                                     use them only once built before now() */
   int cuts;                      /* 0: never cut keys into several segments */
   int concurrency;               /* GRAPE_GC_CONC_*: footprints analysed, plans made */
+  unsigned costs_fixed;          /* bit GRAPE_GC_COST_*: that cost was set by the user and is
+                                    never replaced by what the run measures */
 } grape_gc_config_t;
+
+/* The costs graph mode weighs (config launch_ns ... build_node_ns) that the
+ * run measures as it goes (costs.c): each configured value is a first guess,
+ * replaced by the measured one once samples come. */
+typedef enum grape_gc_cost_e {
+  GRAPE_GC_COST_LAUNCH = 0,     /* one eager submission, on the program's thread */
+  GRAPE_GC_COST_GRAPH_LAUNCH,   /* one graph launch */
+  GRAPE_GC_COST_UPDATE,         /* one node update */
+  GRAPE_GC_COST_BUILD_NODE,     /* building an executable, per node (its fixed part spread) */
+  GRAPE_GC_COST__COUNT
+} grape_gc_cost_t;
+
 
 /* config.concurrency (GRAPE_CONCURRENCY): off; observe (each new path's DAG
  * summarised for the report, no driver call); safe (segments with
@@ -163,6 +177,10 @@ enum { GRAPE_GC_CONC_OFF = 0, GRAPE_GC_CONC_OBSERVE, GRAPE_GC_CONC_SAFE };
 /* ---- The cache ---- */
 
 typedef struct grape_gc_s grape_gc_t;
+
+/* A measured cost: ns for one (launch, graph launch, update), or for a whole
+ * build of n nodes (BUILD_NODE). Any thread; no driver call. */
+void grape_gc_cost_sample(grape_gc_t* c, grape_gc_cost_t what, double ns, uint32_t n);
 
 /* A trie node: the ops of a known path so far. Read without a lock on the
  * launch path (grape_gc_step); only trie.c, entry.c and segment.c write it. */
@@ -292,6 +310,9 @@ typedef struct grape_gc_stats_s {
   uint64_t conc_fallbacks;             /* replays whose footprints broke their plan: chain */
   uint64_t dev_chain_ns, dev_chain_n;  /* device time of timed segment launches as chains */
   uint64_t dev_plan_ns, dev_plan_n;    /* ... as concurrent plans */
+  /* What the run measured (costs.c): the estimate in use and its samples. */
+  double cost_ns[GRAPE_GC_COST__COUNT];
+  uint64_t cost_samples[GRAPE_GC_COST__COUNT];
 } grape_gc_stats_t;
 
 void grape_gc_stats(grape_gc_t* c, grape_gc_stats_t* st);

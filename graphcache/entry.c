@@ -47,6 +47,7 @@ int grape_gc_create(const grape_gc_config_t* cfg, const grape_gc_driver_t* drv, 
   grape__list_init(&c->exec_lru);
   pthread_mutex_init(&c->lock, NULL);
   pthread_cond_init(&c->built, NULL);
+  grape__gc_costs_init(c);
   *out = c;
   return 0;
 }
@@ -72,6 +73,7 @@ void grape_gc_destroy(grape_gc_t* c, int with_driver) {
   grape__conc_destroy(c);
   pthread_cond_destroy(&c->built);
   pthread_mutex_destroy(&c->lock);
+  grape__gc_costs_destroy(c);
   free(c);
 }
 

@@ -9,6 +9,7 @@
 #define GRAPE_GRAPHCACHE_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +177,19 @@ struct grape_gc_s {
   int stopping;
   int built_now;                /* a graph was built inline since the last chunk was accounted */
   struct conc_cache_s* conc;    /* conc.c's occupancy cache, or NULL */
+  /* What the run measured (costs.c): cost[k] is read by any thread without a
+   * lock (relaxed); meters are written under their own lock by whichever
+   * thread took the sample (the program's, the builder's). */
+  _Atomic double cost[GRAPE_GC_COST__COUNT];
+  _Atomic unsigned cost_measured;   /* bit k: cost[k] is measured, no longer configured */
+  struct cost_meter_s {
+    pthread_mutex_t mu;
+    double win_min;             /* the least sample of the window so far */
+    uint32_t win_n;
+    double avg;                 /* moving average of window minima */
+    uint32_t n;                 /* windows folded in (0: still the configured value) */
+    uint64_t samples;
+  } meter[GRAPE_GC_COST__COUNT];
 };
 
 /* ---- Small helpers of every file of the cache ---- */
@@ -185,10 +199,19 @@ static inline uint64_t grape__gc_now(const grape_gc_t* c) {
   return c->cfg.now != NULL ? c->cfg.now() : 0;
 }
 
-/* What building an executable of n ops costs the host (config costs). */
-static inline double grape__gc_build_ns(const grape_gc_t* c, uint32_t n) {
-  return c->cfg.build_ns + (double)n * c->cfg.build_node_ns;
+/* A cost graph mode weighs: measured in the run where it has been (costs.c),
+ * else the configured one. */
+static inline double grape__gc_cost(const grape_gc_t* c, grape_gc_cost_t k) {
+  return atomic_load_explicit(&((grape_gc_t*)c)->cost[k], memory_order_relaxed);
 }
+
+/* What building an executable of n ops costs the host: measured per node
+ * once builds have been timed, else the configured fixed part and per node. */
+double grape__gc_build_ns(const grape_gc_t* c, uint32_t n);
+
+/* The configured costs as the first estimates (grape_gc_create). */
+void grape__gc_costs_init(grape_gc_t* c);
+void grape__gc_costs_destroy(grape_gc_t* c);
 
 /* Says msg once (config.note), *once remembering that it was said. */
 static inline void grape__gc_note(grape_gc_t* c, int* once, const char* msg) {

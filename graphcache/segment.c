@@ -210,7 +210,10 @@ int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint
                         void* ctx, const void* layout, uint32_t gen) {
   if (!c->cfg.async_builds) {
     int err;
+    uint64_t t0 = grape__gc_now(c);
     exec_t* e = exec_make(&c->drv, c->policy, r, from, seg->n, seg->timer, layout, &err);
+    if (e != NULL && t0 != 0)
+      grape_gc_cost_sample(c, GRAPE_GC_COST_BUILD_NODE, (double)(grape__gc_now(c) - t0), seg->n);
     if (e == NULL) {
       if (err != 0) {
         c->st.build_failures++;
@@ -296,10 +299,13 @@ int grape_gc_build_pending(grape_gc_t* c) {
       c->drv.bind(c->drv.self, j->ctx);
     if (c->cfg.handoff != NULL)
       c->cfg.handoff(start);
+    uint64_t t0 = grape__gc_now(c);
     e = exec_make(&c->drv, c->policy, &j->ops, 0, j->seg->n, j->seg->timer, j->layout, &err);
     if (e != NULL) {
       e->ready_at = grape__gc_now(c);
       e->gen = j->gen;
+      if (t0 != 0)
+        grape_gc_cost_sample(c, GRAPE_GC_COST_BUILD_NODE, (double)(e->ready_at - t0), j->seg->n);
     }
   }
   pthread_mutex_lock(&c->lock);
@@ -416,8 +422,11 @@ static long exec_rebind(grape_gc_t* c, exec_t* e, const grape_region_t* r, uint3
     if (same_op(e, r, i, at, p0))
       continue;
     grape_gc_op_t op = grape__gc_op_view(r, at);
+    uint64_t t0 = grape__gc_now(c);
     if ((*drv_err = c->drv.exec_update(c->drv.self, e->exec, e->nodes[i], &op)) != 0)
       return -1;
+    if (t0 != 0)
+      grape_gc_cost_sample(c, GRAPE_GC_COST_UPDATE, (double)(grape__gc_now(c) - t0), 1);
     e->fns[i] = r->fns[at];
     e->dims[i] = r->dims[at];
     memcpy(e->params + (r->poff[at] - p0), r->params + r->poff[at], r->keys[at].param_bytes);
@@ -462,7 +471,7 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
    * three builds (rent, then buy); by the builder, at once. */
   int far = d * 2 > seg->n;
   if (far) {
-    seg->far_ns += (double)d * c->cfg.update_ns;
+    seg->far_ns += (double)d * grape__gc_cost(c, GRAPE_GC_COST_UPDATE);
     int same = 0;   /* variants of the layout that replays */
     for (int i = 0; i < seg->nvar; i++)
       same += seg->var[i]->gen == gen;
@@ -477,14 +486,17 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
     }
   }
   int err = 0;
+  uint64_t t0 = 0;
   if ((d > 0 && exec_rebind(c, e, r, r->sub, &err) < 0) ||
-      (err = c->drv.exec_launch(c->drv.self, e->exec, stream)) != 0) {
+      ((t0 = grape__gc_now(c)), (err = c->drv.exec_launch(c->drv.self, e->exec, stream)) != 0)) {
     grape__gc_note(c, &c->noted_launch, "a graph update or launch failed; its ops ran eagerly, "
                                         "and its key runs eagerly from now on");
     grape__gc_exec_drop(c, e);
     seg->failed = 1;
     return err ? err : -1;
   }
+  if (t0 != 0 && e->ready_at <= t0)   /* (a launch that waited for its build is no sample) */
+    grape_gc_cost_sample(c, GRAPE_GC_COST_GRAPH_LAUNCH, (double)(grape__gc_now(c) - t0), 1);
   seg->timed = seg->timer != NULL;
   c->policy->launched(c, seg, gen);
   lru_touch(c, e);

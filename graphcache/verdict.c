@@ -30,8 +30,8 @@
  * costs no more than an eager submission per op. */
 static int pays(const grape_gc_t* c, const gkey_t* k) {
   double launches = k->nsegs ? k->nsegs : 1;
-  return launches * c->cfg.graph_launch_ns + k->upd_avg * c->cfg.update_ns <=
-         (double)k->nops * c->cfg.launch_ns;
+  return launches * grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH) + k->upd_avg * grape__gc_cost(c, GRAPE_GC_COST_UPDATE) <=
+         (double)k->nops * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH);
 }
 
 /* True when op i of r has the dimensions and parameter bytes of dims[i] and
@@ -58,8 +58,8 @@ static void earn_credit(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
     free(k->last_dims);
     k->last_dims = NULL;
   }
-  k->credit_ns += (double)r->nops * c->cfg.launch_ns - c->cfg.graph_launch_ns -
-                  (double)d * c->cfg.update_ns;
+  k->credit_ns += (double)r->nops * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH) - grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH) -
+                  (double)d * grape__gc_cost(c, GRAPE_GC_COST_UPDATE);
 }
 
 /* ---- Cuts ---- */
@@ -95,7 +95,7 @@ static int forced_cuts(const gkey_t* k, uint32_t* forced) {
  * host: where holding it whole costs most (the device idles while the host
  * records it); *lo is then 0. */
 static double eager_dev(const grape_gc_t* c, const gkey_t* k, double* lo) {
-  double h_e = k->host_eager_ns + k->nops * c->cfg.launch_ns;
+  double h_e = k->host_eager_ns + k->nops * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH);
   *lo = 0;
   if ((k->n_eager < 1 && k->tail_n < 1) || k->nops == 0)
     return h_e;
@@ -129,10 +129,10 @@ static int stage_first(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   double lo, dev = eager_dev(c, k, &lo);
   /* Should the device prove idle, each cut only costs a launch: a guess
    * adds no more cuts than keep half of what replaying saves eager launches. */
-  double saved = k->nops * c->cfg.launch_ns - nf * c->cfg.graph_launch_ns;
-  int extra = c->cfg.graph_launch_ns > 0 && saved > 0 ? (int)(0.5 * saved / c->cfg.graph_launch_ns) : 0;
+  double saved = k->nops * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH) - nf * grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH);
+  int extra = grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH) > 0 && saved > 0 ? (int)(0.5 * saved / grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH)) : 0;
   grape_cuts_in_t in = {k->nops, &whole, 1, &dev, forced, nf, k->host_eager_ns,
-                        c->cfg.graph_launch_ns, nf + (extra < MAX_CUTS ? extra : MAX_CUTS)};
+                        grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH), nf + (extra < MAX_CUTS ? extra : MAX_CUTS)};
   double f_old, f_new;
   if (lo > 0 && k->deferred == 0) {
     /* Even at the least device time its syncs allow, no faster: put off. */
@@ -140,7 +140,7 @@ static int stage_first(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
     grape_cuts_in_t least = in;
     least.seg_dev_ns = &lo;
     grape__cuts_best(&least, cuts, &f_old, &f_lo);
-    if (f_lo >= 0.99 * grape__cuts_eager_end(k->nops, k->host_eager_ns, c->cfg.launch_ns,
+    if (f_lo >= 0.99 * grape__cuts_eager_end(k->nops, k->host_eager_ns, grape__gc_cost(c, GRAPE_GC_COST_LAUNCH),
                                              lo + k->nops * c->cfg.gap_ns))
       return -EAGAIN;
   }
@@ -278,11 +278,11 @@ static void assess(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   if (nf < 0)
     return;
   k->recut_at = k->seen + (k->cut_looks++ < 2 ? 1 : 64);
-  grape_cuts_in_t in = {k->nops, cuts, m, dev, forced, nf, k->host_ns, c->cfg.graph_launch_ns, 0};
+  grape_cuts_in_t in = {k->nops, cuts, m, dev, forced, nf, k->host_ns, grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH), 0};
   double f_old, f_new;
   int n = grape__cuts_best(&in, out, &f_old, &f_new);
   if (k->host_eager_n > 0 &&
-      f_new >= 0.99 * grape__cuts_eager_end(k->nops, k->host_eager_ns, c->cfg.launch_ns,
+      f_new >= 0.99 * grape__cuts_eager_end(k->nops, k->host_eager_ns, grape__gc_cost(c, GRAPE_GC_COST_LAUNCH),
                                             total + k->nops * c->cfg.gap_ns)) {
     slower_for_now(c, k);
     return;
@@ -375,8 +375,8 @@ static void note_host(grape_gc_t* c, gkey_t* k, const grape_region_t* r, uint64_
                       uint32_t segs, uint32_t updates) {
   if (r->t_first == 0 || t_end <= r->t_first || c->built_now)
     return;   /* (a graph built on the program's thread in it measures the build) */
-  double h = (double)(t_end - r->t_first) - segs * c->cfg.graph_launch_ns -
-             updates * c->cfg.update_ns;
+  double h = (double)(t_end - r->t_first) - segs * grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH) -
+             updates * grape__gc_cost(c, GRAPE_GC_COST_UPDATE);
   if (h < 0)
     h = 0;
   grape__avg_add(&k->host_ns, &k->host_n, h, 8);
@@ -442,7 +442,7 @@ static void account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
   }
   if (r->graphed == 0 && r->t_first != 0 && t_end > r->t_first && !c->built_now) {
     /* An eager sighting: the host's own time to issue it, its launches left out. */
-    double h = (double)(t_end - r->t_first) - r->nops * c->cfg.launch_ns;
+    double h = (double)(t_end - r->t_first) - r->nops * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH);
     grape__avg_add(&k->host_eager_ns, &k->host_eager_n, h > 0 ? h : 0, 8);
   }
   switch (k->state) {

@@ -22,6 +22,12 @@ void grape_gc_stats(grape_gc_t* c, grape_gc_stats_t* st) {
   pthread_mutex_lock(&c->lock);
   *st = c->st;
   pthread_mutex_unlock(&c->lock);
+  for (int k = 0; k < GRAPE_GC_COST__COUNT; k++) {
+    st->cost_ns[k] = grape__gc_cost(c, k);
+    pthread_mutex_lock(&c->meter[k].mu);
+    st->cost_samples[k] = c->meter[k].samples;
+    pthread_mutex_unlock(&c->meter[k].mu);
+  }
 }
 
 /* Why a key ran the way it did, in words (the report). */

@@ -78,6 +78,15 @@ static void costs_set(grape_gc_config_t* cfg) {
       continue;
     }
     *(double*)((char*)cfg + cost_rows[i].off) = v;
+    /* Set by the user: the run's measurements do not replace it. */
+    static const int measured_as[] = {GRAPE_GC_COST_LAUNCH, GRAPE_GC_COST_GRAPH_LAUNCH,
+                                      GRAPE_GC_COST_UPDATE, GRAPE_GC_COST_BUILD_NODE,
+                                      GRAPE_GC_COST_BUILD_NODE, -1};
+    _Static_assert(sizeof(measured_as) / sizeof(measured_as[0]) ==
+                       sizeof(cost_rows) / sizeof(cost_rows[0]),
+                   "one measured cost (or none) per GRAPE_COSTS row");
+    if (measured_as[i] >= 0)
+      cfg->costs_fixed |= 1u << measured_as[i];
   }
 }
 
@@ -95,6 +104,15 @@ static uint64_t monotonic_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+__thread unsigned grape__launch_tick __attribute__((tls_model("initial-exec")));
+
+void grape__launch_time_end(uint64_t t0) {
+  grape_gc_t* c = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
+  uint64_t t1 = grape__clock_ns();
+  if (c != NULL && t1 >= t0)
+    grape_gc_cost_sample(c, GRAPE_GC_COST_LAUNCH, (double)(t1 - t0), 1);
 }
 
 uint64_t grape__clock_ns(void) {

@@ -67,6 +67,21 @@ static inline __attribute__((always_inline)) void grape__charge_op(void) {
     w(SIMCU_WORK_SHIM_OP);
 }
 
+/* ---- What an eager launch costs the host, measured ----
+ * A thread's first 64 eager launches, then one in sixteen, are timed in graph mode (graphcache/costs.c
+ * then weighs replays against the measured cost, not a configured one). */
+extern __thread unsigned grape__launch_tick __attribute__((tls_model("initial-exec")));
+extern int grape__timed;
+uint64_t grape__clock_ns(void);
+static inline __attribute__((always_inline)) uint64_t grape__launch_time_start(void) {
+  unsigned t = grape__launch_tick++;
+  if (__builtin_expect(t >= 64 && (t & 15) != 0, 1) ||   /* a thread's first 64, then 1 in 16 */
+      !__atomic_load_n(&grape__timed, __ATOMIC_RELAXED))
+    return 0;
+  return grape__clock_ns();
+}
+void grape__launch_time_end(uint64_t t0);
+
 /* ---- Timing ---- */
 
 /* Graph mode times each chunk from its first op (graphcache/cache.h:

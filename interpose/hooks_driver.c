@@ -97,7 +97,10 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernel(grape_
   if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l))
     return CUDA_SUCCESS;
   CUresult r;
+  uint64_t t0_ = grape__launch_time_start();
   GRAPE_NO_REENTRY(r = real(f, gx, gy, gz, bx, by, bz, shm, s, params, extra));
+  if (t0_ != 0)
+    grape__launch_time_end(t0_);
   if (r == CUDA_SUCCESS)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
   return GRAPE_SEEN(r);
@@ -139,7 +142,10 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grap
   if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l))
     return CUDA_SUCCESS;
   CUresult r;
+  uint64_t t0_ = grape__launch_time_start();
   GRAPE_NO_REENTRY(r = real(c, f, params, extra));
+  if (t0_ != 0)
+    grape__launch_time_end(t0_);
   if (r == CUDA_SUCCESS)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
   return GRAPE_SEEN(r);

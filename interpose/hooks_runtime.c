@@ -37,7 +37,10 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernel(g
   if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l))
     return cudaSuccess;
   cudaError_t r;
+  uint64_t t0_ = grape__launch_time_start();
   GRAPE_NO_REENTRY(r = real(func, g, b, args, shm, s));
+  if (t0_ != 0)
+    grape__launch_time_end(t0_);
   if (r == cudaSuccess)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
   return GRAPE_SEEN(r);
@@ -60,7 +63,10 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernelEx
   if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l))
     return cudaSuccess;
   cudaError_t r;
+  uint64_t t0_ = grape__launch_time_start();
   GRAPE_NO_REENTRY(r = real(c, func, args));
+  if (t0_ != 0)
+    grape__launch_time_end(t0_);
   if (r == cudaSuccess)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
   return GRAPE_SEEN(r);

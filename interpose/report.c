@@ -580,6 +580,14 @@ char* grape__report_json(void) {
     put(&b, "%s\"%s\":%llu", i ? "," : "", cause_names[i], (unsigned long long)st.flushed[i]);
   put(&b, "},");
   put_concurrency(&b, &st);
+  /* The costs graph mode weighed: measured in this run where sampled. */
+  static const char* const cost_names[GRAPE_GC_COST__COUNT] = {"launch", "graph_launch", "update",
+                                                               "build_node"};
+  put(&b, "\"costs\":{");
+  for (int k = 0; k < GRAPE_GC_COST__COUNT; k++)
+    put(&b, "%s\"%s\":{\"ns\":%.0f,\"samples\":%llu}", k ? "," : "", cost_names[k],
+        st.cost_ns[k], (unsigned long long)st.cost_samples[k]);
+  put(&b, "},");
   put(&b, "\"launches_by_route\":{");
   for (int r = 0; r < GRAPE_ROUTE_COUNT; r++)
     put(&b, "%s\"%s\":%ld", r ? "," : "", route_names[r], cnt.launches[r]);

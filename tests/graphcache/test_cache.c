@@ -559,6 +559,42 @@ Test(cache, keys_that_do_not_pay_stop_being_held) {
   cr_expect_gt(st.graph_misses, 0);
 }
 
+Test(cache, measured_costs_replace_the_configured_ones) {
+  /* Windows of 8 launch samples: the least of each is the cost, so one
+   * stretched sample (another thread holding the driver) does not count. */
+  cr_expect_eq(stats().cost_ns[GRAPE_GC_COST_LAUNCH], 2000, "configured until measured");
+  for (int i = 0; i < 7; i++)
+    grape_gc_cost_sample(cache, GRAPE_GC_COST_LAUNCH, 1300, 1);
+  cr_expect_eq(stats().cost_ns[GRAPE_GC_COST_LAUNCH], 2000, "a window is not full yet");
+  grape_gc_cost_sample(cache, GRAPE_GC_COST_LAUNCH, 90000, 1);
+  cr_expect_eq(stats().cost_ns[GRAPE_GC_COST_LAUNCH], 1300);
+  cr_expect_eq(stats().cost_samples[GRAPE_GC_COST_LAUNCH], 8);
+  /* A build of 4 nodes in 20 us: 5 us a node, fixed part included. */
+  grape_gc_cost_sample(cache, GRAPE_GC_COST_BUILD_NODE, 20000, 4);
+  cr_expect_eq(stats().cost_ns[GRAPE_GC_COST_BUILD_NODE], 5000);
+  /* What the user set stays as set. */
+  grape_gc_config_t cfg = config();
+  cfg.costs_fixed = 1u << GRAPE_GC_COST_LAUNCH;
+  restart_with(cfg);
+  for (int i = 0; i < 16; i++)
+    grape_gc_cost_sample(cache, GRAPE_GC_COST_LAUNCH, 100, 1);
+  cr_expect_eq(stats().cost_ns[GRAPE_GC_COST_LAUNCH], 2000);
+}
+
+Test(cache, a_key_whose_replays_do_not_pay_at_the_measured_launch_cost_stops_being_held) {
+  /* Configured, 4 launches (8000 ns) beat one graph launch (2500 ns): the key
+   * replays (warms_up_then_replays_one_graph_per_region). Measured, an eager
+   * launch costs 400 ns here: 1600 ns of launches never pay a graph launch. */
+  for (int i = 0; i < 8; i++)
+    grape_gc_cost_sample(cache, GRAPE_GC_COST_LAUNCH, 400, 1);
+  pop_t step[4] = {{1, 4, 0}, {2, 4, 0}, {3, 4, 0}, {1, 4, 0}};
+  for (int it = 0; it < 10; it++)
+    issue_all(step, 4);
+  expect_device_ran_what_was_issued();
+  cr_expect_leq(stats().graph_hits, 1, "its first replay shows it does not pay: held no more");
+  cr_expect_geq(eager_launches, 4 * 9);
+}
+
 Test(cache, a_tiny_cache_evicts_and_stays_correct) {
   grape_gc_config_t cfg = config();
   cfg.max_graphs = 1;

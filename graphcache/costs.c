@@ -1,0 +1,67 @@
+/* costs.c: the costs graph mode weighs, as the run measures them.
+ *
+ * DESIGN: the configured costs (GRAPE_COSTS, or the shim's defaults) are
+ * first guesses; the run replaces each by what it measures: an eager launch
+ * (the shim times one in sixteen on the program's thread), a graph launch and
+ * a node update (timed around the driver calls in segment.c), a build per
+ * node (timed on the thread that builds). Each sample joins a window; a
+ * window's minimum joins a moving average: the least of a window is the
+ * uncontended cost, so a sample stretched by something else (a preemption,
+ * another thread holding the driver's lock) does not raise the estimate. A
+ * build is rare and long: its window is one sample. A cost the user set in
+ * GRAPE_COSTS stays as set (config.costs_fixed): tests force builds with it. */
+#include "internal.h"
+
+#include "util/moving_avg.h"
+
+static const uint32_t window[GRAPE_GC_COST__COUNT] = {
+  [GRAPE_GC_COST_LAUNCH] = 8, [GRAPE_GC_COST_GRAPH_LAUNCH] = 4, [GRAPE_GC_COST_UPDATE] = 8,
+  [GRAPE_GC_COST_BUILD_NODE] = 1,
+};
+
+void grape__gc_costs_init(grape_gc_t* c) {
+  const double first[GRAPE_GC_COST__COUNT] = {
+    [GRAPE_GC_COST_LAUNCH] = c->cfg.launch_ns,
+    [GRAPE_GC_COST_GRAPH_LAUNCH] = c->cfg.graph_launch_ns,
+    [GRAPE_GC_COST_UPDATE] = c->cfg.update_ns,
+    [GRAPE_GC_COST_BUILD_NODE] = c->cfg.build_node_ns,
+  };
+  for (int k = 0; k < GRAPE_GC_COST__COUNT; k++) {
+    pthread_mutex_init(&c->meter[k].mu, NULL);
+    atomic_store_explicit(&c->cost[k], first[k], memory_order_relaxed);
+  }
+}
+
+void grape__gc_costs_destroy(grape_gc_t* c) {
+  for (int k = 0; k < GRAPE_GC_COST__COUNT; k++)
+    pthread_mutex_destroy(&c->meter[k].mu);
+}
+
+void grape_gc_cost_sample(grape_gc_t* c, grape_gc_cost_t k, double ns, uint32_t n) {
+  if (c == NULL || (unsigned)k >= GRAPE_GC_COST__COUNT || !(ns >= 0) || ns > 1e12 ||
+      (c->cfg.costs_fixed & (1u << k)))
+    return;
+  if (k == GRAPE_GC_COST_BUILD_NODE) {
+    if (n == 0)
+      return;
+    ns /= n;
+  }
+  struct cost_meter_s* m = &c->meter[k];
+  pthread_mutex_lock(&m->mu);
+  m->samples++;
+  m->win_min = m->win_n == 0 || ns < m->win_min ? ns : m->win_min;
+  if (++m->win_n >= window[k]) {
+    grape__avg_add(&m->avg, &m->n, m->win_min, 8);
+    m->win_n = 0;
+    atomic_store_explicit(&c->cost[k], m->avg, memory_order_relaxed);
+    atomic_fetch_or_explicit(&c->cost_measured, 1u << k, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&m->mu);
+}
+
+double grape__gc_build_ns(const grape_gc_t* c, uint32_t n) {
+  unsigned m = atomic_load_explicit(&((grape_gc_t*)c)->cost_measured, memory_order_relaxed);
+  int measured = (m >> GRAPE_GC_COST_BUILD_NODE) & 1;
+  /* Once measured, a build's fixed part is inside its per-node cost. */
+  return (measured ? 0 : c->cfg.build_ns) + (double)n * grape__gc_cost(c, GRAPE_GC_COST_BUILD_NODE);
+}
