@@ -12,4 +12,11 @@ int grape__gpu_parse_json(const char* json, const grape_gpu_spec_t** out);
  * 0 when unknown (a GPU loaded from JSON under a new name). */
 double grape__gpu_tdp_w(const grape_gpu_spec_t* g);
 
+/* @return 1 when a and b are of one architecture: the same compute
+ * capability major and the same SM generation (Pascal sm_60..62, Volta
+ * sm_70/72, Turing sm_75, Ampere sm_80..87, Ada sm_89, Hopper sm_90...), so
+ * that a kernel's shape-level behaviour learned on one carries to the
+ * other; 0 otherwise, or when either's arch is unknown. */
+int grape__gpu_same_arch(const grape_gpu_spec_t* a, const grape_gpu_spec_t* b);
+
 #endif

@@ -1,4 +1,4 @@
-/* Kernel-time models: features, prediction, and the versioned text model file.
+/* Kernel-time models: features, prediction, paths.
  *
  * DESIGN: three models per kernel class, fitted together by train.c:
  *  - roofline: t = t0 + s * max(Tc, Tm), Tc = FLOPs / peak, Tm = bytes / BW;
@@ -20,9 +20,7 @@
  * and a known GPU a second tree set fitted on the launch alone
  * (GRAPE__KNOWN_LAUNCH), kept only where it beats the transfer prediction.
  *
- * The model file is text: a version line, then one block per class, then
- * one block per known GPU. A file of another version is refused with
- * -EPROTO rather than misread.
+ * The model file (model_file.c) holds all of it.
  */
 #include "predict/model.h"
 #include "predict/gpu.h"
@@ -31,6 +29,7 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -202,6 +201,19 @@ const grape__known_t* grape__known_gpu(const grape_model_t* m, const grape_gpu_s
   return NULL;
 }
 
+const grape__known_t* grape__sibling(const grape_model_t* m, const grape_gpu_spec_t* g, int c,
+                                     int launch) {
+  if (!m->sibling[c])
+    return NULL;
+  for (int i = 0; i < m->nknown; i++) {
+    const grape_gpu_spec_t* kg = grape_gpu_find(m->known[i].name);
+    if (kg != NULL && kg != g && m->known[i].c[c][launch].ntrees > 0 &&
+        grape__gpu_same_arch(kg, g))
+      return &m->known[i];
+  }
+  return NULL;
+}
+
 const grape__known_class_t* grape__known_class(const grape_model_t* m, const grape_gpu_spec_t* g,
                                                int c, int launch) {
   const grape__known_t* k = grape__known_gpu(m, g);
@@ -242,8 +254,14 @@ void grape__kernel_time(const grape_model_t* m, const grape__known_t* kg, int c,
    * offset, the hidden-kernel estimate and the least time widened by their
    * own calibrated spread. */
   double lo = exp(m->kernel_iv[0]), hi = exp(m->kernel_iv[1]);
-  out->lo_ms = fmin(fmax(w * (out->harness_lo_ms - a) + (1 - w) * kh * lo, least * lo), out->ms);
-  out->hi_ms = fmax(fmax(w * (out->harness_hi_ms - a) + (1 - w) * kh * hi, least * hi), out->ms);
+  /* The part that shows takes the latency interval's relative spread, not
+   * its bounds less the offset: the harness's own spread (the host's
+   * dispatch, 25-60 us) is no error of a kernel of a few microseconds. */
+  double ks = fmax(out->harness_ms - a, least), H = out->harness_ms > 0 ? out->harness_ms : 1;
+  out->lo_ms = fmin(fmax(w * ks * (out->harness_lo_ms / H) + (1 - w) * kh * lo, least * lo),
+                    out->ms);
+  out->hi_ms = fmax(fmax(w * ks * (out->harness_hi_ms / H) + (1 - w) * kh * hi, least * hi),
+                    out->ms);
 }
 
 void grape__span_values(const grape__kprep_t* p, double* v) {
@@ -341,6 +359,28 @@ void grape__predict_full(const grape_model_t* m, const grape__kprep_t* p,
   const grape__known_class_t* k =
       kg != NULL && kg->c[c][launch].ntrees > 0 ? &kg->c[c][launch] : NULL;
   double T = exp(x[1]);   /* max(compute, memory) time, the hidden kernel's work */
+  out->kclass = c;
+  out->shared = m->rho[c][k != NULL];
+  if (k == NULL && (kg == NULL || !(kg->c[c][launch].rows > 0))) {
+    /* A GPU unseen in this class: the trees of a known GPU of its architecture, on its
+     * own spec sheet (its features, its transfer prediction), where the
+     * class's rule allows; the transfer regime's interval, which was
+     * calibrated on GPUs nothing was learned of. */
+    const grape__known_t* sib = grape__sibling(m, g, c, launch);
+    const grape__known_class_t* ks = sib != NULL ? &sib->c[c][launch] : NULL;
+    double ms = tx;
+    if (ks != NULL) {
+      float xf[GRAPE__NGF];
+      grape__gpu_features(p, x, &r, t0, xf);
+      double cr = fmin(fmax(grape__boost_eval(ks->trees, ks->ntrees, xf), -8), 8);
+      ms = grape__known_time(ks, t0, tx, cr, grape__span_distance(p, &ks->x));
+    }
+    out->ms = ms;
+    out->regime = GRAPE_REGIME_TRANSFER;
+    interval(out, p->has_dims ? m->iv[c] : m->ivl[c], grape__interval_bin(p), m->level, xt, dt);
+    grape__kernel_time(m, kg, c, launch, g, T, out);
+    return;
+  }
   if (k == NULL) {
     out->ms = tx;
     out->regime = GRAPE_REGIME_TRANSFER;
@@ -394,6 +434,8 @@ static void predict_baseline(const grape_model_t* m, grape_method_t method,
   out->harness_ms = grape__predict_x(m, method, p, g, x, &r);
   out->level = m->level;
   out->regime = GRAPE_REGIME_TRANSFER;
+  out->kclass = c;
+  out->shared = m->rho[c][0];
   grape__kernel_time(m, grape__known_gpu(m, g), c, p->has_dims ? 0 : 1, g, exp(x[1]), out);
   out->harness_lo_ms = 0;
   out->harness_hi_ms = INFINITY;
@@ -432,52 +474,123 @@ double grape_predict_kernel_ms(const grape_model_t* m, const grape_gpu_spec_t* g
   return grape_predict_kernel_ms_with(m, GRAPE_METHOD_GRAPE, gpu, k);
 }
 
-/* Sums of a path's kernels, as grape_path_combine and
- * grape_predict_path_interval collect them. */
-typedef struct path_acc_s {
-  double sum, lo, hi;
-  int has_interval;
-  size_t n, known;
-} path_acc_t;
+/* ---- Paths ---- */
 
-static void path_add(path_acc_t* a, const grape_prediction_t* k) {
-  a->sum += k->ms;
-  a->lo += k->lo_ms;
-  a->hi += k->hi_ms;
-  a->has_interval &= k->has_interval;
-  a->known += k->regime != GRAPE_REGIME_TRANSFER;
-  a->n++;
+/* A path's time at device-time scale f (every kernel's time times f):
+ * eager, the host issues kernel i host[i] ms after kernel i-1 (the model's
+ * launch gap where host is NULL or the entry negative) while the device
+ * runs the queue, a kernel starting once issued and once the previous one
+ * ended; as a graph, one graph launch, then the kernels back to back with
+ * the model's per-node gap. */
+static void path_times(const grape_model_t* m, const grape_prediction_t* k, const double* host,
+                       size_t n, double f, double* eager, double* graph) {
+  double issued = 0, end = 0, dev = 0, gap = m->gap_eager_us / 1000;
+  for (size_t i = 0; i < n; i++) {
+    issued += host != NULL && host[i] >= 0 ? host[i] : gap;
+    end = fmax(issued, end) + f * k[i].ms;
+    dev += f * k[i].ms + m->gap_graph_us / 1000;
+  }
+  *eager = end;
+  *graph = n ? m->graph_launch_us / 1000 + dev : 0;
 }
 
-/* Adds the launch gaps: eager, one per kernel; a graph, one launch plus a
- * smaller one per node. */
-static void path_finish(const grape_model_t* m, const path_acc_t* a,
-                        grape_path_prediction_t* out) {
-  double ge = (double)a->n * m->gap_eager_us / 1000;
-  double gg = a->n ? m->graph_launch_us / 1000 + (double)a->n * m->gap_graph_us / 1000 : 0;
-  double lo = a->has_interval ? a->lo : 0, hi = a->has_interval ? a->hi : INFINITY;
+/* A distinct launch's independent error (repeats of one launch, the same
+ * prediction, share theirs): the sums of its kernels' deviations at their
+ * bounds. */
+typedef struct dev_slot_s {
+  const grape_prediction_t* k;   /* NULL: free */
+  double up, down;
+} dev_slot_t;
+
+static int same_pred(const grape_prediction_t* a, const grape_prediction_t* b) {
+  return a->ms == b->ms && a->lo_ms == b->lo_ms && a->hi_ms == b->hi_ms &&
+         a->kclass == b->kclass && a->regime == b->regime;
+}
+
+static size_t pred_hash(const grape_prediction_t* k) {
+  double v[3] = {k->ms, k->lo_ms, k->hi_ms};
+  uint64_t h = 1469598103934665603ull;
+  const unsigned char* b = (const unsigned char*)v;
+  for (size_t i = 0; i < sizeof(v); i++)
+    h = (h ^ b[i]) * 1099511628211ull;
+  return (size_t)(h ^ (h >> 29) ^ (uint64_t)k->kclass);
+}
+
+int grape_path_combine_gaps(const grape_model_t* m, const grape_prediction_t* k,
+                            const double* host, size_t n, grape_path_prediction_t* out) {
+  if (m == NULL || out == NULL || (k == NULL && n > 0))
+    return -EINVAL;
   memset(out, 0, sizeof(*out));
   out->level = m->level;
-  out->has_interval = a->has_interval;
-  out->kernels = a->n;
-  out->known = a->known;
-  out->eager_ms = a->sum + ge;
-  out->eager_lo_ms = lo + ge;
-  out->eager_hi_ms = hi + ge;
-  out->graph_ms = a->sum + gg;
-  out->graph_lo_ms = lo + gg;
-  out->graph_hi_ms = hi + gg;
+  out->kernels = n;
+  out->has_interval = 1;
+  double sum = 0, sum_lo = 0;
+  /* Levels: one per class and regime (known GPUs' levels are not the
+   * transfer regime's), each kernel's shared part moving with it. */
+  double lev_up[GRAPE_KC_COUNT][2] = {{0}}, lev_down[GRAPE_KC_COUNT][2] = {{0}};
+  size_t cap = 16;
+  while (cap < 2 * n)
+    cap *= 2;
+  dev_slot_t* slot = n ? calloc(cap, sizeof(*slot)) : NULL;
+  if (n && slot == NULL)
+    return -ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    const grape_prediction_t* p = &k[i];
+    sum += p->ms;
+    out->known += p->regime != GRAPE_REGIME_TRANSFER;
+    if (!p->has_interval || !(p->lo_ms > 0) || !isfinite(p->hi_ms) || !(p->ms > 0)) {
+      out->has_interval = 0;
+      continue;
+    }
+    sum_lo += p->lo_ms;
+    int c = p->kclass >= 0 && p->kclass < GRAPE_KC_COUNT ? p->kclass : GRAPE_KC_OTHER;
+    int r = p->regime != GRAPE_REGIME_TRANSFER;
+    double sh = fmin(fmax(p->shared, 0), 1);
+    /* The kernel's deviations at its bounds split into the shared level's
+     * and its own as their variances do: a kernel alone keeps its own
+     * interval (sqrt(sh)^2 + sqrt(1 - sh)^2 = 1). */
+    double up = p->hi_ms - p->ms, down = p->ms - p->lo_ms;
+    lev_up[c][r] += sqrt(sh) * up;
+    lev_down[c][r] += sqrt(sh) * down;
+    size_t j = pred_hash(p) & (cap - 1);
+    while (slot[j].k != NULL && !same_pred(slot[j].k, p))
+      j = (j + 1) & (cap - 1);
+    slot[j].k = p;
+    slot[j].up += sqrt(1 - sh) * up;
+    slot[j].down += sqrt(1 - sh) * down;
+  }
+  double vu = 0, vd = 0;
+  for (size_t j = 0; j < (n ? cap : 0); j++)
+    if (slot[j].k != NULL) {
+      vu += slot[j].up * slot[j].up;
+      vd += slot[j].down * slot[j].down;
+    }
+  free(slot);
+  for (int c = 0; c < GRAPE_KC_COUNT; c++)
+    for (int r = 0; r < 2; r++) {
+      vu += lev_up[c][r] * lev_up[c][r];
+      vd += lev_down[c][r] * lev_down[c][r];
+    }
+  /* Independent parts add in quadrature, as their standard deviations do;
+   * no lower than every kernel at its lower bound at once. */
+  double dlo = fmax(sum - sqrt(vd), sum_lo), dhi = sum + sqrt(vu);
+  path_times(m, k, host, n, 1, &out->eager_ms, &out->graph_ms);
+  if (out->has_interval && sum > 0) {
+    path_times(m, k, host, n, dlo / sum, &out->eager_lo_ms, &out->graph_lo_ms);
+    path_times(m, k, host, n, dhi / sum, &out->eager_hi_ms, &out->graph_hi_ms);
+  } else if (out->has_interval) {
+    out->eager_lo_ms = out->eager_hi_ms = out->eager_ms;
+    out->graph_lo_ms = out->graph_hi_ms = out->graph_ms;
+  } else {
+    path_times(m, k, host, n, 0, &out->eager_lo_ms, &out->graph_lo_ms);
+    out->eager_hi_ms = out->graph_hi_ms = INFINITY;
+  }
+  return 0;
 }
 
 int grape_path_combine(const grape_model_t* m, const grape_prediction_t* k, size_t n,
                        grape_path_prediction_t* out) {
-  if (m == NULL || out == NULL || (k == NULL && n > 0))
-    return -EINVAL;
-  path_acc_t a = {.has_interval = 1};
-  for (size_t i = 0; i < n; i++)
-    path_add(&a, &k[i]);
-  path_finish(m, &a, out);
-  return 0;
+  return grape_path_combine_gaps(m, k, NULL, n, out);
 }
 
 int grape_predict_path_interval(const grape_model_t* m, const grape_gpu_spec_t* gpu,
@@ -485,14 +598,14 @@ int grape_predict_path_interval(const grape_model_t* m, const grape_gpu_spec_t* 
                                 grape_path_prediction_t* out) {
   if (m == NULL || gpu == NULL || out == NULL || (k == NULL && n > 0))
     return -EINVAL;
-  path_acc_t a = {.has_interval = 1};
-  for (size_t i = 0; i < n; i++) {
-    grape_prediction_t r;
-    grape_predict_kernel(m, gpu, &k[i], &r);
-    path_add(&a, &r);
-  }
-  path_finish(m, &a, out);
-  return 0;
+  grape_prediction_t* p = n ? malloc(n * sizeof(*p)) : NULL;
+  if (n && p == NULL)
+    return -ENOMEM;
+  for (size_t i = 0; i < n; i++)
+    grape_predict_kernel(m, gpu, &k[i], &p[i]);
+  int err = grape_path_combine(m, p, n, out);
+  free(p);
+  return err;
 }
 
 int grape_predict_path(const grape_model_t* m, const grape_gpu_spec_t* gpu,
@@ -517,107 +630,7 @@ const char* grape_model_known_gpu(const grape_model_t* m, size_t i) {
   return m != NULL && i < (size_t)m->nknown ? m->known[i].name : NULL;
 }
 
-/* ---- Model file ---- */
-
-static const char magic[] = "grape-predict-model";
-
-static void put_vec(FILE* f, const char* key, const double* v, int n) {
-  fprintf(f, "%s", key);
-  for (int i = 0; i < n; i++)
-    fprintf(f, " %.17g", v[i]);
-  fputc('\n', f);
-}
-
-static void put_tree(FILE* f, const grape__tree_t* t) {
-  fprintf(f, "tree");
-  for (int d = 0; d < GRAPE__TREE_DEPTH; d++)
-    fprintf(f, " %d %.9g", t->feat[d], (double)t->thr[d]);
-  for (int l = 0; l < GRAPE__TREE_LEAVES; l++)
-    fprintf(f, " %.9g", (double)t->leaf[l]);
-  fputc('\n', f);
-}
-
-/* An extrapolation record as numbers: widen lo, widen hi, fade, then the
- * span of each interval bin. */
-#define NXV (3 + GRAPE__NIVB * GRAPE__NSPAN)
-static void extrap_to(const grape__extrap_t* x, double* v) {
-  v[0] = x->widen[0];
-  v[1] = x->widen[1];
-  v[2] = x->fade;
-  memcpy(v + 3, x->span, sizeof(x->span));
-}
-
-static void put_extrap(FILE* f, const char* key, const grape__extrap_t* x) {
-  double v[NXV];
-  extrap_to(x, v);
-  put_vec(f, key, v, NXV);
-}
-
-/* The keys of a known class's two fits (GRAPE__KNOWN_DIMS, _LAUNCH). */
-static const char* const known_key[2] = {"known", "known_launch"};
-
-int grape__model_write(const grape_model_t* m, FILE* f) {
-  fprintf(f, "%s %d\n", magic, GRAPE_MODEL_FORMAT_VERSION);
-  fprintf(f, "# grape kernel-time model; see docs/predictor.md. Times in ms.\n");
-  fprintf(f, "features %d %d\n", GRAPE__NFEAT, GRAPE__NGF);
-  fprintf(f, "launch_us %.17g %.17g %.17g\n", m->gap_eager_us, m->gap_graph_us,
-          m->graph_launch_us);
-  fprintf(f, "interval_level %.17g\n", m->level);
-  fprintf(f, "kernel_least %.17g %.17g %.17g\n", m->kernel_cycles, m->kernel_iv[0],
-          m->kernel_iv[1]);
-  for (int c = 0; c < GRAPE_KC_COUNT; c++) {
-    fprintf(f, "class %s %.17g\n", grape_kclass_name(c), m->rows[c]);
-    fprintf(f, "floor %.17g %.17g\n", m->floor_ms[c], m->floor_p);
-    put_vec(f, "roofline", m->roof[c], 2);
-    put_vec(f, "li", m->li[c], 3);
-    put_vec(f, "grape", m->w[c], GRAPE__NFEAT);
-    put_vec(f, "grape_launch", m->wl[c], GRAPE__NFEAT);
-    put_vec(f, "grape_lin", m->glin[c], 4);
-    put_vec(f, "grape_range", m->range[c], 2);
-    put_vec(f, "interval", m->iv[c], 2 * GRAPE__NIVB);
-    put_vec(f, "interval_launch", m->ivl[c], 2 * GRAPE__NIVB);
-    double kv[3] = {m->hoff[c], m->kslope[c][0], m->kslope[c][1]};
-    put_vec(f, "harness", kv, 3);
-    double xf = m->xform[c];
-    fprintf(f, "extrap_form");
-    put_vec(f, "", &xf, 1);
-    put_vec(f, "grape_extrap", m->xw[c], GRAPE__NFEAT);
-    for (int l = 0; l < 2; l++)
-      put_extrap(f, l ? "extrap_launch" : "extrap", &m->xt[c][l]);
-  }
-  fprintf(f, "known_gpus %d\n", m->nknown);
-  for (int i = 0; i < m->nknown; i++) {
-    const grape__known_t* k = &m->known[i];
-    fprintf(f, "gpu %s\n", k->name);
-    double hv[2 * GRAPE_KC_COUNT];
-    for (int c = 0; c < GRAPE_KC_COUNT; c++)
-      hv[2 * c] = k->hfloor[c], hv[2 * c + 1] = k->hoff[c];
-    put_vec(f, "harness", hv, 2 * GRAPE_KC_COUNT);
-    for (int c = 0; c < GRAPE_KC_COUNT; c++)
-      for (int l = 0; l < 2; l++) {
-        const grape__known_class_t* kc = &k->c[c][l];
-        fprintf(f, "%s %s %.17g %d", known_key[l], grape_kclass_name(c), kc->rows, kc->ntrees);
-        double v[2 * GRAPE__NIVB + NXV];
-        memcpy(v, kc->iv, sizeof(kc->iv));
-        extrap_to(&kc->x, v + 2 * GRAPE__NIVB);
-        put_vec(f, "", v, 2 * GRAPE__NIVB + NXV);
-        for (int t = 0; t < kc->ntrees; t++)
-          put_tree(f, &kc->trees[t]);
-      }
-  }
-  fprintf(f, "end\n");
-  return ferror(f) ? -EIO : 0;
-}
-
-int grape_model_save(const grape_model_t* m, const char* path) {
-  FILE* f = fopen(path, "w");
-  if (f == NULL)
-    return -errno;
-  int err = grape__model_write(m, f);
-  if (fclose(f) != 0 && err == 0)
-    err = -EIO;
-  return err;
-}
+/* ---- Lifetime ---- */
 
 void grape__known_free(grape_model_t* m) {
   for (int i = 0; i < m->nknown; i++)
@@ -634,322 +647,4 @@ void grape_model_free(grape_model_t* m) {
     return;
   grape__known_free(m);
   free(m);
-}
-
-/* Parser state: a cursor over the text, one line at a time. */
-typedef struct parser_s {
-  const char* s;
-  const char* end;
-  size_t line_no;
-  char line[16384];
-  char* err;
-  size_t err_len;
-} parser_t;
-
-static int fail(parser_t* p, int code, const char* what) {
-  if (p->err != NULL && p->err_len > 0)
-    snprintf(p->err, p->err_len, "line %zu: %s", p->line_no, what);
-  return code;
-}
-
-/* Copies the next non-comment line into p->line. @return 1, 0 at end, -1 too long. */
-static int next_line(parser_t* p) {
-  while (p->s < p->end) {
-    const char* e = memchr(p->s, '\n', (size_t)(p->end - p->s));
-    if (e == NULL)
-      e = p->end;
-    size_t n = (size_t)(e - p->s);
-    p->line_no++;
-    const char* s = p->s;
-    p->s = e < p->end ? e + 1 : e;
-    if (n >= sizeof(p->line))
-      return -1;
-    memcpy(p->line, s, n);
-    p->line[n] = '\0';
-    if (n > 0 && p->line[n - 1] == '\r')
-      p->line[n - 1] = '\0';
-    if (p->line[0] == '#' || p->line[0] == '\0')
-      continue;
-    return 1;
-  }
-  return 0;
-}
-
-/* Parses "key v1 ... vn" with exactly n finite numbers. */
-static int get_vec(parser_t* p, const char* key, double* v, int n) {
-  int r = next_line(p);
-  if (r <= 0)
-    return fail(p, -EINVAL, r < 0 ? "line too long" : "unexpected end of file");
-  size_t kl = strlen(key);
-  if (strncmp(p->line, key, kl) != 0 || (p->line[kl] != ' ' && p->line[kl] != '\0'))
-    return fail(p, -EINVAL, "unexpected key");
-  char* s = p->line + kl;
-  for (int i = 0; i < n; i++) {
-    char* e;
-    v[i] = strtod(s, &e);
-    if (e == s || !isfinite(v[i]) || (*e != ' ' && *e != '\0'))
-      return fail(p, -EINVAL, "bad or missing number");
-    s = e;
-  }
-  while (*s == ' ')
-    s++;
-  if (*s != '\0')
-    return fail(p, -EINVAL, "extra values");
-  return 0;
-}
-
-#define MAX_KNOWN 64
-
-/* An extrapolation record from numbers (extrap_to), checked. */
-static int extrap_from(parser_t* p, const double* v, grape__extrap_t* x) {
-  if (!(v[0] <= 0 && v[1] >= 0 && v[2] >= 0))
-    return fail(p, -EINVAL, "bad extrapolation slopes or fade");
-  for (int j = 0; j < GRAPE__NIVB * GRAPE__NSPAN; j++)
-    if (v[3 + j] < 0)
-      return fail(p, -EINVAL, "bad extrapolation span");
-  x->widen[0] = v[0];
-  x->widen[1] = v[1];
-  x->fade = v[2];
-  memcpy(x->span, v + 3, sizeof(x->span));
-  return 0;
-}
-
-/* Parses one "tree" line into t. */
-static int get_tree(parser_t* p, grape__tree_t* t) {
-  double tv[2 * GRAPE__TREE_DEPTH + GRAPE__TREE_LEAVES];
-  int rc = get_vec(p, "tree", tv, 2 * GRAPE__TREE_DEPTH + GRAPE__TREE_LEAVES);
-  if (rc < 0)
-    return rc;
-  for (int i = 0; i < 2 * GRAPE__TREE_DEPTH + GRAPE__TREE_LEAVES; i++)
-    if (fabs(tv[i]) > FLT_MAX)
-      return fail(p, -EINVAL, "tree value out of range");
-  for (int d = 0; d < GRAPE__TREE_DEPTH; d++) {
-    if (tv[2 * d] < 0 || tv[2 * d] >= GRAPE__NGF || tv[2 * d] != floor(tv[2 * d]))
-      return fail(p, -EINVAL, "bad tree feature index");
-    t->feat[d] = (uint8_t)tv[2 * d];
-    t->thr[d] = (float)tv[2 * d + 1];
-  }
-  for (int l = 0; l < GRAPE__TREE_LEAVES; l++)
-    t->leaf[l] = (float)tv[2 * GRAPE__TREE_DEPTH + l];
-  return 0;
-}
-
-/* Parses a "gpu NAME" block: per class a "known" and a "known_launch"
- * line, each followed by its trees. */
-static int get_known(parser_t* p, grape__known_t* k) {
-  int r = next_line(p);
-  if (r <= 0)
-    return fail(p, -EINVAL, r < 0 ? "line too long" : "unexpected end of file");
-  size_t nl = strlen(p->line);
-  if (strncmp(p->line, "gpu ", 4) != 0 || nl == 4 || nl - 4 >= sizeof(k->name))
-    return fail(p, -EINVAL, "expected 'gpu NAME'");
-  memcpy(k->name, p->line + 4, nl - 3);
-  double hv[2 * GRAPE_KC_COUNT];
-  int hr = get_vec(p, "harness", hv, 2 * GRAPE_KC_COUNT);
-  if (hr < 0)
-    return hr;
-  for (int c = 0; c < GRAPE_KC_COUNT; c++) {
-    if (!(hv[2 * c] >= 0 && hv[2 * c + 1] >= 0))
-      return fail(p, -EINVAL, "bad harness floor or offset");
-    k->hfloor[c] = hv[2 * c];
-    k->hoff[c] = hv[2 * c + 1];
-  }
-  for (int c = 0; c < 2 * GRAPE_KC_COUNT; c++) {
-    grape__known_class_t* kc = &k->c[c / 2][c % 2];
-    char key[64];
-    double v[2 + 2 * GRAPE__NIVB + NXV];
-    snprintf(key, sizeof(key), "%s %s", known_key[c % 2], grape_kclass_name(c / 2));
-    int rc = get_vec(p, key, v, 2 + 2 * GRAPE__NIVB + NXV);
-    if (rc < 0)
-      return rc;
-    if (v[0] < 0 || v[1] < 0 || v[1] > GRAPE__MAXTREES || v[1] != floor(v[1]))
-      return fail(p, -EINVAL, "bad known-GPU row or tree count");
-    kc->rows = v[0];
-    memcpy(kc->iv, v + 2, sizeof(kc->iv));
-    if ((rc = extrap_from(p, v + 2 + 2 * GRAPE__NIVB, &kc->x)) < 0)
-      return rc;
-    if (v[1] > 0 && (kc->trees = malloc((size_t)v[1] * sizeof(*kc->trees))) == NULL)
-      return -ENOMEM;
-    kc->ntrees = (int)v[1];
-    for (int t = 0; t < kc->ntrees; t++)
-      if ((rc = get_tree(p, &kc->trees[t])) < 0)
-        return rc;
-  }
-  return 0;
-}
-
-int grape_model_parse(const char* text, size_t len, grape_model_t** out, char* err,
-                      size_t err_len) {
-  parser_t p = {.s = text, .end = text + len, .err = err, .err_len = err_len};
-  if (text == NULL)
-    return -EINVAL;
-  int r = next_line(&p);
-  if (r <= 0)
-    return fail(&p, -EINVAL, "empty model file");
-  size_t ml = strlen(magic);
-  if (strncmp(p.line, magic, ml) != 0 || p.line[ml] != ' ')
-    return fail(&p, -EINVAL, "not a grape model file");
-  char* e;
-  long ver = strtol(p.line + ml + 1, &e, 10);
-  if (e == p.line + ml + 1 || *e != '\0')
-    return fail(&p, -EINVAL, "bad version number");
-  if (ver != GRAPE_MODEL_FORMAT_VERSION) {
-    char msg[128];
-    snprintf(msg, sizeof(msg), "model format version %ld, this grape reads version %d", ver,
-             GRAPE_MODEL_FORMAT_VERSION);
-    return fail(&p, -EPROTO, msg);
-  }
-  grape_model_t* m = calloc(1, sizeof(*m));
-  if (m == NULL)
-    return -ENOMEM;
-  double v[5];
-  int rc;
-  if ((rc = get_vec(&p, "features", v, 2)) < 0)
-    goto fail_parse;
-  if (v[0] != GRAPE__NFEAT || v[1] != GRAPE__NGF) {
-    rc = fail(&p, -EINVAL, "feature count differs from this grape's");
-    goto fail_parse;
-  }
-  if ((rc = get_vec(&p, "launch_us", v, 3)) < 0)
-    goto fail_parse;
-  m->gap_eager_us = v[0];
-  m->gap_graph_us = v[1];
-  m->graph_launch_us = v[2];
-  if ((rc = get_vec(&p, "interval_level", &m->level, 1)) < 0)
-    goto fail_parse;
-  if (!(m->level > 0 && m->level < 1)) {
-    rc = fail(&p, -EINVAL, "interval level not in (0, 1)");
-    goto fail_parse;
-  }
-  if ((rc = get_vec(&p, "kernel_least", v, 3)) < 0)
-    goto fail_parse;
-  if (!(v[0] >= 0 && v[0] < 1e9 && v[1] <= 0 && v[2] >= 0 && v[2] < 20 && v[1] > -20)) {
-    rc = fail(&p, -EINVAL, "bad kernel_least");
-    goto fail_parse;
-  }
-  m->kernel_cycles = v[0];
-  m->kernel_iv[0] = v[1];
-  m->kernel_iv[1] = v[2];
-  for (int c = 0; c < GRAPE_KC_COUNT; c++) {
-    char key[64];
-    snprintf(key, sizeof(key), "class %s", grape_kclass_name(c));
-    double fv[2];
-    if ((rc = get_vec(&p, key, &m->rows[c], 1)) < 0 || (rc = get_vec(&p, "floor", fv, 2)) < 0 ||
-        (rc = get_vec(&p, "roofline", m->roof[c], 2)) < 0 ||
-        (rc = get_vec(&p, "li", m->li[c], 3)) < 0 ||
-        (rc = get_vec(&p, "grape", m->w[c], GRAPE__NFEAT)) < 0 ||
-        (rc = get_vec(&p, "grape_launch", m->wl[c], GRAPE__NFEAT)) < 0 ||
-        (rc = get_vec(&p, "grape_lin", m->glin[c], 4)) < 0 ||
-        (rc = get_vec(&p, "grape_range", m->range[c], 2)) < 0)
-      goto fail_parse;
-    if (!(m->range[c][0] <= m->range[c][1])) {
-      rc = fail(&p, -EINVAL, "bad grape_range");
-      goto fail_parse;
-    }
-    if ((rc = get_vec(&p, "interval", m->iv[c], 2 * GRAPE__NIVB)) < 0 ||
-        (rc = get_vec(&p, "interval_launch", m->ivl[c], 2 * GRAPE__NIVB)) < 0)
-      goto fail_parse;
-    double xv[NXV];
-    if ((rc = get_vec(&p, "harness", xv, 3)) < 0)
-      goto fail_parse;
-    if (!(xv[0] >= 0 && xv[1] >= 0 && xv[2] >= 0)) {
-      rc = fail(&p, -EINVAL, "bad harness offset or kernel slope");
-      goto fail_parse;
-    }
-    m->hoff[c] = xv[0];
-    m->kslope[c][0] = xv[1];
-    m->kslope[c][1] = xv[2];
-    if ((rc = get_vec(&p, "extrap_form", xv, 1)) < 0)
-      goto fail_parse;
-    if (xv[0] != 0 && xv[0] != 1) {
-      rc = fail(&p, -EINVAL, "bad extrap_form");
-      goto fail_parse;
-    }
-    m->xform[c] = (int)xv[0];
-    if ((rc = get_vec(&p, "grape_extrap", m->xw[c], GRAPE__NFEAT)) < 0)
-      goto fail_parse;
-    for (int l = 0; l < 2; l++)
-      if ((rc = get_vec(&p, l ? "extrap_launch" : "extrap", xv, NXV)) < 0 ||
-          (rc = extrap_from(&p, xv, &m->xt[c][l])) < 0)
-        goto fail_parse;
-    if (!(m->glin[c][0] >= 0 && m->glin[c][0] <= 4 && m->glin[c][0] == floor(m->glin[c][0]))) {
-      rc = fail(&p, -EINVAL, "bad grape_lin form");
-      goto fail_parse;
-    }
-    if (fv[0] < 0 || fv[1] < 0 || fv[1] > 64) {
-      rc = fail(&p, -EINVAL, "bad floor");
-      goto fail_parse;
-    }
-    m->floor_ms[c] = fv[0];
-    m->floor_p = fv[1];
-  }
-  if ((rc = get_vec(&p, "known_gpus", v, 1)) < 0)
-    goto fail_parse;
-  if (v[0] < 0 || v[0] > MAX_KNOWN || v[0] != floor(v[0])) {
-    rc = fail(&p, -EINVAL, "bad known GPU count");
-    goto fail_parse;
-  }
-  if (v[0] > 0 && (m->known = calloc((size_t)v[0], sizeof(*m->known))) == NULL) {
-    rc = -ENOMEM;
-    goto fail_parse;
-  }
-  m->nknown = (int)v[0];
-  for (int i = 0; i < m->nknown; i++)
-    if ((rc = get_known(&p, &m->known[i])) < 0)
-      goto fail_parse;
-  r = next_line(&p);
-  if (r <= 0 || strcmp(p.line, "end") != 0) {
-    rc = fail(&p, -EINVAL, "missing 'end'");
-    goto fail_parse;
-  }
-  *out = m;
-  return 0;
-fail_parse:
-  grape_model_free(m);
-  return rc;
-}
-
-int grape_model_load(const char* path, grape_model_t** out, char* err, size_t err_len) {
-  FILE* f = fopen(path, "rb");
-  if (f == NULL) {
-    int e = errno;
-    if (err && err_len)
-      snprintf(err, err_len, "%s", strerror(e));
-    return -e;
-  }
-  size_t cap = 1 << 16, n = 0;
-  char* buf = malloc(cap);
-  int rc = -ENOMEM;
-  if (buf == NULL)
-    goto fail_read;
-  for (;;) {
-    n += fread(buf + n, 1, cap - n, f);
-    if (n < cap)
-      break;
-    if (cap >= (size_t)1 << 26) {
-      rc = -EFBIG;
-      goto fail_read;
-    }
-    char* nb = grape__grow(buf, &cap, cap + 1, 1, cap);
-    if (nb == NULL)
-      goto fail_read;
-    buf = nb;
-  }
-  if (ferror(f)) {
-    rc = -EIO;
-    goto fail_read;
-  }
-  rc = grape_model_parse(buf, n, out, err, err_len);
-fail_read:
-  free(buf);
-  fclose(f);
-  return rc;
-}
-
-/* The default model: data/default_model.txt, embedded at build time. */
-extern const char grape__default_model[];
-extern const size_t grape__default_model_len;
-
-int grape_model_load_default(grape_model_t** out) {
-  return grape_model_parse(grape__default_model, grape__default_model_len, out, NULL, 0);
 }

@@ -92,6 +92,16 @@ struct grape_model_s {
   grape__extrap_t xt[GRAPE_KC_COUNT][2];  /* [class][GRAPE__KNOWN_*] */
   int xform[GRAPE_KC_COUNT];
   double xw[GRAPE_KC_COUNT][GRAPE__NFEAT];
+  /* A GPU with no rows of a class takes the trees of a known GPU of its
+   * architecture (grape__gpu_same_arch), evaluated on its own spec sheet,
+   * where sibling[c] is 1 (decided per class by cross-validation, train.c);
+   * never across architectures. */
+  int sibling[GRAPE_KC_COUNT];
+  /* The share of a kernel's log error that is a level shared by every
+   * kernel of the class on one GPU, per regime (0 transfer, 1 known), as
+   * cross-validation measures it; the rest is independent per shape. A
+   * path's interval combines its kernels' errors with it. */
+  double rho[GRAPE_KC_COUNT][2];
   double level;                           /* the intervals' nominal coverage */
   int nknown;                             /* GPUs with a learned regime */
   grape__known_t* known;
@@ -164,6 +174,11 @@ double grape__predict_transfer(const grape_model_t* m, const grape__kprep_t* p,
  * correction fading (the extrapolation record's fade). */
 double grape__known_time(const grape__known_class_t* k, double t0, double tx, double cr,
                          double dk);
+/* The known GPU whose trees of class c (fit `launch`) an unseen GPU g
+ * takes: one of g's architecture with trees there, when the class's rule
+ * says so (m->sibling); NULL otherwise. */
+const grape__known_t* grape__sibling(const grape_model_t* m, const grape_gpu_spec_t* g, int c,
+                                     int launch);
 /* The known-GPU record of g in m, or NULL. */
 const grape__known_t* grape__known_gpu(const grape_model_t* m, const grape_gpu_spec_t* g);
 /* Fills out's kernel time (ms, lo_ms, hi_ms) from its harness-inclusive

@@ -1,12 +1,8 @@
-/* Training data and model fitting: datasets of measured kernel times, the fit
- * of all three models in both of grape's regimes, their intervals, and
- * cross-validation (leave one GPU out; hold out shapes), which measures and
- * returns its numbers (the CLI prints the tables).
+/* Model fitting: the fit of all three models in both of grape's regimes,
+ * their intervals and their behaviour beyond the training rows, on a data
+ * set (dataset.c); cross-validation (crossval.c) calls the same fit.
  *
- * DESIGN: a dataset keeps, per good row, the prepared kernel, its GPU, its
- * latency, its evaluation group and a hash of its shape; features are
- * recomputed at fit time (cheap) so nothing GPU-specific is cached. The
- * transfer regime's fits are closed form: weighted least squares with a
+ * DESIGN: the transfer regime's fits are closed form: weighted least squares with a
  * small ridge term on standardised features (lsq.c); grape's regression
  * adds a few rounds of iteratively reweighted least squares towards least
  * relative error. An inner leave-one-GPU-out picks each class's form and calibrates its
@@ -26,10 +22,12 @@
 #include <string.h>
 
 #include "grape/predict.h"
+#include "predict/train.h"
 #include "util/grow.h"
 #include "predict/kernel.h"
 #include "predict/lsq.h"
 #include "predict/model.h"
+#include "predict/gpu.h"
 
 _Static_assert(GRAPE__NFEAT <= GRAPE__LS_MAX, "grape's features fit the least-squares solver");
 
@@ -47,12 +45,13 @@ _Static_assert(GRAPE__NFEAT <= GRAPE__LS_MAX, "grape's features fit the least-sq
 void grape_train_opts_init(grape_train_opts_t* o) {
   *o = (grape_train_opts_t){.sz = sizeof(*o), .trees = KNOWN_TREES, .rate = KNOWN_RATE,
                             .folds = KNOWN_FOLDS, .floor_p = 0, .ridge = 1e-4, .select = 1,
-                            .crit = 0, .unit_slope = 0, .xform = -1};
+                            .crit = 0, .unit_slope = 0, .xform = -1, .fade = -1,
+                            .sibling = -1};
 }
 
 /* o with each value out of its range taken as grape_train_opts_t documents
  * (the defaults for NULL); -EINVAL when o is too old a layout. */
-static int resolve(const grape_train_opts_t* o, grape_train_opts_t* k) {
+int grape__train_resolve(const grape_train_opts_t* o, grape_train_opts_t* k) {
   grape_train_opts_init(k);
   if (o == NULL)
     return 0;
@@ -64,132 +63,12 @@ static int resolve(const grape_train_opts_t* o, grape_train_opts_t* k) {
   k->folds = o->folds >= 2 && o->folds <= 20 ? o->folds : KNOWN_FOLDS;
   k->floor_p = o->floor_p >= 0 && o->floor_p <= 64 ? o->floor_p : 0;
   k->ridge = o->ridge >= 0 && o->ridge <= 100 ? o->ridge : 1e-4;
+  k->fade = o->fade == -2 || (o->fade >= 0 && o->fade <= 1000) ? o->fade : -1;
+  k->sibling = o->sibling >= -1 && o->sibling <= 1 ? o->sibling : -1;
   return 0;
 }
 
-typedef struct row_s {
-  grape__kprep_t p;          /* with op dims */
-  grape__kprep_t pl;         /* the same launch without them */
-  const grape_gpu_spec_t* gpu;
-  double lat;                /* ms */
-  int kernel_time;           /* 1: lat is the kernel's own time; 0: through a timing harness */
-  int group;
-  uint32_t shape;            /* hash of the op's shape (or launch) and group, never 0 */
-} row_t;
-
-struct grape_dataset_s {
-  row_t* rows;
-  size_t n, cap;
-  int accept_simulated;      /* rows of the simulated device join too */
-};
-
-void grape_dataset_accept_simulated(grape_dataset_t* d, int yes) {
-  d->accept_simulated = yes != 0;
-}
-
-int grape_dataset_new(grape_dataset_t** out) {
-  *out = calloc(1, sizeof(**out));
-  return *out ? 0 : -ENOMEM;
-}
-
-void grape_dataset_free(grape_dataset_t* d) {
-  if (d == NULL)
-    return;
-  free(d->rows);
-  free(d);
-}
-
-size_t grape_dataset_size(const grape_dataset_t* d) {
-  return d->n;
-}
-
-/* FNV-1a over the op's shape (its dims, the reduction length that holds a
- * conv's kernel size; for a row without dims, its launch) and the
- * evaluation group, with a final mix so that
- * its low bits and its high bits give independent folds. Shapes, not rows,
- * are what cross-validation holds out: the elementwise ops of one (B, H),
- * or one GEMM shape on every GPU, leave together. */
-static uint32_t shape_hash(const grape__kprep_t* p, int group) {
-  /* A row without op dims (a launch timed alone) is its launch's shape. */
-  double key[6] = {group, p->shape[0], p->shape[1], p->shape[2], p->shape[3], p->kred};
-  if (!p->has_dims) {
-    key[1] = p->blocks;
-    key[2] = p->threads;
-    key[3] = p->smem;
-    key[4] = p->variant;
-  }
-  const unsigned char* b = (const unsigned char*)key;
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < sizeof(key); i++)
-    h = (h ^ b[i]) * 0x100000001b3ull;
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  return (uint32_t)h | 1;
-}
-
-int grape_dataset_add_file(grape_dataset_t* d, const char* path, const char* gpu_override,
-                           grape_load_stats_t* st, FILE* diag, int max_named) {
-  grape_csv_t* c;
-  int err = grape_csv_open(path, gpu_override, 1, &c);
-  if (err < 0)
-    return err;
-  grape_csv_row_t r;
-  int named = 0;
-  while ((err = grape_csv_next(c, &r)) > 0) {
-    if (!r.ok) {
-      if (r.group >= 0 && r.group < GRAPE_KC_COUNT)
-        st->skipped[r.group]++;
-      else
-        st->skipped_unclassified++;
-      if (diag != NULL && named++ < max_named)
-        fprintf(diag, "grape: warning: %s:%zu: skipped: %s\n", path, r.line_no, r.why);
-      continue;
-    }
-    if (r.simulated && !d->accept_simulated) {
-      st->simulated++;
-      continue;
-    }
-    if (d->n == d->cap) {
-      row_t* nr = grape__grow(d->rows, &d->cap, d->n + 1, sizeof(*nr), 4096);
-      if (nr == NULL) {
-        err = -ENOMEM;
-        break;
-      }
-      d->rows = nr;
-    }
-    row_t* w = &d->rows[d->n++];
-    grape__kernel_prep(&r.desc, &w->p);
-    grape_kernel_desc_t launch = r.desc;
-    launch.op = GRAPE_OP_UNKNOWN;
-    grape__kernel_prep(&launch, &w->pl);
-    w->pl.cls = w->p.cls;  /* the class the dims say, not the name */
-    w->gpu = r.gpu;
-    w->lat = r.latency_ms;
-    w->kernel_time = r.kernel_time;
-    w->group = r.group;
-    w->shape = shape_hash(&w->p, r.group);
-    st->used[(int)w->p.cls]++;
-  }
-  grape_csv_close(c);
-  return err < 0 ? err : 0;
-}
-
 /* ---- Fitting ---- */
-
-/* Row selector for cross-validation: rows of `skip` GPU are left out, and
- * with folds > 0 the rows of shapes whose fold is `fold`. */
-typedef struct sel_s {
-  const char* skip;         /* GPU name, or NULL */
-  const char* skip2;        /* a second one (inner folds of model selection) */
-  int folds, fold;          /* shape folds: fold = shape hash % folds */
-  const double* size_max;   /* per evaluation group: rows of a larger size (row_size) are
-                               left out (an extrapolation split); NULL none */
-  int transfer_only;        /* fit no known regime (leave-one-GPU-out needs none) */
-  double* floor;            /* per row: its (GPU, class) floor, ms */
-  double p;                 /* floor combination exponent */
-  const grape_train_opts_t* o;   /* resolved options */
-} sel_t;
 
 /* The work part of a measured time: what is left above the row's floor, or
  * -1 when the row sits on its floor (its work is not observable). */
@@ -205,7 +84,7 @@ static double work_ms(const sel_t* s, size_t i, double lat) {
 /* The size of a row's op, what an extrapolation split orders rows by: a
  * GEMM's or convolution's FLOPs, the elements of any other op; 0 without
  * op dims (such rows are never held out by size). */
-static double row_size(const row_t* r) {
+double grape__row_size(const row_t* r) {
   if (!r->p.has_dims)
     return 0;
   int c = (int)r->p.cls;
@@ -214,7 +93,7 @@ static double row_size(const row_t* r) {
 
 static int selected(const row_t* r, const sel_t* s, int cls) {
   if (s->size_max != NULL && r->group >= 0 && r->group < GRAPE_CV_GROUPS &&
-      row_size(r) > s->size_max[r->group])
+      grape__row_size(r) > s->size_max[r->group])
     return 0;
   if (s->skip != NULL && strcmp(r->gpu->name, s->skip) == 0)
     return 0;
@@ -414,12 +293,11 @@ static int cmp_double(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
-#define MAXGPU GRAPE_CV_MAX_GPUS
 
 /* The distinct GPUs of the rows `s` selects of class `cls` (-1 all), in
  * first-seen order, at most MAXGPU of them into gpus. @return how many there
  * are, MAXGPU + 1 when there are more. */
-static int list_gpus(const grape_dataset_t* d, const sel_t* s, int cls, const char** gpus) {
+int grape__list_gpus(const grape_dataset_t* d, const sel_t* s, int cls, const char** gpus) {
   int ngpu = 0;
   for (size_t i = 0; i < d->n; i++) {
     if (!selected(&d->rows[i], s, cls))
@@ -441,7 +319,7 @@ static int list_gpus(const grape_dataset_t* d, const sel_t* s, int cls, const ch
  * unseen GPU gets) to m->floor_ms. */
 static int fit_floors(const grape_dataset_t* d, sel_t* s, grape_model_t* m) {
   const char* gpus[MAXGPU];
-  int ngpu = list_gpus(d, s, -1, gpus);
+  int ngpu = grape__list_gpus(d, s, -1, gpus);
   ngpu = ngpu > MAXGPU ? MAXGPU : ngpu;
   double fl[MAXGPU][GRAPE_KC_COUNT];
   double* v = malloc((d->n + 1) * sizeof(double));
@@ -751,6 +629,63 @@ static int bin_quantiles(const resid_t* r, double* iv) {
   return 0;
 }
 
+/* Residuals v[0..n) by group (gpu[i] in [0, ngpu); with bin != NULL
+ * only those of bin b): each group's median, its level, into level[] (in
+ * group order, groups without rows left out), and every residual less its
+ * group's level into within (sorted per group). v: scratch of n values.
+ * @return the groups with rows; *nw the residuals in within. */
+static int group_levels(const double* vals, const int* gpu, const uint8_t* bin, int b, size_t n,
+                        int ngpu, double* v, double* level, double* within, size_t* nw) {
+  int k = 0;
+  *nw = 0;
+  for (int g = 0; g < ngpu && g < MAXGPU; g++) {
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+      if (gpu[i] == g && (bin == NULL || bin[i] == b))
+        v[m++] = vals[i];
+    if (m == 0)
+      continue;
+    qsort(v, m, sizeof(double), cmp_double);
+    double med = v[m / 2];
+    level[k++] = med;
+    for (size_t i = 0; i < m; i++)
+      within[(*nw)++] = v[i] - med;
+  }
+  return k;
+}
+
+/* The share of the variance of residuals v[0..n) that is a level per
+ * group (gpu[i]): the groups' medians' variance over it plus the within
+ * residuals' (robust: from their 10th-90th percentile range), into *rho;
+ * 0 with fewer than two groups. */
+static int level_share(const double* vals, const int* gpu, size_t n, int ngpu, double* rho) {
+  double level[MAXGPU];
+  double* v = malloc((n + 1) * sizeof(double));
+  double* w = malloc((n + 1) * sizeof(double));
+  *rho = 0;
+  if (v == NULL || w == NULL) {
+    free(v);
+    free(w);
+    return -ENOMEM;
+  }
+  size_t nw;
+  int k = group_levels(vals, gpu, NULL, 0, n, ngpu, v, level, w, &nw);
+  if (k >= 2 && nw >= MIN_ROWS) {
+    double mu = 0, tau2 = 0;
+    for (int g = 0; g < k; g++)
+      mu += level[g] / k;
+    for (int g = 0; g < k; g++)
+      tau2 += (level[g] - mu) * (level[g] - mu) / (k - 1);
+    qsort(w, nw, sizeof(double), cmp_double);
+    double sd = (w[(size_t)(0.9 * (double)(nw - 1))] - w[(size_t)(0.1 * (double)(nw - 1))]) /
+                2.5631;
+    *rho = tau2 + sd * sd > 0 ? tau2 / (tau2 + sd * sd) : 0;
+  }
+  free(v);
+  free(w);
+  return 0;
+}
+
 static double normal_cdf(double z) {
   return 0.5 * erfc(-z / sqrt(2));
 }
@@ -773,26 +708,13 @@ static int transfer_interval(const resid_t* r, int ngpu, int b, double* iv) {
   double* v = malloc((r->n + 1) * sizeof(double));
   double* w = malloc((r->n + 1) * sizeof(double));
   double shift[MAXGPU];
-  int k = 0;
-  size_t nw = 0;
   if (v == NULL || w == NULL) {
     free(v);
     free(w);
     return -ENOMEM;
   }
-  for (int g = 0; g < ngpu; g++) {
-    size_t n = 0;
-    for (size_t i = 0; i < r->n; i++)
-      if (r->gpu[i] == g && (b < 0 || r->bin[i] == b))
-        v[n++] = r->v[i];
-    if (n == 0)
-      continue;
-    qsort(v, n, sizeof(double), cmp_double);
-    double med = v[n / 2];
-    shift[k++] = med;
-    for (size_t i = 0; i < n; i++)
-      w[nw++] = v[i] - med;
-  }
+  size_t nw;
+  int k = group_levels(r->v, r->gpu, b < 0 ? NULL : r->bin, b, r->n, ngpu, v, shift, w, &nw);
   if (nw >= MIN_ROWS && k >= 2) {
     double mu = 0, var = 0;
     for (int g = 0; g < k; g++)
@@ -838,9 +760,9 @@ static int transfer_interval(const resid_t* r, int ngpu, int b, double* iv) {
  * launch-only fit ivl (both uncalibrated with fewer than two GPUs).
  * @return the candidate's index, or a negative errno. */
 static int select_cand(const grape_dataset_t* d, const sel_t* s, int c, int only, double* iv,
-                       double* ivl) {
+                       double* ivl, double* rho) {
   const char* gpus[MAXGPU];
-  int ngpu = list_gpus(d, s, c, gpus);
+  int ngpu = grape__list_gpus(d, s, c, gpus);
   ngpu = ngpu > MAXGPU ? MAXGPU : ngpu;
   for (int j = 0; j < 2 * GRAPE__NIVB; j++)
     iv[j] = ivl[j] = j % 2 ? -1 : 1;
@@ -906,7 +828,8 @@ static int select_cand(const grape_dataset_t* d, const sel_t* s, int c, int only
    * other GEMMs). From the launch alone, nn.Linear's errors are spread far
    * wider than the batched GEMMs' (no K to tell them apart) and the bins
    * are needed (pooled: 63% and 86% coverage). */
-  if ((err = transfer_interval(&best_r, ngpu, -1, iv)) < 0)
+  if ((err = transfer_interval(&best_r, ngpu, -1, iv)) < 0 ||
+      (err = level_share(best_r.v, best_r.gpu, best_r.n, ngpu, rho)) < 0)
     goto done;
   for (int b = 0; b < GRAPE__NIVB; b++)
     if ((err = transfer_interval(&lr, ngpu, b, &ivl[2 * b])) < 0)
@@ -927,7 +850,7 @@ done:
 /* The q-quantile of the op size (row_size) of each evaluation group's rows
  * with op dims that s selects (NULL: all), into thr[GRAPE_CV_GROUPS]
  * (infinity for a group without any). */
-static int size_quantiles(const grape_dataset_t* d, const sel_t* s, double q, double* thr) {
+int grape__size_quantiles(const grape_dataset_t* d, const sel_t* s, double q, double* thr) {
   double* v = malloc((d->n + 1) * sizeof(double));
   if (v == NULL)
     return -ENOMEM;
@@ -936,7 +859,7 @@ static int size_quantiles(const grape_dataset_t* d, const sel_t* s, double q, do
     for (size_t i = 0; i < d->n; i++)
       if (d->rows[i].group == g && d->rows[i].p.has_dims &&
           (s == NULL || selected(&d->rows[i], s, -1)))
-        v[n++] = row_size(&d->rows[i]);
+        v[n++] = grape__row_size(&d->rows[i]);
     thr[g] = INFINITY;
     if (n > 0) {
       qsort(v, n, sizeof(double), cmp_double);
@@ -976,6 +899,29 @@ static int size_quantiles(const grape_dataset_t* d, const sel_t* s, double q, do
 static const double widen_transfer[GRAPE_KC_COUNT] = {0.015, 0, 0, 0.093, 0, 0};
 static const double widen_known[GRAPE_KC_COUNT] = {0.072, 0.075, 0.208, 0.114, 0, 0};
 #define EXTRAP_DMIN 0.05   /* rows nearer their span than this (5%) calibrate no slope */
+
+/* Beyond a known GPU's rows, per class: -1 its trees' correction fades as
+ * the inner extrapolation split chooses (fades[] below), >= 0 that fade
+ * (0: kept whole). A class fades only where every outer extrapolation
+ * split (`grape train --cv extrapolate` at 50%, 75% and 90%) shows fading
+ * helps it; none does (docs/predictor.md). The inner split chose e^-0.5d
+ * for elementwise, and the 50% and 75% splits agreed (8.9 -> 7.3%, 5.5 ->
+ * 4.9%), but at the 90% split, whose fit holds every regime the whole data
+ * holds, as the shipped model's does, it hurt (3.5 -> 4.1%): fading moves
+ * a known GPU to the spec-based level, the transfer regime's error there,
+ * not the GPU's. */
+static const double fade_rule[GRAPE_KC_COUNT] = {0, 0, 0, 0, 0, 0};
+
+/* Per class, whether a GPU with no rows of it takes the trees of a known
+ * GPU of its architecture (grape__gpu_same_arch), on its own spec sheet:
+ * on only where leave-one-GPU-out and both extrapolation splits onto
+ * left-out GPUs (50%, 75%) show it helps, pooled over the held-out GPUs
+ * that have such a GPU in the fit (`grape train --cv`, `--cv extrapolate`
+ * print them). The NeuSight data's one pair, the P100 and the P4, showed
+ * it helping no class in all three (docs/predictor.md): their trees carry
+ * each host's launch floor and each board's power limit as much as the
+ * architecture's shape-level behaviour. */
+static const int sibling_rule[GRAPE_KC_COUNT] = {0, 0, 0, 0, 0, 0};
 
 /* The span, per interval bin, of the rows s selects of class c on GPU gpu
  * (NULL any): their launches alone (launch), or the rows with op dims. */
@@ -1055,7 +1001,7 @@ static int widen_slopes(const beyond_t* b, double* widen) {
 /* The lower half of an inner extrapolation split: s restricted to the rows
  * up to the median op size of their group (thr holds the sizes). */
 static int inner_split(const grape_dataset_t* d, const sel_t* s, double* thr, sel_t* lo) {
-  int err = size_quantiles(d, s, EXTRAP_Q, thr);
+  int err = grape__size_quantiles(d, s, EXTRAP_Q, thr);
   *lo = *s;
   lo->size_max = thr;
   return err;
@@ -1173,7 +1119,7 @@ static int fit_extrap_transfer(const grape_dataset_t* d, const sel_t* s, grape_m
     {
       const int l = 1;
       const char* gpus[MAXGPU];
-      int ngpu = list_gpus(d, lo, c, gpus);
+      int ngpu = grape__list_gpus(d, lo, c, gpus);
       ngpu = ngpu > MAXGPU ? MAXGPU : ngpu;
       double shift[MAXGPU], spread[2] = {0, 0};
       double* v = b.r;   /* scratch, before b fills */
@@ -1349,9 +1295,9 @@ static const double fades[] = {0, 0.25, 0.5, 1, 2, 4, 1000};
  * them: the transfer regime's in-range and extrapolated times, the trees'
  * correction, the distance, the measured time and the row's in-range
  * interval. */
-#define NUP 7
+#define NUP 8
 typedef struct pool_s {
-  double* v;               /* NUP a row: t0, tx, cr, dk, lat, lo, hi */
+  double* v;               /* NUP a row: t0, tx, cr, dk, lat, lo, hi, GPU index */
   size_t n;
 } pool_t;
 
@@ -1360,7 +1306,7 @@ typedef struct pool_s {
  * inner split lo into pool: trees fitted on the lower half (over the
  * transfer regime fitted there, ml) predict the upper half. */
 static int known_extrap(const grape_dataset_t* d, const sel_t* s, const sel_t* lo,
-                        const grape_model_t* ml, const char* gpu, int c, int l,
+                        const grape_model_t* ml, const char* gpu, int gi, int c, int l,
                         grape__known_class_t* kc, pool_t* pool) {
   span_of(d, s, c, l, gpu, &kc->x);
   if (kc->ntrees == 0 || ml == NULL)
@@ -1419,6 +1365,7 @@ static int known_extrap(const grape_dataset_t* d, const sel_t* s, const sel_t* l
     const double* iv = kc->iv[2 * bin] <= kc->iv[2 * bin + 1] ? &kc->iv[2 * bin] : kc->iv;
     u[5] = iv[0];
     u[6] = iv[1];
+    u[7] = gi;
   }
 done:
   free(x);
@@ -1430,7 +1377,8 @@ done:
 /* The fade and the widening of class c's known regime (one fit, l), from
  * the upper rows of every GPU pooled: beyond its rows a GPU's error drifts
  * in a way its own rows do not tell, as an unseen GPU's level does. */
-static int known_beyond(pool_t* pool, grape__known_t* known, int ngpu, int c, int l, FILE* logf) {
+static int known_beyond(pool_t* pool, grape__known_t* known, int ngpu, int c, int l,
+                        double rule, double* rho, FILE* logf) {
   if (pool->n < MIN_ROWS)
     return 0;
   double best = INFINITY, fade = 0;
@@ -1447,23 +1395,39 @@ static int known_beyond(pool_t* pool, grape__known_t* known, int ngpu, int c, in
       fade = fades[f];
     }
   }
+  double inner = fade;
+  if (rule >= 0)
+    fade = rule;
   k.x.fade = fade;
   beyond_t b;
-  if (beyond_alloc(&b, pool->n) < 0) {
+  double* res = malloc((pool->n + 1) * sizeof(double));
+  int* gi = malloc((pool->n + 1) * sizeof(int));
+  if (beyond_alloc(&b, pool->n) < 0 || res == NULL || gi == NULL) {
     beyond_free(&b);
+    free(res);
+    free(gi);
     return -ENOMEM;
   }
   for (size_t i = 0; i < pool->n; i++) {
     const double* u = &pool->v[NUP * i];
-    beyond_add(&b, log(u[4] / grape__known_time(&k, u[0], u[1], u[2], u[3])), u[5], u[6], u[3]);
+    res[i] = log(u[4] / grape__known_time(&k, u[0], u[1], u[2], u[3]));
+    gi[i] = (int)u[7];
+    beyond_add(&b, res[i], u[5], u[6], u[3]);
   }
+  /* Beyond its rows a known GPU's error is mostly a drift of its own (a
+   * level per GPU), which a path's kernels share. */
+  int err = level_share(res, gi, pool->n, ngpu, rho);
+  free(res);
+  free(gi);
   double widen[2] = {-widen_known[c], widen_known[c]};
-  int err = l ? widen_slopes(&b, widen) : 0;
+  if (err == 0 && l)
+    err = widen_slopes(&b, widen);
   beyond_free(&b);
   if (logf != NULL)
-    fprintf(logf, "grape: %s%s: known regime beyond its rows (%zu): fade %g, widening %.4f a unit "
-            "of distance\n", grape_kclass_name(c), l ? " (launch only)" : "", pool->n, fade,
-            widen[1]);
+    fprintf(logf, "grape: %s%s: known regime beyond its rows (%zu): fade %g (the inner split's "
+            "choice %g), widening %.4f a unit of distance, shared level %.2f\n",
+            grape_kclass_name(c), l ? " (launch only)" : "", pool->n, fade, inner, widen[1],
+            *rho);
   for (int g = 0; g < ngpu; g++) {
     grape__known_class_t* kc = &known[g].c[c][l];
     kc->x.fade = fade;
@@ -1480,7 +1444,7 @@ static int known_beyond(pool_t* pool, grape__known_t* known, int ngpu, int c, in
 static int fit_known(const grape_dataset_t* d, const sel_t* s, const sel_t* lo,
                      const grape_model_t* ml, grape_model_t* m) {
   const char* gpus[MAXGPU];
-  int ngpu = list_gpus(d, s, -1, gpus);
+  int ngpu = grape__list_gpus(d, s, -1, gpus);
   ngpu = ngpu > MAXGPU ? MAXGPU : ngpu;
   m->known = calloc((size_t)ngpu + 1, sizeof(*m->known));
   if (m->known == NULL)
@@ -1518,10 +1482,14 @@ static int fit_known(const grape_dataset_t* d, const sel_t* s, const sel_t* lo,
         }
         kset_free(&k);
         if (err == 0)
-          err = known_extrap(d, s, lo, ml, gpus[g], c, l, kc, &pool);
+          err = known_extrap(d, s, lo, ml, gpus[g], g, c, l, kc, &pool);
       }
+      double rule = s->o->fade == -1 ? fade_rule[c] : s->o->fade;
+      double rho = 0;
       if (err == 0)
-        err = known_beyond(&pool, m->known, ngpu, c, l, s->o->log);
+        err = known_beyond(&pool, m->known, ngpu, c, l, rule, &rho, s->o->log);
+      if (l == 0)
+        m->rho[c][1] = rho;
       if (err < 0) {
         free(pool.v);
         return err;
@@ -1531,7 +1499,7 @@ static int fit_known(const grape_dataset_t* d, const sel_t* s, const sel_t* lo,
   return 0;
 }
 
-static int train_sel(const grape_dataset_t* d, sel_t* s, grape_model_t** out) {
+int grape__train_sel(const grape_dataset_t* d, sel_t* s, grape_model_t** out) {
   grape_model_t* ml = NULL;   /* the inner extrapolation split's lower-half fit */
   grape_model_t* m = calloc(1, sizeof(*m));
   if (m == NULL)
@@ -1557,7 +1525,8 @@ static int train_sel(const grape_dataset_t* d, sel_t* s, grape_model_t** out) {
     for (int j = 0; j < 2 * GRAPE__NIVB; j++)
       m->iv[c][j] = m->ivl[c][j] = j % 2 ? -1 : 1;
     int only = fixed_form(c) >= 0 ? fixed_form(c) : s->o->select ? -1 : 0;
-    if (fc >= 0 && (ci[c] = select_cand(d, s, c, only, m->iv[c], m->ivl[c])) < 0) {
+    m->sibling[c] = s->o->sibling < 0 ? sibling_rule[c] : s->o->sibling;
+    if (fc >= 0 && (ci[c] = select_cand(d, s, c, only, m->iv[c], m->ivl[c], &m->rho[c][0])) < 0) {
       err = ci[c];
       goto fail_fit;
     }
@@ -1575,6 +1544,7 @@ static int train_sel(const grape_dataset_t* d, sel_t* s, grape_model_t** out) {
     for (int o = 0; o < GRAPE_KC_COUNT; o++) {
       if (m->rows[o] < MIN_ROWS)
         continue;
+      m->rho[c][0] = fmax(m->rho[c][0], m->rho[o][0]);
       double* a[2] = {m->iv[c], m->ivl[c]};
       const double* b[2] = {m->iv[o], m->ivl[o]};  /* bin 0 of each */
       for (int j = 0; j < 2; j++) {
@@ -1599,7 +1569,7 @@ static int train_sel(const grape_dataset_t* d, sel_t* s, grape_model_t** out) {
   {
     /* The harness of each GPU, known to the model or not. */
     const char* gpus[MAXGPU];
-    int ngpu = list_gpus(d, s, -1, gpus);
+    int ngpu = grape__list_gpus(d, s, -1, gpus);
     ngpu = ngpu > MAXGPU ? MAXGPU : ngpu;
     double hf[MAXGPU][GRAPE_KC_COUNT], ho[MAXGPU][GRAPE_KC_COUNT];
     if ((err = fit_harness(d, s, m, gpus, ngpu, hf, ho)) < 0)
@@ -1625,228 +1595,13 @@ fail_fit:
 int grape_model_train_opts(const grape_dataset_t* d, const grape_train_opts_t* o,
                            grape_model_t** out) {
   grape_train_opts_t k;
-  int err = resolve(o, &k);
+  int err = grape__train_resolve(o, &k);
   if (err < 0)
     return err;
   sel_t s = {.o = &k};
-  return train_sel(d, &s, out);
+  return grape__train_sel(d, &s, out);
 }
 
 int grape_model_train(const grape_dataset_t* d, grape_model_t** out) {
   return grape_model_train_opts(d, NULL, out);
-}
-
-/* ---- Cross-validation ---- */
-
-#define NGROUP GRAPE_CV_GROUPS
-
-const char* grape_cv_group_name(int g) {
-  return g == GRAPE_KC_COUNT ? "linear" : g == GRAPE_KC_GEMM ? "bmm" : grape_kclass_name(g);
-}
-
-static void cell_add(grape_cv_cell_t* t, const grape_cv_cell_t* a) {
-  t->n += a->n;
-  for (int me = 0; me < GRAPE_METHOD_COUNT; me++) {
-    t->ape[me] += a->ape[me];
-    t->sum_pred[me] += a->sum_pred[me];
-  }
-  t->sum_meas += a->sum_meas;
-  t->ape_launch += a->ape_launch;
-  t->covered += a->covered;
-  t->cover_launch += a->cover_launch;
-  t->ape_known += a->ape_known;
-  t->known += a->known;
-  t->extrapolated += a->extrapolated;
-}
-
-void grape_cv_sum(const grape_cv_t* cv, int group, grape_cv_cell_t* out) {
-  memset(out, 0, sizeof(*out));
-  for (int g = 0; g < NGROUP; g++)
-    if (group < 0 || g == group)
-      for (int gi = 0; gi < cv->ngpu; gi++)
-        cell_add(out, &cv->cell[gi][g]);
-}
-
-/* What a prediction says of row r: the kernel's time for a row timed as a
- * kernel, the harness-inclusive latency for one timed through a harness;
- * with its bounds. */
-static double served(const row_t* r, const grape_prediction_t* p, double* lo, double* hi) {
-  *lo = r->kernel_time ? p->lo_ms : p->harness_lo_ms;
-  *hi = r->kernel_time ? p->hi_ms : p->harness_hi_ms;
-  return r->kernel_time ? p->ms : p->harness_ms;
-}
-
-/* Whether grape's interval holds the measured time of r. */
-static int covers(const row_t* r, const grape_prediction_t* p) {
-  double lo, hi;
-  served(r, p, &lo, &hi);
-  return p->has_interval && lo <= r->lat && r->lat <= hi;
-}
-
-/* grape's absolute relative error on r. */
-static double ape_of(const row_t* r, const grape_prediction_t* p) {
-  double lo, hi;
-  return fabs(served(r, p, &lo, &hi) - r->lat) / r->lat;
-}
-
-/* Starts a cross-validation of d over the GPUs of the data, which needs
- * `min` of them: out emptied and its GPUs listed, options resolved into k.
- * @return 0, -E2BIG (too many GPUs), -ENODATA (too few) or -EINVAL. */
-static int cv_begin(const grape_dataset_t* d, const grape_train_opts_t* o, int min,
-                    grape_train_opts_t* k, grape_cv_t* out) {
-  int err = resolve(o, k);
-  if (err < 0)
-    return err;
-  memset(out, 0, sizeof(*out));
-  sel_t all = {0};
-  int n = list_gpus(d, &all, -1, out->gpu);
-  if (n > MAXGPU)
-    return -E2BIG;
-  if (n < min)
-    return -ENODATA;
-  out->ngpu = n;
-  out->rows = d->n;
-  return 0;
-}
-
-int grape_model_crossval(const grape_dataset_t* d, const grape_train_opts_t* o, grape_cv_t* out) {
-  grape_train_opts_t k;
-  int err = cv_begin(d, o, 2, &k, out);
-  if (err < 0)
-    return err;
-  FILE* dump = k.cv_dump;
-  for (int gi = 0; gi < out->ngpu; gi++) {
-    sel_t s = {.skip = out->gpu[gi], .transfer_only = 1, .o = &k};
-    grape_model_t* m;
-    if ((err = train_sel(d, &s, &m)) < 0)
-      return err;
-    out->level = m->level;
-    for (size_t i = 0; i < d->n; i++) {
-      const row_t* r = &d->rows[i];
-      if (strcmp(r->gpu->name, out->gpu[gi]) != 0 || r->group < 0 || r->group >= NGROUP)
-        continue;
-      grape_cv_cell_t* a = &out->cell[gi][r->group];
-      for (int me = 0; me < GRAPE_METHOD_COUNT; me++) {
-        double p = grape__predict(m, me, &r->p, r->gpu);
-        a->ape[me] += fabs(p - r->lat) / r->lat;
-        a->sum_pred[me] += p;
-      }
-      grape_prediction_t pf, pl;
-      grape__predict_full(m, &r->p, r->gpu, &pf);
-      grape__predict_full(m, &r->pl, r->gpu, &pl);
-      a->covered += covers(r, &pf);
-      a->cover_launch += covers(r, &pl);
-      a->ape_launch += ape_of(r, &pl);
-      if (dump != NULL)
-        fprintf(dump, "%s,%d,%g,%g,%g,%g,%g,%g,%g,%g,%g\n", out->gpu[gi], r->group, r->lat,
-                grape__predict(m, GRAPE_METHOD_ROOFLINE, &r->p, r->gpu),
-                grape__predict(m, GRAPE_METHOD_LI, &r->p, r->gpu),
-                grape__predict(m, GRAPE_METHOD_GRAPE, &r->p, r->gpu), r->p.flops, r->p.kred,
-                r->p.blocks, r->p.tile_m * r->p.tile_n, r->p.variant);
-      a->sum_meas += r->lat;
-      a->n++;
-    }
-    grape_model_free(m);
-  }
-  return 0;
-}
-
-/* The cell of r's GPU (listed in out) and group. */
-static grape_cv_cell_t* cell_of(grape_cv_t* out, const row_t* r) {
-  int gi = 0;
-  while (gi < out->ngpu && strcmp(out->gpu[gi], r->gpu->name) != 0)
-    gi++;
-  return &out->cell[gi][r->group];
-}
-
-/* Adds r, with op dims, as m serves it (into *pf) and as its transfer
- * regime alone predicts it, to cell a. */
-static void add_served(grape_cv_cell_t* a, const grape_model_t* m, const row_t* r,
-                       grape_prediction_t* pf) {
-  grape__predict_full(m, &r->p, r->gpu, pf);
-  double t0 = grape__predict(m, GRAPE_METHOD_GRAPE, &r->p, r->gpu);
-  a->ape[GRAPE_METHOD_GRAPE] += fabs(t0 - r->lat) / r->lat;
-  a->ape_known += ape_of(r, pf);
-  a->covered += covers(r, pf);
-  a->known += pf->regime != GRAPE_REGIME_TRANSFER;
-  a->extrapolated += pf->regime == GRAPE_REGIME_KNOWN_EXTRAPOLATED;
-  a->n++;
-}
-
-int grape_model_crossval_shapes(const grape_dataset_t* d, int folds, const grape_train_opts_t* o,
-                                grape_cv_t* out) {
-  if (folds < 2)
-    return -EINVAL;
-  grape_train_opts_t k;
-  int err = cv_begin(d, o, 1, &k, out);
-  if (err < 0)
-    return err;
-  out->folds = folds;
-  for (int f = 0; f < folds; f++) {
-    sel_t s = {.folds = folds, .fold = f, .o = &k};
-    grape_model_t* m;
-    if ((err = train_sel(d, &s, &m)) < 0)
-      return err;
-    out->level = m->level;
-    for (size_t i = 0; i < d->n; i++) {
-      const row_t* r = &d->rows[i];
-      if (!r->p.has_dims || r->shape % (uint32_t)folds != (uint32_t)f || r->group < 0 ||
-          r->group >= NGROUP)
-        continue;
-      grape_cv_cell_t* a = cell_of(out, r);
-      grape_prediction_t pf, pl;
-      add_served(a, m, r, &pf);
-      grape__predict_full(m, &r->pl, r->gpu, &pl);
-      a->ape_launch += ape_of(r, &pl);
-      a->cover_launch += covers(r, &pl);
-    }
-    grape_model_free(m);
-  }
-  return 0;
-}
-
-int grape_model_crossval_extrapolate(const grape_dataset_t* d, double q, int held_out_gpus,
-                                     const grape_train_opts_t* o, grape_cv_t* out) {
-  if (!(q > 0 && q < 1))
-    return -EINVAL;
-  grape_train_opts_t k;
-  int err = cv_begin(d, o, held_out_gpus ? 2 : 1, &k, out);
-  if (err < 0)
-    return err;
-  double thr[NGROUP];
-  if ((err = size_quantiles(d, NULL, q, thr)) < 0)
-    return err;
-  out->split_q = q;
-  out->extrapolate = held_out_gpus ? 2 : 1;
-  /* Known GPUs: one fit on the small rows of every GPU. Held-out GPUs: a
-   * fit per GPU on the small rows of the others (transfer regime only). */
-  int nfit = held_out_gpus ? out->ngpu : 1;
-  for (int f = 0; f < nfit; f++) {
-    sel_t s = {.size_max = thr, .o = &k};
-    if (held_out_gpus) {
-      s.skip = out->gpu[f];
-      s.transfer_only = 1;
-    }
-    grape_model_t* m;
-    if ((err = train_sel(d, &s, &m)) < 0)
-      return err;
-    out->level = m->level;
-    for (size_t i = 0; i < d->n; i++) {
-      const row_t* r = &d->rows[i];
-      if (!r->p.has_dims || r->group < 0 || r->group >= NGROUP || row_size(r) <= thr[r->group] ||
-          (held_out_gpus && strcmp(r->gpu->name, out->gpu[f]) != 0))
-        continue;
-      grape_prediction_t pf;
-      add_served(cell_of(out, r), m, r, &pf);
-      if (k.cv_dump != NULL)
-        fprintf(k.cv_dump, "%s,%d,%g,%g,%g,%g,%g,%g,%g,%d,%g,%g,%g\n", r->gpu->name, r->group,
-                r->lat, grape__predict(m, GRAPE_METHOD_ROOFLINE, &r->p, r->gpu),
-                grape__predict(m, GRAPE_METHOD_LI, &r->p, r->gpu),
-                grape__predict(m, GRAPE_METHOD_GRAPE, &r->p, r->gpu), pf.harness_ms,
-                pf.harness_lo_ms, pf.harness_hi_ms, (int)pf.regime, row_size(r), thr[r->group],
-                pf.distance);
-    }
-    grape_model_free(m);
-  }
-  return 0;
 }

@@ -75,6 +75,8 @@ static void train_opts_from_env(grape_train_opts_t* o) {
   env_int("GRAPE_TRAIN_CRIT", &o->crit);
   env_int("GRAPE_TRAIN_UNIT_SLOPE", &o->unit_slope);
   env_int("GRAPE_TRAIN_XFORM", &o->xform);
+  env_double("GRAPE_TRAIN_FADE", &o->fade);
+  env_int("GRAPE_TRAIN_SIBLING", &o->sibling);
   if (getenv("GRAPE_TRAIN_VERBOSE") != NULL)
     o->log = stderr;
 }
@@ -110,6 +112,26 @@ static void gpu_cell(const grape_cv_cell_t* a) {
 static void shape_cell(const grape_cv_cell_t* a) {
   printf("  %5.1f (%5.1f)/%5.1f", 100 * a->ape_known / a->n,
          100 * a->ape[GRAPE_METHOD_GRAPE] / a->n, 100 * a->covered / a->n);
+}
+
+/* Held-out GPUs with a known GPU of their architecture in the fit: per
+ * group and held-out GPU, grape as served with that GPU's trees against
+ * without them (what decides the class's sibling rule). */
+static void print_anchored(const grape_cv_t* cv) {
+  int any = 0;
+  for (int gi = 0; gi < cv->ngpu; gi++)
+    for (int g = 0; g < GRAPE_CV_GROUPS; g++) {
+      const grape_cv_cell_t* a = &cv->cell[gi][g];
+      if (a->anchored == 0)
+        continue;
+      if (!any)
+        printf("\nheld-out GPUs with a known GPU of their architecture in the fit: per-kernel "
+               "MAPE %% with its trees / without\n%-24s %-12s %8s %8s %8s\n", "gpu", "group",
+               "rows", "with", "without");
+      any = 1;
+      printf("%-24s %-12s %8.0f %8.1f %8.1f\n", cv->gpu[gi], grape_cv_group_name(g),
+             a->anchored, 100 * a->ape_anchored / a->anchored, 100 * a->ape_alone / a->anchored);
+    }
 }
 
 /* Leave one GPU out: per group, each method's per-kernel MAPE and summed-time
@@ -149,6 +171,7 @@ static void print_cv_gpus(const grape_cv_t* cv) {
   grape_cv_sum(cv, -1, &tot);
   printf("%-12s %8.0f %78s %8.1f %14.1f\n", "all", tot.n, "", 100 * tot.covered / tot.n,
          100 * tot.cover_launch / tot.n);
+  print_anchored(cv);
   printf("\nper held-out GPU, grape's per-kernel MAPE %% / coverage %%:\n");
   print_per_gpu(cv, 13, gpu_cell);
 }
@@ -213,6 +236,7 @@ static void print_cv_extrapolate(const grape_cv_t* rk, const grape_cv_t* ek, con
            100 * b.covered / b.n, e.n, ta, tb, tb / ta, 100 * c.covered / c.n,
            100 * e.covered / e.n);
   }
+  print_anchored(et);
 }
 
 /* ---- The command ---- */

@@ -46,9 +46,9 @@ extern "C" {
 #endif
 
 /* Bumped whenever a public struct below changes layout. */
-#define GRAPE_PREDICT_API_VERSION 4
+#define GRAPE_PREDICT_API_VERSION 5
 /* Version written on the first line of model files; others are refused. */
-#define GRAPE_MODEL_FORMAT_VERSION 5
+#define GRAPE_MODEL_FORMAT_VERSION 6
 
 /* ---- GPU specs ---- */
 
@@ -212,6 +212,10 @@ typedef struct grape_prediction_s {
                                 theirs (0 within them); the interval widens with it */
   double harness_ms;         /* the op's latency through a timing harness */
   double harness_lo_ms, harness_hi_ms;
+  int kclass;                /* the kernel's grape_kclass_t */
+  double shared;             /* the share of its log error's variance that is a level
+                                shared by the class's kernels on this GPU (0..1), as
+                                cross-validation measured it; a path combines with it */
 } grape_prediction_t;
 
 /* A kernel's prediction by any model: grape's (the same as
@@ -226,13 +230,18 @@ GRAPE_API void grape_predict_kernel(const grape_model_t* m, const grape_gpu_spec
 GRAPE_API void grape_predict_prepared(const grape_model_t* m, const grape_gpu_spec_t* gpu,
                                       const grape_kernel_prep_t* p, grape_prediction_t* out);
 
-/* A path's predicted times with bounds. eager_* and graph_* are what
- * grape_predict_path gives plus the bounds: the sums of the kernels' bounds
- * plus the same launch gaps (the gaps are constants, not fitted, and carry
- * no interval). Summing bounds assumes the kernels' errors move together,
- * which holds for repeated launches of one shape and for the transfer
- * regime's per-GPU level; for independent errors the bounds are wider than
- * `level` needs (docs/predictor.md). */
+/* A path's predicted times with bounds, composed as a GPU runs it. Eager,
+ * the host issues kernel after kernel (a launch gap each, or the measured
+ * host gaps of grape_path_combine_gaps) while the device runs them through
+ * its queue: a kernel starts when it has been issued and the previous one
+ * has ended, so the path costs about the larger of host issue and device
+ * time, not their sum. As a graph, one graph launch replaces the per-kernel
+ * issue, plus a small per-node gap on the device. The bounds combine the
+ * kernels' errors as cross-validation measured them: per class a level
+ * shared by all its kernels on the GPU (moving together), plus independent
+ * errors per distinct launch (repeats of one launch share theirs); the
+ * classes' levels are independent of each other. Never the sum of bounds
+ * (docs/predictor.md). */
 typedef struct grape_path_prediction_s {
   double eager_ms, eager_lo_ms, eager_hi_ms;
   double graph_ms, graph_lo_ms, graph_hi_ms;
@@ -253,6 +262,13 @@ GRAPE_API int grape_predict_path_interval(const grape_model_t* m, const grape_gp
  * @return 0, or -EINVAL. */
 GRAPE_API int grape_path_combine(const grape_model_t* m, const grape_prediction_t* k, size_t n,
                                  grape_path_prediction_t* out);
+/* The same with the host's time to issue each kernel measured (host_ms[i]:
+ * from the previous launch call, or the path's start, to kernel i's; NULL,
+ * or a negative entry: the model's eager launch gap). @return 0, -EINVAL,
+ * or -ENOMEM. */
+GRAPE_API int grape_path_combine_gaps(const grape_model_t* m, const grape_prediction_t* k,
+                                      const double* host_ms, size_t n,
+                                      grape_path_prediction_t* out);
 /* The GPUs with a known regime in m (for at least one class): 0 <= i <
  * grape_model_known_count(m). Names as in the spec table. */
 GRAPE_API size_t grape_model_known_count(const grape_model_t* m);
@@ -350,6 +366,14 @@ typedef struct grape_train_opts_s {
   FILE* cv_dump;        /* leave-one-GPU-out only: NULL (NULL), or where every held-out
                            prediction is written as CSV (gpu, group, measured, roofline, Li,
                            grape, flops, reduction length, blocks, tile area, variant) */
+  double fade;          /* beyond a known GPU's rows its trees' correction fades as
+                           exp(-fade d): -1 the class's rule (-1; kept whole unless
+                           extrapolation splits showed fading helps the class), -2 the
+                           inner extrapolation split's choice for every class, >= 0 that
+                           fade everywhere */
+  int sibling;          /* an unseen GPU takes the trees of a known GPU of its architecture:
+                           -1 the class's rule (-1; decided by cross-validation), 0 never,
+                           1 in every class */
 } grape_train_opts_t;
 
 /* Fills o with the defaults (and sz). */
@@ -385,6 +409,11 @@ typedef struct grape_cv_cell_s {
   double known;                         /* shape folds: rows the known regime served
                                            (extrapolated or not) */
   double extrapolated;                  /* of them, beyond the GPU's own rows */
+  double anchored;                      /* leave-one-GPU-out and extrapolation onto left-out
+                                           GPUs: rows a known GPU of the held-out GPU's
+                                           architecture could serve (its trees) */
+  double ape_anchored;                  /* on those rows: grape with that GPU's trees */
+  double ape_alone;                     /* on those rows: grape without them */
 } grape_cv_cell_t;
 
 /* What a cross-validation measured, per held-out GPU and evaluation group. */

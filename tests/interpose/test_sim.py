@@ -200,7 +200,7 @@ def case_graph(a):
 
 def case_predict(a):
     """GRAPE_PREDICT_GPU: dynrnn's report has positive predicted times, graph <=
-    eager per path, each top path's times equal what the public predictor API
+    eager per path (up to a graph launch), each top path's times equal what the public predictor API
     (grape_predict_path, in the helper) gives for the kernels the report lists,
     and the totals are the count-weighted sums over every path. An unknown GPU:
     one warning naming the variable and the known GPUs, "predicted": null, and
@@ -234,7 +234,9 @@ def predicted_matches_api(a, args, base, gpu):
         if t["fingerprint"] != q["fingerprint"] or t["predicted_eager_ms"] != q["eager_ms"] or \
                 t["predicted_graph_ms"] != q["graph_ms"]:
             fail(f"top path {t} vs predicted {q}", p)
-        if not 0 < q["graph_ms"] <= q["eager_ms"]:
+        # Eager, host issue overlaps the kernels; a graph pays its launch
+        # once: a short path of tiny kernels may predict no faster as a graph.
+        if not 0 < q["graph_ms"] <= q["eager_ms"] + 0.005:
             fail(f"path times {q}", p)
         # Kernels only: memsets and copies are not modelled.
         nk = sum(1 for k in t["kernels"] if k not in ("memset", "memcpy"))

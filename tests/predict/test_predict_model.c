@@ -458,22 +458,32 @@ Test(predict, known_regime_serves_training_gpus_and_transfer_the_rest) {
   grape_model_free(m);
 }
 
-/* A path's bounds are its kernels' bounds summed plus the launch gaps; its
- * times are grape_predict_path's; grape_path_combine gives the same from
- * kernel predictions made earlier. */
-Test(predict, path_interval_sums_kernel_bounds_and_gaps) {
+/* The queue a GPU runs, written out for the test: the host issues kernel
+ * after kernel `gap` ms apart while the device runs them in order. */
+static double queued(const grape_prediction_t* k, size_t n, double f, double gap) {
+  double issued = 0, end = 0;
+  for (size_t i = 0; i < n; i++) {
+    issued += gap;
+    end = fmax(issued, end) + f * k[i].ms;
+  }
+  return end;
+}
+
+/* A path's eager time is the queue's: host issue and device execution
+ * overlap, so a path of tiny kernels costs its issue (4 us a launch) and a
+ * path of long ones its kernels, never their sum; a graph is one launch
+ * plus 1 us a node. grape_path_combine gives the same as the one call. */
+Test(predict, path_time_overlaps_host_issue_and_device) {
   grape_model_t* m;
   cr_assert_eq(grape_model_load_default(&m), 0);
   const grape_gpu_spec_t* g = grape_gpu_find("Tesla V100-PCIE-32GB");
   grape_kernel_desc_t k[3] = {gemm(512, 512, 512), gemm(64, 4096, 1024), gemm(300, 200, 100)};
   k[2].op = GRAPE_OP_UNKNOWN;
   grape_prediction_t kp[3];
-  double sum = 0, lo = 0, hi = 0;
+  double sum = 0;
   for (int i = 0; i < 3; i++) {
     grape_predict_kernel(m, g, &k[i], &kp[i]);
     sum += kp[i].ms;
-    lo += kp[i].lo_ms;
-    hi += kp[i].hi_ms;
   }
   grape_path_prediction_t pp, pc;
   cr_assert_eq(grape_predict_path_interval(m, g, k, 3, &pp), 0);
@@ -481,16 +491,37 @@ Test(predict, path_interval_sums_kernel_bounds_and_gaps) {
   cr_assert_eq(grape_predict_path(m, g, k, 3, &eager, &graph), 0);
   cr_expect_float_eq(pp.eager_ms, eager, 1e-12);
   cr_expect_float_eq(pp.graph_ms, graph, 1e-12);
-  cr_expect_float_eq(pp.eager_ms, sum + 3 * 0.004, 1e-12, "4 us per eager launch");
+  cr_expect_float_eq(pp.eager_ms, queued(kp, 3, 1, 0.004), 1e-12);
+  cr_expect(pp.eager_ms < sum + 3 * 0.004, "issue overlaps execution: %g vs %g", pp.eager_ms,
+            sum + 3 * 0.004);
   cr_expect_float_eq(pp.graph_ms, sum + 0.005 + 3 * 0.001, 1e-12, "one graph launch + 1 us a node");
-  cr_expect_float_eq(pp.eager_lo_ms, lo + 3 * 0.004, 1e-12);
-  cr_expect_float_eq(pp.eager_hi_ms, hi + 3 * 0.004, 1e-12);
-  cr_expect_float_eq(pp.graph_lo_ms, lo + 0.008, 1e-12);
-  cr_expect_float_eq(pp.graph_hi_ms, hi + 0.008, 1e-12);
   cr_expect(pp.has_interval && pp.kernels == 3 && pp.known == 2, "%zu known", pp.known);
+  cr_expect(pp.eager_lo_ms < pp.eager_ms && pp.eager_ms < pp.eager_hi_ms);
+  cr_expect(pp.graph_lo_ms < pp.graph_ms && pp.graph_ms < pp.graph_hi_ms);
   cr_expect_float_eq(pp.level, 0.8, 1e-12);
   cr_assert_eq(grape_path_combine(m, kp, 3, &pc), 0);
   cr_expect(memcmp(&pc, &pp, sizeof(pc)) == 0, "combine == the one call");
+  /* 1000 tiny kernels: the host's issue is the path's time. */
+  grape_prediction_t tiny[1000];
+  for (int i = 0; i < 1000; i++) {
+    tiny[i] = kp[0];
+    tiny[i].ms = 0.0015;
+    tiny[i].lo_ms = 0.001;
+    tiny[i].hi_ms = 0.003;
+  }
+  cr_assert_eq(grape_path_combine(m, tiny, 1000, &pc), 0);
+  cr_expect_float_eq(pc.eager_ms, 1000 * 0.004 + 0.0015, 1e-9, "%g", pc.eager_ms);
+  cr_expect(pc.eager_ms - pc.eager_lo_ms < 0.001, "the host bounds it from below: %g vs %g",
+            pc.eager_lo_ms, pc.eager_ms);
+  /* Measured host gaps replace the model's launch gap. */
+  double host[3] = {0.1, -1, 0.0005};
+  cr_assert_eq(grape_path_combine_gaps(m, kp, host, 3, &pc), 0);
+  double issued = 0, end = 0;
+  for (int i = 0; i < 3; i++) {
+    issued += host[i] >= 0 ? host[i] : 0.004;
+    end = fmax(issued, end) + kp[i].ms;
+  }
+  cr_expect_float_eq(pc.eager_ms, end, 1e-12);
   /* A kernel without an interval leaves the path without one. */
   kp[1].has_interval = 0;
   kp[1].hi_ms = INFINITY;
@@ -501,6 +532,160 @@ Test(predict, path_interval_sums_kernel_bounds_and_gaps) {
   cr_expect_eq(grape_path_combine(m, NULL, 1, &pc), -EINVAL);
   cr_assert_eq(grape_predict_path_interval(m, g, NULL, 0, &pp), 0);
   cr_expect(pp.eager_ms == 0 && pp.graph_ms == 0 && pp.kernels == 0);
+  grape_model_free(m);
+}
+
+/* A path's interval combines its kernels' errors as cross-validation
+ * measured them, never by summing bounds: distinct launches' own errors
+ * partly cancel, so 200 distinct GEMMs' device-time interval is relatively
+ * narrower than one kernel's; repeats of one launch share its error (the
+ * same prediction, the same miss), as does the level every kernel of a
+ * class shares, so 200 repeats keep the kernel's relative interval. */
+Test(predict, path_interval_combines_errors_not_bounds) {
+  grape_model_t* m;
+  cr_assert_eq(grape_model_load_default(&m), 0);
+  const grape_gpu_spec_t* g = grape_gpu_find("H100");
+  enum { N = 200 };
+  grape_prediction_t kp[N], rep[N];
+  double sum = 0, lo = 0, hi = 0;
+  for (int i = 0; i < N; i++) {
+    grape_kernel_desc_t k = gemm(1024 + 64 * i, 2048, 2048);
+    grape_predict_kernel(m, g, &k, &kp[i]);
+    cr_assert(kp[i].has_interval && kp[i].shared > 0 && kp[i].shared < 1, "shared %g",
+              kp[i].shared);
+    sum += kp[i].ms;
+    lo += kp[i].lo_ms;
+    hi += kp[i].hi_ms;
+    rep[i] = kp[0];
+  }
+  grape_path_prediction_t pp, pr;
+  cr_assert_eq(grape_path_combine(m, kp, N, &pp), 0);
+  /* A graph's bounds: its device time's bounds plus the fixed gaps. */
+  double gaps = 0.005 + N * 0.001;
+  double up = (pp.graph_hi_ms - gaps) / sum - 1, down = 1 - (pp.graph_lo_ms - gaps) / sum;
+  cr_expect(up < 0.95 * (hi / sum - 1), "relative upper deviation %g vs summed %g", up,
+            hi / sum - 1);
+  cr_expect(down < 0.95 * (1 - lo / sum), "relative lower deviation %g vs summed %g", down,
+            1 - lo / sum);
+  /* ... but never narrower than the shared level alone. */
+  cr_expect(up > sqrt(kp[0].shared) * 0.9 * (hi / sum - 1), "%g", up);
+  cr_assert_eq(grape_path_combine(m, rep, N, &pr), 0);
+  double gsum = N * kp[0].ms;
+  cr_expect_float_eq((pr.graph_hi_ms - gaps) / gsum, kp[0].hi_ms / kp[0].ms, 1e-9,
+                     "repeats share one error");
+  cr_expect_float_eq((pr.graph_lo_ms - gaps) / gsum, kp[0].lo_ms / kp[0].ms, 1e-9);
+  grape_model_free(m);
+}
+
+/* A known GPU keeps its trees' correction beyond its training rows: with
+ * the default model, an elementwise op 100x larger than any training row
+ * of the T4 (regime known-extrapolated) is the extrapolated transfer time
+ * times the trees' whole correction, on every known GPU, as the model
+ * file's per-class rule says (fade 0). */
+Test(predict, known_correction_is_kept_beyond_the_rows) {
+  grape_model_t* m;
+  cr_assert_eq(grape_model_load_default(&m), 0);
+  int checked = 0;
+  for (size_t i = 0; i < grape_model_known_count(m); i++) {
+    const grape_gpu_spec_t* g = grape_gpu_find(grape_model_known_gpu(m, i));
+    cr_assert(g != NULL);
+    grape_kernel_desc_t k = {.name = "void at::native::vectorized_elementwise_kernel<4, "
+                                     "at::native::CUDAFunctor_add<float>>",
+                             .grid = {65535, 1, 1}, .block = {128, 1, 1}, .regs = -1,
+                             .op = GRAPE_OP_ELEMENTWISE, .dims = {6.4e9, 3}};
+    grape__kprep_t p;
+    grape__kernel_prep(&k, &p);
+    const grape__known_class_t* kc = grape__known_class(m, g, GRAPE_KC_ELEMENTWISE, 0);
+    if (kc == NULL)
+      continue;
+    double x[GRAPE__NFEAT], t0, d;
+    grape__roof_t r;
+    double tx = grape__predict_transfer(m, &p, g, x, &r, &t0, &d);
+    float xf[GRAPE__NGF];
+    grape__gpu_features(&p, x, &r, t0, xf);
+    double cr = grape__boost_eval(kc->trees, kc->ntrees, xf);
+    grape_prediction_t out;
+    grape__predict_full(m, &p, g, &out);
+    cr_expect_eq(out.regime, GRAPE_REGIME_KNOWN_EXTRAPOLATED, "%s", g->name);
+    cr_expect(out.distance > 1, "%s: distance %g", g->name, out.distance);
+    if (fabs(cr) > 0.01) {
+      cr_expect_float_eq(out.harness_ms, tx * exp(cr), 1e-9 * tx * exp(cr),
+                         "%s: %g, whole correction %g, no correction %g", g->name,
+                         out.harness_ms, tx * exp(cr), tx);
+      checked++;
+    }
+  }
+  cr_expect(checked >= 2, "only %d known GPUs with a correction to keep", checked);
+  grape_model_free(m);
+}
+
+/* An unseen GPU takes the corrections of a known GPU of its architecture,
+ * on its own spec sheet, and never another architecture's: with the
+ * default model (known GPUs: the A100-PCIE-40GB, sm_80, and four older
+ * ones) and the GEMM class's rule on, the A100 80GB boards' GEMMs are the
+ * transfer time times the A100-40GB's trees evaluated on their own
+ * features; the H100 and H200 (sm_90, Hopper) and the L4 (sm_89, Ada) get
+ * the transfer regime alone; with the rule off, nobody is anchored. */
+Test(predict, unseen_gpus_anchor_only_on_their_architecture) {
+  grape_model_t* m;
+  cr_assert_eq(grape_model_load_default(&m), 0);
+  const grape_gpu_spec_t* a40 = grape_gpu_find("NVIDIA A100-PCIE-40GB");
+  cr_assert(grape__known_gpu(m, a40) != NULL);
+  grape_kernel_desc_t k = gemm(768, 3072, 768);
+  grape__kprep_t p;
+  grape__kernel_prep(&k, &p);
+  static const char* const same[] = {"NVIDIA A100 80GB PCIe", "NVIDIA A100-SXM4-80GB"};
+  static const char* const other[] = {"NVIDIA H100 80GB HBM3", "NVIDIA L4", "Tesla T4",
+                                      "NVIDIA H200"};
+  const grape__known_class_t* kc = grape__known_class(m, a40, GRAPE_KC_GEMM, 0);
+  cr_assert(kc != NULL);
+  /* The rule as a model file can write it (the default model's is decided
+   * by cross-validation per class): on. */
+  m->sibling[GRAPE_KC_GEMM] = 1;
+  for (int i = 0; i < 2; i++) {
+    const grape_gpu_spec_t* g = grape_gpu_find(same[i]);
+    const grape__known_t* kg = grape__known_gpu(m, g);
+    cr_assert(g != NULL && (kg == NULL || kg->c[GRAPE_KC_GEMM][0].rows == 0),
+              "%s has no GEMM rows", same[i]);
+    cr_expect_eq(grape__sibling(m, g, GRAPE_KC_GEMM, 0), grape__known_gpu(m, a40), "%s", same[i]);
+    double x[GRAPE__NFEAT], t0, d;
+    grape__roof_t r;
+    double tx = grape__predict_transfer(m, &p, g, x, &r, &t0, &d);
+    float xf[GRAPE__NGF];
+    grape__gpu_features(&p, x, &r, t0, xf);
+    double cr = grape__boost_eval(kc->trees, kc->ntrees, xf);
+    cr_assert(fabs(cr) > 1e-3, "%s: no correction to test with (%g)", same[i], cr);
+    grape_prediction_t out;
+    grape__predict_full(m, &p, g, &out);
+    cr_expect_float_eq(out.harness_ms, grape__known_time(kc, t0, tx, cr, grape__span_distance(&p, &kc->x)),
+                       1e-12, "%s", same[i]);
+    cr_expect_eq(out.regime, GRAPE_REGIME_TRANSFER);
+  }
+  for (int i = 0; i < 4; i++) {
+    const grape_gpu_spec_t* g = grape_gpu_find(other[i]);
+    cr_assert(g != NULL);
+    if (grape__known_class(m, g, GRAPE_KC_GEMM, 0) != NULL)
+      continue;   /* the T4 is known: its own trees */
+    cr_expect(grape__sibling(m, g, GRAPE_KC_GEMM, 0) == NULL, "%s anchored", other[i]);
+    double x[GRAPE__NFEAT], t0, d;
+    grape__roof_t r;
+    double tx = grape__predict_transfer(m, &p, g, x, &r, &t0, &d);
+    grape_prediction_t out;
+    grape__predict_full(m, &p, g, &out);
+    cr_expect_float_eq(out.harness_ms, tx, 1e-12, "%s: transfer alone", other[i]);
+  }
+  /* The rule is per class and read from the model: off, no anchoring. */
+  m->sibling[GRAPE_KC_GEMM] = 0;
+  cr_expect(grape__sibling(m, grape_gpu_find("NVIDIA A100-SXM4-80GB"), GRAPE_KC_GEMM, 0) == NULL);
+  /* The rule travels in the model file. */
+  m->sibling[GRAPE_KC_SOFTMAX] = 1;
+  size_t len;
+  char* text = model_text(m, &len);
+  grape_model_t* back;
+  cr_assert_eq(grape_model_parse(text, len, &back, NULL, 0), 0);
+  cr_expect(back->sibling[GRAPE_KC_SOFTMAX] == 1 && back->sibling[GRAPE_KC_GEMM] == 0);
+  free(text);
+  grape_model_free(back);
   grape_model_free(m);
 }
 
@@ -660,6 +845,20 @@ Test(predict, kernel_time_is_separated_from_the_harness) {
   grape_predict_kernel(m, h100, &big, &p);
   cr_expect(p.ms > 0.2 && p.ms < p.harness_ms && p.ms > 0.8 * p.harness_ms, "%g vs %g ms", p.ms,
             p.harness_ms);
+  /* The kernel that shows takes the latency interval's relative spread, not
+   * the latency's bounds less the offset (which would give a few-us kernel
+   * the harness's tens of us of spread). */
+  cr_expect_float_eq(p.hi_ms / p.ms, p.harness_hi_ms / p.harness_ms, 1e-9, "%g vs %g",
+                     p.hi_ms / p.ms, p.harness_hi_ms / p.harness_ms);
+  cr_expect_float_eq(p.lo_ms / p.ms, p.harness_lo_ms / p.harness_ms, 1e-9);
+  /* A small GEMM that shows just above the floor: its bounds stay within
+   * its own order of magnitude. */
+  grape_kernel_desc_t g = {.name = "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32",
+                           .grid = {8, 8, 1}, .block = {256, 1, 1}, .regs = -1,
+                           .op = GRAPE_OP_GEMM, .dims = {1, 1024, 1024, 1024}};
+  grape_predict_kernel(m, h100, &g, &p);
+  cr_expect(p.hi_ms < 4 * p.ms, "gemm %g ms, bounds [%g, %g] (harness %g [%g, %g])", p.ms,
+            p.lo_ms, p.hi_ms, p.harness_ms, p.harness_lo_ms, p.harness_hi_ms);
   /* The baselines get the same treatment. */
   grape_prediction_t r;
   grape_predict_with(m, GRAPE_METHOD_ROOFLINE, h100, &tiny, &r);
