@@ -311,6 +311,8 @@ typedef struct grape_gc_stats_s {
   uint64_t dev_chain_ns, dev_chain_n;  /* device time of timed segment launches as chains */
   uint64_t dev_plan_ns, dev_plan_n;    /* ... as concurrent plans */
   /* What the run measured (costs.c): the estimate in use and its samples. */
+  int builds_stall;                    /* background builds were measured stalling the
+                                          program: built once earned, as inline */
   double cost_ns[GRAPE_GC_COST__COUNT];
   uint64_t cost_samples[GRAPE_GC_COST__COUNT];
 } grape_gc_stats_t;

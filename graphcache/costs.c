@@ -9,10 +9,24 @@
  * uncontended cost, so a sample stretched by something else (a preemption,
  * another thread holding the driver's lock) does not raise the estimate. A
  * build is rare and long: its window is one sample. A cost the user set in
- * GRAPE_COSTS stays as set (config.costs_fixed): tests force builds with it. */
+ * GRAPE_COSTS stays as set (config.costs_fixed): tests force builds with it.
+ *
+ * A call's sample far above its cost, taken once background builds
+ * have been queued, is a stall: another thread held the driver (a builder's
+ * instantiation, where the driver locks against other threads). A few of them
+ * and builds are no longer free to the program (grape__gc_builds_free): they
+ * are then built only once eager runs have earned them, as inline. */
 #include "internal.h"
 
 #include "util/moving_avg.h"
+
+/* A sample of a call on the program's thread (an eager launch, a graph
+ * launch, a node update) beyond STALL_FACTOR times its cost plus STALL_NS,
+ * once builds have been queued, counts as stalled by a build; STALLS_TO_JUDGE
+ * of them and background builds are taken to cost the program their time. */
+#define STALL_FACTOR 4.0
+#define STALL_NS 5000.0
+#define STALLS_TO_JUDGE 2
 
 static const uint32_t window[GRAPE_GC_COST__COUNT] = {
   [GRAPE_GC_COST_LAUNCH] = 8, [GRAPE_GC_COST_GRAPH_LAUNCH] = 4, [GRAPE_GC_COST_UPDATE] = 8,
@@ -47,6 +61,19 @@ void grape_gc_cost_sample(grape_gc_t* c, grape_gc_cost_t k, double ns, uint32_t 
     ns /= n;
   }
   struct cost_meter_s* m = &c->meter[k];
+  if (k != GRAPE_GC_COST_BUILD_NODE) {
+    double est = grape__gc_cost(c, k);
+    if (ns > STALL_FACTOR * est + STALL_NS &&
+        atomic_load_explicit(&c->queued_async, memory_order_relaxed) > 0 &&
+        atomic_fetch_add_explicit(&c->stalled_launches, 1, memory_order_relaxed) + 1 ==
+            STALLS_TO_JUDGE) {
+      atomic_store_explicit(&c->builds_stall, 1, memory_order_relaxed);
+      if (c->cfg.note != NULL)
+        c->cfg.note("the program's driver calls were measured stalled while the builder thread built graphs "
+                    "(the driver's lock held by its instantiations): from now on a graph is built "
+                    "only once eager runs have earned it, as when building inline");
+    }
+  }
   pthread_mutex_lock(&m->mu);
   m->samples++;
   m->win_min = m->win_n == 0 || ns < m->win_min ? ns : m->win_min;

@@ -182,6 +182,12 @@ struct grape_gc_s {
    * thread took the sample (the program's, the builder's). */
   _Atomic double cost[GRAPE_GC_COST__COUNT];
   _Atomic unsigned cost_measured;   /* bit k: cost[k] is measured, no longer configured */
+  /* Background builds that stall the program (costs.c): builds queued so far
+   * (the program's threads), eager launches measured far slower than the
+   * launch cost once builds had been queued, and the verdict (set once). */
+  _Atomic uint64_t queued_async;
+  _Atomic uint32_t stalled_launches;
+  _Atomic int builds_stall;
   struct cost_meter_s {
     pthread_mutex_t mu;
     double win_min;             /* the least sample of the window so far */
@@ -208,6 +214,14 @@ static inline double grape__gc_cost(const grape_gc_t* c, grape_gc_cost_t k) {
 /* What building an executable of n ops costs the host: measured per node
  * once builds have been timed, else the configured fixed part and per node. */
 double grape__gc_build_ns(const grape_gc_t* c, uint32_t n);
+
+/* True when a build costs the program nothing: a builder thread builds, and
+ * its builds have not been seen to stall the program's thread (another
+ * thread's instantiation may hold the driver's lock against its launches). */
+static inline int grape__gc_builds_free(const grape_gc_t* c) {
+  return c->cfg.async_builds &&
+         !atomic_load_explicit(&((grape_gc_t*)c)->builds_stall, memory_order_relaxed);
+}
 
 /* The configured costs as the first estimates (grape_gc_create). */
 void grape__gc_costs_init(grape_gc_t* c);

@@ -233,6 +233,7 @@ int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint
     return -ENOMEM;
   }
   j->gen = gen;
+  atomic_fetch_add_explicit(&c->queued_async, 1, memory_order_relaxed);
   for (uint32_t i = 0; i < seg->n; i++) {
     uint32_t at = from + i;
     size_t bytes = (at + 1 < r->nops ? r->poff[at + 1] : r->plen) - r->poff[at];
@@ -476,7 +477,7 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
     for (int i = 0; i < seg->nvar; i++)
       same += seg->var[i]->gen == gen;
     if (same + seg->queued < c->cfg.variants &&
-        (c->cfg.async_builds || seg->far_ns >= 3.0 * grape__gc_build_ns(c, seg->n))) {
+        (grape__gc_builds_free(c) || seg->far_ns >= 3.0 * grape__gc_build_ns(c, seg->n))) {
       seg->far_ns = 0;
       if (grape__gc_seg_build(c, seg, r, r->sub, r->ctx, c->policy->layout(seg, gen), gen) == 0 &&
           !c->cfg.async_builds) {

@@ -123,7 +123,7 @@ static int stage_first(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   int nf = forced_cuts(k, forced);
   if (nf < 0)
     return -EINVAL;
-  if (!c->cfg.cuts || !c->cfg.async_builds || k->host_eager_n < 1)
+  if (!c->cfg.cuts || !grape__gc_builds_free(c) || k->host_eager_n < 1)
     return grape__gc_stage(c, k, r, forced, nf);
   uint32_t whole = k->nops;
   double lo, dev = eager_dev(c, k, &lo);
@@ -210,7 +210,7 @@ static void maybe_build(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
    * it costs (rent, then buy): a path that stops recurring then wastes one
    * build, at most a third of what it cost eagerly. A builder thread builds
    * at the warm-up: the program does not wait for it. */
-  if (!c->cfg.async_builds && grape__gc_build_ns(c, r->nops) > 0 &&
+  if (!grape__gc_builds_free(c) && grape__gc_build_ns(c, r->nops) > 0 &&
       k->credit_ns < BUILD_CREDIT * grape__gc_build_ns(c, r->nops))
     return;
   if ((long)k->nops < c->cfg.min_ops) {
@@ -295,7 +295,7 @@ static void assess(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
       (!guessed && gain < 0.02 * f_old))
     return;
   /* New cuts mean builds: only where they do not cost the program. */
-  if (!c->cfg.async_builds)
+  if (!grape__gc_builds_free(c))
     return;
   if (grape__gc_stage(c, k, r, out, n) != 0) {
     grape__gc_unstage(c, k);
@@ -447,7 +447,7 @@ static void account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
   }
   switch (k->state) {
   case K_WARM:
-    if (!c->cfg.async_builds && c->cfg.graphs)   /* observe mode builds nothing: no credit to keep */
+    if (!grape__gc_builds_free(c) && c->cfg.graphs)   /* observe mode builds nothing: no credit to keep */
       earn_credit(c, k, r);
     maybe_build(c, k, r);
     break;

@@ -23,6 +23,11 @@
  * grape__builder_serve), 0 when builds are inline. */
 int grape__builder_start(void);
 
+/* Where graphs are built and why, in words ("on a builder thread: ..." or
+ * "inline, on the program's thread: ..."),
+ * for the report. */
+const char* grape__builder_why(void);
+
 /* The cache the builder builds for. */
 void grape__builder_serve(grape_gc_t* c);
 

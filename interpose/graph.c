@@ -107,6 +107,14 @@ static uint64_t monotonic_ns(void) {
 }
 
 __thread unsigned grape__launch_tick __attribute__((tls_model("initial-exec")));
+int grape__launch_watch;
+
+/* A build was queued: the builder is woken, and the launches that follow are
+ * timed (a build that holds the driver's lock stalls them). */
+static void build_queued(void) {
+  __atomic_store_n(&grape__launch_watch, 64, __ATOMIC_RELAXED);
+  grape__builder_wake();
+}
 
 void grape__launch_time_end(uint64_t t0) {
   grape_gc_t* c = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
@@ -172,7 +180,7 @@ grape_gc_t* grape__gc(void) {
       .stamp = grape__alloc_epoch,
       .now = graphs ? grape__clock_ns : NULL,
       .max_paths = option_at_least(grape_option_paths, 1),
-      .wake = grape__builder_wake,
+      .wake = build_queued,
       .handoff = builder_handoff,
       .concurrency = (int)grape__option_get(grape_option_concurrency),
     };

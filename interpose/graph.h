@@ -72,11 +72,17 @@ static inline __attribute__((always_inline)) void grape__charge_op(void) {
  * then weighs replays against the measured cost, not a configured one). */
 extern __thread unsigned grape__launch_tick __attribute__((tls_model("initial-exec")));
 extern int grape__timed;
+extern int grape__launch_watch;   /* launches still to time since a build was queued */
 uint64_t grape__clock_ns(void);
 static inline __attribute__((always_inline)) uint64_t grape__launch_time_start(void) {
   unsigned t = grape__launch_tick++;
-  if (__builtin_expect(t >= 64 && (t & 15) != 0, 1) ||   /* a thread's first 64, then 1 in 16 */
-      !__atomic_load_n(&grape__timed, __ATOMIC_RELAXED))
+  /* A thread's first 64, then 1 in 16; and every launch just after a build
+   * was queued (builds that stall the program show there: costs.c). */
+  if (__builtin_expect(t >= 64 && (t & 15) != 0, 1) &&
+      (__builtin_expect(__atomic_load_n(&grape__launch_watch, __ATOMIC_RELAXED) <= 0, 1) ||
+       __atomic_sub_fetch(&grape__launch_watch, 1, __ATOMIC_RELAXED) < 0))
+    return 0;
+  if (!__atomic_load_n(&grape__timed, __ATOMIC_RELAXED))
     return 0;
   return grape__clock_ns();
 }

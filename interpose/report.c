@@ -30,6 +30,7 @@
 #include "util/grow.h"
 #include "util/json_str.h"
 #include "bind.h"
+#include "builder.h"
 #include "util/write_all.h"
 #include "interrupt.h"
 #include "outfile.h"
@@ -583,6 +584,11 @@ char* grape__report_json(void) {
   /* The costs graph mode weighed: measured in this run where sampled. */
   static const char* const cost_names[GRAPE_GC_COST__COUNT] = {"launch", "graph_launch", "update",
                                                                "build_node"};
+  put(&b, "\"builder\":{\"where\":");
+  grape__json_put_str(b.f, grape__builder_why());
+  put(&b, ",\"built_on_thread\":%llu,\"waits\":%llu,\"deferred\":%llu,\"stalls_program\":%s},",
+      (unsigned long long)st.builds_async, (unsigned long long)st.build_waits,
+      (unsigned long long)st.deferred, st.builds_stall ? "true" : "false");
   put(&b, "\"costs\":{");
   for (int k = 0; k < GRAPE_GC_COST__COUNT; k++)
     put(&b, "%s\"%s\":{\"ns\":%.0f,\"samples\":%llu}", k ? "," : "", cost_names[k],

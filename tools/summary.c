@@ -624,6 +624,19 @@ void summary_print(const summary_t* s, const summary_opts_t* o) {
                 "%.0f node updates; %.0f driver submissions for %.0f ops\n",
             o->prefix, tot[K_graph_hits], tot[K_graph_misses], tot[K_graphs_built],
             tot[K_node_updates], tot[K_submission_calls], tot[K_ops]);
+  for (size_t i = 0; i < s->n && mode != NULL && strcmp(mode, "graph") == 0; i++) {
+    const json_t* b = json_get(s->rep[i], "builder");
+    const json_t* where = b != NULL ? json_get(b, "where") : NULL;
+    if (where == NULL || where->kind != JSON_STR || !did_cuda(s->rep[i]))
+      continue;
+    const json_t* st = json_get(b, "stalls_program");
+    fprintf(to, "%sgraphs built %s%s\n", o->prefix, where->str,
+            st != NULL && st->kind == JSON_BOOL && st->num != 0
+                ? "; its builds were measured stalling the program's thread, so graphs were "
+                  "built only once eager runs had earned them"
+                : "");
+    break;   /* one line: the first process that did CUDA work */
+  }
   for (size_t i = 0; i < s->n; i++) {
     const json_t* why = json_get(s->rep[i], "holding_stopped");
     if (why != NULL && why->kind == JSON_STR)

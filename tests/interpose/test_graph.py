@@ -10,6 +10,7 @@ Exits 77 (skipped) when PROGRAM is "-" (built without nvcc)."""
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -243,6 +244,79 @@ def case_shim_cost(a):
     diff, ops = host[1000] - host[0], rep["ops"]
     if not (1000 * (ops - 4) <= diff <= 1000 * ops and diff > 0):
         fail(f"shim_op 1000 ns moved the host clocks by {diff} ns for {ops} ops recorded")
+
+
+def starved_env(extra=None):
+    """The shim's own choices: default costs and builder (not the harness's
+    forced inline builds)."""
+    e = {"GRAPE_COSTS": "", "GRAPE_BUILDER": "auto"}
+    e.update(extra or {})
+    return e
+
+
+def check_starved(a, rep, sim, base_sim, p, what):
+    if rep["graph_hits"] == 0:
+        fail(f"{what}: no graph replayed with the builder starved: {rep['builder']}", p)
+    if not rep["builder"]["where"].startswith("inline"):
+        fail(f"{what}: the report does not say graphs were built inline: {rep['builder']}", p)
+    if sim["sim_end_ns"] > 1.02 * base_sim["sim_end_ns"]:
+        fail(f"{what}: {sim['sim_end_ns']} ns in graph mode against {base_sim['sim_end_ns']} eager", p)
+
+
+def case_starved(a):
+    """One CPU, taken by a busy loop: the builder cannot run beside the
+    program, so graphs are built on the program's thread (GRAPE_BUILDER=auto
+    sees the affinity), the run still replays, is no slower, and the report
+    says where graphs were built and why."""
+    if shutil.which("taskset") is None:
+        print("skipped: taskset not installed")
+        sys.exit(77)
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    busy = subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c",
+                             "import time\nt = time.time()\nwhile time.time() - t < 60: pass"])
+    try:
+        base, _, base_sim = run(a, a.args, preload=False)
+        prog = a.prog
+        a.prog = "taskset"
+        p, rep, sim = run(a, ["-c", str(cpu), prog] + a.args, env=starved_env())
+        a.prog = prog
+    finally:
+        busy.kill()
+        busy.wait()
+    if p.stdout != base.stdout:
+        fail("the output differs from the run without the shim", p)
+    check_starved(a, rep, sim, base_sim, p, "taskset")
+
+
+def case_mpirun(a):
+    """mpirun's default binding puts each rank on one core: each rank builds
+    inline, replays, and is no slower than its eager run."""
+    exe = shutil.which("mpirun")
+    if exe is None:
+        print("skipped: Open MPI not installed (scripts/setup-deps installs openmpi-bin)")
+        sys.exit(77)
+    base, _, base_sim = run(a, a.args, preload=False)
+    mpi = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+    with tempfile.TemporaryDirectory() as d:
+        e = sim_env(a.simdir, a.preload, d, True, "graph", starved_env(mpi))
+        e["GRAPE_REPORT"] = os.path.join(d, "grape.%p.json")
+        p = subprocess.run([exe, "-np", "2", "-x", "LD_PRELOAD", "-x", "LD_LIBRARY_PATH", a.prog] +
+                           a.args, env=e, capture_output=True, text=True, timeout=110)
+        if p.returncode != 0:
+            fail(f"mpirun exited {p.returncode}", p)
+        reps = [json.load(open(os.path.join(d, f))) for f in sorted(os.listdir(d))
+                if f.startswith("grape.")]
+        sims = [json.load(open(os.path.join(d, f))) for f in sorted(os.listdir(d))
+                if f.startswith("sim.")]
+        reps = [r for r in reps if r.get("launches", 0)]
+        sims = [s for s in sims if s.get("kernels_executed", 0)]
+        if len(reps) != 2 or len(sims) != 2:
+            fail(f"mpirun: {len(reps)} reports and {len(sims)} sim reports of ranks that ran", p)
+        sims.sort(key=lambda s: s["pid"])
+        reps.sort(key=lambda r: r["pid"])
+        for r, s in zip(reps, sims):
+            check_starved(a, r, s, base_sim, p, f"mpirun rank pid {r['pid']}")
 
 
 def path_counts(rep):
