@@ -6,6 +6,9 @@
 #include "graph.h"
 
 #include <errno.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <pthread.h>
@@ -316,8 +319,15 @@ static void hold_list_remove(grape_stream_t* s) {
   pthread_mutex_unlock(&hold_lock);
 }
 
+static __thread int my_tid __attribute__((tls_model("initial-exec")));
+
 void grape__hold_begun(grape_stream_t* s) {
   s->holder = &grape__ctx_thread_tag;
+  if (__builtin_expect(my_tid == 0, 0))
+    my_tid = (int)syscall(SYS_gettid);
+  s->holder_tid = my_tid;
+  s->wd_cpu = UINT64_MAX;
+  s->wd_waits = 0;
   hold_list_add(s);
   watchdog_wake();
 }
@@ -625,17 +635,66 @@ static pthread_mutex_t wd_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wd_cv = PTHREAD_COND_INITIALIZER;
 static int wd_started;
 
+/* The holding thread's state and CPU time (ns), from /proc: 'R' running or
+ * waiting for a CPU, 'S'/'D' blocked, ...; 0 when the thread is gone or
+ * unreadable. */
+static char thread_state(int tid, uint64_t* cpu_ns) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  const char* paren = n > 0 ? (buf[n] = '\0', strrchr(buf, ')')) : NULL;
+  if (paren == NULL || paren[1] != ' ')
+    return 0;
+  char state = paren[2];
+  snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  *cpu_ns = strtoull(buf, NULL, 10);
+  return state;
+}
+
+/* Whether a holder that issued nothing since the last look is only waiting
+ * for a CPU (the machine is busy): it runs on when it gets one, so flushing
+ * would change what is submitted for no cause, and simulated time with it.
+ * A holder that is blocked, gone, or spinning (its CPU time moved by half
+ * the flush interval or more: waiting on memory the GPU would write) is not. */
+static int holder_descheduled(grape_stream_t* s, long us) {
+  uint64_t cpu = 0;
+  char st = thread_state(s->holder_tid, &cpu);
+  uint64_t before = s->wd_cpu;
+  s->wd_cpu = cpu;
+  if (st != 'R')
+    return 0;
+  return before == UINT64_MAX || cpu - before < (uint64_t)us * 500;
+}
+
 /* One look: streams that held ops and got no new op since the last look are
- * flushed, under the context their ops were issued in. */
-static void watchdog_look(void) {
+ * flushed, under the context their ops were issued in, unless their holder
+ * is only waiting for a CPU (for at most 1000 looks in a row). */
+static void watchdog_look(long us) {
   grape_stream_t* list[256];
   size_t n = holders(list, 256, -1);
   for (size_t i = 0; i < n; i++) {
     grape_stream_t* s = list[i];
     if (!spin_trylock(&s->lock))
       continue;   /* in use right now: not idle */
-    if (s->on_hold_list && s->region.held > s->region.sub && s->region.nops == s->wd_nops &&
-        s->chunks == s->wd_chunks)
+    int idle = s->on_hold_list && s->region.held > s->region.sub &&
+               s->region.nops == s->wd_nops && s->chunks == s->wd_chunks;
+    if (!idle)
+      s->wd_waits = 0;
+    else if (s->wd_waits < 1000 && holder_descheduled(s, us))
+      s->wd_waits++;
+    else
       grape__flush_held_locked(s, GRAPE_GC_WATCHDOG);
     s->wd_nops = s->region.nops;
     s->wd_chunks = s->chunks;
@@ -657,7 +716,7 @@ static void* watchdog_main(void* arg) {
       pthread_cond_wait(&wd_cv, &wd_lock);
     pthread_mutex_unlock(&wd_lock);
     nanosleep(&half, NULL);
-    watchdog_look();
+    watchdog_look(us);
   }
   return NULL;
 }

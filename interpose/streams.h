@@ -70,6 +70,9 @@ typedef struct grape_stream_s {
   uint32_t wd_nops;                   /* the watchdog's last look: ops then */
   uint64_t chunks;                    /* chunks ended (the watchdog tells them apart) */
   uint64_t wd_chunks;
+  int holder_tid;                     /* the holding thread's id (the watchdog reads its state) */
+  uint64_t wd_cpu;                    /* its CPU time (ns) at the watchdog's last look */
+  uint32_t wd_waits;                  /* looks it was left alone, its holder waiting for a CPU */
   struct grape_stream_s* free_next;   /* on the free list */
 } grape_stream_t;
 

@@ -6,9 +6,17 @@
  *   {"grape_version":"0.1.0","report_format":2,"pid":N,"ppid":N,"rank":N|null,"command":"...",
  *    "signal":"SIGTERM"|null (the signal that ended the process),
  *    "trace_file":"..."|null (where its GRAPE_TRACE went),
- *    "mode":"observe", <every counter below>: N, ...,
+ *    "mode":"observe",
+ *    "deep_bound":{"objects":N,"references":N,"bypasses":N} (libraries opened RTLD_DEEPBIND
+ *      whose CUDA references were pointed at the shim; libraries it could not follow),
+ *    "holding_stopped":"why"|null (graph mode stopped holding work: a bypass),
+ *    <every counter below>: N, ...,
  *    "launches_by_route":{<route>: N, ...},
  *    "held_ops_flushed_eager":{<cause>: N, ...},
+ *    "builder":{"where":"on a builder thread: ..."|"inline, on the program's thread: ...",
+ *      "built_on_thread":N,"waits":N,"deferred":N,"stalls_program":true|false},
+ *    "costs":{"launch"|"graph_launch"|"update"|"build_node":{"ns":X,"samples":N}} (what graph
+ *      mode weighed: measured in the run where it has samples, else GRAPE_COSTS),
  *    "api_calls":{<hooked symbol>: N, ...},
  *    "predicted":{...} (GRAPE_PREDICT_GPU only), "top_paths":[...],
  *    "kernels":[{"name":"...","calls":N,"predicted_ms":X (GRAPE_PREDICT_GPU only)}, ...]}

@@ -263,6 +263,29 @@ def check_starved(a, rep, sim, base_sim, p, what):
         fail(f"{what}: {sim['sim_end_ns']} ns in graph mode against {base_sim['sim_end_ns']} eager", p)
 
 
+def case_repeat(a):
+    """Simulated time does not depend on how the OS ran the program's and the
+    shim's threads: runs in each mode, with the shim's own builder and costs,
+    on a machine kept busy by a spinning process per CPU, end at the same
+    simulated nanosecond (host and device). (The watchdog once flushed held
+    work of a program thread that was only waiting for a CPU.)"""
+    busy = [subprocess.Popen([sys.executable, "-c",
+                              "import time\nt = time.time()\nwhile time.time() - t < 120: pass"])
+            for _ in range(len(os.sched_getaffinity(0)) + 1)]
+    try:
+        for mode, runs in (("off", 2), ("observe", 2), ("graph", 4)):
+            ends = set()
+            for _ in range(runs):
+                _, _, sim = run(a, a.args, mode=mode, env=starved_env())
+                ends.add((sim["sim_end_ns"], sim["sim_host_ns"], sim["kernels_executed"]))
+            if len(ends) != 1:
+                fail(f"{mode}: {runs} runs ended at {sorted(ends)} (end, host ns, kernels)")
+    finally:
+        for b in busy:
+            b.kill()
+            b.wait()
+
+
 def case_starved(a):
     """One CPU, taken by a busy loop: the builder cannot run beside the
     program, so graphs are built on the program's thread (GRAPE_BUILDER=auto
