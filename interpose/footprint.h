@@ -29,7 +29,7 @@ typedef struct grape_call_s {
   grape_foot_t foot;             /* what the call reads and writes (grows with the scan) */
   grape_span_t ws;               /* its declared workspace (hi == lo: none) */
   const grape_region_t* r;       /* the region its footprint was last appended to */
-  uint32_t gen;                  /* r->gen then */
+  uint32_t gen;                  /* r->ops.gen then */
   uint32_t tag;                  /* its tag there */
 } grape_call_t;
 
