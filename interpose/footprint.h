@@ -34,6 +34,7 @@ typedef struct grape_call_s {
 } grape_call_t;
 
 /* The library call this thread is inside, or NULL. */
+/* Thread-local: set and cleared by the thread's own library call (cublas.c) around it. */
 extern __thread grape_call_t* grape__call __attribute__((tls_model("initial-exec")));
 
 /* The tag of op i of r, just recorded (s locked), inside a call. */

@@ -51,6 +51,8 @@ void grape__log_launch(grape_route_t route, const grape_func_t* f, const grape_l
                        const uint8_t* p, size_t n);
 
 /* Chunk length (GRAPE_CHUNK), read once. */
+/* Threads: stored (relaxed) by the first launches that read GRAPE_CHUNK, loaded (relaxed) by
+ * every launch: an initializing race resolves to the same value (mimalloc's options). */
 extern long grape__chunk;
 long grape__chunk_slow(void);
 static inline __attribute__((always_inline)) uint32_t grape__chunk_limit(void) {
