@@ -387,10 +387,10 @@ void grape__conc_assess(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
 /* ---- The report ---- */
 
 void grape__conc_path(grape_gc_t* c, path_t* p, const grape_region_t* r) {
-  if (c->cfg.concurrency == GRAPE_GC_CONC_OFF || r->nops == 0)
+  if (c->cfg.concurrency == GRAPE_GC_CONC_OFF || r->ops.n == 0)
     return;
   grape_dag_summary_t* sum = calloc(1, sizeof(*sum));
-  uint32_t n = r->nops <= GRAPE_DAG_MAX_OPS ? r->nops : 0;
+  uint32_t n = r->ops.n <= GRAPE_DAG_MAX_OPS ? r->ops.n : 0;
   grape_dag_op_t* ops = n ? malloc((size_t)n * sizeof(*ops)) : NULL;
   if (sum == NULL || ops == NULL) {
     free(sum);

@@ -17,16 +17,16 @@ void grape__dag_ops(const grape_region_t* r, uint32_t from, uint32_t n, grape_da
     uint32_t at = from + i;
     grape_dag_op_t* o = &ops[i];
     memset(o, 0, sizeof(*o));
-    o->kind = (uint8_t)r->keys[at].kind;
+    o->kind = (uint8_t)r->ops.keys[at].kind;
     o->per_sm = 1;
-    uint32_t g = r->grp != NULL ? r->grp[at] : 0;
-    const grape_op_dims_t* d = &r->dims[at];
+    uint32_t g = r->ops.grp != NULL ? r->ops.grp[at] : 0;
+    const grape_op_dims_t* d = &r->ops.dims[at];
     if (o->kind == GRAPE_OP_KERNEL) {
       o->blocks = d->grid[0] * d->grid[1] * d->grid[2];
       o->threads = (uint64_t)o->blocks * d->block[0] * d->block[1] * d->block[2];
     }
-    if (g != 0 && g < GRAPE_GRP_SPECIAL && g <= r->nfoot) {
-      const grape_foot_t* f = &r->foot[g - 1];
+    if (g != 0 && g < GRAPE_GRP_SPECIAL && g <= r->ops.nfoot) {
+      const grape_foot_t* f = &r->ops.foot[g - 1];
       o->grp = g;
       o->why = f->why;
       o->barrier = f->why != GRAPE_WHY_EXACT;
@@ -42,14 +42,14 @@ void grape__dag_ops(const grape_region_t* r, uint32_t from, uint32_t n, grape_da
       }
     } else if (g == 0 && o->kind == GRAPE_OP_MEMSET) {
       grape_memset_params_t m;
-      memcpy(&m, r->params + r->poff[at], sizeof(m));
+      memcpy(&m, r->ops.params + r->ops.poff[at], sizeof(m));
       o->own[0] = (grape_span_t){m.dst, m.dst + m.count * m.esize};
       o->s = o->own;
       o->nw = 1;
       o->bytes = (double)(m.count * m.esize);
     } else if (g == 0 && o->kind == GRAPE_OP_MEMCPY) {
       grape_memcpy_params_t m;
-      memcpy(&m, r->params + r->poff[at], sizeof(m));
+      memcpy(&m, r->ops.params + r->ops.poff[at], sizeof(m));
       o->own[0] = (grape_span_t){m.src, m.src + m.bytes};
       o->own[1] = (grape_span_t){m.dst, m.dst + m.bytes};
       o->s = o->own;
@@ -58,7 +58,7 @@ void grape__dag_ops(const grape_region_t* r, uint32_t from, uint32_t n, grape_da
     } else {
       o->barrier = 1;
       o->why = g >= GRAPE_GRP_SPECIAL            ? (uint8_t)(g - GRAPE_GRP_SPECIAL)
-               : (r->keys[at].flags & GRAPE_SIG_COOPERATIVE) ? GRAPE_WHY_COOPERATIVE
+               : (r->ops.keys[at].flags & GRAPE_SIG_COOPERATIVE) ? GRAPE_WHY_COOPERATIVE
                : g != 0                          ? GRAPE_WHY_CALL
                                                  : GRAPE_WHY_KERNEL;
     }

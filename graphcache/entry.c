@@ -57,7 +57,7 @@ void grape_gc_destroy(grape_gc_t* c, int with_driver) {
     return;
   for (job_t* j = c->jobs; j != NULL;) {
     job_t* next = j->next;
-    grape__region_free(&j->ops);
+    grape__region_free(&j->region);
     if (j->layout != NULL)
       c->policy->layout_free(j->layout);
     free(j);
@@ -83,10 +83,10 @@ const grape_gc_node_t* grape_gc_root(const grape_gc_t* c) {
 
 /* The segment r's held ops are exactly, ready to launch, or NULL. */
 static seg_t* held_segment(grape_gc_t* c, const grape_region_t* r) {
-  if (r->cur == NULL || r->held <= r->sub || !c->cfg.graphs)
+  if (r->cursor.node == NULL || r->cursor.held <= r->cursor.sub || !c->cfg.graphs)
     return NULL;
-  seg_t* s = r->cur->seg;
-  if (s == NULL || !s->installed || s->from != r->sub || s->failed)
+  seg_t* s = r->cursor.node->seg;
+  if (s == NULL || !s->installed || s->from != r->cursor.sub || s->failed)
     return NULL;
   return grape__gc_seg_ready(c, s) ? s : NULL;
 }
@@ -95,16 +95,16 @@ static seg_t* held_segment(grape_gc_t* c, const grape_region_t* r) {
  * Under the lock. */
 static void submit_held(grape_gc_t* c, grape_region_t* r, void* stream, grape_gc_cause_t cause,
                         int* drv_err) {
-  if (r->held <= r->sub)
+  if (r->cursor.held <= r->cursor.sub)
     return;
   seg_t* s = held_segment(c, r);
   int err = s != NULL ? grape__gc_seg_launch(c, s, r, stream) : -1;
   if (err != 0) {
     if (s != NULL)
       cause = GRAPE_GC_GRAPH_FAILED;
-    grape__gc_submit_eager(c, r, r->sub, r->held, stream, cause, drv_err);
+    grape__gc_submit_eager(c, r, r->cursor.sub, r->cursor.held, stream, cause, drv_err);
   }
-  r->sub = r->held;
+  r->cursor.sub = r->cursor.held;
 }
 
 int grape_gc_cut(grape_gc_t* c, grape_region_t* r, void* stream, int* drv_err) {
@@ -112,12 +112,12 @@ int grape_gc_cut(grape_gc_t* c, grape_region_t* r, void* stream, int* drv_err) {
   pthread_mutex_lock(&c->lock);
   seg_t* s = held_segment(c, r);
   if (s != NULL && grape__gc_seg_launch(c, s, r, stream) == 0) {
-    r->sub = r->held;
+    r->cursor.sub = r->cursor.held;
   } else {
-    grape__gc_submit_eager(c, r, r->sub, r->held, stream,
+    grape__gc_submit_eager(c, r, r->cursor.sub, r->cursor.held, stream,
                            s != NULL ? GRAPE_GC_GRAPH_FAILED : GRAPE_GC_NO_GRAPH, drv_err);
-    r->sub = r->held;
-    r->cur = NULL;
+    r->cursor.sub = r->cursor.held;
+    r->cursor.node = NULL;
   }
   pthread_mutex_unlock(&c->lock);
   return 0;
@@ -126,14 +126,14 @@ int grape_gc_cut(grape_gc_t* c, grape_region_t* r, void* stream, int* drv_err) {
 int grape_gc_flush(grape_gc_t* c, grape_region_t* r, void* stream, grape_gc_cause_t cause,
                    int* drv_err) {
   *drv_err = 0;
-  if (r->held > r->sub) {
+  if (r->cursor.held > r->cursor.sub) {
     pthread_mutex_lock(&c->lock);
     submit_held(c, r, stream, cause, drv_err);
     pthread_mutex_unlock(&c->lock);
   }
   /* Stored atomically: the owner's launch path peeks at it unlocked
    * (interpose/launch.h, grape__may_hold) while the watchdog flushes. */
-  __atomic_store_n(&r->cur, NULL, __ATOMIC_RELAXED);
+  __atomic_store_n(&r->cursor.node, NULL, __ATOMIC_RELAXED);
   return 0;
 }
 
@@ -141,37 +141,37 @@ int grape_gc_end(grape_gc_t* c, grape_region_t* r, void* stream, const grape_gc_
                  int* drv_err) {
   *drv_err = 0;
   int rc = 0;
-  if (r->nops > 0) {
+  if (r->ops.n > 0) {
     pthread_mutex_lock(&c->lock);
-    uint64_t t_end = r->t_first ? grape__gc_now(c) : 0;
+    uint64_t t_end = r->timers.t_first ? grape__gc_now(c) : 0;
     if (c->cfg.deterministic)
       grape__gc_progress(c, t_end ? t_end : grape__gc_now(c));
-    uint32_t segs = r->segs, updates = r->updates;
+    uint32_t segs = r->cursor.segs, updates = r->cursor.updates;
     submit_held(c, r, stream, GRAPE_GC_NO_GRAPH, drv_err);
     /* The cursor ended on a live key of exactly these ops: no hashing. */
-    gkey_t* k = r->cur != NULL && r->held == r->nops ? r->cur->term : NULL;
-    if (k != NULL && k->nops != r->nops)
+    gkey_t* k = r->cursor.node != NULL && r->cursor.held == r->ops.n ? r->cursor.node->term : NULL;
+    if (k != NULL && k->nops != r->ops.n)
       k = NULL;
     rc = grape__gc_account(c, r, k, t_end, segs, updates);
     grape__gc_install_ready(c);
     pthread_mutex_unlock(&c->lock);
   }
   grape__region_clear(r);
-  r->cur = restart;
+  r->cursor.node = restart;
   return rc;
 }
 
 void grape_gc_synced(grape_gc_t* c, grape_region_t* r) {
-  if (r->nops > 0 || r->prev_end == 0 || r->prev_key == NULL || c->cfg.now == NULL)
+  if (r->ops.n > 0 || r->timers.prev_end == 0 || r->timers.prev_key == NULL || c->cfg.now == NULL)
     return;
   pthread_mutex_lock(&c->lock);
   uint64_t t = grape__gc_now(c);
-  gkey_t* k = grape__gc_key_known(c, r->prev_key);
-  if (k != NULL && t >= r->prev_end) {
-    double tail = (double)(t - r->prev_end);
+  gkey_t* k = grape__gc_key_known(c, r->timers.prev_key);
+  if (k != NULL && t >= r->timers.prev_end) {
+    double tail = (double)(t - r->timers.prev_end);
     grape__avg_add(&k->tail_ns, &k->tail_n, tail, 8);
   }
-  r->prev_end = 0;
+  r->timers.prev_end = 0;
   pthread_mutex_unlock(&c->lock);
 }
 

@@ -136,7 +136,7 @@ struct path_s {
 /* A build the builder thread will do: a copy of the segment's ops. */
 struct job_s {
   seg_t* seg;
-  grape_region_t ops;           /* the segment's ops, from op 0 */
+  grape_region_t region;        /* the segment's ops, from op 0 */
   void* ctx;
   uint64_t t_queued;            /* now() when queued */
   void* layout;                 /* the policy's layout to build (a copy it owns), or NULL: a chain */

@@ -65,7 +65,7 @@ gkey_t* grape__gc_key_find_or_add(grape_gc_t* c, uint64_t fp, const grape_region
     gkey_t* k = c->keys.v[i];
     if (k == NULL)
       break;
-    if (k->fp == fp && k->nops == r->nops && memcmp(k->keys, r->keys, r->nops * sizeof(*r->keys)) == 0)
+    if (k->fp == fp && k->nops == r->ops.n && memcmp(k->keys, r->ops.keys, r->ops.n * sizeof(*r->ops.keys)) == 0)
       return k;
   }
   /* A new key; the least recently seen goes beyond the bound (never one
@@ -80,12 +80,12 @@ gkey_t* grape__gc_key_find_or_add(grape_gc_t* c, uint64_t fp, const grape_region
       }
     }
   gkey_t* k = calloc(1, sizeof(*k));
-  if (k == NULL || (k->keys = grape__gc_dup(r->keys, r->nops * sizeof(*r->keys))) == NULL) {
+  if (k == NULL || (k->keys = grape__gc_dup(r->ops.keys, r->ops.n * sizeof(*r->ops.keys))) == NULL) {
     free(k);
     return NULL;
   }
   k->fp = fp;
-  k->nops = r->nops;
+  k->nops = r->ops.n;
   grape__list_init(&k->paths);
   grape__table_put(&c->keys, fp, k);
   c->st.graph_keys++;
@@ -94,7 +94,7 @@ gkey_t* grape__gc_key_find_or_add(grape_gc_t* c, uint64_t fp, const grape_region
 }
 
 path_t* grape__gc_path_find_or_add(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
-  uint64_t fp = grape__fp_path(k->fp, r->dims, r->nops);
+  uint64_t fp = grape__fp_path(k->fp, r->ops.dims, r->ops.n);
   if (c->paths.len * 2 >= c->paths.cap && grape__table_grow(&c->paths, path_hash))
     return NULL;
   size_t mask = c->paths.cap - 1;
@@ -104,7 +104,7 @@ path_t* grape__gc_path_find_or_add(grape_gc_t* c, gkey_t* k, const grape_region_
       break;
     if (p->fp != fp)
       continue;
-    if (p->key == k && memcmp(p->dims, r->dims, r->nops * sizeof(*r->dims)) == 0)
+    if (p->key == k && memcmp(p->dims, r->ops.dims, r->ops.n * sizeof(*r->ops.dims)) == 0)
       return p;
     c->st.collisions++;   /* equal fingerprints, different ops: kept apart */
   }
@@ -115,9 +115,9 @@ path_t* grape__gc_path_find_or_add(grape_gc_t* c, gkey_t* k, const grape_region_
   path_t* p = calloc(1, sizeof(*p));
   if (p == NULL)
     return NULL;
-  p->dims = grape__gc_dup(r->dims, r->nops * sizeof(*r->dims));
-  p->params = grape__gc_dup(r->params, r->plen);
-  p->poff = grape__gc_dup(r->poff, r->nops * sizeof(*r->poff));
+  p->dims = grape__gc_dup(r->ops.dims, r->ops.n * sizeof(*r->ops.dims));
+  p->params = grape__gc_dup(r->ops.params, r->ops.plen);
+  p->poff = grape__gc_dup(r->ops.poff, r->ops.n * sizeof(*r->ops.poff));
   if (p->dims == NULL || p->params == NULL || p->poff == NULL) {
     free(p->dims);
     free(p->params);
@@ -126,7 +126,7 @@ path_t* grape__gc_path_find_or_add(grape_gc_t* c, gkey_t* k, const grape_region_
     return NULL;
   }
   p->fp = fp;
-  p->nops = r->nops;
+  p->nops = r->ops.n;
   p->key = k;
   p->stamp = c->cfg.stamp ? c->cfg.stamp() : 0;
   grape__conc_path(c, p, r);

@@ -47,9 +47,9 @@ static void pool_lock_give(void) {
 
 void grape__region_release(grape_region_t* r) {
   grape__region_clear(r);
-  if (r->cap == 0 && r->pcap == 0)
+  if (r->ops.cap == 0 && r->ops.pcap == 0)
     return;
-  bufs_t b = {r->keys, r->dims, r->fns, r->poff, r->grp, r->params, r->foot, r->cap, r->pcap, r->foot_cap};
+  bufs_t b = {r->ops.keys, r->ops.dims, r->ops.fns, r->ops.poff, r->ops.grp, r->ops.params, r->ops.foot, r->ops.cap, r->ops.pcap, r->ops.foot_cap};
   pool_lock_take();
   int kept = npool < POOL;
   if (kept) { /* npool is stored atomically: grape__region_reserve peeks at it unlocked */
@@ -66,99 +66,99 @@ void grape__region_release(grape_region_t* r) {
     free(b.params);
     free(b.foot);
   }
-  r->keys = NULL;
-  r->dims = NULL;
-  r->fns = NULL;
-  r->poff = NULL;
-  r->grp = NULL;
-  r->params = NULL;
-  r->foot = NULL;
-  r->cap = 0;
-  r->pcap = 0;
-  r->foot_cap = 0;
+  r->ops.keys = NULL;
+  r->ops.dims = NULL;
+  r->ops.fns = NULL;
+  r->ops.poff = NULL;
+  r->ops.grp = NULL;
+  r->ops.params = NULL;
+  r->ops.foot = NULL;
+  r->ops.cap = 0;
+  r->ops.pcap = 0;
+  r->ops.foot_cap = 0;
 }
 
 int grape__region_reserve(grape_region_t* r, size_t max_bytes) {
-  if (r->cap == 0 && r->pcap == 0 && __atomic_load_n(&npool, __ATOMIC_RELAXED) > 0) {
+  if (r->ops.cap == 0 && r->ops.pcap == 0 && __atomic_load_n(&npool, __ATOMIC_RELAXED) > 0) {
     pool_lock_take();
     if (npool > 0) {
       bufs_t b = pool[npool - 1];
       __atomic_store_n(&npool, npool - 1, __ATOMIC_RELAXED);
-      r->keys = b.keys;
-      r->dims = b.dims;
-      r->fns = b.fns;
-      r->poff = b.poff;
-      r->grp = b.grp;
-      r->params = b.params;
-      r->foot = b.foot;
-      r->cap = b.cap;
-      r->pcap = b.pcap;
-      r->foot_cap = b.foot_cap;
+      r->ops.keys = b.keys;
+      r->ops.dims = b.dims;
+      r->ops.fns = b.fns;
+      r->ops.poff = b.poff;
+      r->ops.grp = b.grp;
+      r->ops.params = b.params;
+      r->ops.foot = b.foot;
+      r->ops.cap = b.cap;
+      r->ops.pcap = b.pcap;
+      r->ops.foot_cap = b.foot_cap;
     }
     pool_lock_give();
   }
-  if (r->nops == r->cap) {
-    uint32_t ncap = (uint32_t)grape__grow_cap(r->cap, (size_t)r->nops + 1, FIRST_OPS);
-    void* k = grow(r->keys, ncap, sizeof(*r->keys));
+  if (r->ops.n == r->ops.cap) {
+    uint32_t ncap = (uint32_t)grape__grow_cap(r->ops.cap, (size_t)r->ops.n + 1, FIRST_OPS);
+    void* k = grow(r->ops.keys, ncap, sizeof(*r->ops.keys));
     if (k == NULL)
       return -ENOMEM;
-    r->keys = k;
-    void* d = grow(r->dims, ncap, sizeof(*r->dims));
+    r->ops.keys = k;
+    void* d = grow(r->ops.dims, ncap, sizeof(*r->ops.dims));
     if (d == NULL)
       return -ENOMEM;
-    r->dims = d;
-    void* f = grow(r->fns, ncap, sizeof(*r->fns));
+    r->ops.dims = d;
+    void* f = grow(r->ops.fns, ncap, sizeof(*r->ops.fns));
     if (f == NULL)
       return -ENOMEM;
-    r->fns = f;
-    void* o = grow(r->poff, ncap, sizeof(*r->poff));
+    r->ops.fns = f;
+    void* o = grow(r->ops.poff, ncap, sizeof(*r->ops.poff));
     if (o == NULL)
       return -ENOMEM;
-    r->poff = o;
-    void* g = grow(r->grp, ncap, sizeof(*r->grp));
+    r->ops.poff = o;
+    void* g = grow(r->ops.grp, ncap, sizeof(*r->ops.grp));
     if (g == NULL)
       return -ENOMEM;
-    r->grp = g;
-    r->cap = ncap;   /* only once every array has the new size */
+    r->ops.grp = g;
+    r->ops.cap = ncap;   /* only once every array has the new size */
   }
-  if (r->plen + max_bytes > r->pcap) {
-    uint8_t* p = grape__grow(r->params, &r->pcap, r->plen + max_bytes, 1, FIRST_PARAM_BYTES);
+  if (r->ops.plen + max_bytes > r->ops.pcap) {
+    uint8_t* p = grape__grow(r->ops.params, &r->ops.pcap, r->ops.plen + max_bytes, 1, FIRST_PARAM_BYTES);
     if (p == NULL)
       return -ENOMEM;
-    r->params = p;
+    r->ops.params = p;
   }
   return 0;
 }
 
 void grape__region_clear(grape_region_t* r) {
-  r->nops = 0;
-  r->plen = 0;
-  r->held = r->sub = r->graphed = r->segs = r->updates = 0;
-  r->t_first = 0;
-  r->nfoot = 0;
-  r->gen++;
+  r->ops.n = 0;
+  r->ops.plen = 0;
+  r->cursor.held = r->cursor.sub = r->cursor.graphed = r->cursor.segs = r->cursor.updates = 0;
+  r->timers.t_first = 0;
+  r->ops.nfoot = 0;
+  r->ops.gen++;
 }
 
 uint32_t grape__region_add_foot(grape_region_t* r, const grape_foot_t* f) {
-  if (r->nfoot >= GRAPE_GRP_SPECIAL - 1)
+  if (r->ops.nfoot >= GRAPE_GRP_SPECIAL - 1)
     return 0;
-  if (r->nfoot == r->foot_cap) {
-    grape_foot_t* v = grape__grow(r->foot, &r->foot_cap, (size_t)r->nfoot + 1, sizeof(*v), 8);
+  if (r->ops.nfoot == r->ops.foot_cap) {
+    grape_foot_t* v = grape__grow(r->ops.foot, &r->ops.foot_cap, (size_t)r->ops.nfoot + 1, sizeof(*v), 8);
     if (v == NULL)
       return 0;
-    r->foot = v;
+    r->ops.foot = v;
   }
-  r->foot[r->nfoot++] = *f;
-  return r->nfoot;
+  r->ops.foot[r->ops.nfoot++] = *f;
+  return r->ops.nfoot;
 }
 
 void grape__region_free(grape_region_t* r) {
-  free(r->keys);
-  free(r->dims);
-  free(r->fns);
-  free(r->poff);
-  free(r->params);
-  free(r->grp);
-  free(r->foot);
+  free(r->ops.keys);
+  free(r->ops.dims);
+  free(r->ops.fns);
+  free(r->ops.poff);
+  free(r->ops.params);
+  free(r->ops.grp);
+  free(r->ops.foot);
   *r = (grape_region_t){0};
 }

@@ -10,6 +10,11 @@
  *   kernel  the packed parameter block (alignment gaps zeroed), as the driver's
  *           CU_LAUNCH_PARAM_BUFFER_POINTER takes it; param_bytes of the key;
  *   memset  grape_memset_params_t;   memcpy  grape_memcpy_params_t.
+ * A region is three parts: its ops (what was recorded), the graph-mode
+ * cursor (where on a known path the ops are, what is held, what went in
+ * graphs) and the timers of measured cycles. An op joins only through
+ * grape__region_push_placed (the shim: grape__record_op) or
+ * grape__region_push.
  * Not thread-safe: the owner (interpose/'s per-stream slot) locks it. */
 #ifndef GRAPE_GRAPHCACHE_REGION_H
 #define GRAPE_GRAPHCACHE_REGION_H
@@ -39,8 +44,9 @@ typedef struct grape_memcpy_params_s {
 
 struct grape_gc_node_s;   /* graphcache/trie.c: a trie node of the known paths */
 
-typedef struct grape_region_s {
-  uint32_t nops, cap;          /* ops recorded, capacity of the per-op arrays */
+/* The ops themselves: what a graph node needs, structure of arrays. */
+typedef struct grape_region_ops_s {
+  uint32_t n, cap;             /* ops recorded, capacity of the per-op arrays */
   grape_op_key_t* keys;
   grape_op_dims_t* dims;
   void** fns;                  /* driver function per kernel op; NULL: not replayable */
@@ -56,24 +62,36 @@ typedef struct grape_region_s {
   uint32_t nfoot;
   size_t foot_cap;
   uint32_t gen;
-  /* Graph mode (graphcache/entry.c): while `cur` is not NULL the ops so far
-   * follow a known path: the first `sub` of them were launched as segments,
-   * ops [sub, held) are held back from the driver; NULL means the rest of the
-   * chunk runs eagerly. `graphed` ops went to the device inside graphs, in
-   * `segs` graph launches with `updates` node updates. `ctx` is what the
-   * caller builds this region's graphs in (the shim's CUcontext). */
-  const struct grape_gc_node_s* cur;
+} grape_region_ops_t;
+
+/* Graph mode (graphcache/entry.c): while `node` is not NULL the ops so far
+ * follow a known path: the first `sub` of them were launched as segments,
+ * ops [sub, held) are held back from the driver; NULL means the rest of the
+ * chunk runs eagerly. `graphed` ops went to the device inside graphs, in
+ * `segs` graph launches with `updates` node updates. `ctx` is what the
+ * caller builds this region's graphs in (the shim's CUcontext). */
+typedef struct grape_region_cursor_s {
+  const struct grape_gc_node_s* node;
   uint32_t held, sub, graphed, segs, updates;
   void* ctx;
-  /* Measured cycles (graph mode with a clock, verdict.c): when this chunk's
-   * first op came (0: not timed), and the chunk before it: its key, whether
-   * it was replayed, when it started, and whether its cycle is to be ignored
-   * (a graph was built in it), and when it ended if it ran eagerly (0: not,
-   * or its wait was measured). */
+} grape_region_cursor_t;
+
+/* Measured cycles (graph mode with a clock, verdict.c): when this chunk's
+ * first op came (0: not timed), and the chunk before it: its key, whether
+ * it was replayed, when it started, and whether its cycle is to be ignored
+ * (a graph was built in it), and when it ended if it ran eagerly (0: not,
+ * or its wait was measured). */
+typedef struct grape_region_timers_s {
   uint64_t t_first;
   const void* prev_key;
   uint64_t prev_t, prev_end;
   int prev_replayed, prev_skip;
+} grape_region_timers_t;
+
+typedef struct grape_region_s {
+  grape_region_ops_t ops;
+  grape_region_cursor_t cursor;
+  grape_region_timers_t timers;
 } grape_region_t;
 
 /* Makes room for one more op with up to max_bytes of parameters.
@@ -95,20 +113,40 @@ void grape__region_release(grape_region_t* r);
 /* Frees the memory; r is empty afterwards. */
 void grape__region_free(grape_region_t* r);
 
-/* Appends one op (params may be NULL when n is 0). Reserve first. */
+/* Where the next op's parameter block goes (reserve first): a launch packs
+ * its parameters there, then pushes the op with grape__region_push_placed. */
+static inline __attribute__((always_inline)) uint8_t* grape__region_next_params(grape_region_t* r) {
+  return r->ops.params + r->ops.plen;
+}
+
+/* Appends one op whose n parameter bytes are in place at
+ * grape__region_next_params(r), with footprint tag 0 (a tag is made from the
+ * op once it is in: the shim's grape__record_op). Reserve first: the one way
+ * an op joins a region. @return its index. */
+static inline __attribute__((always_inline)) uint32_t
+grape__region_push_placed(grape_region_t* r, const grape_op_key_t* key, const grape_op_dims_t* dims,
+                          void* fn, size_t n) {
+  grape_region_ops_t* o = &r->ops;
+  uint32_t i = o->n;
+  o->keys[i] = *key;
+  o->dims[i] = *dims;
+  o->fns[i] = fn;
+  o->poff[i] = (uint32_t)o->plen;
+  o->plen += n;
+  o->n = i + 1;
+  o->grp[i] = 0;
+  return i;
+}
+
+/* Appends one op, copying its n parameter bytes (params may be NULL when n
+ * is 0), with footprint tag 0. Reserve first. */
 static inline void grape__region_push(grape_region_t* r, const grape_op_key_t* key,
                                       const grape_op_dims_t* dims, void* fn, const void* params,
                                       size_t n) {
-  uint32_t i = r->nops;
-  r->keys[i] = *key;
-  r->dims[i] = *dims;
-  r->fns[i] = fn;
-  r->grp[i] = 0;
-  r->poff[i] = (uint32_t)r->plen;
+  uint8_t* dst = grape__region_next_params(r);
   for (size_t k = 0; k < n; k++)
-    r->params[r->plen + k] = ((const uint8_t*)params)[k];
-  r->plen += n;
-  r->nops = i + 1;
+    dst[k] = ((const uint8_t*)params)[k];
+  grape__region_push_placed(r, key, dims, fn, n);
 }
 
 #endif

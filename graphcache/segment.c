@@ -33,8 +33,8 @@
 /* ---- Small helpers ---- */
 
 grape_gc_op_t grape__gc_op_view(const grape_region_t* r, uint32_t i) {
-  return (grape_gc_op_t){r->keys[i].kind,         r->keys[i].flags,       r->fns[i], &r->dims[i],
-                         r->params + r->poff[i], r->keys[i].param_bytes, r->keys[i].attrs_bytes};
+  return (grape_gc_op_t){r->ops.keys[i].kind,         r->ops.keys[i].flags,       r->ops.fns[i], &r->ops.dims[i],
+                         r->ops.params + r->ops.poff[i], r->ops.keys[i].param_bytes, r->ops.keys[i].attrs_bytes};
 }
 
 /* ---- The executables' LRU list ---- */
@@ -78,11 +78,11 @@ static exec_t* exec_make(const grape_gc_driver_t* drv, const grape_gc_policy_t* 
   exec_t* e = calloc(1, sizeof(*e));
   if (e == NULL)
     return NULL;
-  size_t p0 = r->poff[from], p1 = from + n < r->nops ? r->poff[from + n] : r->plen;
+  size_t p0 = r->ops.poff[from], p1 = from + n < r->ops.n ? r->ops.poff[from + n] : r->ops.plen;
   e->nodes = calloc(n, sizeof(*e->nodes));
-  e->fns = grape__gc_dup(r->fns + from, n * sizeof(*r->fns));
-  e->dims = grape__gc_dup(r->dims + from, n * sizeof(*r->dims));
-  e->params = grape__gc_dup(r->params + p0, p1 - p0);
+  e->fns = grape__gc_dup(r->ops.fns + from, n * sizeof(*r->ops.fns));
+  e->dims = grape__gc_dup(r->ops.dims + from, n * sizeof(*r->ops.dims));
+  e->params = grape__gc_dup(r->ops.params + p0, p1 - p0);
   e->plen = p1 - p0;
   e->bytes = (uint64_t)n * GRAPE_GC_NODE_BYTES + e->plen;
   if (e->nodes == NULL || e->fns == NULL || e->dims == NULL || e->params == NULL ||
@@ -236,15 +236,15 @@ int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint
   atomic_fetch_add_explicit(&c->queued_async, 1, memory_order_relaxed);
   for (uint32_t i = 0; i < seg->n; i++) {
     uint32_t at = from + i;
-    size_t bytes = (at + 1 < r->nops ? r->poff[at + 1] : r->plen) - r->poff[at];
-    if (grape__region_reserve(&j->ops, bytes) != 0) {
-      grape__region_free(&j->ops);
+    size_t bytes = (at + 1 < r->ops.n ? r->ops.poff[at + 1] : r->ops.plen) - r->ops.poff[at];
+    if (grape__region_reserve(&j->region, bytes) != 0) {
+      grape__region_free(&j->region);
       if (j->layout != NULL)
         c->policy->layout_free(j->layout);
       free(j);
       return -ENOMEM;
     }
-    grape__region_push(&j->ops, &r->keys[at], &r->dims[at], r->fns[at], r->params + r->poff[at],
+    grape__region_push(&j->region, &r->ops.keys[at], &r->ops.dims[at], r->ops.fns[at], r->ops.params + r->ops.poff[at],
                        bytes);
   }
   j->seg = seg;
@@ -301,7 +301,7 @@ int grape_gc_build_pending(grape_gc_t* c) {
     if (c->cfg.handoff != NULL)
       c->cfg.handoff(start);
     uint64_t t0 = grape__gc_now(c);
-    e = exec_make(&c->drv, c->policy, &j->ops, 0, j->seg->n, j->seg->timer, j->layout, &err);
+    e = exec_make(&c->drv, c->policy, &j->region, 0, j->seg->n, j->seg->timer, j->layout, &err);
     if (e != NULL) {
       e->ready_at = grape__gc_now(c);
       e->gen = j->gen;
@@ -331,7 +331,7 @@ int grape_gc_build_pending(grape_gc_t* c) {
     seg_maybe_free(c, seg);
   pthread_cond_broadcast(&c->built);
   pthread_mutex_unlock(&c->lock);
-  grape__region_free(&j->ops);
+  grape__region_free(&j->region);
   if (j->layout != NULL)
     c->policy->layout_free(j->layout);
   free(j);
@@ -371,9 +371,9 @@ int grape__gc_seg_ready(grape_gc_t* c, seg_t* seg) {
 /* True when op i (of the segment) of r, at region op `at`, is what e's node i holds. */
 static inline int same_op(const exec_t* e, const grape_region_t* r, uint32_t i, uint32_t at,
                           size_t p0) {
-  return e->fns[i] == r->fns[at] &&
-         __builtin_memcmp(&e->dims[i], &r->dims[at], sizeof(r->dims[at])) == 0 &&
-         memcmp(e->params + (r->poff[at] - p0), r->params + r->poff[at], r->keys[at].param_bytes) == 0;
+  return e->fns[i] == r->ops.fns[at] &&
+         __builtin_memcmp(&e->dims[i], &r->ops.dims[at], sizeof(r->ops.dims[at])) == 0 &&
+         memcmp(e->params + (r->ops.poff[at] - p0), r->ops.params + r->ops.poff[at], r->ops.keys[at].param_bytes) == 0;
 }
 
 /* Ops of r's held range that executable e holds differently; counting stops
@@ -381,10 +381,10 @@ static inline int same_op(const exec_t* e, const grape_region_t* r, uint32_t i, 
  * contiguous memory. */
 static uint32_t exec_diff(const exec_t* e, const grape_region_t* r, uint32_t from, uint32_t n,
                           uint32_t limit) {
-  size_t p0 = r->poff[from], p1 = from + n < r->nops ? r->poff[from + n] : r->plen;
-  if (e->plen == p1 - p0 && memcmp(e->dims, r->dims + from, n * sizeof(*r->dims)) == 0 &&
-      memcmp(e->fns, r->fns + from, n * sizeof(*r->fns)) == 0 &&
-      memcmp(e->params, r->params + p0, p1 - p0) == 0)
+  size_t p0 = r->ops.poff[from], p1 = from + n < r->ops.n ? r->ops.poff[from + n] : r->ops.plen;
+  if (e->plen == p1 - p0 && memcmp(e->dims, r->ops.dims + from, n * sizeof(*r->ops.dims)) == 0 &&
+      memcmp(e->fns, r->ops.fns + from, n * sizeof(*r->ops.fns)) == 0 &&
+      memcmp(e->params, r->ops.params + p0, p1 - p0) == 0)
     return 0;
   uint32_t d = 0;
   for (uint32_t i = 0; i < n && d <= limit; i++)
@@ -417,7 +417,7 @@ static exec_t* best_variant(const grape_gc_t* c, seg_t* seg, const grape_region_
 static long exec_rebind(grape_gc_t* c, exec_t* e, const grape_region_t* r, uint32_t from,
                         int* drv_err) {
   long made = 0;
-  size_t p0 = r->poff[from];
+  size_t p0 = r->ops.poff[from];
   for (uint32_t i = 0; i < e->seg->n; i++) {
     uint32_t at = from + i;
     if (same_op(e, r, i, at, p0))
@@ -428,9 +428,9 @@ static long exec_rebind(grape_gc_t* c, exec_t* e, const grape_region_t* r, uint3
       return -1;
     if (t0 != 0)
       grape_gc_cost_sample(c, GRAPE_GC_COST_UPDATE, (double)(grape__gc_now(c) - t0), 1);
-    e->fns[i] = r->fns[at];
-    e->dims[i] = r->dims[at];
-    memcpy(e->params + (r->poff[at] - p0), r->params + r->poff[at], r->keys[at].param_bytes);
+    e->fns[i] = r->ops.fns[at];
+    e->dims[i] = r->ops.dims[at];
+    memcpy(e->params + (r->ops.poff[at] - p0), r->ops.params + r->ops.poff[at], r->ops.keys[at].param_bytes);
     made++;
   }
   c->st.node_updates += (uint64_t)made;
@@ -460,10 +460,10 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
   uint32_t d;
   if (seg->timer != NULL)
     seg_timer_poll(c, seg);   /* before this launch records the timer again */
-  uint32_t gen = c->policy->pick(c, seg, r, r->sub);
-  exec_t* e = best_variant(c, seg, r, r->sub, gen, &d);
+  uint32_t gen = c->policy->pick(c, seg, r, r->cursor.sub);
+  exec_t* e = best_variant(c, seg, r, r->cursor.sub, gen, &d);
   if (e == NULL && gen != 0)
-    e = best_variant(c, seg, r, r->sub, gen = 0, &d);
+    e = best_variant(c, seg, r, r->cursor.sub, gen = 0, &d);
   if (e == NULL)
     return -1;
   /* Far from every variant: another one, while there is room, keeps the
@@ -479,7 +479,7 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
     if (same + seg->queued < c->cfg.variants &&
         (grape__gc_builds_free(c) || seg->far_ns >= 3.0 * grape__gc_build_ns(c, seg->n))) {
       seg->far_ns = 0;
-      if (grape__gc_seg_build(c, seg, r, r->sub, r->ctx, c->policy->layout(seg, gen), gen) == 0 &&
+      if (grape__gc_seg_build(c, seg, r, r->cursor.sub, r->cursor.ctx, c->policy->layout(seg, gen), gen) == 0 &&
           !c->cfg.async_builds) {
         e = seg->var[seg->nvar - 1];
         d = 0;
@@ -488,7 +488,7 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
   }
   int err = 0;
   uint64_t t0 = 0;
-  if ((d > 0 && exec_rebind(c, e, r, r->sub, &err) < 0) ||
+  if ((d > 0 && exec_rebind(c, e, r, r->cursor.sub, &err) < 0) ||
       ((t0 = grape__gc_now(c)), (err = c->drv.exec_launch(c->drv.self, e->exec, stream)) != 0)) {
     grape__gc_note(c, &c->noted_launch, "a graph update or launch failed; its ops ran eagerly, "
                                         "and its key runs eagerly from now on");
@@ -502,9 +502,9 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
   c->policy->launched(c, seg, gen);
   lru_touch(c, e);
   seg->launches++;
-  r->updates += d;
-  r->segs++;
-  r->graphed += seg->n;
+  r->cursor.updates += d;
+  r->cursor.segs++;
+  r->cursor.graphed += seg->n;
   c->st.graph_launches++;
   c->st.submissions++;
   return 0;

@@ -38,27 +38,28 @@ static int pays(const grape_gc_t* c, const gkey_t* k) {
  * params (laid out as r's). */
 static inline int same_dims_params(const grape_op_dims_t* dims, const uint8_t* params,
                                    const grape_region_t* r, uint32_t i) {
-  return __builtin_memcmp(&dims[i], &r->dims[i], sizeof(r->dims[i])) == 0 &&
-         memcmp(params + r->poff[i], r->params + r->poff[i], r->keys[i].param_bytes) == 0;
+  return __builtin_memcmp(&dims[i], &r->ops.dims[i], sizeof(r->ops.dims[i])) == 0 &&
+         memcmp(params + r->ops.poff[i], r->ops.params + r->ops.poff[i], r->ops.keys[i].param_bytes) == 0;
 }
 
 /* A warm key sighted eagerly: credits what a replay would have saved (one
  * launch per op, against one graph launch and an update per op that differs
  * from the last sighting). */
 static void earn_credit(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
-  uint32_t d = r->nops;
+  uint32_t d = r->ops.n;
   if (k->last_dims != NULL) {
     d = 0;
-    for (uint32_t i = 0; i < r->nops; i++)
+    for (uint32_t i = 0; i < r->ops.n; i++)
       d += !same_dims_params(k->last_dims, k->last_params, r, i);
-    memcpy(k->last_dims, r->dims, r->nops * sizeof(*r->dims));
-    memcpy(k->last_params, r->params, r->plen);
-  } else if ((k->last_dims = grape__gc_dup(r->dims, r->nops * sizeof(*r->dims))) == NULL ||
-             (k->last_params = grape__gc_dup(r->params, r->plen)) == NULL) {
+    memcpy(k->last_dims, r->ops.dims, r->ops.n * sizeof(*r->ops.dims));
+    memcpy(k->last_params, r->ops.params, r->ops.plen);
+  } else if ((k->last_dims = grape__gc_dup(r->ops.dims, r->ops.n * sizeof(*r->ops.dims))) == NULL ||
+             (k->last_params = grape__gc_dup(r->ops.params, r->ops.plen)) == NULL) {
     free(k->last_dims);
     k->last_dims = NULL;
   }
-  k->credit_ns += (double)r->nops * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH) - grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH) -
+  k->credit_ns += (double)r->ops.n * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH) -
+                  grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH) -
                   (double)d * grape__gc_cost(c, GRAPE_GC_COST_UPDATE);
 }
 
@@ -202,7 +203,7 @@ static void try_install(grape_gc_t* c, gkey_t* k) {
 static void maybe_build(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   /* A region without a context is on a stream that is never held: no graph
    * is built for it. */
-  if (!c->cfg.graphs || c->stopping || k->state != K_WARM || r->ctx == NULL ||
+  if (!c->cfg.graphs || c->stopping || k->state != K_WARM || r->cursor.ctx == NULL ||
       (k->seen < (uint64_t)c->cfg.warmup && !k->warmed) || k->seen < k->build_at)
     return;
   /* On the program's thread, a graph is built once eager sightings have
@@ -210,19 +211,19 @@ static void maybe_build(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
    * it costs (rent, then buy): a path that stops recurring then wastes one
    * build, at most a third of what it cost eagerly. A builder thread builds
    * at the warm-up: the program does not wait for it. */
-  if (!grape__gc_builds_free(c) && grape__gc_build_ns(c, r->nops) > 0 &&
-      k->credit_ns < BUILD_CREDIT * grape__gc_build_ns(c, r->nops))
+  if (!grape__gc_builds_free(c) && grape__gc_build_ns(c, r->ops.n) > 0 &&
+      k->credit_ns < BUILD_CREDIT * grape__gc_build_ns(c, r->ops.n))
     return;
   if ((long)k->nops < c->cfg.min_ops) {
     k->state = K_SHORT;
     return;
   }
-  for (uint32_t i = 0; i < r->nops; i++)
-    if (r->keys[i].kind == GRAPE_OP_KERNEL && r->fns[i] == NULL) {
+  for (uint32_t i = 0; i < r->ops.n; i++)
+    if (r->ops.keys[i].kind == GRAPE_OP_KERNEL && r->ops.fns[i] == NULL) {
       k->state = K_UNSUPPORTED;
       return;
     }
-  k->ctx = r->ctx;
+  k->ctx = r->cursor.ctx;
   int rc = stage_first(c, k, r);
   if (rc == -EAGAIN) {
     /* Predicted no faster, from eager runs alone: as a key measured slower,
@@ -352,19 +353,19 @@ static void slower_for_now(grape_gc_t* c, gkey_t* k) {
 static void time_cycles(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replayed) {
   if (c->cfg.now == NULL)
     return;
-  if (r->t_first == 0) {
-    r->prev_key = NULL;   /* an untimed chunk breaks the chain */
+  if (r->timers.t_first == 0) {
+    r->timers.prev_key = NULL;   /* an untimed chunk breaks the chain */
     return;
   }
-  if (r->prev_key != NULL && !r->prev_skip && r->t_first > r->prev_t) {
-    gkey_t* pk = grape__gc_key_known(c, r->prev_key);
+  if (r->timers.prev_key != NULL && !r->timers.prev_skip && r->timers.t_first > r->timers.prev_t) {
+    gkey_t* pk = grape__gc_key_known(c, r->timers.prev_key);
     if (pk != NULL)
-      note_cycle(c, pk, r->prev_replayed, r->t_first - r->prev_t);
+      note_cycle(c, pk, r->timers.prev_replayed, r->timers.t_first - r->timers.prev_t);
   }
-  r->prev_key = k;
-  r->prev_replayed = replayed;
-  r->prev_t = r->t_first;
-  r->prev_skip = 0;
+  r->timers.prev_key = k;
+  r->timers.prev_replayed = replayed;
+  r->timers.prev_t = r->timers.t_first;
+  r->timers.prev_skip = 0;
 }
 
 /* ---- Accounting ---- */
@@ -373,9 +374,10 @@ static void time_cycles(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
  * out (what cuts.c calls host_ns). */
 static void note_host(grape_gc_t* c, gkey_t* k, const grape_region_t* r, uint64_t t_end,
                       uint32_t segs, uint32_t updates) {
-  if (r->t_first == 0 || t_end <= r->t_first || c->built_now)
+  if (r->timers.t_first == 0 || t_end <= r->timers.t_first || c->built_now)
     return;   /* (a graph built on the program's thread in it measures the build) */
-  double h = (double)(t_end - r->t_first) - segs * grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH) -
+  double h = (double)(t_end - r->timers.t_first) -
+             segs * grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH) -
              updates * grape__gc_cost(c, GRAPE_GC_COST_UPDATE);
   if (h < 0)
     h = 0;
@@ -405,8 +407,8 @@ static void account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
 int grape__gc_account(grape_gc_t* c, grape_region_t* r, gkey_t* k, uint64_t t_end, uint32_t segs,
                       uint32_t updates) {
   c->st.regions++;
-  c->st.ops += r->nops;
-  if (k == NULL && (k = grape__gc_key_find_or_add(c, grape__fp_keys(r->keys, r->nops), r)) == NULL)
+  c->st.ops += r->ops.n;
+  if (k == NULL && (k = grape__gc_key_find_or_add(c, grape__fp_keys(r->ops.keys, r->ops.n), r)) == NULL)
     return -ENOMEM;
   k->seen++;
   grape__list_move_tail(&c->key_lru, &k->lru);
@@ -415,11 +417,11 @@ int grape__gc_account(grape_gc_t* c, grape_region_t* r, gkey_t* k, uint64_t t_en
     return -ENOMEM;
   p->count++;
   grape__list_move_tail(&c->path_lru, &p->lru);
-  int replayed = r->nops > 0 && r->graphed == r->nops;
+  int replayed = r->ops.n > 0 && r->cursor.graphed == r->ops.n;
   time_cycles(c, r, k, replayed);
   account_key(c, r, k, replayed, t_end, segs, updates);
-  r->prev_skip = c->built_now;   /* a cycle that built a graph measures the build */
-  r->prev_end = !replayed && r->graphed == 0 && !c->built_now ? t_end : 0;
+  r->timers.prev_skip = c->built_now;   /* a cycle that built a graph measures the build */
+  r->timers.prev_end = !replayed && r->cursor.graphed == 0 && !c->built_now ? t_end : 0;
   c->built_now = 0;
   return 0;
 }
@@ -429,7 +431,7 @@ static void account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
   if (replayed) {
     c->st.graph_hits++;
     k->hits++;
-    k->upd_avg += ((double)r->updates - k->upd_avg) / 8;
+    k->upd_avg += ((double)r->cursor.updates - k->upd_avg) / 8;
     note_host(c, k, r, t_end, segs, updates);
     if (k->state == K_LIVE && !pays(c, k)) {
       grape__gc_make_dead(k, K_NOPAY);
@@ -440,9 +442,9 @@ static void account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
     }
     return;
   }
-  if (r->graphed == 0 && r->t_first != 0 && t_end > r->t_first && !c->built_now) {
+  if (r->cursor.graphed == 0 && r->timers.t_first != 0 && t_end > r->timers.t_first && !c->built_now) {
     /* An eager sighting: the host's own time to issue it, its launches left out. */
-    double h = (double)(t_end - r->t_first) - r->nops * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH);
+    double h = (double)(t_end - r->timers.t_first) - r->ops.n * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH);
     grape__avg_add(&k->host_eager_ns, &k->host_eager_n, h > 0 ? h : 0, 8);
   }
   switch (k->state) {
@@ -473,7 +475,7 @@ static void account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
       grape__gc_make_dead(k, K_FAILED);
     } else if (!whole && k->nstaged == 0 && !c->stopping) {
       grape__gc_make_dead(k, K_BUILDING);
-      k->ctx = r->ctx;
+      k->ctx = r->cursor.ctx;
       if (stage_current(c, k, r) == 0) {
         grape__gc_staging_add(c, k);
         if (!c->cfg.async_builds)

@@ -65,6 +65,9 @@ typedef struct grape_alloc_shared_s {
   size_t n;                /* followed by n starts, then n ends, sorted (one block) */
 } grape_alloc_shared_t;
 
+/* Threads: swapped (acq_rel exchange) under the map's lock by any thread that changes shared
+ * memory, loaded (acquire) lock-free by launching threads: a reader sees a whole snapshot, and
+ * old ones live until exit; cleared plainly only by a reset (fork child, tests: one thread). */
 extern grape_alloc_shared_t* grape__alloc_shared_now;
 
 /* True when any shared range exists (one load). */

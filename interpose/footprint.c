@@ -85,15 +85,15 @@ int grape__matrix_hull(uint64_t ptr, int64_t rows, int64_t cols, int64_t ld, int
 /* The footprint of the current call in region r (appended on its first op
  * there), or NULL when it cannot be (out of memory). */
 static grape_foot_t* region_foot(grape_call_t* c, grape_region_t* r) {
-  if (c->r != r || c->gen != r->gen || c->tag == 0 || c->tag > r->nfoot) {
+  if (c->r != r || c->gen != r->ops.gen || c->tag == 0 || c->tag > r->ops.nfoot) {
     c->r = r;
-    c->gen = r->gen;
+    c->gen = r->ops.gen;
     c->foot.kernels = 0;
     c->tag = grape__region_add_foot(r, &c->foot);
     if (c->tag == 0)
       return NULL;
   }
-  return &r->foot[c->tag - 1];
+  return &r->ops.foot[c->tag - 1];
 }
 
 /* Adds [lo, hi) written to the call's footprint, in the region's copy and in
@@ -137,15 +137,15 @@ uint32_t grape__call_tag_slow(grape_region_t* r, uint32_t i) {
   grape_foot_t* f = region_foot(c, r);
   if (f == NULL)
     return 0;
-  const uint8_t* p = r->params + r->poff[i];
-  if (r->keys[i].kind == GRAPE_OP_KERNEL) {
+  const uint8_t* p = r->ops.params + r->ops.poff[i];
+  if (r->ops.keys[i].kind == GRAPE_OP_KERNEL) {
     f->kernels++;
-    scan_params(c, f, p, r->keys[i].param_bytes);
-  } else if (r->keys[i].kind == GRAPE_OP_MEMSET) {
+    scan_params(c, f, p, r->ops.keys[i].param_bytes);
+  } else if (r->ops.keys[i].kind == GRAPE_OP_MEMSET) {
     grape_memset_params_t m;
     memcpy(&m, p, sizeof(m));
     add_written(c, f, m.dst, m.dst + m.count * m.esize);
-  } else if (r->keys[i].kind == GRAPE_OP_MEMCPY) {
+  } else if (r->ops.keys[i].kind == GRAPE_OP_MEMCPY) {
     grape_memcpy_params_t m;
     memcpy(&m, p, sizeof(m));
     if (!covered(f, m.src, m.src + m.bytes)) {

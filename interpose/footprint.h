@@ -29,11 +29,12 @@ typedef struct grape_call_s {
   grape_foot_t foot;             /* what the call reads and writes (grows with the scan) */
   grape_span_t ws;               /* its declared workspace (hi == lo: none) */
   const grape_region_t* r;       /* the region its footprint was last appended to */
-  uint32_t gen;                  /* r->gen then */
+  uint32_t gen;                  /* r->ops.gen then */
   uint32_t tag;                  /* its tag there */
 } grape_call_t;
 
 /* The library call this thread is inside, or NULL. */
+/* Thread-local: set and cleared by the thread's own library call (cublas.c) around it. */
 extern __thread grape_call_t* grape__call __attribute__((tls_model("initial-exec")));
 
 /* The tag of op i of r, just recorded (s locked), inside a call. */

@@ -31,8 +31,8 @@ static attr_value_t* find(const void* handle, int attr) {
 static int holds_launch_of(const grape_stream_t* s, const void* arg) {
   const grape_func_t* f = arg;
   const grape_region_t* r = &s->region;
-  for (uint32_t i = r->sub; i < r->held; i++)
-    if (r->keys[i].kind == GRAPE_OP_KERNEL && (r->fns[i] == f->drv || r->keys[i].func == f->id))
+  for (uint32_t i = r->cursor.sub; i < r->cursor.held; i++)
+    if (r->ops.keys[i].kind == GRAPE_OP_KERNEL && (r->ops.fns[i] == f->drv || r->ops.keys[i].func == f->id))
       return 1;
   return 0;
 }

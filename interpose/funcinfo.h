@@ -71,7 +71,10 @@ typedef struct grape_func_s {
  * repeat a kernel), so a repeat costs a compare; a generation number drops the
  * cache when the table is reset (fork child, tests). */
 grape_func_t* grape__func_get_slow(const void* h, grape_handle_kind_t kind);
+/* Threads: bumped (relaxed) by any thread that replaces or retires an info, read (relaxed) by
+ * every launch: a stale value only keeps a cached info one more launch, and infos are never freed. */
 extern unsigned grape__func_generation;
+/* Thread-local: the thread's own cache of its last info; no other thread touches them. */
 extern __thread const void* grape__func_cache_key __attribute__((tls_model("initial-exec")));
 extern __thread grape_func_t* grape__func_cache_info __attribute__((tls_model("initial-exec")));
 extern __thread unsigned grape__func_cache_gen __attribute__((tls_model("initial-exec")));

@@ -241,7 +241,7 @@ void grape__stream_classify(grape_stream_t* s) {
   if (s->key == GRAPE_STREAM_LEGACY_KEY) {
     s->handle = CU_STREAM_LEGACY;
     s->ctx = cur;
-    s->region.ctx = grape__ctx_multi() ? NULL : cur;   /* held only with one context */
+    s->region.cursor.ctx = grape__ctx_multi() ? NULL : cur;   /* held only with one context */
     __atomic_store_n(&s->kind, GRAPE_STREAM_LEGACY, __ATOMIC_RELAXED);
     return;
   }
@@ -254,7 +254,7 @@ void grape__stream_classify(grape_stream_t* s) {
     GRAPE_NO_REENTRY(rc = grape__rg.stream_ctx((CUstream)s->handle, &ctx));
   s->ctx = rc == CUDA_SUCCESS ? ctx : NULL;
   /* The region builds graphs (in this context) only where it may be held. */
-  s->region.ctx = rc == CUDA_SUCCESS ? ctx : NULL;
+  s->region.cursor.ctx = rc == CUDA_SUCCESS ? ctx : NULL;
   /* The kind is read without the lock by the ordering check (graph.h). */
   __atomic_store_n(&s->kind, rc != CUDA_SUCCESS ? GRAPE_STREAM_PER_THREAD
             : (flags & CU_STREAM_NON_BLOCKING) ? GRAPE_STREAM_NON_BLOCKING
@@ -349,7 +349,7 @@ static size_t holders(grape_stream_t** out, size_t cap, int want) {
 
 void grape__flush_held_locked(grape_stream_t* s, grape_gc_cause_t cause) {
   grape_region_t* r = &s->region;
-  if (r->held > r->sub) {
+  if (r->cursor.held > r->cursor.sub) {
     int err = 0;
     grape_ctx_guard_t g = grape__ctx_enter(s->ctx, s->holder);
     GRAPE_NO_REENTRY(grape_gc_flush(cache, r, s->handle, cause, &err));
@@ -357,7 +357,7 @@ void grape__flush_held_locked(grape_stream_t* s, grape_gc_cause_t cause) {
     if (err != 0)
       grape__note_flush_error(err);
   }
-  __atomic_store_n(&r->cur, NULL, __ATOMIC_RELAXED);   /* grape__may_hold peeks unlocked */
+  __atomic_store_n(&r->cursor.node, NULL, __ATOMIC_RELAXED);   /* grape__may_hold peeks unlocked */
   if (s->on_hold_list)
     hold_list_remove(s);
 }
@@ -373,7 +373,7 @@ void grape__cut_locked(grape_stream_t* s) {
 
 void grape__end_locked(grape_stream_t* s) {
   grape_gc_t* c = grape__gc();
-  if (c != NULL && s->region.nops > 0) {
+  if (c != NULL && s->region.ops.n > 0) {
     int err = 0;
     /* Held work is submitted, and graphs are built, in the stream's context
      * (none yet: the calling thread's). */
@@ -383,7 +383,7 @@ void grape__end_locked(grape_stream_t* s) {
     if (err != 0)
       grape__note_flush_error(err);
   } else {
-    s->region.cur = c != NULL ? grape__hold_start(s) : NULL;
+    s->region.cursor.node = c != NULL ? grape__hold_start(s) : NULL;
   }
   /* Between regions a stream holds no buffers (an idle one costs its slot). */
   grape__region_release(&s->region);
@@ -435,7 +435,7 @@ void grape__flush_holding_if(int (*pred)(const grape_stream_t* s, const void* ar
     for (size_t i = 0; i < n; i++) {
       grape_stream_t* s = list[i];
       spin_lock(&s->lock);
-      if (s->region.held > s->region.sub && pred(s, arg)) {
+      if (s->region.cursor.held > s->region.cursor.sub && pred(s, arg)) {
         grape__flush_held_locked(s, cause);
         flushed++;
       }
@@ -688,15 +688,15 @@ static void watchdog_look(long us) {
     grape_stream_t* s = list[i];
     if (!spin_trylock(&s->lock))
       continue;   /* in use right now: not idle */
-    int idle = s->on_hold_list && s->region.held > s->region.sub &&
-               s->region.nops == s->wd_nops && s->chunks == s->wd_chunks;
+    int idle = s->on_hold_list && s->region.cursor.held > s->region.cursor.sub &&
+               s->region.ops.n == s->wd_nops && s->chunks == s->wd_chunks;
     if (!idle)
       s->wd_waits = 0;
     else if (s->wd_waits < 1000 && holder_descheduled(s, us))
       s->wd_waits++;
     else
       grape__flush_held_locked(s, GRAPE_GC_WATCHDOG);
-    s->wd_nops = s->region.nops;
+    s->wd_nops = s->region.ops.n;
     s->wd_chunks = s->chunks;
     spin_unlock(&s->lock);
   }
@@ -747,7 +747,7 @@ static void stream_unclassify(grape_stream_t* s, void* arg) {
   spin_lock(&s->lock);
   __atomic_store_n(&s->kind, GRAPE_STREAM_UNKNOWN, __ATOMIC_RELAXED);
   s->ctx = NULL;
-  s->region.ctx = NULL;
+  s->region.cursor.ctx = NULL;
   s->handle = NULL;
   spin_unlock(&s->lock);
 }

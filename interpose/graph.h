@@ -92,6 +92,8 @@ void grape__launch_time_end(uint64_t t0);
 
 /* Graph mode times each chunk from its first op (graphcache/cache.h:
  * measured cycles); set once the cache is made. */
+/* Threads: stored (relaxed) once by the thread that makes the cache, loaded (relaxed) at each
+ * chunk's first op: a thread that misses the store only leaves one chunk untimed. */
 extern int grape__timed;
 uint64_t grape__clock_ns(void);
 
@@ -101,6 +103,9 @@ uint64_t grape__clock_ns(void);
  * synchronisation. Work on the legacy stream flushes every blocking stream
  * that holds ops, and work on a blocking stream flushes the legacy stream
  * (non-blocking streams are independent). One load when nothing is held. */
+/* Threads (all three): changed with atomic adds under the holding list's lock (release for
+ * grape__holding), loaded lock-free by every launch (relaxed: a hint, acted on under the list's
+ * lock) and by the watchdog (acquire, before it walks the list); zeroed in a fork child. */
 extern int grape__holding;            /* streams holding ops now */
 extern int grape__holding_legacy;     /* ... of which the legacy stream */
 extern int grape__holding_blocking;   /* ... of which blocking streams */
@@ -163,7 +168,10 @@ void grape__hold_begun(grape_stream_t* s);
 
 /* ---- Errors met at flush time ---- */
 
+/* Thread-local: the calling thread's own flush error; no other thread touches it. */
 extern __thread int grape__pending_error __attribute__((tls_model("initial-exec")));
+/* Threads: set (release) by the watchdog after storing its error, taken (acquire load,
+ * exchange of the error) by any thread that reports errors; the first error is kept. */
 extern int grape__pending_any;   /* set by flushes on other threads (the watchdog) */
 void grape__note_flush_error(int err);
 
@@ -193,6 +201,8 @@ static inline int grape__report_async(int r) {
  * configuration (block, grid, dynamic shared memory within limits). The
  * limits are asked of the driver once per function (and again after its
  * attributes change); then the check is a few compares. */
+/* Threads: stored (relaxed) by the first launches to ask the driver, loaded (relaxed) by every
+ * launch: racing first launches store the same values, and [0] == 0 only asks again. */
 extern uint32_t grape__dev_limits[6];   /* max block x, y, z, grid x, y, z */
 int grape__launch_fits_slow(grape_func_t* f, const uint32_t grid[3], const uint32_t block[3],
                             uint32_t shmem);

@@ -54,6 +54,8 @@ typedef struct grape_real_graph_s {
 } grape_real_graph_t;
 
 /* The entry points, complete once grape__graph_real_resolve returned 1. */
+/* Threads: filled once under graph_driver.c's lock before its state is published (release);
+ * read lock-free only after grape__graph_real_resolve returned 1 (acquire): never while written. */
 extern grape_real_graph_t grape__rg;
 
 /* Resolves them once. @return 1 when all are there, -1 when one is missing
@@ -61,6 +63,7 @@ extern grape_real_graph_t grape__rg;
 int grape__graph_real_resolve(void);
 
 /* The table the cache is given. */
+/* Threads: constant; any thread reads it. */
 extern const grape_gc_driver_t grape__graph_driver;
 
 /* The calling thread's current context (NULL: none, or the driver failed). */
@@ -75,6 +78,7 @@ int grape__ctx_multi(void);
 void grape__ctx_note_created(void);
 
 /* This thread's tag, to tell the thread that held a stream's work. */
+/* Thread-local: only its address is used (a tag); nothing reads or writes it. */
 extern __thread char grape__ctx_thread_tag __attribute__((tls_model("initial-exec")));
 
 typedef struct grape_ctx_guard_s {

@@ -95,10 +95,13 @@ GRAPE_EXPORT void __cudaRegisterFunction(void** fatCubinHandle, const char* host
 #define GRAPE_MISSING_CUresult CUDA_ERROR_NOT_FOUND
 #define GRAPE_MISSING_cudaError_t cudaErrorSymbolNotFound
 
+/* Threads: constant (generated); any thread reads it. */
 extern const grape_hook_desc_t grape__hooks[GRAPE_HOOK_COUNT];
 
 /* Real functions, one slot per route. EXPORT slots fill lazily; the others are
  * filled when the routing call hands a wrapper out. Read with relaxed loads. */
+/* Threads: each slot stored once (relaxed store or CAS) by the first thread to resolve it, read
+ * (relaxed) by every hook: racing resolvers store the same pointer, and NULL resolves again. */
 extern void* grape__real[GRAPE_SLOT_COUNT][GRAPE_HOOK_COUNT];
 
 /* The real function behind the exported override of hook h: RTLD_NEXT, then the

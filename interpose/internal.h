@@ -13,8 +13,13 @@
 
 enum { GRAPE_STATE_UNINIT = 0, GRAPE_STATE_OFF = 1, GRAPE_STATE_ON = 2 };
 
+/* Threads: published (release) by the one thread that runs the init (pthread_once), set OFF
+ * (acq_rel exchange) at exit or failure; every hook loads it (relaxed: OFF only passes through). */
 extern int grape__state;
+/* Threads: written once by the init thread before grape__state's release store, read plainly
+ * by hooks only after grape__init (pthread_once) returned: ordered, never a race. */
 extern int grape__mode;   /* GRAPE_MODE_*, valid once state != UNINIT */
+/* Thread-local: the thread's own re-entry depth; no other thread touches it. */
 extern __thread int grape__depth __attribute__((tls_model("initial-exec")));
 
 /* Reads the options and sets grape__state. Touches libc only: never CUDA.
@@ -56,6 +61,7 @@ typedef struct grape_counters_s {
   int in_use;
 } grape_counters_t;
 
+/* Thread-local: the thread's own counters block (the block list itself is under a lock). */
 extern __thread grape_counters_t* grape__counters_tls __attribute__((tls_model("initial-exec")));
 grape_counters_t* grape__counters_slow(void);
 
@@ -76,6 +82,8 @@ void grape__counters_sum(grape_counters_t* out);
 
 /* Stream captures the program has begun and not ended (all threads). While it
  * is non-zero, each launch asks the driver whether its stream is capturing. */
+/* Threads: counted with atomic add/CAS by threads that begin or end a capture, loaded (relaxed)
+ * by every launch: a capture racing a launch on another thread is unordered by the program too. */
 extern int grape__captures;
 
 /* Whether stream (as a launch names it) is being captured by the program: 1

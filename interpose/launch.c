@@ -85,7 +85,7 @@ long grape__chunk_slow(void) {
 }
 
 int grape__room_slow(grape_stream_t* s, size_t max_bytes) {
-  if (s->region.nops >= grape__chunk_limit())
+  if (s->region.ops.n >= grape__chunk_limit())
     grape__end_locked(s);
   if (grape__region_reserve(&s->region, max_bytes) != 0) {
     spin_unlock(&s->lock);
@@ -114,8 +114,8 @@ int grape__barrier_begin(grape_stream_t* s, size_t room) {
 
 void grape__barrier_end(grape_stream_t* s, int cooperative) {
   grape_region_t* r = &s->region;
-  r->grp[r->nops - 1] = GRAPE_GRP_SPECIAL + (cooperative ? GRAPE_WHY_COOPERATIVE : GRAPE_WHY_COLLECTIVE);
-  r->fns[r->nops - 1] = NULL;   /* never a graph node */
+  r->ops.grp[r->ops.n - 1] = GRAPE_GRP_SPECIAL + (cooperative ? GRAPE_WHY_COOPERATIVE : GRAPE_WHY_COLLECTIVE);
+  r->ops.fns[r->ops.n - 1] = NULL;   /* never a graph node */
   grape__end_locked(s);
 }
 
@@ -163,20 +163,20 @@ int grape__hold_memop(const grape_memop_t* m) {
   grape_op_key_t k;
   grape_op_dims_t d;
   memop_sig(m, &k, &d);
-  if (r->cur != NULL && !memop_valid(m))
+  if (r->cursor.node != NULL && !memop_valid(m))
     grape__diverge(s, GRAPE_GC_INVALID_LAUNCH);
-  if (r->cur != NULL) {
-    const grape_gc_node_t* nx = grape_gc_step(r->cur, &k);
+  if (r->cursor.node != NULL) {
+    const grape_gc_node_t* nx = grape_gc_step(r->cursor.node, &k);
     if (nx != NULL) {
-      grape__region_push(r, &k, &d, NULL, &m->p, sizeof(m->p));
-      r->grp[r->nops - 1] = grape__call_tag(r, r->nops - 1);
+      memcpy(grape__region_next_params(r), &m->p, sizeof(m->p));
+      grape__record_op(r, &k, &d, NULL, sizeof(m->p));
       grape__charge_op();
       grape__held_unlock(s, nx);
       return 1;
     }
     grape__diverge(s, GRAPE_GC_DIVERGENCE);
   }
-  r->cur = NULL;
+  r->cursor.node = NULL;
   spin_unlock(&s->lock);
   return 0;
 }
@@ -193,8 +193,8 @@ void grape__on_memop(const grape_memop_t* m) {
   grape_op_key_t k;
   grape_op_dims_t d;
   memop_sig(m, &k, &d);
-  grape__region_push(&s->region, &k, &d, NULL, &m->p, sizeof(m->p));
-  s->region.grp[s->region.nops - 1] = grape__call_tag(&s->region, s->region.nops - 1);
-  s->region.cur = NULL;
+  memcpy(grape__region_next_params(&s->region), &m->p, sizeof(m->p));
+  grape__record_op(&s->region, &k, &d, NULL, sizeof(m->p));
+  s->region.cursor.node = NULL;
   spin_unlock(&s->lock);
 }

@@ -51,11 +51,25 @@ void grape__log_launch(grape_route_t route, const grape_func_t* f, const grape_l
                        const uint8_t* p, size_t n);
 
 /* Chunk length (GRAPE_CHUNK), read once. */
+/* Threads: stored (relaxed) by the first launches that read GRAPE_CHUNK, loaded (relaxed) by
+ * every launch: an initializing race resolves to the same value (mimalloc's options). */
 extern long grape__chunk;
 long grape__chunk_slow(void);
 static inline __attribute__((always_inline)) uint32_t grape__chunk_limit(void) {
   long c = __atomic_load_n(&grape__chunk, __ATOMIC_RELAXED);
   return (uint32_t)(__builtin_expect(c > 0, 1) ? c : grape__chunk_slow());
+}
+
+/* Appends an op to r (reserved: grape__lock_room) whose n parameter bytes
+ * are already at grape__region_next_params(r), tagged with the library call
+ * it came from (footprint.h): the one way the shim records an op, held or
+ * not, launch or memory op. */
+static inline __attribute__((always_inline)) void grape__record_op(grape_region_t* r,
+                                                                   const grape_op_key_t* k,
+                                                                   const grape_op_dims_t* d,
+                                                                   void* fn, size_t n) {
+  uint32_t i = grape__region_push_placed(r, k, d, fn, n);
+  r->ops.grp[i] = grape__call_tag(r, i);
 }
 
 /* Locks stream s with room for one more op of up to max_bytes parameters;
@@ -65,12 +79,12 @@ static inline __attribute__((always_inline)) int
 grape__lock_room(grape_stream_t* s, size_t max_bytes) {
   spin_lock(&s->lock);
   grape_region_t* r = &s->region;
-  if (__builtin_expect(r->nops >= r->cap || r->plen + max_bytes > r->pcap ||
-                           r->nops >= grape__chunk_limit(), 0) &&
+  if (__builtin_expect(r->ops.n >= r->ops.cap || r->ops.plen + max_bytes > r->ops.pcap ||
+                           r->ops.n >= grape__chunk_limit(), 0) &&
       grape__room_slow(s, max_bytes) != 0)
     return -ENOMEM;
-  if (r->nops == 0 && __atomic_load_n(&grape__timed, __ATOMIC_RELAXED))
-    r->t_first = grape__clock_ns();   /* once per chunk: its cycle starts */
+  if (r->ops.n == 0 && __atomic_load_n(&grape__timed, __ATOMIC_RELAXED))
+    r->timers.t_first = grape__clock_ns();   /* once per chunk: its cycle starts */
   return 0;
 }
 
@@ -175,12 +189,12 @@ void grape__diverge(grape_stream_t* s, grape_gc_cause_t cause);
 static inline __attribute__((always_inline)) void grape__held_unlock(grape_stream_t* s,
                                                                      const grape_gc_node_t* nx) {
   grape_region_t* r = &s->region;
-  r->cur = nx;
-  if (r->held++ == 0)
+  r->cursor.node = nx;
+  if (r->cursor.held++ == 0)
     grape__hold_begun(s);
   if (__builtin_expect(grape_gc_is_cut(nx), 0))
     grape__held_cut(s);
-  if (__builtin_expect(r->nops >= grape__chunk_limit(), 0))
+  if (__builtin_expect(r->ops.n >= grape__chunk_limit(), 0))
     grape__held_chunk_end(s);
   spin_unlock(&s->lock);
 }
@@ -193,15 +207,15 @@ void grape__stream_meet(grape_stream_t* s);
 static inline __attribute__((always_inline)) int grape__may_hold(grape_stream_t* s) {
   if (__builtin_expect(__atomic_load_n(&s->kind, __ATOMIC_RELAXED) == GRAPE_STREAM_UNKNOWN, 0))
     grape__stream_meet(s);
-  return __atomic_load_n(&s->region.cur, __ATOMIC_RELAXED) != NULL ||
-         s->region.nops >= grape__chunk_limit();
+  return __atomic_load_n(&s->region.cursor.node, __ATOMIC_RELAXED) != NULL ||
+         s->region.ops.n >= grape__chunk_limit();
 }
 
 /* Before a chunk's first held op (s locked): the chunk runs eagerly when s's
  * work may not be held now (graph.h, grape__hold_ready). */
 static inline __attribute__((always_inline)) void grape__hold_check_first(grape_stream_t* s) {
-  if (__builtin_expect(s->region.held == 0, 0) && s->region.cur != NULL && !grape__hold_ready(s))
-    s->region.cur = NULL;
+  if (__builtin_expect(s->region.cursor.held == 0, 0) && s->region.cursor.node != NULL && !grape__hold_ready(s))
+    s->region.cursor.node = NULL;
 }
 
 /* A barrier-class launch is recorded on s (locked): the region before it
@@ -236,30 +250,24 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
     return 0;
   grape_region_t* r = &s->region;
   grape__hold_check_first(s);
-  if (r->cur != NULL) {
+  if (r->cursor.node != NULL) {
     if (__builtin_expect(!eligible || !grape__launch_fits(f, l->grid, l->block, l->shmem), 0)) {
       grape__diverge(s, GRAPE_GC_INVALID_LAUNCH);
       goto eager;
     }
     grape_op_key_t k;
-    uint8_t* dst = r->params + r->plen;
+    uint8_t* dst = grape__region_next_params(r);
     size_t n = grape__launch_params(f, l, extra_form, dst, room);
     grape__launch_key(f, l, (uint32_t)n, extra_form ? GRAPE_SIG_EXTRA : 0, &k);
     grape__launch_attrs(l, dst, n, room, &k);
-    const grape_gc_node_t* nx = grape_gc_step(r->cur, &k);
+    const grape_gc_node_t* nx = grape_gc_step(r->cursor.node, &k);
     if (nx == NULL) {
       grape__diverge(s, GRAPE_GC_DIVERGENCE);
       goto eager;
     }
-    uint32_t i = r->nops;
-    r->keys[i] = k;
-    r->dims[i] = (grape_op_dims_t){{l->grid[0], l->grid[1], l->grid[2]},
-                                   {l->block[0], l->block[1], l->block[2]}, l->shmem, 0};
-    r->fns[i] = f->drv;
-    r->poff[i] = (uint32_t)r->plen;
-    r->plen += n + k.attrs_bytes;
-    r->nops = i + 1;
-    r->grp[i] = grape__call_tag(r, i);
+    grape_op_dims_t d = {{l->grid[0], l->grid[1], l->grid[2]},
+                         {l->block[0], l->block[1], l->block[2]}, l->shmem, 0};
+    grape__record_op(r, &k, &d, f->drv, n + k.attrs_bytes);
     GRAPE_COUNT(launches[route]);
     grape__charge_op();
     if (__builtin_expect(grape__log_level() >= GRAPE_LOG_DEBUG, 0))
@@ -268,7 +276,7 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
     return 1;
   }
 eager:
-  r->cur = NULL;
+  r->cursor.node = NULL;
   spin_unlock(&s->lock);
   return 0;
 }
@@ -297,31 +305,26 @@ static inline __attribute__((always_inline)) void grape__on_launch(grape_route_t
     return;
   grape_region_t* r = &s->region;
   int barrier = grape__launch_barrier(f, l);
-  if (__builtin_expect(barrier && r->nops > 0, 0) && grape__barrier_begin(s, room) != 0)
+  if (__builtin_expect(barrier && r->ops.n > 0, 0) && grape__barrier_begin(s, room) != 0)
     return;
-  uint8_t* dst = r->params + r->plen;
+  uint8_t* dst = grape__region_next_params(r);
   size_t n = grape__launch_params(f, l, extra_form, dst, room);
   grape_op_key_t k;
   grape__launch_key(f, l, (uint32_t)n, l->flags | (extra_form ? GRAPE_SIG_EXTRA : 0), &k);
   if (__builtin_expect(grape__log_level() >= GRAPE_LOG_DEBUG, 0))
     grape__log_launch(route, f, l, dst, n);
   grape__launch_attrs(l, dst, n, room, &k);
-  uint32_t i = r->nops;
-  r->keys[i] = k;
-  r->dims[i] = (grape_op_dims_t){{l->grid[0], l->grid[1], l->grid[2]},
-                                 {l->block[0], l->block[1], l->block[2]}, l->shmem, 0};
+  grape_op_dims_t d = {{l->grid[0], l->grid[1], l->grid[2]},
+                       {l->block[0], l->block[1], l->block[2]}, l->shmem, 0};
   /* A graph node can carry it only with a known layout and attributes a
    * kernel node has too (a barrier, cooperative ones included, never:
    * grape__barrier_end). */
-  r->fns[i] = f != NULL && (extra_form || f->nparams >= 0) &&
-                      (k.attrs_bytes == l->attrs_bytes) && grape__attrs_node_safe(l)
-                  ? f->drv
-                  : NULL;
-  r->poff[i] = (uint32_t)r->plen;
-  r->plen += n + k.attrs_bytes;
-  r->nops = i + 1;
-  r->grp[i] = grape__call_tag(r, i);
-  r->cur = NULL;   /* an op that went to the driver: the rest of the chunk does too */
+  void* fn = f != NULL && (extra_form || f->nparams >= 0) &&
+                     (k.attrs_bytes == l->attrs_bytes) && grape__attrs_node_safe(l)
+                 ? f->drv
+                 : NULL;
+  grape__record_op(r, &k, &d, fn, n + k.attrs_bytes);
+  r->cursor.node = NULL;   /* an op that went to the driver: the rest of the chunk does too */
   if (__builtin_expect(barrier, 0))
     grape__barrier_end(s, (l->flags & GRAPE_SIG_COOPERATIVE) != 0);   /* never in a graph key */
   spin_unlock(&s->lock);

@@ -17,6 +17,8 @@ void grape__log_set_output(grape_output_fn* fn, void* arg);
 
 /* Current level (GRAPE_LOG), cached after the first call. */
 int grape__log_level_slow(void);
+/* Threads: stored (relaxed) by the first threads that read GRAPE_LOG, loaded (relaxed) by every
+ * log call: an initializing race resolves to the same value; reset only in a fork child. */
 extern int grape__log_level_cache;   /* -1 until read */
 static inline __attribute__((always_inline)) int grape__log_level(void) {
   int l = __atomic_load_n(&grape__log_level_cache, __ATOMIC_RELAXED);

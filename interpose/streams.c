@@ -162,7 +162,6 @@ void grape__stream_forget(uintptr_t key) {
     grape_stream_t* s = t->e[i].slot;
     __atomic_store_n(&t->e[i].key, TOMBSTONE, __ATOMIC_RELEASE);
     live--;
-    /* Its region keeps its buffers for the next stream that takes the slot. */
     spin_lock(&s->lock);
     grape__region_free(&s->region);   /* a destroyed stream returns its memory */
     s->key = 0;

@@ -79,6 +79,7 @@ typedef struct grape_stream_s {
 /* Key of a stream handle as a call names it: 1 for the legacy stream; for a
  * per-thread-default-stream call (or CU_STREAM_PER_THREAD), this thread's own
  * stream. Never 0. */
+/* Thread-local: only its address is used (the key of this thread's own stream). */
 extern __thread char grape__thread_stream_tag __attribute__((tls_model("initial-exec")));
 static inline __attribute__((always_inline)) uintptr_t
 grape__stream_key(const void* stream, int ptds) {
@@ -94,6 +95,9 @@ grape__stream_key(const void* stream, int ptds) {
 int grape__stream_key_is_per_thread(uintptr_t key);
 
 /* The per-thread cache of the last stream (see the DESIGN note). */
+/* Threads: bumped (relaxed) under the table mutex when a slot is recycled or the table reset,
+ * loaded (relaxed) by every lookup: a stale value needs a stream used while another thread
+ * destroys it, which CUDA leaves undefined. The caches below are thread-local. */
 extern unsigned grape__streams_generation;
 extern __thread uintptr_t grape__streams_cache_key __attribute__((tls_model("initial-exec")));
 extern __thread grape_stream_t* grape__streams_cache_slot __attribute__((tls_model("initial-exec")));

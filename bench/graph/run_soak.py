@@ -15,7 +15,9 @@ come just before each sync, when every stream holds its round's work: the
 peak). Ends with the shim's path and graph counts.
 
 usage: run_soak.py --prog soak --simdir DIR --lib LIBGRAPE [--launches 10000000]
-                   [--streams 100000] [--rounds 3]
+                   [--streams 100000] [--rounds 3] [--round-streams N]
+(--launches 0 --streams 0 --round-streams 100000: the rounds phase alone, as
+docs/performance.md measures it)
 (ninja -C build bench-graph-soak)"""
 import argparse
 import sys
@@ -41,8 +43,11 @@ def main():
     ap.add_argument("--launches", type=int, default=10_000_000)
     ap.add_argument("--streams", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--round-streams", type=int, help="streams of the rounds phase (default: --streams)")
     a = ap.parse_args()
-    args = [str(a.launches), str(a.streams), "4", str(a.rounds)]
+    if a.round_streams is None:
+        a.round_streams = a.streams
+    args = [str(a.launches), str(a.streams), "4", str(a.rounds), str(a.round_streams)]
     env = {"SIMCU_SYNC": "1", "SIMCU_NO_REUSE": "1"}
     e = simrun.run(a.prog, args, a.simdir, None, "eager", 0, env=env)
     g = simrun.run(a.prog, args, a.simdir, a.lib, "graph", 0, env=env)
@@ -55,8 +60,9 @@ def main():
         return 1
     base = cg[0][2] - ce[0][2]
     print(f"soak: {a.launches:,} launches (regions of 4, random grids), {a.streams:,} streams "
-          f"created and destroyed, then as many kept alive, then as many non-blocking streams "
-          f"launching 4 kernels each per round, {a.rounds} rounds with a device sync after each; "
+          f"created and destroyed, then as many kept alive, then {a.round_streams:,} non-blocking "
+          f"streams launching 4 kernels each per round, {a.rounds} rounds with a device sync after "
+          "each; "
           "SIMCU_SYNC=1, SIMCU_NO_REUSE=1")
     print()
     print("| phase | ops | RSS without shim, MB | RSS graph mode, MB | shim's growth, MB | "

@@ -248,16 +248,16 @@ static void issue(const pop_t* p) {
   grape_gc_op_t view = {GRAPE_OP_KERNEL, 0, fn, &d, &params, 8, 0};
   issued[nissued++] = fop(&view);
   fake_now += host_op_ns;   /* the program's own work before the op */
-  if (region.nops == 0 && cache_timed)
-    region.t_first = fake_clock();   /* as the shim does at a chunk's first op */
+  if (region.ops.n == 0 && cache_timed)
+    region.timers.t_first = fake_clock();   /* as the shim does at a chunk's first op */
   grape_region_t* r = &region;
-  if (r->cur != NULL) {
-    const grape_gc_node_t* nx = grape_gc_step(r->cur, &k);
+  if (r->cursor.node != NULL) {
+    const grape_gc_node_t* nx = grape_gc_step(r->cursor.node, &k);
     if (nx != NULL) {
       cr_assert_eq(grape__region_reserve(r, 8), 0);
       grape__region_push(r, &k, &d, fn, &params, 8);
-      r->held++;
-      r->cur = nx;
+      r->cursor.held++;
+      r->cursor.node = nx;
       if (grape_gc_is_cut(nx)) {
         int err;
         cr_assert_eq(grape_gc_cut(cache, r, NULL, &err), 0);
@@ -267,7 +267,7 @@ static void issue(const pop_t* p) {
     }
     int err;
     cr_assert_eq(grape_gc_flush(cache, r, NULL, GRAPE_GC_DIVERGENCE, &err), 0);
-    cr_assert_null(r->cur, "the rest of the region runs eagerly");
+    cr_assert_null(r->cursor.node, "the rest of the region runs eagerly");
   }
   /* Eagerly: the program's own launch, then recorded. */
   run(&issued[nissued - 1]);
@@ -311,8 +311,8 @@ static void setup_with(grape_gc_config_t cfg) {
   cache_timed = cfg.now != NULL;
   launch_error = 0;
   cr_assert_eq(grape_gc_create(&cfg, &fake, &cache), 0);
-  region.cur = grape_gc_root(cache);
-  region.ctx = &region;   /* a stream that may be held */
+  region.cursor.node = grape_gc_root(cache);
+  region.cursor.ctx = &region;   /* a stream that may be held */
 }
 
 static void setup(void) { setup_with(config()); }

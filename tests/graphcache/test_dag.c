@@ -25,7 +25,7 @@ static void kernel(uint32_t blocks, uint32_t tag) {
   uint64_t p = 0;
   cr_assert_eq(grape__region_reserve(&r, 64), 0);
   grape__region_push(&r, &k, &d, (void*)1, &p, 8);
-  r.grp[r.nops - 1] = tag;
+  r.ops.grp[r.ops.n - 1] = tag;
 }
 
 /* A GEMM call reading [rlo, rhi) and writing [wlo, whi): its footprint and
@@ -52,8 +52,8 @@ static void memset_op(uint64_t dst, uint64_t bytes) {
 }
 
 static void view(grape_dag_op_t* ops) {
-  grape__dag_ops(&r, 0, r.nops, ops);
-  grape__dag_model(ops, r.nops, 132, 0);
+  grape__dag_ops(&r, 0, r.ops.n, ops);
+  grape__dag_model(ops, r.ops.n, 132, 0);
 }
 
 /* Predecessors of op j in plan p, as a bit mask. */
@@ -199,14 +199,14 @@ Test(dag, a_plan_is_refused_where_a_replay_aliases) {
   cr_expect_eq(p.npairs, 1);
   cr_expect(grape__plan_valid(&p, &r, 0));
   /* The same ops on a later replay, the second now writing the first's output. */
-  r.foot[1].s[1] = (grape_span_t){1050, 1150};
+  r.ops.foot[1].s[1] = (grape_span_t){1050, 1150};
   cr_expect_not(grape__plan_valid(&p, &r, 0));
   /* ... or one of them no longer footprinted (a kernel of no library call). */
-  r.foot[1].s[1] = (grape_span_t){2000, 2100};
-  r.grp[1] = 0;
+  r.ops.foot[1].s[1] = (grape_span_t){2000, 2100};
+  r.ops.grp[1] = 0;
   cr_expect_not(grape__plan_valid(&p, &r, 0));
   grape_plan_t q;
-  r.grp[1] = 2;
+  r.ops.grp[1] = 2;
   cr_assert_eq(grape__plan_copy(&p, &q), 0);
   cr_expect(grape__plan_valid(&q, &r, 0));
   grape__plan_free(&q);

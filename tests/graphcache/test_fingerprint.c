@@ -57,10 +57,10 @@ Test(fingerprint, parameter_values_reach_neither_key_nor_path) {
   cr_assert_eq(grape__region_reserve(&b, sizeof(vb)), 0);
   grape__region_push(&a, &k, &d, NULL, va, sizeof(va));
   grape__region_push(&b, &k, &d, NULL, vb, sizeof(vb));
-  cr_assert_neq(memcmp(a.params, b.params, sizeof(va)), 0, "the values were not recorded");
-  uint64_t ka = grape__fp_keys(a.keys, a.nops), kb = grape__fp_keys(b.keys, b.nops);
+  cr_assert_neq(memcmp(a.ops.params, b.ops.params, sizeof(va)), 0, "the values were not recorded");
+  uint64_t ka = grape__fp_keys(a.ops.keys, a.ops.n), kb = grape__fp_keys(b.ops.keys, b.ops.n);
   cr_expect_eq(ka, kb, "a parameter value changed the graph key");
-  cr_expect_eq(grape__fp_path(ka, a.dims, a.nops), grape__fp_path(kb, b.dims, b.nops),
+  cr_expect_eq(grape__fp_path(ka, a.ops.dims, a.ops.n), grape__fp_path(kb, b.ops.dims, b.ops.n),
                "a parameter value changed the path");
   grape__region_free(&a);
   grape__region_free(&b);

@@ -70,17 +70,17 @@ Test(footprint, a_call_tags_its_ops_once_per_region_and_writes_what_its_kernels_
   uint64_t params[4] = {0x7f0000000000, 0x7f0000010000, 0x7f0000020040, 12345};
   grape__call = &c;
   push_kernel(&r, params, sizeof(params));
-  r.grp[0] = grape__call_tag(&r, 0);
+  r.ops.grp[0] = grape__call_tag(&r, 0);
   push_kernel(&r, params, sizeof(params));
-  r.grp[1] = grape__call_tag(&r, 1);
+  r.ops.grp[1] = grape__call_tag(&r, 1);
   grape__call = NULL;
   push_kernel(&r, params, sizeof(params));
-  r.grp[2] = grape__call_tag(&r, 2);
-  cr_expect_eq(r.nfoot, 1);
-  cr_expect_eq(r.grp[0], 1);
-  cr_expect_eq(r.grp[1], 1);
-  cr_expect_eq(r.grp[2], 0);   /* outside the call */
-  const grape_foot_t* f = &r.foot[0];
+  r.ops.grp[2] = grape__call_tag(&r, 2);
+  cr_expect_eq(r.ops.nfoot, 1);
+  cr_expect_eq(r.ops.grp[0], 1);
+  cr_expect_eq(r.ops.grp[1], 1);
+  cr_expect_eq(r.ops.grp[2], 0);   /* outside the call */
+  const grape_foot_t* f = &r.ops.foot[0];
   cr_expect_eq(f->kernels, 2);
   cr_expect_eq(f->nr, 1);
   cr_expect_eq(f->nw, 2);   /* D, and the whole buffer word 2 points into */
@@ -90,9 +90,9 @@ Test(footprint, a_call_tags_its_ops_once_per_region_and_writes_what_its_kernels_
   grape__region_clear(&r);
   grape__call = &c;
   push_kernel(&r, params, sizeof(params));
-  r.grp[0] = grape__call_tag(&r, 0);
+  r.ops.grp[0] = grape__call_tag(&r, 0);
   grape__call = NULL;
-  cr_expect_eq(r.grp[0], 1);
-  cr_expect_eq(r.foot[0].nw, 2);
+  cr_expect_eq(r.ops.grp[0], 1);
+  cr_expect_eq(r.ops.foot[0].nw, 2);
   grape__region_free(&r);
 }

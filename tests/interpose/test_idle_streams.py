@@ -18,12 +18,15 @@ usage: test_idle_streams.py --preload LIBS --simdir DIR --prog idle_streams
                             [--n 20000] [--rounds 3] [--max-idle-bytes 768]
                             [--max-held-bytes 1536] [--sanitized]"""
 import argparse
+import glob
 import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
+
+from simenv import sim_env
 
 
 def fail(msg, p=None):
@@ -33,22 +36,13 @@ def fail(msg, p=None):
 
 
 def run(a, mode):
-    """(held RSS KiB over rss before the rounds, idle heap bytes, sum, report)."""
+    """(held RSS KiB, RSS KiB before the rounds, idle heap bytes, sum, report)."""
     with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ)
-        for k in [k for k in env if k.startswith(("GRAPE_", "SIMCU_"))] + ["MALLOC_PERTURB_"]:
-            env.pop(k, None)
-        env["LD_LIBRARY_PATH"] = a.simdir + ":" + env.get("LD_LIBRARY_PATH", "")
-        # No worker thread per stream (N streams would be N threads).
-        env["SIMCU_SYNC"] = "1"
-        env.setdefault("ASAN_OPTIONS", "detect_leaks=0")
-        san = ":".join(x for x in a.preload.split(":") if x and not x.endswith("libgrape.so"))
-        env.pop("LD_PRELOAD", None)
-        if san:
-            env["LD_PRELOAD"] = san
-        report = os.path.join(d, "grape.json")
-        if mode is not None:
-            env.update(LD_PRELOAD=a.preload, GRAPE_MODE=mode, GRAPE_REPORT=report)
+        # No worker thread per stream (N streams would be N threads); meson
+        # test's MALLOC_PERTURB_ would make glibc write every page it hands out.
+        env = sim_env(a.simdir, a.preload, d, mode is not None, mode or "graph",
+                      extra={"SIMCU_SYNC": "1"}, clean=True)
+        env.pop("MALLOC_PERTURB_", None)
         p = subprocess.run([a.prog, str(a.n), str(a.rounds)], env=env, capture_output=True,
                            text=True, timeout=240)
         m = re.search(r"^streams (\d+) rounds (\d+) rss_before_kib (\d+) held_rss_kib (\d+) "
@@ -58,9 +52,10 @@ def run(a, mode):
             fail(f"{a.prog} ({mode or 'no shim'}) exited {p.returncode}", p)
         rep = None
         if mode is not None:
-            if not os.path.exists(report):
+            reports = glob.glob(os.path.join(d, "grape.*.json"))
+            if not reports:
                 fail(f"{mode}: no exit report: was {a.preload} preloaded?", p)
-            with open(report) as f:
+            with open(reports[0]) as f:
                 rep = json.load(f)
         return int(m.group(4)), int(m.group(3)), int(m.group(5)), int(s.group(1)), rep
 

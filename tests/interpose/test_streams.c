@@ -69,7 +69,7 @@ static void* churn(void* arg) {
       if (s == NULL || s->key != base + 16 * i)
         return (void*)1;
       spin_lock(&s->lock);
-      s->region.held = 0;   /* touch it under its lock */
+      s->region.cursor.held = 0;   /* touch it under its lock */
       spin_unlock(&s->lock);
     }
     for (uintptr_t i = 0; i < 32; i += 2)
