@@ -114,12 +114,13 @@ void grape__rt_host_work(int kind) {
  * The forking thread takes reg_lock before fork() and releases it on both
  * sides, so a child forked while another thread is inside a kernel lookup
  * does not hang on the lock (in __cudaUnregisterFatBinary at its exit): that
- * thread does not exist in the child. Because a lookup calls the driver with
- * reg_lock held, reg_lock must be taken before the driver's own locks (core.c's
- * fork handlers): the handlers are registered once the driver is loaded, and
- * prepare handlers run in the reverse order of registration, so this one runs
- * before the driver's. Before the driver is loaded no lookup can hold the lock
- * across a driver call. */
+ * thread does not exist in the child. reg_lock is a leaf: no thread holds it
+ * across a driver call (lookup_kernel lets it go while the driver loads an
+ * image), so its handlers may run before or after the driver's (core.c's)
+ * and are registered when the runtime is loaded, before any thread can take
+ * the lock. Registered later (a thread's first call), they could miss a fork
+ * another thread begins meanwhile: glibc runs only the handlers registered
+ * before a fork's prepare phase, and that child inherited reg_lock held. */
 
 static void fork_prepare(void) {
   pthread_mutex_lock(&reg_lock);
@@ -129,13 +130,16 @@ static void fork_release(void) {
   pthread_mutex_unlock(&reg_lock);
 }
 
+__attribute__((constructor)) static void rt_fork_handlers(void) {
+  (void)pthread_atfork(fork_prepare, fork_release, fork_release);
+}
+
 static void rt_init(void) {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
   if (h == NULL) {
     rt_init_status = cudaErrorInsufficientDriver;
     return;
   }
-  (void)pthread_atfork(fork_prepare, fork_release, fork_release);
   grape__rt_get_proc = (PFN_cuGetProcAddress_v12000)dlsym(h, "cuGetProcAddress_v2");
   if (grape__rt_get_proc == NULL) {
     rt_init_status = cudaErrorInsufficientDriver;
@@ -333,40 +337,70 @@ RT_API char __cudaInitModule(void** handle) {
   return 1;
 }
 
-/* Finds the kernel of a host stub, loading its fatbin on first use. */
+/* The registration of host stub `host` (reg_lock held), or NULL. */
+static kfunc_t* kfunc_of(const void* host) {
+  for (size_t i = 0; i < nkfuncs; i++)
+    if (kfuncs[i].host == host)
+      return &kfuncs[i];
+  return NULL;
+}
+
+/* Finds the kernel of a host stub, loading its fatbin on first use. The
+ * driver is called with reg_lock released (see "Fork"); two threads that
+ * load one fatbin at once keep the first library and unload the other. */
 static cudaError_t lookup_kernel(const void* host, CUkernel* out) {
   cudaError_t e = grape__rt_enter();
   if (e != cudaSuccess)
     return e;
-  e = cudaErrorInvalidDeviceFunction;
   pthread_mutex_lock(&reg_lock);
-  for (size_t i = 0; i < nkfuncs; i++) {
-    kfunc_t* kf = &kfuncs[i];
-    if (kf->host != host)
-      continue;
-    if (kf->k == NULL) {
-      fatbin_t* fb = kf->fb;
-      if (fb->lib == NULL && !fb->failed) {
-        CUresult r = drv.LibraryLoadData(&fb->lib, fb->wrapper, NULL, NULL, 0, NULL, NULL, 0);
-        if (r != CUDA_SUCCESS) {
-          fb->failed = 1;
-          e = r == CUDA_ERROR_NO_BINARY_FOR_GPU ? cudaErrorNoKernelImageForDevice
-                                                : cudaErrorInvalidKernelImage;
-          break;
-        }
-      }
-      if (fb->lib == NULL ||
-          drv.LibraryGetKernel(&kf->k, fb->lib, kf->name) != CUDA_SUCCESS) {
-        kf->k = NULL;
-        break;
-      }
-    }
+  kfunc_t* kf = kfunc_of(host);
+  if (kf != NULL && kf->k != NULL) {
     *out = kf->k;
-    e = cudaSuccess;
-    break;
+    pthread_mutex_unlock(&reg_lock);
+    return cudaSuccess;
   }
+  if (kf == NULL || kf->fb->failed) {
+    pthread_mutex_unlock(&reg_lock);
+    return cudaErrorInvalidDeviceFunction;
+  }
+  fatbin_t* fb = kf->fb;
+  CUlibrary lib = fb->lib;
+  char* name = strdup(kf->name);
   pthread_mutex_unlock(&reg_lock);
-  return e;
+  if (name == NULL)
+    return cudaErrorMemoryAllocation;
+  if (lib == NULL) {
+    CUlibrary mine = NULL;
+    CUresult r = drv.LibraryLoadData(&mine, fb->wrapper, NULL, NULL, 0, NULL, NULL, 0);
+    pthread_mutex_lock(&reg_lock);
+    if (r != CUDA_SUCCESS) {
+      fb->failed = fb->lib == NULL;
+      pthread_mutex_unlock(&reg_lock);
+      free(name);
+      return r == CUDA_ERROR_NO_BINARY_FOR_GPU ? cudaErrorNoKernelImageForDevice
+                                               : cudaErrorInvalidKernelImage;
+    }
+    if (fb->lib == NULL) {
+      fb->lib = mine;
+      mine = NULL;
+    }
+    lib = fb->lib;
+    pthread_mutex_unlock(&reg_lock);
+    if (mine != NULL)
+      (void)drv.LibraryUnload(mine);   /* another thread loaded it first */
+  }
+  CUkernel k;
+  CUresult r = drv.LibraryGetKernel(&k, lib, name);
+  free(name);
+  if (r != CUDA_SUCCESS)
+    return cudaErrorInvalidDeviceFunction;
+  pthread_mutex_lock(&reg_lock);
+  kf = kfunc_of(host);
+  if (kf != NULL && kf->k == NULL)
+    kf->k = k;
+  pthread_mutex_unlock(&reg_lock);
+  *out = k;
+  return cudaSuccess;
 }
 
 /* lookup_kernel for a call that answers through out, which must be there. */

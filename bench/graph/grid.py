@@ -15,7 +15,7 @@ files and prints the tables. Without --chunk, all regimes run on --jobs
 processes (default: the machine's cores).
 
 usage: grid.py --examples DIR --simdir DIR --lib LIBGRAPE [--jobs J]
-                [--chunk K/N --out FILE] [--quick]
+                [--chunk K/N --out FILE] [--quick] [--profile default|fair|pessimistic]
        grid.py --merge FILE...
 (ninja -C build bench-graph-grid)"""
 import argparse
@@ -47,10 +47,10 @@ def regimes(quick):
 
 def measure(job):
     """One regime: eager and graph mode; returns a result dict."""
-    examples, simdir, lib, (prog, iters, kernel_ns, host_ns) = job
+    examples, simdir, lib, profile, (prog, iters, kernel_ns, host_ns) = job
     path = os.path.join(examples, prog)
     args = ["--iters", str(iters)]
-    costs = simrun.kernel_costs(kernel_ns)
+    costs = simrun.kernel_costs(kernel_ns, profile)
     e = simrun.run(path, args, simdir, None, "eager", host_ns, costs)
     g = simrun.run(path, args, simdir, lib, "graph", host_ns, costs)
     problems = []
@@ -66,7 +66,7 @@ def measure(job):
 
 
 def run_all(a, todo):
-    jobs = [(a.examples, a.simdir, a.lib, r) for r in todo]
+    jobs = [(a.examples, a.simdir, a.lib, a.profile, r) for r in todo]
     if a.jobs == 1:
         return [measure(j) for j in jobs]
     with concurrent.futures.ProcessPoolExecutor(max_workers=a.jobs) as ex:
@@ -130,6 +130,9 @@ def main():
     ap.add_argument("--out", help="write the chunk's results here (JSON) instead of tables")
     ap.add_argument("--merge", nargs="+", metavar="FILE", help="print the tables of chunk files")
     ap.add_argument("--quick", action="store_true", help="a tiny grid (a smoke test)")
+    ap.add_argument("--profile", default="",
+                    help="the sim's cost profile under the kernel durations (sim/costs/: "
+                         "default, fair, pessimistic); none: the sim's built-in table")
     a = ap.parse_args()
     if a.merge:
         results = []

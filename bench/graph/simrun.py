@@ -26,14 +26,34 @@ class Run:
         return lines[-1] if lines else ""
 
 
-def kernel_costs(kernel_ns):
+def profile_rows(profile):
+    """The rows of a cost profile of sim/costs/ ("" or None: none, the sim's
+    built-in table) as {name: ns}."""
+    rows = {}
+    if profile:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sim",
+                            "costs", profile + ".costs")
+        with open(path) as f:
+            for line in f:
+                words = line.split("#", 1)[0].split()
+                if len(words) == 2:
+                    rows[words[0]] = int(words[1])
+    return rows
+
+
+def kernel_costs(kernel_ns, profile=None):
     """A SIMCU_COSTS file's text that makes every kernel last kernel_ns on the
-    device (threads add their usual few ns). A graph's kernel node saves the
-    1.5 us of per-launch device overhead an eager launch pays (the defaults'
-    2000 against 500), down to a quarter of the kernel for the shortest
-    kernels, so the defaults are the case kernel_ns = 2000."""
-    node = max(kernel_ns - 1500, kernel_ns // 4)
-    return f"device_kernel {kernel_ns}\ndevice_graph_kernel {node}\n"
+    device (threads add their usual few ns), on top of a profile's rows (or
+    the sim's built-in table). A graph's kernel node saves the profile's
+    per-launch device overhead of an eager launch (device_kernel -
+    device_graph_kernel: 1.5 us in the built-in table), down to a quarter of
+    the kernel for the shortest kernels, so the table is the case kernel_ns =
+    its device_kernel."""
+    rows = profile_rows(profile)
+    gap = rows.get("device_kernel", 2000) - rows.get("device_graph_kernel", 500)
+    node = max(kernel_ns - gap, kernel_ns // 4)
+    rows.update(device_kernel=kernel_ns, device_graph_kernel=node)
+    return "".join(f"{k} {v}\n" for k, v in rows.items())
 
 
 def run(prog, args, simdir, lib=None, mode="eager", host_ns=0, costs=None, env=None,
