@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Graph mode against eager execution over a grid of regimes, in simulated
-time: every example, at several run lengths (from 2 iterations up), with
-kernels of 1 to 100 us (14 durations, SIMCU_COSTS) and 0, 2, 5 or 8 us of
-framework work per op (SIMCU_HOST_NS). Each regime runs once without the shim
-and once in graph mode with the shim's default costs; their checksums and
-kernels executed must be identical. Prints markdown: per example, the ratio
+time: every example, at several run lengths (every one from 1 to 5
+iterations, then longer), with kernels of 1 to 100 us (14 durations,
+SIMCU_COSTS) and 0, 0.5, 2, 5, 8 or 20 us of framework work per op
+(SIMCU_HOST_NS), on the sim's built-in table or a cost profile
+(--profile). Each regime runs once without the shim and once in graph mode
+with the shim's default costs; their checksums and kernels executed must be
+identical. Prints markdown: per example, the ratio
 graph / eager of sim_end_ns for every regime, those above 1.02 in bold, and
 the worst.
 
@@ -29,11 +31,12 @@ import simrun
 # Kernel durations on the device, ns (14 values from 1 to 100 us).
 KERNEL_NS = [1000, 1500, 2000, 3000, 4000, 5000, 6000, 7500, 10000, 15000, 20000, 30000, 50000,
              100000]
-HOST_NS = [0, 2000, 5000, 8000]
+HOST_NS = [0, 500, 2000, 5000, 8000, 20000]
 # Run lengths (--iters) per example: dynrnn iterations of ~46 steps, beam
-# decodes, mlp_train SGD steps, decode batches of ~42 steps.
-LENGTHS = {"dynrnn": [2, 8, 50], "beam": [2, 9, 50], "mlp_train": [2, 55, 200, 1000],
-           "decode": [2, 4, 8, 16]}
+# decodes, mlp_train SGD steps, decode batches of ~42 steps; every length
+# from 1 to 5 (short runs, where a build is a bet), then longer ones.
+LENGTHS = {"dynrnn": [1, 2, 3, 4, 5, 8, 50], "beam": [1, 2, 3, 4, 5, 9, 50],
+           "mlp_train": [1, 2, 3, 4, 5, 55, 200, 1000], "decode": [1, 2, 3, 4, 5, 8, 16]}
 QUICK = {"kernel_ns": [2000, 50000], "host_ns": [0, 5000], "lengths": {"beam": [2], "decode": [2]}}
 SLOWER = 1.02   # graph mode more than 2% slower than eager: a losing regime
 
