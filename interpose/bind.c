@@ -105,12 +105,17 @@ static const void* self_base(void) {
   return b;
 }
 
+/* Whether an imported name reaches CUDA or a way to look it up: the names the
+ * shim may define (CUDA's entry points, dlsym, dlopen, dlmopen). */
+static int routed_name(const char* n) {
+  return strncmp(n, "cu", 2) == 0 || strncmp(n, "__cuda", 6) == 0 || strcmp(n, "dlsym") == 0 ||
+         strcmp(n, "dlopen") == 0 || strcmp(n, "dlmopen") == 0;
+}
+
 /* The shim's definition of an imported name that the global scope would have
  * bound to the shim, else NULL. */
 static void* shim_definition(const char* name) {
-  int dl = strcmp(name, "dlsym") == 0 || strcmp(name, "dlopen") == 0 ||
-           strcmp(name, "dlmopen") == 0;
-  if (!dl && strncmp(name, "cu", 2) != 0 && strncmp(name, "__cuda", 6) != 0)
+  if (!routed_name(name))
     return NULL;
   void* p = grape__real_dlsym(RTLD_DEFAULT, name);
   Dl_info info;
@@ -199,6 +204,47 @@ static int write_slot(const object_t* o, uintptr_t p, void* value) {
   return 0;
 }
 
+/* Calls fn for each relocation of d (o's) against a symbol o imports (not
+ * one it defines itself, as a CUDA library does), until fn returns nonzero.
+ * @return what fn returned last, or 0. */
+typedef long (*import_fn)(const object_t* o, const ElfW(Rela)* r, const char* name, void* arg);
+static long each_import(const object_t* o, const dyn_t* d, import_fn fn, void* arg) {
+  for (int t = 0; t < 2; t++) {
+    size_t count = d->rela_size[t] / sizeof(ElfW(Rela));
+    for (size_t i = 0; i < count; i++) {
+      const ElfW(Rela)* r = &d->rela[t][i];
+      size_t sym = ELF64_R_SYM(r->r_info);
+      if (sym == 0 || d->symtab[sym].st_shndx != SHN_UNDEF)
+        continue;
+      long rc = fn(o, r, d->strtab + d->symtab[sym].st_name, arg);
+      if (rc != 0)
+        return rc;
+    }
+  }
+  return 0;
+}
+
+#ifdef R_SLOT
+/* An import the global scope would have bound to the shim gets the shim's
+ * definition (counted in *arg). @return 0, or -1 when it cannot be written. */
+static long point_at_shim(const object_t* o, const ElfW(Rela)* r, const char* name, void* arg) {
+  unsigned type = (unsigned)ELF64_R_TYPE(r->r_info);
+  if (type != R_SLOT && type != R_GLOB && type != R_ABS)
+    return 0;
+  void* ours = shim_definition(name);
+  if (ours == NULL)
+    return 0;
+  void* value = type == R_ABS ? (char*)ours + r->r_addend : ours;
+  uintptr_t p = o->base + r->r_offset;
+  if (*(void**)p == value)
+    return 0;
+  if (write_slot(o, p, value) != 0)
+    return -1;
+  ++*(long*)arg;
+  return 0;
+}
+#endif
+
 /* Points o's imports of CUDA entry points and of dlsym/dlopen/dlmopen at the
  * shim. @return slots rewritten (>= 0), or -1 when one could not be. */
 static long rewrite(const object_t* o) {
@@ -212,30 +258,13 @@ static long rewrite(const object_t* o) {
   if (d.rel)
     return -1;
   long n = 0;
-  for (int t = 0; t < 2; t++) {
-    size_t count = d.rela_size[t] / sizeof(ElfW(Rela));
-    for (size_t i = 0; i < count; i++) {
-      const ElfW(Rela)* r = &d.rela[t][i];
-      unsigned type = (unsigned)ELF64_R_TYPE(r->r_info);
-      size_t sym = ELF64_R_SYM(r->r_info);
-      if (sym == 0 || (type != R_SLOT && type != R_GLOB && type != R_ABS))
-        continue;
-      if (d.symtab[sym].st_shndx != SHN_UNDEF)
-        continue;   /* the object's own definition (a CUDA library itself) */
-      void* ours = shim_definition(d.strtab + d.symtab[sym].st_name);
-      if (ours == NULL)
-        continue;
-      void* value = type == R_ABS ? (char*)ours + r->r_addend : ours;
-      uintptr_t p = o->base + r->r_offset;
-      if (*(void**)p == value)
-        continue;
-      if (write_slot(o, p, value) != 0)
-        return -1;
-      n++;
-    }
-  }
-  return n;
+  return each_import(o, &d, point_at_shim, &n) != 0 ? -1 : n;
 #endif
+}
+
+static long is_routed(const object_t* o, const ElfW(Rela)* r, const char* name, void* arg) {
+  (void)o, (void)r, (void)arg;
+  return routed_name(name);
 }
 
 /* Whether o may reach CUDA: it is a CUDA library, or imports a CUDA name or
@@ -246,21 +275,7 @@ static int reaches_cuda(const object_t* o) {
   if (strncmp(base, "libcuda.so", 10) == 0 || strncmp(base, "libcudart.so", 12) == 0)
     return 1;
   dyn_t d;
-  if (!read_dynamic(o, &d))
-    return 0;
-  for (int t = 0; t < 2; t++) {
-    size_t count = d.rela_size[t] / sizeof(ElfW(Rela));
-    for (size_t i = 0; i < count; i++) {
-      size_t sym = ELF64_R_SYM(d.rela[t][i].r_info);
-      if (sym == 0 || d.symtab[sym].st_shndx != SHN_UNDEF)
-        continue;
-      const char* n = d.strtab + d.symtab[sym].st_name;
-      if (strncmp(n, "cu", 2) == 0 || strncmp(n, "__cuda", 6) == 0 || strcmp(n, "dlsym") == 0 ||
-          strcmp(n, "dlopen") == 0 || strcmp(n, "dlmopen") == 0)
-        return 1;
-    }
-  }
-  return 0;
+  return read_dynamic(o, &d) && each_import(o, &d, is_routed, NULL) != 0;
 }
 
 static void bypass(const char* what, const char* name) {
