@@ -350,10 +350,10 @@ static char* caller_path(const char* file, const void* caller) {
   const char *strtab = NULL, *runpath = NULL, *rpath = NULL;
   ElfW(Addr) run_off = 0, r_off = 0;
   int has_run = 0, has_r = 0;
+  const object_t caller_obj = {lm->l_addr, lm->l_name, NULL, 0, lm->l_ld};
   for (const ElfW(Dyn)* d = lm->l_ld; d->d_tag != DT_NULL; d++) {
     if (d->d_tag == DT_STRTAB)
-      strtab = (const char*)(d->d_un.d_ptr < lm->l_addr ? lm->l_addr + d->d_un.d_ptr
-                                                         : d->d_un.d_ptr);
+      strtab = (const char*)dyn_ptr(&caller_obj, d->d_un.d_ptr);
     else if (d->d_tag == DT_RUNPATH)
       run_off = d->d_un.d_val, has_run = 1;
     else if (d->d_tag == DT_RPATH)
