@@ -151,6 +151,8 @@ typedef struct grape_gc_config_s {
   int concurrency;               /* GRAPE_GC_CONC_*: footprints analysed, plans made */
   unsigned costs_fixed;          /* bit GRAPE_GC_COST_*: that cost was set by the user and is
                                     never replaced by what the run measures */
+  double shim_op_ns;             /* the caller's own host time per op it records or holds
+                                    (what graph mode's savings must cover: ledger.c) */
 } grape_gc_config_t;
 
 /* The costs graph mode weighs (config launch_ns ... build_node_ns) that the
@@ -161,6 +163,7 @@ typedef enum grape_gc_cost_e {
   GRAPE_GC_COST_GRAPH_LAUNCH,   /* one graph launch */
   GRAPE_GC_COST_UPDATE,         /* one node update */
   GRAPE_GC_COST_BUILD_NODE,     /* building an executable, per node (its fixed part spread) */
+  GRAPE_GC_COST_SHIM_OP,        /* the caller's own work to record or hold one op */
   GRAPE_GC_COST__COUNT
 } grape_gc_cost_t;
 
@@ -286,6 +289,13 @@ void grape_gc_drop_functions(grape_gc_t* c, void* const* fns, size_t n);
  * progress has ended. Existing executables stay until grape_gc_drop_graphs. */
 void grape_gc_stop(grape_gc_t* c);
 
+/* Why graph mode is not worth its own cost in this process (ledger.c): the
+ * savings of its replays have not covered the caller's work per op
+ * (GRAPE_GC_COST_SHIM_OP) and the builds the program waited for, over
+ * consecutive windows of ops. NULL while it pays. Once set it stays: the
+ * caller should submit what it holds and record nothing more. Any thread. */
+const char* grape_gc_stood_down(grape_gc_t* c);
+
 /* ---- What the report and the trace read ---- */
 
 typedef struct grape_gc_stats_s {
@@ -315,6 +325,11 @@ typedef struct grape_gc_stats_s {
                                           program: built once earned, as inline */
   double cost_ns[GRAPE_GC_COST__COUNT];
   uint64_t cost_samples[GRAPE_GC_COST__COUNT];
+  /* The ledger (ledger.c): what replays saved against what the caller's own
+   * work and builds on the program's thread cost, over the whole run. */
+  double ledger_saved_ns, ledger_cost_ns;
+  uint64_t ledger_windows, ledger_losing;   /* windows judged, of them losing */
+  uint64_t stood_down_at_op;                /* the op count when it stood down (0: never) */
 } grape_gc_stats_t;
 
 void grape_gc_stats(grape_gc_t* c, grape_gc_stats_t* st);

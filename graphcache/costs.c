@@ -30,7 +30,7 @@
 
 static const uint32_t window[GRAPE_GC_COST__COUNT] = {
   [GRAPE_GC_COST_LAUNCH] = 8, [GRAPE_GC_COST_GRAPH_LAUNCH] = 4, [GRAPE_GC_COST_UPDATE] = 8,
-  [GRAPE_GC_COST_BUILD_NODE] = 1,
+  [GRAPE_GC_COST_BUILD_NODE] = 1, [GRAPE_GC_COST_SHIM_OP] = 8,
 };
 
 void grape__gc_costs_init(grape_gc_t* c) {
@@ -39,6 +39,7 @@ void grape__gc_costs_init(grape_gc_t* c) {
     [GRAPE_GC_COST_GRAPH_LAUNCH] = c->cfg.graph_launch_ns,
     [GRAPE_GC_COST_UPDATE] = c->cfg.update_ns,
     [GRAPE_GC_COST_BUILD_NODE] = c->cfg.build_node_ns,
+    [GRAPE_GC_COST_SHIM_OP] = c->cfg.shim_op_ns,
   };
   for (int k = 0; k < GRAPE_GC_COST__COUNT; k++) {
     pthread_mutex_init(&c->meter[k].mu, NULL);
@@ -58,10 +59,12 @@ void grape_gc_cost_sample(grape_gc_t* c, grape_gc_cost_t k, double ns, uint32_t 
   if (k == GRAPE_GC_COST_BUILD_NODE) {
     if (n == 0)
       return;
+    if (!grape__gc_builds_free(c))
+      grape__gc_ledger_build(c, ns);   /* the program waited for it */
     ns /= n;
   }
   struct cost_meter_s* m = &c->meter[k];
-  if (k != GRAPE_GC_COST_BUILD_NODE) {
+  if (k != GRAPE_GC_COST_BUILD_NODE && k != GRAPE_GC_COST_SHIM_OP) {
     double est = grape__gc_cost(c, k);
     if (ns > STALL_FACTOR * est + STALL_NS &&
         atomic_load_explicit(&c->queued_async, memory_order_relaxed) > 0 &&

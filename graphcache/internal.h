@@ -188,6 +188,18 @@ struct grape_gc_s {
   _Atomic uint64_t queued_async;
   _Atomic uint32_t stalled_launches;
   _Atomic int builds_stall;
+  /* The ledger (ledger.c): under the lock, but build_cost_ns (added by the
+   * thread that built, any) and stood_down (set once under the lock, read by
+   * any thread without it). */
+  struct ledger_s {
+    uint64_t ops;               /* ops of the window so far */
+    double saved, potential, cost;   /* the window's */
+    double build_seen;          /* build_cost_ns when the window began */
+    uint32_t losing;            /* consecutive losing windows */
+    _Atomic double build_cost_ns;    /* builds the program's thread waited for, all run */
+    _Atomic int stood_down;
+    char why[256];
+  } ledger;
   struct cost_meter_s {
     pthread_mutex_t mu;
     double win_min;             /* the least sample of the window so far */
@@ -222,6 +234,13 @@ static inline int grape__gc_builds_free(const grape_gc_t* c) {
   return c->cfg.async_builds &&
          !atomic_load_explicit(&((grape_gc_t*)c)->builds_stall, memory_order_relaxed);
 }
+
+/* The ledger (ledger.c): region r of key k ended (replayed or not, after
+ * segs graph launches and updates node updates), under the lock; a build
+ * of ns the program's thread waited for, any thread. */
+void grape__gc_ledger_account(grape_gc_t* c, const grape_region_t* r, const gkey_t* k,
+                              int replayed, uint32_t segs, uint32_t updates);
+void grape__gc_ledger_build(grape_gc_t* c, double ns);
 
 /* The configured costs as the first estimates (grape_gc_create). */
 void grape__gc_costs_init(grape_gc_t* c);

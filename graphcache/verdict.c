@@ -420,6 +420,7 @@ int grape__gc_account(grape_gc_t* c, grape_region_t* r, gkey_t* k, uint64_t t_en
   int replayed = r->ops.n > 0 && r->cursor.graphed == r->ops.n;
   time_cycles(c, r, k, replayed);
   account_key(c, r, k, replayed, t_end, segs, updates);
+  grape__gc_ledger_account(c, r, k, replayed, segs, updates);
   r->timers.prev_skip = c->built_now;   /* a cycle that built a graph measures the build */
   r->timers.prev_end = !replayed && r->cursor.graphed == 0 && !c->built_now ? t_end : 0;
   c->built_now = 0;

@@ -39,8 +39,10 @@ static void note_to_log(const char* msg) {
 
 /* Host costs behind "build and replay only where they pay" (ns): a launch's
  * driver call, a graph launch, a node update, building an executable (graph,
- * nodes, instantiation). Defaults from published measurements (the sim's cost
- * table uses the same, sim/README.md); GRAPE_COSTS replaces any of them. */
+ * nodes, instantiation), and the shim's own work per op it records or holds
+ * (about 600 instructions, docs/performance.md). Defaults from published
+ * measurements (the sim's cost table uses the same, sim/README.md); GRAPE_COSTS
+ * replaces any of them. */
 static const struct {
   const char* name;
   size_t off;
@@ -52,6 +54,7 @@ static const struct {
     {"build", offsetof(grape_gc_config_t, build_ns), 22000},
     {"build_node", offsetof(grape_gc_config_t, build_node_ns), 32000},
     {"gap", offsetof(grape_gc_config_t, gap_ns), 1500},
+    {"shim", offsetof(grape_gc_config_t, shim_op_ns), 150},
 };
 
 /* Sets cfg's costs: the defaults, then GRAPE_COSTS ("name=ns,..."). A bad
@@ -76,7 +79,7 @@ static void costs_set(grape_gc_config_t* cfg) {
     if (eq == NULL || i == sizeof(cost_rows) / sizeof(cost_rows[0]) || end == eq + 1 ||
         *end != '\0' || !(v >= 0 && v < 1e12)) {
       grape_log_warn("GRAPE_COSTS: ignoring '%s': expected name=ns with name one of launch, "
-                     "graph_launch, update, build, build_node, gap and ns a number >= 0",
+                     "graph_launch, update, build, build_node, gap, shim and ns a number >= 0",
                      item);
       continue;
     }
@@ -84,7 +87,7 @@ static void costs_set(grape_gc_config_t* cfg) {
     /* Set by the user: the run's measurements do not replace it. */
     static const int measured_as[] = {GRAPE_GC_COST_LAUNCH, GRAPE_GC_COST_GRAPH_LAUNCH,
                                       GRAPE_GC_COST_UPDATE, GRAPE_GC_COST_BUILD_NODE,
-                                      GRAPE_GC_COST_BUILD_NODE, -1};
+                                      GRAPE_GC_COST_BUILD_NODE, -1, GRAPE_GC_COST_SHIM_OP};
     _Static_assert(sizeof(measured_as) / sizeof(measured_as[0]) ==
                        sizeof(cost_rows) / sizeof(cost_rows[0]),
                    "one measured cost (or none) per GRAPE_COSTS row");
@@ -117,6 +120,15 @@ int grape__launch_watch;
 static void build_queued(void) {
   __atomic_store_n(&grape__launch_watch, 64, __ATOMIC_RELAXED);
   grape__builder_wake();
+}
+
+__thread unsigned grape__shim_tick __attribute__((tls_model("initial-exec")));
+
+void grape__shim_time_end(uint64_t t0) {
+  grape_gc_t* c = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
+  uint64_t t1 = grape__clock_ns();
+  if (c != NULL && t1 >= t0)
+    grape_gc_cost_sample(c, GRAPE_GC_COST_SHIM_OP, (double)(t1 - t0), 1);
 }
 
 void grape__launch_time_end(uint64_t t0) {
@@ -382,6 +394,9 @@ void grape__end_locked(grape_stream_t* s) {
     grape__ctx_leave(g);
     if (err != 0)
       grape__note_flush_error(err);
+    if (__builtin_expect(grape_gc_stood_down(c) != NULL, 0) &&
+        __atomic_load_n(&grape__pass, __ATOMIC_RELAXED) == GRAPE_PASS_OFF)
+      __atomic_store_n(&grape__pass, GRAPE_PASS_PENDING, __ATOMIC_RELAXED);
   } else {
     s->region.cursor.node = c != NULL ? grape__hold_start(s) : NULL;
   }
@@ -540,6 +555,34 @@ void grape__graphs_stop(const char* why) {
   grape_log_warn("%s: graph mode holds no more work in this process (what it holds is submitted "
                  "now; results stay correct, replays end here)", why);
   grape__flush_all();
+}
+
+int grape__pass;
+static char stood_down_why[512];   /* set once, under cache_lock */
+
+void grape__stand_down(void) {
+  pthread_mutex_lock(&cache_lock);
+  int first = __atomic_load_n(&grape__pass, __ATOMIC_RELAXED) == GRAPE_PASS_PENDING &&
+              stood_down_why[0] == '\0';
+  if (first) {
+    const char* why = cache != NULL ? grape_gc_stood_down(cache) : NULL;
+    snprintf(stood_down_why, sizeof(stood_down_why), "%s", why != NULL ? why : "graph mode stood down");
+  }
+  __atomic_store_n(&graphs_on, 0, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&cache_lock);
+  if (!first)
+    return;
+  grape_log_info("%s: from here on the shim passes launches and copies straight to the driver "
+                 "(what it holds is submitted now)", stood_down_why);
+  grape__flush_all();
+  __atomic_store_n(&grape__pass, GRAPE_PASS_ON, __ATOMIC_RELAXED);
+}
+
+const char* grape__stood_down(void) {
+  pthread_mutex_lock(&cache_lock);
+  int set = stood_down_why[0] != '\0';
+  pthread_mutex_unlock(&cache_lock);
+  return set ? stood_down_why : NULL;
 }
 
 const char* grape__graphs_stopped(void) {

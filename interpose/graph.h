@@ -67,6 +67,48 @@ static inline __attribute__((always_inline)) void grape__charge_op(void) {
     w(SIMCU_WORK_SHIM_OP);
 }
 
+/* ---- The shim's own host time per op, measured ----
+ * One op in 32 a thread records or holds has that work timed (graph mode),
+ * on the clock replays are timed with (on the sim it sees grape__charge_op):
+ * the cache weighs what replays save against it (graphcache/ledger.c). */
+extern __thread unsigned grape__shim_tick __attribute__((tls_model("initial-exec")));
+extern int grape__timed;
+uint64_t grape__clock_ns(void);
+static inline __attribute__((always_inline)) uint64_t grape__shim_time_start(void) {
+  if (__builtin_expect((++grape__shim_tick & 31) != 0, 1) ||
+      !__atomic_load_n(&grape__timed, __ATOMIC_RELAXED))
+    return 0;
+  return grape__clock_ns();
+}
+void grape__shim_time_end(uint64_t t0);
+
+/* ---- Standing down ----
+ * When graph mode's replays do not pay for the shim's own work (the cache's
+ * ledger), it stands down: grape__pass goes to GRAPE_PASS_PENDING at the
+ * region end that found it, and the calling thread's next launch or memop
+ * (no lock held there) submits everything held and sets GRAPE_PASS_ON; from
+ * then on launches and memops are only counted. Threads: PENDING stored
+ * (relaxed) by the thread whose region end found the cache stood down, ON by
+ * the one thread that stands down (under the cache's lock); loaded (relaxed)
+ * by every launch and memop in graph mode. */
+enum { GRAPE_PASS_OFF = 0, GRAPE_PASS_PENDING, GRAPE_PASS_ON };
+extern int grape__pass;
+void grape__stand_down(void);
+extern int grape__holding;   /* (below) */
+/* True when the op may skip the shim's recording: standing down is done and
+ * nothing is held anywhere (a hold that raced the stand-down is submitted in
+ * order first, the normal way). Does the pending stand-down first. */
+static inline __attribute__((always_inline)) int grape__passing(void) {
+  int p = __atomic_load_n(&grape__pass, __ATOMIC_RELAXED);
+  if (__builtin_expect(p == GRAPE_PASS_OFF, 1))
+    return 0;
+  if (p == GRAPE_PASS_PENDING)
+    grape__stand_down();
+  return __atomic_load_n(&grape__pass, __ATOMIC_RELAXED) == GRAPE_PASS_ON &&
+         __atomic_load_n(&grape__holding, __ATOMIC_RELAXED) == 0;
+}
+const char* grape__stood_down(void);
+
 /* ---- What an eager launch costs the host, measured ----
  * A thread's first 64 eager launches, then one in sixteen, are timed in graph mode (graphcache/costs.c
  * then weighs replays against the measured cost, not a configured one). */

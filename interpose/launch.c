@@ -151,6 +151,9 @@ int grape__hold_memop(const grape_memop_t* m) {
   if (__atomic_load_n(&grape__captures, __ATOMIC_RELAXED) > 0 &&
       grape__stream_capturing(m->stream, m->ptds))
     return 0;
+  if (grape__passing())
+    return 0;
+  uint64_t t0 = grape__shim_time_start();
   uintptr_t key = grape__stream_key(m->stream, m->ptds);
   grape_stream_t* s = grape__stream_of(key);
   grape__order_stream(s, key);
@@ -172,6 +175,8 @@ int grape__hold_memop(const grape_memop_t* m) {
       grape__record_op(r, &k, &d, NULL, sizeof(m->p));
       grape__charge_op();
       grape__held_unlock(s, nx);
+      if (t0 != 0)
+        grape__shim_time_end(t0);
       return 1;
     }
     grape__diverge(s, GRAPE_GC_DIVERGENCE);
@@ -181,11 +186,23 @@ int grape__hold_memop(const grape_memop_t* m) {
   return 0;
 }
 
+static void record_memop(const grape_memop_t* m);
+
 void grape__on_memop(const grape_memop_t* m) {
   if (__atomic_load_n(&grape__captures, __ATOMIC_RELAXED) > 0 &&
       grape__stream_capturing(m->stream, m->ptds) == 1)
     return;
   GRAPE_COUNT(submissions);
+  if (__atomic_load_n(&grape__pass, __ATOMIC_RELAXED) == GRAPE_PASS_ON &&
+      __atomic_load_n(&grape__holding, __ATOMIC_RELAXED) == 0)
+    return;
+  uint64_t t0 = grape__shim_time_start();
+  record_memop(m);
+  if (t0 != 0)
+    grape__shim_time_end(t0);
+}
+
+static void record_memop(const grape_memop_t* m) {
   grape__charge_op();
   grape_stream_t* s = grape__stream_of(grape__stream_key(m->stream, m->ptds));
   if (s == NULL || grape__lock_room(s, sizeof(m->p)) != 0)

@@ -231,6 +231,9 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
   if (__builtin_expect(__atomic_load_n(&grape__captures, __ATOMIC_RELAXED) > 0, 0) &&
       grape__stream_capturing(l->stream, l->ptds))
     return 0;
+  if (__builtin_expect(grape__passing(), 0))
+    return 0;
+  uint64_t t0 = grape__shim_time_start();
   uintptr_t key = grape__stream_key(l->stream, l->ptds);
   grape_stream_t* s = grape__stream_of(key);
   grape__order_stream(s, key);   /* the legacy stream's ordering, held or not */
@@ -273,6 +276,8 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
     if (__builtin_expect(grape__log_level() >= GRAPE_LOG_DEBUG, 0))
       grape__log_launch(route, f, l, dst, n);
     grape__held_unlock(s, nx);
+    if (__builtin_expect(t0 != 0, 0))
+      grape__shim_time_end(t0);
     return 1;
   }
 eager:
@@ -283,8 +288,12 @@ eager:
 
 /* ---- Every mode: record a launch that reached the driver ---- */
 
-/* Records launch l that came through route, after the real launch succeeded.
- * Call only when grape__active(). */
+static inline __attribute__((always_inline)) void grape__record_launch(grape_route_t route,
+                                                                      const grape_launch_t* l);
+
+/* Records launch l that came through route, after the real launch succeeded
+ * (once graph mode stood down: only counts it). Call only when
+ * grape__active(). */
 static inline __attribute__((always_inline)) void grape__on_launch(grape_route_t route,
                                                                   const grape_launch_t* l) {
   if (__builtin_expect(__atomic_load_n(&grape__captures, __ATOMIC_RELAXED) > 0, 0) &&
@@ -294,6 +303,17 @@ static inline __attribute__((always_inline)) void grape__on_launch(grape_route_t
   }
   GRAPE_COUNT(launches[route]);
   GRAPE_COUNT(submissions);
+  if (__builtin_expect(__atomic_load_n(&grape__pass, __ATOMIC_RELAXED) == GRAPE_PASS_ON, 0) &&
+      __atomic_load_n(&grape__holding, __ATOMIC_RELAXED) == 0)
+    return;
+  uint64_t t0 = grape__shim_time_start();
+  grape__record_launch(route, l);
+  if (__builtin_expect(t0 != 0, 0))
+    grape__shim_time_end(t0);
+}
+
+static inline __attribute__((always_inline)) void grape__record_launch(grape_route_t route,
+                                                                      const grape_launch_t* l) {
   grape__charge_op();
   grape_func_t* f = grape__func_get(l->fn, (grape_handle_kind_t)l->kind);
   int extra_form = l->extra != NULL && l->params == NULL;

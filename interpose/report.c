@@ -583,7 +583,7 @@ char* grape__report_json(void) {
   put_concurrency(&b, &st);
   /* The costs graph mode weighed: measured in this run where sampled. */
   static const char* const cost_names[GRAPE_GC_COST__COUNT] = {"launch", "graph_launch", "update",
-                                                               "build_node"};
+                                                               "build_node", "shim_op"};
   put(&b, "\"builder\":{\"where\":");
   grape__json_put_str(b.f, grape__builder_why());
   put(&b, ",\"built_on_thread\":%llu,\"waits\":%llu,\"deferred\":%llu,\"stalls_program\":%s},",
@@ -593,6 +593,16 @@ char* grape__report_json(void) {
   for (int k = 0; k < GRAPE_GC_COST__COUNT; k++)
     put(&b, "%s\"%s\":{\"ns\":%.0f,\"samples\":%llu}", k ? "," : "", cost_names[k],
         st.cost_ns[k], (unsigned long long)st.cost_samples[k]);
+  put(&b, "},");
+  /* Whether replays paid for the shim's own work (graphcache/ledger.c). */
+  put(&b, "\"ledger\":{\"saved_ns\":%.0f,\"cost_ns\":%.0f,\"windows\":%llu,\"losing\":%llu,"
+          "\"stood_down_at_op\":%llu,\"stood_down\":",
+      st.ledger_saved_ns, st.ledger_cost_ns, (unsigned long long)st.ledger_windows,
+      (unsigned long long)st.ledger_losing, (unsigned long long)st.stood_down_at_op);
+  if (grape__stood_down() != NULL)
+    grape__json_put_str(b.f, grape__stood_down());
+  else
+    put(&b, "null");
   put(&b, "},");
   put(&b, "\"launches_by_route\":{");
   for (int r = 0; r < GRAPE_ROUTE_COUNT; r++)

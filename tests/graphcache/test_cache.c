@@ -595,6 +595,46 @@ Test(cache, a_key_whose_replays_do_not_pay_at_the_measured_launch_cost_stops_bei
   cr_expect_geq(eager_launches, 4 * 9);
 }
 
+/* 200 regions of 4 ops of one key (800 ops: a window of 512 judged), the
+ * shim's own work measured at shim_ns an op. */
+static void run_with_shim_cost(double shim_ns, int regions) {
+  for (int i = 0; i < 8; i++)
+    grape_gc_cost_sample(cache, GRAPE_GC_COST_SHIM_OP, shim_ns, 1);
+  pop_t step[4] = {{1, 4, 0}, {2, 4, 0}, {3, 4, 0}, {1, 4, 0}};
+  for (int it = 0; it < regions; it++)
+    issue_all(step, 4);
+  expect_device_ran_what_was_issued();
+}
+
+Test(cache, graph_mode_stands_down_when_replays_do_not_cover_the_shim_s_own_work) {
+  /* A replay spares 4 launches (8000 ns) for one graph launch (2500): it
+   * saves 5500 ns, and the shim spends 4 x 1500 on its ops. */
+  run_with_shim_cost(1500, 300);
+  cr_expect_gt(stats().graph_hits, 0, "it replays until judged");
+  cr_assert_not_null(grape_gc_stood_down(cache), "two losing windows: stood down");
+  cr_expect_eq(stats().stood_down_at_op, 1024, "at the end of the second window of 512 ops");
+  cr_expect_eq(stats().ledger_losing, 2);
+  cr_expect(strstr(grape_gc_stood_down(cache), "1500 ns an op") != NULL, "%s",
+            grape_gc_stood_down(cache));
+}
+
+Test(cache, graph_mode_keeps_holding_while_replays_cover_the_shim_s_own_work) {
+  run_with_shim_cost(1000, 300);   /* 4000 ns of the shim's work against 5500 saved */
+  cr_expect_null(grape_gc_stood_down(cache));
+  cr_expect_eq(stats().ledger_losing, 0);
+  cr_expect_geq(stats().ledger_windows, 2);
+  cr_expect_geq(stats().graph_hits, 290);
+}
+
+Test(cache, a_shim_whose_work_costs_nothing_never_stands_down) {
+  /* Keys whose replays save nothing still cost nothing here (GRAPE_COSTS
+   * shim=0, or a clock that does not see the shim's work). */
+  for (int i = 0; i < 8; i++)
+    grape_gc_cost_sample(cache, GRAPE_GC_COST_LAUNCH, 400, 1);
+  run_with_shim_cost(0, 300);
+  cr_expect_null(grape_gc_stood_down(cache));
+}
+
 Test(cache, a_tiny_cache_evicts_and_stays_correct) {
   grape_gc_config_t cfg = config();
   cfg.max_graphs = 1;

@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 
-from simenv import sim_env
+from simenv import FREE_BUILDS, sim_env
 
 
 def fail(msg, p=None):
@@ -244,6 +244,45 @@ def case_shim_cost(a):
     diff, ops = host[1000] - host[0], rep["ops"]
     if not (1000 * (ops - 4) <= diff <= 1000 * ops and diff > 0):
         fail(f"shim_op 1000 ns moved the host clocks by {diff} ns for {ops} ops recorded")
+
+
+def case_stand_down(a):
+    """The shim's own work dearer than what replays save (shim_op 4000 ns on
+    the sim's table, where a replay spares ~2.6 us a launch): graph mode
+    measures it, stands down once, says why, and passes every later op to
+    the driver uncharged: the run ends within what the ops recorded before
+    cost of the run without the shim, and faster than with the ledger
+    blind to the shim's work (GRAPE_COSTS shim=0). Results and counts stay
+    exact."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "dear_shim.costs")
+        with open(path, "w") as f:
+            f.write("shim_op 4000\n")
+        sim_costs = {"SIMCU_COSTS": path}
+        base, _, sim0 = run(a, a.args, preload=False, env=sim_costs)
+        p, rep, sim = run(a, a.args, env=sim_costs)
+        blind, rep_b, sim_b = run(a, a.args, env=dict(sim_costs, GRAPE_COSTS=FREE_BUILDS + ",shim=0"))
+    for name, q in (("graph", p), ("graph, shim=0", blind)):
+        if q.stdout != base.stdout:
+            fail(f"{name}: output differs from the run without the shim:\n{base.stdout}", q)
+    led = rep["ledger"]
+    if led["stood_down"] is None or led["stood_down_at_op"] == 0:
+        fail(f"graph mode did not stand down: {led}", p)
+    if rep_b["ledger"]["stood_down"] is not None:
+        fail(f"stood down with the shim's work set to cost nothing: {rep_b['ledger']}", blind)
+    if rep["graph_hits"] == 0:
+        fail("nothing replayed before standing down: the ledger was not exercised", p)
+    if rep["launches"] != sim["kernels_executed"]:
+        fail(f"{rep['launches']} launches counted, the device ran {sim['kernels_executed']}", p)
+    if p.stderr.count("did not pay for its own work") > 1:
+        fail("the stand-down was said more than once", p)
+    if sim["sim_end_ns"] >= sim_b["sim_end_ns"]:
+        fail(f"standing down ended at {sim['sim_end_ns']} ns, not before {sim_b['sim_end_ns']} "
+             "without it", p)
+    bound = sim0["sim_end_ns"] + 4000 * (led["stood_down_at_op"] + 64)
+    if sim["sim_end_ns"] > bound:
+        fail(f"ended at {sim['sim_end_ns']} ns: ops after standing down were still charged "
+             f"(no shim: {sim0['sim_end_ns']}, stood down at op {led['stood_down_at_op']})", p)
 
 
 def starved_env(extra=None):
