@@ -642,6 +642,12 @@ void summary_print(const summary_t* s, const summary_opts_t* o) {
     if (why != NULL && why->kind == JSON_STR)
       fprintf(to, "%spid %.0f: graph mode stopped holding work: %s\n", o->prefix,
               num(s->rep[i], "pid"), why->str);
+    const json_t* led = json_get(s->rep[i], "ledger");
+    const json_t* down = led != NULL ? json_get(led, "stood_down") : NULL;
+    if (down != NULL && down->kind == JSON_STR)
+      fprintf(to, "%spid %.0f: graph mode stood down at op %.0f (%s); the ops after it went "
+                  "straight to the driver\n",
+              o->prefix, num(s->rep[i], "pid"), num(led, "stood_down_at_op"), down->str);
   }
   if (s->nsim > 0) {
     double end = 0, host = 0;

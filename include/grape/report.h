@@ -15,8 +15,13 @@
  *    "held_ops_flushed_eager":{<cause>: N, ...},
  *    "builder":{"where":"on a builder thread: ..."|"inline, on the program's thread: ...",
  *      "built_on_thread":N,"waits":N,"deferred":N,"stalls_program":true|false},
- *    "costs":{"launch"|"graph_launch"|"update"|"build_node":{"ns":X,"samples":N}} (what graph
- *      mode weighed: measured in the run where it has samples, else GRAPE_COSTS),
+ *    "costs":{"launch"|"graph_launch"|"update"|"build_node"|"shim_op":{"ns":X,"samples":N}}
+ *      (what graph mode weighed: measured in the run where it has samples, else GRAPE_COSTS;
+ *      shim_op: the shim's own host time per op it records or holds),
+ *    "ledger":{"saved_ns":X,"cost_ns":X,"windows":N,"losing":N,"stood_down_at_op":N,
+ *      "stood_down":"why"|null} (what replays saved against the shim's own work and the builds
+ *      the program waited for, judged per window of 512 ops; two losing windows in a row and
+ *      graph mode stands down: later launches and memops go straight to the driver, counted),
  *    "api_calls":{<hooked symbol>: N, ...},
  *    "predicted":{...} (GRAPE_PREDICT_GPU only), "top_paths":[...],
  *    "kernels":[{"name":"...","calls":N,"predicted_ms":X (GRAPE_PREDICT_GPU only)}, ...]}
