@@ -9,6 +9,8 @@
  *              value bytes are garbage that changes every launch: one path
  *   funcattr   cuFuncSetAttribute lowers a function's dynamic shared memory
  *              limit after a launch that needed the higher one was issued
+ *   memops     regions of memsets and copies only, no kernel (the trace once
+ *              wrote their pointer words past its buffer)
  *
  *   graph_drv_defects MODE   prints "ok MODE" (and what calls returned), or
  *                            what went wrong (exit 1). Kernels are CPU bodies
@@ -180,6 +182,30 @@ static int mode_funcattr(void) {
   return 0;
 }
 
+static int mode_memops(void) {
+  /* One kernel first (the report counts launches), then no more. */
+  CUmodule m;
+  CUfunction set;
+  CK(cuModuleLoadData(&m, ptx));
+  CK(cuModuleGetFunction(&set, m, "k_set"));
+  int v = 0;
+  void* a_set[] = {&x, &v};
+  CK(cuLaunchKernel(set, 1, 1, 1, 1, 1, 1, 0, s, a_set, NULL));
+  CK(cuStreamSynchronize(s));
+  for (int i = 0; i < 24; i++) {
+    CK(cuMemsetD32Async(x, 0x01010101u * (unsigned)i, 4, s));
+    CK(cuMemcpyDtoDAsync(y, x, 16, s));
+    CK(cuMemsetD8Async(y + 16, (unsigned char)i, 16, s));
+    CK(cuStreamSynchronize(s));
+    unsigned got = (unsigned)read_int(y + 12);
+    if (got != 0x01010101u * (unsigned)i) {
+      printf("memops: step %d: y = %#x\n", i, got);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   CUcontext ctx;
@@ -198,8 +224,10 @@ int main(int argc, char** argv) {
     rc = mode_attrpad();
   else if (!strcmp(mode, "funcattr"))
     rc = mode_funcattr();
+  else if (!strcmp(mode, "memops"))
+    rc = mode_memops();
   else {
-    fprintf(stderr, "usage: graph_drv_defects unload|memset|attrpad|funcattr\n");
+    fprintf(stderr, "usage: graph_drv_defects unload|memset|attrpad|funcattr|memops\n");
     return 2;
   }
   if (rc == 0)

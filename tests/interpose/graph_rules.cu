@@ -12,7 +12,9 @@
 // known path replays that path and starts anew).
 //
 // usage: graph_rules MODE [ITERS]
-//   d2h        kernels, then a device-to-host copy of their result
+//   d2h        kernels, then a device-to-host copy of their result into pinned memory
+//   d2h_pageable  kernels, then a copy of their result into pageable memory, read
+//              at once with no sync (such a copy returns only once done)
 //   event      kernels on A, an event record, a wait on B, a kernel on B that reads
 //   legacy     held kernels on a blocking stream, then the legacy stream reads (and back)
 //   hostfn     held kernels write managed memory that a host function then reads
@@ -151,6 +153,20 @@ static void mode_d2h(void) {
     CHECK(cudaStreamSynchronize(s));
     EXPECT(*h == 100 + i, "d2h: step %d read %d, want %d", i, *h, 100 + i);
   }
+}
+
+static void mode_d2h_pageable(void) {
+  cudaStream_t s;
+  CHECK(cudaStreamCreate(&s));
+  int* host = (int*)malloc(sizeof(int));
+  for (int i = 0; i < iters; i++) {
+    writes(s, x, x2, 100 + i, i);
+    *host = -1;
+    CHECK(cudaMemcpyAsync(host, x2, sizeof(int), cudaMemcpyDeviceToHost, s));
+    EXPECT(*host == 100 + i, "d2h_pageable: step %d read %d, want %d", i, *host, 100 + i);
+  }
+  CHECK(cudaStreamSynchronize(s));
+  free(host);
 }
 
 static void mode_event(void) {
@@ -482,6 +498,8 @@ int main(int argc, char** argv) {
   const char* m = argv[1];
   if (!strcmp(m, "d2h"))
     mode_d2h();
+  else if (!strcmp(m, "d2h_pageable"))
+    mode_d2h_pageable();
   else if (!strcmp(m, "event"))
     mode_event();
   else if (!strcmp(m, "legacy"))

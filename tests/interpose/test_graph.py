@@ -60,6 +60,16 @@ def case_d2h(a):
     rule(a, "d2h")
 
 
+def case_d2h_pageable(a):
+    """A copy into pageable memory returns only once done: it is never held
+    (the program reads the result with no sync), while the kernels before it
+    are."""
+    p, rep = rule(a, "d2h_pageable")
+    _, _, sim = run(a, ["d2h_pageable"])
+    if sim.get("api_calls", {}).get("cuMemcpyDtoHAsync_v2", 0) != 12:
+        fail(f"copies into pageable memory reached the driver {sim.get('api_calls')} times, not 12", p)
+
+
 def case_event(a):
     rule(a, "event")
 
@@ -148,6 +158,16 @@ def case_drvd_unload(a):
 
 def case_drvd_memset(a):
     same_as_no_shim(a, "memset")
+
+
+def case_drvd_memops(a):
+    """Regions of memsets and copies only, held and replayed, then written to
+    a trace at exit: the process ends normally."""
+    with tempfile.TemporaryDirectory() as d:
+        trace = os.path.join(d, "memops.grape")
+        rule(a, "memops", env={"GRAPE_TRACE": trace})
+        if not os.path.exists(trace) or os.path.getsize(trace) == 0:
+            fail("no trace written")
 
 
 def case_drvd_attrpad(a):
