@@ -43,7 +43,10 @@
 // kernels and the copy of the sampled tokens, in a chain), and at every later
 // step only the nodes whose launch dimensions or parameters changed updated
 // (cudaGraphExecKernelNodeSetParams: attn_scores' block every step, every
-// node when the batch shrinks), then one graph launch. Same kernels, same
+// node when the batch shrinks), then one graph launch. The nodes of the next
+// step are updated while the device runs this one, as if no sequence ended
+// (an update affects later launches only, not the one in flight); after the
+// sync only what the batch's shrinking changed is updated again. Same kernels, same
 // checksum; plain CUDA runtime API, so it runs on a GPU too. It launches no
 // kernel with <<<>>>, so the sim charges it no framework work per op
 // (SIMCU_HOST_NS): like a framework that replays its graphs and skips its
@@ -477,6 +480,17 @@ int main(int argc, char** argv) {
       else
         CHECK(cudaMemcpyAsync(h_out, out, rows.n * sizeof(int32_t), cudaMemcpyDeviceToHost, s));
       pool_put(&P, out);
+      if (by_hand) {
+        // The next step's nodes, updated while the device runs this one (its
+        // batch as now: what ends at this step is updated after the sync).
+        int next = P.next;
+        uint64_t sig = P.sig;
+        P.next = 0;
+        step(&P, &M, &rows, t + 1, &L);
+        H.next = 0;
+        P.next = next;
+        P.sig = sig;
+      }
       CHECK(cudaStreamSynchronize(s));
       pool_release(&P);
       moved += steps > 0 && P.sig != prev_sig;

@@ -331,9 +331,12 @@ typedef struct dec_ref_s {
   uint64_t sum;
   long launches, steps, batches;
   /* What a graph of one step updates from step to step (--graphs-by-hand):
-   * kernel nodes (6 attn_scores whose block grows; the 32 that take the row
-   * -> slot map when it changes; all 100 when the number of rows does) and
-   * the token copy (when the number of rows changes). */
+   * kernel nodes and the token copy (when the number of rows changes). While
+   * a step runs, the next step's nodes are updated as if its rows stayed (the
+   * 6 attn_scores, whose block grows); after the sync, what the rows changed
+   * (the 32 nodes that take the row -> slot map when it changes, all 100 when
+   * the number of rows does; at a new batch, the 6 attn_scores too when its
+   * first step is not one past the last). */
   long node_updates, copy_updates;
 } dec_ref_t;
 
@@ -394,7 +397,7 @@ static int32_t dec_ref_token(const int32_t* W, int32_t (*kv)[DEC_B][DEC_L][DEC_T
 static dec_ref_t decode_ref(int iters) {
   static int32_t W[DEC_W_TOTAL], kv[2][DEC_B][DEC_L][DEC_T][DEC_D];
   dec_ref_t r = {EX_FNV_INIT, 0, 0, 0, 0, 0};
-  int prev_n = 0, prev_live[DEC_B] = {0};
+  int prev_n = 0, prev_t = 0, prev_live[DEC_B] = {0};
   dec_weights(W);
   memset(kv, 0, sizeof(kv));
   for (int it = 0; it < iters; it++) {
@@ -404,14 +407,20 @@ static dec_ref_t decode_ref(int iters) {
       live[b] = b;
     for (int t = 0; n > 0; t++) {
       if (r.steps > 0) {
+        /* Against the nodes as the last step's pre-update left them: its rows,
+         * position prev_t + 1. */
         int rows_kernels = 1 + 5 * DEC_L + 1;   /* embed, rope..attn_pv per layer, sample */
         if (n != prev_n) {
           r.node_updates += DEC_KERNELS_PER_STEP;
           r.copy_updates++;
-        } else {
-          r.node_updates += memcmp(live, prev_live, n * sizeof(int)) != 0 ? rows_kernels : DEC_L;
+        } else if (memcmp(live, prev_live, n * sizeof(int)) != 0) {
+          r.node_updates += rows_kernels;
+        } else if (t != prev_t + 1) {
+          r.node_updates += DEC_L;
         }
       }
+      r.node_updates += DEC_L;   /* the pre-update of the next step */
+      prev_t = t;
       prev_n = n;
       memcpy(prev_live, live, n * sizeof(int));
       for (int i = 0; i < n; i++)
