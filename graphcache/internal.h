@@ -102,6 +102,8 @@ struct grape_gc_key_s {
   double var_eager, var_graph;  /* their variances, moving averages */
   uint32_t n_eager, n_graph;    /* samples in them (n_graph: since the key last went live) */
   uint32_t slower;              /* consecutive "replays were slower" verdicts */
+  uint32_t stray;               /* live: regions that replayed a prefix of its path and then
+                                   left it, for a key judged not worth holding (verdict.c) */
   int warmed;                   /* built once already: later builds need no warmup */
   double host_ns;               /* host time to issue a replayed region (first op to end),
                                    graph launches and updates left out; moving average */

@@ -62,6 +62,7 @@ int grape__gc_make_live(grape_gc_t* c, gkey_t* k) {
   trie_count(k->node, 1);
   k->state = K_LIVE;
   k->n_graph = 0;
+  k->stray = 0;
   k->cyc_graph = k->var_graph = 0;
   return 0;
 }

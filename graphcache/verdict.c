@@ -368,6 +368,42 @@ static void time_cycles(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
   r->timers.prev_skip = 0;
 }
 
+/* ---- Strays: live prefixes of paths that do not pay ---- */
+
+/* Regions of a key judged not worth holding (slower, or not paying) that a
+ * live key's prefix still held and replayed in part, STRAY_LIMIT of them and
+ * more than STRAY_SHARE of that key's own replays since it went live: the
+ * live key stops being held (as measured slower). Its own sightings would
+ * never show it: a path that recurs rarely (mlp_train's clipped step) whose
+ * first segment every common step replays, then leaves. */
+#define STRAY_LIMIT 8
+#define STRAY_SHARE 2
+#define STRAY_WALK 256   /* trie nodes looked at below the divergence, at most */
+
+static void stray_use(grape_gc_t* c, const gkey_t* k, uint32_t graphed) {
+  if (k->node == NULL || graphed == 0 || graphed >= k->nops)
+    return;
+  grape_gc_node_t* at = k->node;
+  while (at != NULL && at->depth > graphed)
+    at = at->parent;
+  if (at == NULL || at->depth != graphed || __atomic_load_n(&at->live, __ATOMIC_RELAXED) == 0)
+    return;
+  /* The live keys whose paths go through `at`: terminals of its subtree. */
+  grape_gc_node_t* stack[STRAY_WALK];
+  int top = 0, seen = 0;
+  stack[top++] = at;
+  while (top > 0 && seen++ < STRAY_WALK) {
+    grape_gc_node_t* n = stack[--top];
+    gkey_t* x = __atomic_load_n(&n->term, __ATOMIC_RELAXED);
+    if (x != NULL && x != k && x->state == K_LIVE && ++x->stray >= STRAY_LIMIT &&
+        x->stray > STRAY_SHARE * x->n_graph)
+      slower_for_now(c, x);
+    for (grape_gc_node_t* ch = n->child; ch != NULL && top < STRAY_WALK; ch = ch->sibling)
+      if (__atomic_load_n(&ch->live, __ATOMIC_RELAXED))
+        stack[top++] = ch;
+  }
+}
+
 /* ---- Accounting ---- */
 
 /* The host time of a replayed region, its graph launches and updates left
@@ -490,10 +526,12 @@ static void account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
   }
   case K_NOPAY:
     c->st.graph_misses++, k->misses++;
+    stray_use(c, k, r->cursor.graphed);
     recheck(c, k, r);
     break;
   case K_SLOWER:
     c->st.graph_misses++, k->misses++;
+    stray_use(c, k, r->cursor.graphed);
     if (k->seen >= k->recheck_at)
       grape__gc_make_live(c, k);
     break;

@@ -635,6 +635,32 @@ Test(cache, a_shim_whose_work_costs_nothing_never_stands_down) {
   cr_expect_null(grape_gc_stood_down(cache));
 }
 
+Test(cache, a_live_prefix_that_only_paths_not_worth_holding_use_stops_being_held) {
+  /* P = ops 1-4 goes live. Q = P then ops 7, 8 whose parameters are new at
+   * each sighting: at 1000 ns a launch and 3000 an update, its replays (one
+   * graph launch, two updates) never pay for its 6 launches (K_NOPAY). Q's
+   * regions then follow P's path, replay P's graph and leave it at op 7:
+   * after STRAY_LIMIT of them P, never seen itself, stops being held. */
+  pop_t p[4] = {{1, 4, 0}, {2, 4, 0}, {3, 4, 0}, {4, 4, 0}};
+  for (int it = 0; it < 4; it++)
+    issue_all(p, 4);
+  cr_assert_gt(stats().graph_hits, 0, "P replays");
+  for (int i = 0; i < 8; i++) {
+    grape_gc_cost_sample(cache, GRAPE_GC_COST_UPDATE, 3000, 1);
+    grape_gc_cost_sample(cache, GRAPE_GC_COST_LAUNCH, 1000, 1);
+  }
+  int launches_before_last = 0;
+  for (int it = 0; it < 30; it++) {
+    pop_t q[6] = {{1, 4, 0}, {2, 4, 0}, {3, 4, 0}, {4, 4, 0}, {7, 4, (uint32_t)it}, {8, 4, (uint32_t)it + 1}};
+    if (it == 20)
+      launches_before_last = dev.launches;
+    issue_all(q, 6);
+  }
+  expect_device_ran_what_was_issued();
+  cr_expect_eq(dev.launches, launches_before_last,
+               "Q's last regions run eagerly: P's prefix is no longer replayed for them");
+}
+
 Test(cache, a_tiny_cache_evicts_and_stays_correct) {
   grape_gc_config_t cfg = config();
   cfg.max_graphs = 1;
