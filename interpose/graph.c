@@ -53,7 +53,7 @@ static const struct {
     {"update", offsetof(grape_gc_config_t, update_ns), 700},
     {"build", offsetof(grape_gc_config_t, build_ns), 22000},
     {"build_node", offsetof(grape_gc_config_t, build_node_ns), 32000},
-    {"gap", offsetof(grape_gc_config_t, gap_ns), 1500},
+    {"gap", offsetof(grape_gc_config_t, gap_ns), 500},
     {"shim", offsetof(grape_gc_config_t, shim_op_ns), 150},
 };
 
