@@ -170,7 +170,8 @@ static void say_no_body(const char* name) {
                     "<name>, see sim/simcu.h, or name their library in SIMCU_KERNELS). Kernels "
                     "built for GPUs alone, such as PyTorch's or a vendor library's, need a real "
                     "GPU: their launches fail with CUDA_ERROR_NOT_FOUND "
-                    "(cudaErrorInvalidDeviceFunction).", name);
+                    "(cudaErrorInvalidDeviceFunction), unless SIMCU_KERNELS=timed (grape run "
+                    "--sim-kernels timed) runs them timed, their results not computed.", name);
   else
     grape__sim_logf("no CPU body for kernel %s either", name);
 }
