@@ -27,7 +27,8 @@ FAMILY = {
         "cublasSetWorkspace_v2", "cublasSetMathMode", "cublasGetMathMode", "cublasSetPointerMode_v2",
         "cublasSetSmCountTarget", "cublasGetSmCountTarget", "cublasGemmEx", "cublasGemmStridedBatchedEx",
         "cublasSgemm_v2", "cublasDgemm_v2", "cublasHgemm", "cublasSgemmStridedBatched",
-        "cublasDgemmStridedBatched", "cublasHgemmStridedBatched", "cublasSgemmEx"],
+        "cublasDgemmStridedBatched", "cublasHgemmStridedBatched", "cublasSgemmEx",
+        "cublasSgemmBatched", "cublasDgemmBatched", "cublasHgemmBatched", "cublasGemmBatchedEx"],
     "libcublasLt.so.13": [
         "cublasLtCreate", "cublasLtDestroy", "cublasLtMatmul", "cublasLtMatmulDescCreate",
         "cublasLtMatmulDescSetAttribute", "cublasLtMatmulDescGetAttribute", "cublasLtMatmulDescInit_internal",
