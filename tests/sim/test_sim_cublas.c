@@ -35,6 +35,9 @@ cublasStatus_t cublasHgemmBatched(cublasHandle_t, cublasOperation_t, cublasOpera
                                   const uint16_t* const[], int, const uint16_t*, uint16_t* const[],
                                   int, int);
 
+/* Exported by NVIDIA's libcublas.so.13 without a header; cuSOLVER imports it. */
+cublasStatus_t cublasSetEnvironmentMode(int mode);
+
 #define CB(call) cr_assert_eq((call), CUBLAS_STATUS_SUCCESS, "%s", #call)
 
 enum {
@@ -937,6 +940,8 @@ Test(sim_cublas, functions_not_simulated_answer_not_supported) {
   cr_assert_eq(cublasSgemmBatched_64(h, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &x, NULL, 1, NULL, 1,
                                      &y, NULL, 1, 1),
                CUBLAS_STATUS_NOT_SUPPORTED);
+  /* Undocumented, imported by cuSOLVER (sim/cublas/undocumented.c). */
+  cr_assert_eq(cublasSetEnvironmentMode(0), CUBLAS_STATUS_NOT_SUPPORTED);
   cublasLtHandle_t lt;
   CB(cublasLtCreate(&lt));
   cr_assert_eq(cublasLtMatrixTransform(lt, NULL, &x, NULL, NULL, &y, NULL, NULL, NULL, NULL, 0),
