@@ -464,6 +464,7 @@ int grape__sim_work_func_live(const sim_work_t* w);
 /* occupancy.c */
 int grape__sim_blocks_per_sm(const struct CUfunc_st* f, int block, size_t dyn);
 int grape__sim_regs_fit(const struct CUfunc_st* f, unsigned threads);
+int grape__sim_max_threads(const struct CUfunc_st* f);   /* MAX_THREADS_PER_BLOCK */
 int grape__sim_kernels_timed(void);   /* SIMCU_KERNELS=timed (module.c) */
 /* Kernels run timed, not computed (timed.c): the device time of one block on
  * the calendar, and of the whole kernel alone (without launch overhead). */

@@ -561,7 +561,7 @@ static CUresult func_attr(int* v, CUfunction_attribute a, struct CUfunc_st* f) {
   if (v == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   switch (a) {
-  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = f->max_threads > 0 ? f->max_threads : 1024; break;
+  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = grape__sim_max_threads(f); break;
   case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *v = f->shared_bytes; break;
   case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *v = 0; break;
   case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *v = 0; break;

@@ -215,6 +215,9 @@ Test(sim_timed, bad_launches_get_cudas_error_codes) {
   int regs = 0;
   OK(cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f_greedy));
   cr_assert_gt(regs, 64, "k_greedy was built with %d registers", regs);
+  int max_threads = 0;
+  OK(cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f_greedy));
+  cr_assert_eq(max_threads, 65536 / (regs * 32) * 32, "the attribute says what a launch allows");
   void* gargs[] = {&p, &n};
   cr_assert_eq(cuLaunchKernel(f_greedy, 1, 1, 1, 1024, 1, 1, 0, NULL, gargs, NULL),
                CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
