@@ -62,6 +62,8 @@
   X(DEVICE_MEMSET_BYTES_PER_NS, "device_memset_bytes_per_ns", 100)                 \
   X(DEVICE_HOST_FUNC, "device_host_func", 1000)                                   \
   X(DEVICE_MEM_BYTES_PER_NS, "device_mem_bytes_per_ns", 4200)                     \
+  X(TIMED_BLOCK, "timed_block", 1000)                                              \
+  X(TIMED_FLOOR, "timed_floor", 1800)                                              \
   X(SHIM_OP, "shim_op", 0)                                                          \
   X(INSTANTIATE_LOCK, "instantiate_lock", 0)
 

@@ -355,6 +355,9 @@ static void kernel_shape(const sim_work_t* w, uint64_t ready, dm_kernel_t* k) {
     double floor_ns = ceil(k->bytes * (double)(g < k->per_round ? g : k->per_round) / bw_cap());
     k->c_main = k->c_last = (uint64_t)(cta > floor_ns ? cta : floor_ns);
     k->n_main = g;
+  } else if (f->timed) {   /* no body, SIMCU_KERNELS=timed: waves of timed_block (timed.c) */
+    k->c_main = k->c_last = grape__sim_timed_block_ns(w);
+    k->n_main = g;
   } else {
     uint64_t work = g * bt / c[COST_DEVICE_THREADS_PER_NS];
     k->c_main = work / waves;

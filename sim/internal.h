@@ -111,6 +111,7 @@ struct CUfunc_st {               /* also serves as CUkernel: a CUkernel may be p
   simcu_body_fn body;            /* NULL until bound */
   simcu_cost_fn cost;            /* SIMCU_COST of the body's object, or NULL (device.c) */
   int body_looked_up;
+  int timed;                     /* no body, SIMCU_KERNELS=timed: run timed, not computed */
   int registers;
   int shared_bytes;
   int max_threads;
@@ -462,6 +463,13 @@ int grape__sim_work_func_live(const sim_work_t* w);
 
 /* occupancy.c */
 int grape__sim_blocks_per_sm(const struct CUfunc_st* f, int block, size_t dyn);
+int grape__sim_regs_fit(const struct CUfunc_st* f, unsigned threads);
+int grape__sim_max_threads(const struct CUfunc_st* f);   /* MAX_THREADS_PER_BLOCK */
+int grape__sim_kernels_timed(void);   /* SIMCU_KERNELS=timed (module.c) */
+/* Kernels run timed, not computed (timed.c): the device time of one block on
+ * the calendar, and of the whole kernel alone (without launch overhead). */
+uint64_t grape__sim_timed_block_ns(const sim_work_t* w);
+uint64_t grape__sim_timed_ns(const sim_work_t* w);
 
 /* copy.c */
 void grape__sim_copy_rows(const sim_work_t* w);   /* runs a 2-D/3-D OP_MEMCPY */

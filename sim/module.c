@@ -12,7 +12,10 @@
  * A kernel's CPU body is looked up by name when first launched (see simcu.h);
  * a launch without one fails with CUDA_ERROR_NOT_FOUND, never silently: the
  * first lookup that finds none says once what that means, and each function
- * without a body is named once.
+ * without a body is named once. SIMCU_KERNELS=timed (the word among the
+ * paths) instead runs such a kernel timed, not computed (timed.c): it passes
+ * every check a launch gets, takes modelled device time and writes nothing,
+ * which lets a framework's own kernels through; cuInit says so once.
  *
  * Unloading a module keeps its module and function objects for the next
  * load (last freed, first reused), so handle values come back for other
@@ -50,6 +53,35 @@ void grape__sim_module_atfork(int phase) {
     pthread_mutex_unlock(&bind_lock);
 }
 
+/* The word of SIMCU_KERNELS that asks for timed kernels; a library of that
+ * name is written with a path ("./timed"). */
+#define TIMED_WORD "timed"
+
+static pthread_once_t timed_once = PTHREAD_ONCE_INIT;
+static int timed_mode;
+
+static void read_timed_mode(void) {
+  const char* env = getenv("SIMCU_KERNELS");
+  size_t n = strlen(TIMED_WORD);
+  for (const char* p = env; p != NULL && *p != '\0';) {
+    const char* end = strchr(p, ':');
+    size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+    if (len == n && strncmp(p, TIMED_WORD, n) == 0)
+      timed_mode = 1;
+    p = end != NULL ? end + 1 : NULL;
+  }
+  if (timed_mode)
+    grape__sim_logf("SIMCU_KERNELS=timed: kernels without a CPU body (a framework's or a vendor "
+                    "library's, from their fatbins) are checked and timed but not run: their "
+                    "results are NOT computed, and the memory they would write keeps its "
+                    "contents");
+}
+
+int grape__sim_kernels_timed(void) {
+  pthread_once(&timed_once, read_timed_mode);
+  return timed_mode;
+}
+
 static void load_extra_libs(void) {
   nextra_libs = 0;
   const char* env = getenv("SIMCU_KERNELS");
@@ -61,6 +93,8 @@ static void load_extra_libs(void) {
   size_t cap = 0;
   for (char* save = NULL, *tok = strtok_r(copy, ":", &save); tok != NULL;
        tok = strtok_r(NULL, ":", &save)) {
+    if (strcmp(tok, TIMED_WORD) == 0)
+      continue;   /* the mode, not a library */
     void* h = dlopen(tok, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
       grape__sim_logf("SIMCU_KERNELS: cannot load %s: %s", tok, dlerror());
@@ -136,7 +170,8 @@ static void say_no_body(const char* name) {
                     "<name>, see sim/simcu.h, or name their library in SIMCU_KERNELS). Kernels "
                     "built for GPUs alone, such as PyTorch's or a vendor library's, need a real "
                     "GPU: their launches fail with CUDA_ERROR_NOT_FOUND "
-                    "(cudaErrorInvalidDeviceFunction).", name);
+                    "(cudaErrorInvalidDeviceFunction), unless SIMCU_KERNELS=timed (grape run "
+                    "--sim-kernels timed) runs them timed, their results not computed.", name);
   else
     grape__sim_logf("no CPU body for kernel %s either", name);
 }
@@ -148,11 +183,12 @@ CUresult grape__sim_bind_body(struct CUfunc_st* f) {
     f->body = (simcu_body_fn)find_prefixed(SIMCU_BODY_PREFIX, f->name);
     if (f->body != NULL)   /* optional: what a launch costs the device model (device.c) */
       f->cost = (simcu_cost_fn)find_prefixed(SIMCU_COST_PREFIX, f->name);
+    f->timed = f->body == NULL && grape__sim_kernels_timed();
     f->body_looked_up = 1;
     first = 1;
   }
   pthread_mutex_unlock(&bind_lock);
-  if (f->body == NULL) {
+  if (f->body == NULL && !f->timed) {
     if (first)
       say_no_body(f->name);
     return CUDA_ERROR_NOT_FOUND;
@@ -525,7 +561,7 @@ static CUresult func_attr(int* v, CUfunction_attribute a, struct CUfunc_st* f) {
   if (v == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   switch (a) {
-  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = f->max_threads > 0 ? f->max_threads : 1024; break;
+  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = grape__sim_max_threads(f); break;
   case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *v = f->shared_bytes; break;
   case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *v = 0; break;
   case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *v = 0; break;
@@ -621,6 +657,8 @@ CUresult grape__sim_make_kernel_work(struct CUfunc_st* f, const unsigned grid[3]
     return CUDA_ERROR_INVALID_VALUE;
   if ((int)smem > f->max_dyn_smem)
     return CUDA_ERROR_INVALID_VALUE;
+  if (!grape__sim_regs_fit(f, block[0] * block[1] * block[2]))
+    return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
   SIM_TRY(grape__sim_bind_body(f));
   memset(w, 0, sizeof(*w));
   w->kind = OP_KERNEL;

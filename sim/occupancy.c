@@ -61,6 +61,30 @@ int grape__sim_blocks_per_sm(const struct CUfunc_st* f, int block, size_t dyn) {
   return n;
 }
 
+/* Whether a block of this many threads gets the registers it needs: the
+ * launch is refused with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES otherwise
+ * ("too many threads for the kernel's register count", cuda.h). */
+int grape__sim_regs_fit(const struct CUfunc_st* f, unsigned threads) {
+  if (f->registers <= 0)
+    return 1;
+  size_t per_warp = round_up((size_t)f->registers * 32, OCC_REG_UNIT);
+  return per_warp * ((threads + 31) / 32) <= OCC_REGS;
+}
+
+/* The largest block a launch of f may have: its own bound (launch bounds)
+ * or 1024, lowered to whole warps that its registers fit, as
+ * CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK reports it. */
+int grape__sim_max_threads(const struct CUfunc_st* f) {
+  int n = f->max_threads > 0 ? f->max_threads : 1024;
+  if (f->registers > 0) {
+    size_t per_warp = round_up((size_t)f->registers * 32, OCC_REG_UNIT);
+    int by_regs = (int)(OCC_REGS / per_warp) * 32;
+    if (by_regs < n)
+      n = by_regs;
+  }
+  return n;
+}
+
 static CUresult max_active(int* n, CUfunction h, int block, size_t dyn, unsigned flags) {
   SIM_TRY(grape__sim_check_init());
   if (n == NULL || (flags & ~(unsigned)CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE))

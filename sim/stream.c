@@ -256,7 +256,7 @@ void grape__sim_kernel_view(const sim_work_t* w, void** argv, simcu_block_t* b, 
 /* Runs a kernel's blocks in blockIdx order until one raises a fault; returns it or 0. */
 static int run_kernel(sim_work_t* w) {
   struct CUfunc_st* f = w->u.k.f;
-  if (grape__sim_time_only())
+  if (grape__sim_time_only() || f->timed)   /* timed kernels write nothing */
     return 0;
   void* argv[f->nparams > 0 ? f->nparams : 1];
   int fault = 0;
@@ -291,7 +291,7 @@ uint64_t grape__sim_work_ns(const sim_work_t* w, int as_node) {
     /* A kernel node of a launched graph skips the per-launch overhead an
      * eager launch pays: what graph replay saves on the device side. */
     return c[as_node || w->u.k.from_graph ? COST_DEVICE_GRAPH_KERNEL : COST_DEVICE_KERNEL] +
-           threads / c[COST_DEVICE_THREADS_PER_NS];
+           (w->u.k.f->timed ? grape__sim_timed_ns(w) : threads / c[COST_DEVICE_THREADS_PER_NS]);
   }
   case OP_MEMCPY: {
     /* A 2-D/3-D copy (copy.c) is one op of rows x depth rows of n bytes,

@@ -53,6 +53,9 @@ static void usage(FILE* to) {
           "                      NAME in the report and the summary ('grape gpus' lists them)\n"
           "  --device D          auto (default): the real driver when it loads and reports a\n"
           "                      device, else the simulated device; cuda; sim\n"
+          "  --sim-kernels K      on the simulated device, kernels without a CPU body (a\n"
+          "                      framework's): fail (bodies, the default) or run timed, not\n"
+          "                      computed (timed: SIMCU_KERNELS=timed, sim/README.md)\n"
           "  --kernels N         rows of the kernel table (default 10; 0 = none, -1 = all)\n"
           "  --sort KEY          order of the kernel table: time (default), calls, name, predicted\n"
           "  --kernels-csv FILE  write the whole kernel table as CSV\n"
@@ -284,7 +287,7 @@ static int spawn(char** cmd, int quiet, int* st, double* ms) {
 }
 
 enum { OPT_MODE = 256, OPT_REPORT, OPT_TRACE, OPT_LOG, OPT_DEVICE, OPT_PREDICT, OPT_FORCE,
-       OPT_KERNELS, OPT_SORT, OPT_CSV, OPT_COMPARE };
+       OPT_KERNELS, OPT_SORT, OPT_CSV, OPT_COMPARE, OPT_SIM_KERNELS };
 
 int cmd_run(int argc, char** argv) {
   const char* mode = NULL;
@@ -294,6 +297,7 @@ int cmd_run(int argc, char** argv) {
   const char* predict_gpu = NULL;
   const char* device = "auto";
   const char* csv = NULL;
+  const char* sim_kernels = "bodies";
   int force = 0, compare = 0;
   summary_opts_t so = {stderr, "grape: ", 0, 10, SORT_TIME};
   static const struct option longs[] = {
@@ -308,6 +312,7 @@ int cmd_run(int argc, char** argv) {
       {"sort", required_argument, NULL, OPT_SORT},
       {"kernels-csv", required_argument, NULL, OPT_CSV},
       {"compare", no_argument, NULL, OPT_COMPARE},
+      {"sim-kernels", required_argument, NULL, OPT_SIM_KERNELS},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   optind = 0;   /* "+": stop at the command, whose own options are its own */
@@ -325,6 +330,7 @@ int cmd_run(int argc, char** argv) {
     case OPT_FORCE: force = 1; break;
     case OPT_COMPARE: compare = 1; break;
     case OPT_CSV: csv = optarg; break;
+    case OPT_SIM_KERNELS: sim_kernels = optarg; break;
     case OPT_KERNELS:
       so.kernel_rows = (int)strtol(optarg, &end, 10);
       if (*end || end == optarg || so.kernel_rows < -1) {
@@ -370,6 +376,15 @@ int cmd_run(int argc, char** argv) {
     fprintf(stderr, "grape run: --device must be auto, cuda or sim\n");
     return 2;
   }
+  int timed = strcmp(sim_kernels, "timed") == 0;
+  if (!timed && strcmp(sim_kernels, "bodies") != 0) {
+    fprintf(stderr, "grape run: --sim-kernels must be bodies or timed\n");
+    return 2;
+  }
+  if (timed && strcmp(device, "cuda") == 0) {
+    fprintf(stderr, "grape run: --sim-kernels applies to the simulated device, not --device cuda\n");
+    return 2;
+  }
   if (force)
     setenv("GRAPE_OVERWRITE", "yes", 1);
   int bad = output_env(grape_option_report, report ? "--report" : NULL, report);
@@ -406,6 +421,11 @@ int cmd_run(int argc, char** argv) {
     if (strcmp(device, "auto") == 0)
       fprintf(stderr, "grape: no CUDA device found; running on the simulated device (%s)\n", simdir);
     prepend_env("LD_LIBRARY_PATH", simdir);
+    if (timed)   /* the sim's word for the mode, beside any body libraries already named */
+      prepend_env("SIMCU_KERNELS", "timed");
+  } else if (timed) {
+    fprintf(stderr, "grape: warning: --sim-kernels timed is ignored: the command runs on the "
+                    "CUDA device\n");
   }
 
   /* The run folder: each process of the command leaves its own copy of its

@@ -73,6 +73,8 @@ typedef struct simcublas_params_s {
   int32_t splits;          /* >1: partial sums to the workspace, then the reduce kernel */
   int32_t persistent;      /* blocks loop over tiles */
   int32_t occupancy;       /* blocks of the kernel that share one SM (its launch makes it so) */
+  int32_t ptr_array;       /* A, B, C, D are device arrays of one pointer per batch entry
+                            * (cublas?gemmBatched), read when the kernel runs; *_bs are 0 */
 } simcublas_params_t;
 
 /* ---- Conversions (round to nearest even; NaN stays NaN) ---- */
@@ -192,28 +194,37 @@ SC_HD float sc_in(double v, int acc) {
 
 /* ---- One element ---- */
 
+/* Batch entry b's matrix of operand m: m itself (strided batches: the
+ * caller adds b * bs elements) or, for a pointer-array batch, the b-th
+ * pointer of the device array m. */
+SC_HD const void* sc_entry(const simcublas_params_t* p, const void* m, int64_t b) {
+  return p->ptr_array ? ((const void* const*)m)[b] : m;
+}
+
 /* The chain over p in [k0, k1) for D(i, j) of batch entry b, as a double
  * holding the compute type's value exactly. */
 SC_HD double sc_dot(const simcublas_params_t* p, int64_t b, int64_t i, int64_t j, int k0, int k1) {
   const int64_t ab = b * p->a_bs + i * p->a_rs, bb = b * p->b_bs + j * p->b_cs;
+  const void* A = sc_entry(p, p->A, b);
+  const void* B = sc_entry(p, p->B, b);
   if (p->acc == SC_ACC_F64) {
     double acc = 0.0;
     for (int q = k0; q < k1; q++)
-      acc = fma(sc_load(p->A, ab + q * p->a_cs, p->type_a), sc_load(p->B, bb + q * p->b_rs, p->type_b),
+      acc = fma(sc_load(A, ab + q * p->a_cs, p->type_a), sc_load(B, bb + q * p->b_rs, p->type_b),
                 acc);
     return acc;
   }
   float acc = 0.0f;
   if (p->acc == SC_ACC_F32 && p->type_a == SC_BF16 && p->type_b == SC_BF16) {
     /* The common case, without a type switch per product (the same arithmetic). */
-    const uint16_t *a = (const uint16_t*)p->A + ab, *bv = (const uint16_t*)p->B + bb;
+    const uint16_t *a = (const uint16_t*)A + ab, *bv = (const uint16_t*)B + bb;
     for (int q = k0; q < k1; q++)
       acc = fmaf(sc_bf16_to_f(a[q * p->a_cs]), sc_bf16_to_f(bv[q * p->b_rs]), acc);
     return (double)acc;
   }
   for (int q = k0; q < k1; q++) {
-    float x = sc_in(sc_load(p->A, ab + q * p->a_cs, p->type_a), p->acc);
-    float y = sc_in(sc_load(p->B, bb + q * p->b_rs, p->type_b), p->acc);
+    float x = sc_in(sc_load(A, ab + q * p->a_cs, p->type_a), p->acc);
+    float y = sc_in(sc_load(B, bb + q * p->b_rs, p->type_b), p->acc);
     acc = fmaf(x, y, acc);
     if (p->acc == SC_ACC_F16)
       acc = sc_round_f16(acc);
@@ -231,25 +242,27 @@ SC_HD void sc_finish(const simcublas_params_t* p, int64_t b, int64_t i, int64_t 
   double alpha = sc_scalar(p->alpha_ptr, p->alpha, p->type_scale);
   double beta = sc_scalar(p->beta_ptr, p->beta, p->type_scale);
   int64_t d = b * p->d_bs + i * p->d_rs + j * p->d_cs;
+  const void* C = sc_entry(p, p->C, b);
+  void* D = (void*)sc_entry(p, p->D, b);
   if (p->acc == SC_ACC_F64) {
-    double c = beta == 0.0 ? 0.0 : beta * sc_load(p->C, b * p->c_bs + i * p->c_rs + j * p->c_cs, p->type_c);
+    double c = beta == 0.0 ? 0.0 : beta * sc_load(C, b * p->c_bs + i * p->c_rs + j * p->c_cs, p->type_c);
     double v = fma(alpha, acc, c);
     if (p->epilogue & SC_EPI_BIAS)
       v = v + sc_load(p->bias, b * p->bias_bs + i, p->type_bias);
     if ((p->epilogue & SC_EPI_RELU) && !(v > 0.0))
       v = 0.0;
-    ((double*)p->D)[d] = v;
+    ((double*)D)[d] = v;
     return;
   }
   float fa = (float)alpha, fb = (float)beta;
   float c = fb == 0.0f ? 0.0f
-                       : fb * (float)sc_load(p->C, b * p->c_bs + i * p->c_rs + j * p->c_cs, p->type_c);
+                       : fb * (float)sc_load(C, b * p->c_bs + i * p->c_rs + j * p->c_cs, p->type_c);
   float v = fmaf(fa, (float)acc, c);
   if (p->epilogue & SC_EPI_BIAS)
     v = v + (float)sc_load(p->bias, b * p->bias_bs + i, p->type_bias);
   if ((p->epilogue & SC_EPI_RELU) && !(v > 0.0f))
     v = 0.0f;
-  sc_store_f(p->D, d, p->type_d, v);
+  sc_store_f(D, d, p->type_d, v);
 }
 
 /* Split s's partial sum of element (b, i, j), in the workspace. */

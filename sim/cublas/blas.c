@@ -28,7 +28,7 @@
 #include "vendor.h"
 
 #define EXPORT __attribute__((visibility("default")))
-#define HANDLE_MAGIC 0x534c4243u
+#define HANDLE_MAGIC SIMCUBLAS_BLAS_HANDLE_MAGIC
 
 /* cublas_api.h declares the __half forms for C++ only (__half is a C++
  * class); in C they take the same 16-bit values. */
@@ -257,6 +257,7 @@ typedef struct legacy_s {
   long long sa, sb, sc;
   int batch;
   int compute;
+  int ptr_array;   /* A, B, C: device arrays of batch pointers (the *gemmBatched forms) */
 } legacy_t;
 
 static int scale_of(int compute) {
@@ -298,6 +299,7 @@ static cublasStatus_t legacy_gemm(cublasHandle_t h, const legacy_t* c) {
                           c->sb};
   g.c = (simcublas_mat_t){c->C, c->ctype, 0, c->m, c->n, c->ldc, c->batch, c->sc};
   g.d = g.c;
+  g.ptr_array = c->ptr_array;
   g.compute = c->compute;
   g.scale_type = scale_of(c->compute);
   /* The handle's math mode: TF32 allowed, or (deprecated) fp32 as half. */
@@ -332,7 +334,7 @@ EXPORT cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cubla
   if (!algo_ok(algo))
     return handle_ok(h) ? CUBLAS_STATUS_INVALID_VALUE : CUBLAS_STATUS_NOT_INITIALIZED;
   legacy_t c = {ta, tb, m, n, k, alpha, A, B, beta, C, at, bt, ct, lda, ldb, ldc, 0, 0, 0, 1,
-                compute};
+                compute, 0};
   return legacy_gemm(h, &c);
 }
 
@@ -344,7 +346,7 @@ EXPORT cublasStatus_t cublasGemmStridedBatchedEx(
   if (!algo_ok(algo))
     return handle_ok(h) ? CUBLAS_STATUS_INVALID_VALUE : CUBLAS_STATUS_NOT_INITIALIZED;
   legacy_t c = {ta, tb, m, n, k, alpha, A, B, beta, C, at, bt, ct, lda, ldb, ldc, sa, sb, sc,
-                batch, compute};
+                batch, compute, 0};
   return legacy_gemm(h, &c);
 }
 
@@ -354,7 +356,7 @@ EXPORT cublasStatus_t cublasGemmStridedBatchedEx(
                              int m, int n, int k, const T* alpha, const T* A, int lda,     \
                              const T* B, int ldb, const T* beta, T* C, int ldc) {          \
     legacy_t c = {ta,   tb,  m,   n,   k,   alpha, A, B, beta, C, TYPE,                    \
-                  TYPE, TYPE, lda, ldb, ldc, 0,     0, 0, 1,    COMPUTE};                  \
+                  TYPE, TYPE, lda, ldb, ldc, 0,     0, 0, 1,    COMPUTE, 0};               \
     return legacy_gemm(h, &c);                                                             \
   }
 #define TYPED_STRIDED(name, T, TYPE, COMPUTE)                                                \
@@ -363,7 +365,7 @@ EXPORT cublasStatus_t cublasGemmStridedBatchedEx(
                              long long sa, const T* B, int ldb, long long sb, const T* beta,   \
                              T* C, int ldc, long long sc, int batch) {                         \
     legacy_t c = {ta,   tb,  m,   n,   k,   alpha, A,  B,  beta,  C, TYPE,                     \
-                  TYPE, TYPE, lda, ldb, ldc, sa,    sb, sc, batch, COMPUTE};                   \
+                  TYPE, TYPE, lda, ldb, ldc, sa,    sb, sc, batch, COMPUTE, 0};                \
     return legacy_gemm(h, &c);                                                                 \
   }
 
@@ -374,6 +376,37 @@ TYPED_STRIDED(cublasSgemmStridedBatched, float, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_STRIDED(cublasDgemmStridedBatched, double, CUDA_R_64F, CUBLAS_COMPUTE_64F)
 TYPED_STRIDED(cublasHgemmStridedBatched, sc_half, CUDA_R_16F, CUBLAS_COMPUTE_16F)
 
+/* Batches of pointer arrays: Aarray, Barray and Carray are device arrays of
+ * batch pointers, which the kernels read when they run (in stream order, as
+ * on a GPU: an earlier kernel may still be writing them at the call). */
+EXPORT cublasStatus_t cublasGemmBatchedEx(cublasHandle_t h, cublasOperation_t ta,
+                                          cublasOperation_t tb, int m, int n, int k,
+                                          const void* alpha, const void* const A[], cudaDataType at,
+                                          int lda, const void* const B[], cudaDataType bt, int ldb,
+                                          const void* beta, void* const C[], cudaDataType ct,
+                                          int ldc, int batch, cublasComputeType_t compute,
+                                          cublasGemmAlgo_t algo) {
+  if (!algo_ok(algo))
+    return handle_ok(h) ? CUBLAS_STATUS_INVALID_VALUE : CUBLAS_STATUS_NOT_INITIALIZED;
+  legacy_t c = {ta, tb, m, n, k, alpha, A, B, beta, (void*)C, at, bt, ct, lda, ldb, ldc, 0, 0, 0,
+                batch, compute, 1};
+  return legacy_gemm(h, &c);
+}
+
+#define TYPED_BATCHED(name, T, TYPE, COMPUTE)                                                \
+  EXPORT cublasStatus_t name(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,     \
+                             int m, int n, int k, const T* alpha, const T* const A[], int lda, \
+                             const T* const B[], int ldb, const T* beta, T* const C[], int ldc, \
+                             int batch) {                                                      \
+    legacy_t c = {ta,   tb,  m,   n,   k,   alpha, A, B, beta,  (void*)C, TYPE,                \
+                  TYPE, TYPE, lda, ldb, ldc, 0,     0, 0, batch, COMPUTE,  1};                 \
+    return legacy_gemm(h, &c);                                                                 \
+  }
+
+TYPED_BATCHED(cublasSgemmBatched, float, CUDA_R_32F, CUBLAS_COMPUTE_32F)
+TYPED_BATCHED(cublasDgemmBatched, double, CUDA_R_64F, CUBLAS_COMPUTE_64F)
+TYPED_BATCHED(cublasHgemmBatched, sc_half, CUDA_R_16F, CUBLAS_COMPUTE_16F)
+
 /* Float scalars and compute; A, B and C of the types given. */
 EXPORT cublasStatus_t cublasSgemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
                                     int m, int n, int k, const float* alpha, const void* A,
@@ -381,6 +414,6 @@ EXPORT cublasStatus_t cublasSgemmEx(cublasHandle_t h, cublasOperation_t ta, cubl
                                     int ldb, const float* beta, void* C, cudaDataType ct,
                                     int ldc) {
   legacy_t c = {ta, tb, m, n, k, alpha, A, B, beta, C, at, bt, ct, lda, ldb, ldc, 0, 0, 0, 1,
-                CUBLAS_COMPUTE_32F};
+                CUBLAS_COMPUTE_32F, 0};
   return legacy_gemm(h, &c);
 }

@@ -357,10 +357,11 @@ SIMCUBLAS_EXPORT cublasStatus_t simcublasLt_gemm(const simcublas_gemm_t* g, cuda
   p.c_cs = cs(&g->c);
   p.d_rs = rs(&g->d);
   p.d_cs = cs(&g->d);
-  p.a_bs = g->a.batch_stride;
-  p.b_bs = g->b.batch_stride;
-  p.c_bs = g->c.batch_stride;
-  p.d_bs = g->d.batch_stride;
+  p.ptr_array = g->ptr_array;   /* then the batch strides are 0: each entry has its pointer */
+  p.a_bs = g->ptr_array ? 0 : g->a.batch_stride;
+  p.b_bs = g->ptr_array ? 0 : g->b.batch_stride;
+  p.c_bs = g->ptr_array ? 0 : g->c.batch_stride;
+  p.d_bs = g->ptr_array ? 0 : g->d.batch_stride;
   if (g->device_scalars) {
     p.alpha_ptr = g->alpha;
     p.beta_ptr = g->beta;

@@ -17,6 +17,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The magic of a cuBLAS handle (blas.c): cuBLASLt's calls accept one where
+ * an Lt handle is expected, as PyTorch passes its cuBLAS handle to
+ * cublasLtMatmul (it never calls cublasLtCreate) and NVIDIA's library
+ * serves it. */
+#define SIMCUBLAS_BLAS_HANDLE_MAGIC 0x534c4243u
+
 typedef struct simcublas_mat_s {
   const void* ptr;
   int type;                 /* cudaDataType */
@@ -44,6 +50,7 @@ typedef struct simcublas_gemm_s {
   void* workspace;
   size_t workspace_size;
   const cublasLtMatmulAlgo_t* algo;   /* NULL: the heuristic's first choice */
+  int ptr_array;            /* a, b, c, d .ptr are device arrays of batch pointers (gemmBatched) */
 } simcublas_gemm_t;
 
 /* Checks, plans and launches g on stream (the engine's driver table: raw

@@ -113,12 +113,14 @@ SIMCUBLAS_EXPORT cublasStatus_t cublasLtCreate(cublasLtHandle_t* h) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
+/* An Lt handle, or a cuBLAS handle passed as one (engine.h): both begin
+ * with a simcu_handle_t, and an Lt handle holds nothing more. */
 static int handle_ok(cublasLtHandle_t h) {
-  return h != NULL && h->hd.magic == HANDLE_MAGIC;
+  return h != NULL && (h->hd.magic == HANDLE_MAGIC || h->hd.magic == SIMCUBLAS_BLAS_HANDLE_MAGIC);
 }
 
 SIMCUBLAS_EXPORT cublasStatus_t cublasLtDestroy(cublasLtHandle_t h) {
-  if (!handle_ok(h))
+  if (h == NULL || h->hd.magic != HANDLE_MAGIC)   /* a cuBLAS handle is cublasDestroy's */
     return CUBLAS_STATUS_NOT_INITIALIZED;
   simcu_handle_park(&pool, &h->hd);
   return CUBLAS_STATUS_SUCCESS;

@@ -80,6 +80,28 @@ def case_preload(a):
         fail(f"LD_PRELOAD {p.stdout!r}", p)
 
 
+def case_sim_kernels(a):
+    """--sim-kernels timed turns the sim's timed kernels on (SIMCU_KERNELS gets
+    the word, beside body libraries already named); bad values and a real
+    device are refused."""
+    show = ["--", "sh", "-c", "echo \"$SIMCU_KERNELS\""]
+    p = grape(a, ["--device", "sim", "--sim-kernels", "timed"] + show, env={"SIMCU_KERNELS": ""})
+    if p.returncode != 0 or p.stdout.strip() != "timed":
+        fail(f"SIMCU_KERNELS {p.stdout!r}, want 'timed'", p)
+    p = grape(a, ["--device", "sim", "--sim-kernels=timed"] + show, env={"SIMCU_KERNELS": "/x.so"})
+    if sorted(p.stdout.strip().split(":")) != ["/x.so", "timed"]:
+        fail(f"SIMCU_KERNELS {p.stdout!r}, want /x.so and timed", p)
+    p = grape(a, ["--device", "sim"] + show, env={"SIMCU_KERNELS": ""})
+    if p.stdout.strip() != "":
+        fail(f"SIMCU_KERNELS {p.stdout!r} without --sim-kernels", p)
+    p = grape(a, ["--device", "sim", "--sim-kernels", "fast"] + show)
+    if p.returncode != 2 or "--sim-kernels must be bodies or timed" not in p.stderr:
+        fail("a bad --sim-kernels must be refused", p)
+    p = grape(a, ["--device", "cuda", "--sim-kernels", "timed"] + show)
+    if p.returncode != 2 or "applies to the simulated device" not in p.stderr:
+        fail("--sim-kernels timed with --device cuda must be refused", p)
+
+
 def case_summary(a):
     need_prog(a)
     with tempfile.TemporaryDirectory() as d:

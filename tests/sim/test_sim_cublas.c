@@ -30,6 +30,13 @@ cublasStatus_t cublasHgemmStridedBatched(cublasHandle_t, cublasOperation_t, cubl
                                          int, int, const uint16_t*, const uint16_t*, int, long long,
                                          const uint16_t*, int, long long, const uint16_t*,
                                          uint16_t*, int, long long, int);
+cublasStatus_t cublasHgemmBatched(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                  int, const uint16_t*, const uint16_t* const[], int,
+                                  const uint16_t* const[], int, const uint16_t*, uint16_t* const[],
+                                  int, int);
+
+/* Exported by NVIDIA's libcublas.so.13 without a header; cuSOLVER imports it. */
+cublasStatus_t cublasSetEnvironmentMode(int mode);
 
 #define CB(call) cr_assert_eq((call), CUBLAS_STATUS_SUCCESS, "%s", #call)
 
@@ -279,7 +286,46 @@ static void same_bits(buf_t* b, const void* want, const char* what) {
 /* A legacy-API case: computes with cublasGemmStridedBatchedEx-like
  * arguments through `api`, checks against the reference. */
 enum { API_GEMMEX, API_STRIDED_EX, API_SGEMM, API_DGEMM, API_HGEMM, API_S_STRIDED, API_D_STRIDED,
-       API_H_STRIDED, API_SGEMMEX };
+       API_H_STRIDED, API_SGEMMEX, API_S_BATCHED, API_D_BATCHED, API_H_BATCHED, API_BATCHED_EX };
+
+/* The device arrays of batch pointers of a pointer-array call: entry b at
+ * element b * stride of the operand's buffer. They hold entry 0's pointer
+ * for every b until the handle's stream reaches a copy of the right ones,
+ * which waits for *gate: a stand-in that read the arrays at the call, not
+ * when its kernel runs, would compute every entry from entry 0. */
+typedef struct ptr_arrays_s {
+  CUdeviceptr a, b, c;
+} ptr_arrays_t;
+
+static volatile uint32_t* gate;
+
+static CUdeviceptr gated_array(CUstream s, CUdeviceptr base, long long stride, int t, int batch) {
+  void** want = own(calloc((size_t)batch, sizeof(void*)), free);
+  void** stale = own(calloc((size_t)batch, sizeof(void*)), free);
+  for (int b = 0; b < batch; b++) {
+    want[b] = (void*)(uintptr_t)(base + (CUdeviceptr)(b * stride * (long long)esize(t)));
+    stale[b] = (void*)(uintptr_t)base;
+  }
+  CUdeviceptr d;
+  OK(cuMemAlloc(&d, (size_t)batch * sizeof(void*)));
+  OK(cuMemcpyHtoD(d, stale, (size_t)batch * sizeof(void*)));
+  OK(cuStreamWaitValue32(s, (CUdeviceptr)(uintptr_t)gate, 1, CU_STREAM_WAIT_VALUE_GEQ));
+  OK(cuMemcpyHtoDAsync(d, want, (size_t)batch * sizeof(void*), s));
+  return d;
+}
+
+static ptr_arrays_t gated_arrays(cublasHandle_t h, const ref_t* r, CUdeviceptr A, CUdeviceptr B,
+                                 CUdeviceptr C) {
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CB(cublasSetStream_v2(h, (cudaStream_t)s));
+  if (gate == NULL)
+    OK(cuMemAllocHost((void**)&gate, sizeof(*gate)));
+  *gate = 0;
+  return (ptr_arrays_t){gated_array(s, A, r->sa, r->at, r->batch),
+                        gated_array(s, B, r->sb, r->bt, r->batch),
+                        gated_array(s, C, r->sc, r->ct, r->batch)};
+}
 
 static void legacy_case(cublasHandle_t h, int api, ref_t r, int compute, const char* what) {
   int arows = r.ta ? r.k : r.m, acols = r.ta ? r.m : r.k;
@@ -304,6 +350,12 @@ static void legacy_case(cublasHandle_t h, int api, ref_t r, int compute, const c
   put(be, 0, st, r.beta);
   cublasOperation_t ta = r.ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb = r.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   void *dA = (void*)A.d, *dB = (void*)B.d, *dC = (void*)C.d;
+  ptr_arrays_t pa = {0, 0, 0};
+  if (api >= API_S_BATCHED)
+    pa = gated_arrays(h, &r, A.d, B.d, C.d);
+  const void *const *aA = (const void* const*)(uintptr_t)pa.a,
+             *const *aB = (const void* const*)(uintptr_t)pa.b;
+  void* const* aC = (void* const*)(uintptr_t)pa.c;
   switch (api) {
   case API_GEMMEX:
     CB(cublasGemmEx(h, ta, tb, r.m, r.n, r.k, al, dA, r.at, r.lda, dB, r.bt, r.ldb, be, dC, r.ct,
@@ -342,7 +394,28 @@ static void legacy_case(cublasHandle_t h, int api, ref_t r, int compute, const c
     CB(cublasSgemmEx(h, ta, tb, r.m, r.n, r.k, (float*)al, dA, r.at, r.lda, dB, r.bt, r.ldb,
                      (float*)be, dC, r.ct, r.ldc));
     break;
+  case API_S_BATCHED:
+    CB(cublasSgemmBatched(h, ta, tb, r.m, r.n, r.k, (float*)al, (const float* const*)aA, r.lda,
+                          (const float* const*)aB, r.ldb, (float*)be, (float* const*)aC, r.ldc,
+                          r.batch));
+    break;
+  case API_D_BATCHED:
+    CB(cublasDgemmBatched(h, ta, tb, r.m, r.n, r.k, (double*)al, (const double* const*)aA, r.lda,
+                          (const double* const*)aB, r.ldb, (double*)be, (double* const*)aC, r.ldc,
+                          r.batch));
+    break;
+  case API_H_BATCHED:
+    CB(cublasHgemmBatched(h, ta, tb, r.m, r.n, r.k, (uint16_t*)al, (const uint16_t* const*)aA,
+                          r.lda, (const uint16_t* const*)aB, r.ldb, (uint16_t*)be,
+                          (uint16_t* const*)aC, r.ldc, r.batch));
+    break;
+  case API_BATCHED_EX:
+    CB(cublasGemmBatchedEx(h, ta, tb, r.m, r.n, r.k, al, aA, r.at, r.lda, aB, r.bt, r.ldb, be, aC,
+                           r.ct, r.ldc, r.batch, compute, CUBLAS_GEMM_DEFAULT));
+    break;
   }
+  if (api >= API_S_BATCHED)
+    *gate = 1;   /* the stream may now copy the right pointers, then compute */
   same_bits(&C, want, what);
   free(want);
 }
@@ -414,6 +487,27 @@ Test(sim_cublas, strided_batched_forms_match_the_reference) {
   legacy_case(h, API_H_STRIDED, shape(0, 0, 19, 23, 17, 4, CUDA_R_16F, ACC_HALF), 0, "h strided");
   ref_t r = shape(0, 0, 70, 65, 33, 6, CUDA_R_16BF, IN_AS_IS);
   legacy_case(h, API_STRIDED_EX, r, CUBLAS_COMPUTE_32F, "bf16 strided ex");
+  CB(cublasDestroy_v2(h));
+}
+
+Test(sim_cublas, pointer_array_batches_match_the_reference_reading_the_arrays_in_stream_order) {
+  start();
+  cublasHandle_t h;
+  CB(cublasCreate_v2(&h));
+  legacy_case(h, API_S_BATCHED, shape(1, 0, 19, 23, 17, 5, CUDA_R_32F, IN_AS_IS), 0, "s batched");
+  legacy_case(h, API_D_BATCHED, shape(0, 1, 19, 23, 17, 3, CUDA_R_64F, ACC_DOUBLE), 0, "d batched");
+  legacy_case(h, API_H_BATCHED, shape(1, 1, 19, 23, 17, 4, CUDA_R_16F, ACC_HALF), 0, "h batched");
+  ref_t r = shape(0, 0, 70, 65, 33, 6, CUDA_R_16BF, IN_AS_IS);
+  r.ct = CUDA_R_32F;
+  legacy_case(h, API_BATCHED_EX, r, CUBLAS_COMPUTE_32F, "bf16 in, f32 out, batched ex");
+  /* Arguments are checked as for the strided forms. */
+  float one = 1.0f;
+  cr_assert_eq(cublasSgemmBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, NULL, 2, NULL, 4,
+                                  &one, NULL, 4, 1),
+               CUBLAS_STATUS_INVALID_VALUE);
+  cr_assert_eq(cublasSgemmBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, NULL, 4, NULL, 4,
+                                  &one, NULL, 4, -1),
+               CUBLAS_STATUS_INVALID_VALUE);
   CB(cublasDestroy_v2(h));
 }
 
@@ -790,5 +884,68 @@ Test(sim_cublas, fp32_tf32_and_fp64_gemms_take_their_calibrated_times) {
     double tflops = 2.0 * 4096.0 * 4096.0 * 4096.0 / (us * 1e-6) / 1e12;
     cr_assert(tflops >= lo[mode] && tflops <= hi[mode], "mode %d: %.1f TFLOP/s", mode, tflops);
   }
+  CB(cublasDestroy_v2(h));
+}
+
+/* ---- What frameworks call besides the GEMM family (issue 24) ---- */
+
+Test(sim_cublas, lt_calls_accept_a_cublas_handle_as_torch_passes_it) {
+  start();
+  cublasHandle_t blas;
+  CB(cublasCreate_v2(&blas));
+  cublasLtHandle_t h = (cublasLtHandle_t)blas;   /* what PyTorch does for addmm with bias */
+  int m = 24, n = 16, k = 8;
+  cublasLtMatmulDesc_t op = desc(CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  buf_t A = make((size_t)m * k, CUDA_R_32F, 1), B = make((size_t)k * n, CUDA_R_32F, 1);
+  buf_t D = make((size_t)m * n, CUDA_R_32F, 1);
+  cublasLtMatrixLayout_t la = layout(CUDA_R_32F, m, k, m, 0, 1, 0);
+  cublasLtMatrixLayout_t lb = layout(CUDA_R_32F, k, n, k, 0, 1, 0);
+  cublasLtMatrixLayout_t ld = layout(CUDA_R_32F, m, n, m, 0, 1, 0);
+  float alpha = 2.0f, beta = 0.5f;
+  ref_t r = {.m = m, .n = n, .k = k, .batch = 1, .splits = 1, .mode = IN_AS_IS,
+             .at = CUDA_R_32F, .bt = CUDA_R_32F, .ct = CUDA_R_32F, .alpha = alpha, .beta = beta,
+             .A = A.h, .B = B.h, .C = D.h, .lda = m, .ldb = k, .ldc = m};
+  void* want = malloc(D.bytes);
+  memcpy(want, D.h, D.bytes);
+  reference(&r, want);
+  cublasLtMatmulPreference_t pref;
+  CB(cublasLtMatmulPreferenceCreate(&pref));
+  cublasLtMatmulHeuristicResult_t res;
+  int got = 0;
+  CB(cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, ld, ld, pref, 1, &res, &got));
+  cr_assert_eq(got, 1);
+  CB(cublasLtMatmulPreferenceDestroy(pref));
+  CB(cublasLtMatmul(h, op, &alpha, (void*)A.d, la, (void*)B.d, lb, &beta, (void*)D.d, ld,
+                    (void*)D.d, ld, &res.algo, NULL, 0, NULL));
+  same_bits(&D, want, "lt matmul under a cublas handle");
+  free(want);
+  /* It stays cuBLAS's to destroy. */
+  cr_assert_eq(cublasLtDestroy(h), CUBLAS_STATUS_NOT_INITIALIZED);
+  CB(cublasDestroy_v2(blas));
+  cr_assert_eq(cublasLtMatmul(h, op, &alpha, (void*)A.d, la, (void*)B.d, lb, &beta, (void*)D.d,
+                              ld, (void*)D.d, ld, NULL, NULL, 0, NULL),
+               CUBLAS_STATUS_NOT_INITIALIZED);
+}
+
+Test(sim_cublas, functions_not_simulated_answer_not_supported) {
+  start();
+  cublasHandle_t h;
+  CB(cublasCreate_v2(&h));
+  float x = 1.0f, y = 0.0f;
+  /* A level-2 routine, a _64 variant of a simulated GEMM, an Lt transform. */
+  cr_assert_eq(cublasSgemv_v2(h, CUBLAS_OP_N, 1, 1, &x, &x, 1, &x, 1, &y, &y, 1),
+               CUBLAS_STATUS_NOT_SUPPORTED);
+  cr_assert_eq(cublasSgemm_v2_64(h, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &x, &x, 1, &x, 1, &y, &y, 1),
+               CUBLAS_STATUS_NOT_SUPPORTED);
+  cr_assert_eq(cublasSgemmBatched_64(h, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &x, NULL, 1, NULL, 1,
+                                     &y, NULL, 1, 1),
+               CUBLAS_STATUS_NOT_SUPPORTED);
+  /* Undocumented, imported by cuSOLVER (sim/cublas/undocumented.c). */
+  cr_assert_eq(cublasSetEnvironmentMode(0), CUBLAS_STATUS_NOT_SUPPORTED);
+  cublasLtHandle_t lt;
+  CB(cublasLtCreate(&lt));
+  cr_assert_eq(cublasLtMatrixTransform(lt, NULL, &x, NULL, NULL, &y, NULL, NULL, NULL, NULL, 0),
+               CUBLAS_STATUS_NOT_SUPPORTED);
+  CB(cublasLtDestroy(lt));
   CB(cublasDestroy_v2(h));
 }
