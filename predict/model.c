@@ -102,6 +102,15 @@ void grape__features(const grape__kprep_t* p, const grape_gpu_spec_t* g, int lau
   r->tw = o.waves / g->clock_mhz;
 }
 
+double grape__align(double v) {
+  if (!(v >= 1 && v < 9.0e15) || v != floor(v))
+    return 0;
+  double a = 1;
+  while (a < 128 && fmod(v, 2 * a) == 0)
+    a *= 2;
+  return a;
+}
+
 void grape__gpu_features(const grape__kprep_t* p, const double* x, const grape__roof_t* r,
                          double t0, float* xf) {
   /* On one GPU nothing needs normalising by its spec: the trees split on the
@@ -116,6 +125,15 @@ void grape__gpu_features(const grape__kprep_t* p, const double* x, const grape__
       o->per_sm,    p->variant,   p->layout,      p->tile_m,
       p->tile_n,    p->kred,      p->cols,        p->operands,
       p->numel,     p->flops,     p->bytes,       p->gen,
+      /* Alignment: cuBLAS and the vectorised elementwise kernels take
+       * wider loads and other kernels on dims that are multiples of 4, 8,
+       * 64...; real models' dims mostly are, the training data's mostly
+       * not, so the trees learn it from the rows where it happens. */
+      grape__align(p->shape[0]), grape__align(p->shape[1]), grape__align(p->shape[2]),
+      grape__align(p->shape[3]),
+      /* Tile quantisation: the share of a GEMM's padded tiles' work that
+       * is useful (1: the dims fill the tiles). */
+      p->blk_flops > 0 && p->flops > 0 ? p->flops / (p->blk_flops * p->blocks) : 0,
   };
   for (int i = 0; i < GRAPE__NGF; i++)
     xf[i] = (float)v[i];

@@ -24,7 +24,8 @@
 
 static void usage(FILE* to) {
   fprintf(to,
-          "usage: grape train [-o MODEL] [--cv [extrapolate]] [--cv-shapes] [--gpu NAME]\n"
+          "usage: grape train [-o MODEL] [--cv [extrapolate]] [--cv-shapes|--cv-families]\n"
+          "                   [--gpu NAME]\n"
           "                   [--device-json FILE]...\n"
           "                   [--allow-simulated] FILE|DIR...\n"
           "\n"
@@ -38,6 +39,8 @@ static void usage(FILE* to) {
           "                      (the transfer regime: GPUs the model has not seen)\n"
           "  --cv-shapes         cross-validation over held-out shapes, 5 folds (the\n"
           "                      known regime: GPUs of the training data, new shapes)\n"
+          "  --cv-families       the same over held-out shape families (ranges of every\n"
+          "                      dim, alignment): shapes unlike the fit's rows\n"
           "  --cv extrapolate    beyond the training range: fit the smaller half of each\n"
           "                      op's rows, predict the larger half, on the fit's GPUs and\n"
           "                      on GPUs left out; printed next to the random splits\n"
@@ -77,6 +80,8 @@ static void train_opts_from_env(grape_train_opts_t* o) {
   env_int("GRAPE_TRAIN_XFORM", &o->xform);
   env_double("GRAPE_TRAIN_FADE", &o->fade);
   env_int("GRAPE_TRAIN_SIBLING", &o->sibling);
+  env_int("GRAPE_TRAIN_ALIGN", &o->align);
+  env_int("GRAPE_TRAIN_CALIB", &o->calib);
   if (getenv("GRAPE_TRAIN_VERBOSE") != NULL)
     o->log = stderr;
 }
@@ -346,6 +351,8 @@ int cmd_train(int argc, char** argv) {
       cv = 1;
     } else if (strcmp(a, "--cv-shapes") == 0) {
       cv_shapes = 1;
+    } else if (strcmp(a, "--cv-families") == 0) {
+      cv_shapes = 2;
     } else if (strcmp(a, "--quiet") == 0) {
       c.quiet = 1;
     } else if (strcmp(a, "--allow-simulated") == 0) {
@@ -455,7 +462,14 @@ int cmd_train(int argc, char** argv) {
   if (cv_shapes) {
     if (cv)
       putchar('\n');
-    int err = grape_model_crossval_shapes(c.d, 5, &opts, res);
+    /* Experiments: GRAPE_CV_DUMP=FILE writes every held-out prediction. */
+    const char* dp = getenv("GRAPE_CV_DUMP");
+    opts.cv_dump = dp != NULL ? fopen(dp, "w") : NULL;
+    int err = cv_shapes == 2 ? grape_model_crossval_families(c.d, 5, &opts, res)
+                             : grape_model_crossval_shapes(c.d, 5, &opts, res);
+    if (opts.cv_dump != NULL)
+      fclose(opts.cv_dump);
+    opts.cv_dump = NULL;
     if (err < 0) {
       fprintf(stderr, "grape: error: shape cross-validation failed: %s\n", strerror(-err));
       goto done;

@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a public struct below changes layout. */
-#define GRAPE_PREDICT_API_VERSION 5
+#define GRAPE_PREDICT_API_VERSION 6
 /* Version written on the first line of model files; others are refused. */
 #define GRAPE_MODEL_FORMAT_VERSION 6
 
@@ -374,6 +374,12 @@ typedef struct grape_train_opts_s {
   int sibling;          /* an unseen GPU takes the trees of a known GPU of its architecture:
                            -1 the class's rule (-1; decided by cross-validation), 0 never,
                            1 in every class */
+  int align;            /* the known regime's trees see the dims' alignment (multiples of
+                           2..128) and GEMM tile quantisation: 1 (1), 0 not (the features
+                           read 0) */
+  int calib;            /* the known regime's intervals are calibrated on folds of: 1 shape
+                           families, coarse ranges of every dim held out together (1), 0
+                           single shapes */
 } grape_train_opts_t;
 
 /* Fills o with the defaults (and sz). */
@@ -446,6 +452,15 @@ GRAPE_API int grape_model_crossval(const grape_dataset_t* d, const grape_train_o
  * not used. @return 0, -EINVAL (folds < 2), -ENODATA, -E2BIG, -ENOMEM. */
 GRAPE_API int grape_model_crossval_shapes(const grape_dataset_t* d, int folds,
                                           const grape_train_opts_t* o, grape_cv_t* out);
+/* The same over shape families: coarse ranges of every dim (factors of 4)
+ * and whether each is a multiple of 8 are held out together, so a fold's
+ * shapes are unlike the fit's rows, as real models' shapes are unlike the
+ * training data's. With o->cv_dump set, both write every held-out
+ * prediction as CSV: gpu, group, measured, roofline, Li, transfer regime,
+ * served (harness or kernel time, as the row was timed), its bounds,
+ * regime, distance, the dims' least alignment. */
+GRAPE_API int grape_model_crossval_families(const grape_dataset_t* d, int folds,
+                                            const grape_train_opts_t* o, grape_cv_t* out);
 /* Cross-validation beyond the training range: per evaluation group, the
  * rows whose op size (a GEMM's or convolution's FLOPs, other ops' elements)
  * is at most the group's q-quantile are fitted, the larger ones predicted:
