@@ -269,6 +269,23 @@ GRAPE_API int grape_path_combine(const grape_model_t* m, const grape_prediction_
 GRAPE_API int grape_path_combine_gaps(const grape_model_t* m, const grape_prediction_t* k,
                                       const double* host_ms, size_t n,
                                       grape_path_prediction_t* out);
+/* A run's paths: one path's kernel predictions (launch order, repeats
+ * included), its host gaps (NULL: the model's), and how many times it ran. */
+typedef struct grape_run_path_s {
+  const grape_prediction_t* k;
+  const double* host_ms;
+  size_t n;
+  double count;
+} grape_run_path_t;
+/* A whole run, paths[0..npaths) each run count times: times are the sums of
+ * the paths' times; the bounds combine every kernel's error across paths
+ * as a path's do (a level per class and regime shared by all of the run's
+ * kernels of it, an error per distinct launch shared by its repeats in
+ * every path, distinct launches and classes independent), never the sum of
+ * the paths' bounds. kernels and known count every run of every path.
+ * @return 0, -EINVAL, or -ENOMEM. */
+GRAPE_API int grape_run_combine(const grape_model_t* m, const grape_run_path_t* paths,
+                                size_t npaths, grape_path_prediction_t* out);
 /* The GPUs with a known regime in m (for at least one class): 0 <= i <
  * grape_model_known_count(m). Names as in the spec table. */
 GRAPE_API size_t grape_model_known_count(const grape_model_t* m);

@@ -892,6 +892,58 @@ Test(predict, crossval_extrapolate_holds_out_the_larger_ops, .timeout = 120) {
   grape_dataset_free(d);
 }
 
+/* A run is its paths run count times each. Its bounds combine every
+ * kernel's error across the paths (one level per class shared by all of
+ * them, an error per distinct launch shared by its repeats in any path,
+ * classes independent), so a run of 40 one-kernel paths, GEMMs and
+ * elementwise ops of distinct shapes, is relatively narrower than the
+ * paths' bounds summed; and it is exactly the combination of every kernel
+ * it ran, as one path. */
+Test(predict, run_interval_combines_paths_not_their_bounds) {
+  grape_model_t* m;
+  cr_assert_eq(grape_model_load_default(&m), 0);
+  const grape_gpu_spec_t* g = grape_gpu_find("H100");
+  enum { NP = 40, RUNS = 3 };
+  grape_prediction_t k[NP], all[RUNS * NP];
+  grape_run_path_t paths[NP];
+  grape_path_prediction_t run, one[NP], flat;
+  double sum_hi = 0, sum_lo = 0, dev = 0;
+  for (int i = 0; i < NP; i++) {
+    grape_kernel_desc_t d = gemm(1024 + 64 * i, 2048, 2048);
+    if (i % 2) {
+      d = (grape_kernel_desc_t){.name = "void at::native::vectorized_elementwise_kernel<4, "
+                                        "at::native::CUDAFunctor_add<float>>",
+                                .grid = {(unsigned)(4096 + 64 * i), 1, 1}, .block = {128, 1, 1},
+                                .regs = -1, .op = GRAPE_OP_ELEMENTWISE,
+                                .dims = {(4096.0 + 64 * i) * 512, 3}};
+    }
+    grape_predict_kernel(m, g, &d, &k[i]);
+    cr_assert(k[i].has_interval);
+    paths[i] = (grape_run_path_t){.k = &k[i], .n = 1, .count = RUNS};
+    cr_assert_eq(grape_path_combine(m, &k[i], 1, &one[i]), 0);
+    for (int r = 0; r < RUNS; r++)
+      all[r * NP + i] = k[i];
+    /* Device time and the paths' bounds of it: a graph less its gaps. */
+    dev += RUNS * k[i].ms;
+    sum_hi += RUNS * (one[i].graph_hi_ms - 0.006);
+    sum_lo += RUNS * (one[i].graph_lo_ms - 0.006);
+  }
+  cr_assert_eq(grape_run_combine(m, paths, NP, &run), 0);
+  cr_assert_eq(grape_path_combine(m, all, RUNS * NP, &flat), 0);
+  double gaps = RUNS * NP * 0.006;
+  cr_expect_float_eq(run.graph_ms - gaps, dev, 1e-9);
+  cr_expect_eq(run.kernels, (size_t)RUNS * NP);
+  double up = run.graph_hi_ms - gaps - dev, down = dev - (run.graph_lo_ms - gaps);
+  cr_expect(up < 0.8 * (sum_hi - dev), "run up %g, paths' bounds summed %g", up, sum_hi - dev);
+  cr_expect(down < 0.8 * (dev - sum_lo), "run down %g, summed %g", down, dev - sum_lo);
+  /* The same errors as the kernels it ran, however they are grouped. */
+  double fgaps = 0.005 + RUNS * NP * 0.001;
+  cr_expect_float_eq(up, flat.graph_hi_ms - fgaps - dev, 1e-9);
+  cr_expect_float_eq(down, dev - (flat.graph_lo_ms - fgaps), 1e-9);
+  cr_expect_eq(grape_run_combine(m, NULL, 1, &run), -EINVAL);
+  grape_model_free(m);
+}
+
 /* Synthetic T4 GEMMs timed as kernels: the default model's time, 0.7x
  * where K is a multiple of 8 (wider loads). */
 static double synthetic_gemm_ms(const grape_model_t* m, double mm, double n, double k) {
