@@ -972,7 +972,7 @@ static double aligned_ratio(const grape_model_t* fit) {
  * it (held-out aligned shapes predicted ~0.7x their unaligned neighbours);
  * with the alignment features off they cannot (K = 8j and 8j + 1 are one
  * apart in every other feature). */
-Test(predict, known_trees_learn_alignment, .timeout = 60) {
+Test(predict, known_trees_learn_alignment) {
   grape_model_t* def;
   cr_assert_eq(grape_model_load_default(&def), 0);
   char path[] = "/tmp/grape_align_XXXXXX";
@@ -1043,7 +1043,7 @@ static double family_coverage(grape_dataset_t* d, int calib) {
  * so they hold on families the fit has no rows of (real models' shapes
  * are unlike the training data's); calibrated on single shapes, whose
  * neighbours in the fit tell their family's level, they do not. */
-Test(predict, known_intervals_hold_on_unseen_shape_families, .timeout = 60) {
+Test(predict, known_intervals_hold_on_unseen_shape_families) {
   grape_model_t* def;
   cr_assert_eq(grape_model_load_default(&def), 0);
   char path[] = "/tmp/grape_family_XXXXXX";
@@ -1079,7 +1079,7 @@ Test(predict, known_intervals_hold_on_unseen_shape_families, .timeout = 60) {
 /* A model file of the trees' older feature count (before the alignment
  * features) reads alike: its trees split none of the later ones. One
  * whose trees split a feature past its declared count is refused. */
-Test(predict, model_file_of_fewer_tree_features_reads_alike, .timeout = 60) {
+Test(predict, model_file_of_fewer_tree_features_reads_alike) {
   grape_dataset_t* d = subset();
   grape_train_opts_t o;
   grape_train_opts_init(&o);
