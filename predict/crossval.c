@@ -39,6 +39,8 @@ static void cell_add(grape_cv_cell_t* t, const grape_cv_cell_t* a) {
   t->anchored += a->anchored;
   t->ape_anchored += a->ape_anchored;
   t->ape_alone += a->ape_alone;
+  t->cover_known += a->cover_known;
+  t->cover_extrapolated += a->cover_extrapolated;
 }
 
 void grape_cv_sum(const grape_cv_t* cv, int group, grape_cv_cell_t* out) {
@@ -184,7 +186,10 @@ static void add_served(grape_cv_cell_t* a, const grape_model_t* m, const row_t* 
   double t0 = grape__predict(m, GRAPE_METHOD_GRAPE, &r->p, r->gpu);
   a->ape[GRAPE_METHOD_GRAPE] += fabs(t0 - r->lat) / r->lat;
   a->ape_known += ape_of(r, pf);
-  a->covered += covers(r, pf);
+  int in = covers(r, pf);
+  a->covered += in;
+  a->cover_known += in && pf->regime == GRAPE_REGIME_KNOWN;
+  a->cover_extrapolated += in && pf->regime == GRAPE_REGIME_KNOWN_EXTRAPOLATED;
   a->known += pf->regime != GRAPE_REGIME_TRANSFER;
   a->extrapolated += pf->regime == GRAPE_REGIME_KNOWN_EXTRAPOLATED;
   a->n++;
@@ -214,6 +219,7 @@ static int cv_folds(const grape_dataset_t* d, int folds, int by_family,
   if (err < 0)
     return err;
   out->folds = folds;
+  out->families = by_family;
   for (int f = 0; f < folds; f++) {
     sel_t s = {.folds = folds, .fold = f, .by_family = by_family, .o = &k};
     grape_model_t* m;

@@ -184,7 +184,8 @@ static void print_cv_gpus(const grape_cv_t* cv) {
 /* Held-out shapes: per group, grape as served next to its transfer regime,
  * then per GPU. */
 static void print_cv_shapes(const grape_cv_t* cv) {
-  printf("shape-fold cross-validation (%d folds of shapes, %d GPUs, %zu rows)\n", cv->folds,
+  printf("%s-fold cross-validation (%d folds of %s, %d GPUs, %zu rows)\n",
+         cv->families ? "family" : "shape", cv->folds, cv->families ? "shape families" : "shapes",
          cv->ngpu, cv->rows);
   printf("per-kernel MAPE %% of grape as served (known regime) and of its transfer "
          "regime on the same held-out shapes; coverage %% of the %.0f%% intervals; the "
@@ -206,6 +207,27 @@ static void print_cv_shapes(const grape_cv_t* cv) {
   if (tot.n > 0)
     printf("%-12s %8.0f %8.0f %8s %8s %8.1f %13s %11.1f\n", "all", tot.n, tot.known, "", "",
            100 * tot.covered / tot.n, "", 100 * tot.cover_launch / tot.n);
+  /* Coverage per regime: the known regime within its GPU's rows, beyond
+   * them, and the transfer regime where a GPU's trees were dropped. */
+  printf("\ncoverage %% of the %.0f%% intervals per regime (rows)\n", 100 * cv->level);
+  printf("%-12s %20s %20s %20s\n", "group", "known", "known-extrapolated", "transfer");
+  for (int g = 0; g < GRAPE_CV_GROUPS; g++) {
+    grape_cv_cell_t t;
+    grape_cv_sum(cv, g, &t);
+    if (t.n == 0)
+      continue;
+    double n[3] = {t.known - t.extrapolated, t.extrapolated, t.n - t.known};
+    double c[3] = {t.cover_known, t.cover_extrapolated, t.covered - t.cover_known -
+                   t.cover_extrapolated};
+    printf("%-12s", grape_cv_group_name(g));
+    for (int r = 0; r < 3; r++) {
+      char cell[32] = "-";
+      if (n[r] > 0)
+        snprintf(cell, sizeof(cell), "%.1f (%.0f)", 100 * c[r] / n[r], n[r]);
+      printf(" %20s", cell);
+    }
+    printf("\n");
+  }
   printf("\nper GPU, grape's per-kernel MAPE %% (transfer regime's) / coverage %%:\n");
   print_per_gpu(cv, 19, shape_cell);
 }

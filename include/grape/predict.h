@@ -437,11 +437,15 @@ typedef struct grape_cv_cell_s {
                                            architecture could serve (its trees) */
   double ape_anchored;                  /* on those rows: grape with that GPU's trees */
   double ape_alone;                     /* on those rows: grape without them */
+  double cover_known;                   /* shape and extrapolation splits: rows the known
+                                           regime served within its rows, covered */
+  double cover_extrapolated;            /* the same beyond its rows (extrapolated) */
 } grape_cv_cell_t;
 
 /* What a cross-validation measured, per held-out GPU and evaluation group. */
 typedef struct grape_cv_s {
   int folds;                            /* 0: leave one GPU out; else shape folds */
+  int families;                         /* the folds are of shape families */
   int extrapolate;                      /* extrapolation split: 0 none, 1 onto the fit's GPUs,
                                            2 onto GPUs left out of the fit */
   double split_q;                       /* its quantile of op size (the fit's share of rows) */

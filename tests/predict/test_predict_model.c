@@ -1035,6 +1035,11 @@ static double family_coverage(grape_dataset_t* d, int calib) {
   cr_assert_eq(grape_model_crossval_families(d, 5, &o, cv), 0);
   grape_cv_cell_t all;
   grape_cv_sum(cv, -1, &all);
+  cr_expect_eq(cv->families, 1);
+  /* Every row is the T4's, served by its trees: each covered row is
+   * counted in its regime. */
+  cr_expect_eq(all.known, all.n);
+  cr_expect_eq(all.cover_known + all.cover_extrapolated, all.covered);
   free(cv);
   return all.covered / all.n;
 }
