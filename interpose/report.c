@@ -222,8 +222,6 @@ typedef struct predictor_s {
   const names_t* names;
   kpred_t* v;
   size_t cap, len;
-  grape_prediction_t* path;     /* scratch: one path's kernels */
-  size_t path_cap;
 } predictor_t;
 
 static int same_launch(const kpred_t* a, const grape_op_key_t* k, const grape_op_dims_t* d) {
@@ -287,26 +285,20 @@ static const grape_prediction_t* kernel_pred(predictor_t* p, const grape_op_key_
   return &p->v[j].pr;
 }
 
-/* A path's predicted eager and graph times with bounds (kernels only:
- * memsets and copies are not modelled). @return 0, or -ENOMEM. */
-static int path_pred(predictor_t* p, const grape_gc_path_t* path, grape_path_prediction_t* out) {
-  if (path->nops > p->path_cap) {
-    grape_prediction_t* v = realloc(p->path, path->nops * sizeof(*v));
-    if (v == NULL)
-      return -ENOMEM;
-    p->path = v;
-    p->path_cap = path->nops;
-  }
-  size_t n = 0;
+/* A path's kernel predictions into out[0..*n) (kernels only: memsets and
+ * copies are not modelled). @return 0, or -ENOMEM. */
+static int path_kernels(predictor_t* p, const grape_gc_path_t* path, grape_prediction_t* out,
+                        size_t* n) {
+  *n = 0;
   for (uint32_t i = 0; i < path->nops; i++) {
     if (path->keys[i].kind != GRAPE_OP_KERNEL)
       continue;
     const grape_prediction_t* k = kernel_pred(p, &path->keys[i], &path->dims[i]);
     if (k == NULL)
       return -ENOMEM;
-    p->path[n++] = *k;
+    out[(*n)++] = *k;
   }
-  return grape_path_combine(p->model, p->path, n, out);
+  return 0;
 }
 
 /* A bound as JSON: null when there is none (infinite). */
@@ -351,14 +343,24 @@ static void put_predicted(buf_t* b, const grape_gpu_spec_t* g, const names_t* na
   p.gpu = g;
   p.names = names;
   grape_path_prediction_t tot = {0}, *top = calloc(ntop < n ? ntop : n, sizeof(*top));
-  if (rc == 0 && top == NULL && n > 0)
+  /* Every path's kernels at once: the run's bounds combine their errors
+   * (grape_run_combine), which summing the paths' bounds would not. */
+  size_t nk = 0;
+  for (size_t i = 0; i < n; i++)
+    nk += all[i].nops;
+  grape_prediction_t* kv = malloc((nk + 1) * sizeof(*kv));
+  grape_run_path_t* rp = calloc(n + 1, sizeof(*rp));
+  if (rc == 0 && ((top == NULL && n > 0) || kv == NULL || rp == NULL))
     rc = -ENOMEM;
-  tot.has_interval = 1;
+  nk = 0;
   for (size_t i = 0; rc == 0 && i < n; i++) {
     grape_path_prediction_t pp;
-    rc = path_pred(&p, &all[i], &pp);
-    if (rc != 0)
+    rp[i].k = &kv[nk];
+    rp[i].count = (double)all[i].count;
+    if ((rc = path_kernels(&p, &all[i], &kv[nk], &rp[i].n)) != 0 ||
+        (rc = grape_path_combine(m, rp[i].k, rp[i].n, &pp)) != 0)
       break;
+    nk += rp[i].n;
     if (i < ntop)
       top[i] = pp;
     eager[i] = pp.eager_ms;
@@ -370,18 +372,9 @@ static void put_predicted(buf_t* b, const grape_gpu_spec_t* g, const names_t* na
       if (kp != NULL)
         e->pred_ms += c * kp->ms;
     }
-    tot.eager_ms += c * pp.eager_ms;
-    tot.eager_lo_ms += c * pp.eager_lo_ms;
-    tot.eager_hi_ms += c * pp.eager_hi_ms;
-    tot.graph_ms += c * pp.graph_ms;
-    tot.graph_lo_ms += c * pp.graph_lo_ms;
-    tot.graph_hi_ms += c * pp.graph_hi_ms;
-    tot.kernels += (size_t)c * pp.kernels;
-    tot.known += (size_t)c * pp.known;
-    tot.has_interval &= pp.has_interval;
-    if (pp.level > 0)
-      tot.level = pp.level;
   }
+  if (rc == 0)
+    rc = grape_run_combine(m, rp, n, &tot);
   if (rc != 0) {
     grape_log_warn("cannot predict path times for %s (%s); the report says predicted: null",
                    g->name, strerror(-rc));
@@ -436,8 +429,9 @@ static void put_predicted(buf_t* b, const grape_gpu_spec_t* g, const names_t* na
   put(b, "]},");
 done:
   free(top);
+  free(kv);
+  free(rp);
   free(p.v);
-  free(p.path);
   grape_model_free(m);
 }
 

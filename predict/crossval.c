@@ -39,6 +39,8 @@ static void cell_add(grape_cv_cell_t* t, const grape_cv_cell_t* a) {
   t->anchored += a->anchored;
   t->ape_anchored += a->ape_anchored;
   t->ape_alone += a->ape_alone;
+  t->cover_known += a->cover_known;
+  t->cover_extrapolated += a->cover_extrapolated;
 }
 
 void grape_cv_sum(const grape_cv_t* cv, int group, grape_cv_cell_t* out) {
@@ -184,14 +186,32 @@ static void add_served(grape_cv_cell_t* a, const grape_model_t* m, const row_t* 
   double t0 = grape__predict(m, GRAPE_METHOD_GRAPE, &r->p, r->gpu);
   a->ape[GRAPE_METHOD_GRAPE] += fabs(t0 - r->lat) / r->lat;
   a->ape_known += ape_of(r, pf);
-  a->covered += covers(r, pf);
+  int in = covers(r, pf);
+  a->covered += in;
+  a->cover_known += in && pf->regime == GRAPE_REGIME_KNOWN;
+  a->cover_extrapolated += in && pf->regime == GRAPE_REGIME_KNOWN_EXTRAPOLATED;
   a->known += pf->regime != GRAPE_REGIME_TRANSFER;
   a->extrapolated += pf->regime == GRAPE_REGIME_KNOWN_EXTRAPOLATED;
   a->n++;
 }
 
-int grape_model_crossval_shapes(const grape_dataset_t* d, int folds, const grape_train_opts_t* o,
-                                grape_cv_t* out) {
+/* The least alignment (grape__align) over r's dims, the batch of GEMMs
+ * and convolutions left out; 0 without op dims. */
+static double row_align(const row_t* r) {
+  if (!r->p.has_dims)
+    return 0;
+  int c = (int)r->p.cls;
+  double a = 128;
+  for (int i = c == GRAPE_KC_GEMM || c == GRAPE_KC_CONV; i < 4; i++)
+    if (r->p.shape[i] >= 1)
+      a = fmin(a, grape__align(r->p.shape[i]));
+  return a;
+}
+
+/* Held-out shapes (by_family 0) or shape families (1): each fold of them
+ * left out of a fit on the rest, on every GPU at once. */
+static int cv_folds(const grape_dataset_t* d, int folds, int by_family,
+                    const grape_train_opts_t* o, grape_cv_t* out) {
   if (folds < 2)
     return -EINVAL;
   grape_train_opts_t k;
@@ -199,16 +219,17 @@ int grape_model_crossval_shapes(const grape_dataset_t* d, int folds, const grape
   if (err < 0)
     return err;
   out->folds = folds;
+  out->families = by_family;
   for (int f = 0; f < folds; f++) {
-    sel_t s = {.folds = folds, .fold = f, .o = &k};
+    sel_t s = {.folds = folds, .fold = f, .by_family = by_family, .o = &k};
     grape_model_t* m;
     if ((err = grape__train_sel(d, &s, &m)) < 0)
       return err;
     out->level = m->level;
     for (size_t i = 0; i < d->n; i++) {
       const row_t* r = &d->rows[i];
-      if (!r->p.has_dims || r->shape % (uint32_t)folds != (uint32_t)f || r->group < 0 ||
-          r->group >= NGROUP)
+      if (!r->p.has_dims || grape__fold_key(r, by_family) % (uint32_t)folds != (uint32_t)f ||
+          r->group < 0 || r->group >= NGROUP)
         continue;
       grape_cv_cell_t* a = cell_of(out, r);
       grape_prediction_t pf, pl;
@@ -216,10 +237,29 @@ int grape_model_crossval_shapes(const grape_dataset_t* d, int folds, const grape
       grape__predict_full(m, &r->pl, r->gpu, &pl);
       a->ape_launch += ape_of(r, &pl);
       a->cover_launch += covers(r, &pl);
+      if (k.cv_dump != NULL) {
+        double lo, hi, sv = served(r, &pf, &lo, &hi);
+        fprintf(k.cv_dump, "%s,%d,%g,%g,%g,%g,%g,%g,%g,%d,%g,%g\n", r->gpu->name, r->group,
+                r->lat, grape__predict(m, GRAPE_METHOD_ROOFLINE, &r->p, r->gpu),
+                grape__predict(m, GRAPE_METHOD_LI, &r->p, r->gpu),
+                grape__predict(m, GRAPE_METHOD_GRAPE, &r->p, r->gpu), sv,
+                pf.has_interval ? lo : 0, pf.has_interval ? hi : INFINITY, (int)pf.regime,
+                pf.distance, row_align(r));
+      }
     }
     grape_model_free(m);
   }
   return 0;
+}
+
+int grape_model_crossval_shapes(const grape_dataset_t* d, int folds, const grape_train_opts_t* o,
+                                grape_cv_t* out) {
+  return cv_folds(d, folds, 0, o, out);
+}
+
+int grape_model_crossval_families(const grape_dataset_t* d, int folds,
+                                  const grape_train_opts_t* o, grape_cv_t* out) {
+  return cv_folds(d, folds, 1, o, out);
 }
 
 int grape_model_crossval_extrapolate(const grape_dataset_t* d, double q, int held_out_gpus,

@@ -9,6 +9,7 @@
 #include "predict/train.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,17 @@ size_t grape_dataset_size(const grape_dataset_t* d) {
  * its low bits and its high bits give independent folds. Shapes, not rows,
  * are what cross-validation holds out: the elementwise ops of one (B, H),
  * or one GEMM shape on every GPU, leave together. */
+static uint32_t hash_key(const double* key, size_t n) {
+  const unsigned char* b = (const unsigned char*)key;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n * sizeof(*key); i++)
+    h = (h ^ b[i]) * 0x100000001b3ull;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return (uint32_t)h | 1;
+}
+
 static uint32_t shape_hash(const grape__kprep_t* p, int group) {
   /* A row without op dims (a launch timed alone) is its launch's shape. */
   double key[6] = {group, p->shape[0], p->shape[1], p->shape[2], p->shape[3], p->kred};
@@ -50,14 +62,26 @@ static uint32_t shape_hash(const grape__kprep_t* p, int group) {
     key[3] = p->smem;
     key[4] = p->variant;
   }
-  const unsigned char* b = (const unsigned char*)key;
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < sizeof(key); i++)
-    h = (h ^ b[i]) * 0x100000001b3ull;
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  return (uint32_t)h | 1;
+  return hash_key(key, 6);
+}
+
+/* A shape's family: the range each dim lies in (factors of 4: 1-3, 4-15,
+ * 16-63...) and whether every dim is a multiple of 8. Real models' shapes
+ * are families the data holds few rows of (large, aligned), so what
+ * holds out a family at a time measures how a fit does on shapes unlike
+ * its rows, not on the neighbours of shapes it saw. A row without op dims
+ * is its own family (its launch's shape). */
+static uint32_t family_hash(const grape__kprep_t* p, int group, uint32_t shape) {
+  if (!p->has_dims)
+    return shape;
+  double key[6] = {group, 0, 0, 0, 0, 1};
+  for (int i = 0; i < 4; i++) {
+    key[1 + i] = p->shape[i] >= 1 ? floor(log2(p->shape[i]) / 2) : -1;
+    if (p->shape[i] >= 1 && grape__align(p->shape[i]) < 8 &&
+        (i > 0 || (p->cls != GRAPE_KC_GEMM && p->cls != GRAPE_KC_CONV)))
+      key[5] = 0;
+  }
+  return hash_key(key, 6);
 }
 
 int grape_dataset_add_file(grape_dataset_t* d, const char* path, const char* gpu_override,
@@ -101,6 +125,7 @@ int grape_dataset_add_file(grape_dataset_t* d, const char* path, const char* gpu
     w->kernel_time = r.kernel_time;
     w->group = r.group;
     w->shape = shape_hash(&w->p, r.group);
+    w->family = family_hash(&w->p, r.group, w->shape);
     st->used[(int)w->p.cls]++;
   }
   grape_csv_close(c);

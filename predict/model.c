@@ -102,6 +102,15 @@ void grape__features(const grape__kprep_t* p, const grape_gpu_spec_t* g, int lau
   r->tw = o.waves / g->clock_mhz;
 }
 
+double grape__align(double v) {
+  if (!(v >= 1 && v < 9.0e15) || v != floor(v))
+    return 0;
+  double a = 1;
+  while (a < 128 && fmod(v, 2 * a) == 0)
+    a *= 2;
+  return a;
+}
+
 void grape__gpu_features(const grape__kprep_t* p, const double* x, const grape__roof_t* r,
                          double t0, float* xf) {
   /* On one GPU nothing needs normalising by its spec: the trees split on the
@@ -116,6 +125,15 @@ void grape__gpu_features(const grape__kprep_t* p, const double* x, const grape__
       o->per_sm,    p->variant,   p->layout,      p->tile_m,
       p->tile_n,    p->kred,      p->cols,        p->operands,
       p->numel,     p->flops,     p->bytes,       p->gen,
+      /* Alignment: cuBLAS and the vectorised elementwise kernels take
+       * wider loads and other kernels on dims that are multiples of 4, 8,
+       * 64...; real models' dims mostly are, the training data's mostly
+       * not, so the trees learn it from the rows where it happens. */
+      grape__align(p->shape[0]), grape__align(p->shape[1]), grape__align(p->shape[2]),
+      grape__align(p->shape[3]),
+      /* Tile quantisation: the share of a GEMM's padded tiles' work that
+       * is useful (1: the dims fill the tiles). */
+      p->blk_flops > 0 && p->flops > 0 ? p->flops / (p->blk_flops * p->blocks) : 0,
   };
   for (int i = 0; i < GRAPE__NGF; i++)
     xf[i] = (float)v[i];
@@ -516,13 +534,18 @@ static size_t pred_hash(const grape_prediction_t* k) {
   return (size_t)(h ^ (h >> 29) ^ (uint64_t)k->kclass);
 }
 
-int grape_path_combine_gaps(const grape_model_t* m, const grape_prediction_t* k,
-                            const double* host, size_t n, grape_path_prediction_t* out) {
-  if (m == NULL || out == NULL || (k == NULL && n > 0))
+int grape_run_combine(const grape_model_t* m, const grape_run_path_t* paths, size_t npaths,
+                      grape_path_prediction_t* out) {
+  if (m == NULL || out == NULL || (paths == NULL && npaths > 0))
     return -EINVAL;
+  size_t n = 0;
+  for (size_t q = 0; q < npaths; q++) {
+    if ((paths[q].k == NULL && paths[q].n > 0) || !(paths[q].count >= 0))
+      return -EINVAL;
+    n += paths[q].n;
+  }
   memset(out, 0, sizeof(*out));
   out->level = m->level;
-  out->kernels = n;
   out->has_interval = 1;
   double sum = 0, sum_lo = 0;
   /* Levels: one per class and regime (known GPUs' levels are not the
@@ -534,30 +557,34 @@ int grape_path_combine_gaps(const grape_model_t* m, const grape_prediction_t* k,
   dev_slot_t* slot = n ? calloc(cap, sizeof(*slot)) : NULL;
   if (n && slot == NULL)
     return -ENOMEM;
-  for (size_t i = 0; i < n; i++) {
-    const grape_prediction_t* p = &k[i];
-    sum += p->ms;
-    out->known += p->regime != GRAPE_REGIME_TRANSFER;
-    if (!p->has_interval || !(p->lo_ms > 0) || !isfinite(p->hi_ms) || !(p->ms > 0)) {
-      out->has_interval = 0;
-      continue;
+  for (size_t q = 0; q < npaths; q++) {
+    double w = paths[q].count;   /* a path's runs are its kernels again, with their errors */
+    for (size_t i = 0; i < paths[q].n; i++) {
+      const grape_prediction_t* p = &paths[q].k[i];
+      sum += w * p->ms;
+      out->kernels += (size_t)w;
+      out->known += p->regime != GRAPE_REGIME_TRANSFER ? (size_t)w : 0;
+      if (!p->has_interval || !(p->lo_ms > 0) || !isfinite(p->hi_ms) || !(p->ms > 0)) {
+        out->has_interval = 0;
+        continue;
+      }
+      sum_lo += w * p->lo_ms;
+      int c = p->kclass >= 0 && p->kclass < GRAPE_KC_COUNT ? p->kclass : GRAPE_KC_OTHER;
+      int r = p->regime != GRAPE_REGIME_TRANSFER;
+      double sh = fmin(fmax(p->shared, 0), 1);
+      /* The kernel's deviations at its bounds split into the shared level's
+       * and its own as their variances do: a kernel alone keeps its own
+       * interval (sqrt(sh)^2 + sqrt(1 - sh)^2 = 1). */
+      double up = p->hi_ms - p->ms, down = p->ms - p->lo_ms;
+      lev_up[c][r] += w * sqrt(sh) * up;
+      lev_down[c][r] += w * sqrt(sh) * down;
+      size_t j = pred_hash(p) & (cap - 1);
+      while (slot[j].k != NULL && !same_pred(slot[j].k, p))
+        j = (j + 1) & (cap - 1);
+      slot[j].k = p;
+      slot[j].up += w * sqrt(1 - sh) * up;
+      slot[j].down += w * sqrt(1 - sh) * down;
     }
-    sum_lo += p->lo_ms;
-    int c = p->kclass >= 0 && p->kclass < GRAPE_KC_COUNT ? p->kclass : GRAPE_KC_OTHER;
-    int r = p->regime != GRAPE_REGIME_TRANSFER;
-    double sh = fmin(fmax(p->shared, 0), 1);
-    /* The kernel's deviations at its bounds split into the shared level's
-     * and its own as their variances do: a kernel alone keeps its own
-     * interval (sqrt(sh)^2 + sqrt(1 - sh)^2 = 1). */
-    double up = p->hi_ms - p->ms, down = p->ms - p->lo_ms;
-    lev_up[c][r] += sqrt(sh) * up;
-    lev_down[c][r] += sqrt(sh) * down;
-    size_t j = pred_hash(p) & (cap - 1);
-    while (slot[j].k != NULL && !same_pred(slot[j].k, p))
-      j = (j + 1) & (cap - 1);
-    slot[j].k = p;
-    slot[j].up += sqrt(1 - sh) * up;
-    slot[j].down += sqrt(1 - sh) * down;
   }
   double vu = 0, vd = 0;
   for (size_t j = 0; j < (n ? cap : 0); j++)
@@ -572,20 +599,40 @@ int grape_path_combine_gaps(const grape_model_t* m, const grape_prediction_t* k,
       vd += lev_down[c][r] * lev_down[c][r];
     }
   /* Independent parts add in quadrature, as their standard deviations do;
-   * no lower than every kernel at its lower bound at once. */
+   * no lower than every kernel at its lower bound at once. The run's device
+   * time at a bound scales every kernel alike, and each path is composed
+   * at that scale. */
   double dlo = fmax(sum - sqrt(vd), sum_lo), dhi = sum + sqrt(vu);
-  path_times(m, k, host, n, 1, &out->eager_ms, &out->graph_ms);
+  double f[3] = {1, 0, INFINITY};
   if (out->has_interval && sum > 0) {
-    path_times(m, k, host, n, dlo / sum, &out->eager_lo_ms, &out->graph_lo_ms);
-    path_times(m, k, host, n, dhi / sum, &out->eager_hi_ms, &out->graph_hi_ms);
+    f[1] = dlo / sum;
+    f[2] = dhi / sum;
   } else if (out->has_interval) {
-    out->eager_lo_ms = out->eager_hi_ms = out->eager_ms;
-    out->graph_lo_ms = out->graph_hi_ms = out->graph_ms;
-  } else {
-    path_times(m, k, host, n, 0, &out->eager_lo_ms, &out->graph_lo_ms);
-    out->eager_hi_ms = out->graph_hi_ms = INFINITY;
+    f[1] = f[2] = 1;
+  }
+  double* eag[3] = {&out->eager_ms, &out->eager_lo_ms, &out->eager_hi_ms};
+  double* gra[3] = {&out->graph_ms, &out->graph_lo_ms, &out->graph_hi_ms};
+  for (int b = 0; b < 3; b++) {
+    if (!isfinite(f[b])) {
+      *eag[b] = *gra[b] = INFINITY;
+      continue;
+    }
+    for (size_t q = 0; q < npaths; q++) {
+      double e, g;
+      path_times(m, paths[q].k, paths[q].host_ms, paths[q].n, f[b], &e, &g);
+      *eag[b] += paths[q].count * e;
+      *gra[b] += paths[q].count * g;
+    }
   }
   return 0;
+}
+
+int grape_path_combine_gaps(const grape_model_t* m, const grape_prediction_t* k,
+                            const double* host, size_t n, grape_path_prediction_t* out) {
+  if (m == NULL || out == NULL || (k == NULL && n > 0))
+    return -EINVAL;
+  grape_run_path_t one = {.k = k, .host_ms = host, .n = n, .count = 1};
+  return grape_run_combine(m, &one, 1, out);
 }
 
 int grape_path_combine(const grape_model_t* m, const grape_prediction_t* k, size_t n,

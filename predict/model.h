@@ -8,7 +8,10 @@
 #include "predict/boost.h"
 
 #define GRAPE__NFEAT 24     /* linear features of grape's model, x[0] = 1 */
-#define GRAPE__NGF 24       /* features of the per-GPU trees (grape__gpu_features) */
+#define GRAPE__NGF 29       /* features of the per-GPU trees (grape__gpu_features) */
+/* The trees' alignment features: the last GRAPE__NALIGN of them (appended,
+ * so a tree of an older model, which splits none of them, reads alike). */
+#define GRAPE__NALIGN 5
 #define GRAPE__MAXTREES 2000
 /* Intervals are calibrated per class and, within a class, per bin: 0 for
  * most kernels, 1 for "_tn" GEMMs (nn.Linear's cuBLAS kernels, whose errors
@@ -137,6 +140,9 @@ void grape__features(const grape__kprep_t* p, const grape_gpu_spec_t* g, int lau
  * roofline terms r on the GPU and the transfer regime's prediction t0 (ms). */
 void grape__gpu_features(const grape__kprep_t* p, const double* x, const grape__roof_t* r,
                          double t0, float* xf);
+/* The largest power of two (at most 128) that divides dimension v, 0 when
+ * v is unknown or not a positive whole number. */
+double grape__align(double v);
 /* The span values of p (GRAPE__NSPAN), 0 where unknown. */
 void grape__span_values(const grape__kprep_t* p, double* v);
 /* The distance of p beyond x's span (of p's interval bin): the largest

@@ -130,6 +130,7 @@ typedef struct parser_s {
   char line[16384];
   char* err;
   size_t err_len;
+  int ngf;             /* the trees' feature count the file declares */
 } parser_t;
 
 static int fail(parser_t* p, int code, const char* what) {
@@ -210,7 +211,7 @@ static int get_tree(parser_t* p, grape__tree_t* t) {
     if (fabs(tv[i]) > FLT_MAX)
       return fail(p, -EINVAL, "tree value out of range");
   for (int d = 0; d < GRAPE__TREE_DEPTH; d++) {
-    if (tv[2 * d] < 0 || tv[2 * d] >= GRAPE__NGF || tv[2 * d] != floor(tv[2 * d]))
+    if (tv[2 * d] < 0 || tv[2 * d] >= p->ngf || tv[2 * d] != floor(tv[2 * d]))
       return fail(p, -EINVAL, "bad tree feature index");
     t->feat[d] = (uint8_t)tv[2 * d];
     t->thr[d] = (float)tv[2 * d + 1];
@@ -292,10 +293,13 @@ int grape_model_parse(const char* text, size_t len, grape_model_t** out, char* e
   int rc;
   if ((rc = get_vec(&p, "features", v, 2)) < 0)
     goto fail_parse;
-  if (v[0] != GRAPE__NFEAT || v[1] != GRAPE__NGF) {
+  /* The trees' features only ever grow at the end: a file of an older
+   * count reads alike (its trees split none of the later ones). */
+  if (v[0] != GRAPE__NFEAT || v[1] < GRAPE__NGF - GRAPE__NALIGN || v[1] > GRAPE__NGF) {
     rc = fail(&p, -EINVAL, "feature count differs from this grape's");
     goto fail_parse;
   }
+  p.ngf = (int)v[1];
   if ((rc = get_vec(&p, "launch_us", v, 3)) < 0)
     goto fail_parse;
   m->gap_eager_us = v[0];

@@ -46,7 +46,7 @@ void grape_train_opts_init(grape_train_opts_t* o) {
   *o = (grape_train_opts_t){.sz = sizeof(*o), .trees = KNOWN_TREES, .rate = KNOWN_RATE,
                             .folds = KNOWN_FOLDS, .floor_p = 0, .ridge = 1e-4, .select = 1,
                             .crit = 0, .unit_slope = 0, .xform = -1, .fade = -1,
-                            .sibling = -1};
+                            .sibling = -1, .align = 1, .calib = 1};
 }
 
 /* o with each value out of its range taken as grape_train_opts_t documents
@@ -65,6 +65,8 @@ int grape__train_resolve(const grape_train_opts_t* o, grape_train_opts_t* k) {
   k->ridge = o->ridge >= 0 && o->ridge <= 100 ? o->ridge : 1e-4;
   k->fade = o->fade == -2 || (o->fade >= 0 && o->fade <= 1000) ? o->fade : -1;
   k->sibling = o->sibling >= -1 && o->sibling <= 1 ? o->sibling : -1;
+  k->align = o->align != 0;
+  k->calib = o->calib != 0;
   return 0;
 }
 
@@ -99,7 +101,7 @@ static int selected(const row_t* r, const sel_t* s, int cls) {
     return 0;
   if (s->skip2 != NULL && strcmp(r->gpu->name, s->skip2) == 0)
     return 0;
-  if (s->folds > 0 && r->shape % (uint32_t)s->folds == (uint32_t)s->fold)
+  if (s->folds > 0 && grape__fold_key(r, s->by_family) % (uint32_t)s->folds == (uint32_t)s->fold)
     return 0;
   return cls < 0 || (int)r->p.cls == cls;
 }
@@ -1177,12 +1179,22 @@ done:
 
 /* ---- The known regime ---- */
 
+/* The trees' features of p (grape__gpu_features), the alignment ones read
+ * as 0 where the options turn them off (an experiment's before). */
+static void known_features(const grape_train_opts_t* o, const grape__kprep_t* p,
+                           const double* x, const grape__roof_t* r, double t0, float* xf) {
+  grape__gpu_features(p, x, r, t0, xf);
+  if (!o->align)
+    for (int i = GRAPE__NGF - GRAPE__NALIGN; i < GRAPE__NGF; i++)
+      xf[i] = 0;
+}
+
 /* Rows of one (GPU, class) with op dims, in the form the trees fit: the
  * features, log(measured / transfer prediction) and the shape hash. */
 typedef struct kset_s {
   float* x;
   double* r;
-  uint32_t* shape;
+  uint32_t* shape;         /* what calibration folds are taken by (shape or family) */
   uint8_t* bin;            /* interval bin */
   size_t n;
 } kset_t;
@@ -1218,9 +1230,10 @@ static int kset_collect(const grape_dataset_t* d, const sel_t* s, const grape_mo
     double x[GRAPE__NFEAT];
     grape__roof_t rf;
     double t0 = grape__predict_x(m, GRAPE_METHOD_GRAPE, p, r->gpu, x, &rf);
-    grape__gpu_features(p, x, &rf, t0, &k->x[k->n * GRAPE__NGF]);
+    known_features(s->o, p, x, &rf, t0, &k->x[k->n * GRAPE__NGF]);
     k->r[k->n] = log(r->lat / t0);
-    k->shape[k->n] = r->shape;
+    /* The interval's calibration folds: shape families by default. */
+    k->shape[k->n] = grape__fold_key(r, s->o->calib);
     k->bin[k->n] = (uint8_t)grape__interval_bin(p);
     k->n++;
   }
@@ -1232,8 +1245,9 @@ static grape__boost_opts_t known_opts(const grape_train_opts_t* k) {
   return o;
 }
 
-/* Calibrates the interval of one (GPU, class): its shapes split into
- * folds (by hash bits other than those of the outer cross-validation),
+/* Calibrates the interval of one (GPU, class): its shape families (or,
+ * with calib 0, its shapes) split into folds (by hash bits other than
+ * those of the outer cross-validation),
  * trees fitted on all folds but one predict that one, and the quantiles of
  * what is left, log(measured / prediction), over every row are the
  * interval. The transfer prediction under the trees is fitted on all rows:
@@ -1333,7 +1347,7 @@ static int known_extrap(const grape_dataset_t* d, const sel_t* s, const sel_t* l
     double xv[GRAPE__NFEAT], t0, dist;
     grape__roof_t rf;
     grape__predict_transfer(ml, p, r->gpu, xv, &rf, &t0, &dist);
-    grape__gpu_features(p, xv, &rf, t0, &x[nl * GRAPE__NGF]);
+    known_features(s->o, p, xv, &rf, t0, &x[nl * GRAPE__NGF]);
     rr[nl++] = log(r->lat / t0);
   }
   err = 0;
@@ -1356,7 +1370,7 @@ static int known_extrap(const grape_dataset_t* d, const sel_t* s, const sel_t* l
     float xf[GRAPE__NGF];
     double* u = &pool->v[NUP * pool->n++];
     u[1] = grape__predict_transfer(ml, p, r->gpu, xv, &rf, &t0, &dist);
-    grape__gpu_features(p, xv, &rf, t0, xf);
+    known_features(s->o, p, xv, &rf, t0, xf);
     u[0] = t0;
     u[2] = fmin(fmax(grape__boost_eval(t, nt, xf), -8), 8);
     u[3] = grape__span_distance(p, &lx);

@@ -19,6 +19,7 @@ typedef struct row_s {
   int kernel_time;           /* 1: lat is the kernel's own time; 0: through a timing harness */
   int group;
   uint32_t shape;            /* hash of the op's shape (or launch) and group, never 0 */
+  uint32_t family;           /* hash of its shape family (dataset.c), never 0 */
 } row_t;
 
 struct grape_dataset_s {
@@ -33,6 +34,7 @@ typedef struct sel_s {
   const char* skip;         /* GPU name, or NULL */
   const char* skip2;        /* a second one (inner folds of model selection) */
   int folds, fold;          /* shape folds: fold = shape hash % folds */
+  int by_family;            /* the folds are of shape families (row_t.family) */
   const double* size_max;   /* per evaluation group: rows of a larger size (row_size) are
                                left out (an extrapolation split); NULL none */
   int transfer_only;        /* fit no known regime (leave-one-GPU-out needs none) */
@@ -44,6 +46,10 @@ typedef struct sel_s {
 /* o with each value out of its range taken as grape_train_opts_t documents
  * (the defaults for NULL) into k; -EINVAL when o is too old a layout. */
 int grape__train_resolve(const grape_train_opts_t* o, grape_train_opts_t* k);
+/* The hash a fold of s is taken by: r's shape, or its family. */
+static inline uint32_t grape__fold_key(const row_t* r, int by_family) {
+  return by_family ? r->family : r->shape;
+}
 /* The size of a row's op, what an extrapolation split orders rows by: a
  * GEMM's or convolution's FLOPs, the elements of any other op; 0 without
  * op dims. */

@@ -24,7 +24,8 @@
 
 static void usage(FILE* to) {
   fprintf(to,
-          "usage: grape train [-o MODEL] [--cv [extrapolate]] [--cv-shapes] [--gpu NAME]\n"
+          "usage: grape train [-o MODEL] [--cv [extrapolate]] [--cv-shapes|--cv-families]\n"
+          "                   [--gpu NAME]\n"
           "                   [--device-json FILE]...\n"
           "                   [--allow-simulated] FILE|DIR...\n"
           "\n"
@@ -38,6 +39,8 @@ static void usage(FILE* to) {
           "                      (the transfer regime: GPUs the model has not seen)\n"
           "  --cv-shapes         cross-validation over held-out shapes, 5 folds (the\n"
           "                      known regime: GPUs of the training data, new shapes)\n"
+          "  --cv-families       the same over held-out shape families (ranges of every\n"
+          "                      dim, alignment): shapes unlike the fit's rows\n"
           "  --cv extrapolate    beyond the training range: fit the smaller half of each\n"
           "                      op's rows, predict the larger half, on the fit's GPUs and\n"
           "                      on GPUs left out; printed next to the random splits\n"
@@ -77,6 +80,8 @@ static void train_opts_from_env(grape_train_opts_t* o) {
   env_int("GRAPE_TRAIN_XFORM", &o->xform);
   env_double("GRAPE_TRAIN_FADE", &o->fade);
   env_int("GRAPE_TRAIN_SIBLING", &o->sibling);
+  env_int("GRAPE_TRAIN_ALIGN", &o->align);
+  env_int("GRAPE_TRAIN_CALIB", &o->calib);
   if (getenv("GRAPE_TRAIN_VERBOSE") != NULL)
     o->log = stderr;
 }
@@ -179,7 +184,8 @@ static void print_cv_gpus(const grape_cv_t* cv) {
 /* Held-out shapes: per group, grape as served next to its transfer regime,
  * then per GPU. */
 static void print_cv_shapes(const grape_cv_t* cv) {
-  printf("shape-fold cross-validation (%d folds of shapes, %d GPUs, %zu rows)\n", cv->folds,
+  printf("%s-fold cross-validation (%d folds of %s, %d GPUs, %zu rows)\n",
+         cv->families ? "family" : "shape", cv->folds, cv->families ? "shape families" : "shapes",
          cv->ngpu, cv->rows);
   printf("per-kernel MAPE %% of grape as served (known regime) and of its transfer "
          "regime on the same held-out shapes; coverage %% of the %.0f%% intervals; the "
@@ -201,6 +207,27 @@ static void print_cv_shapes(const grape_cv_t* cv) {
   if (tot.n > 0)
     printf("%-12s %8.0f %8.0f %8s %8s %8.1f %13s %11.1f\n", "all", tot.n, tot.known, "", "",
            100 * tot.covered / tot.n, "", 100 * tot.cover_launch / tot.n);
+  /* Coverage per regime: the known regime within its GPU's rows, beyond
+   * them, and the transfer regime where a GPU's trees were dropped. */
+  printf("\ncoverage %% of the %.0f%% intervals per regime (rows)\n", 100 * cv->level);
+  printf("%-12s %20s %20s %20s\n", "group", "known", "known-extrapolated", "transfer");
+  for (int g = 0; g < GRAPE_CV_GROUPS; g++) {
+    grape_cv_cell_t t;
+    grape_cv_sum(cv, g, &t);
+    if (t.n == 0)
+      continue;
+    double n[3] = {t.known - t.extrapolated, t.extrapolated, t.n - t.known};
+    double c[3] = {t.cover_known, t.cover_extrapolated, t.covered - t.cover_known -
+                   t.cover_extrapolated};
+    printf("%-12s", grape_cv_group_name(g));
+    for (int r = 0; r < 3; r++) {
+      char cell[32] = "-";
+      if (n[r] > 0)
+        snprintf(cell, sizeof(cell), "%.1f (%.0f)", 100 * c[r] / n[r], n[r]);
+      printf(" %20s", cell);
+    }
+    printf("\n");
+  }
   printf("\nper GPU, grape's per-kernel MAPE %% (transfer regime's) / coverage %%:\n");
   print_per_gpu(cv, 19, shape_cell);
 }
@@ -346,6 +373,8 @@ int cmd_train(int argc, char** argv) {
       cv = 1;
     } else if (strcmp(a, "--cv-shapes") == 0) {
       cv_shapes = 1;
+    } else if (strcmp(a, "--cv-families") == 0) {
+      cv_shapes = 2;
     } else if (strcmp(a, "--quiet") == 0) {
       c.quiet = 1;
     } else if (strcmp(a, "--allow-simulated") == 0) {
@@ -455,7 +484,14 @@ int cmd_train(int argc, char** argv) {
   if (cv_shapes) {
     if (cv)
       putchar('\n');
-    int err = grape_model_crossval_shapes(c.d, 5, &opts, res);
+    /* Experiments: GRAPE_CV_DUMP=FILE writes every held-out prediction. */
+    const char* dp = getenv("GRAPE_CV_DUMP");
+    opts.cv_dump = dp != NULL ? fopen(dp, "w") : NULL;
+    int err = cv_shapes == 2 ? grape_model_crossval_families(c.d, 5, &opts, res)
+                             : grape_model_crossval_shapes(c.d, 5, &opts, res);
+    if (opts.cv_dump != NULL)
+      fclose(opts.cv_dump);
+    opts.cv_dump = NULL;
     if (err < 0) {
       fprintf(stderr, "grape: error: shape cross-validation failed: %s\n", strerror(-err));
       goto done;

@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a public struct below changes layout. */
-#define GRAPE_PREDICT_API_VERSION 5
+#define GRAPE_PREDICT_API_VERSION 6
 /* Version written on the first line of model files; others are refused. */
 #define GRAPE_MODEL_FORMAT_VERSION 6
 
@@ -269,6 +269,23 @@ GRAPE_API int grape_path_combine(const grape_model_t* m, const grape_prediction_
 GRAPE_API int grape_path_combine_gaps(const grape_model_t* m, const grape_prediction_t* k,
                                       const double* host_ms, size_t n,
                                       grape_path_prediction_t* out);
+/* A run's paths: one path's kernel predictions (launch order, repeats
+ * included), its host gaps (NULL: the model's), and how many times it ran. */
+typedef struct grape_run_path_s {
+  const grape_prediction_t* k;
+  const double* host_ms;
+  size_t n;
+  double count;
+} grape_run_path_t;
+/* A whole run, paths[0..npaths) each run count times: times are the sums of
+ * the paths' times; the bounds combine every kernel's error across paths
+ * as a path's do (a level per class and regime shared by all of the run's
+ * kernels of it, an error per distinct launch shared by its repeats in
+ * every path, distinct launches and classes independent), never the sum of
+ * the paths' bounds. kernels and known count every run of every path.
+ * @return 0, -EINVAL, or -ENOMEM. */
+GRAPE_API int grape_run_combine(const grape_model_t* m, const grape_run_path_t* paths,
+                                size_t npaths, grape_path_prediction_t* out);
 /* The GPUs with a known regime in m (for at least one class): 0 <= i <
  * grape_model_known_count(m). Names as in the spec table. */
 GRAPE_API size_t grape_model_known_count(const grape_model_t* m);
@@ -374,6 +391,12 @@ typedef struct grape_train_opts_s {
   int sibling;          /* an unseen GPU takes the trees of a known GPU of its architecture:
                            -1 the class's rule (-1; decided by cross-validation), 0 never,
                            1 in every class */
+  int align;            /* the known regime's trees see the dims' alignment (multiples of
+                           2..128) and GEMM tile quantisation: 1 (1), 0 not (the features
+                           read 0) */
+  int calib;            /* the known regime's intervals are calibrated on folds of: 1 shape
+                           families, coarse ranges of every dim held out together (1), 0
+                           single shapes */
 } grape_train_opts_t;
 
 /* Fills o with the defaults (and sz). */
@@ -414,11 +437,15 @@ typedef struct grape_cv_cell_s {
                                            architecture could serve (its trees) */
   double ape_anchored;                  /* on those rows: grape with that GPU's trees */
   double ape_alone;                     /* on those rows: grape without them */
+  double cover_known;                   /* shape and extrapolation splits: rows the known
+                                           regime served within its rows, covered */
+  double cover_extrapolated;            /* the same beyond its rows (extrapolated) */
 } grape_cv_cell_t;
 
 /* What a cross-validation measured, per held-out GPU and evaluation group. */
 typedef struct grape_cv_s {
   int folds;                            /* 0: leave one GPU out; else shape folds */
+  int families;                         /* the folds are of shape families */
   int extrapolate;                      /* extrapolation split: 0 none, 1 onto the fit's GPUs,
                                            2 onto GPUs left out of the fit */
   double split_q;                       /* its quantile of op size (the fit's share of rows) */
@@ -446,6 +473,15 @@ GRAPE_API int grape_model_crossval(const grape_dataset_t* d, const grape_train_o
  * not used. @return 0, -EINVAL (folds < 2), -ENODATA, -E2BIG, -ENOMEM. */
 GRAPE_API int grape_model_crossval_shapes(const grape_dataset_t* d, int folds,
                                           const grape_train_opts_t* o, grape_cv_t* out);
+/* The same over shape families: coarse ranges of every dim (factors of 4)
+ * and whether each is a multiple of 8 are held out together, so a fold's
+ * shapes are unlike the fit's rows, as real models' shapes are unlike the
+ * training data's. With o->cv_dump set, both write every held-out
+ * prediction as CSV: gpu, group, measured, roofline, Li, transfer regime,
+ * served (harness or kernel time, as the row was timed), its bounds,
+ * regime, distance, the dims' least alignment. */
+GRAPE_API int grape_model_crossval_families(const grape_dataset_t* d, int folds,
+                                            const grape_train_opts_t* o, grape_cv_t* out);
 /* Cross-validation beyond the training range: per evaluation group, the
  * rows whose op size (a GEMM's or convolution's FLOPs, other ops' elements)
  * is at most the group's q-quantile are fitted, the larger ones predicted:

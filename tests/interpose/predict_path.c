@@ -3,9 +3,11 @@
  *
  * usage: predict_path GPU < paths
  * Input: one kernel a line, "gx gy gz bx by bz smem<TAB>name" (name "-" when
- * unknown), and a line "end" after each path. Output a path: "eager graph
- * eager_lo eager_hi graph_lo graph_hi" (grape_predict_path, then the bounds of
- * grape_predict_path_interval). */
+ * unknown), and a line "end [COUNT]" after each path (COUNT: the times it
+ * ran, 1 when absent). Output a path: "eager graph eager_lo eager_hi
+ * graph_lo graph_hi" (grape_predict_path, then the bounds of
+ * grape_predict_path_interval); at the end "run" and the same six of the
+ * whole run, every path COUNT times (grape_run_combine). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,8 @@
 #include "grape/predict.h"
 
 #define MAX_KERNELS 4096
+#define MAX_RUN (1 << 17)   /* kernels of every path together */
+#define MAX_PATHS 8192
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -27,21 +31,29 @@ int main(int argc, char** argv) {
   }
   static grape_kernel_desc_t k[MAX_KERNELS];
   static char names[MAX_KERNELS][512];
-  size_t n = 0;
+  static grape_prediction_t run[MAX_RUN];
+  static grape_run_path_t paths[MAX_PATHS];
+  size_t n = 0, nrun = 0, npaths = 0;
   char line[1024];
   int rc = 0;
   while (fgets(line, sizeof(line), stdin) != NULL) {
     line[strcspn(line, "\n")] = '\0';
-    if (strcmp(line, "end") == 0) {
+    if (strncmp(line, "end", 3) == 0 && (line[3] == '\0' || line[3] == ' ')) {
       double eager, graph;
       grape_path_prediction_t pp;
       if (grape_predict_path(m, g, k, n, &eager, &graph) < 0 ||
-          grape_predict_path_interval(m, g, k, n, &pp) < 0) {
+          grape_predict_path_interval(m, g, k, n, &pp) < 0 || nrun + n > MAX_RUN ||
+          npaths == MAX_PATHS) {
         rc = 1;
         break;
       }
       printf("%.17g %.17g %.17g %.17g %.17g %.17g\n", eager, graph, pp.eager_lo_ms, pp.eager_hi_ms,
              pp.graph_lo_ms, pp.graph_hi_ms);
+      paths[npaths] = (grape_run_path_t){.k = &run[nrun], .n = n,
+                                         .count = line[3] ? atof(line + 4) : 1};
+      for (size_t i = 0; i < n; i++)
+        grape_predict_kernel(m, g, &k[i], &run[nrun++]);
+      npaths++;
       n = 0;
       continue;
     }
@@ -66,6 +78,12 @@ int main(int argc, char** argv) {
     d->name = strcmp(names[n], "-") == 0 ? NULL : names[n];
     n++;
   }
+  grape_path_prediction_t r;
+  if (rc == 0 && grape_run_combine(m, paths, npaths, &r) == 0)
+    printf("run %.17g %.17g %.17g %.17g %.17g %.17g\n", r.eager_ms, r.graph_ms, r.eager_lo_ms,
+           r.eager_hi_ms, r.graph_lo_ms, r.graph_hi_ms);
+  else
+    rc = 1;
   grape_model_free(m);
   return rc;
 }

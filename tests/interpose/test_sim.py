@@ -202,7 +202,9 @@ def case_predict(a):
     """GRAPE_PREDICT_GPU: dynrnn's report has positive predicted times, graph <=
     eager per path (up to a graph launch), each top path's times equal what the public predictor API
     (grape_predict_path, in the helper) gives for the kernels the report lists,
-    and the totals are the count-weighted sums over every path. An unknown GPU:
+    the totals are the count-weighted sums over every path, and the totals'
+    bounds are the whole run's (grape_run_combine), within the paths' bounds
+    summed, never those sums. An unknown GPU:
     one warning naming the variable and the known GPUs, "predicted": null, and
     the program's output unchanged."""
     args = ["--iters", "2"]
@@ -247,11 +249,15 @@ def predicted_matches_api(a, args, base, gpu):
                     not k["lo_ms"] <= k["ms"] <= k["hi_ms"]:
                 fail(f"kernel {k}", p)
             text += " ".join(map(str, k["grid"] + k["block"] + [k["smem"]])) + "\t" + k["name"] + "\n"
-        text += "end\n"
+        text += f"end {q['count']}\n"
     h = subprocess.run([a.helper, gpu], input=text, capture_output=True, text=True, timeout=60)
     if h.returncode != 0:
         fail(f"helper failed: {h.stderr}")
-    want = [tuple(map(float, l.split())) for l in h.stdout.splitlines()]
+    lines = h.stdout.splitlines()
+    if not lines or not lines[-1].startswith("run "):
+        fail(f"helper printed no run line: {lines[-1:]}")
+    run_want = tuple(map(float, lines[-1].split()[1:]))
+    want = [tuple(map(float, l.split())) for l in lines[:-1]]
     close = lambda x, y: abs(x - y) <= 1e-9 * max(abs(x), abs(y))
     fields = ("eager_ms", "graph_ms", "eager_lo_ms", "eager_hi_ms", "graph_lo_ms", "graph_hi_ms")
     for q, w in zip(paths, want):
@@ -260,10 +266,19 @@ def predicted_matches_api(a, args, base, gpu):
             fail(f"{gpu}: path {q['fingerprint']}: report {got}, API {w}", p)
         if not q["eager_lo_ms"] <= q["eager_ms"] <= q["eager_hi_ms"]:
             fail(f"{gpu}: path bounds {q}", p)
-    for f in ("eager_ms", "graph_ms", "eager_lo_ms", "graph_hi_ms"):
+    for f in ("eager_ms", "graph_ms"):
         tot = sum(q["count"] * q[f] for q in paths)
         if not close(tot, pr["total_" + f]):
             fail(f"{gpu}: total_{f} {pr['total_' + f]}, want {tot}", p)
+    # The run's bounds combine its kernels' errors (grape_run_combine): no
+    # wider than the paths' bounds summed.
+    for f, w in zip(fields, run_want):
+        got = float("inf") if pr["total_" + f] is None else pr["total_" + f]
+        if not close(got, w):
+            fail(f"{gpu}: total_{f} {got}, run combined by the API {w}", p)
+    if pr["total_eager_hi_ms"] > sum(q["count"] * q["eager_hi_ms"] for q in paths) * (1 + 1e-9) or \
+            pr["total_eager_lo_ms"] < sum(q["count"] * q["eager_lo_ms"] for q in paths) * (1 - 1e-9):
+        fail(f"{gpu}: run bounds wider than the paths' summed: {pr}", p)
     if not 0 < pr["total_graph_ms"] < pr["total_eager_ms"]:
         fail(f"{gpu}: totals {pr['total_eager_ms']}/{pr['total_graph_ms']}", p)
     return pr

@@ -891,3 +891,229 @@ Test(predict, crossval_extrapolate_holds_out_the_larger_ops, .timeout = 120) {
   free(cv);
   grape_dataset_free(d);
 }
+
+/* A run is its paths run count times each. Its bounds combine every
+ * kernel's error across the paths (one level per class shared by all of
+ * them, an error per distinct launch shared by its repeats in any path,
+ * classes independent), so a run of 40 one-kernel paths, GEMMs and
+ * elementwise ops of distinct shapes, is relatively narrower than the
+ * paths' bounds summed; and it is exactly the combination of every kernel
+ * it ran, as one path. */
+Test(predict, run_interval_combines_paths_not_their_bounds) {
+  grape_model_t* m;
+  cr_assert_eq(grape_model_load_default(&m), 0);
+  const grape_gpu_spec_t* g = grape_gpu_find("H100");
+  enum { NP = 40, RUNS = 3 };
+  grape_prediction_t k[NP], all[RUNS * NP];
+  grape_run_path_t paths[NP];
+  grape_path_prediction_t run, one[NP], flat;
+  double sum_hi = 0, sum_lo = 0, dev = 0;
+  for (int i = 0; i < NP; i++) {
+    grape_kernel_desc_t d = gemm(1024 + 64 * i, 2048, 2048);
+    if (i % 2) {
+      d = (grape_kernel_desc_t){.name = "void at::native::vectorized_elementwise_kernel<4, "
+                                        "at::native::CUDAFunctor_add<float>>",
+                                .grid = {(unsigned)(4096 + 64 * i), 1, 1}, .block = {128, 1, 1},
+                                .regs = -1, .op = GRAPE_OP_ELEMENTWISE,
+                                .dims = {(4096.0 + 64 * i) * 512, 3}};
+    }
+    grape_predict_kernel(m, g, &d, &k[i]);
+    cr_assert(k[i].has_interval);
+    paths[i] = (grape_run_path_t){.k = &k[i], .n = 1, .count = RUNS};
+    cr_assert_eq(grape_path_combine(m, &k[i], 1, &one[i]), 0);
+    for (int r = 0; r < RUNS; r++)
+      all[r * NP + i] = k[i];
+    /* Device time and the paths' bounds of it: a graph less its gaps. */
+    dev += RUNS * k[i].ms;
+    sum_hi += RUNS * (one[i].graph_hi_ms - 0.006);
+    sum_lo += RUNS * (one[i].graph_lo_ms - 0.006);
+  }
+  cr_assert_eq(grape_run_combine(m, paths, NP, &run), 0);
+  cr_assert_eq(grape_path_combine(m, all, RUNS * NP, &flat), 0);
+  double gaps = RUNS * NP * 0.006;
+  cr_expect_float_eq(run.graph_ms - gaps, dev, 1e-9);
+  cr_expect_eq(run.kernels, (size_t)RUNS * NP);
+  double up = run.graph_hi_ms - gaps - dev, down = dev - (run.graph_lo_ms - gaps);
+  cr_expect(up < 0.8 * (sum_hi - dev), "run up %g, paths' bounds summed %g", up, sum_hi - dev);
+  cr_expect(down < 0.8 * (dev - sum_lo), "run down %g, summed %g", down, dev - sum_lo);
+  /* The same errors as the kernels it ran, however they are grouped. */
+  double fgaps = 0.005 + RUNS * NP * 0.001;
+  cr_expect_float_eq(up, flat.graph_hi_ms - fgaps - dev, 1e-9);
+  cr_expect_float_eq(down, dev - (flat.graph_lo_ms - fgaps), 1e-9);
+  cr_expect_eq(grape_run_combine(m, NULL, 1, &run), -EINVAL);
+  grape_model_free(m);
+}
+
+/* Synthetic T4 GEMMs timed as kernels: the default model's time, 0.7x
+ * where K is a multiple of 8 (wider loads). */
+static double synthetic_gemm_ms(const grape_model_t* m, double mm, double n, double k) {
+  grape_kernel_desc_t d = gemm(mm, n, k);
+  d.name = "volta_sgemm_128x64_nn";
+  grape_prediction_t p;
+  grape_predict_kernel(m, grape_gpu_find("T4"), &d, &p);
+  return p.ms * (fmod(k, 8) == 0 ? 0.7 : 1);
+}
+
+/* How much faster the fit says K = 8j runs than K = 8j + 1, over GEMMs
+ * the training rows do not hold (geometric mean of the ratio). */
+static double aligned_ratio(const grape_model_t* fit) {
+  double s = 0;
+  for (int i = 0; i < 20; i++) {
+    double mm = 200 + 37 * i, n = 900 - 31 * i, k = 96 + 40 * i;
+    grape_kernel_desc_t a = gemm(mm, n, k), u = gemm(mm, n, k + 1);
+    a.name = u.name = "volta_sgemm_128x64_nn";
+    s += log(grape_predict_kernel_ms(fit, grape_gpu_find("T4"), &a) /
+             grape_predict_kernel_ms(fit, grape_gpu_find("T4"), &u));
+  }
+  return exp(s / 20);
+}
+
+/* Where the rows show an alignment effect the known regime's trees learn
+ * it (held-out aligned shapes predicted ~0.7x their unaligned neighbours);
+ * with the alignment features off they cannot (K = 8j and 8j + 1 are one
+ * apart in every other feature). */
+Test(predict, known_trees_learn_alignment) {
+  grape_model_t* def;
+  cr_assert_eq(grape_model_load_default(&def), 0);
+  char path[] = "/tmp/grape_align_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert(fd >= 0);
+  FILE* f = fdopen(fd, "w");
+  fprintf(f, "kernel,grid_x,grid_y,grid_z,block_x,block_y,block_z,op,dims,time_ms,device,timing\n");
+  uint32_t x = 12345;
+  for (int i = 0; i < 1500; i++) {
+    double v[3];
+    for (int j = 0; j < 3; j++) {
+      x = x * 1664525u + 1013904223u;
+      v[j] = 64 + (x >> 8) % 961;
+    }
+    if (i % 3 == 0)
+      v[2] = 8 * floor(v[2] / 8);   /* a third with K a multiple of 8, as in the data's */
+    fprintf(f, "volta_sgemm_128x64_nn,%u,%u,1,256,1,1,gemm,1x%gx%gx%g,%.9g,Tesla T4,kernel\n",
+            (unsigned)ceil(v[1] / 64), (unsigned)ceil(v[0] / 128), v[0], v[1], v[2],
+            synthetic_gemm_ms(def, v[0], v[1], v[2]));
+  }
+  fclose(f);
+  grape_dataset_t* d;
+  grape_load_stats_t st = {0};
+  cr_assert_eq(grape_dataset_new(&d), 0);
+  cr_assert_eq(grape_dataset_add_file(d, path, NULL, &st, NULL, 0), 0);
+  cr_assert_eq(st.used[GRAPE_KC_GEMM], 1500);
+  grape_train_opts_t o;
+  grape_train_opts_init(&o);
+  cr_expect_eq(o.align, 1);
+  grape_model_t *with, *without;
+  cr_assert_eq(grape_model_train_opts(d, &o, &with), 0);
+  o.align = 0;
+  cr_assert_eq(grape_model_train_opts(d, &o, &without), 0);
+  double rw = aligned_ratio(with), ro = aligned_ratio(without);
+  cr_expect(rw > 0.6 && rw < 0.8, "with alignment features: aligned / unaligned %g", rw);
+  cr_expect(ro > 0.9, "without: %g", ro);
+  unlink(path);
+  grape_model_free(with);
+  grape_model_free(without);
+  grape_model_free(def);
+  grape_dataset_free(d);
+}
+
+/* Synthetic T4 GEMMs whose time has a level of their shape family (each
+ * dim's factor-4 range, as dataset.c groups them), e^-0.3..e^0.3 apart:
+ * what a fit cannot know of a family it has no rows of. */
+static double family_level(double mm, double n, double k) {
+  uint32_t h = (uint32_t)(floor(log2(mm) / 2) * 7 + floor(log2(n) / 2) * 3 + floor(log2(k) / 2));
+  h = h * 2654435761u;
+  return 0.3 * (((h >> 16) % 1000) / 500.0 - 1);
+}
+
+/* Coverage of the 80% intervals on held-out shape families of a fit whose
+ * intervals are calibrated on families (calib 1) or single shapes (0). */
+static double family_coverage(grape_dataset_t* d, int calib) {
+  grape_train_opts_t o;
+  grape_train_opts_init(&o);
+  o.calib = calib;
+  grape_cv_t* cv = malloc(sizeof(*cv));
+  cr_assert_eq(grape_model_crossval_families(d, 5, &o, cv), 0);
+  grape_cv_cell_t all;
+  grape_cv_sum(cv, -1, &all);
+  cr_expect_eq(cv->families, 1);
+  /* Every row is the T4's, served by its trees: each covered row is
+   * counted in its regime. */
+  cr_expect_eq(all.known, all.n);
+  cr_expect_eq(all.cover_known + all.cover_extrapolated, all.covered);
+  free(cv);
+  return all.covered / all.n;
+}
+
+/* The known regime's intervals are calibrated on folds of shape families,
+ * so they hold on families the fit has no rows of (real models' shapes
+ * are unlike the training data's); calibrated on single shapes, whose
+ * neighbours in the fit tell their family's level, they do not. */
+Test(predict, known_intervals_hold_on_unseen_shape_families) {
+  grape_model_t* def;
+  cr_assert_eq(grape_model_load_default(&def), 0);
+  char path[] = "/tmp/grape_family_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert(fd >= 0);
+  FILE* f = fdopen(fd, "w");
+  fprintf(f, "kernel,grid_x,grid_y,grid_z,block_x,block_y,block_z,op,dims,time_ms,device,timing\n");
+  uint32_t x = 777;
+  for (int i = 0; i < 3000; i++) {
+    double v[3];
+    for (int j = 0; j < 3; j++) {
+      x = x * 1664525u + 1013904223u;
+      /* log-uniform over 4..4096, as many rows in each range; odd: one alignment */
+      v[j] = 2 * floor(exp(log(4) + log(1024) * ((x >> 8) % 10000) / 10000.0) / 2) + 1;
+    }
+    double t = synthetic_gemm_ms(def, v[0], v[1], v[2]) * exp(family_level(v[0], v[1], v[2]));
+    fprintf(f, "volta_sgemm_128x64_nn,%u,%u,1,256,1,1,gemm,1x%gx%gx%g,%.9g,Tesla T4,kernel\n",
+            (unsigned)ceil(v[1] / 64), (unsigned)ceil(v[0] / 128), v[0], v[1], v[2], t);
+  }
+  fclose(f);
+  grape_dataset_t* d;
+  grape_load_stats_t st = {0};
+  cr_assert_eq(grape_dataset_new(&d), 0);
+  cr_assert_eq(grape_dataset_add_file(d, path, NULL, &st, NULL, 0), 0);
+  unlink(path);
+  double fam = family_coverage(d, 1), shapes = family_coverage(d, 0);
+  cr_expect(fam > 0.72 && fam < 0.9, "calibrated on families: %g of held-out families' rows covered", fam);
+  cr_expect(shapes < fam - 0.1, "calibrated on shapes: %g (families %g)", shapes, fam);
+  grape_model_free(def);
+  grape_dataset_free(d);
+}
+
+/* A model file of the trees' older feature count (before the alignment
+ * features) reads alike: its trees split none of the later ones. One
+ * whose trees split a feature past its declared count is refused. */
+Test(predict, model_file_of_fewer_tree_features_reads_alike) {
+  grape_dataset_t* d = subset();
+  grape_train_opts_t o;
+  grape_train_opts_init(&o);
+  o.align = 0;
+  grape_model_t *m, *old;
+  cr_assert_eq(grape_model_train_opts(d, &o, &m), 0);
+  size_t len;
+  char* text = model_text(m, &len);
+  char* at = strstr(text, "\nfeatures 24 29\n");
+  cr_assert_not_null(at);
+  memcpy(at, "\nfeatures 24 24\n", 16);
+  char err[160];
+  cr_assert_eq(grape_model_parse(text, len, &old, err, sizeof(err)), 0, "%s", err);
+  grape_kernel_desc_t k = gemm(300, 500, 700);
+  k.name = "volta_sgemm_128x64_nn";
+  grape_prediction_t a, b;
+  grape_predict_kernel(m, grape_gpu_find("T4"), &k, &a);
+  grape_predict_kernel(old, grape_gpu_find("T4"), &k, &b);
+  cr_expect(a.regime == GRAPE_REGIME_KNOWN && a.ms == b.ms && a.hi_ms == b.hi_ms);
+  grape_model_free(old);
+  free(text);
+  /* The default model's trees split the alignment features. */
+  char* edited = default_model_edited("\nfeatures ", "features 24 24");
+  cr_expect_neq(grape_model_parse(edited, strlen(edited), &old, err, sizeof(err)), 0);
+  cr_expect(strstr(err, "tree feature") != NULL, "%s", err);
+  free(edited);
+  edited = default_model_edited("\nfeatures ", "features 24 30");
+  cr_expect_neq(grape_model_parse(edited, strlen(edited), &old, err, sizeof(err)), 0);
+  free(edited);
+  grape_model_free(m);
+  grape_dataset_free(d);
+}
