@@ -63,7 +63,7 @@ static int add_arg(summary_t* s, const char* arg) {
 }
 
 int cmd_report(int argc, char** argv) {
-  summary_opts_t so = {stdout, "", 0, 20, SORT_TIME};
+  summary_opts_t so = {stdout, "", 0, 20, SORT_TIME, 0};
   int csv = 0, ntimings = 0;
   const char* timings[64];
   const char* out = NULL;

@@ -31,11 +31,13 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "grape/predict.h"
 #include "interpose/options.h"
 #include "interpose/outfile.h"
 #include "json.h"
 #include "locate.h"
 #include "summary.h"
+#include "util/mkdirs.h"
 
 static void usage(FILE* to) {
   fprintf(to,
@@ -156,8 +158,14 @@ static int output_env(grape_option_t o, const char* flag, const char* value) {
    * The name is expanded as grape run's own; escapes in a folder name may
    * differ per process. */
   char path[PATH_MAX], why[PATH_MAX + 128];
-  if (flag != NULL && strcmp(abs, "stderr") != 0 && grape__outfile_name(abs, path, sizeof(path)) == 0 &&
-      grape__outfile_writable(path, why, sizeof(why)) != 0) {
+  const char* slash = strrchr(abs, '/');
+  int folder_escaped = slash != NULL && memchr(abs, '%', (size_t)(slash - abs)) != NULL;
+  /* Its folders are made here when the name fixes them (run/r.%p.json); a
+   * folder with escapes (run/rank%r/) differs per process, and each
+   * process's shim makes its own and warns if it cannot. */
+  if (flag != NULL && !folder_escaped && strcmp(abs, "stderr") != 0 &&
+      grape__outfile_name(abs, path, sizeof(path)) == 0 &&
+      (grape__mkdirs_for(path), grape__outfile_writable(path, why, sizeof(why)) != 0)) {
     fprintf(stderr, "grape run: error: %s %s: cannot write %s (%s)\n", flag ? flag : env, value, path,
             why);
     return 2;
@@ -295,7 +303,7 @@ int cmd_run(int argc, char** argv) {
   const char* device = "auto";
   const char* csv = NULL;
   int force = 0, compare = 0;
-  summary_opts_t so = {stderr, "grape: ", 0, 10, SORT_TIME};
+  summary_opts_t so = {stderr, "grape: ", 0, 10, SORT_TIME, 0};
   static const struct option longs[] = {
       {"mode", required_argument, NULL, OPT_MODE},
       {"report", required_argument, NULL, OPT_REPORT},
@@ -366,6 +374,13 @@ int cmd_run(int argc, char** argv) {
     fprintf(stderr, "grape run: --log must be one of %.*s\n", len, words);
     return 2;
   }
+  /* An unknown GPU is refused now: the shim would say so only after the
+   * whole run. */
+  if (predict_gpu != NULL && grape_gpu_find(predict_gpu) == NULL) {
+    fprintf(stderr, "grape run: --predict-gpu: unknown GPU '%s'; the known ones:\n", predict_gpu);
+    grape_gpu_list(stderr);
+    return 2;
+  }
   if (strcmp(device, "auto") && strcmp(device, "cuda") && strcmp(device, "sim")) {
     fprintf(stderr, "grape run: --device must be auto, cuda or sim\n");
     return 2;
@@ -405,6 +420,15 @@ int cmd_run(int argc, char** argv) {
     }
     if (strcmp(device, "auto") == 0)
       fprintf(stderr, "grape: no CUDA device found; running on the simulated device (%s)\n", simdir);
+    /* Every library of the sim goes on the path: a build tree keeps its
+     * cuBLAS stand-ins in cublas/ (a program linked to cuBLAS would load
+     * NVIDIA's, which finds no device); an install has them beside libcuda. */
+    char cublas[PATH_MAX];
+    if (grape__path_join(cublas, sizeof(cublas), simdir, "cublas/libcublas.so.13") == 0 &&
+        grape__path_exists(cublas)) {
+      cublas[strlen(cublas) - strlen("/libcublas.so.13")] = '\0';
+      prepend_env("LD_LIBRARY_PATH", cublas);
+    }
     prepend_env("LD_LIBRARY_PATH", simdir);
   }
 
@@ -512,6 +536,13 @@ int cmd_run(int argc, char** argv) {
   if (passed_on)
     sum.interrupted = signame;
   so.on_sim = use_sim;
+  /* How the command ended comes first: a failed command must not read like a
+   * run that merely launched no kernels. */
+  if (WIFEXITED(st) && rc != 0 && rc != 127)
+    fprintf(stderr, "grape: the command exited with status %d\n", rc);
+  else if (WIFSIGNALED(st) && !passed_on)
+    fprintf(stderr, "grape: the command was killed by %s\n", signame);
+  so.command_failed = rc != 0;
   if (sum.n > 0) {
     summary_print(&sum, &so);
     print_files(&sum, "report_file", "report");

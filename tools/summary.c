@@ -661,7 +661,7 @@ void summary_print(const summary_t* s, const summary_opts_t* o) {
   print_predicted(s, o);
   if (o->kernel_rows != 0)
     ktable_print(s, o);
-  if (o->on_sim && tot[K_launches] == 0 && tot[K_launches_captured] == 0)
+  if (o->on_sim && !o->command_failed && tot[K_launches] == 0 && tot[K_launches_captured] == 0)
     fprintf(to, "%sthe command ran no kernels on the simulated device, which runs only "
                 "programs built against it (nvcc -cudart shared, with CPU bodies for their "
                 "kernels: sim/README.md). Kernels built for GPUs alone, such as PyTorch's, "
