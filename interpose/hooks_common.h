@@ -201,6 +201,19 @@ static inline void grape__alloc_freed(uintptr_t p) {
     return GRAPE_RESULT_##K(r);                                                          \
   }
 
+/* Returns the call `body` of row name, counted and, one call in
+ * GRAPE_API_SAMPLE, timed (internal.h): an untimed call stays a tail call. */
+#define GRAPE_TIMED_BODY(ret, name, body)                                                    \
+  do {                                                                                       \
+    grape_counters_t* c_ = grape__counters_mine();                                           \
+    if (__builtin_expect(!grape__api_sample(c_, GRAPE_HOOK_##name), 1))                      \
+      return body;                                                                           \
+    uint64_t t0_ = grape__clock_ns();                                                        \
+    ret r_ = body;                                                                           \
+    grape__api_timed(c_, GRAPE_HOOK_##name, t0_);                                            \
+    return r_;                                                                               \
+  } while (0)
+
 /* Row name's real function for an entry of slot: the exported override's is
  * looked up on first use, a route wrapper's was stored when it was handed out. */
 #define GRAPE_REAL_AT(name, slot)                                                        \
@@ -219,7 +232,7 @@ static inline void grape__alloc_freed(uintptr_t p) {
       return GRAPE_MISSING_##ret;                                                             \
     if (!grape__active())                                                                     \
       return real args;                                                                       \
-    return body_##name(ROUTE, real, GRAPE_UNPAREN args);                                      \
+    GRAPE_TIMED_BODY(ret, name, body_##name(ROUTE, real, GRAPE_UNPAREN args));                \
   }                                                                                           \
   attrs ret fname params {                                                                    \
     pfn_##name real = (pfn_##name)__atomic_load_n(&grape__real[SLOT][GRAPE_HOOK_##name],       \
@@ -237,7 +250,7 @@ static inline void grape__alloc_freed(uintptr_t p) {
                                                   __ATOMIC_RELAXED);                          \
     if (!grape__active())                                                                     \
       return real args;                                                                       \
-    return body_##name(ROUTE, real, GRAPE_UNPAREN args);                                      \
+    GRAPE_TIMED_BODY(ret, name, body_##name(ROUTE, real, GRAPE_UNPAREN args));                \
   }
 
 /* The same for a function without arguments (GRAPE_DRV0 / GRAPE_RT0 rows):
@@ -265,7 +278,7 @@ static inline void grape__alloc_freed(uintptr_t p) {
       return GRAPE_MISSING_##ret;                                                             \
     if (!grape__active())                                                                     \
       return real();                                                                          \
-    return body_##name(ROUTE, real);                                                          \
+    GRAPE_TIMED_BODY(ret, name, body_##name(ROUTE, real));                                    \
   }                                                                                           \
   attrs ret fname(void) {                                                                     \
     pfn_##name real = (pfn_##name)__atomic_load_n(&grape__real[SLOT][GRAPE_HOOK_##name],       \
@@ -280,7 +293,7 @@ static inline void grape__alloc_freed(uintptr_t p) {
                                                   __ATOMIC_RELAXED);                          \
     if (!grape__active())                                                                     \
       return real();                                                                          \
-    return body_##name(ROUTE, real);                                                          \
+    GRAPE_TIMED_BODY(ret, name, body_##name(ROUTE, real));                                    \
   }
 
 #define GRAPE_GEN_BODY_PLAIN(...) GRAPE_GEN_BODY_GENERIC(PLAIN, __VA_ARGS__)

@@ -317,6 +317,39 @@ static void put_bound(buf_t* b, const char* name, double v) {
     put(b, ",\"%s\":null", name);
 }
 
+/* "api_times": each hooked symbol's calls and the host time of those timed
+ * (one in GRAPE_API_SAMPLE, internal.h), on the run's clock. */
+static void put_api_times(buf_t* b, const grape_counters_t* cnt) {
+  put(b, "\"api_times\":{\"sampled_every\":%d,\"clock\":\"%s\",\"calls\":{", GRAPE_API_SAMPLE,
+      grape__clock_simulated() ? "simulated" : "monotonic");
+  int first = 1;
+  for (int h = 0; h < GRAPE_HOOK_COUNT; h++) {
+    if (cnt->api_seen[h] == 0)
+      continue;
+    put(b, "%s\"%s\":{\"calls\":%ld,\"timed\":%ld,\"ns\":%ld", first ? "" : ",",
+        grape__hooks[h].name, cnt->api_seen[h], cnt->api_timed[h], cnt->api_ns[h]);
+    if (cnt->api_timed[h] > 0)
+      put(b, ",\"min_ns\":%ld,\"max_ns\":%ld", cnt->api_min_ns[h], cnt->api_max_ns[h]);
+    put(b, "}");
+    first = 0;
+  }
+  put(b, "}},");
+}
+
+/* "device_times": what the device measured, kept in the report so that a
+ * report read again later still has its times. The simulated device's
+ * statistics (simcu_private.h) as it gives them; null on a GPU. */
+static void put_device_times(buf_t* b) {
+  char* sim = grape__sim_stats_json();
+  if (sim == NULL || sim[0] != '{') {
+    put(b, "\"device_times\":null,");
+    free(sim);
+    return;
+  }
+  put(b, "\"device_times\":{\"source\":\"simulated\",%s,", sim + 1);
+  free(sim);
+}
+
 /* The GPU GRAPE_PREDICT_GPU names, or NULL (unset, or unknown: warned once). */
 static const grape_gpu_spec_t* predict_gpu(void) {
   const char* name = grape__option_str(grape_option_predict_gpu);
@@ -606,6 +639,8 @@ char* grape__report_json(void) {
     first = 0;
   }
   put(&b, "},");
+  put_api_times(&b, &cnt);
+  put_device_times(&b);
   names_t names = {NULL, 0, 0};
   if (got > 0 || (cache != NULL && st.ops > 0)) {
     grape__func_each(collect_name, &names);

@@ -36,6 +36,7 @@
 #include "interpose/outfile.h"
 #include "json.h"
 #include "locate.h"
+#include "stats.h"
 #include "summary.h"
 #include "util/mkdirs.h"
 
@@ -58,6 +59,8 @@ static void usage(FILE* to) {
           "  --kernels N         rows of the kernel table (default 10; 0 = none, -1 = all)\n"
           "  --sort KEY          order of the kernel table: time (default), calls, name, predicted\n"
           "  --kernels-csv FILE  write the whole kernel table as CSV\n"
+          "  --stats             add the tables of 'grape report': CUDA API calls with their\n"
+          "                      host time, memory operations, paths\n"
           "  --compare           run COMMAND twice: first with GRAPE_MODE=off (its output\n"
           "                      discarded), then as asked; print graph mode's effect on\n"
           "                      the run's simulated time (on the sim) or wall time\n\n"
@@ -292,7 +295,7 @@ static int spawn(char** cmd, int quiet, int* st, double* ms) {
 }
 
 enum { OPT_MODE = 256, OPT_REPORT, OPT_TRACE, OPT_LOG, OPT_DEVICE, OPT_PREDICT, OPT_FORCE,
-       OPT_KERNELS, OPT_SORT, OPT_CSV, OPT_COMPARE };
+       OPT_KERNELS, OPT_SORT, OPT_CSV, OPT_COMPARE, OPT_STATS };
 
 int cmd_run(int argc, char** argv) {
   const char* mode = NULL;
@@ -302,7 +305,7 @@ int cmd_run(int argc, char** argv) {
   const char* predict_gpu = NULL;
   const char* device = "auto";
   const char* csv = NULL;
-  int force = 0, compare = 0;
+  int force = 0, compare = 0, stats = 0;
   summary_opts_t so = {stderr, "grape: ", 0, 10, SORT_TIME, 0};
   static const struct option longs[] = {
       {"mode", required_argument, NULL, OPT_MODE},
@@ -316,6 +319,7 @@ int cmd_run(int argc, char** argv) {
       {"sort", required_argument, NULL, OPT_SORT},
       {"kernels-csv", required_argument, NULL, OPT_CSV},
       {"compare", no_argument, NULL, OPT_COMPARE},
+      {"stats", no_argument, NULL, OPT_STATS},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   optind = 0;   /* "+": stop at the command, whose own options are its own */
@@ -332,6 +336,7 @@ int cmd_run(int argc, char** argv) {
     case OPT_PREDICT: predict_gpu = optarg; break;
     case OPT_FORCE: force = 1; break;
     case OPT_COMPARE: compare = 1; break;
+    case OPT_STATS: stats = 1; break;
     case OPT_CSV: csv = optarg; break;
     case OPT_KERNELS:
       so.kernel_rows = (int)strtol(optarg, &end, 10);
@@ -545,6 +550,8 @@ int cmd_run(int argc, char** argv) {
   so.command_failed = rc != 0;
   if (sum.n > 0) {
     summary_print(&sum, &so);
+    if (stats)
+      stats_print(&sum, stderr, so.prefix);
     print_files(&sum, "report_file", "report");
     print_files(&sum, "trace_file", "trace");
   } else if (WIFSIGNALED(st)) {
