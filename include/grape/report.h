@@ -18,6 +18,18 @@
  *    "costs":{"launch"|"graph_launch"|"update"|"build_node":{"ns":X,"samples":N}} (what graph
  *      mode weighed: measured in the run where it has samples, else GRAPE_COSTS),
  *    "api_calls":{<hooked symbol>: N, ...},
+ *    "api_times":{"sampled_every":16,"clock":"simulated"|"monotonic",
+ *      "calls":{<hooked symbol>:{"calls":N,"timed":N,"ns":N,"min_ns":N,"max_ns":N}, ...}}
+ *      (every call through a hook, launches included; one in sampled_every per symbol and
+ *      thread timed around the whole hook, on the sim's host clock or CLOCK_MONOTONIC;
+ *      ns sums the timed ones; min/max only where timed > 0),
+ *    "device_times":{"source":"simulated","end_ns":N,"host_ns":N,
+ *      "kernels":[{"name":"<mangled>","calls":N,"graph_calls":N,"ns":N,"min_ns":N,"max_ns":N,
+ *                  "med_ns":N,"sumsq_ns2":X}, ...],
+ *      "memops":[{"kind":"memcpy"|"memset","dir":"HtoD"|"DtoH"|"DtoD"|"HtoH"|"device",
+ *                 "count":N,"bytes":N,"ns":N}, ...]}|null
+ *      (the device's own times, kept so that a report read again has them: the
+ *      simulated device's statistics, include/grape/simcu_private.h; null on a GPU),
  *    "predicted":{...} (GRAPE_PREDICT_GPU only), "top_paths":[...],
  *    "kernels":[{"name":"...","calls":N,"predicted_ms":X (GRAPE_PREDICT_GPU only)}, ...]}
  * grape run's own copy (in GRAPE_RUN_DIR) adds "report_file": the user's file or null.
