@@ -478,6 +478,10 @@ def case_badopts(a):
     if p.returncode != 0 or not any(g["name"] == "NVIDIA H100 80GB HBM3" or "H100" in g["name"]
                                     for g in gpus) or "sm_count" not in gpus[0]:
         fail("grape gpus --json", p)
+    # Numbers in their shortest form that reads back (5.699, not 5.6989999999999998).
+    for tok in re.findall(r":(-?\d+\.\d+(?:e[-+]\d+)?)[,}]", p.stdout):
+        if tok != repr(float(tok)):
+            fail(f"grape gpus --json writes {tok} for {float(tok)!r}", p)
     print("ok badopts")
 
 
