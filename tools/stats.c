@@ -254,16 +254,21 @@ static void paths_print(const summary_t* s, FILE* to, const char* prefix) {
     for (const json_t* p = top ? top->child : NULL; p; p = p->next) {
       if (!header) {
         fprintf(to, "%spaths (each process's most frequent; GRAPE_TOP_PATHS):\n", prefix);
-        fprintf(to, "%s  %8s %16s %8s %6s %-5s %9s %12s %12s  kernels\n", prefix, "pid",
-                "fingerprint", "count", "ops", "ran", "key hits", "pred eager", "pred graph");
+        fprintf(to, "%s  %8s %16s %8s %6s %-5s %8s %12s %12s  kernels\n", prefix, "pid",
+                "fingerprint", "count", "ops", "ran", "replayed", "pred eager", "pred graph");
         header = 1;
       }
       const char* fp = json_str(json_get(p, "fingerprint"));
       const char* way = json_str(json_get(p, "ran_as"));
       char kernels[96];
       path_kernels(p, kernels, sizeof(kernels));
-      fprintf(to, "%s  %8.0f %16s %8.0f %6.0f %-5s %9.0f", prefix, num(s->rep[i], "pid"),
-              fp ? fp : "?", num(p, "count"), num(p, "ops"), way ? way : "-", num(p, "graph_hits"));
+      fprintf(to, "%s  %8.0f %16s %8.0f %6.0f %-5s", prefix, num(s->rep[i], "pid"), fp ? fp : "?",
+              num(p, "count"), num(p, "ops"), way ? way : "-");
+      double hits = opt_num(p, "hits");   /* the path's own replays (older reports: none) */
+      if (hits >= 0)
+        fprintf(to, " %8.0f", hits);
+      else
+        fprintf(to, " %8s", "-");
       double e = opt_num(p, "predicted_eager_ms"), g = opt_num(p, "predicted_graph_ms");
       if (e >= 0 && g >= 0)
         fprintf(to, " %9.2f us %9.2f us", e * 1e3, g * 1e3);
@@ -275,8 +280,8 @@ static void paths_print(const summary_t* s, FILE* to, const char* prefix) {
 }
 
 static int paths_csv(const summary_t* s, FILE* to) {
-  fprintf(to, "pid,fingerprint,graph_key,count,ops,ran_as,why,key_graph_hits,predicted_eager_ms,"
-              "predicted_graph_ms,kernels\n");
+  fprintf(to, "pid,fingerprint,graph_key,count,ops,ran_as,why,hits,key_graph_hits,"
+              "predicted_eager_ms,predicted_graph_ms,kernels\n");
   for (size_t i = 0; i < s->n; i++) {
     const json_t* top = json_get(s->rep[i], "top_paths");
     for (const json_t* p = top ? top->child : NULL; p; p = p->next) {
@@ -289,6 +294,11 @@ static int paths_csv(const summary_t* s, FILE* to) {
       fprintf(to, "%.0f,%s,%s,%.0f,%.0f,%s,", num(s->rep[i], "pid"), fp ? fp : "", key ? key : "",
               num(p, "count"), num(p, "ops"), way ? way : "");
       grape__csv_put_str(to, why ? why : "");
+      double hits = opt_num(p, "hits");
+      if (hits >= 0)
+        fprintf(to, ",%.0f", hits);
+      else
+        fprintf(to, ",");
       fprintf(to, ",%.0f,", num(p, "graph_hits"));
       double e = opt_num(p, "predicted_eager_ms"), g = opt_num(p, "predicted_graph_ms");
       if (e >= 0 && g >= 0)

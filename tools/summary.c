@@ -537,8 +537,13 @@ static void print_paths(const json_t* rep, const summary_opts_t* o) {
     const char* way = json_str(json_get(t, "ran_as"));
     if (way != NULL) {
       const char* why = json_str(json_get(t, "why"));
-      fprintf(to, "  [%s%s%s; its graph key: %.0f hits]", way, why ? ": " : "", why ? why : "",
-              num(t, "graph_hits"));
+      const json_t* hits = json_get(t, "hits");   /* the path's own (format 2 adds it) */
+      if (hits != NULL && hits->kind == JSON_NUM)
+        fprintf(to, "  [%s%s%s; %.0f of its %.0f runs replayed]", way, why ? ": " : "",
+                why ? why : "", hits->num, num(t, "count"));
+      else
+        fprintf(to, "  [%s%s%s; its graph key: %.0f hits]", way, why ? ": " : "", why ? why : "",
+                num(t, "graph_hits"));
     }
     fputc('\n', to);
   }
@@ -577,6 +582,87 @@ static void print_predicted(const summary_t* s, const summary_opts_t* o) {
   if (bounded)
     fprintf(o->to, "; %.0f%% intervals: eager %.3f-%.3f ms, graphs %.3f-%.3f ms", 100 * level, elo,
             ehi, glo, ghi);
+  fputc('\n', o->to);
+}
+
+/* Graph mode's verdicts over every path of every process (the reports'
+ * "verdicts"): how many paths ran as graphs and how many eagerly, and why. */
+static void print_verdicts(const summary_t* s, const summary_opts_t* o) {
+  struct {
+    int graph;
+    const char* why;
+    double paths, count, hits;
+  } v[32];
+  size_t n = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    const json_t* vs = json_get(s->rep[i], "verdicts");
+    for (const json_t* e = vs ? vs->child : NULL; e; e = e->next) {
+      const char* way = json_str(json_get(e, "ran_as"));
+      const char* why = json_str(json_get(e, "why"));
+      if (way == NULL || why == NULL)
+        continue;
+      int graph = strcmp(way, "graph") == 0;
+      size_t k = 0;
+      while (k < n && !(v[k].graph == graph && strcmp(v[k].why, why) == 0))
+        k++;
+      if (k == n) {
+        if (n == sizeof(v) / sizeof(v[0]))
+          continue;
+        v[n].graph = graph, v[n].why = why, v[n].paths = v[n].count = v[n].hits = 0;
+        n++;
+      }
+      v[k].paths += num(e, "paths");
+      v[k].count += num(e, "count");
+      v[k].hits += num(e, "hits");
+    }
+  }
+  if (n == 0)
+    return;
+  fprintf(o->to, "%sgraph mode's verdicts:", o->prefix);
+  for (int graph = 1; graph >= 0; graph--)
+    for (size_t k = 0; k < n; k++)
+      if (v[k].graph == graph)
+        fprintf(o->to, "%s %.0f path%s %s (%.0f runs%s%.0f replayed): %s", k || !graph ? ";" : "",
+                v[k].paths, v[k].paths == 1 ? "" : "s", graph ? "kept as graphs" : "eager",
+                v[k].count, graph ? ", " : ", ", v[k].hits, v[k].why);
+  fputc('\n', o->to);
+}
+
+/* Concurrency plans (GRAPE_CONCURRENCY=safe), added up over the processes:
+ * built, kept, reverted, launched, and the device time they gained or lost
+ * against the chain: each timed plan launch against its own segment's
+ * measured chain time ("gain_ns"), scaled to every plan launch. */
+static void print_concurrency(const summary_t* s, const summary_opts_t* o) {
+  double built = 0, kept = 0, reverted = 0, launches = 0, fallbacks = 0, gain_ms = 0, timed = 0;
+  int safe = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    const json_t* c = json_get(s->rep[i], "concurrency");
+    if (c == NULL || c->kind != JSON_OBJ)
+      continue;
+    const char* m = json_str(json_get(c, "mode"));
+    safe |= m != NULL && strcmp(m, "safe") == 0;
+    built += num(c, "plans_built");
+    kept += num(c, "plans_kept");
+    reverted += num(c, "plans_reverted");
+    launches += num(c, "plan_launches");
+    fallbacks += num(c, "plan_fallbacks");
+    double n = num(c, "timed_gain");
+    if (n > 0) {
+      gain_ms += num(c, "gain_ns") / n * num(c, "plan_launches") / 1e6;
+      timed += n;
+    }
+  }
+  if (!safe && built == 0)
+    return;
+  fprintf(o->to, "%sconcurrency%s: %.0f plans built, %.0f kept, %.0f reverted; %.0f plan launches "
+                 "(%.0f fell back to the chain)", o->prefix, safe ? " (safe)" : "", built, kept,
+          reverted, launches, fallbacks);
+  if (timed > 0)
+    fprintf(o->to, "; against their segments' chains the plans %s about %.3f ms of device time "
+                   "(%.0f launches timed)", gain_ms >= 0 ? "gained" : "lost",
+            gain_ms >= 0 ? gain_ms : -gain_ms, timed);
+  else
+    fprintf(o->to, "; no plan launch was timed: nothing measured against the chain");
   fputc('\n', o->to);
 }
 
@@ -695,9 +781,13 @@ void summary_print(const summary_t* s, const summary_opts_t* o) {
           tot[K_paths], tot[K_ops]);
   if (mode != NULL && strcmp(mode, "graph") == 0)
     fprintf(to, "%sgraph replay: %.0f hits, %.0f eager regions of built keys, %.0f graphs built, "
-                "%.0f node updates; %.0f driver submissions for %.0f ops\n",
+                "%.0f node updates; %.0f driver submissions (ops submitted one by one, graph "
+                "launches and node updates) for %.0f ops\n",
             o->prefix, tot[K_graph_hits], tot[K_graph_misses], tot[K_graphs_built],
             tot[K_node_updates], tot[K_submission_calls], tot[K_ops]);
+  if (mode != NULL && strcmp(mode, "graph") == 0)
+    print_verdicts(s, o);
+  print_concurrency(s, o);
   for (size_t i = 0; i < s->n && mode != NULL && strcmp(mode, "graph") == 0; i++) {
     const json_t* b = json_get(s->rep[i], "builder");
     const json_t* where = b != NULL ? json_get(b, "where") : NULL;

@@ -30,7 +30,12 @@
  *                 "count":N,"bytes":N,"ns":N}, ...]}|null
  *      (the device's own times, kept so that a report read again has them: the
  *      simulated device's statistics, include/grape/simcu_private.h; null on a GPU),
- *    "predicted":{...} (GRAPE_PREDICT_GPU only), "top_paths":[...],
+ *    "concurrency":{... "gain_ns":X,"timed_gain":N} (docs/concurrency.md),
+ *    "verdicts":[{"ran_as":"graph"|"eager","why":"...","paths":N,"count":N,"hits":N}, ...]
+ *      (every path, grouped by how its key ran and why),
+ *    "predicted":{...} (GRAPE_PREDICT_GPU only),
+ *    "top_paths":[{..., "count":N, "hits":N (its own graph replays),
+ *                  "graph_hits":N (its key's, over all the key's paths), ...}],
  *    "kernels":[{"name":"...","calls":N,"predicted_ms":X (GRAPE_PREDICT_GPU only)}, ...]}
  * grape run's own copy (in GRAPE_RUN_DIR) adds "report_file": the user's file or null.
  * A reader summing several processes adds every counter. Bump

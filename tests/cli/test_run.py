@@ -185,6 +185,40 @@ def case_cublas(a):
         fail("moe under grape run on the sim", p)
 
 
+def case_decisions(a):
+    """Graph mode's decisions in the summary: concurrency plans (built, kept,
+    reverted, launched, gained or lost against the chain), the verdicts over
+    every path, each path's own replays, and what driver submissions count."""
+    if a.moe == "-":
+        print("skipped: built without nvcc")
+        sys.exit(77)
+    with tempfile.TemporaryDirectory() as d:
+        rep = os.path.join(d, "r.json")
+        p = grape(a, ["--device", "sim", "--report", rep, "--", a.moe, "--iters", "20"],
+                  env={"GRAPE_CONCURRENCY": "safe"})
+        if p.returncode != 0:
+            fail("moe failed", p)
+        r = json.load(open(rep))
+        c = r["concurrency"]
+        m = re.search(r"concurrency \(safe\): (\d+) plans built, (\d+) kept, (\d+) reverted; (\d+) plan "
+                      r"launches .*the plans (gained|lost) about [\d.]+ ms of device time", p.stderr)
+        if not m or [int(x) for x in m.groups()[:4]] != [c["plans_built"], c["plans_kept"],
+                                                        c["plans_reverted"], c["plan_launches"]] \
+                or c["plans_built"] == 0:
+            fail(f"the concurrency line against the report's {c}", p)
+        v = r["verdicts"]
+        if sum(x["paths"] for x in v) != r["paths"] or sum(x["hits"] for x in v) != r["graph_hits"] \
+                or "graph mode's verdicts: " not in p.stderr:
+            fail(f"verdicts {v} against {r['paths']} paths, {r['graph_hits']} hits", p)
+        top = r["top_paths"][0]
+        if not 0 <= top["hits"] <= top["count"] or \
+                f"{top['hits']} of its {top['count']} runs replayed" not in p.stderr:
+            fail(f"the busiest path's own replays {top}", p)
+        if "driver submissions (ops submitted one by one, graph launches and node updates)" \
+                not in p.stderr:
+            fail("what driver submissions count must be said", p)
+
+
 def case_predict_gpu(a):
     """An unknown --predict-gpu is refused before the command runs."""
     with tempfile.TemporaryDirectory() as d:
