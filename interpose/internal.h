@@ -105,13 +105,22 @@ __attribute__((cold, noinline)) int grape__api_clock_ready(void);
 /* A timed call of row h took t1 - t0 ns: into this thread's counters. */
 void grape__api_timed(grape_counters_t* c, int h, uint64_t t0);
 
-/* Counts a call of row h; @return 1 when it is to be timed. */
-static inline __attribute__((always_inline)) int grape__api_sample(grape_counters_t* c, int h) {
+/* Counts a call of row h. @return 1 when the call goes out of line
+ * (grape__api_begin): one to time, or the thread's first (not counted yet).
+ * No call on this path: the hook around it stays a jump without a frame. */
+static inline __attribute__((always_inline)) int grape__api_sample(int h) {
+  grape_counters_t* c = grape__counters_tls;
+  if (__builtin_expect(c == NULL, 0))
+    return 1;
   long n = __atomic_load_n(&c->api_seen[h], __ATOMIC_RELAXED);
   __atomic_store_n(&c->api_seen[h], n + 1, __ATOMIC_RELAXED);
-  return __builtin_expect((n & (GRAPE_API_SAMPLE - 1)) == 0, 0) &&
-         (__atomic_load_n(&grape__api_clock_on, __ATOMIC_ACQUIRE) || grape__api_clock_ready());
+  return (n & (GRAPE_API_SAMPLE - 1)) == 0;
 }
+
+/* The out-of-line start of a call grape__api_sample sent here: counts a
+ * thread's first call, and starts the clock (*t0) when the call is to be
+ * timed and the run's clock is known. @return 1 when timed. */
+__attribute__((cold, noinline)) int grape__api_begin(int h, uint64_t* t0);
 
 /* Every thread's counters added up into out (the report). */
 void grape__counters_sum(grape_counters_t* out);

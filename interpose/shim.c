@@ -64,6 +64,20 @@ static void add_counts(grape_counters_t* to, const grape_counters_t* from) {
     t[i] += __atomic_load_n(&f[i], __ATOMIC_RELAXED);
 }
 
+int grape__api_begin(int h, uint64_t* t0) {
+  if (grape__counters_tls == NULL) {   /* the thread's first call: counted here */
+    grape_counters_t* c = grape__counters_mine();
+    long n = __atomic_load_n(&c->api_seen[h], __ATOMIC_RELAXED);
+    __atomic_store_n(&c->api_seen[h], n + 1, __ATOMIC_RELAXED);
+    if (n & (GRAPE_API_SAMPLE - 1))
+      return 0;
+  }
+  if (!__atomic_load_n(&grape__api_clock_on, __ATOMIC_ACQUIRE) && !grape__api_clock_ready())
+    return 0;
+  *t0 = grape__clock_ns();
+  return 1;
+}
+
 void grape__api_timed(grape_counters_t* c, int h, uint64_t t0) {
   uint64_t t1 = grape__clock_ns();
   long d = t1 >= t0 ? (long)(t1 - t0) : 0;
