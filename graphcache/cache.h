@@ -320,6 +320,9 @@ typedef struct grape_gc_stats_s {
   uint64_t conc_fallbacks;             /* replays whose footprints broke their plan: chain */
   uint64_t dev_chain_ns, dev_chain_n;  /* device time of timed segment launches as chains */
   uint64_t dev_plan_ns, dev_plan_n;    /* ... as concurrent plans */
+  double conc_gain_ns;                 /* timed plan launches: their segment's mean chain
+                                          time less theirs, summed (< 0: plans lost) */
+  uint64_t conc_gain_n;                /* ... how many */
   /* What the run measured (costs.c): the estimate in use and its samples. */
   int builds_stall;                    /* background builds were measured stalling the
                                           program: built once earned, as inline */
@@ -351,6 +354,7 @@ typedef struct grape_gc_path_s {
                                           block (keys[i].param_bytes), then its launch
                                           attributes (keys[i].attrs_bytes) */
   uint64_t stamp;                      /* config.stamp() when the path was first seen */
+  uint64_t hits;                       /* sightings of this path replayed as a graph */
   uint64_t key_hits;                   /* its key's graph replays (all its paths) */
   uint64_t key_seen;
   int key_built;                       /* its key got an executable graph */

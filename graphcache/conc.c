@@ -255,6 +255,12 @@ static int sampled(grape_gc_t* c, seg_t* seg, uint64_t ns) {
   }
   if (s == NULL)
     return 1;
+  if (gen != 0 && gen == s->gen && s->cnt[0] > 0) {
+    /* A timed plan launch against its own segment's measured chain: what
+     * the plans gained or lost, for the report. */
+    c->st.conc_gain_ns += s->sum[0] / s->cnt[0] - (double)ns;
+    c->st.conc_gain_n++;
+  }
   if (s->state == CS_KEPT)
     return gen == s->gen;
   if (s->state != CS_TRIAL || (gen != 0 && gen != s->gen))

@@ -124,6 +124,7 @@ struct path_s {
   uint64_t fp;
   uint32_t nops;
   uint64_t count;
+  uint64_t hits;                /* of those, replayed as a graph */
   gkey_t* key;
   grape_op_dims_t* dims;
   uint8_t* params;              /* the first sighting's: one representative set */

@@ -454,6 +454,7 @@ int grape__gc_account(grape_gc_t* c, grape_region_t* r, gkey_t* k, uint64_t t_en
   p->count++;
   grape__list_move_tail(&c->path_lru, &p->lru);
   int replayed = r->ops.n > 0 && r->cursor.graphed == r->ops.n;
+  p->hits += replayed;
   time_cycles(c, r, k, replayed);
   account_key(c, r, k, replayed, t_end, segs, updates);
   grape__gc_ledger_account(c, r, k, replayed, segs, updates);

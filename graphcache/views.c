@@ -51,7 +51,8 @@ static grape_gc_path_t path_view(const grape_gc_t* c, const path_t* p) {
   const gkey_t* key = p->key;
   return (grape_gc_path_t){.fp = p->fp, .keyfp = key->fp, .nops = p->nops, .count = p->count,
                            .keys = key->keys, .dims = p->dims, .params = p->params,
-                           .poff = p->poff, .stamp = p->stamp, .key_hits = key->hits,
+                           .poff = p->poff, .stamp = p->stamp, .hits = p->hits,
+                           .key_hits = key->hits,
                            .key_seen = key->seen, .key_built = key->warmed,
                            .key_segments = key->state == K_LIVE ? key->nsegs : 0,
                            .way = key->hits ? GRAPE_GC_WAY_GRAPH : GRAPE_GC_WAY_EAGER,

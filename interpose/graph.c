@@ -103,6 +103,8 @@ static void costs_set(grape_gc_config_t* cfg) {
 
 int grape__timed;
 static uint64_t (*sim_host_ns)(void);
+static char* (*sim_stats_json)(void);   /* the sim's statistics, for the exit report */
+int grape__api_clock_on;
 static void (*sim_handoff)(uint64_t);
 void (*grape__sim_work)(int);   /* set once in graph mode on the sim; read by any thread */
 
@@ -138,21 +140,64 @@ void grape__launch_time_end(uint64_t t0) {
     grape_gc_cost_sample(c, GRAPE_GC_COST_LAUNCH, (double)(t1 - t0), 1);
 }
 
+int grape__clock_simulated(void) {
+  return __atomic_load_n(&sim_host_ns, __ATOMIC_RELAXED) != NULL;
+}
+
+char* grape__sim_stats_json(void) {
+  char* (*f)(void) = __atomic_load_n(&sim_stats_json, __ATOMIC_RELAXED);
+  return f != NULL ? f() : NULL;
+}
+
 uint64_t grape__clock_ns(void) {
   uint64_t (*f)(void) = __atomic_load_n(&sim_host_ns, __ATOMIC_RELAXED);
   return f != NULL ? f() : monotonic_ns();
 }
 
-static void clock_init(void) {
+/* The sim's private table, looked up once the driver is loaded: by the
+ * first timed API call after that, or when the path cache is made. A GPU's
+ * driver does not know the id (and one not yet initialised answers an
+ * error): the clock is then the monotonic one. Until the driver is loaded,
+ * which clock the run will have is not known, and calls are not timed. */
+static const simcu_private_t* sim_table;
+static pthread_mutex_t clock_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int grape__api_clock_ready(void) {
   typedef CUresult (*get_table_t)(const void**, const CUuuid*);
-  get_table_t get_table = (get_table_t)grape__real_driver("cuGetExportTable");
-  static const CUuuid id = {SIMCU_PRIVATE_UUID};
-  const void* table = NULL;
-  if (get_table == NULL || get_table(&table, &id) != CUDA_SUCCESS || table == NULL)
+  int on;
+  pthread_mutex_lock(&clock_lock);
+  on = __atomic_load_n(&grape__api_clock_on, __ATOMIC_RELAXED);
+  get_table_t get_table = NULL;
+  if (!on)
+    GRAPE_NO_REENTRY(get_table = (get_table_t)grape__real_driver("cuGetExportTable"));
+  if (get_table != NULL) {
+    static const CUuuid id = {SIMCU_PRIVATE_UUID};
+    const void* table = NULL;
+    CUresult r;
+    GRAPE_NO_REENTRY(r = get_table(&table, &id));
+    if (r == CUDA_SUCCESS && table != NULL) {
+      const simcu_private_t* t = table;
+      sim_table = t;
+      if (t->size >= offsetof(simcu_private_t, host_ns) + sizeof(t->host_ns))
+        __atomic_store_n(&sim_host_ns, t->host_ns, __ATOMIC_RELAXED);
+      if (t->size >= offsetof(simcu_private_t, stats_json) + sizeof(t->stats_json))
+        __atomic_store_n(&sim_stats_json, t->stats_json, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&grape__api_clock_on, 1, __ATOMIC_RELEASE);
+    on = 1;
+  }
+  pthread_mutex_unlock(&clock_lock);
+  return on;
+}
+
+/* The clock in every mode; the sim's host-work charges and the builder's
+ * hand-over only in graph mode (graphs), so that observe mode's simulated
+ * time stays the program's own. */
+static void clock_init(int graphs) {
+  grape__api_clock_ready();
+  const simcu_private_t* t = sim_table;
+  if (!graphs || t == NULL)
     return;
-  const simcu_private_t* t = table;
-  if (t->size >= offsetof(simcu_private_t, host_ns) + sizeof(t->host_ns))
-    __atomic_store_n(&sim_host_ns, t->host_ns, __ATOMIC_RELAXED);
   if (t->size >= offsetof(simcu_private_t, host_handoff) + sizeof(t->host_handoff))
     sim_handoff = t->host_handoff;
   __atomic_store_n(&grape__sim_work, t->host_work, __ATOMIC_RELAXED);
@@ -200,8 +245,8 @@ grape_gc_t* grape__gc(void) {
       .concurrency = (int)grape__option_get(grape_option_concurrency),
     };
     costs_set(&cfg);
+    clock_init(graphs);
     if (graphs) {
-      GRAPE_NO_REENTRY(clock_init());
       /* On the simulated device, decisions must not depend on how the OS ran
        * the builder: simulated time is then reproducible. */
       cfg.deterministic = sim_host_ns != NULL;

@@ -130,6 +130,13 @@ static inline __attribute__((always_inline)) uint64_t grape__launch_time_start(v
 }
 void grape__launch_time_end(uint64_t t0);
 
+/* The simulated device's statistics (simcu_private.h: stats_json), a
+ * malloc'd JSON object the caller frees; NULL on a GPU, or before the path
+ * cache was made. */
+char* grape__sim_stats_json(void);
+/* 1 when grape__clock_ns is the simulated host clock. */
+int grape__clock_simulated(void);
+
 /* ---- Timing ---- */
 
 /* Graph mode times each chunk from its first op (graphcache/cache.h:

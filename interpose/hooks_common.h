@@ -201,6 +201,45 @@ static inline void grape__alloc_freed(uintptr_t p) {
     return GRAPE_RESULT_##K(r);                                                          \
   }
 
+/* Returns the call `body` of row name, counted and, one call in
+ * GRAPE_API_SAMPLE, timed (internal.h). For the manual entries; generated
+ * ones use GRAPE_GEN_TIMED, which keeps the timed path out of line. */
+#define GRAPE_TIMED_BODY(ret, name, body)                                                    \
+  do {                                                                                       \
+    uint64_t t0_;                                                                            \
+    if (__builtin_expect(!GRAPE_SAMPLED(name), 1) || !grape__api_begin(GRAPE_HOOK_##name, &t0_)) \
+      return body;                                                                           \
+    ret r_ = body;                                                                           \
+    grape__api_timed(grape__counters_mine(), GRAPE_HOOK_##name, t0_);                        \
+    return r_;                                                                               \
+  } while (0)
+
+/* fname_timed(real, params...): one timed call of row name's body. Out of
+ * line, so that the untimed call in fname_slow stays a jump to an inlined
+ * body without a frame of its own: the per-call cost is a counter and a
+ * branch. */
+#define GRAPE_GEN_TIMED(ret, name, fname, ROUTE, params, args)                                \
+  static __attribute__((noinline, cold)) ret fname##_timed(pfn_##name real,                   \
+                                                           GRAPE_UNPAREN params) {            \
+    uint64_t t0_;                                                                             \
+    if (!grape__api_begin(GRAPE_HOOK_##name, &t0_))                                           \
+      return body_##name(ROUTE, real, GRAPE_UNPAREN args);                                    \
+    ret r_ = body_##name(ROUTE, real, GRAPE_UNPAREN args);                                    \
+    grape__api_timed(grape__counters_mine(), GRAPE_HOOK_##name, t0_);                         \
+    return r_;                                                                                \
+  }
+#define GRAPE_GEN_TIMED0(ret, name, fname, ROUTE)                                             \
+  static __attribute__((noinline, cold)) ret fname##_timed(pfn_##name real) {                 \
+    uint64_t t0_;                                                                             \
+    if (!grape__api_begin(GRAPE_HOOK_##name, &t0_))                                           \
+      return body_##name(ROUTE, real);                                                        \
+    ret r_ = body_##name(ROUTE, real);                                                        \
+    grape__api_timed(grape__counters_mine(), GRAPE_HOOK_##name, t0_);                         \
+    return r_;                                                                                \
+  }
+/* Counts the call; one in GRAPE_API_SAMPLE goes to fname_timed. */
+#define GRAPE_SAMPLED(name) grape__api_sample(GRAPE_HOOK_##name)
+
 /* Row name's real function for an entry of slot: the exported override's is
  * looked up on first use, a route wrapper's was stored when it was handed out. */
 #define GRAPE_REAL_AT(name, slot)                                                        \
@@ -213,12 +252,15 @@ static inline void grape__alloc_freed(uintptr_t p) {
  * else (a missing real function, init, re-entry, the work) is in fname_slow,
  * reached by a jump with the same arguments, so the entry needs no frame. */
 #define GRAPE_GEN_ENTRY(attrs, ret, name, params, args, fname, SLOT, ROUTE)                   \
+  GRAPE_GEN_TIMED(ret, name, fname, ROUTE, params, args)                                      \
   static __attribute__((noinline)) ret fname##_slow params {                                  \
     pfn_##name real = GRAPE_REAL_AT(name, SLOT);                                              \
     if (real == NULL)                                                                         \
       return GRAPE_MISSING_##ret;                                                             \
     if (!grape__active())                                                                     \
       return real args;                                                                       \
+    if (__builtin_expect(GRAPE_SAMPLED(name), 0))                                             \
+      return fname##_timed(real, GRAPE_UNPAREN args);                                         \
     return body_##name(ROUTE, real, GRAPE_UNPAREN args);                                      \
   }                                                                                           \
   attrs ret fname params {                                                                    \
@@ -232,11 +274,14 @@ static inline void grape__alloc_freed(uintptr_t p) {
 /* A route wrapper (dlsym, cuGetProcAddress, entry point): these are only
  * handed out while the shim is on, so they skip the off-mode fast path. */
 #define GRAPE_GEN_ROUTE_ENTRY(ret, name, params, args, fname, SLOT, ROUTE)                    \
+  GRAPE_GEN_TIMED(ret, name, fname, ROUTE, params, args)                                      \
   ret fname params {                                                                          \
     pfn_##name real = (pfn_##name)__atomic_load_n(&grape__real[SLOT][GRAPE_HOOK_##name],       \
                                                   __ATOMIC_RELAXED);                          \
     if (!grape__active())                                                                     \
       return real args;                                                                       \
+    if (__builtin_expect(GRAPE_SAMPLED(name), 0))                                             \
+      return fname##_timed(real, GRAPE_UNPAREN args);                                         \
     return body_##name(ROUTE, real, GRAPE_UNPAREN args);                                      \
   }
 
@@ -259,12 +304,15 @@ static inline void grape__alloc_freed(uintptr_t p) {
 
 /* Entries of a function without arguments (see GRAPE_GEN_ENTRY). */
 #define GRAPE_GEN_ENTRY0(attrs, ret, name, fname, SLOT, ROUTE)                                \
+  GRAPE_GEN_TIMED0(ret, name, fname, ROUTE)                                                   \
   static __attribute__((noinline)) ret fname##_slow(void) {                                   \
     pfn_##name real = GRAPE_REAL_AT(name, SLOT);                                              \
     if (real == NULL)                                                                         \
       return GRAPE_MISSING_##ret;                                                             \
     if (!grape__active())                                                                     \
       return real();                                                                          \
+    if (__builtin_expect(GRAPE_SAMPLED(name), 0))                                             \
+      return fname##_timed(real);                                                             \
     return body_##name(ROUTE, real);                                                          \
   }                                                                                           \
   attrs ret fname(void) {                                                                     \
@@ -275,11 +323,14 @@ static inline void grape__alloc_freed(uintptr_t p) {
     return fname##_slow();                                                                    \
   }
 #define GRAPE_GEN_ROUTE_ENTRY0(ret, name, fname, SLOT, ROUTE)                                  \
+  GRAPE_GEN_TIMED0(ret, name, fname, ROUTE)                                                   \
   ret fname(void) {                                                                           \
     pfn_##name real = (pfn_##name)__atomic_load_n(&grape__real[SLOT][GRAPE_HOOK_##name],       \
                                                   __ATOMIC_RELAXED);                          \
     if (!grape__active())                                                                     \
       return real();                                                                          \
+    if (__builtin_expect(GRAPE_SAMPLED(name), 0))                                             \
+      return fname##_timed(real);                                                             \
     return body_##name(ROUTE, real);                                                          \
   }
 

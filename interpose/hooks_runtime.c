@@ -239,17 +239,20 @@ GRAPE_HOOK_DEF(cudaError_t, cudaLibraryUnload, (cudaLibrary_t lib), (lib), grape
  * named function before() called ahead of the real call and the real result
  * passed through result(). */
 #define RT0_OVERRIDE(name, before, result)                    \
+  static inline cudaError_t rt0_body_##name(pfn_##name real) { \
+    GRAPE_COUNT(api_calls[GRAPE_HOOK_##name]);                \
+    before();                                                 \
+    cudaError_t r;                                            \
+    GRAPE_NO_REENTRY(r = real());                             \
+    return (cudaError_t)grape__seen(result((int)r));          \
+  }                                                           \
   GRAPE_EXPORT cudaError_t name(void) {                       \
     pfn_##name real = GRAPE_REAL_AT(name, GRAPE_SLOT_EXPORT); \
     if (real == NULL)                                         \
       return GRAPE_MISSING_cudaError_t;                       \
     if (!grape__active())                                     \
       return real();                                          \
-    GRAPE_COUNT(api_calls[GRAPE_HOOK_##name]);                \
-    before();                                                 \
-    cudaError_t r;                                            \
-    GRAPE_NO_REENTRY(r = real());                             \
-    return (cudaError_t)grape__seen(result((int)r));          \
+    GRAPE_TIMED_BODY(cudaError_t, name, rt0_body_##name(real)); \
   }
 static void nothing_first(void) {}
 static int result_unchanged(int r) { return r; }

@@ -7,6 +7,8 @@
 #ifndef GRAPE_INTERPOSE_INTERNAL_H
 #define GRAPE_INTERPOSE_INTERNAL_H
 
+#include <stdint.h>
+
 #include "hooks.h"
 #include "log.h"
 #include "options.h"
@@ -57,8 +59,14 @@ typedef struct grape_counters_s {
   long captured;                      /* launches into the program's own stream capture */
   long submissions;                   /* the program's launches, memsets and copies that
                                          reached the driver as they came */
+  long api_seen[GRAPE_HOOK_COUNT];    /* calls through a generated entry, launches included */
+  long api_timed[GRAPE_HOOK_COUNT];   /* of those, timed (one in GRAPE_API_SAMPLE) */
+  long api_ns[GRAPE_HOOK_COUNT];      /* host ns of the timed calls, summed */
+  /* Above: sums, added up by position. Below: merged by min and max. */
   struct grape_counters_s* next;      /* every block, in use or free */
   int in_use;
+  long api_min_ns[GRAPE_HOOK_COUNT];  /* the shortest and longest timed call; */
+  long api_max_ns[GRAPE_HOOK_COUNT];  /* valid where api_timed > 0 */
 } grape_counters_t;
 
 /* Thread-local: the thread's own counters block (the block list itself is under a lock). */
@@ -76,6 +84,43 @@ static inline __attribute__((always_inline)) void grape__bump(long* c) {
 
 /* Adds one to this thread's counter `field` (e.g. launches[route]). */
 #define GRAPE_COUNT(field) grape__bump(&grape__counters_mine()->field)
+
+/* ---- Host time per API call (the report's "api_times") ----
+ * One call in GRAPE_API_SAMPLE of each hooked symbol, per thread, is timed
+ * around the whole hook (the shim's own work included, as the program sees
+ * it) on the run's clock: the simulated host clock on the sim, else
+ * CLOCK_MONOTONIC through the vDSO (no syscall). The other calls pay a
+ * counter and a branch. Which clock the run has is found once the driver is
+ * loaded, by the first timed call after that (grape__api_clock_ready):
+ * calls before it are counted, not timed, so that wall and simulated
+ * nanoseconds never mix. */
+#define GRAPE_API_SAMPLE 16
+/* Threads: stored once (release, under a mutex) by the thread that finds the clock, loaded
+ * (acquire) by a sampled call; one that misses the store takes the mutex and sees it. */
+extern int grape__api_clock_on;
+uint64_t grape__clock_ns(void);
+/* Finds the run's clock when the driver is loaded (any thread).
+ * @return 1 when it is known. */
+__attribute__((cold, noinline)) int grape__api_clock_ready(void);
+/* A timed call of row h took t1 - t0 ns: into this thread's counters. */
+void grape__api_timed(grape_counters_t* c, int h, uint64_t t0);
+
+/* Counts a call of row h. @return 1 when the call goes out of line
+ * (grape__api_begin): one to time, or the thread's first (not counted yet).
+ * No call on this path: the hook around it stays a jump without a frame. */
+static inline __attribute__((always_inline)) int grape__api_sample(int h) {
+  grape_counters_t* c = grape__counters_tls;
+  if (__builtin_expect(c == NULL, 0))
+    return 1;
+  long n = __atomic_load_n(&c->api_seen[h], __ATOMIC_RELAXED);
+  __atomic_store_n(&c->api_seen[h], n + 1, __ATOMIC_RELAXED);
+  return (n & (GRAPE_API_SAMPLE - 1)) == 0;
+}
+
+/* The out-of-line start of a call grape__api_sample sent here: counts a
+ * thread's first call, and starts the clock (*t0) when the call is to be
+ * timed and the run's clock is known. @return 1 when timed. */
+__attribute__((cold, noinline)) int grape__api_begin(int h, uint64_t* t0);
 
 /* Every thread's counters added up into out (the report). */
 void grape__counters_sum(grape_counters_t* out);

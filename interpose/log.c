@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "outfile.h"
+#include "util/mkdirs.h"
 #include "util/write_all.h"
 
 int grape__log_level_cache = -1;     /* -1: not read yet */
@@ -60,6 +61,7 @@ static int open_log_fd(void) {
     char buf[4096], msg[4800];
     int err = grape__outfile_name(path, buf, sizeof(buf)) ? ENAMETOOLONG : 0;
     if (err == 0) {
+      (void)grape__mkdirs_for(buf);   /* its folders, as for a report or a trace */
       int f = open(buf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
       if (f >= 0)
         fd = f;

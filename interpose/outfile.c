@@ -24,6 +24,7 @@
 
 #include "log.h"
 #include "options.h"
+#include "util/mkdirs.h"
 #include "util/pattern.h"
 
 int grape__outfile_name(const char* pattern, char* out, size_t cap) {
@@ -83,6 +84,9 @@ void grape__outfile_check(grape_option_t o) {
     grape_log_warn("%s=%s: the name is too long; nothing will be written", env, pattern);
     return;
   }
+  /* The folders of the name are made now, per process: a pattern such as
+   * run/rank%r/r.json names a folder per rank that nobody made first. */
+  (void)grape__mkdirs_for(path);
   if (grape__outfile_writable(path, why, sizeof(why)) != 0)
     grape_log_warn("%s=%s: cannot write %s (%s); nothing will be written there", env, pattern,
                    path, why);

@@ -16,9 +16,9 @@ int grape__outfile_name(const char* pattern, char* out, size_t cap);
  * in why. */
 int grape__outfile_writable(const char* path, char* why, size_t cap);
 
-/* At start: warns once, naming the variable, the user's pattern and the
- * expanded path, when option o (GRAPE_REPORT, GRAPE_TRACE, GRAPE_LOG_FILE)
- * names a file that cannot be written. */
+/* At start: creates the folders of the name option o (GRAPE_REPORT,
+ * GRAPE_TRACE) gives this process, then warns once, naming the variable, the
+ * user's pattern and the expanded path, when the file cannot be written. */
 void grape__outfile_check(grape_option_t o);
 
 /* Puts the finished file tmp (in final's folder) at final without replacing

@@ -309,6 +309,39 @@ static void put_bound(buf_t* b, const char* name, double v) {
     put(b, ",\"%s\":null", name);
 }
 
+/* "api_times": each hooked symbol's calls and the host time of those timed
+ * (one in GRAPE_API_SAMPLE, internal.h), on the run's clock. */
+static void put_api_times(buf_t* b, const grape_counters_t* cnt) {
+  put(b, "\"api_times\":{\"sampled_every\":%d,\"clock\":\"%s\",\"calls\":{", GRAPE_API_SAMPLE,
+      grape__clock_simulated() ? "simulated" : "monotonic");
+  int first = 1;
+  for (int h = 0; h < GRAPE_HOOK_COUNT; h++) {
+    if (cnt->api_seen[h] == 0)
+      continue;
+    put(b, "%s\"%s\":{\"calls\":%ld,\"timed\":%ld,\"ns\":%ld", first ? "" : ",",
+        grape__hooks[h].name, cnt->api_seen[h], cnt->api_timed[h], cnt->api_ns[h]);
+    if (cnt->api_timed[h] > 0)
+      put(b, ",\"min_ns\":%ld,\"max_ns\":%ld", cnt->api_min_ns[h], cnt->api_max_ns[h]);
+    put(b, "}");
+    first = 0;
+  }
+  put(b, "}},");
+}
+
+/* "device_times": what the device measured, kept in the report so that a
+ * report read again later still has its times. The simulated device's
+ * statistics (simcu_private.h) as it gives them; null on a GPU. */
+static void put_device_times(buf_t* b) {
+  char* sim = grape__sim_stats_json();
+  if (sim == NULL || sim[0] != '{') {
+    put(b, "\"device_times\":null,");
+    free(sim);
+    return;
+  }
+  put(b, "\"device_times\":{\"source\":\"simulated\",%s,", sim + 1);
+  free(sim);
+}
+
 /* The GPU GRAPE_PREDICT_GPU names, or NULL (unset, or unknown: warned once). */
 static const grape_gpu_spec_t* predict_gpu(void) {
   const char* name = grape__option_str(grape_option_predict_gpu);
@@ -449,12 +482,68 @@ static void put_concurrency(buf_t* b, const grape_gc_stats_t* st) {
   long m = grape__option_get(grape_option_concurrency);
   put(b, "\"concurrency\":{\"mode\":\"%s\",\"plans_built\":%llu,\"plans_kept\":%llu,"
       "\"plans_reverted\":%llu,\"plan_launches\":%llu,\"plan_fallbacks\":%llu,"
-      "\"device_ns_chain\":%llu,\"timed_chain\":%llu,\"device_ns_plan\":%llu,\"timed_plan\":%llu},",
+      "\"device_ns_chain\":%llu,\"timed_chain\":%llu,\"device_ns_plan\":%llu,\"timed_plan\":%llu,"
+      "\"gain_ns\":%.0f,\"timed_gain\":%llu},",
       modes[m >= 0 && m <= 2 ? m : 1], (unsigned long long)st->conc_planned,
       (unsigned long long)st->conc_kept, (unsigned long long)st->conc_reverted,
       (unsigned long long)st->conc_launches, (unsigned long long)st->conc_fallbacks,
       (unsigned long long)st->dev_chain_ns, (unsigned long long)st->dev_chain_n,
-      (unsigned long long)st->dev_plan_ns, (unsigned long long)st->dev_plan_n);
+      (unsigned long long)st->dev_plan_ns, (unsigned long long)st->dev_plan_n, st->conc_gain_ns,
+      (unsigned long long)st->conc_gain_n);
+}
+
+/* "verdicts": every path grouped by how its key ran and why (the words of
+ * graphcache/views.c), with how many paths and sightings each has: graph
+ * mode's decisions for the whole run, not only the top paths'. */
+typedef struct verdict_s {
+  int graph;
+  const char* why;
+  unsigned long long paths, count, hits;
+} verdict_t;
+typedef struct verdicts_s {
+  verdict_t v[32];
+  size_t n;
+} verdicts_t;
+
+static void verdict_add(const grape_gc_path_t* p, void* arg) {
+  verdicts_t* vs = arg;
+  const char* why = p->why ? p->why : "";
+  int graph = p->way == GRAPE_GC_WAY_GRAPH;
+  size_t i = 0;
+  while (i < vs->n && !(vs->v[i].graph == graph && strcmp(vs->v[i].why, why) == 0))
+    i++;
+  if (i == vs->n) {
+    if (vs->n == sizeof(vs->v) / sizeof(vs->v[0]))
+      return;   /* the reasons are a short fixed list: never reached */
+    vs->v[vs->n++] = (verdict_t){graph, why, 0, 0, 0};
+  }
+  vs->v[i].paths++;
+  vs->v[i].count += p->count;
+  vs->v[i].hits += p->hits;
+}
+
+static int verdict_order(const void* a, const void* b) {
+  const verdict_t* x = a;
+  const verdict_t* y = b;
+  if (x->count != y->count)
+    return x->count > y->count ? -1 : 1;
+  return strcmp(x->why, y->why);
+}
+
+static void put_verdicts(buf_t* b, grape_gc_t* cache) {
+  verdicts_t vs;
+  vs.n = 0;
+  if (cache != NULL)
+    grape_gc_each_path(cache, verdict_add, &vs);
+  qsort(vs.v, vs.n, sizeof(vs.v[0]), verdict_order);
+  put(b, "\"verdicts\":[");
+  for (size_t i = 0; i < vs.n; i++) {
+    put(b, "%s{\"ran_as\":\"%s\",\"why\":", i ? "," : "", vs.v[i].graph ? "graph" : "eager");
+    grape__json_put_str(b->f, vs.v[i].why);
+    put(b, ",\"paths\":%llu,\"count\":%llu,\"hits\":%llu}", vs.v[i].paths, vs.v[i].count,
+        vs.v[i].hits);
+  }
+  put(b, "],");
 }
 
 /* A top path's "dag":{...}: its dependence DAG when first seen (predicted
@@ -575,6 +664,7 @@ char* grape__report_json(void) {
     put(&b, "%s\"%s\":%llu", i ? "," : "", cause_names[i], (unsigned long long)st.flushed[i]);
   put(&b, "},");
   put_concurrency(&b, &st);
+  put_verdicts(&b, cache);
   /* The costs graph mode weighed: measured in this run where sampled. */
   static const char* const cost_names[GRAPE_GC_COST__COUNT] = {"launch", "graph_launch", "update",
                                                                "build_node", "shim_op"};
@@ -610,6 +700,8 @@ char* grape__report_json(void) {
     first = 0;
   }
   put(&b, "},");
+  put_api_times(&b, &cnt);
+  put_device_times(&b);
   names_t names = {NULL, 0, 0};
   if (got > 0 || (cache != NULL && st.ops > 0)) {
     grape__func_each(collect_name, &names);
@@ -630,9 +722,9 @@ char* grape__report_json(void) {
     char khex[17];
     grape__fp_hex(top[i].keyfp, khex);
     put(&b, "%s{\"fingerprint\":\"%s\",\"graph_key\":\"%s\",\"ops\":%u,\"count\":%llu,"
-        "\"graph_hits\":%llu,\"ran_as\":\"%s\",\"why\":",
+        "\"hits\":%llu,\"graph_hits\":%llu,\"ran_as\":\"%s\",\"why\":",
         i ? "," : "", hex, khex, top[i].nops, (unsigned long long)top[i].count,
-        (unsigned long long)top[i].key_hits, top[i].way == GRAPE_GC_WAY_GRAPH ? "graph" : "eager");
+        (unsigned long long)top[i].hits, (unsigned long long)top[i].key_hits, top[i].way == GRAPE_GC_WAY_GRAPH ? "graph" : "eager");
     grape__json_put_str(b.f, top[i].why);
     put(&b, ",\"kernels\":[");
     /* The first 16 ops name the path; longer ones end with "...". */

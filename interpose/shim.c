@@ -47,10 +47,48 @@ static pthread_key_t counters_key;
 static pthread_once_t counters_once = PTHREAD_ONCE_INIT;
 
 static void add_counts(grape_counters_t* to, const grape_counters_t* from) {
+  /* The extremes first: they need to know whether `to` had a timed call. */
+  for (int h = 0; h < GRAPE_HOOK_COUNT; h++) {
+    if (__atomic_load_n(&from->api_timed[h], __ATOMIC_RELAXED) == 0)
+      continue;
+    long lo = __atomic_load_n(&from->api_min_ns[h], __ATOMIC_RELAXED);
+    long hi = __atomic_load_n(&from->api_max_ns[h], __ATOMIC_RELAXED);
+    if (to->api_timed[h] == 0 || lo < to->api_min_ns[h])
+      to->api_min_ns[h] = lo;
+    if (to->api_timed[h] == 0 || hi > to->api_max_ns[h])
+      to->api_max_ns[h] = hi;
+  }
   const long* f = (const long*)from;
   long* t = (long*)to;
   for (size_t i = 0; i < offsetof(grape_counters_t, next) / sizeof(long); i++)
     t[i] += __atomic_load_n(&f[i], __ATOMIC_RELAXED);
+}
+
+int grape__api_begin(int h, uint64_t* t0) {
+  if (grape__counters_tls == NULL) {   /* the thread's first call: counted here */
+    grape_counters_t* c = grape__counters_mine();
+    long n = __atomic_load_n(&c->api_seen[h], __ATOMIC_RELAXED);
+    __atomic_store_n(&c->api_seen[h], n + 1, __ATOMIC_RELAXED);
+    if (n & (GRAPE_API_SAMPLE - 1))
+      return 0;
+  }
+  if (!__atomic_load_n(&grape__api_clock_on, __ATOMIC_ACQUIRE) && !grape__api_clock_ready())
+    return 0;
+  *t0 = grape__clock_ns();
+  return 1;
+}
+
+void grape__api_timed(grape_counters_t* c, int h, uint64_t t0) {
+  uint64_t t1 = grape__clock_ns();
+  long d = t1 >= t0 ? (long)(t1 - t0) : 0;
+  long n = __atomic_load_n(&c->api_timed[h], __ATOMIC_RELAXED);
+  if (n == 0 || d < __atomic_load_n(&c->api_min_ns[h], __ATOMIC_RELAXED))
+    __atomic_store_n(&c->api_min_ns[h], d, __ATOMIC_RELAXED);
+  if (n == 0 || d > __atomic_load_n(&c->api_max_ns[h], __ATOMIC_RELAXED))
+    __atomic_store_n(&c->api_max_ns[h], d, __ATOMIC_RELAXED);
+  __atomic_store_n(&c->api_ns[h], __atomic_load_n(&c->api_ns[h], __ATOMIC_RELAXED) + d,
+                   __ATOMIC_RELAXED);
+  __atomic_store_n(&c->api_timed[h], n + 1, __ATOMIC_RELAXED);
 }
 
 /* A thread exits: its counts join the total and its block is free for the

@@ -88,6 +88,8 @@ static void box_work(const side_t* src, const side_t* dst, const box_t* b, sim_w
   w->u.cp.dpitch = dst->pitch;
   w->u.cp.sslice = src->pitch * src->height;
   w->u.cp.dslice = dst->pitch * dst->height;
+  w->u.cp.dir = src->is_dev ? (dst->is_dev ? SIM_DIR_DTOD : SIM_DIR_DTOH)
+                            : (dst->is_dev ? SIM_DIR_HTOD : SIM_DIR_HTOH);
 }
 
 void grape__sim_copy_rows(const sim_work_t* w) {

@@ -800,6 +800,8 @@ static void write_report(void) {
   grape__sim_bound_report(&b);
   fprintf(f, "},\"pid\":%ld,\"kernels\":", (long)getpid());
   grape__sim_kstat_write(f);
+  fprintf(f, ",\"memops\":");
+  grape__sim_mstat_write(f);
   fprintf(f, ",\"kernels_executed\":%llu,\"graph_launches\":%llu,"
              "\"graph_kernel_nodes_executed\":%llu,\"exec_node_param_updates\":%llu,"
              "\"sim_host_ns\":%llu,\"sim_end_ns\":%llu,\"device_busy_ns\":%llu,"

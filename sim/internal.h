@@ -149,6 +149,9 @@ typedef struct sim_dep_s {
   uint64_t at;
 } sim_dep_t;
 
+/* A copy's direction, for the memory-operation table (0: not known). */
+enum { SIM_DIR_UNKNOWN = 0, SIM_DIR_HTOD, SIM_DIR_DTOH, SIM_DIR_DTOD, SIM_DIR_HTOH };
+
 /* One unit of stream work; also the payload of a graph node. */
 typedef struct sim_work_s {
   int kind;
@@ -170,6 +173,7 @@ typedef struct sim_work_s {
       size_t rows, depth;        /* 2-D/3-D copies (copy.c): rows per slice, slices; 0 = 1 */
       size_t spitch, dpitch;     /* bytes between rows */
       size_t sslice, dslice;     /* bytes between slices */
+      int dir;                   /* SIM_DIR_*: which memories it joins (kstats.c) */
     } cp;
     struct {
       void* dst;
@@ -380,6 +384,12 @@ uint64_t grape__sim_end_ns(void);
  * and the table as a JSON array for SIMCU_REPORT. */
 void grape__sim_kstat_add(const char* name, uint64_t ns, int from_graph);
 void grape__sim_kstat_write(FILE* f);
+/* One executed memcpy (dir: SIM_DIR_*) or memset of bytes and ns, by kind and
+ * direction (kstats.c). */
+void grape__sim_mstat_add(int is_memset, int dir, uint64_t bytes, uint64_t ns);
+void grape__sim_mstat_write(FILE* f);
+/* simcu_private.h's stats_json: the kernels, memory operations and clocks. */
+char* grape__sim_stats_json(void);
 void grape__sim_kstat_atfork_child(void);
 int grape__sim_private_table(const CUuuid* id, const void** table);
 

@@ -327,8 +327,12 @@ int grape__sim_run_work(sim_work_t* w, uint64_t* clock) {
       memmove(w->u.cp.dst, w->u.cp.src, w->u.cp.n);
     else
       grape__sim_copy_rows(w);
+    grape__sim_mstat_add(0, w->u.cp.dir,
+                         w->u.cp.n * (w->u.cp.rows ? w->u.cp.rows : 1) *
+                             (w->u.cp.depth ? w->u.cp.depth : 1), dur);
     break;
   case OP_MEMSET: {
+    grape__sim_mstat_add(1, 0, (uint64_t)w->u.ms.n * w->u.ms.esize * w->u.ms.height, dur);
     unsigned char* row = w->u.ms.dst;
     for (size_t y = 0; y < w->u.ms.height; y++, row += w->u.ms.pitch) {
       if (w->u.ms.esize == 1) {

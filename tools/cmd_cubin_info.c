@@ -19,12 +19,18 @@ typedef struct opts_s {
   const char* kernel;   /* only kernels with this mangled, demangled or base name */
   int arch;             /* only images of this SM (0 = all) */
   int json;
-  int summary;          /* images only, one line each */
+  int summary;          /* one line per arch, kind and compression */
+  int images;           /* one line per image */
 } opts_t;
+
+/* Rows of the --summary table at most: a library holds a few archs, each in
+ * a few kinds and compressions, so more means something unusual and the
+ * rest is said in one line. */
+#define SUMMARY_ROWS 32
 
 static void usage(FILE* to) {
   fprintf(to,
-          "usage: grape cubin-info FILE [--kernel NAME] [--arch SM] [--summary] [--json]\n"
+          "usage: grape cubin-info FILE [--kernel NAME] [--arch SM] [--summary|--images] [--json]\n"
           "\n"
           "Lists the kernel images (arch, kind, compression) in FILE -- a host\n"
           "executable or shared library, a fatbin, a cubin or PTX -- and each\n"
@@ -34,7 +40,9 @@ static void usage(FILE* to) {
           "  --kernel NAME  only kernels whose mangled name, demangled name or\n"
           "                 unqualified function name is NAME\n"
           "  --arch SM      only images for that SM (e.g. 90)\n"
-          "  --summary      one line per image, no kernels\n"
+          "  --summary      one line per arch, kind and compression: images, bytes,\n"
+          "                 kernels (at most 32 lines)\n"
+          "  --images       one line per image, no kernels\n"
           "  --json         one JSON object {\"images\":[...]} (docs/cubin.md)\n");
 }
 
@@ -123,6 +131,74 @@ static void print_json(const grape_fatbin_t* fb, const opts_t* o) {
   fputs("\n]}\n", f);
 }
 
+static void arch_name(const grape_image_t* img, char* out, size_t cap) {
+  snprintf(out, cap, "sm_%d%s", img->arch,
+           img->variant == 'a' ? "a" : img->variant == 'f' ? "f" : "");
+}
+
+static const char* kind_name(const grape_image_t* img) {
+  return img->kind == GRAPE_IMAGE_ELF ? "cubin" : grape_image_kind_name(img->kind);
+}
+
+typedef struct group_s {
+  char arch[16];
+  int sm;                 /* for the order: by SM, then name, kind, compression */
+  const char* kind;
+  const char* comp;
+  size_t images, bytes, kernels;
+} group_t;
+
+static int group_order(const void* a, const void* b) {
+  const group_t* x = a;
+  const group_t* y = b;
+  int c = x->sm != y->sm ? (x->sm < y->sm ? -1 : 1) : strcmp(x->arch, y->arch);
+  if (c == 0)
+    c = strcmp(x->kind, y->kind);
+  return c ? c : strcmp(x->comp, y->comp);
+}
+
+/* --summary: the wanted images grouped by arch, kind and compression. */
+static void print_groups(const grape_fatbin_t* fb, const opts_t* o) {
+  group_t g[SUMMARY_ROWS];
+  size_t ng = 0, other_images = 0;
+  for (size_t i = 0; i < grape_fatbin_count(fb); i++) {
+    const grape_image_t* img = grape_fatbin_image(fb, i);
+    if (!image_wanted(img, o))
+      continue;
+    char arch[16];
+    arch_name(img, arch, sizeof arch);
+    const char* kind = kind_name(img);
+    const char* comp = grape_compression_name(img->compression);
+    size_t k = 0;
+    while (k < ng && !(strcmp(g[k].arch, arch) == 0 && g[k].kind == kind && g[k].comp == comp))
+      k++;
+    if (k == ng) {
+      if (ng == SUMMARY_ROWS) {
+        other_images++;
+        continue;
+      }
+      memset(&g[ng], 0, sizeof(g[ng]));
+      snprintf(g[ng].arch, sizeof g[ng].arch, "%s", arch);
+      g[ng].sm = img->arch;
+      g[ng].kind = kind;
+      g[ng].comp = comp;
+      ng++;
+    }
+    g[k].images++;
+    g[k].bytes += img->size;
+    for (uint32_t j = 0; j < img->nkernels; j++)
+      g[k].kernels += kernel_matches(&img->kernels[j], o->kernel);
+  }
+  qsort(g, ng, sizeof(g[0]), group_order);
+  printf("\n  arch     kind   compression   images         bytes  kernels\n");
+  for (size_t k = 0; k < ng; k++)
+    printf("  %-7s  %-5s  %-11s  %6zu  %12zu  %7zu\n", g[k].arch, g[k].kind, g[k].comp,
+           g[k].images, g[k].bytes, g[k].kernels);
+  if (other_images)
+    printf("  ... %zu more images in other groups\n", other_images);
+  printf("('--images' lists every image, and no flag every kernel)\n");
+}
+
 static void print_text(const grape_fatbin_t* fb, const opts_t* o) {
   size_t nimg = grape_fatbin_count(fb), shown = 0, kernels = 0, elf = 0, lto = 0;
   char lto_s[48];
@@ -144,7 +220,11 @@ static void print_text(const grape_fatbin_t* fb, const opts_t* o) {
     printf("; %zu image%s and %zu kernel%s match", shown, shown == 1 ? "" : "s", kernels,
            kernels == 1 ? "" : "s");
   printf("\n");
-  if (shown && o->summary)
+  if (shown && o->summary) {
+    print_groups(fb, o);
+    return;
+  }
+  if (shown && o->images)
     printf("\n  image  arch     kind   compression       bytes  kernels\n");
   for (size_t i = 0; i < nimg; i++) {
     const grape_image_t* img = grape_fatbin_image(fb, i);
@@ -154,7 +234,7 @@ static void print_text(const grape_fatbin_t* fb, const opts_t* o) {
     snprintf(arch, sizeof arch, "sm_%d%s", img->arch,
              img->variant == 'a' ? "a" : img->variant == 'f' ? "f" : "");
     const char* kind = img->kind == GRAPE_IMAGE_ELF ? "cubin" : grape_image_kind_name(img->kind);
-    if (o->summary) {
+    if (o->images) {
       printf("  %5zu  %-7s  %-5s  %-11s  %10zu  %7u\n", i, arch, kind,
              grape_compression_name(img->compression), img->size, img->nkernels);
       continue;
@@ -199,6 +279,8 @@ int cmd_cubin_info(int argc, char** argv) {
       o.json = 1;
     } else if (strcmp(argv[i], "--summary") == 0) {
       o.summary = 1;
+    } else if (strcmp(argv[i], "--images") == 0) {
+      o.images = 1;
     } else if (strcmp(argv[i], "--kernel") == 0 && i + 1 < argc) {
       o.kernel = argv[++i];
     } else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) {
@@ -222,6 +304,10 @@ int cmd_cubin_info(int argc, char** argv) {
   }
   if (o.path == NULL) {
     usage(stderr);
+    return 2;
+  }
+  if (o.summary && o.images) {
+    fprintf(stderr, "grape: error: cubin-info: --summary and --images are two views; give one\n");
     return 2;
   }
   grape_fatbin_t* fb;

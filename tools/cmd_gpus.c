@@ -23,13 +23,22 @@ static void print_json(void) {
     grape__json_put_str(stdout, g->name);
     printf(",\"arch\":");
     grape__json_put_str(stdout, g->arch);
-    printf(",\"sm_count\":%d,\"clock_mhz\":%d,\"mem_bw_gbs\":%.17g,\"l2_mb\":%.17g,\"mem_gb\":%.17g,"
-           "\"fp32_tflops\":%.17g,\"fp16_tflops\":%.17g,\"bf16_tflops\":%.17g,\"tf32_tflops\":%.17g,"
-           "\"regs_per_sm\":%d,\"smem_per_sm_kb\":%d,\"smem_per_block_kb\":%d,"
+    printf(",\"sm_count\":%d,\"clock_mhz\":%d", g->sm_count, g->clock_mhz);
+    const struct {
+      const char* key;
+      double v;
+    } nums[] = {{"mem_bw_gbs", g->mem_bw_gbs},   {"l2_mb", g->l2_mb},
+                {"mem_gb", g->mem_gb},           {"fp32_tflops", g->fp32_tflops},
+                {"fp16_tflops", g->fp16_tflops}, {"bf16_tflops", g->bf16_tflops},
+                {"tf32_tflops", g->tf32_tflops}};
+    for (size_t k = 0; k < sizeof(nums) / sizeof(nums[0]); k++) {
+      printf(",\"%s\":", nums[k].key);
+      grape__json_put_num(stdout, nums[k].v);   /* shortest form that reads back the same */
+    }
+    printf(",\"regs_per_sm\":%d,\"smem_per_sm_kb\":%d,\"smem_per_block_kb\":%d,"
            "\"max_threads_per_sm\":%d,\"max_blocks_per_sm\":%d,\"source\":",
-           g->sm_count, g->clock_mhz, g->mem_bw_gbs, g->l2_mb, g->mem_gb, g->fp32_tflops,
-           g->fp16_tflops, g->bf16_tflops, g->tf32_tflops, g->regs_per_sm, g->smem_per_sm_kb,
-           g->smem_per_block_kb, g->max_threads_per_sm, g->max_blocks_per_sm);
+           g->regs_per_sm, g->smem_per_sm_kb, g->smem_per_block_kb, g->max_threads_per_sm,
+           g->max_blocks_per_sm);
     grape__json_put_str(stdout, g->source);
     printf("}");
   }

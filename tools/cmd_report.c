@@ -1,9 +1,10 @@
 /* grape report: the summary of report files a job left behind, e.g. one per
  * rank of a job that a launcher (srun, mpirun, torchrun) started without
  * `grape run`: totals, a line per process and per rank, the busiest process's
- * paths and the kernel table (text, or CSV for a spreadsheet). The sim's
- * SIMCU_REPORT files may be given too: the kernel table then has simulated
- * times. Nothing here runs the job. */
+ * paths, the kernel table and the statistics tables of stats.c (text, or
+ * one table as CSV for a spreadsheet). Reports keep their simulated times;
+ * the sim's SIMCU_REPORT files may be given too, for reports that do not.
+ * Nothing here runs the job. */
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
@@ -15,20 +16,25 @@
 
 #include "commands.h"
 #include "locate.h"
+#include "stats.h"
 #include "summary.h"
 
 static void usage(FILE* to) {
   fprintf(to,
-          "usage: grape report [--sort KEY] [--top N] [--csv] [--timings CSV]... [-o FILE]\n"
-          "                    REPORT|FOLDER...\n\n"
+          "usage: grape report [--sort KEY] [--top N] [--csv [--table T]] [--timings CSV]...\n"
+          "                    [-o FILE] REPORT|FOLDER...\n\n"
           "Merges the exit reports (GRAPE_REPORT) of a job's processes, e.g. one per rank,\n"
           "and prints one summary: totals, a line per process and per rank, the busiest\n"
-          "process's paths, and the kernels with their calls and times. A FOLDER stands\n"
-          "for every .json file in it. SIMCU_REPORT files of the simulated device (paired\n"
-          "with the reports by pid) give the kernels' simulated times.\n\n"
+          "process's paths, the kernels with their calls and times (total, avg, med, min,\n"
+          "max, stddev), the CUDA API calls with their host time, the memory operations by\n"
+          "kind and direction, and every process's paths. A FOLDER stands for every .json\n"
+          "file in it. Simulated times are kept in the reports themselves; SIMCU_REPORT\n"
+          "files of the simulated device (paired with the reports by pid) fill them in for\n"
+          "reports that lack them.\n\n"
           "  --sort KEY   kernel order: time (default), calls, name, predicted\n"
           "  --top N      kernel rows in the text (default 20; -1 = all)\n"
-          "  --csv        the whole kernel table as CSV instead of the summary\n"
+          "  --csv        one whole table as CSV instead of the summary (--format csv)\n"
+          "  --table T    which: kernels (default), api, memops, paths\n"
           "  --timings CSV  measured kernel times of 'grape replay --time -o CSV': each\n"
           "               kernel's mean time per launch joins the table (meas(us))\n"
           "  -o FILE      write to FILE instead of stdout\n");
@@ -63,13 +69,16 @@ static int add_arg(summary_t* s, const char* arg) {
 }
 
 int cmd_report(int argc, char** argv) {
-  summary_opts_t so = {stdout, "", 0, 20, SORT_TIME};
+  summary_opts_t so = {stdout, "", 0, 20, SORT_TIME, 0};
   int csv = 0, ntimings = 0;
+  stats_table_t table = STATS_KERNELS;
   const char* timings[64];
   const char* out = NULL;
   static const struct option longs[] = {{"sort", required_argument, NULL, 's'},
                                         {"top", required_argument, NULL, 't'},
                                         {"csv", no_argument, NULL, 'c'},
+                                        {"format", required_argument, NULL, 'f'},
+                                        {"table", required_argument, NULL, 'b'},
                                         {"timings", required_argument, NULL, 'T'},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
@@ -80,6 +89,19 @@ int cmd_report(int argc, char** argv) {
     switch (c) {
     case 'h': usage(stdout); return 0;
     case 'c': csv = 1; break;
+    case 'f':
+      if (strcmp(optarg, "csv") != 0 && strcmp(optarg, "text") != 0) {
+        fprintf(stderr, "grape report: --format must be text or csv\n");
+        return 2;
+      }
+      csv = strcmp(optarg, "csv") == 0;
+      break;
+    case 'b':
+      if (stats_table_parse(optarg, &table) != 0) {
+        fprintf(stderr, "grape report: --table must be kernels, api, memops or paths\n");
+        return 2;
+      }
+      break;
     case 'o': out = optarg; break;
     case 'T':
       if (ntimings == (int)(sizeof(timings) / sizeof(timings[0]))) {
@@ -133,10 +155,12 @@ int cmd_report(int argc, char** argv) {
     return 1;
   }
   so.to = to;
-  if (csv)
-    rc |= summary_kernels_csv(&s, to, so.sort) != 0;
-  else
+  if (csv) {
+    rc |= stats_csv(&s, to, table, so.sort) != 0;
+  } else {
     summary_print(&s, &so);
+    stats_print(&s, to, so.prefix);
+  }
   if (to != stdout && fclose(to) != 0) {
     fprintf(stderr, "grape report: -o %s: %s\n", out, strerror(errno));
     rc = 1;

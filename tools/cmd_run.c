@@ -31,11 +31,14 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "grape/predict.h"
 #include "interpose/options.h"
 #include "interpose/outfile.h"
 #include "json.h"
 #include "locate.h"
+#include "stats.h"
 #include "summary.h"
+#include "util/mkdirs.h"
 
 static void usage(FILE* to) {
   fprintf(to,
@@ -53,12 +56,14 @@ static void usage(FILE* to) {
           "                      NAME in the report and the summary ('grape gpus' lists them)\n"
           "  --device D          auto (default): the real driver when it loads and reports a\n"
           "                      device, else the simulated device; cuda; sim\n"
-          "  --sim-kernels K      on the simulated device, kernels without a CPU body (a\n"
+          "  --sim-kernels K     on the simulated device, kernels without a CPU body (a\n"
           "                      framework's): fail (bodies, the default) or run timed, not\n"
           "                      computed (timed: SIMCU_KERNELS=timed, sim/README.md)\n"
           "  --kernels N         rows of the kernel table (default 10; 0 = none, -1 = all)\n"
           "  --sort KEY          order of the kernel table: time (default), calls, name, predicted\n"
           "  --kernels-csv FILE  write the whole kernel table as CSV\n"
+          "  --stats             add the tables of 'grape report': CUDA API calls with their\n"
+          "                      host time, memory operations, paths\n"
           "  --compare           run COMMAND twice: first with GRAPE_MODE=off (its output\n"
           "                      discarded), then as asked; print graph mode's effect on\n"
           "                      the run's simulated time (on the sim) or wall time\n\n"
@@ -159,8 +164,14 @@ static int output_env(grape_option_t o, const char* flag, const char* value) {
    * The name is expanded as grape run's own; escapes in a folder name may
    * differ per process. */
   char path[PATH_MAX], why[PATH_MAX + 128];
-  if (flag != NULL && strcmp(abs, "stderr") != 0 && grape__outfile_name(abs, path, sizeof(path)) == 0 &&
-      grape__outfile_writable(path, why, sizeof(why)) != 0) {
+  const char* slash = strrchr(abs, '/');
+  int folder_escaped = slash != NULL && memchr(abs, '%', (size_t)(slash - abs)) != NULL;
+  /* Its folders are made here when the name fixes them (run/r.%p.json); a
+   * folder with escapes (run/rank%r/) differs per process, and each
+   * process's shim makes its own and warns if it cannot. */
+  if (flag != NULL && !folder_escaped && strcmp(abs, "stderr") != 0 &&
+      grape__outfile_name(abs, path, sizeof(path)) == 0 &&
+      (grape__mkdirs_for(path), grape__outfile_writable(path, why, sizeof(why)) != 0)) {
     fprintf(stderr, "grape run: error: %s %s: cannot write %s (%s)\n", flag ? flag : env, value, path,
             why);
     return 2;
@@ -287,7 +298,7 @@ static int spawn(char** cmd, int quiet, int* st, double* ms) {
 }
 
 enum { OPT_MODE = 256, OPT_REPORT, OPT_TRACE, OPT_LOG, OPT_DEVICE, OPT_PREDICT, OPT_FORCE,
-       OPT_KERNELS, OPT_SORT, OPT_CSV, OPT_COMPARE, OPT_SIM_KERNELS };
+       OPT_KERNELS, OPT_SORT, OPT_CSV, OPT_COMPARE, OPT_SIM_KERNELS, OPT_STATS };
 
 int cmd_run(int argc, char** argv) {
   const char* mode = NULL;
@@ -298,8 +309,8 @@ int cmd_run(int argc, char** argv) {
   const char* device = "auto";
   const char* csv = NULL;
   const char* sim_kernels = "bodies";
-  int force = 0, compare = 0;
-  summary_opts_t so = {stderr, "grape: ", 0, 10, SORT_TIME};
+  int force = 0, compare = 0, stats = 0;
+  summary_opts_t so = {stderr, "grape: ", 0, 10, SORT_TIME, 0};
   static const struct option longs[] = {
       {"mode", required_argument, NULL, OPT_MODE},
       {"report", required_argument, NULL, OPT_REPORT},
@@ -313,6 +324,7 @@ int cmd_run(int argc, char** argv) {
       {"kernels-csv", required_argument, NULL, OPT_CSV},
       {"compare", no_argument, NULL, OPT_COMPARE},
       {"sim-kernels", required_argument, NULL, OPT_SIM_KERNELS},
+      {"stats", no_argument, NULL, OPT_STATS},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   optind = 0;   /* "+": stop at the command, whose own options are its own */
@@ -329,6 +341,7 @@ int cmd_run(int argc, char** argv) {
     case OPT_PREDICT: predict_gpu = optarg; break;
     case OPT_FORCE: force = 1; break;
     case OPT_COMPARE: compare = 1; break;
+    case OPT_STATS: stats = 1; break;
     case OPT_CSV: csv = optarg; break;
     case OPT_SIM_KERNELS: sim_kernels = optarg; break;
     case OPT_KERNELS:
@@ -370,6 +383,13 @@ int cmd_run(int argc, char** argv) {
     int len;
     const char* words = grape__option_accepted(grape_option_log, &len);
     fprintf(stderr, "grape run: --log must be one of %.*s\n", len, words);
+    return 2;
+  }
+  /* An unknown GPU is refused now: the shim would say so only after the
+   * whole run. */
+  if (predict_gpu != NULL && grape_gpu_find(predict_gpu) == NULL) {
+    fprintf(stderr, "grape run: --predict-gpu: unknown GPU '%s'; the known ones:\n", predict_gpu);
+    grape_gpu_list(stderr);
     return 2;
   }
   if (strcmp(device, "auto") && strcmp(device, "cuda") && strcmp(device, "sim")) {
@@ -420,6 +440,15 @@ int cmd_run(int argc, char** argv) {
     }
     if (strcmp(device, "auto") == 0)
       fprintf(stderr, "grape: no CUDA device found; running on the simulated device (%s)\n", simdir);
+    /* Every library of the sim goes on the path: a build tree keeps its
+     * cuBLAS stand-ins in cublas/ (a program linked to cuBLAS would load
+     * NVIDIA's, which finds no device); an install has them beside libcuda. */
+    char cublas[PATH_MAX];
+    if (grape__path_join(cublas, sizeof(cublas), simdir, "cublas/libcublas.so.13") == 0 &&
+        grape__path_exists(cublas)) {
+      cublas[strlen(cublas) - strlen("/libcublas.so.13")] = '\0';
+      prepend_env("LD_LIBRARY_PATH", cublas);
+    }
     prepend_env("LD_LIBRARY_PATH", simdir);
     if (timed)   /* the sim's word for the mode, beside any body libraries already named */
       prepend_env("SIMCU_KERNELS", "timed");
@@ -532,8 +561,17 @@ int cmd_run(int argc, char** argv) {
   if (passed_on)
     sum.interrupted = signame;
   so.on_sim = use_sim;
+  /* How the command ended comes first: a failed command must not read like a
+   * run that merely launched no kernels. */
+  if (WIFEXITED(st) && rc != 0 && rc != 127)
+    fprintf(stderr, "grape: the command exited with status %d\n", rc);
+  else if (WIFSIGNALED(st) && !passed_on)
+    fprintf(stderr, "grape: the command was killed by %s\n", signame);
+  so.command_failed = rc != 0;
   if (sum.n > 0) {
     summary_print(&sum, &so);
+    if (stats)
+      stats_print(&sum, stderr, so.prefix);
     print_files(&sum, "report_file", "report");
     print_files(&sum, "trace_file", "trace");
   } else if (WIFSIGNALED(st)) {

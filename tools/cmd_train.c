@@ -294,6 +294,7 @@ typedef struct ctx_s {
   int quiet;
   int files;
   int sim_files;          /* files with rows of the simulated device */
+  char sim_first[4096];   /* the first of them */
 } ctx_t;
 
 static int add_path(ctx_t* c, const char* path) {
@@ -341,8 +342,8 @@ static int add_path(ctx_t* c, const char* path) {
     fprintf(stderr, "grape: error: %s: %s\n", path, strerror(-err));
     return -1;
   }
-  if (c->st.simulated > sim_before)
-    c->sim_files++;
+  if (c->st.simulated > sim_before && c->sim_files++ == 0)
+    snprintf(c->sim_first, sizeof(c->sim_first), "%s", path);
   c->files++;
   return 0;
 }
@@ -415,11 +416,11 @@ int cmd_train(int argc, char** argv) {
       goto done;
   if (c.st.simulated > 0) {
     fprintf(stderr,
-            "grape: error: %zu rows (in %d files) were timed on the simulated device (Device "
-            "'NAME (simcu)'): their times are the sim's clock model, not a GPU's measurements. "
-            "Time the trace on a GPU (grape replay --time there), or pass --allow-simulated "
-            "to train on them anyway\n",
-            c.st.simulated, c.sim_files);
+            "grape: error: %zu rows (in %d files, %s%s) were timed on the simulated device "
+            "(their Device ends in \" (simcu)\"): their times are the sim's clock model, not a "
+            "GPU's measurements. Time the trace on a GPU (grape replay --time there), or pass "
+            "--allow-simulated to train on them anyway\n",
+            c.st.simulated, c.sim_files, c.sim_files > 1 ? "the first " : "", c.sim_first);
     goto done;
   }
   fprintf(stderr, "grape: %d files, %zu rows\n", c.files, grape_dataset_size(c.d));
@@ -516,6 +517,7 @@ int cmd_train(int argc, char** argv) {
       fprintf(stderr, "grape: error: %s: %s\n", out, strerror(-err));
       goto done;
     }
+    fprintf(stderr, "grape: wrote the model to %s (grape predict -m %s)\n", out, out);
   }
   rc = 0;
 done:

@@ -14,6 +14,7 @@
  * time, so that a table is never silently a mix of the two. */
 #include "summary.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -212,6 +213,32 @@ static const json_t* sim_of(const summary_t* s, const json_t* rep) {
   return NULL;
 }
 
+/* The device's times a report keeps itself ("device_times"), or NULL. */
+static const json_t* dev_times(const json_t* rep) {
+  const json_t* d = json_get(rep, "device_times");
+  return d != NULL && d->kind == JSON_OBJ ? d : NULL;
+}
+
+/* Whether a SIMCU_REPORT's process has a grape report that keeps the same
+ * times itself: they are then counted once, from the grape report. */
+static int sim_covered(const summary_t* s, const json_t* sim) {
+  double pid = num(sim, "pid");
+  for (size_t i = 0; i < s->n; i++)
+    if (num(s->rep[i], "pid") == pid && dev_times(s->rep[i]) != NULL)
+      return 1;
+  return 0;
+}
+
+/* The simulated end of the process of report rep (ms), or -1: from its own
+ * device_times, else from its SIMCU_REPORT. */
+static double sim_end_ms(const summary_t* s, const json_t* rep) {
+  const json_t* d = dev_times(rep);
+  if (d != NULL)
+    return num(d, "end_ns") / 1e6;
+  const json_t* sim = sim_of(s, rep);
+  return sim != NULL ? num(sim, "sim_end_ns") / 1e6 : -1;
+}
+
 #define COUNTER_ENUM(name, doc) K_##name,
 enum { GRAPE_REPORT_COUNTERS(COUNTER_ENUM) K_COUNT };
 #define COUNTER_NAME(name, doc) #name,
@@ -236,13 +263,17 @@ typedef struct krow_s {
   double calls;          /* recorded by the shim */
   double pred_ms;        /* predicted (GRAPE_PREDICT_GPU), count-weighted */
   double sim_calls, sim_graph_calls, sim_ns;   /* executed on the simulated device */
+  /* The spread of the simulated times, where the device gave it: */
+  double stat_calls;     /* calls with min/max/median/sum of squares */
+  double min_ns, max_ns, sumsq, med_x_calls;   /* med_x_calls: each source's median
+                                                   times its calls (merged: their mean) */
   double meas_ms;        /* measured per launch (grape replay --time), -1: none */
 } krow_t;
 
 typedef struct ktable_s {
   krow_t* v;
   size_t n, cap;
-  int have_pred, have_sim, have_meas;
+  int have_pred, have_sim, have_meas, have_stats;
 } ktable_t;
 
 static krow_t* krow(ktable_t* t, const char* name) {
@@ -263,6 +294,46 @@ static krow_t* krow(ktable_t* t, const char* name) {
   return &t->v[t->n++];
 }
 
+/* The "kernels" of the simulated device's statistics (a SIMCU_REPORT, or a
+ * report's device_times): mangled names, demangled as the shim names them. */
+static void ktable_add_sim(ktable_t* t, const json_t* from) {
+  const json_t* ks = json_get(from, "kernels");
+  for (const json_t* k = ks ? ks->child : NULL; k; k = k->next) {
+    const char* mangled = json_str(json_get(k, "name"));
+    if (mangled == NULL)
+      continue;
+    char* name = grape_demangle(mangled);
+    krow_t* r = krow(t, name ? name : mangled);
+    free(name);
+    if (r == NULL)
+      continue;
+    double calls = num(k, "calls");
+    r->sim_calls += calls;
+    r->sim_graph_calls += num(k, "graph_calls");
+    r->sim_ns += num(k, "ns");
+    t->have_sim = 1;
+    const json_t* med = json_get(k, "med_ns");
+    if (med == NULL || med->kind != JSON_NUM || calls <= 0)
+      continue;
+    double lo = num(k, "min_ns"), hi = num(k, "max_ns");
+    r->min_ns = r->stat_calls == 0 || lo < r->min_ns ? lo : r->min_ns;
+    r->max_ns = r->stat_calls == 0 || hi > r->max_ns ? hi : r->max_ns;
+    r->sumsq += num(k, "sumsq_ns2");
+    r->med_x_calls += med->num * calls;
+    r->stat_calls += calls;
+    t->have_stats = 1;
+  }
+}
+
+/* A row's standard deviation (ns) from its sums, 0 without them. */
+static double row_stddev_ns(const krow_t* r) {
+  if (r->stat_calls < 2)
+    return 0;
+  double mean = r->sim_ns / r->sim_calls;
+  double var = r->sumsq / r->stat_calls - mean * mean;
+  return var > 0 ? sqrt(var * r->stat_calls / (r->stat_calls - 1)) : 0;
+}
+
 static void ktable_build(const summary_t* s, ktable_t* t) {
   memset(t, 0, sizeof(*t));
   for (size_t i = 0; i < s->n; i++) {
@@ -280,23 +351,15 @@ static void ktable_build(const summary_t* s, ktable_t* t) {
       }
     }
   }
-  for (size_t i = 0; i < s->nsim; i++) {
-    const json_t* ks = json_get(s->sim[i], "kernels");
-    for (const json_t* k = ks ? ks->child : NULL; k; k = k->next) {
-      const char* mangled = json_str(json_get(k, "name"));
-      if (mangled == NULL)
-        continue;
-      char* name = grape_demangle(mangled);   /* as the shim names kernels */
-      krow_t* r = krow(t, name ? name : mangled);
-      free(name);
-      if (r == NULL)
-        continue;
-      r->sim_calls += num(k, "calls");
-      r->sim_graph_calls += num(k, "graph_calls");
-      r->sim_ns += num(k, "ns");
-      t->have_sim = 1;
-    }
-  }
+  /* Simulated times: those a report keeps itself, and SIMCU_REPORT files of
+   * processes whose report does not (an older shim, or the sim's report
+   * given alone). */
+  for (size_t i = 0; i < s->n; i++)
+    if (dev_times(s->rep[i]) != NULL)
+      ktable_add_sim(t, dev_times(s->rep[i]));
+  for (size_t i = 0; i < s->nsim; i++)
+    if (!sim_covered(s, s->sim[i]))
+      ktable_add_sim(t, s->sim[i]);
   /* Measured times are per launch: they join kernels the reports name (a
    * timings file alone also makes rows). */
   for (size_t i = 0; i < s->nmeas; i++) {
@@ -379,8 +442,10 @@ static void ktable_print(const summary_t* s, const summary_opts_t* o) {
                      : t.have_meas ? "measured time per launch (grape replay --time) x calls"
                                    : "calls only: no simulated, predicted or measured times";
   fprintf(o->to, "%skernels (%s):\n", o->prefix, what);
-  fprintf(o->to, "%s  %7s %11s %9s %10s %7s", o->prefix, "time(%)", "total(ms)", "calls", "avg(us)",
-          "graph%");
+  fprintf(o->to, "%s  %7s %11s %9s %10s", o->prefix, "time(%)", "total(ms)", "calls", "avg(us)");
+  if (t.have_stats)
+    fprintf(o->to, " %10s %10s %10s %10s", "med(us)", "min(us)", "max(us)", "stddev(us)");
+  fprintf(o->to, " %7s", "graph%");
   if (t.have_sim && t.have_pred)
     fprintf(o->to, " %9s", "pred(ms)");
   if (t.have_meas)
@@ -392,6 +457,11 @@ static void ktable_print(const summary_t* s, const summary_opts_t* o) {
     double ms = row_ms(&t, r), calls = row_calls(&t, r);
     fprintf(o->to, "%s  %7.1f %11.3f %9.0f %10.2f", o->prefix, total > 0 ? 100 * ms / total : 0.0,
             ms, calls, calls > 0 ? 1000 * ms / calls : 0.0);
+    if (t.have_stats && r->stat_calls > 0)
+      fprintf(o->to, " %10.2f %10.2f %10.2f %10.2f", r->med_x_calls / r->stat_calls / 1e3,
+              r->min_ns / 1e3, r->max_ns / 1e3, row_stddev_ns(r) / 1e3);
+    else if (t.have_stats)
+      fprintf(o->to, " %10s %10s %10s %10s", "-", "-", "-", "-");
     if (t.have_sim && r->sim_calls > 0)
       fprintf(o->to, " %7.1f", 100 * r->sim_graph_calls / r->sim_calls);
     else
@@ -415,7 +485,7 @@ int summary_kernels_csv(const summary_t* s, FILE* to, summary_sort_t sort) {
   ktable_build(s, &t);
   ktable_sort(&t, sort);
   fprintf(to, "name,calls,sim_calls,sim_graph_calls,sim_total_ms,sim_avg_us,predicted_total_ms,"
-              "measured_avg_us\n");
+              "measured_avg_us,sim_med_us,sim_min_us,sim_max_us,sim_stddev_us\n");
   for (size_t i = 0; i < t.n; i++) {
     const krow_t* r = &t.v[i];
     grape__csv_put_str(to, r->name);
@@ -430,9 +500,14 @@ int summary_kernels_csv(const summary_t* s, FILE* to, summary_sort_t sort) {
     else
       fprintf(to, ",");
     if (r->meas_ms >= 0)
-      fprintf(to, ",%.3f\n", r->meas_ms * 1000);
+      fprintf(to, ",%.3f", r->meas_ms * 1000);
     else
-      fprintf(to, ",\n");
+      fprintf(to, ",");
+    if (r->stat_calls > 0)
+      fprintf(to, ",%.3f,%.3f,%.3f,%.3f\n", r->med_x_calls / r->stat_calls / 1e3, r->min_ns / 1e3,
+              r->max_ns / 1e3, row_stddev_ns(r) / 1e3);
+    else
+      fprintf(to, ",,,,\n");
   }
   ktable_free(&t);
   return ferror(to) ? -1 : 0;
@@ -462,8 +537,13 @@ static void print_paths(const json_t* rep, const summary_opts_t* o) {
     const char* way = json_str(json_get(t, "ran_as"));
     if (way != NULL) {
       const char* why = json_str(json_get(t, "why"));
-      fprintf(to, "  [%s%s%s; its graph key: %.0f hits]", way, why ? ": " : "", why ? why : "",
-              num(t, "graph_hits"));
+      const json_t* hits = json_get(t, "hits");   /* the path's own (format 2 adds it) */
+      if (hits != NULL && hits->kind == JSON_NUM)
+        fprintf(to, "  [%s%s%s; %.0f of its %.0f runs replayed]", way, why ? ": " : "",
+                why ? why : "", hits->num, num(t, "count"));
+      else
+        fprintf(to, "  [%s%s%s; its graph key: %.0f hits]", way, why ? ": " : "", why ? why : "",
+                num(t, "graph_hits"));
     }
     fputc('\n', to);
   }
@@ -505,6 +585,87 @@ static void print_predicted(const summary_t* s, const summary_opts_t* o) {
   fputc('\n', o->to);
 }
 
+/* Graph mode's verdicts over every path of every process (the reports'
+ * "verdicts"): how many paths ran as graphs and how many eagerly, and why. */
+static void print_verdicts(const summary_t* s, const summary_opts_t* o) {
+  struct {
+    int graph;
+    const char* why;
+    double paths, count, hits;
+  } v[32];
+  size_t n = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    const json_t* vs = json_get(s->rep[i], "verdicts");
+    for (const json_t* e = vs ? vs->child : NULL; e; e = e->next) {
+      const char* way = json_str(json_get(e, "ran_as"));
+      const char* why = json_str(json_get(e, "why"));
+      if (way == NULL || why == NULL)
+        continue;
+      int graph = strcmp(way, "graph") == 0;
+      size_t k = 0;
+      while (k < n && !(v[k].graph == graph && strcmp(v[k].why, why) == 0))
+        k++;
+      if (k == n) {
+        if (n == sizeof(v) / sizeof(v[0]))
+          continue;
+        v[n].graph = graph, v[n].why = why, v[n].paths = v[n].count = v[n].hits = 0;
+        n++;
+      }
+      v[k].paths += num(e, "paths");
+      v[k].count += num(e, "count");
+      v[k].hits += num(e, "hits");
+    }
+  }
+  if (n == 0)
+    return;
+  fprintf(o->to, "%sgraph mode's verdicts:", o->prefix);
+  for (int graph = 1; graph >= 0; graph--)
+    for (size_t k = 0; k < n; k++)
+      if (v[k].graph == graph)
+        fprintf(o->to, "%s %.0f path%s %s (%.0f runs%s%.0f replayed): %s", k || !graph ? ";" : "",
+                v[k].paths, v[k].paths == 1 ? "" : "s", graph ? "kept as graphs" : "eager",
+                v[k].count, graph ? ", " : ", ", v[k].hits, v[k].why);
+  fputc('\n', o->to);
+}
+
+/* Concurrency plans (GRAPE_CONCURRENCY=safe), added up over the processes:
+ * built, kept, reverted, launched, and the device time they gained or lost
+ * against the chain: each timed plan launch against its own segment's
+ * measured chain time ("gain_ns"), scaled to every plan launch. */
+static void print_concurrency(const summary_t* s, const summary_opts_t* o) {
+  double built = 0, kept = 0, reverted = 0, launches = 0, fallbacks = 0, gain_ms = 0, timed = 0;
+  int safe = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    const json_t* c = json_get(s->rep[i], "concurrency");
+    if (c == NULL || c->kind != JSON_OBJ)
+      continue;
+    const char* m = json_str(json_get(c, "mode"));
+    safe |= m != NULL && strcmp(m, "safe") == 0;
+    built += num(c, "plans_built");
+    kept += num(c, "plans_kept");
+    reverted += num(c, "plans_reverted");
+    launches += num(c, "plan_launches");
+    fallbacks += num(c, "plan_fallbacks");
+    double n = num(c, "timed_gain");
+    if (n > 0) {
+      gain_ms += num(c, "gain_ns") / n * num(c, "plan_launches") / 1e6;
+      timed += n;
+    }
+  }
+  if (!safe && built == 0)
+    return;
+  fprintf(o->to, "%sconcurrency%s: %.0f plans built, %.0f kept, %.0f reverted; %.0f plan launches "
+                 "(%.0f fell back to the chain)", o->prefix, safe ? " (safe)" : "", built, kept,
+          reverted, launches, fallbacks);
+  if (timed > 0)
+    fprintf(o->to, "; against their segments' chains the plans %s about %.3f ms of device time "
+                   "(%.0f launches timed)", gain_ms >= 0 ? "gained" : "lost",
+            gain_ms >= 0 ? gain_ms : -gain_ms, timed);
+  else
+    fprintf(o->to, "; no plan launch was timed: nothing measured against the chain");
+  fputc('\n', o->to);
+}
+
 /* One process's line. */
 static void print_process(const summary_t* s, const json_t* rep, const summary_opts_t* o) {
   const char* cmd = json_str(json_get(rep, "command"));
@@ -515,9 +676,9 @@ static void print_process(const summary_t* s, const json_t* rep, const summary_o
           num(rep, "regions"));
   if (num(rep, "graph_hits") > 0)
     fprintf(o->to, ", %.0f graph hits", num(rep, "graph_hits"));
-  const json_t* sim = sim_of(s, rep);
-  if (sim != NULL)
-    fprintf(o->to, ", %.3f ms simulated", num(sim, "sim_end_ns") / 1e6);
+  double end = sim_end_ms(s, rep);
+  if (end >= 0)
+    fprintf(o->to, ", %.3f ms simulated", end);
   const char* sig = json_str(json_get(rep, "signal"));
   if (sig != NULL)
     fprintf(o->to, "; interrupted by %s", sig);
@@ -559,9 +720,8 @@ static void print_ranks(const summary_t* s, const summary_opts_t* o) {
       launches += num(rep, "launches");
       regions += num(rep, "regions");
       hits += num(rep, "graph_hits");
-      const json_t* sim = sim_of(s, rep);
-      if (sim != NULL) {
-        double ms = num(sim, "sim_end_ns") / 1e6;
+      double ms = sim_end_ms(s, rep);
+      if (ms >= 0) {
         sim_ms = ms > sim_ms ? ms : sim_ms;
         with_sim = 1;
       }
@@ -621,9 +781,13 @@ void summary_print(const summary_t* s, const summary_opts_t* o) {
           tot[K_paths], tot[K_ops]);
   if (mode != NULL && strcmp(mode, "graph") == 0)
     fprintf(to, "%sgraph replay: %.0f hits, %.0f eager regions of built keys, %.0f graphs built, "
-                "%.0f node updates; %.0f driver submissions for %.0f ops\n",
+                "%.0f node updates; %.0f driver submissions (ops submitted one by one, graph "
+                "launches and node updates) for %.0f ops\n",
             o->prefix, tot[K_graph_hits], tot[K_graph_misses], tot[K_graphs_built],
             tot[K_node_updates], tot[K_submission_calls], tot[K_ops]);
+  if (mode != NULL && strcmp(mode, "graph") == 0)
+    print_verdicts(s, o);
+  print_concurrency(s, o);
   for (size_t i = 0; i < s->n && mode != NULL && strcmp(mode, "graph") == 0; i++) {
     const json_t* b = json_get(s->rep[i], "builder");
     const json_t* where = b != NULL ? json_get(b, "where") : NULL;
@@ -649,16 +813,27 @@ void summary_print(const summary_t* s, const summary_opts_t* o) {
                   "straight to the driver\n",
               o->prefix, num(s->rep[i], "pid"), num(led, "stood_down_at_op"), down->str);
   }
-  if (s->nsim > 0) {
-    double end = 0, host = 0;
-    for (size_t i = 0; i < s->nsim; i++) {
-      double e = num(s->sim[i], "sim_end_ns");
-      end = e > end ? e : end;
-      host += num(s->sim[i], "sim_host_ns");
-    }
-    fprintf(to, "%ssimulated time: %.3f ms end to end (the longest process), %.3f ms of host time "
-                "in API calls\n", o->prefix, end / 1e6, host / 1e6);
+  double sim_end = 0, sim_host = 0;
+  int any_sim = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    const json_t* d = dev_times(s->rep[i]);
+    if (d == NULL)
+      continue;
+    any_sim = 1;
+    sim_end = num(d, "end_ns") > sim_end ? num(d, "end_ns") : sim_end;
+    sim_host += num(d, "host_ns");
   }
+  for (size_t i = 0; i < s->nsim; i++) {
+    if (sim_covered(s, s->sim[i]))
+      continue;
+    any_sim = 1;
+    double e = num(s->sim[i], "sim_end_ns");
+    sim_end = e > sim_end ? e : sim_end;
+    sim_host += num(s->sim[i], "sim_host_ns");
+  }
+  if (any_sim)
+    fprintf(to, "%ssimulated time: %.3f ms end to end (the longest process), %.3f ms of host time "
+                "in API calls\n", o->prefix, sim_end / 1e6, sim_host / 1e6);
   if (busiest != NULL && did_cuda(busiest)) {
     if (cuda_procs > 1)
       fprintf(to, "%spaths of pid %.0f, the busiest:\n", o->prefix, num(busiest, "pid"));
@@ -667,7 +842,7 @@ void summary_print(const summary_t* s, const summary_opts_t* o) {
   print_predicted(s, o);
   if (o->kernel_rows != 0)
     ktable_print(s, o);
-  if (o->on_sim && tot[K_launches] == 0 && tot[K_launches_captured] == 0)
+  if (o->on_sim && !o->command_failed && tot[K_launches] == 0 && tot[K_launches_captured] == 0)
     fprintf(to, "%sthe command ran no kernels on the simulated device, which runs only "
                 "programs built against it (nvcc -cudart shared, with CPU bodies for their "
                 "kernels: sim/README.md). Kernels built for GPUs alone, such as PyTorch's, "

@@ -44,6 +44,8 @@ typedef struct summary_opts_s {
   int on_sim;              /* the command ran on the simulated device */
   int kernel_rows;         /* rows of the kernel table; 0 = none, -1 = all */
   summary_sort_t sort;
+  int command_failed;      /* the command exited non-zero or by a signal (said already):
+                              no hint that it ran no kernels */
 } summary_opts_t;
 
 /* Prints the summary of every report in s. */

@@ -12,6 +12,7 @@
 #define GRAPE_UTIL_JSON_STR_H
 
 #include <stdio.h>
+#include <stdlib.h>
 
 /* Length of the valid UTF-8 sequence at s (2-4), or 0 (RFC 3629: no
  * overlong forms, no surrogates, nothing above U+10FFFF). */
@@ -44,6 +45,27 @@ static inline void grape__json_put_str(FILE* f, const char* s) {
     p += n > 0 ? n : 1;
   }
   fputc('"', f);
+}
+
+/* Writes v to f as a JSON number in the fewest digits that read back as
+ * the same double (5.699, not 5.6989999999999998), as Python's repr and
+ * JavaScript do; a value JSON cannot hold (inf, nan) as null. */
+static inline void grape__json_put_num(FILE* f, double v) {
+  char buf[32];
+  if (v != v || v - v != 0) {
+    fputs("null", f);
+    return;
+  }
+  if (v == (double)(long long)v && v > -1e15 && v < 1e15) {
+    fprintf(f, "%lld", (long long)v);   /* 320, not %g's 3.2e+02 */
+    return;
+  }
+  for (int digits = 1; digits <= 17; digits++) {
+    snprintf(buf, sizeof(buf), "%.*g", digits, v);
+    if (strtod(buf, NULL) == v)
+      break;
+  }
+  fputs(buf, f);
 }
 
 #endif

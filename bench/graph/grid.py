@@ -112,7 +112,8 @@ def tables(results):
                    f"slower than eager; worst {worst['graph_ns'] / worst['eager_ns']:.3f} at "
                    f"--iters {worst['iters']}, {us(worst['kernel_ns'])} us kernels, HOST_NS "
                    f"{worst['host_ns']} ({worst['built']} graphs built, {worst['hits']} hits of "
-                   f"{worst['regions']} regions)\n")
+                   f"{worst['regions']} regions); {sum(r['hits'] for r in rs)} graph hits over "
+                   f"all {len(rs)}\n")
     if bad:
         out.append(f"**{len(bad)} regimes changed the results:**")
         for r in bad:

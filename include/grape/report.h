@@ -23,7 +23,24 @@
  *      the program waited for, judged per window of 512 ops; two losing windows in a row and
  *      graph mode stands down: later launches and memops go straight to the driver, counted),
  *    "api_calls":{<hooked symbol>: N, ...},
- *    "predicted":{...} (GRAPE_PREDICT_GPU only), "top_paths":[...],
+ *    "api_times":{"sampled_every":16,"clock":"simulated"|"monotonic",
+ *      "calls":{<hooked symbol>:{"calls":N,"timed":N,"ns":N,"min_ns":N,"max_ns":N}, ...}}
+ *      (every call through a hook, launches included; one in sampled_every per symbol and
+ *      thread timed around the whole hook, on the sim's host clock or CLOCK_MONOTONIC;
+ *      ns sums the timed ones; min/max only where timed > 0),
+ *    "device_times":{"source":"simulated","end_ns":N,"host_ns":N,
+ *      "kernels":[{"name":"<mangled>","calls":N,"graph_calls":N,"ns":N,"min_ns":N,"max_ns":N,
+ *                  "med_ns":N,"sumsq_ns2":X}, ...],
+ *      "memops":[{"kind":"memcpy"|"memset","dir":"HtoD"|"DtoH"|"DtoD"|"HtoH"|"device",
+ *                 "count":N,"bytes":N,"ns":N}, ...]}|null
+ *      (the device's own times, kept so that a report read again has them: the
+ *      simulated device's statistics, include/grape/simcu_private.h; null on a GPU),
+ *    "concurrency":{... "gain_ns":X,"timed_gain":N} (docs/concurrency.md),
+ *    "verdicts":[{"ran_as":"graph"|"eager","why":"...","paths":N,"count":N,"hits":N}, ...]
+ *      (every path, grouped by how its key ran and why),
+ *    "predicted":{...} (GRAPE_PREDICT_GPU only),
+ *    "top_paths":[{..., "count":N, "hits":N (its own graph replays),
+ *                  "graph_hits":N (its key's, over all the key's paths), ...}],
  *    "kernels":[{"name":"...","calls":N,"predicted_ms":X (GRAPE_PREDICT_GPU only)}, ...]}
  * grape run's own copy (in GRAPE_RUN_DIR) adds "report_file": the user's file or null.
  * A reader summing several processes adds every counter. Bump

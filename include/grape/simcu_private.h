@@ -41,6 +41,15 @@ typedef struct simcu_private_s {
    * which thread made a thread; helpers are not it). Makes a helper's times
    * independent of when the OS ran it. */
   void (*host_handoff)(uint64_t t);
+  /* The device's statistics so far, as one JSON object the caller frees:
+   *   {"end_ns":N,"host_ns":N (all threads' host time in API calls),
+   *    "kernels":[{"name":"<mangled>","calls":N,"graph_calls":N,"ns":N,"min_ns":N,"max_ns":N,
+   *                "med_ns":N (within 1/16 of the value),"sumsq_ns2":X}, ...],
+   *    "memops":[{"kind":"memcpy"|"memset","dir":"HtoD"|"DtoH"|"DtoD"|"HtoH"|"device",
+   *               "count":N,"bytes":N,"ns":N}, ...]}
+   * (the exit report's "device_times", include/grape/report.h). NULL when
+   * out of memory. */
+  char* (*stats_json)(void);
 } simcu_private_t;
 
 #endif

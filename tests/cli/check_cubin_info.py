@@ -47,10 +47,22 @@ assert "k_scalars(int, double, char, short, char, long long, int*)" in text, tex
 assert "params   40 B: 0:4 8:8 16:1 18:2 20:1 24:8 32:8" in text, text
 assert text.startswith(os.path.join(kdir, "libkernels.so") +
                        ": 5 images (4 cubin, 1 ptx), 27 kernels\n"), text[:200]
+images = run("--images", "--arch", "90", fat).stdout.splitlines()
+assert images[0].endswith("3 images (2 cubin, 1 ptx), 27 kernels; 2 images and 18 kernels match")
+row = images[3].split()
+assert row[1:4] == ["sm_90", "cubin", "zstd"] and row[5] == "9", images
+# --summary: a line per arch, kind and compression (images, bytes, kernels),
+# never a line per image: a library of thousands of images stays short.
 summary = run("--summary", "--arch", "90", fat).stdout.splitlines()
-assert summary[0].endswith("3 images (2 cubin, 1 ptx), 27 kernels; 2 images and 18 kernels match")
-row = summary[3].split()
-assert row[1:4] == ["sm_90", "cubin", "zstd"] and row[5] == "9", summary
+assert summary[0] == images[0], summary
+rows = [l.split() for l in summary[3:] if l.startswith("  ")]
+assert [r[:4] + r[5:] for r in rows] == [["sm_90", "cubin", "zstd", "1", "9"],
+                                         ["sm_90", "ptx", "zstd", "1", "9"]], summary
+lt = "/usr/local/cuda/lib64/libcublasLt.so.13"
+if os.path.exists(lt):
+    n = len(run("--summary", lt).stdout.splitlines())
+    assert n <= 40, f"cubin-info --summary of {lt}: {n} lines"
+run("--summary", "--images", fat, rc=2)
 
 # Bad input: an error naming the file, nothing on stdout.
 with tempfile.NamedTemporaryFile(suffix=".fatbin") as f:

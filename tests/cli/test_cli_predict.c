@@ -234,11 +234,17 @@ Test(predict, cli_train_refuses_simulated_rows_unless_asked_and_fits_equal_times
   close(mkstemp(model));
   char* o;
   cr_expect_eq(train("", model, csv, &o), 1, "%s", o);
-  cr_expect_not_null(strstr(o, "4 rows (in 1 files) were timed on the simulated device"), "%s", o);
+  cr_expect_not_null(strstr(o, "4 rows (in 1 files, "), "%s", o);
+  cr_expect_not_null(strstr(o, csv), "the file must be named: %s", o);
+  cr_expect_not_null(strstr(o, "were timed on the simulated device"), "%s", o);
+  cr_expect_null(strstr(o, "NAME"), "no placeholder in the message: %s", o);
   cr_expect_not_null(strstr(o, "--allow-simulated"), "%s", o);
   free(o);
   cr_expect_eq(train("--allow-simulated", model, csv, &o), 0, "%s", o);
   cr_expect_null(strstr(o, "error"), "%s", o);
+  char wrote[1200];
+  snprintf(wrote, sizeof(wrote), "wrote the model to %s", model);
+  cr_expect_not_null(strstr(o, wrote), "train must say where the model went: %s", o);
   free(o);
   /* predict reads the same rows as the H200's. */
   snprintf(cmd, sizeof(cmd), "%s predict -m %s --csv %s", GRAPE_EXE, model, csv);

@@ -46,9 +46,16 @@ def case_status(a):
     p = grape(a, ["--device", "sim", "--", "/bin/false"])
     if p.returncode != 1:
         fail(f"exit status {p.returncode}, want 1", p)
+    # How the command ended is said first, and a failed command gets no hint
+    # that it merely ran no kernels.
+    first = p.stderr.splitlines()[0] if p.stderr else ""
+    if first != "grape: the command exited with status 1" or "ran no kernels" in p.stderr:
+        fail("a failed command's status must come first, without the no-kernel hint", p)
     p = grape(a, ["--device", "sim", "--", "sh", "-c", "kill -TERM $$"])
     if p.returncode != 128 + signal.SIGTERM:
         fail(f"exit status {p.returncode}, want {128 + signal.SIGTERM}", p)
+    if "grape: the command was killed by SIGTERM" not in p.stderr.splitlines()[:1]:
+        fail("the signal that killed the command must come first", p)
     p = grape(a, ["--device", "sim", "--", "/nonexistent/program"])
     if p.returncode != 127:
         fail(f"exit status {p.returncode}, want 127", p)
@@ -173,6 +180,76 @@ def case_predict(a):
             fail(f"summary intervals vs report {pr}", p)
 
 
+def case_folders(a):
+    """Output folders are made: those a --report name fixes by grape run, those
+    with escapes (one per rank) by each process's shim."""
+    need_prog(a)
+    with tempfile.TemporaryDirectory() as d:
+        p = grape(a, ["--device", "sim", "--report", os.path.join(d, "run", "a", "r.%p.json"), "--",
+                      a.prog, "all", "2"])
+        if p.returncode != 0 or len(os.listdir(os.path.join(d, "run", "a"))) != 1:
+            fail("--report into a new folder", p)
+        p = grape(a, ["--device", "sim", "--", a.prog, "all", "2"],
+                  env={"RANK": "3", "GRAPE_REPORT": os.path.join(d, "ranks", "rank%r", "r.json")})
+        if p.returncode != 0 or not os.path.exists(os.path.join(d, "ranks", "rank3", "r.json")):
+            fail("GRAPE_REPORT into a new folder per rank", p)
+
+
+def case_cublas(a):
+    """A program linked to cuBLAS runs on the sim: grape run puts the sim's
+    cuBLAS stand-ins on the library path too."""
+    if a.moe == "-":
+        print("skipped: built without nvcc")
+        sys.exit(77)
+    # meson's own LD_LIBRARY_PATH names the build's libraries: not a user's.
+    p = grape(a, ["--device", "sim", "--", a.moe], env={"LD_LIBRARY_PATH": ""})
+    if p.returncode != 0 or "cublasCreate failed" in p.stderr:
+        fail("moe under grape run on the sim", p)
+
+
+def case_decisions(a):
+    """Graph mode's decisions in the summary: concurrency plans (built, kept,
+    reverted, launched, gained or lost against the chain), the verdicts over
+    every path, each path's own replays, and what driver submissions count."""
+    if a.moe == "-":
+        print("skipped: built without nvcc")
+        sys.exit(77)
+    with tempfile.TemporaryDirectory() as d:
+        rep = os.path.join(d, "r.json")
+        p = grape(a, ["--device", "sim", "--report", rep, "--", a.moe, "--iters", "10"],
+                  env={"GRAPE_CONCURRENCY": "safe"})
+        if p.returncode != 0:
+            fail("moe failed", p)
+        r = json.load(open(rep))
+        c = r["concurrency"]
+        m = re.search(r"concurrency \(safe\): (\d+) plans built, (\d+) kept, (\d+) reverted; (\d+) plan "
+                      r"launches .*the plans (gained|lost) about [\d.]+ ms of device time", p.stderr)
+        if not m or [int(x) for x in m.groups()[:4]] != [c["plans_built"], c["plans_kept"],
+                                                        c["plans_reverted"], c["plan_launches"]] \
+                or c["plans_built"] == 0:
+            fail(f"the concurrency line against the report's {c}", p)
+        v = r["verdicts"]
+        if sum(x["paths"] for x in v) != r["paths"] or sum(x["hits"] for x in v) != r["graph_hits"] \
+                or "graph mode's verdicts: " not in p.stderr:
+            fail(f"verdicts {v} against {r['paths']} paths, {r['graph_hits']} hits", p)
+        top = r["top_paths"][0]
+        if not 0 <= top["hits"] <= top["count"] or \
+                f"{top['hits']} of its {top['count']} runs replayed" not in p.stderr:
+            fail(f"the busiest path's own replays {top}", p)
+        if "driver submissions (ops submitted one by one, graph launches and node updates)" \
+                not in p.stderr:
+            fail("what driver submissions count must be said", p)
+
+
+def case_predict_gpu(a):
+    """An unknown --predict-gpu is refused before the command runs."""
+    with tempfile.TemporaryDirectory() as d:
+        mark = os.path.join(d, "ran")
+        p = grape(a, ["--device", "sim", "--predict-gpu", "H900", "--", "touch", mark])
+        if p.returncode != 2 or os.path.exists(mark) or "unknown GPU 'H900'" not in p.stderr:
+            fail("--predict-gpu H900 must be refused before the command runs", p)
+
+
 def case_options(a):
     names = re.findall(r"^GRAPE_OPTION\((\w+),", open(a.optionsdef).read(), re.M)
     p = subprocess.run([a.grape, "run", "--help"], capture_output=True, text=True)
@@ -193,6 +270,7 @@ def main():
     ap.add_argument("--docs", required=True)
     ap.add_argument("--prog", default="-")
     ap.add_argument("--preload", default="")
+    ap.add_argument("--moe", default="-")
     a = ap.parse_args()
     globals()["case_" + a.case](a)
 

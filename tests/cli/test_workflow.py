@@ -8,6 +8,7 @@ usage: test_workflow.py CASE --grape GRAPE --job JOB --job-mpi JOB_MPI|- --prelo
                         [--decode DECODE|-]
 Each case prints what it checked; a failure exits with the reason."""
 import argparse
+import csv
 import json
 import os
 import re
@@ -225,6 +226,69 @@ def case_interrupt(a):
     print("ok interrupt")
 
 
+KROW = re.compile(r"^\s+[\d.]+\s+([\d.]+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)"
+                  r"\s+([\d.]+)\s+[\d.-]+\s+(job_\w+)$", re.M)
+
+
+def kernel_rows(text):
+    """{name: (total_ms, calls, avg, med, min, max, stddev)} of a kernel table
+    with its spread columns."""
+    text = re.sub(r"^grape: ", "", text, flags=re.M)
+    return {m[7]: (float(m[0]), int(m[1]), float(m[2]), float(m[3]), float(m[4]), float(m[5]),
+                   float(m[6])) for m in KROW.findall(text)}
+
+
+def case_stats(a):
+    """nsys-style statistics that survive the run: the kernel table's spread,
+    the CUDA API and memory-operation tables and the paths, as text and CSV,
+    from the reports alone (grape run's SIMCU_REPORT files are gone), after a
+    plain run and after an interrupt."""
+    with tempfile.TemporaryDirectory() as d:
+        p = run(a, ["--stats", "--report", os.path.join(d, "run", "r.%p.json"), "--", a.job, "4"])
+        if p.returncode != 0:
+            fail("job failed", p)
+        live = kernel_rows(p.stderr)
+        if sorted(live) != ["job_add", "job_scale"] or "CUDA API calls" not in p.stderr:
+            fail(f"grape run --stats: kernel spread and API table {live}", p)
+        q = grape(a, ["report", os.path.join(d, "run")])
+        again = kernel_rows(q.stdout)
+        if q.returncode != 0 or again != live:
+            fail(f"the reports read again must give the run's times: {again} vs {live}", q)
+        for name, (total, calls, avg, med, lo, hi, sd) in again.items():
+            if calls != 4 or not (total > 0 and 0 < lo <= med <= hi and lo <= avg <= hi and sd >= 0):
+                fail(f"{name}: total {total}, calls {calls}, avg {avg}, med {med}, min {lo}, max {hi}", q)
+        api = re.search(r"^\s+[\d.]+\s+([\d.]+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+cuLaunchKernel$",
+                        q.stdout, re.M)
+        if not api or int(api.group(2)) != 8 or not float(api.group(1)) > 0 or \
+                not float(api.group(4)) <= float(api.group(3)) <= float(api.group(5)):
+            fail("API table: cuLaunchKernel's 8 calls with their host time", q)
+        mem = re.search(r"^\s+[\d.]+\s+([\d.]+)\s+(\d+)\s+([\d.]+)\s+[\d.]+\s+memcpy DtoH$", q.stdout, re.M)
+        if not mem or int(mem.group(2)) != 1 or not float(mem.group(1)) > 0:
+            fail("memory-operation table: the job's one copy to the host", q)
+        if not re.search(r"^\s+\d+ [0-9a-f]{16}\s+4\s+2 ", q.stdout, re.M):
+            fail("path table: the job's path of 2 ops, seen 4 times", q)
+        for table, header in (("api", "name,calls,timed,total_ms,avg_us,min_us,max_us,clock"),
+                              ("memops", "kind,dir,count,bytes,total_ms,avg_us"),
+                              ("paths", "pid,fingerprint,graph_key,count,ops,ran_as,why,"),
+                              ("kernels", "name,calls,sim_calls,")):
+            c = grape(a, ["report", "--csv", "--table", table, os.path.join(d, "run")])
+            rows = list(csv.reader(c.stdout.splitlines()))
+            if c.returncode != 0 or not c.stdout.startswith(header) or len(rows) < 2 or \
+                    any(len(r) != len(rows[0]) for r in rows):
+                fail(f"--csv --table {table}", c)
+        # After an interrupt: the report the signal left has its times too.
+        rep = os.path.join(d, "int.json")
+        p = start(a, ["--report", rep, "--", a.job, "3", "wait"])
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=60)
+        q = grape(a, ["report", rep])
+        rows = kernel_rows(q.stdout)
+        if q.returncode != 0 or sorted(rows) != ["job_add", "job_scale"] or \
+                not all(r[0] > 0 and r[1] == 3 for r in rows.values()):
+            fail(f"an interrupted run's report must keep its times: {rows}", q)
+    print("ok stats")
+
+
 def per_rank(p):
     return {int(r): int(n) for r, n in re.findall(r"rank (\d+): (\d+) launches", p.stderr)}
 
@@ -297,7 +361,8 @@ def case_report(a):
         p.stderr = p.stdout
         if per_rank(p) != {0: 6, 1: 12} or launches(p)[0] != 18:
             fail("per rank and in total", p)
-        rows = re.findall(r"^\s+[\d.]+\s+[\d.]+\s+(\d+)\s+[\d.]+\s+[\d.-]+\s+(job_\w+)", p.stdout, re.M)
+        rows = re.findall(r"^\s+[\d.]+\s+[\d.]+\s+(\d+)\s+[\d.]+(?:\s+[\d.-]+){4}\s+[\d.-]+\s+(job_\w+)",
+                          p.stdout, re.M)
         if sorted(rows) != [("9", "job_add"), ("9", "job_scale")]:
             fail(f"kernel table rows {rows}", p)
         if "simulated device time" not in p.stdout or \
@@ -388,13 +453,16 @@ def case_badopts(a):
         p = run(a, ["--mode=observe", f"--report={rep}", "--", a.job, "1"])
         if p.returncode != 0 or load(rep)["mode"] != "observe":
             fail("--opt=value", p)
-        p = run(a, ["--report", "/nonexistent/r.json", "--", a.job, "1"])
-        if p.returncode != 2 or "/nonexistent/r.json" not in p.stderr or "rank 0" in p.stdout:
+        # Missing folders are made, so an unwritable name is one below a file.
+        blocker = os.path.join(d, "a-file")
+        open(blocker, "w").close()
+        p = run(a, ["--report", f"{blocker}/r.json", "--", a.job, "1"])
+        if p.returncode != 2 or f"{blocker}/r.json" not in p.stderr or "rank 0" in p.stdout:
             fail("an unwritable --report must be refused before the command runs", p)
         for var in ("GRAPE_TRACE", "GRAPE_REPORT", "GRAPE_LOG_FILE"):
             p = preloaded(a, ["sh", "-c", f"echo started >&2; exec {a.job} 1"],
-                          {var: "/nonexistent/out.%p"})
-            first = p.stderr.find("/nonexistent/out.")
+                          {var: f"{blocker}/out.%p"})
+            first = p.stderr.find(f"{blocker}/out.")
             if first < 0 or first > p.stderr.find("started") or ".tmp" in p.stderr or ".part" in p.stderr:
                 fail(f"{var}: say the user's path at start", p)
     p = grape(a, ["help", "run"])
@@ -410,6 +478,10 @@ def case_badopts(a):
     if p.returncode != 0 or not any(g["name"] == "NVIDIA H100 80GB HBM3" or "H100" in g["name"]
                                     for g in gpus) or "sm_count" not in gpus[0]:
         fail("grape gpus --json", p)
+    # Numbers in their shortest form that reads back (5.699, not 5.6989999999999998).
+    for tok in re.findall(r":(-?\d+\.\d+(?:e[-+]\d+)?)[,}]", p.stdout):
+        if tok != repr(float(tok)):
+            fail(f"grape gpus --json writes {tok} for {float(tok)!r}", p)
     print("ok badopts")
 
 

@@ -434,12 +434,15 @@ def case_write_fail(a):
     need_examples(a)
     prog = os.path.join(a.examples, "beam")
     plain = grape(a, ["run", "--device", "sim", "--", prog])
-    p = grape(a, ["run", "--device", "sim", "--", prog],
-              GRAPE_TRACE="/nonexistent-grape-dir/t.grape")
-    if p.returncode != 0 or p.stdout != plain.stdout:
-        fail("a trace that cannot be written must not disturb the program", p)
-    if p.stderr.count("no trace written") != 1 or "/nonexistent-grape-dir/t.grape" not in p.stderr:
-        fail("the failed write must be reported once, naming the file", p)
+    # Missing folders are made: a name that cannot be written is one below a file.
+    with tempfile.TemporaryDirectory() as tmp:
+        blocker = os.path.join(tmp, "a-file")
+        open(blocker, "w").close()
+        p = grape(a, ["run", "--device", "sim", "--", prog], GRAPE_TRACE=f"{blocker}/t.grape")
+        if p.returncode != 0 or p.stdout != plain.stdout:
+            fail("a trace that cannot be written must not disturb the program", p)
+        if p.stderr.count("no trace written") != 1 or f"{blocker}/t.grape" not in p.stderr:
+            fail("the failed write must be reported once, naming the file", p)
     # A process that ran no CUDA work leaves no (empty) trace behind.
     with tempfile.TemporaryDirectory() as tmp:
         p = grape(a, ["run", "--device", "sim", "--", "/bin/true"],

@@ -36,3 +36,30 @@ Test(json_str, bytes_outside_utf8_are_escaped) {
   cr_expect_str_eq(t, "\"a\\u00ffb\\u00c3c\\u00c0\\u00af\\u00ed\\u00a0\\u0080 \xf0\x9f\x8d\x87\"");
   free(t);
 }
+
+static char* number(double v) {
+  char* text = NULL;
+  size_t len = 0;
+  FILE* f = open_memstream(&text, &len);
+  cr_assert_not_null(f);
+  grape__json_put_num(f, v);
+  fclose(f);
+  return text;
+}
+
+Test(json_str, numbers_in_their_shortest_form_that_reads_back) {
+  static const struct {
+    double v;
+    const char* want;
+  } cases[] = {{5.699, "5.699"}, {0.089, "0.089"}, {192, "192"}, {320, "320"}, {0.1 + 0.2, "0.30000000000000004"},
+               {-1.5e-7, "-1.5e-07"}, {1e300, "1e+300"}};
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char* t = number(cases[i].v);
+    cr_expect_str_eq(t, cases[i].want);
+    cr_expect(strtod(t, NULL) == cases[i].v, "%s must read back", t);
+    free(t);
+  }
+  char* t = number(1.0 / 0.0);
+  cr_expect_str_eq(t, "null");
+  free(t);
+}

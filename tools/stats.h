@@ -1,0 +1,24 @@
+/* The statistics tables beside the kernel table (stats.c): CUDA API calls
+ * with their host time, memory operations by kind and direction, and paths;
+ * as text or CSV. */
+#ifndef GRAPE_TOOLS_STATS_H
+#define GRAPE_TOOLS_STATS_H
+
+#include <stdio.h>
+
+#include "summary.h"
+
+typedef enum stats_table_e { STATS_KERNELS, STATS_API, STATS_MEMOPS, STATS_PATHS } stats_table_t;
+
+/* Parses "kernels", "api", "memops" or "paths". @return 0, or -1. */
+int stats_table_parse(const char* name, stats_table_t* out);
+
+/* Prints the API, memory-operation and path tables of s (those that have
+ * rows), each line starting with prefix. */
+void stats_print(const summary_t* s, FILE* to, const char* prefix);
+
+/* Writes one table as CSV: a header line, then its rows (the kernels in
+ * sort order). @return 0, or -1 when a write failed. */
+int stats_csv(const summary_t* s, FILE* to, stats_table_t table, summary_sort_t sort);
+
+#endif
