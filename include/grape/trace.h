@@ -346,12 +346,13 @@ GRAPE_API long grape_replay_write_csv(const grape_trace_t* t, const char* device
 /* Duration of op j of path i in ms, or a negative value to leave it out. */
 typedef double grape_trace_duration_fn(const grape_trace_t* t, size_t path, size_t op, void* arg);
 
-/* Writes a Chrome trace-event JSON timeline (chrome://tracing, Perfetto): one
- * track per path, its ops as slices laid end to end with durations from dur.
- * label names where the durations come from ("measured on ...").
+/* Writes a Chrome trace-event JSON view of t's paths (chrome://tracing,
+ * Perfetto): one track per path that has a slice, its ops as slices laid end
+ * to end from 0 with durations from dur. label names where the durations come
+ * from ("measured on ..."). *tracks (may be NULL): the tracks written.
  * @return slices written, or -EIO. */
 GRAPE_API long grape_trace_export_chrome(const grape_trace_t* t, grape_trace_duration_fn* dur,
-                                         void* arg, const char* label, FILE* out);
+                                         void* arg, const char* label, FILE* out, size_t* tracks);
 
 /* What grape_trace_export_timeline wrote. */
 typedef struct grape_trace_export_stats_s {
