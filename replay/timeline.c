@@ -170,11 +170,15 @@ static void slice(FILE* out, proc_t* p, uint32_t tid, int64_t start, int64_t end
     start = tr->end;
     st->clamped++;
   }
-  if (end < start)
-    end = start;
+  /* At least 1 ns as the viewer adds it: an empty slice where the previous
+   * one ended (a held call on the sim's clock) is drawn nested in it. */
+  int64_t d = end > start ? end - start : 1;
+  while (grape__viewer_safe_dur(start, d) == 0)
+    d++;
+  end = start + d;
   char ts[32], dur[32];
   grape__us_text(start, ts, sizeof(ts));
-  grape__us_text(grape__viewer_safe_dur(start, end - start), dur, sizeof(dur));
+  grape__us_text(grape__viewer_safe_dur(start, d), dur, sizeof(dur));
   fprintf(out, ",\n{\"name\":");
   grape__json_put_str(out, name);
   fprintf(out, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%lld,\"tid\":%u,\"ts\":%s,\"dur\":%s,"

@@ -113,8 +113,9 @@ static int export_timeline(char** paths, size_t n, const char* outp) {
                   "their device work\n", st.slices, st.tracks, st.processes,
           st.processes == 1 ? "" : "es", st.flows);
   if (st.clamped > 0)
-    fprintf(stderr, "grape: %zu slices start where the previous one on their track ended (event "
-                    "times are float milliseconds: they overlapped it by a rounding)\n", st.clamped);
+    fprintf(stderr, "grape: %zu slices start where the previous one on their track ended: they "
+                    "overlapped it by a rounding (event times are float milliseconds) or by the "
+                    "1 ns every slice is given\n", st.clamped);
   if (dropped > 0)
     fprintf(stderr, "grape: warning: %llu calls were not recorded (past GRAPE_TIMELINE_MAX_MB)\n",
             (unsigned long long)dropped);
