@@ -310,8 +310,11 @@ typedef struct scratch_s {
 /* Adds path v. @return 0, or -ENOMEM. */
 static int add_path(glue_t* g, const grape_gc_path_t* v, scratch_t* s) {
   size_t nptr = 0;
+  /* Every op's words are scanned (a memset's or copy's addresses too), so
+   * every op's words count: counting kernels' only overran the buffer on a
+   * long path of memsets and copies into known allocations. */
   for (uint32_t i = 0; i < v->nops; i++)
-    nptr += v->keys[i].kind == GRAPE_OP_KERNEL ? v->keys[i].param_bytes / 8 : 0;
+    nptr += v->keys[i].param_bytes / 8;
   if (v->nops > s->cap_ops) {
     grape_trace_op_t* ops = grape__grow(s->ops, &s->cap_ops, v->nops, sizeof(*ops), 16);
     if (ops == NULL)
