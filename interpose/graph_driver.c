@@ -208,7 +208,7 @@ static int d_exec_launch(void* self, void* exec, void* stream) {
   GRAPE_TL_START(tl);
   if (!GRAPE_TL_ON(tl))
     return grape__rg.launch(exec, stream);
-  grape__tl_dev_begin(&tl, stream, 0);
+  grape__tl_dev_begin(&tl, stream, 0);   /* (nothing when the call is not recorded) */
   int r = grape__rg.launch(exec, stream);
   grape__tl_submit_end(&tl, GRAPE_TRACE_TL_GRAPH, grape_gc_launch_ops, stream, r == 0);
   return r;

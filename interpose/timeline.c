@@ -48,6 +48,37 @@ static struct {
   CUresult (*destroy)(CUevent);
 } ev_api;
 
+/* The capture window, ns after the first call the timeline saw (0: none). */
+static uint64_t delay_ns, duration_ns;
+
+/* Held ops numbered per stream: how many were held, how many submitted. A
+ * submission runs the oldest held ops of its stream, in order. */
+typedef struct seqs_s {
+  uint64_t key, held, submitted;
+} seqs_t;
+#define SEQ_STREAMS 4096
+static seqs_t seqs[SEQ_STREAMS];
+static pthread_mutex_t seq_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The stream's counter (held or submitted) before adding n, or
+ * GRAPE_TRACE_TL_UNKNOWN when the table is full. */
+static uint64_t seq_take(uint64_t key, int submitted, uint64_t n) {
+  uint64_t v = GRAPE_TRACE_TL_UNKNOWN;
+  pthread_mutex_lock(&seq_lock);
+  for (size_t i = 0, h = (size_t)(key * 0x9e3779b97f4a7c15ull >> 52); i < SEQ_STREAMS; i++) {
+    seqs_t* e = &seqs[(h + i) % SEQ_STREAMS];
+    if (e->key != key && e->key != 0)
+      continue;
+    e->key = key;
+    uint64_t* c = submitted ? &e->submitted : &e->held;
+    v = *c;
+    *c += n;
+    break;
+  }
+  pthread_mutex_unlock(&seq_lock);
+  return v;
+}
+
 static __thread uint32_t thread_no __attribute__((tls_model("initial-exec")));
 static uint32_t threads;
 
@@ -72,7 +103,9 @@ void grape__timeline_init(void) {
     return;
   }
   long mb = grape__option_get(grape_option_timeline_max_mb);
-  cap = ((uint64_t)mb << 20) / 64;   /* 64 bytes a record in the file */
+  cap = ((uint64_t)mb << 20) / 72;   /* 72 bytes a record in the file */
+  delay_ns = (uint64_t)grape__option_get(grape_option_timeline_delay_ms) * 1000000u;
+  duration_ns = (uint64_t)grape__option_get(grape_option_timeline_duration_ms) * 1000000u;
   if (cap > UINT32_MAX)
     cap = UINT32_MAX;
   __atomic_store_n(&grape__timeline_on, cap > 0, __ATOMIC_RELEASE);
@@ -115,9 +148,13 @@ static void setup(void) {
 
 void grape__tl_start(grape_tl_call_t* c) {
   c->slot = NULL;
+  c->on = 1;
   pthread_once(&setup_once, setup);
   if (slots == NULL || __atomic_load_n(&closed, __ATOMIC_RELAXED))
     return;
+  uint64_t t = since_origin(now());
+  if (t < delay_ns || (duration_ns > 0 && t - delay_ns >= duration_ns))
+    return;   /* outside the capture window */
   uint64_t i = __atomic_fetch_add(&claimed, 1, __ATOMIC_RELAXED);
   if (i >= cap) {
     __atomic_fetch_add(&dropped, 1, __ATOMIC_RELAXED);
@@ -128,7 +165,7 @@ void grape__tl_start(grape_tl_call_t* c) {
   slot_t* s = &slots[i];
   s->op.thread = thread_no;
   s->op.func = GRAPE_TRACE_NONE;
-  s->op.host_start = since_origin(now());
+  s->op.host_start = t;
   s->op.dev_start = s->op.dev_end = GRAPE_TRACE_TL_UNKNOWN;
   c->slot = s;
 }
@@ -187,6 +224,13 @@ void grape__tl_dev_begin(grape_tl_call_t* c, const void* stream, int ptds) {
 static void finish(grape_tl_call_t* c, uint32_t kind, uint32_t how, uint64_t stream_key,
                    const void* stream, int ptds, uint64_t what, int ok) {
   slot_t* s = c->slot;
+  uint64_t seq = 0;
+  if (ok && how != GRAPE_TRACE_TL_EAGER)   /* numbered even when not recorded */
+    seq = seq_take(stream_key, how == GRAPE_TRACE_TL_SUBMIT,
+                   kind == GRAPE_TRACE_TL_GRAPH ? what : 1);
+  if (s == NULL)
+    return;
+  s->op.seq = seq;
   if (!ok) {   /* a failed call: no device work; its slot stays empty */
     if (s->ev[0] != NULL)
       GRAPE_NO_REENTRY(ev_api.destroy(s->ev[0]));
@@ -208,9 +252,11 @@ static void finish(grape_tl_call_t* c, uint32_t kind, uint32_t how, uint64_t str
 
 void grape__tl_launch_end(grape_tl_call_t* c, const grape_launch_t* l, int ok, int held) {
   slot_t* s = c->slot;
-  s->f = grape__func_get(l->fn, (grape_handle_kind_t)l->kind);
+  const grape_func_t* f = s != NULL ? grape__func_get(l->fn, (grape_handle_kind_t)l->kind) : NULL;
+  if (s != NULL)
+    s->f = f;
   finish(c, GRAPE_TRACE_OP_KERNEL, held ? GRAPE_TRACE_TL_HELD : GRAPE_TRACE_TL_EAGER,
-         grape__stream_key(l->stream, l->ptds), l->stream, l->ptds, s->f ? s->f->id : 0, ok);
+         grape__stream_key(l->stream, l->ptds), l->stream, l->ptds, f ? f->id : 0, ok);
 }
 
 void grape__tl_memop_end(grape_tl_call_t* c, const grape_memop_t* m, int ok, int held) {
@@ -288,5 +334,6 @@ void grape__timeline_each(grape_tl_each_fn* fn, void* arg) {
 
 void grape__timeline_reset_child(void) {
   __atomic_store_n(&grape__timeline_on, 0, __ATOMIC_RELAXED);
+  pthread_mutex_init(&seq_lock, NULL);
   slots = NULL;   /* the parent's records stay the parent's */
 }

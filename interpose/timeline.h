@@ -22,15 +22,19 @@
 /* Set once at init (GRAPE_TIMELINE with GRAPE_TRACE); read by every hook. */
 extern int grape__timeline_on;
 
-/* One call being recorded: its slot (NULL: not recorded) and start time. */
+/* One call while the timeline is on: its slot (NULL: not recorded, being
+ * outside the capture window or past the size limit; its held ops are still
+ * numbered, so that recorded submissions name the right calls). */
 typedef struct grape_tl_call_s {
   void* slot;
+  int on;
 } grape_tl_call_t;
 
 /* Reads the options once (at init). */
 void grape__timeline_init(void);
 
-/* The call starts now: claims a slot and reads the clock. */
+/* The call starts now: claims a slot and reads the clock, when inside the
+ * capture window (GRAPE_TIMELINE_DELAY_MS, GRAPE_TIMELINE_DURATION_MS). */
 void grape__tl_start(grape_tl_call_t* c);
 
 /* The call's device work is about to be submitted on (stream, ptds): records
@@ -67,9 +71,9 @@ void grape__timeline_reset_child(void);
 /* The hooks' shorthand: a call c starts (one load and branch when the
  * timeline is off), and whether it is being recorded. */
 #define GRAPE_TL_START(c)                            \
-  grape_tl_call_t c = {NULL};                        \
+  grape_tl_call_t c = {NULL, 0};                     \
   if (__builtin_expect(grape__timeline_on, 0))       \
   grape__tl_start(&c)
-#define GRAPE_TL_ON(c) __builtin_expect((c).slot != NULL, 0)
+#define GRAPE_TL_ON(c) __builtin_expect((c).on, 0)
 
 #endif

@@ -51,7 +51,7 @@ enum {
 #define REC_GRAPH 24u       /* path, built, ran, hits, string length */
 #define REC_TIMES 28u       /* path, iters, path_ms, nops, string length */
 #define REC_TL_HEAD 24u     /* clock string length, origin, dropped, count */
-#define REC_TL_OP 64u       /* kind, how, func, thread, stream, what, 4 times */
+#define REC_TL_OP 72u       /* kind, how, func, thread, stream, what, 4 times, seq */
 
 /* ---- The model ---- */
 

@@ -455,6 +455,7 @@ static int read_timeline(rd_t* r, grape_trace_t* t) {
     op->host_end = get_u64(at + 40);
     op->dev_start = get_u64(at + 48);
     op->dev_end = get_u64(at + 56);
+    op->seq = get_u64(at + 64);
     const char* why = grape_trace_tl_op_check(t, op);
     if (why != NULL)
       e = fail(r, "timeline record %u: %s", i, why);

@@ -9,8 +9,8 @@
  * (device work where it ran: the eager ops, the graphs graph mode launched
  * and the held ops it submitted one by one). A flow arrow goes from each call
  * to its device work: an eager call's own, a held call's the submission that
- * ran it, found per stream in order (held ops of a stream are submitted in
- * the order they were held; a graph of n ops runs the next n). Every track's
+ * ran it, by the numbers the shim gives held ops per stream (a submission
+ * names the first it ran; a graph of n ops runs n). Every track's
  * slices are written in order and never overlap (a viewer nests a slice that
  * starts before the previous one ends): a slice that would, after the float
  * milliseconds of event timing, starts where the previous one ended and is
@@ -45,7 +45,7 @@ typedef struct proc_s {
   size_t ntracks;
   uint64_t* streams;         /* stream keys by ordinal (first seen first) */
   size_t nstreams;
-  int64_t* dev_at;           /* per record: its device slice's start as drawn, or -1 */
+  int64_t* dev_at;           /* per record: its device slice's middle as drawn (half ns), or -1 */
   uint32_t* ran_in;          /* per held record: the submission that ran it, or NONE */
   uint32_t* ran_for;         /* per submission of one op: the held call it ran, or NONE */
 } proc_t;
@@ -87,6 +87,20 @@ static int add_track(proc_t* p, uint32_t tid, size_t* cap) {
   return 0;
 }
 
+typedef struct held_s {
+  uint32_t tid;              /* its stream's track */
+  uint64_t seq;
+  uint32_t i;                /* the record */
+} held_t;
+
+static int held_cmp(const void* a, const void* b) {
+  const held_t* x = a;
+  const held_t* y = b;
+  if (x->tid != y->tid)
+    return x->tid < y->tid ? -1 : 1;
+  return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
 /* Lists the streams and tracks, and pairs each held call with the
  * submission that ran it. */
 static int proc_scan(proc_t* p) {
@@ -95,11 +109,8 @@ static int proc_scan(proc_t* p) {
   p->dev_at = malloc(((size_t)tl->count + 1) * sizeof(*p->dev_at));
   p->ran_in = malloc(((size_t)tl->count + 1) * sizeof(*p->ran_in));
   p->ran_for = malloc(((size_t)tl->count + 1) * sizeof(*p->ran_for));
-  uint32_t* next = malloc(((size_t)tl->count + 1) * sizeof(*next));   /* held, by stream */
-  if (p->dev_at == NULL || p->ran_in == NULL || p->ran_for == NULL || next == NULL) {
-    free(next);
+  if (p->dev_at == NULL || p->ran_in == NULL || p->ran_for == NULL)
     return -ENOMEM;
-  }
   for (uint32_t i = 0; i < tl->count; i++) {
     const grape_trace_tl_op_t* op = &tl->ops[i];
     p->ran_in[i] = p->ran_for[i] = GRAPE_TRACE_NONE;
@@ -122,47 +133,44 @@ static int proc_scan(proc_t* p) {
         (has_dev(op) && add_track(p, TID_STREAM + (uint32_t)s, &cap_tracks) != 0))
       goto oom;
   }
-  /* Held calls per stream, in order: next[] links a stream's queue (heads
-   * and tails per stream ordinal). */
-  uint32_t* head = calloc(p->nstreams + 1, sizeof(*head));
-  uint32_t* tail = calloc(p->nstreams + 1, sizeof(*tail));
-  if (head == NULL || tail == NULL) {
-    free(head);
-    free(tail);
+  /* Held calls by (stream, number); a submission ran the held calls of its
+   * stream numbered [seq, seq + ops). */
+  held_t* held = malloc(((size_t)tl->count + 1) * sizeof(*held));
+  if (held == NULL)
     goto oom;
-  }
+  size_t nheld = 0;
+  for (uint32_t i = 0; i < tl->count; i++)
+    if (tl->ops[i].how == GRAPE_TRACE_TL_HELD)
+      held[nheld++] = (held_t){stream_tid(p, tl->ops[i].stream), tl->ops[i].seq, i};
+  qsort(held, nheld, sizeof(*held), held_cmp);
   for (uint32_t i = 0; i < tl->count; i++) {
     const grape_trace_tl_op_t* op = &tl->ops[i];
-    uint32_t s = stream_tid(p, op->stream) - TID_STREAM;
-    if (op->how == GRAPE_TRACE_TL_HELD) {   /* lists are 1-based: 0 is empty */
-      next[i] = 0;
-      if (tail[s])
-        next[tail[s] - 1] = i + 1;
+    if (op->how != GRAPE_TRACE_TL_SUBMIT || op->seq == GRAPE_TRACE_TL_UNKNOWN)
+      continue;
+    uint64_t n = op->kind == GRAPE_TRACE_TL_GRAPH ? op->what : 1;
+    held_t key = {stream_tid(p, op->stream), op->seq, 0};
+    size_t lo = 0, hi = nheld;
+    while (lo < hi) {   /* the first held call at or after key */
+      size_t mid = lo + (hi - lo) / 2;
+      if (held_cmp(&held[mid], &key) < 0)
+        lo = mid + 1;
       else
-        head[s] = i + 1;
-      tail[s] = i + 1;
-    } else if (op->how == GRAPE_TRACE_TL_SUBMIT) {
-      uint64_t n = op->kind == GRAPE_TRACE_TL_GRAPH ? op->what : 1;
-      for (; n > 0 && head[s]; n--) {
-        p->ran_in[head[s] - 1] = i;
-        p->ran_for[i] = head[s] - 1;
-        head[s] = next[head[s] - 1];
-        if (head[s] == 0)
-          tail[s] = 0;
-      }
+        hi = mid;
+    }
+    for (; lo < nheld && held[lo].tid == key.tid && held[lo].seq - op->seq < n; lo++) {
+      p->ran_in[held[lo].i] = i;
+      if (p->ran_for[i] == GRAPE_TRACE_NONE)
+        p->ran_for[i] = held[lo].i;
     }
   }
-  free(head);
-  free(tail);
-  free(next);
+  free(held);
   return 0;
 oom:
-  free(next);
   return -ENOMEM;
 }
 
 /* The slice [start, end) on track tid, moved to start where the previous one
- * ended if it would overlap it. Writes its start into *at. */
+ * ended if it would overlap it. Writes its middle into *at (half ns). */
 static void slice(FILE* out, proc_t* p, uint32_t tid, int64_t start, int64_t end, const char* name,
                   const char* cat, const char* args, grape_trace_export_stats_t* st, int64_t* at) {
   track_t* tr = track_of(p, tid);
@@ -177,8 +185,9 @@ static void slice(FILE* out, proc_t* p, uint32_t tid, int64_t start, int64_t end
     d++;
   end = start + d;
   char ts[32], dur[32];
+  int64_t shown = grape__viewer_safe_dur(start, d);
   grape__us_text(start, ts, sizeof(ts));
-  grape__us_text(grape__viewer_safe_dur(start, d), dur, sizeof(dur));
+  grape__us_text(shown, dur, sizeof(dur));
   fprintf(out, ",\n{\"name\":");
   grape__json_put_str(out, name);
   fprintf(out, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%lld,\"tid\":%u,\"ts\":%s,\"dur\":%s,"
@@ -186,14 +195,23 @@ static void slice(FILE* out, proc_t* p, uint32_t tid, int64_t start, int64_t end
   tr->end = end;
   tr->slices++;
   st->slices++;
-  *at = start;
+  *at = 2 * start + shown;   /* its middle, in half nanoseconds */
 }
 
+/* A time in half nanoseconds as microseconds: "12.3455". */
+static void half_ns_text(int64_t h, char* out, size_t cap) {
+  int64_t e4 = h * 5;   /* ten-thousandths of a microsecond */
+  snprintf(out, cap, "%" PRId64 ".%04d", e4 / 10000, (int)(e4 % 10000));
+}
+
+/* An arrow between the middles of two slices (half nanoseconds): a slice's
+ * start is often where the previous one on its track ended, and a viewer
+ * binding an end there could take either. */
 static void flow(FILE* out, const proc_t* p, size_t id, uint32_t from_tid, int64_t from,
                  uint32_t to_tid, int64_t to, grape_trace_export_stats_t* st) {
   char a[32], b[32];
-  grape__us_text(from, a, sizeof(a));
-  grape__us_text(to, b, sizeof(b));
+  half_ns_text(from, a, sizeof(a));
+  half_ns_text(to, b, sizeof(b));
   fprintf(out, ",\n{\"name\":\"launch\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%zu,\"pid\":%lld,"
                "\"tid\":%u,\"ts\":%s}", id, p->pid, from_tid, a);
   fprintf(out, ",\n{\"name\":\"launch\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%zu,"
@@ -225,10 +243,14 @@ static void args_of(const proc_t* p, const grape_trace_tl_op_t* op, char* out, s
   int n = snprintf(out, cap, "\"how\":\"%s\",\"stream\":\"0x%" PRIx64 "\"", how[op->how],
                    op->stream);
   if (op->kind == GRAPE_TRACE_OP_MEMSET || op->kind == GRAPE_TRACE_OP_MEMCPY)
-    snprintf(out + n, cap - (size_t)n, ",\"bytes\":%" PRIu64, op->what);
+    n += snprintf(out + n, cap - (size_t)n, ",\"bytes\":%" PRIu64, op->what);
   else if (op->kind == GRAPE_TRACE_TL_GRAPH)
-    snprintf(out + n, cap - (size_t)n, ",\"ops\":%" PRIu64, op->what);
-  (void)p;
+    n += snprintf(out + n, cap - (size_t)n, ",\"ops\":%" PRIu64, op->what);
+  if (op->how == GRAPE_TRACE_TL_SUBMIT) {   /* when grape submitted it, on the host */
+    char us[32];
+    grape__us_text((int64_t)op->host_start + p->shift, us, sizeof(us));
+    snprintf(out + n, cap - (size_t)n, ",\"submitted_at_us\":%s", us);
+  }
 }
 
 static void meta(FILE* out, long long pid, uint32_t tid, const char* what, const char* key,

@@ -393,6 +393,8 @@ const char* grape_trace_tl_op_check(const grape_trace_t* t, const grape_trace_tl
     return "device times: one unknown, or the end before the start";
   if (op->how == GRAPE_TRACE_TL_HELD && op->dev_start != GRAPE_TRACE_TL_UNKNOWN)
     return "a held call with device times (its work runs in a later submission)";
+  if (op->how == GRAPE_TRACE_TL_EAGER && op->seq != 0)
+    return "an eager call with a held-op number";
   return NULL;
 }
 

@@ -373,6 +373,7 @@ int grape_trace_encode(const grape_trace_t* t, uint64_t max_bytes, uint8_t** buf
       w64(&o, op->host_end);
       w64(&o, op->dev_start);
       w64(&o, op->dev_end);
+      w64(&o, op->seq);
     }
     end(&o);
   }

@@ -204,6 +204,9 @@ typedef struct grape_trace_tl_op_s {
   uint64_t host_start, host_end;   /* the call on the host, ns after the timeline's origin */
   uint64_t dev_start, dev_end;     /* on the device, same clock; GRAPE_TRACE_TL_UNKNOWN
                                       when not measured (held calls) */
+  uint64_t seq;                /* held: its number among its stream's held ops (from 0);
+                                  submission: the number of the first held op it ran
+                                  (it ran `what` ops for a graph, else 1); eager: 0 */
 } grape_trace_tl_op_t;
 
 typedef struct grape_trace_timeline_s {

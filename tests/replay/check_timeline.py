@@ -35,7 +35,9 @@ def catapult_nests(parent, child, unit):
 
 
 def inside(ts, sl):
-    return sl["ts"] <= ts <= sl["ts"] + sl["dur"]
+    """Strictly inside: at a slice's edge, where the previous one on its track
+    may end, a viewer could bind a flow to either."""
+    return sl["ts"] < ts < sl["ts"] + sl["dur"]
 
 
 def enclosing(slices, ts):
@@ -126,7 +128,7 @@ def check(doc):
                          "host row to a stream")
         call, work = enclosing(tracks.get(src, []), s["ts"]), enclosing(tracks.get(dst, []), f["ts"])
         if call is None or work is None:
-            raise Broken(f"flow {fid}: an end lies in no slice ({s}, {f})")
+            raise Broken(f"flow {fid}: an end lies in no slice, or on a slice's edge ({s}, {f})")
         if work["ts"] < call["ts"]:
             raise Broken(f"flow {fid}: device work {work} starts before its call {call}")
     host = sum(len(sl) for k, sl in tracks.items() if k not in stream_tracks)

@@ -17,9 +17,9 @@
 static grape_trace_t* with_timeline(void) {
   grape_trace_t* t = trace_sample();
   grape_trace_tl_op_t ops[3] = {
-    {GRAPE_TRACE_OP_KERNEL, GRAPE_TRACE_TL_EAGER, 0, 1, 0x5000, grape_trace_func(t, 0)->id, 10, 20, 15, 40},
-    {GRAPE_TRACE_OP_MEMSET, GRAPE_TRACE_TL_HELD, GRAPE_TRACE_NONE, 1, 0x5000, 256, 30, 31, U, U},
-    {GRAPE_TRACE_TL_GRAPH, GRAPE_TRACE_TL_SUBMIT, GRAPE_TRACE_NONE, 2, 0x5000, 1, 50, 60, 55, 70},
+    {GRAPE_TRACE_OP_KERNEL, GRAPE_TRACE_TL_EAGER, 0, 1, 0x5000, grape_trace_func(t, 0)->id, 10, 20, 15, 40, 0},
+    {GRAPE_TRACE_OP_MEMSET, GRAPE_TRACE_TL_HELD, GRAPE_TRACE_NONE, 1, 0x5000, 256, 30, 31, U, U, 7},
+    {GRAPE_TRACE_TL_GRAPH, GRAPE_TRACE_TL_SUBMIT, GRAPE_TRACE_NONE, 2, 0x5000, 1, 50, 60, 55, 70, 7},
   };
   grape_trace_timeline_t tl = {"simulated", 1234, 5, 3, ops};
   cr_assert_eq(grape_trace_set_timeline(t, &tl), 0);
@@ -74,6 +74,7 @@ Test(replay_timeline, round_trip_and_optional) {
   cr_expect_eq(tl->ops[0].dev_end, 40);
   cr_expect_eq(tl->ops[1].dev_start, U);
   cr_expect_eq(tl->ops[2].what, 1);
+  cr_expect_eq(tl->ops[2].seq, 7);
   uint8_t* b2 = encode(r, &len2);
   cr_assert(len == len2 && memcmp(b, b2, len) == 0, "write -> read -> write changed the bytes");
   /* Optional: REQUIRED clear, so a reader that does not know it skips it. */
@@ -135,11 +136,12 @@ Test(replay_timeline, damage_is_named) {
   bad_field(b, len, 1, 48, 31, 1, "device times");
   bad_field(b, len, 1, 32, 5, 1, "records go by host start");
   bad_field(b, len, 2, 24, 0, 1, "graph launch");   /* a graph of no ops */
+  bad_field(b, len, 0, 64, 3, 1, "held-op number");   /* on an eager call */
   /* A count no payload could hold, and bytes left over. */
   uint8_t* c = malloc(len + 8);
   memcpy(c, b, len);
   size_t s = section(c, len, SEC_TLIN);
-  size_t count = s + TRACE_SECTION_HEADER + 4 + strlen("simulated") + 16;
+  size_t count = s + TRACE_SECTION_HEADER + 4 + strlen("simulated") + 16;   /* after origin, dropped */
   put_u32(c + count, 1000);
   reseal(c, s);
   char err[512];
@@ -171,7 +173,7 @@ Test(replay_timeline, damage_is_named) {
 Test(replay_timeline, builder_checks_records) {
   grape_trace_t* t = trace_sample();
   grape_trace_tl_op_t op = {GRAPE_TRACE_OP_KERNEL, GRAPE_TRACE_TL_HELD, GRAPE_TRACE_NONE, 1, 1, 7,
-                            5, 6, 1, 2};   /* a held call with device times */
+                            5, 6, 1, 2, 0};   /* a held call with device times */
   grape_trace_timeline_t tl = {"monotonic", 0, 0, 1, &op};
   cr_expect_eq(grape_trace_set_timeline(t, &tl), -EINVAL);
   op.dev_start = op.dev_end = U;

@@ -4,10 +4,14 @@
  * memsets alone (a path without a kernel), the same rounds over and over so
  * that graph mode holds and replays them.
  *
- *   two_streams N      N rounds; prints "ok" when the result is right */
+ *   two_streams N          N rounds; prints "ok" when the result is right
+ *   two_streams N steady   the same without the per-round waits for the
+ *                          streams (the host never idles: a clock window
+ *                          then opens in the middle of a region) */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "simcu.h"
 
@@ -38,6 +42,7 @@ SIMCU_KERNEL(ts_twice) {
 
 int main(int argc, char** argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 8;
+  int steady = argc > 2 && strcmp(argv[2], "steady") == 0;
   CUcontext ctx;
   CUmodule m;
   CUfunction add, twice;
@@ -65,13 +70,16 @@ int main(int argc, char** argv) {
       CK(cuLaunchKernel(twice, 2, 1, 1, 32, 1, 1, 0, s[k], a_twice, NULL));
       CK(cuMemcpyDtoDAsync(y, x[k], 4, s[k]));
     }
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 2 && !steady; k++)
       CK(cuStreamSynchronize(s[k]));
     /* A region of memsets only: a path without a kernel. */
     CK(cuMemsetD32Async(y, 0, 1, s[0]));
     CK(cuMemsetD32Async(y, 7, 1, s[0]));
-    CK(cuStreamSynchronize(s[0]));
+    if (!steady)
+      CK(cuStreamSynchronize(s[0]));
   }
+  for (int k = 0; k < 2; k++)
+    CK(cuStreamSynchronize(s[k]));
   for (int k = 0; k < 2; k++)
     CK(cuMemcpyDtoH(&got[k], x[k], 4));
   if (got[0] != 2 || got[1] != 4) {
