@@ -296,11 +296,11 @@ static void proc_meta(FILE* out, proc_t* p, int first) {
   }
 }
 
-/* Device records by device start (ties by record order). */
-static const grape_trace_tl_op_t* sort_ops;
-static int by_dev_start(const void* a, const void* b) {
+/* Device records by device start (ties by record order); arg: the records. */
+static int by_dev_start(const void* a, const void* b, void* arg) {
+  const grape_trace_tl_op_t* ops = arg;
   uint32_t x = *(const uint32_t*)a, y = *(const uint32_t*)b;
-  uint64_t dx = sort_ops[x].dev_start, dy = sort_ops[y].dev_start;
+  uint64_t dx = ops[x].dev_start, dy = ops[y].dev_start;
   return dx != dy ? (dx < dy ? -1 : 1) : (x < y ? -1 : x > y);
 }
 
@@ -317,8 +317,7 @@ static int proc_events(FILE* out, proc_t* p, size_t* flow_id, grape_trace_export
   for (uint32_t i = 0; i < tl->count; i++)
     if (has_dev(&tl->ops[i]))
       order[ndev++] = i;
-  sort_ops = tl->ops;
-  qsort(order, ndev, sizeof(*order), by_dev_start);
+  qsort_r(order, ndev, sizeof(*order), by_dev_start, (void*)tl->ops);
   for (uint32_t k = 0; k < ndev; k++) {
     uint32_t i = order[k];
     const grape_trace_tl_op_t* op = &tl->ops[i];
