@@ -83,6 +83,10 @@ typedef struct grape_gc_op_s {
 } grape_gc_op_t;
 
 /* Each returns 0 or the driver's error code. `self` is passed back as given. */
+/* The ops of the graph being launched, set on the launching thread just
+ * before drv.exec_launch (for a driver that records what each launch ran). */
+extern __thread uint32_t grape_gc_launch_ops;
+
 typedef struct grape_gc_driver_s {
   void* self;
   int (*graph_create)(void* self, void** graph);

@@ -456,6 +456,8 @@ void grape__gc_seg_timers_poll(grape_gc_t* c, const gkey_t* k) {
       seg_timer_poll(c, x->seg);
 }
 
+__thread uint32_t grape_gc_launch_ops;
+
 int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* stream) {
   uint32_t d;
   if (seg->timer != NULL)
@@ -489,7 +491,8 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
   int err = 0;
   uint64_t t0 = 0;
   if ((d > 0 && exec_rebind(c, e, r, r->cursor.sub, &err) < 0) ||
-      ((t0 = grape__gc_now(c)), (err = c->drv.exec_launch(c->drv.self, e->exec, stream)) != 0)) {
+      ((t0 = grape__gc_now(c)), (grape_gc_launch_ops = seg->n),
+       (err = c->drv.exec_launch(c->drv.self, e->exec, stream)) != 0)) {
     grape__gc_note(c, &c->noted_launch, "a graph update or launch failed; its ops ran eagerly, "
                                         "and its key runs eagerly from now on");
     grape__gc_exec_drop(c, e);

@@ -9,6 +9,7 @@
 #include "internal.h"
 #include "log.h"
 #include "real.h"
+#include "timeline.h"
 
 grape_real_graph_t grape__rg;
 static int real_state;   /* 0 unresolved, 1 complete, -1 something missing (no graphs) */
@@ -204,11 +205,35 @@ static int d_exec_update(void* self, void* exec, void* node, const grape_gc_op_t
 
 static int d_exec_launch(void* self, void* exec, void* stream) {
   (void)self;
-  return grape__rg.launch(exec, stream);
+  GRAPE_TL_START(tl);
+  if (!GRAPE_TL_ON(tl))
+    return grape__rg.launch(exec, stream);
+  grape__tl_dev_begin(&tl, stream, 0);   /* (nothing when the call is not recorded) */
+  int r = grape__rg.launch(exec, stream);
+  grape__tl_submit_end(&tl, GRAPE_TRACE_TL_GRAPH, grape_gc_launch_ops, stream, r == 0);
+  return r;
 }
 
+static int submit_op(const grape_gc_op_t* op, void* stream);
+
+/* One held op submitted eagerly (recorded in the timeline with its own events). */
 static int d_submit(void* self, const grape_gc_op_t* op, void* stream) {
   (void)self;
+  GRAPE_TL_START(tl);
+  if (!GRAPE_TL_ON(tl))
+    return submit_op(op, stream);
+  grape__tl_dev_begin(&tl, stream, 0);
+  int r = submit_op(op, stream);
+  /* A kernel is named by the held call it ran for (the export pairs them);
+   * a memset or copy by its bytes. */
+  uint64_t what = op->kind == GRAPE_OP_KERNEL
+                      ? 0
+                      : op->dims->grid[0] | (uint64_t)op->dims->grid[1] << 32;
+  grape__tl_submit_end(&tl, op->kind, what, stream, r == 0);
+  return r;
+}
+
+static int submit_op(const grape_gc_op_t* op, void* stream) {
   switch (op->kind) {
   case GRAPE_OP_KERNEL: {
     kernel_args_t a;

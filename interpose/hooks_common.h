@@ -22,6 +22,7 @@
 #include "graph.h"
 #include "launch.h"
 #include "streams.h"
+#include "timeline.h"
 
 #define GRAPE_UNPAREN(...) __VA_ARGS__
 
@@ -159,10 +160,18 @@ static inline void grape__image_unloaded(const void* image) {
     (void)route;                                                                           \
     GRAPE_COUNT(api_calls[h]);                                                             \
     grape_memop_t m = memop;                                                               \
-    if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_memop(&m))                          \
+    GRAPE_TL_START(tl_);                                                                   \
+    if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_memop(&m)) {                        \
+      if (GRAPE_TL_ON(tl_))                                                                \
+        grape__tl_memop_end(&tl_, &m, 1, 1);                                               \
       return (ret)0;                                                                       \
+    }                                                                                      \
     ret r;                                                                                 \
+    if (GRAPE_TL_ON(tl_))                                                                  \
+      grape__tl_dev_begin(&tl_, m.stream, m.ptds);                                         \
     GRAPE_NO_REENTRY(r = real args);                                                       \
+    if (GRAPE_TL_ON(tl_))                                                                  \
+      grape__tl_memop_end(&tl_, &m, r == 0, 0);                                            \
     if (r == 0)                                                                            \
       GRAPE_NO_REENTRY(grape__on_memop(&m));                                               \
     return GRAPE_SEEN(r);                                                                  \

@@ -94,13 +94,21 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernel(grape_
   (void)h;   /* the caller checked grape__active() */
   grape_launch_t l = {f, GRAPE_FN_FUNCTION, {gx, gy, gz}, {bx, by, bz}, shm, s, ptds,
                       params, extra, 0, NULL, 0};
-  if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l))
+  GRAPE_TL_START(tl_);
+  if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l)) {
+    if (GRAPE_TL_ON(tl_))
+      grape__tl_launch_end(&tl_, &l, 1, 1);
     return CUDA_SUCCESS;
+  }
   CUresult r;
+  if (GRAPE_TL_ON(tl_))
+    grape__tl_dev_begin(&tl_, l.stream, ptds);
   uint64_t t0_ = grape__launch_time_start();
   GRAPE_NO_REENTRY(r = real(f, gx, gy, gz, bx, by, bz, shm, s, params, extra));
   if (t0_ != 0)
     grape__launch_time_end(t0_);
+  if (GRAPE_TL_ON(tl_))
+    grape__tl_launch_end(&tl_, &l, r == CUDA_SUCCESS, 0);
   if (r == CUDA_SUCCESS)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
   return GRAPE_SEEN(r);
@@ -117,10 +125,15 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchCooperativeKe
    * region leaves its known path here. */
   grape_launch_t l = {f, GRAPE_FN_FUNCTION, {gx, gy, gz}, {bx, by, bz}, shm, s, ptds,
                       params, NULL, GRAPE_SIG_COOPERATIVE, NULL, 0};
+  GRAPE_TL_START(tl_);
   if (grape__mode == GRAPE_MODE_GRAPH)
     grape__hold_launch(route, &l);
   CUresult r;
+  if (GRAPE_TL_ON(tl_))
+    grape__tl_dev_begin(&tl_, l.stream, ptds);
   GRAPE_NO_REENTRY(r = real(f, gx, gy, gz, bx, by, bz, shm, s, params));
+  if (GRAPE_TL_ON(tl_))
+    grape__tl_launch_end(&tl_, &l, r == CUDA_SUCCESS, 0);
   if (r == CUDA_SUCCESS)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
   return GRAPE_SEEN(r);
@@ -139,13 +152,21 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grap
   for (unsigned i = 0; c->attrs && i < c->numAttrs; i++)
     if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative)
       l.flags |= GRAPE_SIG_COOPERATIVE;
-  if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l))
+  GRAPE_TL_START(tl_);
+  if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l)) {
+    if (GRAPE_TL_ON(tl_))
+      grape__tl_launch_end(&tl_, &l, 1, 1);
     return CUDA_SUCCESS;
+  }
   CUresult r;
+  if (GRAPE_TL_ON(tl_))
+    grape__tl_dev_begin(&tl_, l.stream, ptds);
   uint64_t t0_ = grape__launch_time_start();
   GRAPE_NO_REENTRY(r = real(c, f, params, extra));
   if (t0_ != 0)
     grape__launch_time_end(t0_);
+  if (GRAPE_TL_ON(tl_))
+    grape__tl_launch_end(&tl_, &l, r == CUDA_SUCCESS, 0);
   if (r == CUDA_SUCCESS)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
   return GRAPE_SEEN(r);

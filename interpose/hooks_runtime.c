@@ -34,13 +34,21 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernel(g
   (void)h;
   grape_launch_t l = {func, GRAPE_FN_RUNTIME, {g.x, g.y, g.z}, {b.x, b.y, b.z}, (uint32_t)shm,
                       s, ptds, args, NULL, 0, NULL, 0};
-  if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l))
+  GRAPE_TL_START(tl_);
+  if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l)) {
+    if (GRAPE_TL_ON(tl_))
+      grape__tl_launch_end(&tl_, &l, 1, 1);
     return cudaSuccess;
+  }
   cudaError_t r;
+  if (GRAPE_TL_ON(tl_))
+    grape__tl_dev_begin(&tl_, l.stream, ptds);
   uint64_t t0_ = grape__launch_time_start();
   GRAPE_NO_REENTRY(r = real(func, g, b, args, shm, s));
   if (t0_ != 0)
     grape__launch_time_end(t0_);
+  if (GRAPE_TL_ON(tl_))
+    grape__tl_launch_end(&tl_, &l, r == cudaSuccess, 0);
   if (r == cudaSuccess)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
   return GRAPE_SEEN(r);
@@ -60,13 +68,21 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernelEx
   for (unsigned i = 0; c->attrs && i < c->numAttrs; i++)
     if (c->attrs[i].id == cudaLaunchAttributeCooperative && c->attrs[i].val.cooperative)
       l.flags |= GRAPE_SIG_COOPERATIVE;
-  if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l))
+  GRAPE_TL_START(tl_);
+  if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l)) {
+    if (GRAPE_TL_ON(tl_))
+      grape__tl_launch_end(&tl_, &l, 1, 1);
     return cudaSuccess;
+  }
   cudaError_t r;
+  if (GRAPE_TL_ON(tl_))
+    grape__tl_dev_begin(&tl_, l.stream, ptds);
   uint64_t t0_ = grape__launch_time_start();
   GRAPE_NO_REENTRY(r = real(c, func, args));
   if (t0_ != 0)
     grape__launch_time_end(t0_);
+  if (GRAPE_TL_ON(tl_))
+    grape__tl_launch_end(&tl_, &l, r == cudaSuccess, 0);
   if (r == cudaSuccess)
     grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
   return GRAPE_SEEN(r);
@@ -80,10 +96,15 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchCooperat
   (void)h;
   grape_launch_t l = {func, GRAPE_FN_RUNTIME, {g.x, g.y, g.z}, {b.x, b.y, b.z}, (uint32_t)shm,
                       s, ptds, args, NULL, GRAPE_SIG_COOPERATIVE, NULL, 0};
+  GRAPE_TL_START(tl_);
   if (grape__mode == GRAPE_MODE_GRAPH)
     grape__hold_launch(route, &l);
   cudaError_t r;
+  if (GRAPE_TL_ON(tl_))
+    grape__tl_dev_begin(&tl_, l.stream, ptds);
   GRAPE_NO_REENTRY(r = real(func, g, b, args, shm, s));
+  if (GRAPE_TL_ON(tl_))
+    grape__tl_launch_end(&tl_, &l, r == cudaSuccess, 0);
   if (r == cudaSuccess)
     grape__on_launch(route, &l);
   return GRAPE_SEEN(r);
@@ -171,10 +192,18 @@ static inline cudaError_t hook_cudaMemcpyAsync(grape_route_t route, grape_hook_t
   grape_memop_t m = grape__memcpy_op((uintptr_t)dst, (uintptr_t)src, n, s, ptds);
   if (!d2d)
     grape__flush_stream_of(s, ptds);
-  else if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_memop(&m))
+  GRAPE_TL_START(tl_);
+  if (d2d && grape__mode == GRAPE_MODE_GRAPH && grape__hold_memop(&m)) {
+    if (GRAPE_TL_ON(tl_))
+      grape__tl_memop_end(&tl_, &m, 1, 1);
     return cudaSuccess;
+  }
   cudaError_t r;
+  if (GRAPE_TL_ON(tl_))
+    grape__tl_dev_begin(&tl_, s, ptds);
   GRAPE_NO_REENTRY(r = real(dst, src, n, kind, s));
+  if (GRAPE_TL_ON(tl_))
+    grape__tl_copy_end(&tl_, s, ptds, n, r == cudaSuccess);
   if (d2d && r == cudaSuccess)
     GRAPE_NO_REENTRY(grape__on_memop(&m));
   if (!d2d)

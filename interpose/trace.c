@@ -39,6 +39,7 @@
 #include "outfile.h"
 #include "real.h"
 #include "graph.h"
+#include "timeline.h"
 #include "util/grow.h"
 
 typedef struct fentry_s {
@@ -309,8 +310,11 @@ typedef struct scratch_s {
 /* Adds path v. @return 0, or -ENOMEM. */
 static int add_path(glue_t* g, const grape_gc_path_t* v, scratch_t* s) {
   size_t nptr = 0;
+  /* Every op's words are scanned (a memset's or copy's addresses too), so
+   * every op's words count: counting kernels' only overran the buffer on a
+   * long path of memsets and copies into known allocations. */
   for (uint32_t i = 0; i < v->nops; i++)
-    nptr += v->keys[i].kind == GRAPE_OP_KERNEL ? v->keys[i].param_bytes / 8 : 0;
+    nptr += v->keys[i].param_bytes / 8;
   if (v->nops > s->cap_ops) {
     grape_trace_op_t* ops = grape__grow(s->ops, &s->cap_ops, v->nops, sizeof(*ops), 16);
     if (ops == NULL)
@@ -349,10 +353,7 @@ static int add_path(glue_t* g, const grape_gc_path_t* v, scratch_t* s) {
     op->params = v->params ? v->params + v->poff[i] : NULL;
     op->attrs = op->params ? op->params + op->param_bytes : NULL;
     op->ptrs = w;
-    /* Pointer words of kernels only: a memset's or copy's are replayed on
-     * scratch buffers (and nptr has no room for them). */
-    for (uint32_t off = 0; key->kind == GRAPE_OP_KERNEL && g->nhist && off + 8 <= op->param_bytes;
-         off += 8) {
+    for (uint32_t off = 0; g->nhist && off + 8 <= op->param_bytes; off += 8) {
       uint64_t word;
       memcpy(&word, op->params + off, 8);
       const grape_alloc_life_t* h = word ? find_alloc(g, word, v->stamp) : NULL;
@@ -370,6 +371,89 @@ static int add_path(glue_t* g, const grape_gc_path_t* v, scratch_t* s) {
                           grape__mode == GRAPE_MODE_GRAPH ? &gr : NULL, NULL};
   uint32_t idx;
   return grape_trace_add_path(g->t, &p, &idx) == -ENOMEM ? -ENOMEM : 0;
+}
+
+/* ---- The timeline (GRAPE_TIMELINE) ---- */
+
+typedef struct tl_glue_s {
+  glue_t* g;
+  grape_trace_tl_op_t* ops;
+  size_t n, cap;
+} tl_glue_t;
+
+static void count_tl(const grape_trace_tl_op_t* op, const grape_func_t* f, void* arg) {
+  (void)op, (void)f;
+  ((tl_glue_t*)arg)->cap++;
+}
+
+/* A record with its kernel named the way the paths name it: the function's
+ * index in the trace, and its id (known by exit, if ever). */
+static void take_tl(const grape_trace_tl_op_t* op, const grape_func_t* f, void* arg) {
+  tl_glue_t* tg = arg;
+  if (tg->n == tg->cap)
+    return;
+  grape_trace_tl_op_t* o = &tg->ops[tg->n++];
+  *o = *op;
+  o->func = GRAPE_TRACE_NONE;
+  if (op->kind == GRAPE_TRACE_OP_KERNEL && f != NULL) {
+    o->what = f->id;
+    o->func = func_index(tg->g, f->id);
+  }
+}
+
+/* Sorts ops by host start, keeping the slot order of equal starts (a call
+ * and the submission it made inside itself can start at one simulated
+ * instant): a bottom-up merge sort through tmp. */
+static void tl_sort(grape_trace_tl_op_t* ops, grape_trace_tl_op_t* tmp, size_t n) {
+  grape_trace_tl_op_t *a = ops, *b = tmp;
+  for (size_t w = 1; w < n; w *= 2) {
+    for (size_t lo = 0; lo < n; lo += 2 * w) {
+      size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+      size_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi)
+        b[k++] = a[j].host_start < a[i].host_start ? a[j++] : a[i++];
+      while (i < mid)
+        b[k++] = a[i++];
+      while (j < hi)
+        b[k++] = a[j++];
+    }
+    grape_trace_tl_op_t* t = a;
+    a = b;
+    b = t;
+  }
+  if (a != ops)
+    memcpy(ops, a, n * sizeof(*ops));
+}
+
+/* The timeline's records, by host start. @return 0 or -ENOMEM. */
+static int add_timeline(glue_t* g) {
+  if (!__atomic_load_n(&grape__timeline_on, __ATOMIC_RELAXED))
+    return 0;
+  grape__timeline_close();
+  tl_glue_t tg = {g, NULL, 0, 0};
+  grape__timeline_each(count_tl, &tg);
+  tg.ops = malloc((tg.cap + 1) * sizeof(*tg.ops));
+  grape_trace_tl_op_t* tmp = malloc((tg.cap + 1) * sizeof(*tmp));
+  if (tg.ops == NULL || tmp == NULL) {
+    free(tg.ops);
+    free(tmp);
+    return -ENOMEM;
+  }
+  grape__timeline_each(take_tl, &tg);
+  tl_sort(tg.ops, tmp, tg.n);   /* across threads, slots are claimed in no clock's order */
+  free(tmp);
+  grape_trace_timeline_t tl;
+  grape__timeline_meta(&tl.dropped, &tl.clock, &tl.origin_ns);
+  tl.count = (uint32_t)tg.n;
+  tl.ops = tg.ops;
+  int rc = grape_trace_set_timeline(g->t, &tl);
+  if (rc == -EINVAL)
+    grape_log_warn("GRAPE_TIMELINE: a record was inconsistent; no timeline in the trace");
+  free(tg.ops);
+  if (tl.dropped > 0)
+    grape_log_warn("GRAPE_TIMELINE: %llu calls left out past GRAPE_TIMELINE_MAX_MB",
+                   (unsigned long long)tl.dropped);
+  return rc == -ENOMEM ? rc : 0;
 }
 
 /* ---- Header ---- */
@@ -491,6 +575,8 @@ int grape__trace_write(void) {
     for (size_t i = 0; i < g.npaths && rc == 0; i++)
       rc = add_path(&g, &g.paths[i], &s);
   }
+  if (rc == 0)
+    rc = add_timeline(&g);
   if (rc == 0)
     rc = fill_info(&g, rank);
   free(s.ops);

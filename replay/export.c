@@ -27,6 +27,7 @@
 #include "grape/cubin.h"
 #include "grape/trace.h"
 #include "graphcache/fingerprint.h"
+#include "chrome_time.h"
 #include "util/csv_str.h"
 #include "util/json_str.h"
 
@@ -191,20 +192,17 @@ static void op_label(const grape_trace_t* t, const grape_trace_op_t* op, char* o
     grape_trace_short_name(grape_trace_func(t, op->func)->name, out, cap);
 }
 
-/* A non-negative count of nanoseconds as microseconds, exactly: "12.345". */
-static void us_text(int64_t ns, char* out, size_t cap) {
+void grape__us_text(int64_t ns, char* out, size_t cap) {
   snprintf(out, cap, "%" PRId64 ".%03d", ns / 1000, (int)(ns % 1000));
 }
 
-/* The duration to print for a slice [start, start + dur) ns, so that a viewer
- * adding the parsed numbers as doubles ends it no later than start + dur. */
-static int64_t viewer_safe_dur(int64_t start, int64_t dur) {
+int64_t grape__viewer_safe_dur(int64_t start, int64_t dur) {
   char a[32], b[32], c[32];
-  us_text(start, a, sizeof(a));
-  us_text(start + dur, c, sizeof(c));
+  grape__us_text(start, a, sizeof(a));
+  grape__us_text(start + dur, c, sizeof(c));
   double end = strtod(c, NULL);
   while (dur > 0) {
-    us_text(dur, b, sizeof(b));
+    grape__us_text(dur, b, sizeof(b));
     if (strtod(a, NULL) + strtod(b, NULL) <= end)
       break;
     dur--;
@@ -212,10 +210,17 @@ static int64_t viewer_safe_dur(int64_t start, int64_t dur) {
   return dur;
 }
 
+/* A duration dur() gives that a slice can show (ms). */
+static int drawable(double ms) {
+  return ms >= 0 && ms <= 9e9;   /* not NaN or negative, nor past any clock (~100 days) */
+}
+
 long grape_trace_export_chrome(const grape_trace_t* t, grape_trace_duration_fn* dur, void* arg,
-                               const char* label, FILE* out) {
+                               const char* label, FILE* out, size_t* tracks) {
   const grape_trace_info_t* in = grape_trace_info(t);
   long slices = 0;
+  if (tracks != NULL)
+    *tracks = 0;
   /* The traced process's own pid, which viewers print after its name. */
   long long pid = in->pid > 0 ? (long long)in->pid : 1;
   fprintf(out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"source\":\"grape\",\"durations\":");
@@ -231,6 +236,15 @@ long grape_trace_export_chrome(const grape_trace_t* t, grape_trace_duration_fn* 
   fprintf(out, "}}");
   for (size_t i = 0; i < grape_trace_path_count(t); i++) {
     const grape_trace_path_t* p = grape_trace_path(t, i);
+    /* A track without a slice is not drawn: it is not named either, so that
+     * the tracks said are the tracks a viewer shows. */
+    uint32_t shown = 0;
+    for (uint32_t j = 0; j < p->nops && !shown; j++)
+      shown = drawable(dur(t, i, j, arg));
+    if (!shown)
+      continue;
+    if (tracks != NULL)
+      (*tracks)++;
     char fp[17], name[96];
     grape__fp_hex(p->fp, fp);
     snprintf(name, sizeof(name), "path %s x%llu", fp, (unsigned long long)p->count);
@@ -242,14 +256,14 @@ long grape_trace_export_chrome(const grape_trace_t* t, grape_trace_duration_fn* 
     int64_t ts = 0;   /* nanoseconds from the path's start */
     for (uint32_t j = 0; j < p->nops; j++) {
       double ms = dur(t, i, j, arg);
-      if (!(ms >= 0) || ms > 9e9)   /* not a duration, or past any clock (~100 days) */
+      if (!drawable(ms))
         continue;
       const grape_trace_op_t* op = &p->ops[j];
       int64_t ns = llround(ms * 1e6);
       char lbl[256], ts_us[32], dur_us[32];
       op_label(t, op, lbl, sizeof(lbl));
-      us_text(ts, ts_us, sizeof(ts_us));
-      us_text(viewer_safe_dur(ts, ns), dur_us, sizeof(dur_us));
+      grape__us_text(ts, ts_us, sizeof(ts_us));
+      grape__us_text(grape__viewer_safe_dur(ts, ns), dur_us, sizeof(dur_us));
       fprintf(out, ",\n{\"name\":");
       grape__json_put_str(out, lbl);
       fprintf(out, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%lld,\"tid\":%zu,\"ts\":%s,\"dur\":%s,"

@@ -6,7 +6,7 @@
  * checksum) and its payload; the checksum is XXH3-64 of the payload seeded
  * with XXH3-64 of the first 16 header bytes, so a flipped bit in the type or
  * length is caught as surely as one in the payload. Sections come in a fixed
- * order (HEAD, IMAG*, FUNC, ALOC, PATH*, GRPH?, TIME?, END), so every index a
+ * order (HEAD, IMAG*, FUNC, ALOC, PATH*, GRPH?, TIME?, TLIN?, END), so every index a
  * record holds points backwards and is checked as it is read: one pass. An
  * unknown section is skipped unless its REQUIRED flag is set. All integers
  * are little-endian, doubles are IEEE-754 bit patterns, strings are a u32
@@ -35,6 +35,7 @@ enum {
   SEC_PATH = TRACE_TYPE('P', 'A', 'T', 'H'),
   SEC_GRPH = TRACE_TYPE('G', 'R', 'P', 'H'),
   SEC_TIME = TRACE_TYPE('T', 'I', 'M', 'E'),
+  SEC_TLIN = TRACE_TYPE('T', 'L', 'I', 'N'),
   SEC_END = TRACE_TYPE('E', 'N', 'D', ' '),
 };
 #define SEC_REQUIRED 0x1u   /* a reader that does not know the type must refuse the file */
@@ -49,6 +50,8 @@ enum {
 #define REC_PATH 20u        /* fp, count, nops */
 #define REC_GRAPH 24u       /* path, built, ran, hits, string length */
 #define REC_TIMES 28u       /* path, iters, path_ms, nops, string length */
+#define REC_TL_HEAD 24u     /* clock string length, origin, dropped, count */
+#define REC_TL_OP 72u       /* kind, how, func, thread, stream, what, 4 times, seq */
 
 /* ---- The model ---- */
 
@@ -82,6 +85,7 @@ struct grape_trace_s {
   size_t nallocs, cap_allocs;
   path_t* paths;
   size_t npaths, cap_paths;
+  grape_trace_timeline_t* tl;  /* NULL, or one allocation: header, ops, clock name */
   void* map;                  /* a loaded file: mapped (or read) bytes */
   size_t map_len;
   int map_is_mmap;

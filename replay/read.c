@@ -430,10 +430,54 @@ static int read_times(rd_t* r, grape_trace_t* t) {
   return 0;
 }
 
+static int read_timeline(rd_t* r, grape_trace_t* t) {
+  grape_trace_timeline_t tl;
+  char* clock = NULL;
+  TRY(rdstr(r, &clock, "clock name"));
+  int e = rd64(r, &tl.origin_ns, "origin");
+  if (e == 0)
+    e = rd64(r, &tl.dropped, "dropped ops");
+  if (e == 0)
+    e = rd_count(r, &tl.count, REC_TL_OP, "timeline records");
+  grape_trace_tl_op_t* ops = e == 0 ? malloc(((size_t)tl.count + 1) * sizeof(*ops)) : NULL;
+  if (e == 0 && ops == NULL)
+    e = -ENOMEM;
+  for (uint32_t i = 0; i < tl.count && e == 0; i++) {
+    grape_trace_tl_op_t* op = &ops[i];
+    const uint8_t* at = r->p;
+    op->kind = get_u32(at);
+    op->how = get_u32(at + 4);
+    op->func = get_u32(at + 8);
+    op->thread = get_u32(at + 12);
+    op->stream = get_u64(at + 16);
+    op->what = get_u64(at + 24);
+    op->host_start = get_u64(at + 32);
+    op->host_end = get_u64(at + 40);
+    op->dev_start = get_u64(at + 48);
+    op->dev_end = get_u64(at + 56);
+    op->seq = get_u64(at + 64);
+    const char* why = grape_trace_tl_op_check(t, op);
+    if (why != NULL)
+      e = fail(r, "timeline record %u: %s", i, why);
+    else if (i > 0 && op->host_start < ops[i - 1].host_start)
+      e = fail(r, "timeline record %u starts before record %u: records go by host start", i, i - 1);
+    else
+      r->p += REC_TL_OP;
+  }
+  if (e == 0) {
+    tl.clock = clock;
+    tl.ops = ops;
+    e = grape_trace_set_timeline(t, &tl);
+  }
+  free(ops);
+  free(clock);
+  return e;
+}
+
 /* ---- The file ---- */
 
 /* Order of the known sections: each may follow only those of a lower stage. */
-enum { ST_NONE, ST_HEAD, ST_FUNC, ST_ALOC, ST_PATH, ST_GRPH, ST_TIME, ST_END };
+enum { ST_NONE, ST_HEAD, ST_FUNC, ST_ALOC, ST_PATH, ST_GRPH, ST_TIME, ST_TLIN, ST_END };
 
 static int parse(rd_t* r, grape_trace_t* t) {
   r->p = r->base;
@@ -485,6 +529,7 @@ static int parse(rd_t* r, grape_trace_t* t) {
     case SEC_PATH: next = stage == ST_ALOC || stage == ST_PATH ? ST_PATH : -1; break;
     case SEC_GRPH: next = stage == ST_ALOC || stage == ST_PATH ? ST_GRPH : -1; break;
     case SEC_TIME: next = stage >= ST_ALOC && stage <= ST_GRPH ? ST_TIME : -1; break;
+    case SEC_TLIN: next = stage >= ST_ALOC && stage <= ST_TIME ? ST_TLIN : -1; break;
     case SEC_END: next = stage >= ST_ALOC ? ST_END : -1; break;
     default:
       if (stage == ST_NONE)
@@ -497,7 +542,7 @@ static int parse(rd_t* r, grape_trace_t* t) {
     if (next < 0)
       return fail(r, stage == ST_NONE ? "the first section must be HEAD"
                                       : "section out of order (HEAD, IMAG..., FUNC, ALOC, "
-                                        "PATH..., GRPH, TIME, END)");
+                                        "PATH..., GRPH, TIME, TLIN, END)");
     stage = next;
     switch (type) {
     case SEC_HEAD: e = read_head(r, t); break;
@@ -507,6 +552,7 @@ static int parse(rd_t* r, grape_trace_t* t) {
     case SEC_PATH: e = read_path(r, t); break;
     case SEC_GRPH: e = read_graphs(r, t); break;
     case SEC_TIME: e = read_times(r, t); break;
+    case SEC_TLIN: e = read_timeline(r, t); break;
     default: break;
     }
     if (e == -ENOMEM)

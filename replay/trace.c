@@ -84,6 +84,7 @@ void grape_trace_free(grape_trace_t* t) {
   free(t->funcs);
   free(t->allocs);
   free(t->paths);
+  free(t->tl);
   if (t->map_is_mmap)
     munmap(t->map, t->map_len);
   else
@@ -364,6 +365,63 @@ int grape_trace_set_times(grape_trace_t* t, size_t i, const grape_trace_times_t*
   free(p->times_box);
   p->times_box = box;
   p->r.times = box;
+  return 0;
+}
+
+/* ---- The timeline ---- */
+
+const grape_trace_timeline_t* grape_trace_timeline(const grape_trace_t* t) {
+  return t->tl;
+}
+
+const char* grape_trace_tl_op_check(const grape_trace_t* t, const grape_trace_tl_op_t* op) {
+  if (op->kind < GRAPE_TRACE_OP_KERNEL || op->kind > GRAPE_TRACE_TL_GRAPH)
+    return "unknown kind";
+  if (op->how < GRAPE_TRACE_TL_EAGER || op->how > GRAPE_TRACE_TL_SUBMIT)
+    return "unknown way of running (eager, held, submitted)";
+  if (op->kind == GRAPE_TRACE_TL_GRAPH && (op->how != GRAPE_TRACE_TL_SUBMIT || op->what == 0))
+    return "a graph launch that is not the shim's submission of held ops";
+  if (op->func != GRAPE_TRACE_NONE &&
+      (op->kind != GRAPE_TRACE_OP_KERNEL || op->func >= t->nfuncs || t->funcs[op->func].r.id != op->what))
+    return "function index out of range, on an op that is no kernel, or not the op's function";
+  if (op->thread == 0)
+    return "thread 0 (threads are numbered from 1)";
+  if (op->host_end < op->host_start)
+    return "the host call ends before it starts";
+  if ((op->dev_start == GRAPE_TRACE_TL_UNKNOWN) != (op->dev_end == GRAPE_TRACE_TL_UNKNOWN) ||
+      (op->dev_start != GRAPE_TRACE_TL_UNKNOWN && op->dev_end < op->dev_start))
+    return "device times: one unknown, or the end before the start";
+  if (op->how == GRAPE_TRACE_TL_HELD && op->dev_start != GRAPE_TRACE_TL_UNKNOWN)
+    return "a held call with device times (its work runs in a later submission)";
+  if (op->how == GRAPE_TRACE_TL_EAGER && op->seq != 0)
+    return "an eager call with a held-op number";
+  return NULL;
+}
+
+int grape_trace_set_timeline(grape_trace_t* t, const grape_trace_timeline_t* tl) {
+  grape_trace_timeline_t* box = NULL;
+  if (tl != NULL) {
+    if (tl->count && tl->ops == NULL)
+      return -EINVAL;
+    for (uint32_t i = 0; i < tl->count; i++)
+      if (grape_trace_tl_op_check(t, &tl->ops[i]) != NULL ||
+          (i > 0 && tl->ops[i].host_start < tl->ops[i - 1].host_start))
+        return -EINVAL;
+    const char* clock = tl->clock ? tl->clock : "";
+    size_t n = strlen(clock) + 1, ops = (size_t)tl->count * sizeof(*tl->ops);
+    box = malloc(sizeof(*box) + ops + n);
+    if (box == NULL)
+      return -ENOMEM;
+    *box = *tl;
+    grape_trace_tl_op_t* o = (grape_trace_tl_op_t*)(void*)(box + 1);
+    if (ops)
+      memcpy(o, tl->ops, ops);
+    memcpy((char*)o + ops, clock, n);
+    box->ops = o;
+    box->clock = (const char*)o + ops;
+  }
+  free(t->tl);
+  t->tl = box;
   return 0;
 }
 

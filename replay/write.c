@@ -57,6 +57,13 @@ static uint64_t path_size(const grape_trace_path_t* p) {
   return n;
 }
 
+/* The timeline section, header included (0 when there is none). */
+static uint64_t timeline_size(const grape_trace_t* t) {
+  if (t->tl == NULL)
+    return 0;
+  return TRACE_SECTION_HEADER + REC_TL_HEAD + strlen(t->tl->clock) + (uint64_t)t->tl->count * REC_TL_OP;
+}
+
 static uint64_t graph_rec_size(const grape_trace_path_t* p) {
   return p->graph ? REC_GRAPH + strlen(p->graph->why) : 0;
 }
@@ -100,7 +107,8 @@ static int plan_make(const grape_trace_t* t, uint64_t max_bytes, plan_t* pl, uin
   /* The parts always written. GRPH and TIME headers are counted here even
    * when they end up absent: a little slack under the limit, never over. */
   uint64_t used = TRACE_FILE_HEADER + 6 * TRACE_SECTION_HEADER + head_size(&t->info) +
-                  func_section_size(t) + 4 + (uint64_t)t->nallocs * REC_ALLOC + 4 + 4;
+                  func_section_size(t) + 4 + (uint64_t)t->nallocs * REC_ALLOC + 4 + 4 +
+                  timeline_size(t);   /* bounded by GRAPE_TIMELINE_MAX_MB: always written */
   for (size_t i = 0; i < t->nimages; i++)
     pl->image_map[i] = max_bytes ? GRAPE_TRACE_NONE : 0;
   for (size_t i = 0; i < t->npaths; i++) {
@@ -122,7 +130,7 @@ static int plan_make(const grape_trace_t* t, uint64_t max_bytes, plan_t* pl, uin
   free(want);
   /* Kept images get their file indices in trace order. */
   uint64_t bytes = TRACE_FILE_HEADER + 4 * TRACE_SECTION_HEADER + head_size(&t->info) +
-                   func_section_size(t) + 4 + (uint64_t)t->nallocs * REC_ALLOC;
+                   func_section_size(t) + 4 + (uint64_t)t->nallocs * REC_ALLOC + timeline_size(t);
   for (size_t i = 0; i < t->nimages; i++) {
     if (pl->image_map[i] == GRAPE_TRACE_NONE)
       continue;
@@ -343,6 +351,29 @@ int grape_trace_encode(const grape_trace_t* t, uint64_t max_bytes, uint8_t** buf
         wstr(&o, p->times->device);
       }
       k++;
+    }
+    end(&o);
+  }
+  if (t->tl != NULL) {   /* optional: older readers skip it */
+    const grape_trace_timeline_t* tl = t->tl;
+    begin(&o, SEC_TLIN, 0);
+    wstr(&o, tl->clock);
+    w64(&o, tl->origin_ns);
+    w64(&o, tl->dropped);
+    w32(&o, tl->count);
+    for (uint32_t i = 0; i < tl->count; i++) {
+      const grape_trace_tl_op_t* op = &tl->ops[i];
+      w32(&o, op->kind);
+      w32(&o, op->how);
+      w32(&o, op->func);
+      w32(&o, op->thread);
+      w64(&o, op->stream);
+      w64(&o, op->what);
+      w64(&o, op->host_start);
+      w64(&o, op->host_end);
+      w64(&o, op->dev_start);
+      w64(&o, op->dev_end);
+      w64(&o, op->seq);
     }
     end(&o);
   }

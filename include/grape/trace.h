@@ -178,6 +178,45 @@ typedef struct grape_trace_path_s {
   const grape_trace_times_t* times;   /* NULL when none */
 } grape_trace_path_t;
 
+/* ---- The timeline (GRAPE_TIMELINE): every op in the order it was issued ---- */
+
+/* What a timeline record is: an op kind (GRAPE_TRACE_OP_*), or a graph the
+ * shim launched in graph mode. */
+enum { GRAPE_TRACE_TL_GRAPH = 4 };
+
+/* How the op went: the program's call reached the driver at once (eager);
+ * graph mode held it (the call returned without submitting: it runs later,
+ * in a submission record on its stream); or the shim submitted held work
+ * (a graph launch of `what` held ops, or one held op eagerly). */
+enum { GRAPE_TRACE_TL_EAGER = 1, GRAPE_TRACE_TL_HELD = 2, GRAPE_TRACE_TL_SUBMIT = 3 };
+
+/* A device time that was not measured. */
+#define GRAPE_TRACE_TL_UNKNOWN UINT64_MAX
+
+typedef struct grape_trace_tl_op_s {
+  uint32_t kind;               /* GRAPE_TRACE_OP_* or GRAPE_TRACE_TL_GRAPH */
+  uint32_t how;                /* GRAPE_TRACE_TL_* */
+  uint32_t func;               /* kernel: function index, or GRAPE_TRACE_NONE; else NONE */
+  uint32_t thread;             /* host thread, numbered from 1 in order of first call */
+  uint64_t stream;             /* the shim's stream key: the handle, 1 for the legacy
+                                  stream, a per-thread value for a per-thread default one */
+  uint64_t what;               /* kernel: function id; memset/copy: bytes; graph: held ops it ran */
+  uint64_t host_start, host_end;   /* the call on the host, ns after the timeline's origin */
+  uint64_t dev_start, dev_end;     /* on the device, same clock; GRAPE_TRACE_TL_UNKNOWN
+                                      when not measured (held calls) */
+  uint64_t seq;                /* held: its number among its stream's held ops (from 0);
+                                  submission: the number of the first held op it ran
+                                  (it ran `what` ops for a graph, else 1); eager: 0 */
+} grape_trace_tl_op_t;
+
+typedef struct grape_trace_timeline_s {
+  const char* clock;           /* "monotonic" (CLOCK_MONOTONIC) or "simulated" (the sim's) */
+  uint64_t origin_ns;          /* that clock's reading at time 0 */
+  uint64_t dropped;            /* ops left out: past GRAPE_TIMELINE_MAX_MB */
+  uint32_t count;
+  const grape_trace_tl_op_t* ops;  /* by host_start, non-decreasing */
+} grape_trace_timeline_t;
+
 /* ---- Reading ---- */
 
 /* Reads and validates the trace file at path (mapped, read in one pass).
@@ -199,6 +238,9 @@ GRAPE_API size_t grape_trace_alloc_count(const grape_trace_t* t);
 GRAPE_API const grape_trace_alloc_t* grape_trace_alloc(const grape_trace_t* t, size_t i);
 GRAPE_API size_t grape_trace_path_count(const grape_trace_t* t);
 GRAPE_API const grape_trace_path_t* grape_trace_path(const grape_trace_t* t, size_t i);
+
+/* The timeline, or NULL when the trace has none. */
+GRAPE_API const grape_trace_timeline_t* grape_trace_timeline(const grape_trace_t* t);
 
 GRAPE_API void grape_trace_free(grape_trace_t* t);
 
@@ -233,6 +275,10 @@ GRAPE_API int grape_trace_add_path(grape_trace_t* t, const grape_trace_path_t* p
 /* Replaces path i's graph-mode outcome / measured times (copied; NULL clears). */
 GRAPE_API int grape_trace_set_graph(grape_trace_t* t, size_t i, const grape_trace_graph_t* g);
 GRAPE_API int grape_trace_set_times(grape_trace_t* t, size_t i, const grape_trace_times_t* tm);
+
+/* Replaces the timeline (copied; NULL clears). Every function index must be
+ * in the trace already. @return 0, or -ENOMEM / -EINVAL (a bad record). */
+GRAPE_API int grape_trace_set_timeline(grape_trace_t* t, const grape_trace_timeline_t* tl);
 
 /* What a size-limited write left out. */
 typedef struct grape_trace_save_stats_s {
@@ -303,12 +349,33 @@ GRAPE_API long grape_replay_write_csv(const grape_trace_t* t, const char* device
 /* Duration of op j of path i in ms, or a negative value to leave it out. */
 typedef double grape_trace_duration_fn(const grape_trace_t* t, size_t path, size_t op, void* arg);
 
-/* Writes a Chrome trace-event JSON timeline (chrome://tracing, Perfetto): one
- * track per path, its ops as slices laid end to end with durations from dur.
- * label names where the durations come from ("measured on ...").
+/* Writes a Chrome trace-event JSON view of t's paths (chrome://tracing,
+ * Perfetto): one track per path that has a slice, its ops as slices laid end
+ * to end from 0 with durations from dur. label names where the durations come
+ * from ("measured on ..."). *tracks (may be NULL): the tracks written.
  * @return slices written, or -EIO. */
 GRAPE_API long grape_trace_export_chrome(const grape_trace_t* t, grape_trace_duration_fn* dur,
-                                         void* arg, const char* label, FILE* out);
+                                         void* arg, const char* label, FILE* out, size_t* tracks);
+
+/* What grape_trace_export_timeline wrote. */
+typedef struct grape_trace_export_stats_s {
+  size_t processes, tracks;    /* tracks that hold at least one slice */
+  size_t slices, flows;
+  size_t clamped;              /* slices moved to start where the previous one on
+                                  their track ended (device clock rounding) */
+} grape_trace_export_stats_t;
+
+/* Writes the timelines of n traces as one Chrome trace-event JSON file: per
+ * trace a process, with a host row per thread (the program's calls; the
+ * shim's submissions of held work on a row of their own), a row per stream
+ * (device work where it ran) and flow arrows from each call to its device
+ * work. Every trace must have a timeline. @return 0 or -EIO. */
+GRAPE_API int grape_trace_export_timeline(const grape_trace_t* const* traces, size_t n, FILE* out,
+                                          grape_trace_export_stats_t* st);
+
+/* Checks one timeline record against trace t (kinds, indices, times).
+ * @return NULL when it is good, else what is wrong. */
+GRAPE_API const char* grape_trace_tl_op_check(const grape_trace_t* t, const grape_trace_tl_op_t* op);
 
 /* Writes what t holds as one JSON object (grape inspect --json): header,
  * paths with their ops, kernels, images, allocations. @return 0 or -EIO. */

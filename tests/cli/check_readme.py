@@ -94,9 +94,20 @@ def main():
                     fail(f"no JSON report on stderr from: {line}", p)
                 if not rep.get("launches"):
                     fail(f"the plain LD_PRELOAD line ran no kernels: {line}", p)
-        for out in ("report.json", "model.txt", "timings.csv", "timed.grape", "timeline.json"):
+        for out in ("report.json", "model.txt", "timings.csv", "timed.grape", "paths.json",
+                    "timeline.json"):
             if not os.path.exists(os.path.join(tmp, out)):
                 fail(f"the README's commands did not write {out}")
+        # The timeline as a viewer reads it (tests/replay/check_timeline.py).
+        sys.path.insert(0, os.path.join(a.source, "tests", "replay"))
+        import check_timeline
+        try:
+            got = check_timeline.check(json.load(open(os.path.join(tmp, "timeline.json"))))
+        except check_timeline.Broken as e:
+            fail(f"the README's timeline.json breaks a trace-event rule: {e}")
+        if got["flows"] == 0 or got["streams"] == 0:
+            fail(f"the README's timeline.json has no stream rows or arrows: {got['streams']}, "
+                 f"{got['flows']}")
 
         # A second traced run: inspect takes both traces.
         traced = [l for l in lines if l.startswith("GRAPE_TRACE=")]

@@ -178,7 +178,7 @@ def case_example(a):
         if any("times" not in p for p in tj["paths"]):
             fail("--save wrote paths without times")
         out = os.path.join(tmp, "timeline.json")
-        p = grape(a, ["export", "--chrome", timed, "-o", out], leaks=True)
+        p = grape(a, ["export", "--chrome", "--by-path", timed, "-o", out], leaks=True)
         if p.returncode != 0:
             fail("grape export --chrome", p)
         check = subprocess.run([sys.executable, "-m", "json.tool", out], capture_output=True,
@@ -205,7 +205,13 @@ def case_example(a):
         ev = json.load(open(out))["traceEvents"]
         if p.returncode != 0 or sum(1 for e in ev if e["ph"] == "X") != per_round:
             fail("grape export --predict-gpu H100", p)
-        p = grape(a, ["export", "--chrome", trace, "-o", out])
+        # The tracks it says are the tracks it names: a path without a kernel
+        # has no predicted slice, so no track.
+        named = sum(1 for e in ev if e["ph"] == "M" and e["name"] == "thread_name")
+        drawn = len({e["tid"] for e in ev if e["ph"] == "X"})
+        if named != drawn or f"on {drawn} tracks" not in p.stderr:
+            fail(f"--predict-gpu: {named} tracks named, {drawn} drawn", p)
+        p = grape(a, ["export", "--chrome", "--by-path", trace, "-o", out])
         if p.returncode != 1 or "no measured times" not in p.stderr:
             fail("export of a trace without times must say so", p)
 
@@ -272,7 +278,7 @@ def case_pipeline(a):
         if len(traces) != 1:
             fail(f"one trace expected, found {traces}")
         run(["replay"] + traces + ["--all", "--time", "-o", "timings.csv", "--save", "timed.grape"])
-        run(["export", "--chrome", "timed.grape", "-o", "timeline.json"])
+        run(["export", "--chrome", "--by-path", "timed.grape", "-o", "timeline.json"])
         t = inspect(a, os.path.join(tmp, "timed.grape"))
         kernels = sum(kernels_of(p) for p in t["paths"])
         rows = open(os.path.join(tmp, "timings.csv")).read().splitlines()
@@ -325,7 +331,7 @@ def case_viewer(a):
         if p.returncode != 0:
             fail("grape replay --time --save", p)
         out = os.path.join(tmp, "timeline.json")
-        p = grape(a, ["export", "--chrome", timed, "-o", out])
+        p = grape(a, ["export", "--chrome", "--by-path", timed, "-o", out])
         if p.returncode != 0:
             fail("grape export --chrome", p)
         html = os.path.join(tmp, "viewer.html")

@@ -1,0 +1,414 @@
+/* grape export --chrome: the timelines of one or more traces (GRAPE_TIMELINE)
+ * as one Chrome trace-event JSON file, drawn as the run went.
+ *
+ * DESIGN: each trace is a process (its pid; a pid already taken by another
+ * trace gets the next free number), with three kinds of tracks: a host row
+ * per thread (the program's CUDA calls, held ones marked), a row per thread
+ * for the shim's own submissions of held work (so that a submission made
+ * inside a call, a flush, is not drawn overlapping it), and a row per stream
+ * (device work where it ran: the eager ops, the graphs graph mode launched
+ * and the held ops it submitted one by one). A flow arrow goes from each call
+ * to its device work: an eager call's own, a held call's the submission that
+ * ran it, by the numbers the shim gives held ops per stream (a submission
+ * names the first it ran; a graph of n ops runs n). Every track's
+ * slices are written in order and never overlap (a viewer nests a slice that
+ * starts before the previous one ends): a slice that would, after the float
+ * milliseconds of event timing, starts where the previous one ended and is
+ * counted as clamped. Traces on CLOCK_MONOTONIC share one clock and are
+ * placed by it; simulated clocks each start at 0. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chrome_time.h"
+#include "grape/trace.h"
+#include "util/json_str.h"
+
+/* Track ids inside a process. */
+#define TID_SUBMIT 10000u   /* + host thread */
+#define TID_STREAM 20000u   /* + stream ordinal */
+
+typedef struct track_s {
+  uint32_t tid;
+  int64_t end;               /* where its last slice ended, ns */
+  size_t slices;
+} track_t;
+
+typedef struct proc_s {
+  const grape_trace_t* t;
+  const grape_trace_timeline_t* tl;
+  long long pid;
+  int64_t shift;             /* ns added to the trace's own times */
+  track_t* tracks;
+  size_t ntracks;
+  uint64_t* streams;         /* stream keys by ordinal (first seen first) */
+  size_t nstreams;
+  int64_t* dev_at;           /* per record: its device slice's middle as drawn (half ns), or -1 */
+  uint32_t* ran_in;          /* per held record: the submission that ran it, or NONE */
+  uint32_t* ran_for;         /* per submission of one op: the held call it ran, or NONE */
+} proc_t;
+
+static track_t* track_of(proc_t* p, uint32_t tid) {
+  for (size_t i = 0; i < p->ntracks; i++)
+    if (p->tracks[i].tid == tid)
+      return &p->tracks[i];
+  return NULL;
+}
+
+static uint32_t stream_tid(proc_t* p, uint64_t key) {
+  for (size_t i = 0; i < p->nstreams; i++)
+    if (p->streams[i] == key)
+      return TID_STREAM + (uint32_t)i;
+  return TID_STREAM;   /* not reached: every stream was listed first */
+}
+
+static int has_dev(const grape_trace_tl_op_t* op) {
+  return op->how != GRAPE_TRACE_TL_HELD && op->dev_start != GRAPE_TRACE_TL_UNKNOWN;
+}
+
+static uint32_t host_tid(const grape_trace_tl_op_t* op) {
+  return op->how == GRAPE_TRACE_TL_SUBMIT ? TID_SUBMIT + op->thread : op->thread;
+}
+
+static int add_track(proc_t* p, uint32_t tid, size_t* cap) {
+  if (track_of(p, tid) != NULL)
+    return 0;
+  if (p->ntracks == *cap) {
+    size_t nc = *cap ? *cap * 2 : 16;
+    track_t* v = realloc(p->tracks, nc * sizeof(*v));
+    if (v == NULL)
+      return -ENOMEM;
+    p->tracks = v;
+    *cap = nc;
+  }
+  p->tracks[p->ntracks++] = (track_t){tid, INT64_MIN, 0};
+  return 0;
+}
+
+typedef struct held_s {
+  uint32_t tid;              /* its stream's track */
+  uint64_t seq;
+  uint32_t i;                /* the record */
+} held_t;
+
+static int held_cmp(const void* a, const void* b) {
+  const held_t* x = a;
+  const held_t* y = b;
+  if (x->tid != y->tid)
+    return x->tid < y->tid ? -1 : 1;
+  return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Lists the streams and tracks, and pairs each held call with the
+ * submission that ran it. */
+static int proc_scan(proc_t* p) {
+  const grape_trace_timeline_t* tl = p->tl;
+  size_t cap_tracks = 0, cap_streams = 0;
+  p->dev_at = malloc(((size_t)tl->count + 1) * sizeof(*p->dev_at));
+  p->ran_in = malloc(((size_t)tl->count + 1) * sizeof(*p->ran_in));
+  p->ran_for = malloc(((size_t)tl->count + 1) * sizeof(*p->ran_for));
+  if (p->dev_at == NULL || p->ran_in == NULL || p->ran_for == NULL)
+    return -ENOMEM;
+  for (uint32_t i = 0; i < tl->count; i++) {
+    const grape_trace_tl_op_t* op = &tl->ops[i];
+    p->ran_in[i] = p->ran_for[i] = GRAPE_TRACE_NONE;
+    p->dev_at[i] = -1;
+    size_t s = 0;
+    while (s < p->nstreams && p->streams[s] != op->stream)
+      s++;
+    if (s == p->nstreams) {
+      if (p->nstreams == cap_streams) {
+        size_t nc = cap_streams ? cap_streams * 2 : 8;
+        uint64_t* v = realloc(p->streams, nc * sizeof(*v));
+        if (v == NULL)
+          goto oom;
+        p->streams = v;
+        cap_streams = nc;
+      }
+      p->streams[p->nstreams++] = op->stream;
+    }
+    if (add_track(p, host_tid(op), &cap_tracks) != 0 ||
+        (has_dev(op) && add_track(p, TID_STREAM + (uint32_t)s, &cap_tracks) != 0))
+      goto oom;
+  }
+  /* Held calls by (stream, number); a submission ran the held calls of its
+   * stream numbered [seq, seq + ops). */
+  held_t* held = malloc(((size_t)tl->count + 1) * sizeof(*held));
+  if (held == NULL)
+    goto oom;
+  size_t nheld = 0;
+  for (uint32_t i = 0; i < tl->count; i++)
+    if (tl->ops[i].how == GRAPE_TRACE_TL_HELD)
+      held[nheld++] = (held_t){stream_tid(p, tl->ops[i].stream), tl->ops[i].seq, i};
+  qsort(held, nheld, sizeof(*held), held_cmp);
+  for (uint32_t i = 0; i < tl->count; i++) {
+    const grape_trace_tl_op_t* op = &tl->ops[i];
+    if (op->how != GRAPE_TRACE_TL_SUBMIT || op->seq == GRAPE_TRACE_TL_UNKNOWN)
+      continue;
+    uint64_t n = op->kind == GRAPE_TRACE_TL_GRAPH ? op->what : 1;
+    held_t key = {stream_tid(p, op->stream), op->seq, 0};
+    size_t lo = 0, hi = nheld;
+    while (lo < hi) {   /* the first held call at or after key */
+      size_t mid = lo + (hi - lo) / 2;
+      if (held_cmp(&held[mid], &key) < 0)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    for (; lo < nheld && held[lo].tid == key.tid && held[lo].seq - op->seq < n; lo++) {
+      p->ran_in[held[lo].i] = i;
+      if (p->ran_for[i] == GRAPE_TRACE_NONE)
+        p->ran_for[i] = held[lo].i;
+    }
+  }
+  free(held);
+  return 0;
+oom:
+  return -ENOMEM;
+}
+
+/* The slice [start, end) on track tid, moved to start where the previous one
+ * ended if it would overlap it. Writes its middle into *at (half ns). */
+static void slice(FILE* out, proc_t* p, uint32_t tid, int64_t start, int64_t end, const char* name,
+                  const char* cat, const char* args, grape_trace_export_stats_t* st, int64_t* at) {
+  track_t* tr = track_of(p, tid);
+  if (start < tr->end) {
+    start = tr->end;
+    st->clamped++;
+  }
+  /* At least 1 ns as the viewer adds it: an empty slice where the previous
+   * one ended (a held call on the sim's clock) is drawn nested in it. */
+  int64_t d = end > start ? end - start : 1;
+  while (grape__viewer_safe_dur(start, d) == 0)
+    d++;
+  end = start + d;
+  char ts[32], dur[32];
+  int64_t shown = grape__viewer_safe_dur(start, d);
+  grape__us_text(start, ts, sizeof(ts));
+  grape__us_text(shown, dur, sizeof(dur));
+  fprintf(out, ",\n{\"name\":");
+  grape__json_put_str(out, name);
+  fprintf(out, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%lld,\"tid\":%u,\"ts\":%s,\"dur\":%s,"
+               "\"args\":{%s}}", cat, p->pid, tid, ts, dur, args);
+  tr->end = end;
+  tr->slices++;
+  st->slices++;
+  *at = 2 * start + shown;   /* its middle, in half nanoseconds */
+}
+
+/* A time in half nanoseconds as microseconds: "12.3455". */
+static void half_ns_text(int64_t h, char* out, size_t cap) {
+  int64_t e4 = h * 5;   /* ten-thousandths of a microsecond */
+  snprintf(out, cap, "%" PRId64 ".%04d", e4 / 10000, (int)(e4 % 10000));
+}
+
+/* An arrow between the middles of two slices (half nanoseconds): a slice's
+ * start is often where the previous one on its track ended, and a viewer
+ * binding an end there could take either. */
+static void flow(FILE* out, const proc_t* p, size_t id, uint32_t from_tid, int64_t from,
+                 uint32_t to_tid, int64_t to, grape_trace_export_stats_t* st) {
+  char a[32], b[32];
+  half_ns_text(from, a, sizeof(a));
+  half_ns_text(to, b, sizeof(b));
+  fprintf(out, ",\n{\"name\":\"launch\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%zu,\"pid\":%lld,"
+               "\"tid\":%u,\"ts\":%s}", id, p->pid, from_tid, a);
+  fprintf(out, ",\n{\"name\":\"launch\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%zu,"
+               "\"pid\":%lld,\"tid\":%u,\"ts\":%s}", id, p->pid, to_tid, b);
+  st->flows++;
+}
+
+/* What a record is called: the kernel's short name, "memset", "memcpy", or
+ * a graph's size; for a held op the shim submitted, the call it ran for. */
+static void name_of(const proc_t* p, uint32_t i, char* out, size_t cap) {
+  const grape_trace_tl_op_t* op = &p->tl->ops[i];
+  if (op->kind == GRAPE_TRACE_TL_GRAPH) {
+    snprintf(out, cap, "graph (%" PRIu64 " ops)", op->what);
+    return;
+  }
+  if (op->kind == GRAPE_TRACE_OP_KERNEL && op->how == GRAPE_TRACE_TL_SUBMIT &&
+      p->ran_for[i] != GRAPE_TRACE_NONE) {
+    name_of(p, p->ran_for[i], out, cap);
+    return;
+  }
+  if (op->kind == GRAPE_TRACE_OP_KERNEL && op->func != GRAPE_TRACE_NONE)
+    grape_trace_short_name(grape_trace_func(p->t, op->func)->name, out, cap);
+  else
+    snprintf(out, cap, "%s", grape_trace_op_kind_name(op->kind));
+}
+
+static void args_of(const proc_t* p, const grape_trace_tl_op_t* op, char* out, size_t cap) {
+  static const char* const how[] = {"", "eager", "held", "submitted by grape"};
+  int n = snprintf(out, cap, "\"how\":\"%s\",\"stream\":\"0x%" PRIx64 "\"", how[op->how],
+                   op->stream);
+  if (op->kind == GRAPE_TRACE_OP_MEMSET || op->kind == GRAPE_TRACE_OP_MEMCPY)
+    n += snprintf(out + n, cap - (size_t)n, ",\"bytes\":%" PRIu64, op->what);
+  else if (op->kind == GRAPE_TRACE_TL_GRAPH)
+    n += snprintf(out + n, cap - (size_t)n, ",\"ops\":%" PRIu64, op->what);
+  if (op->how == GRAPE_TRACE_TL_SUBMIT) {   /* when grape submitted it, on the host */
+    char us[32];
+    grape__us_text((int64_t)op->host_start + p->shift, us, sizeof(us));
+    snprintf(out + n, cap - (size_t)n, ",\"submitted_at_us\":%s", us);
+  }
+}
+
+static void meta(FILE* out, long long pid, uint32_t tid, const char* what, const char* key,
+                 const char* name, long sort, int first) {
+  fprintf(out, "%s{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%lld,\"tid\":%u,\"args\":{\"%s\":",
+          first ? "" : ",\n", what, pid, tid, key);
+  if (name != NULL)
+    grape__json_put_str(out, name);
+  else
+    fprintf(out, "%ld", sort);
+  fprintf(out, "}}");
+}
+
+static void proc_meta(FILE* out, proc_t* p, int first) {
+  const grape_trace_info_t* in = grape_trace_info(p->t);
+  char name[700];
+  snprintf(name, sizeof(name), "%s, rank %d", in->program[0] ? in->program : "program",
+           (int)in->rank);
+  meta(out, p->pid, 0, "process_name", "name", name, 0, first);
+  if (p->tl->dropped > 0) {
+    snprintf(name, sizeof(name), "%" PRIu64 " calls not recorded (GRAPE_TIMELINE_MAX_MB)",
+             p->tl->dropped);
+    meta(out, p->pid, 0, "process_labels", "labels", name, 0, 0);
+  }
+  for (size_t i = 0; i < p->ntracks; i++) {
+    uint32_t tid = p->tracks[i].tid;
+    if (tid >= TID_STREAM) {
+      uint64_t key = p->streams[tid - TID_STREAM];
+      if (key == 1)
+        snprintf(name, sizeof(name), "stream (legacy default)");
+      else
+        snprintf(name, sizeof(name), "stream 0x%" PRIx64, key);
+    } else if (tid >= TID_SUBMIT) {
+      snprintf(name, sizeof(name), "thread %u: grape submits held work", tid - TID_SUBMIT);
+    } else {
+      snprintf(name, sizeof(name), "thread %u: CUDA calls", tid);
+    }
+    meta(out, p->pid, tid, "thread_name", "name", name, 0, 0);
+    /* Host rows first, each thread's submissions under it, then the streams. */
+    long sort = tid >= TID_STREAM ? 2000000L + (long)(tid - TID_STREAM)
+                : tid >= TID_SUBMIT ? 2L * (tid - TID_SUBMIT) + 1 : 2L * tid;
+    meta(out, p->pid, tid, "thread_sort_index", "sort_index", NULL, sort, 0);
+  }
+}
+
+/* Device records by device start (ties by record order); arg: the records. */
+static int by_dev_start(const void* a, const void* b, void* arg) {
+  const grape_trace_tl_op_t* ops = arg;
+  uint32_t x = *(const uint32_t*)a, y = *(const uint32_t*)b;
+  uint64_t dx = ops[x].dev_start, dy = ops[y].dev_start;
+  return dx != dy ? (dx < dy ? -1 : 1) : (x < y ? -1 : x > y);
+}
+
+static int proc_events(FILE* out, proc_t* p, size_t* flow_id, grape_trace_export_stats_t* st) {
+  const grape_trace_timeline_t* tl = p->tl;
+  char name[300], args[200];
+  /* Device slices first (a held call's arrow points at a later record's), in
+   * device order: a submission made inside a call (a flush) ran before the
+   * call's own work though it started later on the host. */
+  uint32_t* order = malloc(((size_t)tl->count + 1) * sizeof(*order));
+  if (order == NULL)
+    return -ENOMEM;
+  uint32_t ndev = 0;
+  for (uint32_t i = 0; i < tl->count; i++)
+    if (has_dev(&tl->ops[i]))
+      order[ndev++] = i;
+  qsort_r(order, ndev, sizeof(*order), by_dev_start, (void*)tl->ops);
+  for (uint32_t k = 0; k < ndev; k++) {
+    uint32_t i = order[k];
+    const grape_trace_tl_op_t* op = &tl->ops[i];
+    name_of(p, i, name, sizeof(name));
+    args_of(p, op, args, sizeof(args));
+    const char* cat = op->kind == GRAPE_TRACE_TL_GRAPH ? "graph"
+                      : op->kind == GRAPE_TRACE_OP_KERNEL ? "kernel" : "memory";
+    slice(out, p, stream_tid(p, op->stream), (int64_t)op->dev_start + p->shift,
+          (int64_t)op->dev_end + p->shift, name, cat, args, st, &p->dev_at[i]);
+  }
+  for (uint32_t i = 0; i < tl->count; i++) {
+    const grape_trace_tl_op_t* op = &tl->ops[i];
+    name_of(p, i, name, sizeof(name));
+    if (op->how == GRAPE_TRACE_TL_HELD)
+      strncat(name, " (held)", sizeof(name) - strlen(name) - 1);
+    if (op->how == GRAPE_TRACE_TL_SUBMIT)
+      snprintf(name + strlen(name), sizeof(name) - strlen(name), " %s",
+               op->kind == GRAPE_TRACE_TL_GRAPH ? "launched" : "submitted");
+    args_of(p, op, args, sizeof(args));
+    const char* cat = op->how == GRAPE_TRACE_TL_HELD ? "held"
+                      : op->how == GRAPE_TRACE_TL_SUBMIT ? "grape" : "api";
+    int64_t at;
+    uint32_t tid = host_tid(op);
+    slice(out, p, tid, (int64_t)op->host_start + p->shift, (int64_t)op->host_end + p->shift, name,
+          cat, args, st, &at);
+    /* The arrow to the device work: its own, or the submission's that ran it. */
+    uint32_t dev = op->how == GRAPE_TRACE_TL_HELD ? p->ran_in[i] : i;
+    if (dev != GRAPE_TRACE_NONE && p->dev_at[dev] >= 0)
+      flow(out, p, ++*flow_id, tid, at, stream_tid(p, tl->ops[dev].stream), p->dev_at[dev], st);
+  }
+  free(order);
+  return 0;
+}
+
+static void proc_free(proc_t* p) {
+  free(p->tracks);
+  free(p->streams);
+  free(p->dev_at);
+  free(p->ran_in);
+  free(p->ran_for);
+}
+
+int grape_trace_export_timeline(const grape_trace_t* const* traces, size_t n, FILE* out,
+                                grape_trace_export_stats_t* st) {
+  grape_trace_export_stats_t local;
+  if (st == NULL)
+    st = &local;
+  memset(st, 0, sizeof(*st));
+  proc_t* ps = calloc(n + 1, sizeof(*ps));
+  if (ps == NULL)
+    return -ENOMEM;
+  int rc = 0;
+  uint64_t mono0 = UINT64_MAX;   /* the earliest origin on the shared clock */
+  for (size_t k = 0; k < n; k++) {
+    ps[k].t = traces[k];
+    ps[k].tl = grape_trace_timeline(traces[k]);
+    if (ps[k].tl == NULL) {
+      rc = -EINVAL;
+      goto done;
+    }
+    if (strcmp(ps[k].tl->clock, "monotonic") == 0 && ps[k].tl->origin_ns < mono0)
+      mono0 = ps[k].tl->origin_ns;
+    long long pid = grape_trace_info(traces[k])->pid > 0 ? grape_trace_info(traces[k])->pid : 1;
+    for (size_t j = 0; j < k; j++)   /* two traces of one pid (two hosts): the next free one */
+      if (ps[j].pid == pid) {
+        pid++;
+        j = (size_t)-1;
+      }
+    ps[k].pid = pid;
+    if ((rc = proc_scan(&ps[k])) != 0)
+      goto done;
+  }
+  for (size_t k = 0; k < n; k++)
+    if (strcmp(ps[k].tl->clock, "monotonic") == 0)
+      ps[k].shift = (int64_t)(ps[k].tl->origin_ns - mono0);
+  fprintf(out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"source\":\"grape\",\"view\":"
+               "\"timeline\"},\"traceEvents\":[\n");
+  size_t flow_id = 0;
+  for (size_t k = 0; k < n; k++) {
+    proc_meta(out, &ps[k], k == 0);
+    if ((rc = proc_events(out, &ps[k], &flow_id, st)) != 0)
+      goto done;
+    st->processes++;
+    for (size_t i = 0; i < ps[k].ntracks; i++)
+      st->tracks += ps[k].tracks[i].slices > 0;
+  }
+  fprintf(out, "\n]}\n");
+  rc = ferror(out) ? -EIO : 0;
+done:
+  for (size_t k = 0; k < n; k++)
+    proc_free(&ps[k]);
+  free(ps);
+  return rc;
+}

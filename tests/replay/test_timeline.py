@@ -1,0 +1,295 @@
+#!/usr/bin/env python3
+"""The timeline end to end on the simulated device: a program of two streams
+(two_streams.c) traced with GRAPE_TIMELINE=1, exported by `grape export
+--chrome` and checked against the trace-event rules (check_timeline.py); and
+the checker itself shown to refuse each broken rule.
+
+usage: test_timeline.py CASE --grape GRAPE --prog TWO_STREAMS --preload PRELOAD --simdir DIR"""
+import argparse
+import copy
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_timeline  # noqa: E402
+
+ROUNDS = 12
+KERNELS = 4 * ROUNDS          # two kernels on each of two streams a round
+MEMOPS = 6 * ROUNDS           # a memset and a device-to-device copy on each stream, 2 memsets
+
+
+def fail(msg, p=None):
+    if p is not None:
+        msg += f"\nexit {p.returncode}\nstdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}"
+    sys.exit("FAIL: " + msg)
+
+
+def grape(a, args, cwd, **extra):
+    e = dict(os.environ)
+    e.update({"GRAPE_SIM_DIR": a.simdir, "SIMCU_REPORT": "", "ASAN_OPTIONS": "detect_leaks=0:exitcode=99",
+              "UBSAN_OPTIONS": "halt_on_error=1:exitcode=99"})
+    san = ":".join(x for x in a.preload.split(":") if x and not x.endswith("libgrape.so"))
+    if san and args[0] == "run":
+        e["LD_PRELOAD"] = san
+    e.update(extra)
+    p = subprocess.run([a.grape] + args, capture_output=True, text=True, timeout=120, env=e, cwd=cwd)
+    if "Sanitizer" in p.stderr or "runtime error" in p.stderr:
+        fail("sanitizer report from grape " + " ".join(args), p)
+    return p
+
+
+def traced(a, tmp, name, rounds=ROUNDS, steady=False, **extra):
+    """Runs the program under grape run with a timeline; returns the trace."""
+    p = grape(a, ["run", "--device", "sim", "--", a.prog, str(rounds)] + (["steady"] if steady else []), tmp,
+              GRAPE_TRACE=os.path.join(tmp, name), GRAPE_TIMELINE="1", **extra)
+    if p.returncode != 0 or "ok" not in p.stdout:
+        fail("two_streams under grape run", p)
+    return os.path.join(tmp, name), p
+
+
+def export(a, tmp, traces, want_rc=0):
+    out = os.path.join(tmp, "timeline.json")
+    p = grape(a, ["export", "--chrome"] + traces + ["-o", out], tmp)
+    if p.returncode != want_rc:
+        fail(f"grape export --chrome {traces}: exit {p.returncode}, want {want_rc}", p)
+    return out, p
+
+
+def checked(path):
+    try:
+        return check_timeline.check(json.load(open(path)))
+    except check_timeline.Broken as e:
+        fail(f"{path}: {e}")
+
+
+def calls(got, kind):
+    """Host slices of the program's calls (not grape's submissions) of a category."""
+    return [s for k, sl in got["tracks"].items() if got["names"][k].endswith("CUDA calls")
+            for s in sl if s["cat"] == kind]
+
+
+def case_streams(a):
+    """Graph mode: every call on its thread's row, held ones marked, one row
+    per stream, graphs launched, and an arrow from every call to its work."""
+    with tempfile.TemporaryDirectory() as tmp:
+        trace, _ = traced(a, tmp, "t.grape")
+        out, p = export(a, tmp, [trace])
+        got = checked(out)
+        eager, held = calls(got, "api"), calls(got, "held")
+        kernels = [s for s in eager + held if s["name"].split()[0] in ("ts_add", "ts_twice")]
+        if got["processes"] != 1 or got["streams"] != 2:
+            fail(f"{got['processes']} processes and {got['streams']} stream rows, want 1 and 2")
+        if len(kernels) != KERNELS or len(eager) + len(held) != KERNELS + MEMOPS:
+            fail(f"{len(kernels)} kernel calls of {len(eager) + len(held)} calls drawn, want "
+                 f"{KERNELS} of {KERNELS + MEMOPS}")
+        if not held or not any(s["cat"] == "graph" for k, sl in got["tracks"].items() for s in sl):
+            fail("graph mode held no call or launched no graph in the timeline")
+        host = sum(len(sl) for k, sl in got["tracks"].items() if not got["names"][k].startswith("stream"))
+        if got["flows"] != host:
+            fail(f"{got['flows']} arrows for {host} calls and submissions: each has one")
+        if f"{got['flows']} arrows" not in p.stderr:
+            fail("the export's summary does not count the arrows it wrote", p)
+        print(f"{len(eager)} eager and {len(held)} held calls, {got['device_slices']} device "
+              f"slices on 2 streams, {got['flows']} arrows")
+
+
+def case_observe(a):
+    """Observe mode: nothing held, each call's own device work drawn, arrow to it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        trace, _ = traced(a, tmp, "t.grape", GRAPE_MODE="observe")
+        got = checked(export(a, tmp, [trace])[0])
+        eager = calls(got, "api")
+        # (The synchronous copies to the host at the end are not recorded:
+        # docs/trace-format.md, the timeline's limits.)
+        if calls(got, "held") or len(eager) != KERNELS + MEMOPS:
+            fail(f"observe mode: {len(eager)} eager calls, {len(calls(got, 'held'))} held; want "
+                 f"{KERNELS + MEMOPS} and none")
+        if got["flows"] != len(eager) or got["device_slices"] != len(eager):
+            fail(f"{got['flows']} arrows and {got['device_slices']} device slices for "
+                 f"{len(eager)} eager calls")
+
+
+def case_merge(a):
+    """Two ranks in one file, each its own process named by its rank."""
+    with tempfile.TemporaryDirectory() as tmp:
+        t0, _ = traced(a, tmp, "r0.grape", RANK="0")
+        t1, _ = traced(a, tmp, "r1.grape", RANK="1")
+        out, _ = export(a, tmp, [t0, t1])
+        got = checked(out)
+        procs = [e for e in json.load(open(out))["traceEvents"] if e["name"] == "process_name"]
+        names = sorted(e["args"]["name"].rsplit(", ", 1)[1] for e in procs)
+        if got["processes"] != 2 or names != ["rank 0", "rank 1"] or \
+                len({e["pid"] for e in procs}) != 2 or got["streams"] != 4:
+            fail(f"two ranks merged into {procs}, {got['streams']} stream rows")
+
+
+def case_refusals(a):
+    """A trace without a timeline, and --by-path with several traces, are
+    refused with what to do; a size limit counts what it dropped."""
+    with tempfile.TemporaryDirectory() as tmp:
+        p = grape(a, ["run", "--device", "sim", "--", a.prog, "2"], tmp,
+                  GRAPE_TRACE=os.path.join(tmp, "plain.grape"))
+        _, p = export(a, tmp, [os.path.join(tmp, "plain.grape")], want_rc=1)
+        if "GRAPE_TIMELINE=1" not in p.stderr or "--by-path" not in p.stderr:
+            fail("a trace without a timeline must say how to get one", p)
+        t, _ = traced(a, tmp, "t.grape")
+        p = grape(a, ["export", "--chrome", "--by-path", t, t], tmp)
+        if p.returncode != 2 or "one trace at a time" not in p.stderr:
+            fail("--by-path with two traces", p)
+        # 1 MiB holds 16384 records: 2100 rounds make about 21,000 calls.
+        big, run = traced(a, tmp, "big.grape", rounds=2100, GRAPE_TIMELINE_MAX_MB="1")
+        if "left out past GRAPE_TIMELINE_MAX_MB" not in run.stderr:
+            fail("a full timeline must warn at exit", run)
+        out, p = export(a, tmp, [big])
+        if "calls were not recorded" not in p.stderr:
+            fail("the export must say that calls were dropped", p)
+        labels = [e for e in json.load(open(out))["traceEvents"] if e["name"] == "process_labels"]
+        if not labels or "not recorded" not in labels[0]["args"]["labels"]:
+            fail(f"the process must be labelled with its dropped calls: {labels}")
+        checked(out)
+
+
+def case_window(a):
+    """GRAPE_TIMELINE_DELAY_MS/DURATION_MS: only the calls inside the window
+    are drawn, and each held call inside it still points at the submission
+    that ran it (held ops are numbered per stream even outside the window)."""
+    rounds, total = 400, 400 * 10
+    with tempfile.TemporaryDirectory() as tmp:
+        part, _ = traced(a, tmp, "part.grape", rounds=rounds, steady=True,
+                         GRAPE_TIMELINE_DELAY_MS="2", GRAPE_TIMELINE_DURATION_MS="1", GRAPE_CHUNK="10")
+        out, _ = export(a, tmp, [part])
+        win = checked(out)
+        drawn = calls(win, "api") + calls(win, "held")
+        if not drawn or len(drawn) >= total:
+            fail(f"a window of 1 ms after 2 ms drew {len(drawn)} of {total} calls")
+        first = min(s["ts"] for s in drawn)
+        last = max(s["ts"] for s in drawn)
+        if first < 2000 or last >= 3000 + 1:
+            fail(f"the window's calls start at {first} us and end at {last} us, want [2000, 3000)")
+        if not calls(win, "held"):
+            fail("no held call in the window: the pairing below checks nothing")
+        # Every held call points at work of its own kernel (or a graph).
+        ev = json.load(open(out))["traceEvents"]
+        by_id = {}
+        for e in ev:
+            if e["ph"] in ("s", "f"):
+                by_id.setdefault(e["id"], {})[e["ph"]] = e
+        paired = 0
+        for x in by_id.values():
+            s_, f_ = x["s"], x["f"]
+            call = check_timeline.enclosing(win["tracks"][(s_["pid"], s_["tid"])], s_["ts"])
+            work = check_timeline.enclosing(win["tracks"][(f_["pid"], f_["tid"])], f_["ts"])
+            if call["cat"] != "held":
+                continue
+            paired += 1
+            # (A submission can start at the held call's own instant, inside
+            # it; the call may have been moved a few ns by the 1-ns rule.)
+            if work["args"]["submitted_at_us"] < call["ts"] - 0.02:
+                fail(f"held call {call} points at work grape submitted before it: {work}")
+            if not work["name"].startswith("graph") and work["name"] != call["name"].replace(" (held)", ""):
+                fail(f"held call {call} points at another op's work {work}")
+        print(f"window [2, 3) ms: {len(drawn)} of {total} calls, {paired} held calls paired")
+
+
+def case_by_path(a):
+    """The per-path view with predicted times names the tracks it draws and
+    says their number: the memsets-only path gets no slice, so no track."""
+    with tempfile.TemporaryDirectory() as tmp:
+        trace, _ = traced(a, tmp, "t.grape")
+        out = os.path.join(tmp, "paths.json")
+        p = grape(a, ["export", "--chrome", "--by-path", trace, "--predict-gpu", "H100", "-o", out], tmp)
+        if p.returncode != 0:
+            fail("export --by-path --predict-gpu", p)
+        ev = json.load(open(out))["traceEvents"]
+        named = sum(1 for e in ev if e["ph"] == "M" and e["name"] == "thread_name")
+        drawn = len({e["tid"] for e in ev if e["ph"] == "X"})
+        if named != drawn or f"on {drawn} tracks" not in p.stderr:
+            fail(f"{named} tracks named, {drawn} drawn", p)
+        print(p.stderr.strip())
+
+
+def case_checker(a):
+    """check_timeline.py refuses each broken rule (so that its passing means something)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        trace, _ = traced(a, tmp, "t.grape")
+        good = json.load(open(export(a, tmp, [trace])[0]))
+    check_timeline.check(good)
+    ev = good["traceEvents"]
+    xs = [i for i, e in enumerate(ev) if e["ph"] == "X"]
+    stream_tids = {e["tid"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"
+                   and e["args"]["name"].startswith("stream")}
+
+    def broken(what, edit):
+        d = copy.deepcopy(good)
+        edit(d["traceEvents"])
+        try:
+            check_timeline.check(d)
+        except check_timeline.Broken:
+            return
+        fail(f"check_timeline.py accepted a timeline with {what}")
+
+    def overlap(e):
+        a_, b_ = [i for i in xs if e[i]["tid"] == e[xs[0]]["tid"]][:2]
+        e[b_]["ts"] = e[a_]["ts"] + e[a_]["dur"] / 2
+    broken("overlapping slices on a track", overlap)
+
+    def backwards(e):
+        same = [i for i in xs if e[i]["tid"] == e[xs[0]]["tid"]]
+        e[same[0]], e[same[1]] = e[same[1]], e[same[0]]
+    broken("slices out of order", backwards)
+
+    def second_stream_row(e):
+        m = next(x for x in e if x["ph"] == "M" and x["name"] == "thread_name"
+                 and x["args"]["name"].startswith("stream"))
+        e.append(dict(m, tid=m["tid"] + 77))
+    broken("two rows for one stream", second_stream_row)
+
+    def lost_end(e):
+        e.remove(next(x for x in e if x["ph"] == "f"))
+    broken("a flow without its end", lost_end)
+
+    def end_on_host(e):
+        f = next(x for x in e if x["ph"] == "f")
+        s = next(x for x in e if x["ph"] == "s" and x["id"] == f["id"])
+        f["tid"], f["ts"] = s["tid"], s["ts"]
+    broken("a flow ending on a host row", end_on_host)
+
+    def no_bind(e):
+        del next(x for x in e if x["ph"] == "f")["bp"]
+    broken("a flow end not bound to its slice", no_bind)
+
+    def on_edge(e):
+        f = next(x for x in e if x["ph"] == "f")
+        work = check_timeline.enclosing([x for x in e if x["ph"] == "X" and x["tid"] == f["tid"]
+                                         and x["pid"] == f["pid"]], f["ts"])
+        f["ts"] = work["ts"]
+    broken("a flow end on a slice's edge", on_edge)
+
+    def unnamed(e):
+        e.remove(next(x for x in e if x["ph"] == "M" and x["name"] == "thread_name"))
+    broken("a track without a name", unnamed)
+
+    def wrong_stream(e):
+        i = next(i for i in xs if e[i]["tid"] in stream_tids)
+        e[i]["args"]["stream"] = "0xdead"
+    broken("another stream's work on a stream row", wrong_stream)
+    print("check_timeline.py refuses each of 9 broken timelines")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("--grape", required=True)
+    ap.add_argument("--prog", required=True)
+    ap.add_argument("--preload", default="")
+    ap.add_argument("--simdir", required=True)
+    a = ap.parse_args()
+    globals()["case_" + a.case](a)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+/* A program for the timeline's tests (test_timeline.py): driver-API kernels
+ * with CPU bodies on the simulated device (no nvcc needed), launched on two
+ * streams with a memset and a device-to-device copy in each round, then two
+ * memsets alone (a path without a kernel), the same rounds over and over so
+ * that graph mode holds and replays them.
+ *
+ *   two_streams N          N rounds; prints "ok" when the result is right
+ *   two_streams N steady   the same without the per-round waits for the
+ *                          streams (the host never idles: a clock window
+ *                          then opens in the middle of a region) */
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "simcu.h"
+
+static const char ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry ts_add(.param .u64 a, .param .u32 v)\n{\n ret;\n}\n"
+    ".visible .entry ts_twice(.param .u64 a)\n{\n ret;\n}\n";
+
+SIMCU_PARAMS(ts_add, 8, 4);
+SIMCU_KERNEL(ts_add) {
+  if (simcu_blk->idx.x == 0)
+    *SIMCU_ARG(0, int*) += SIMCU_ARG(1, int);
+}
+SIMCU_PARAMS(ts_twice, 8);
+SIMCU_KERNEL(ts_twice) {
+  if (simcu_blk->idx.x == 0)
+    *SIMCU_ARG(0, int*) *= 2;
+}
+
+#define CK(c)                                                       \
+  do {                                                              \
+    CUresult r_ = (c);                                              \
+    if (r_ != CUDA_SUCCESS) {                                       \
+      fprintf(stderr, "two_streams: %s failed: %d\n", #c, (int)r_); \
+      return 2;                                                     \
+    }                                                               \
+  } while (0)
+
+int main(int argc, char** argv) {
+  int rounds = argc > 1 ? atoi(argv[1]) : 8;
+  int steady = argc > 2 && strcmp(argv[2], "steady") == 0;
+  CUcontext ctx;
+  CUmodule m;
+  CUfunction add, twice;
+  CUstream s[2];
+  CUdeviceptr x[2], y;
+  CK(cuInit(0));
+  CK(cuDevicePrimaryCtxRetain(&ctx, 0));
+  CK(cuCtxSetCurrent(ctx));
+  CK(cuModuleLoadData(&m, ptx));
+  CK(cuModuleGetFunction(&add, m, "ts_add"));
+  CK(cuModuleGetFunction(&twice, m, "ts_twice"));
+  CK(cuMemAlloc(&y, 4));
+  for (int k = 0; k < 2; k++) {
+    CK(cuStreamCreate(&s[k], CU_STREAM_NON_BLOCKING));
+    CK(cuMemAlloc(&x[k], 4));
+  }
+  int got[2];
+  for (int i = 0; i < rounds; i++) {
+    for (int k = 0; k < 2; k++) {
+      int v = k + 1;
+      void* a_add[] = {&x[k], &v};
+      void* a_twice[] = {&x[k]};
+      CK(cuMemsetD32Async(x[k], 0, 1, s[k]));
+      CK(cuLaunchKernel(add, 2, 1, 1, 32, 1, 1, 0, s[k], a_add, NULL));
+      CK(cuLaunchKernel(twice, 2, 1, 1, 32, 1, 1, 0, s[k], a_twice, NULL));
+      CK(cuMemcpyDtoDAsync(y, x[k], 4, s[k]));
+    }
+    for (int k = 0; k < 2 && !steady; k++)
+      CK(cuStreamSynchronize(s[k]));
+    /* A region of memsets only: a path without a kernel. */
+    CK(cuMemsetD32Async(y, 0, 1, s[0]));
+    CK(cuMemsetD32Async(y, 7, 1, s[0]));
+    if (!steady)
+      CK(cuStreamSynchronize(s[0]));
+  }
+  for (int k = 0; k < 2; k++)
+    CK(cuStreamSynchronize(s[k]));
+  for (int k = 0; k < 2; k++)
+    CK(cuMemcpyDtoH(&got[k], x[k], 4));
+  if (got[0] != 2 || got[1] != 4) {
+    fprintf(stderr, "two_streams: got %d %d, want 2 4\n", got[0], got[1]);
+    return 1;
+  }
+  printf("ok\n");
+  return 0;
+}
