@@ -130,6 +130,21 @@ static int preload_env(const char* lib) {
   return rc;
 }
 
+/* The sim's runtime and cuBLAS stand-ins go in LD_PRELOAD too: a library
+ * linked with DT_RPATH (PyTorch's libtorch_cuda.so names NVIDIA's runtime
+ * and cuBLAS in its wheel) finds its own copies before LD_LIBRARY_PATH, and
+ * NVIDIA's runtime finds no device on the sim. A preloaded object of the same
+ * soname satisfies the dependency. (Called before libgrape.so is put first.) */
+static void preload_sim_libs(const char* simdir) {
+  static const char* const libs[] = {"cublas/libcublasLt.so.13", "cublas/libcublas.so.13",
+                                     "libcublasLt.so.13", "libcublas.so.13", "libcudart.so.13"};
+  for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+    char path[PATH_MAX];
+    if (grape__path_join(path, sizeof(path), simdir, libs[i]) == 0 && grape__path_exists(path))
+      preload_env(path);
+  }
+}
+
 /* ---- Outputs ---- */
 
 /* A path the user gave, made absolute against grape run's own folder (the
@@ -450,6 +465,7 @@ int cmd_run(int argc, char** argv) {
       prepend_env("LD_LIBRARY_PATH", cublas);
     }
     prepend_env("LD_LIBRARY_PATH", simdir);
+    preload_sim_libs(simdir);
     if (timed)   /* the sim's word for the mode, beside any body libraries already named */
       prepend_env("SIMCU_KERNELS", "timed");
   } else if (timed) {

@@ -83,7 +83,11 @@ def case_preload(a):
               env={"LD_PRELOAD": "libm.so.6"})
     san = sanitizer_preload(a)
     parts = p.stdout.strip().split(":")[len(san.split(":")) if san else 0:]
-    if len(parts) != 2 or not parts[0].endswith("libgrape.so") or parts[1] != "libm.so.6":
+    # libgrape.so first, then the sim's runtime and cuBLAS (case_rpath), then
+    # the user's list
+    sim = [x for x in parts[1:-1] if "/sim/" in x]
+    if not parts[0].endswith("libgrape.so") or parts[-1] != "libm.so.6" or \
+            len(sim) != len(parts) - 2 or not any(x.endswith("libcudart.so.13") for x in sim):
         fail(f"LD_PRELOAD {p.stdout!r}", p)
 
 
@@ -207,6 +211,20 @@ def case_cublas(a):
         fail("moe under grape run on the sim", p)
 
 
+def case_rpath(a):
+    """A program whose DT_RPATH names a runtime that finds no device (as
+    PyTorch's wheel names NVIDIA's, which wins over LD_LIBRARY_PATH) sees the
+    simulated device under grape run: the sim's runtime is preloaded. Without
+    grape run it sees none."""
+    bare = subprocess.run([a.rpath_probe], capture_output=True, text=True, timeout=30,
+                          env=dict(os.environ, LD_LIBRARY_PATH=""))
+    if "devices 0" not in bare.stdout:
+        fail("the probe's own runtime should find no device", bare)
+    p = grape(a, ["--device", "sim", "--", a.rpath_probe], env={"LD_LIBRARY_PATH": ""})
+    if p.returncode != 0 or "devices 1 (rc 0)" not in p.stdout:
+        fail("under grape run on the sim the probe did not reach the sim's runtime", p)
+
+
 def case_decisions(a):
     """Graph mode's decisions in the summary: concurrency plans (built, kept,
     reverted, launched, gained or lost against the chain), the verdicts over
@@ -271,6 +289,7 @@ def main():
     ap.add_argument("--prog", default="-")
     ap.add_argument("--preload", default="")
     ap.add_argument("--moe", default="-")
+    ap.add_argument("--rpath-probe", default="-")
     a = ap.parse_args()
     globals()["case_" + a.case](a)
 
