@@ -27,7 +27,7 @@
 // same under every plan and graph order, on the sim and on a GPU. Routing is a
 // hash of the token id, computed on the host, so the path never depends on a
 // result: SIMCU_TIME_ONLY=1 gives full-size timings quickly, and --small (all
-// widths and chunks / 8) gives checksums quickly. The layers share one set of
+// widths / 16, chunks / 8) gives checksums quickly. The layers share one set of
 // weights (155 MB instead of 620): the sim models no cache, so the device
 // time is the same as with four sets.
 //

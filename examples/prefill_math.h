@@ -20,7 +20,7 @@
 #define PREFILL_MATH_H
 #include "moe_math.h"
 
-/* The model's sizes (full; --small divides widths and chunks by 8). */
+/* The model's sizes (full; --small: widths / 16, chunks / 8). */
 typedef struct pf_dims_s {
   int d;      /* model width */
   int kv;     /* width of K and V (grouped-query attention) */
@@ -33,7 +33,7 @@ typedef struct pf_dims_s {
 #define PF_L 4   /* layers */
 #define PF_E 8   /* routed experts, top-2 */
 #define PF_FULL ((pf_dims_t){2048, 256, 1024, 5632, 512, 64})
-#define PF_SMALL ((pf_dims_t){256, 32, 128, 704, 64, 8})
+#define PF_SMALL ((pf_dims_t){128, 32, 64, 352, 64, 8})
 #define PF_S 5632   /* the largest inner dimension of any GEMM (exactness bound) */
 
 /* Each expert takes at most 2T/E tokens of a T-token chunk (capacity factor 1). */
