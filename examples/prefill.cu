@@ -33,7 +33,11 @@
 //
 // Prints "checksum <hex>" (FNV-1a of each chunk's length and its last token's
 // activations) and a summary on stderr.
-// Usage: prefill [--iters N] [--small]   (N prompts; default 3)
+// Usage: prefill [--iters N] [--small] [--len L] [--sm-target S]
+//   N prompts (default 3); L: every prompt L tokens long (default: 1/2 to 7/2
+//   chunks, hashed), so that a bench can time one chunk length alone; S: the
+//   shared expert's gate|up GEMM asks cuBLAS for S SMs (cublasSetSmCountTarget,
+//   restored after the call): what go mode would set, done by hand
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include "common.h"
@@ -188,7 +192,13 @@ static long route_chunk(route_buf* h, int t) {
 int main(int argc, char** argv) {
   int iters = ex_iters(argc, argv, 3);
   pf_dims_t m = ex_flag(argc, argv, "--small") ? PF_SMALL : PF_FULL;
-  int cmax = pf_capacity(m.tmax);
+  int cmax = pf_capacity(m.tmax), fixed_len = 0, sm_target = 0;
+  for (int i = 1; i + 1 < argc; i++) {
+    if (strcmp(argv[i], "--len") == 0)
+      fixed_len = atoi(argv[i + 1]);
+    if (strcmp(argv[i], "--sm-target") == 0)
+      sm_target = atoi(argv[i + 1]);
+  }
   bf16* Wq = weights(MOE_W_Q(0), m.d, m.d);
   bf16* Wk = weights(MOE_W_K(0), m.d, m.kv);
   bf16* Wv = weights(MOE_W_V(0), m.d, m.kv);
@@ -226,7 +236,7 @@ int main(int argc, char** argv) {
   uint64_t sum = EX_FNV_INIT;
   long chunks = 0, tokens = 0, dropped = 0;
   for (int b = 0; b < iters; b++) {
-    int len = pf_prompt_len(b, m.tmax);
+    int len = fixed_len > 0 ? fixed_len : pf_prompt_len(b, m.tmax);
     for (int p0 = 0; p0 < len; p0 += m.tmax, chunks++) {
       int t = len - p0 < m.tmax ? len - p0 : m.tmax;
       t = (t + m.tstep - 1) / m.tstep * m.tstep;   // padded, as graph batch sizes are
@@ -248,7 +258,11 @@ int main(int argc, char** argv) {
         gather<<<PF_E * cap, 256, 0, s>>>(x, dr.perm[l], xg, m.d);
         for (int e = 0; e < PF_E; e++)   // nine independent GEMMs
           gemm(Wup[e], xg + (size_t)e * cap * m.d, u + (size_t)e * cap * m.f, cap, m.d, m.f);
+        if (sm_target > 0)
+          CUBLAS(cublasSetSmCountTarget(blas, sm_target));
         gemm(Wsgu, x, us, t, m.d, 2 * m.s);
+        if (sm_target > 0)
+          CUBLAS(cublasSetSmCountTarget(blas, 0));
         act<<<PF_E * cap + t, 256, 0, s>>>(u, a, m.f, PF_E * cap, us, as, m.s);
         for (int e = 0; e < PF_E; e++)   // nine independent GEMMs
           gemm(Wdown[e], a + (size_t)e * cap * m.f, y + (size_t)e * cap * m.d, cap, m.f, m.d);
