@@ -624,6 +624,28 @@ void summary_print(const summary_t* s, const summary_opts_t* o) {
                 "%.0f node updates; %.0f driver submissions for %.0f ops\n",
             o->prefix, tot[K_graph_hits], tot[K_graph_misses], tot[K_graphs_built],
             tot[K_node_updates], tot[K_submission_calls], tot[K_ops]);
+  {   /* Concurrency plans (docs/concurrency.md): what was tried, and what the timers saw. */
+    double built = 0, kept = 0, reverted = 0, chain_ns = 0, chains = 0, plan_ns = 0, plans = 0;
+    for (size_t i = 0; i < s->n; i++) {
+      const json_t* c = json_get(s->rep[i], "concurrency");
+      built += num(c, "plans_built");
+      kept += num(c, "plans_kept");
+      reverted += num(c, "plans_reverted");
+      chain_ns += num(c, "device_ns_chain");
+      chains += num(c, "timed_chain");
+      plan_ns += num(c, "device_ns_plan");
+      plans += num(c, "timed_plan");
+    }
+    if (built > 0) {
+      fprintf(to, "%sconcurrency: %.0f plans built, %.0f kept, %.0f reverted", o->prefix, built,
+              kept, reverted);
+      if (chains > 0 && plans > 0)
+        fprintf(to, "; timed segments: %.1f us as chains (%.0f), %.1f us as plans (%.0f), %.2fx",
+                chain_ns / chains / 1e3, chains, plan_ns / plans / 1e3, plans,
+                (chain_ns / chains) / (plan_ns / plans));
+      fputc('\n', to);
+    }
+  }
   for (size_t i = 0; i < s->n && mode != NULL && strcmp(mode, "graph") == 0; i++) {
     const json_t* b = json_get(s->rep[i], "builder");
     const json_t* where = b != NULL ? json_get(b, "where") : NULL;
