@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""The concurrency showcase (examples/prefill.cu, docs/concurrency.md) on the
+simulated device under the sourced cost profiles: chain graphs
+(GRAPE_CONCURRENCY=observe) against safe mode, end to end and per region.
+
+- End to end: --iters prompts of hashed lengths at full size, eager and in
+  graph mode (observe, safe), per profile: simulated end, host time, the
+  speed-up of safe over the chain, plans built/kept/reverted.
+- Per region: every prompt --len T tokens (one chunk of T tokens, one graph
+  key), per T and profile: the mean device time of a timed segment launch
+  (graph mode cuts a chunk's region into segments, each timed on the
+  device) under chain graphs (observe) and of safe mode's plans, their
+  ratio, and the end-to-end ratio of the same short runs (warm-up and trials
+  included).
+- Exact: --small sizes (bodies run) eager and in safe mode under the reversed
+  graph order: the checksums must agree.
+
+Full-size runs skip the kernels' bodies (SIMCU_TIME_ONLY=1): the example's path
+does not depend on its results, so the times are those of a full run. Builds
+are free in the shim's cost model and happen on its builder thread, as in
+bench/graph/concurrency.py.
+
+usage: prefill.py --prog build/examples/prefill --simdir build/sim:build/sim/cublas
+                  --lib build/interpose/libgrape.so [--iters 30] [--lens 64 256 512]"""
+import argparse
+import sys
+
+import simrun
+
+PROFILES = ("default", "fair")
+
+
+def env(profile, mode=None):
+    e = {"SIMCU_TIME_ONLY": "1", "SIMCU_COSTS": profile, "GRAPE_COSTS": "build=0,build_node=0"}
+    if mode:
+        e["GRAPE_CONCURRENCY"] = mode
+    return e
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--prog", required=True)
+    ap.add_argument("--simdir", required=True)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--iters", default="30")
+    ap.add_argument("--lens", nargs="*", default=["64", "256", "512"])
+    ap.add_argument("--small-iters", default="14")
+    a = ap.parse_args()
+    bad = 0
+
+    print(f"End to end, --iters {a.iters} (full size, timed only)\n")
+    print("| profile | mode | sim_end ms | host ms | vs chain | plans built/kept/reverted | plan launches |")
+    print("|---|---|---|---|---|---|---|")
+    for prof in PROFILES:
+        args = ["--iters", a.iters]
+        e = simrun.run(a.prog, args, a.simdir, env=env(prof))
+        print(f"| {prof} | eager | {e.sim['sim_end_ns'] / 1e6:.3f} | {e.sim['sim_host_ns'] / 1e6:.3f} | | | |")
+        chain = None
+        for mode in ("observe", "safe"):
+            r = simrun.run(a.prog, args, a.simdir, a.lib, "graph", env=env(prof, mode))
+            t, c = r.sim["sim_end_ns"], r.grape["concurrency"]
+            chain = chain or t
+            print(f"| {prof} | {mode} | {t / 1e6:.3f} | {r.sim['sim_host_ns'] / 1e6:.3f} | {chain / t:.3f}x "
+                  f"| {c['plans_built']}/{c['plans_kept']}/{c['plans_reverted']} | {c['plan_launches']} |")
+
+    print("\nPer region: one chunk of T tokens per prompt, --iters 20; mean device time of a "
+          "timed segment launch\n")
+    print("| profile | T | chain us (timed) | safe plan us (timed) | segment speed-up | end to end |")
+    print("|---|---|---|---|---|---|")
+    for prof in PROFILES:
+        for t in a.lens:
+            args = ["--iters", "20", "--len", t]
+            o = simrun.run(a.prog, args, a.simdir, a.lib, "graph", env=env(prof, "observe"))
+            s = simrun.run(a.prog, args, a.simdir, a.lib, "graph", env=env(prof, "safe"))
+            oc, sc = o.grape["concurrency"], s.grape["concurrency"]
+            chain_us = oc["device_ns_chain"] / max(oc["timed_chain"], 1) / 1e3
+            if sc["timed_plan"]:
+                plan_us = sc["device_ns_plan"] / sc["timed_plan"] / 1e3
+                plan = f"{plan_us:.1f} ({sc['timed_plan']})"
+                ratio = f"{chain_us / plan_us:.2f}x"
+            else:
+                plan, ratio = "no plan kept", ""
+            e2e = o.sim["sim_end_ns"] / s.sim["sim_end_ns"]
+            print(f"| {prof} | {t} | {chain_us:.1f} ({oc['timed_chain']}) | {plan} | {ratio} | {e2e:.3f}x |")
+
+    args = ["--small", "--iters", a.small_iters]
+    want = simrun.run(a.prog, args, a.simdir).checksum
+    r = simrun.run(a.prog, args, a.simdir, a.lib, "graph",
+                   env={"GRAPE_CONCURRENCY": "safe", "SIMCU_GRAPH_ORDER": "reverse"})
+    same = r.checksum == want
+    bad += not same
+    print(f"\n--small --iters {a.small_iters}, safe, reversed graph order: {r.checksum.split()[-1]} "
+          f"({'the eager checksum' if same else 'DIFFERENT from eager ' + want}), "
+          f"{r.grape['concurrency']['plan_launches']} plan launches")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
