@@ -210,7 +210,7 @@ class Kit:
             rep = os.path.join(self.reports, f"routes_{ex}.json")
             simrep = os.path.join(self.reports, f"routes_{ex}_simcu.json")
             env = self.shim_env("observe", rep, self.sim_env(simrep) if self.sim else self.dev_env())
-            rc, out, err = self.run(f"routes_{ex}", [exe, "--iters", str(self.iters_ex)], env,
+            rc, out, err = self.run(f"routes_{ex}", [exe] + self.ex_args(ex), env,
                                     timeout=self.budget(60))
             r = load_report(rep)
             if rc != 0 and self.plain_checksum(ex) is None:
@@ -285,7 +285,7 @@ class Kit:
             exe = self.example(ex)
             if exe and os.path.exists(os.path.join(self.simdir, "libcuda.so.1")):
                 rep = os.path.join(self.reports, f"sim_{ex}_simcu.json")
-                rc, out, _ = self.run(f"sim_{ex}", [exe, "--iters", str(self.iters_ex)], self.sim_env(rep),
+                rc, out, _ = self.run(f"sim_{ex}", [exe] + self.ex_args(ex), self.sim_env(rep),
                                       timeout=self.budget(60))
                 s = load_json(rep)
                 k[ex] = s.get("kernels_executed") if (s and rc == 0) else None
@@ -293,13 +293,18 @@ class Kit:
                 self._simsum[ex] = checksum(out) if rc == 0 else None
         return k[ex]
 
+    def ex_args(self, ex):
+        """An example's arguments here: a few iterations; on the sim, whose CPU
+        bodies compute every GEMM, prefill at its small sizes."""
+        return ["--iters", str(self.iters_ex)] + (["--small"] if self.sim and ex == "prefill" else [])
+
     def plain_checksum(self, ex):
         """The example's checksum without grape on the device under test (None: it failed)."""
         if not hasattr(self, "_plain"):
             self._plain, self.plain_err = {}, {}
         if ex not in self._plain:
             base = self.sim_env() if self.sim else self.dev_env()
-            rc, out, err = self.run(f"plain_{ex}", [self.example(ex), "--iters", str(self.iters_ex)], base,
+            rc, out, err = self.run(f"plain_{ex}", [self.example(ex)] + self.ex_args(ex), base,
                                     timeout=self.budget(60))
             self._plain[ex] = checksum(out) if rc == 0 else None
             self.plain_err[ex] = tail(err)
@@ -326,7 +331,7 @@ class Kit:
                 env = self.shim_env(mode, rep, base)
                 if mode == "graph":  # the shim's own prediction of the paths it saw, when it has one
                     env["GRAPE_PREDICT_GPU"] = self.predict_gpu()
-                rc, out, err = self.run(f"corr_{ex}_{mode}", [exe, "--iters", str(self.iters_ex)],
+                rc, out, err = self.run(f"corr_{ex}_{mode}", [exe] + self.ex_args(ex),
                                         env, timeout=self.budget(60))
                 sums[mode] = checksum(out) if rc == 0 else f"rc={rc}"
                 if mode == "graph":
