@@ -842,11 +842,16 @@ void summary_print(const summary_t* s, const summary_opts_t* o) {
   print_predicted(s, o);
   if (o->kernel_rows != 0)
     ktable_print(s, o);
-  if (o->on_sim && !o->command_failed && tot[K_launches] == 0 && tot[K_launches_captured] == 0)
-    fprintf(to, "%sthe command ran no kernels on the simulated device, which runs only "
-                "programs built against it (nvcc -cudart shared, with CPU bodies for their "
-                "kernels: sim/README.md). Kernels built for GPUs alone, such as PyTorch's, "
-                "need a real GPU, and so does a program that loads NVIDIA's own CUDA runtime "
-                "(it finds no device here)\n",
+  /* The sim's own count decides (grape counts nothing in off mode). */
+  double sim_kernels = 0;
+  for (size_t i = 0; i < s->nsim; i++)
+    sim_kernels += num(s->sim[i], "kernels_executed");
+  if (o->on_sim && !o->command_failed && tot[K_launches] == 0 && tot[K_launches_captured] == 0 &&
+      sim_kernels == 0)
+    fprintf(to, "%sthe command ran no kernels on the simulated device, which runs programs "
+                "built against it (nvcc -cudart shared, with CPU bodies for their kernels: "
+                "sim/README.md); kernels without a CPU body, such as PyTorch's, run timed (not "
+                "computed) with --sim-kernels timed, and a program that loads NVIDIA's CUDA "
+                "runtime itself finds no device here\n",
             o->prefix);
 }

@@ -133,6 +133,18 @@ def case_summary(a):
             fail(f"report {r}", p)
 
 
+def case_nokernel_hint(a):
+    """The hint that the command ran no kernel on the sim comes only when the
+    sim ran none: not in off mode, where grape itself counts nothing."""
+    need_prog(a)
+    p = grape(a, ["--device", "sim", "--mode", "off", "--", a.prog, "all", "2"])
+    if p.returncode != 0 or "ran no kernels" in p.stderr:
+        fail("off mode: the sim ran the kernels, yet the summary says none ran", p)
+    p = grape(a, ["--device", "sim", "--", "/bin/true"])
+    if p.returncode != 0 or "ran no kernels" not in p.stderr or "--sim-kernels timed" not in p.stderr:
+        fail("a command without kernels gets the hint, naming --sim-kernels timed", p)
+
+
 def case_launchers(a):
     """The CUDA work of a child process (timeout, a shell, a Python parent) is
     in the summary, with one line per process that did it; a forked child that
