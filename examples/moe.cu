@@ -25,12 +25,7 @@
 // Prints "checksum <hex>" (FNV-1a of every step's sampled tokens and of every
 // layer's expert sizes) and a summary on stderr.
 // Usage: moe [--iters N]   (N batches; default 3)
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-#include "common.h"
-#include "moe_math.h"
-
-typedef uint16_t bf16;   // bfloat16 bits
+#include "bf16_gemm.h"
 
 __global__ void embed(const int32_t* tok, bf16* x, moe_rows_t rows) {
   int r = blockIdx.x, j = threadIdx.x;
@@ -75,47 +70,6 @@ __global__ void sample(const float* logits, int32_t* tok, moe_rows_t rows, uint3
                        int step) {
   int r = threadIdx.x;
   tok[rows.slot[r]] = moe_sample(logits + r * MOE_V, seed, step, rows.slot[r]);
-}
-
-#define CUBLAS(call)                                                               \
-  do {                                                                             \
-    cublasStatus_t s_ = (call);                                                    \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                             \
-      fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, (int)s_); \
-      exit(1);                                                                     \
-    }                                                                              \
-  } while (0)
-
-static cublasHandle_t blas;
-static long gemms;
-
-// Y (rows x n, row-major, float) = X (rows x k, row-major, bf16) W (k x n):
-// in cuBLAS's column-major terms Y^T = W^T X^T.
-static void gemm(const bf16* W, const bf16* X, float* Y, int rows, int k, int n) {
-  const float one = 1.0f, zero = 0.0f;
-  CUBLAS(cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, n, rows, k, &one, W, CUDA_R_16BF, n, X,
-                      CUDA_R_16BF, k, &zero, Y, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
-                      CUBLAS_GEMM_DEFAULT));
-  gemms++;
-}
-
-// A weight matrix (k x n) on the device.
-static bf16* weights(int which, int k, int n) {
-  bf16* h = (bf16*)malloc((size_t)k * n * sizeof(bf16));
-  for (int i = 0; i < k * n; i++)
-    h[i] = moe_bf16(moe_weight(which, i));
-  bf16* d;
-  CHECK(cudaMalloc((void**)&d, (size_t)k * n * sizeof(bf16)));
-  CHECK(cudaMemcpy(d, h, (size_t)k * n * sizeof(bf16), cudaMemcpyHostToDevice));
-  free(h);
-  return d;
-}
-
-template <typename T>
-static T* dev(size_t n) {
-  T* p;
-  CHECK(cudaMalloc((void**)&p, n * sizeof(T)));
-  return p;
 }
 
 int main(int argc, char** argv) {
