@@ -226,6 +226,17 @@ static inline double grape__gc_cost(const grape_gc_t* c, grape_gc_cost_t k) {
   return atomic_load_explicit(&((grape_gc_t*)c)->cost[k], memory_order_relaxed);
 }
 
+/* What replaying nops ops in `launches` graph launches with `updates` node
+ * updates saves the host against launching them one by one (negative: the
+ * replay costs more). The rent-or-buy credit, the pay verdict and the
+ * ledger all weigh this. */
+static inline double grape__gc_replay_saving(const grape_gc_t* c, double nops, double launches,
+                                             double updates) {
+  return nops * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH) -
+         launches * grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH) -
+         updates * grape__gc_cost(c, GRAPE_GC_COST_UPDATE);
+}
+
 /* What building an executable of n ops costs the host: measured per node
  * once builds have been timed, else the configured fixed part and per node. */
 double grape__gc_build_ns(const grape_gc_t* c, uint32_t n);

@@ -31,9 +31,7 @@
  * would overstate it, hence the least of the two). */
 static double saved_by_replay(const grape_gc_t* c, const grape_region_t* r, const gkey_t* k,
                               uint32_t segs, uint32_t updates) {
-  double s = (double)r->ops.n * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH) -
-             (double)segs * grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH) -
-             (double)updates * grape__gc_cost(c, GRAPE_GC_COST_UPDATE);
+  double s = grape__gc_replay_saving(c, r->ops.n, segs, updates);
   if (k != NULL && k->n_eager >= 2 && k->n_graph >= 1 && k->cyc_eager - k->cyc_graph < s)
     s = k->cyc_eager - k->cyc_graph;
   return s > 0 ? s : 0;
@@ -48,8 +46,7 @@ static double potential_of(const grape_gc_t* c, const grape_region_t* r, const g
   if (k == NULL || (k->state != K_WARM && k->state != K_BUILDING && k->state != K_LIVE) ||
       (long)r->ops.n < c->cfg.min_ops)
     return 0;
-  double s = (double)r->ops.n * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH) -
-             grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH) - k->upd_avg * grape__gc_cost(c, GRAPE_GC_COST_UPDATE);
+  double s = grape__gc_replay_saving(c, r->ops.n, 1, k->upd_avg);
   return s > 0 ? s : 0;
 }
 

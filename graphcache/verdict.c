@@ -29,9 +29,7 @@
 /* True when k's average replay (its segments' launches and its updates)
  * costs no more than an eager submission per op. */
 static int pays(const grape_gc_t* c, const gkey_t* k) {
-  double launches = k->nsegs ? k->nsegs : 1;
-  return launches * grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH) + k->upd_avg * grape__gc_cost(c, GRAPE_GC_COST_UPDATE) <=
-         (double)k->nops * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH);
+  return grape__gc_replay_saving(c, k->nops, k->nsegs ? k->nsegs : 1, k->upd_avg) >= 0;
 }
 
 /* True when op i of r has the dimensions and parameter bytes of dims[i] and
@@ -58,9 +56,7 @@ static void earn_credit(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
     free(k->last_dims);
     k->last_dims = NULL;
   }
-  k->credit_ns += (double)r->ops.n * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH) -
-                  grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH) -
-                  (double)d * grape__gc_cost(c, GRAPE_GC_COST_UPDATE);
+  k->credit_ns += grape__gc_replay_saving(c, r->ops.n, 1, d);
 }
 
 /* ---- Cuts ---- */
@@ -130,7 +126,7 @@ static int stage_first(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   double lo, dev = eager_dev(c, k, &lo);
   /* Should the device prove idle, each cut only costs a launch: a guess
    * adds no more cuts than keep half of what replaying saves eager launches. */
-  double saved = k->nops * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH) - nf * grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH);
+  double saved = grape__gc_replay_saving(c, k->nops, nf, 0);
   int extra = grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH) > 0 && saved > 0 ? (int)(0.5 * saved / grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH)) : 0;
   grape_cuts_in_t in = {k->nops, &whole, 1, &dev, forced, nf, k->host_eager_ns,
                         grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH), nf + (extra < MAX_CUTS ? extra : MAX_CUTS)};

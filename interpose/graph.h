@@ -97,15 +97,19 @@ void grape__stand_down(void);
 extern int grape__holding;   /* (below) */
 /* True when the op may skip the shim's recording: standing down is done and
  * nothing is held anywhere (a hold that raced the stand-down is submitted in
- * order first, the normal way). Does the pending stand-down first. */
+ * order first, the normal way). */
+static inline __attribute__((always_inline)) int grape__passed(void) {
+  return __builtin_expect(__atomic_load_n(&grape__pass, __ATOMIC_RELAXED) == GRAPE_PASS_ON, 0) &&
+         __atomic_load_n(&grape__holding, __ATOMIC_RELAXED) == 0;
+}
+/* As grape__passed, doing a pending stand-down first (call with no lock held). */
 static inline __attribute__((always_inline)) int grape__passing(void) {
   int p = __atomic_load_n(&grape__pass, __ATOMIC_RELAXED);
   if (__builtin_expect(p == GRAPE_PASS_OFF, 1))
     return 0;
   if (p == GRAPE_PASS_PENDING)
     grape__stand_down();
-  return __atomic_load_n(&grape__pass, __ATOMIC_RELAXED) == GRAPE_PASS_ON &&
-         __atomic_load_n(&grape__holding, __ATOMIC_RELAXED) == 0;
+  return grape__passed();
 }
 const char* grape__stood_down(void);
 

@@ -193,8 +193,7 @@ void grape__on_memop(const grape_memop_t* m) {
       grape__stream_capturing(m->stream, m->ptds) == 1)
     return;
   GRAPE_COUNT(submissions);
-  if (__atomic_load_n(&grape__pass, __ATOMIC_RELAXED) == GRAPE_PASS_ON &&
-      __atomic_load_n(&grape__holding, __ATOMIC_RELAXED) == 0)
+  if (grape__passed())
     return;
   uint64_t t0 = grape__shim_time_start();
   record_memop(m);

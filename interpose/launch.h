@@ -303,8 +303,7 @@ static inline __attribute__((always_inline)) void grape__on_launch(grape_route_t
   }
   GRAPE_COUNT(launches[route]);
   GRAPE_COUNT(submissions);
-  if (__builtin_expect(__atomic_load_n(&grape__pass, __ATOMIC_RELAXED) == GRAPE_PASS_ON, 0) &&
-      __atomic_load_n(&grape__holding, __ATOMIC_RELAXED) == 0)
+  if (grape__passed())
     return;
   uint64_t t0 = grape__shim_time_start();
   grape__record_launch(route, l);
