@@ -90,6 +90,19 @@ class CudaApiError(Exception):
     pass
 
 
+def write_if_changed(path, text):
+    """Writes text to path unless it already holds exactly that, so that a
+    build tool does not rebuild from a generated file that did not change."""
+    try:
+        with open(path) as f:
+            if f.read() == text:
+                return
+    except OSError:
+        pass
+    with open(path, "w") as f:
+        f.write(text)
+
+
 def default_include():
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
     return os.path.join(home, "include")

@@ -101,17 +101,6 @@ static void unsimulated(const char* name, int i) {
     return "".join(out)
 
 
-def write(path, text):
-    try:
-        with open(path) as f:
-            if f.read() == text:
-                return
-    except OSError:
-        pass
-    with open(path, "w") as f:
-        f.write(text)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--include", required=True)
@@ -131,6 +120,7 @@ def main():
     except cuda_api.CudaApiError as e:
         print(f"gen_stubs.py: error: {e}", file=sys.stderr)
         return 1
+    write = cuda_api.write_if_changed
     write(a.out_blas, gen(blas, ["cublas_v2.h", "cublasXt.h"], "libcublas.so.13"))
     write(a.out_legacy, gen(legacy, ["cublas.h"], "libcublas.so.13"))
     write(a.out_lt, gen(lt, ["cublasLt.h"], "libcublasLt.so.13"))
