@@ -476,9 +476,14 @@ static void account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
     }
     return;
   }
-  if (r->cursor.graphed == 0 && r->timers.t_first != 0 && t_end > r->timers.t_first && !c->built_now) {
-    /* An eager sighting: the host's own time to issue it, its launches left out. */
-    double h = (double)(t_end - r->timers.t_first) - r->ops.n * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH);
+  if (r->timers.t_first != 0 && t_end > r->timers.t_first && !c->built_now) {
+    /* A sighting not replayed whole (it may have replayed another key's
+     * first segments, then left them): the host's own time to issue it,
+     * its launches, graph launches and updates left out. */
+    double h = (double)(t_end - r->timers.t_first) -
+               (r->ops.n - r->cursor.graphed) * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH) -
+               segs * grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH) -
+               updates * grape__gc_cost(c, GRAPE_GC_COST_UPDATE);
     grape__avg_add(&k->host_eager_ns, &k->host_eager_n, h > 0 ? h : 0, 8);
   }
   switch (k->state) {
