@@ -261,8 +261,8 @@ grape_gc_t* grape__gc(void) {
     __atomic_store_n(&graphs_on, graphs && made != NULL && stop_why[0] == '\0',
                      __ATOMIC_RELAXED);
     __atomic_store_n(&grape__timed, graphs && made != NULL, __ATOMIC_RELAXED);
-    /* Held work is submitted, and executables destroyed, while the driver is
-     * still there: atexit handlers run before library destructors. */
+    /* Held work is submitted while the driver is still there: atexit
+     * handlers run before library destructors. */
     if (graphs && made != NULL)
       atexit(grape__graph_exit);
     __atomic_store_n(&cache, made, __ATOMIC_RELEASE);
@@ -870,7 +870,8 @@ void grape__graph_exit(void) {
   grape__flush_all();
   __atomic_store_n(&graphs_on, 0, __ATOMIC_RELAXED);   /* nothing is held from here on */
   grape_gc_stop(c);   /* the builder's build in progress ends first */
-  grape_gc_drop_graphs(c);
+  /* Executables are left to the driver, which frees them with their context:
+   * destroying each here would only lengthen the program's exit. */
   grape__depth--;
 }
 

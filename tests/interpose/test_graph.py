@@ -441,6 +441,13 @@ def example(a, args, min_hit_share):
     for tp in rep_g["top_paths"]:
         if tp["graph_hits"] > 0 and (tp["ran_as"] != "graph" or "observe" in tp["why"]):
             fail(f"a replayed path is reported as {tp['ran_as']}: {tp['why']}", gr)
+    # The exit leaves the executables to the driver (destroying each would
+    # only lengthen it): those alive at the end are never destroyed.
+    calls = sim_g.get("api_calls", {})
+    made = sum(n for f, n in calls.items() if f.startswith("cuGraphInstantiate"))
+    gone = calls.get("cuGraphExecDestroy", 0)
+    if made > 0 and gone >= made:
+        fail(f"all {made} executables were destroyed ({gone}): the exit destroyed them", gr)
     return rep_g, sim_g
 
 
