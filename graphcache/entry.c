@@ -57,6 +57,8 @@ void grape_gc_destroy(grape_gc_t* c, int with_driver) {
     return;
   for (job_t* j = c->jobs; j != NULL;) {
     job_t* next = j->next;
+    if (j->retire != NULL)
+      grape__gc_exec_free(c, j->retire, with_driver);
     grape__region_free(&j->region);
     if (j->layout != NULL)
       c->policy->layout_free(j->layout);

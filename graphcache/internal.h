@@ -138,7 +138,8 @@ struct path_s {
 
 /* A build the builder thread will do: a copy of the segment's ops. */
 struct job_s {
-  seg_t* seg;
+  seg_t* seg;                   /* the segment to build, or NULL: a job that destroys `retire` */
+  exec_t* retire;               /* an executable given up on the program's thread */
   grape_region_t region;        /* the segment's ops, from op 0 */
   void* ctx;
   uint64_t t_queued;            /* now() when queued */
@@ -376,10 +377,16 @@ int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint
                         void* ctx, const void* layout, uint32_t gen);
 
 /* Frees seg and its executables (it must not be installed). */
+/* with_driver: 0, no driver call (fork child, driver gone); 1, destroy its
+ * executables now; GRAPE_GC_RETIRE, hand them to the builder thread to
+ * destroy when there is one (the program's thread then pays nothing). */
+#define GRAPE_GC_RETIRE 2
 void grape__gc_seg_free(grape_gc_t* c, seg_t* seg, int with_driver);
 
 /* Destroys executable e (removing it from its segment and the LRU list). */
 void grape__gc_exec_drop(grape_gc_t* c, exec_t* e);
+/* Frees e, through the driver too when with_driver (no bookkeeping). */
+void grape__gc_exec_free(grape_gc_t* c, exec_t* e, int with_driver);
 
 
 /* ---- conc.c: concurrency plans per segment ---- */

@@ -67,6 +67,30 @@ static void exec_free(const grape_gc_driver_t* drv, exec_t* e, int with_driver) 
   free(e);
 }
 
+void grape__gc_exec_free(grape_gc_t* c, exec_t* e, int with_driver) {
+  exec_free(&c->drv, e, with_driver);
+}
+
+/* Destroys e, or queues its destruction for the builder thread (in order
+ * with the builds, so that the builder's clock stays deterministic): a
+ * destroy on the program's thread would delay its next launch. */
+static void exec_retire(grape_gc_t* c, exec_t* e) {
+  job_t* j = c->cfg.async_builds && !c->stopping ? calloc(1, sizeof(*j)) : NULL;
+  if (j == NULL) {
+    exec_free(&c->drv, e, 1);
+    return;
+  }
+  j->retire = e;   /* no context to bind: a destroy needs none */
+  j->t_queued = grape__gc_now(c);
+  if (c->jobs_tail != NULL)
+    c->jobs_tail->next = j;
+  else
+    c->jobs = j;
+  c->jobs_tail = j;
+  if (c->cfg.wake != NULL)
+    c->cfg.wake();
+}
+
 /* Builds an executable of ops [from, from + n) of r (a chain in recorded
  * order, or the edges of concurrency plan p: conc.c). Touches nothing of the
  * cache: the builder thread calls it without the lock. @return it, or NULL
@@ -116,7 +140,8 @@ fail:
   return NULL;
 }
 
-void grape__gc_exec_drop(grape_gc_t* c, exec_t* e) {
+/* Takes e out of its segment and the cache's accounts. */
+static void exec_unlink(grape_gc_t* c, exec_t* e) {
   seg_t* s = e->seg;
   for (int i = 0; i < s->nvar; i++)
     if (s->var[i] == e) {
@@ -128,6 +153,10 @@ void grape__gc_exec_drop(grape_gc_t* c, exec_t* e) {
   c->st.graph_bytes -= e->bytes;
   if (s->nvar == 0 && s->installed)
     c->st.segments--;
+}
+
+void grape__gc_exec_drop(grape_gc_t* c, exec_t* e) {
+  exec_unlink(c, e);
   exec_free(&c->drv, e, 1);
 }
 
@@ -140,7 +169,8 @@ static int evict_for(grape_gc_t* c, uint64_t bytes, const seg_t* keep) {
     grape_list_t* next = q->next;
     exec_t* e = GRAPE_LIST_DATA(q, exec_t, lru);
     if (e->seg != keep) {
-      grape__gc_exec_drop(c, e);
+      exec_unlink(c, e);
+      exec_retire(c, e);
       c->st.graphs_evicted++;
     }
     q = next;
@@ -193,7 +223,10 @@ void grape__gc_seg_free(grape_gc_t* c, seg_t* seg, int with_driver) {
     lru_unlink(e);
     c->nexecs--;
     c->st.graph_bytes -= e->bytes;
-    exec_free(&c->drv, e, with_driver);
+    if (with_driver == GRAPE_GC_RETIRE)
+      exec_retire(c, e);
+    else
+      exec_free(&c->drv, e, with_driver);
   }
   if (seg->timer != NULL && with_driver)
     c->drv.timer_destroy(c->drv.self, seg->timer);
@@ -270,7 +303,7 @@ static int seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_
 /* A segment that is neither installed nor staged nor being built goes. */
 static void seg_maybe_free(grape_gc_t* c, seg_t* seg) {
   if (!seg->installed && seg->queued == 0 && seg->stagers == 0)
-    grape__gc_seg_free(c, seg, 1);
+    grape__gc_seg_free(c, seg, GRAPE_GC_RETIRE);
 }
 
 int grape_gc_build_pending(grape_gc_t* c) {
@@ -293,6 +326,20 @@ int grape_gc_build_pending(grape_gc_t* c) {
   c->builder_wait_until = 0;
   int stopping = c->stopping;
   pthread_mutex_unlock(&c->lock);
+  if (j->retire != NULL) {
+    /* At exit the driver frees it with its context (as every executable). */
+    if (!stopping && c->cfg.handoff != NULL)
+      c->cfg.handoff(start);
+    exec_free(&c->drv, j->retire, !stopping);
+    pthread_mutex_lock(&c->lock);
+    if (!stopping)
+      c->builder_clock = grape__gc_now(c);
+    c->building--;
+    pthread_cond_broadcast(&c->built);
+    pthread_mutex_unlock(&c->lock);
+    free(j);
+    return 1;
+  }
   exec_t* e = NULL;
   int err = 0;
   if (!stopping) {

@@ -54,6 +54,7 @@ static struct {
   fop_t ran[4096];   /* what the device ran, in order */
   int nran;
   int creates, adds, instantiates, updates, launches, submits, destroyed;
+  int destroyed_by_program;   /* of destroyed: on the program's thread */
   int fail_instantiate, fail_launch, fail_update;
 } dev;
 
@@ -115,6 +116,7 @@ static int f_graph_destroy(void* self, void* g) {
 static int f_exec_destroy(void* self, void* e) {
   (void)self;
   dev.destroyed++;
+  dev.destroyed_by_program += !on_builder;
   free(e);
   return 0;
 }
@@ -897,6 +899,9 @@ Test(cache, a_key_whose_device_time_hides_behind_the_host_is_cut_into_segments) 
   grape_gc_stats_t st = stats();
   cr_expect_gt(st.cuts_added, 0, "the key was cut");
   cr_expect_gt(st.recuts, 0);
+  cr_expect_eq(dev.destroyed_by_program, 0,
+               "the builder destroys what new cuts replaced: a destroy on the program's thread "
+               "delays its launches");
   cr_expect_gt(timers_read, 0, "its segments were timed");
   cr_expect_gt(st.graph_launches, st.graph_hits, "more than one launch per replayed region");
   grape_gc_path_t top;
