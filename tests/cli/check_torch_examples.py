@@ -19,6 +19,9 @@ Cases (one meson test each, `torch_<example>_<case>`):
 - `forced`: graph mode with builds forced (`GRAPE_COSTS=build=0,build_node=0`):
   launches = the sim's kernels and graph hits > 0.
 
+Skipped in a sanitizer build (its shim needs the sanitizer's runtime
+preloaded first, which PyTorch's Python is not run with here).
+
 Where torch is found: $GRAPE_TORCH_PYTHON (a Python that imports a CUDA
 build of torch), else `.venv-frameworks/bin/python` in the source tree (what
 `scripts/setup-deps --frameworks` makes). Without one, each case is skipped
@@ -190,7 +193,13 @@ def main():
     ap.add_argument("--source", required=True)
     ap.add_argument("--cublas", choices=["yes", "no"], default="yes",
                     help="whether the sim's cuBLAS stand-ins were built (they need nvcc)")
+    ap.add_argument("--preload", default="",
+                    help="the build's preload list (sanitizer runtimes first in a sanitizer build)")
     a = ap.parse_args()
+    if any(x and not x.endswith("libgrape.so") for x in a.preload.split(":")):
+        print("skipped: a sanitizer build (a sanitizer runtime preloaded into PyTorch's Python "
+              "is not supported; the normal build runs these)")
+        return 77
     if a.cublas == "no":
         print("skipped: built without nvcc, so without the sim's cuBLAS stand-ins that "
               "PyTorch's GEMMs need")
