@@ -55,7 +55,22 @@ GRAPE_NO_SANITIZE void* grape__real_dlsym(void* handle, const char* name) {
 
 /* ---- Exported overrides' real functions ---- */
 
-/* The next definition of name, else the one in lib if it is loaded already. */
+/* Keeps the library that defines p loaded for the rest of the process: the
+ * shim holds p (and, for the driver, tables it returned) until its exit
+ * report, but a program may unload the library it loaded itself (NVIDIA's
+ * static runtime in CuPy or cuDNN dlopens libcuda.so.1 RTLD_LOCAL and
+ * dlcloses it when it finds no device). */
+static void pin(void* p) {
+  Dl_info info;
+  if (dladdr(p, &info) == 0 || info.dli_fname == NULL)
+    return;
+  void* h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+  if (h != NULL)
+    dlclose(h);
+}
+
+/* The next definition of name, else the one in lib if it is loaded already;
+ * its library stays loaded (pin). */
 static void* lookup(const char* name, const char* lib) {
   void* p = grape__real_dlsym(RTLD_NEXT, name);
   if (p == NULL) {
@@ -65,6 +80,8 @@ static void* lookup(const char* name, const char* lib) {
       dlclose(lh);
     }
   }
+  if (p != NULL)
+    pin(p);
   return p;
 }
 

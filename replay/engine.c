@@ -163,11 +163,12 @@ static int sim_bodies(engine_t* e) {
   }
   for (size_t f = 0; f < nf; f++) {
     const char* name = grape_trace_func(t, f)->name;
-    if (!used[f] || name[0] == '\0' || body_in(h, n, name))
+    if (!used[f] || name[0] == '\0' || e->o->sim_timed || body_in(h, n, name))
       continue;
     rc = fail(e, "the simulated device has no CPU body for kernel %s (simcu_body_%s); looked in: "
               "%s%sthe replaying process. Build the program's bodies as a shared object beside "
-              "it (examples/: <program>_sim.so), or name one with --bodies LIB or SIMCU_KERNELS",
+              "it (examples/: <program>_sim.so), name one with --bodies LIB or SIMCU_KERNELS, or run "
+              "kernels without one timed (--sim-kernels timed: a framework's kernels)",
               name, name, tried, tried[0] ? ", " : "");
     goto done;
   }

@@ -382,11 +382,16 @@ void grape__sim_work_release(sim_work_t* w) {
 
 int grape__sim_work_copy(sim_work_t* dst, const sim_work_t* src) {
   *dst = *src;
-  if (src->kind == OP_KERNEL && src->u.k.params_size > 0) {
-    dst->u.k.params = malloc(src->u.k.params_size);
+  /* A kernel without parameters owns a 1-byte block too
+   * (grape__sim_make_kernel_work): the copy gets its own, or the two works
+   * would free one block (a graph node of such a kernel, its executable and
+   * each launch of it are copies). */
+  if (src->kind == OP_KERNEL) {
+    dst->u.k.params = malloc(src->u.k.params_size ? src->u.k.params_size : 1);
     if (dst->u.k.params == NULL)
       return -ENOMEM;
-    memcpy(dst->u.k.params, src->u.k.params, src->u.k.params_size);
+    if (src->u.k.params_size > 0)
+      memcpy(dst->u.k.params, src->u.k.params, src->u.k.params_size);
   }
   if (src->kind == OP_MEMCPY)
     dst->u.cp.owned = NULL;

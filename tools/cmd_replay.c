@@ -24,6 +24,7 @@ static void usage(FILE* to) {
   fprintf(to,
           "usage: grape replay TRACE [--path FP]... [--all] [--iters N] [--warmup N] [--time]\n"
           "                    [-o TIMINGS.csv] [--save OUT] [--device auto|cuda|sim] [--bodies LIB]...\n"
+          "                    [--sim-kernels bodies|timed]\n"
           "\n"
           "Loads the trace's kernel images on a device, allocates its recorded buffers\n"
           "(zero-filled), rewrites pointer parameters to them, builds each path as a CUDA\n"
@@ -45,7 +46,10 @@ static void usage(FILE* to) {
           "                 the simulated one; cuda; sim\n"
           "  --bodies LIB   sim: a shared object with CPU bodies of kernels (besides\n"
           "                 <program>_sim.so beside the traced program and the objects the\n"
-          "                 trace names)\n");
+          "                 trace names)\n"
+          "  --sim-kernels K sim: bodies (default): every kernel needs a CPU body; timed:\n"
+          "                 kernels without one (a framework's, such as PyTorch's) run\n"
+          "                 timed, not computed (SIMCU_KERNELS=timed, as grape run's)\n");
 }
 
 /* The predictor's name for device (the sim says "NVIDIA H200 (simcu)"), or NULL. */
@@ -74,7 +78,7 @@ static int parse_long(const char* s, long min, long* out) {
 }
 
 int cmd_replay(int argc, char** argv) {
-  const char *path = NULL, *csv = NULL, *save = NULL, *device = "auto";
+  const char *path = NULL, *csv = NULL, *save = NULL, *device = "auto", *sim_kernels = "bodies";
   long iters = 10, warmup = -1;
   int time = 0, rc = 1;
   uint64_t* fps = calloc((size_t)argc, sizeof(*fps));
@@ -117,6 +121,8 @@ int cmd_replay(int argc, char** argv) {
       save = argv[++i];
     } else if (strcmp(a, "--device") == 0 && has) {
       device = argv[++i];
+    } else if (strcmp(a, "--sim-kernels") == 0 && has) {
+      sim_kernels = argv[++i];
     } else if (strcmp(a, "--bodies") == 0 && has) {
       bodies[nbodies++] = argv[++i];
     } else if (a[0] == '-' && a[1] != '\0') {
@@ -147,6 +153,12 @@ int cmd_replay(int argc, char** argv) {
     rc = 2;
     goto done;
   }
+  int timed = strcmp(sim_kernels, "timed") == 0;
+  if (!timed && strcmp(sim_kernels, "bodies") != 0) {
+    fprintf(stderr, "grape: error: --sim-kernels must be bodies or timed\n");
+    rc = 2;
+    goto done;
+  }
   int sim = strcmp(device, "sim") == 0 ||
             (strcmp(device, "auto") == 0 && !grape__real_device_present());
   char driver[PATH_MAX] = "libcuda.so.1";
@@ -161,6 +173,20 @@ int cmd_replay(int argc, char** argv) {
     if (strcmp(device, "auto") == 0)
       fprintf(stderr, "grape: no CUDA device found; replaying on the simulated device (%s)\n",
               simdir);
+    /* The sim reads its mode when it loads (grape_replay_run dlopens it):
+     * its word, beside any body libraries SIMCU_KERNELS names already. */
+    const char* old = getenv("SIMCU_KERNELS");
+    char kernels[PATH_MAX];
+    if (timed && (snprintf(kernels, sizeof(kernels), "timed%s%s", old && *old ? ":" : "",
+                           old ? old : "") >= (int)sizeof(kernels) ||
+                  setenv("SIMCU_KERNELS", kernels, 1) != 0)) {
+      fprintf(stderr, "grape: error: SIMCU_KERNELS is too long\n");
+      goto done;
+    }
+  } else if (timed) {
+    fprintf(stderr, "grape: warning: --sim-kernels timed is ignored: replaying on the CUDA "
+                    "device\n");
+    timed = 0;
   }
 
   grape_trace_t* t;
@@ -172,7 +198,7 @@ int cmd_replay(int argc, char** argv) {
   grape_replay_opts_t o = {.sz = sizeof(o), .driver = driver, .sim = sim, .bodies = bodies,
                            .nbodies = nbodies, .paths = nfps ? fps : NULL, .npaths = nfps,
                            .iters = iters, .warmup = warmup >= 0 ? warmup : time ? 1 : 0,
-                           .time = time, .log = stderr};
+                           .time = time, .log = stderr, .sim_timed = timed};
   grape_replay_stats_t st;
   if (grape_replay_run(t, &o, &st, err, sizeof(err)) < 0) {
     fprintf(stderr, "grape: error: %s\n", err);

@@ -320,6 +320,8 @@ typedef struct grape_replay_opts_s {
   long warmup;                 /* untimed launches before them */
   int time;                    /* measure with events; results go into the trace's times */
   FILE* log;                   /* progress and per-path errors; NULL = silent */
+  int sim_timed;               /* sim: a kernel without a CPU body runs timed, not computed
+                                  (the caller has put "timed" in SIMCU_KERNELS) */
 } grape_replay_opts_t;
 
 typedef struct grape_replay_stats_s {
