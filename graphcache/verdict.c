@@ -476,10 +476,12 @@ static void account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
     }
     return;
   }
-  if (r->timers.t_first != 0 && t_end > r->timers.t_first && !c->built_now) {
-    /* A sighting not replayed whole (it may have replayed another key's
-     * first segments, then left them): the host's own time to issue it,
-     * its launches, graph launches and updates left out. */
+  if (r->timers.t_first != 0 && t_end > r->timers.t_first && !c->built_now &&
+      (r->cursor.graphed == 0 || k->host_eager_n == 0)) {
+    /* An eager sighting: the host's own time to issue it, its launches left
+     * out. One that replayed another key's first segments, then left them,
+     * stands in only while the key has no other (its span also holds what
+     * those replays waited for), its graph launches and updates left out. */
     double h = (double)(t_end - r->timers.t_first) -
                (r->ops.n - r->cursor.graphed) * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH) -
                segs * grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH) -
