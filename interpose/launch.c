@@ -85,8 +85,10 @@ long grape__chunk_slow(void) {
 }
 
 int grape__room_slow(grape_stream_t* s, size_t max_bytes) {
-  if (s->region.ops.n >= grape__chunk_limit())
+  if (grape__chunk_done(s)) {
+    grape__chunk_phase_note(s);
     grape__end_locked(s);
+  }
   if (grape__region_reserve(&s->region, max_bytes) != 0) {
     spin_unlock(&s->lock);
     grape_log_warn_once("out of memory while recording a region; ops go unrecorded");
@@ -96,6 +98,7 @@ int grape__room_slow(grape_stream_t* s, size_t max_bytes) {
 }
 
 void grape__held_chunk_end(grape_stream_t* s) {
+  grape__chunk_phase_note(s);
   grape__end_locked(s);
 }
 

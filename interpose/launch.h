@@ -60,6 +60,40 @@ static inline __attribute__((always_inline)) uint32_t grape__chunk_limit(void) {
   return (uint32_t)(__builtin_expect(c > 0, 1) ? c : grape__chunk_slow());
 }
 
+/* True when s's chunk is full: at GRAPE_CHUNK ops; or, in a loop that never
+ * synchronises, at the phase its last full chunk ended at (after the same two
+ * ops), when the next such point would pass GRAPE_CHUNK: every chunk then
+ * starts at the same op of the loop's step and they recur as one path. The
+ * step's length is the distance between two such points in the chunk's
+ * second half (longer steps: chunks end at GRAPE_CHUNK). Under s's lock. */
+static inline __attribute__((always_inline)) int grape__chunk_done(grape_stream_t* s) {
+  const grape_region_t* r = &s->region;
+  uint32_t lim = grape__chunk_limit(), n = r->ops.n;
+  if (__builtin_expect(n < lim / 2 || n < 2 || n >= lim || !s->phase_known, 1))
+    return n >= lim;
+  if (!grape__gc_key_eq(&r->ops.keys[n - 1], &s->phase[1]) ||
+      !grape__gc_key_eq(&r->ops.keys[n - 2], &s->phase[0]))
+    return 0;
+  uint32_t prev = s->phase_chunk == s->chunks ? s->phase_at : 0;
+  if (prev == n)
+    return s->phase_end;   /* asked again for the same op */
+  s->phase_at = n;
+  s->phase_chunk = s->chunks;
+  s->phase_end = prev != 0 && n + (n - prev) > lim;
+  return s->phase_end;
+}
+
+/* s's chunk ends full: its last two ops mark the phase the next full one
+ * ends at. */
+static inline void grape__chunk_phase_note(grape_stream_t* s) {
+  const grape_region_t* r = &s->region;
+  if (r->ops.n >= 2) {
+    s->phase[0] = r->ops.keys[r->ops.n - 2];
+    s->phase[1] = r->ops.keys[r->ops.n - 1];
+    s->phase_known = 1;
+  }
+}
+
 /* Appends an op to r (reserved: grape__lock_room) whose n parameter bytes
  * are already at grape__region_next_params(r), tagged with the library call
  * it came from (footprint.h): the one way the shim records an op, held or
@@ -80,7 +114,7 @@ grape__lock_room(grape_stream_t* s, size_t max_bytes) {
   spin_lock(&s->lock);
   grape_region_t* r = &s->region;
   if (__builtin_expect(r->ops.n >= r->ops.cap || r->ops.plen + max_bytes > r->ops.pcap ||
-                           r->ops.n >= grape__chunk_limit(), 0) &&
+                           grape__chunk_done(s), 0) &&
       grape__room_slow(s, max_bytes) != 0)
     return -ENOMEM;
   if (r->ops.n == 0 && __atomic_load_n(&grape__timed, __ATOMIC_RELAXED))
@@ -194,7 +228,7 @@ static inline __attribute__((always_inline)) void grape__held_unlock(grape_strea
     grape__hold_begun(s);
   if (__builtin_expect(grape_gc_is_cut(nx), 0))
     grape__held_cut(s);
-  if (__builtin_expect(r->ops.n >= grape__chunk_limit(), 0))
+  if (__builtin_expect(grape__chunk_done(s), 0))
     grape__held_chunk_end(s);
   spin_unlock(&s->lock);
 }
@@ -207,8 +241,10 @@ void grape__stream_meet(grape_stream_t* s);
 static inline __attribute__((always_inline)) int grape__may_hold(grape_stream_t* s) {
   if (__builtin_expect(__atomic_load_n(&s->kind, __ATOMIC_RELAXED) == GRAPE_STREAM_UNKNOWN, 0))
     grape__stream_meet(s);
+  /* A chunk past half its length may end at its phase (grape__chunk_done,
+   * decided under the lock). */
   return __atomic_load_n(&s->region.cursor.node, __ATOMIC_RELAXED) != NULL ||
-         s->region.ops.n >= grape__chunk_limit();
+         s->region.ops.n >= (s->phase_known ? grape__chunk_limit() / 2 : grape__chunk_limit());
 }
 
 /* Before a chunk's first held op (s locked): the chunk runs eagerly when s's

@@ -121,6 +121,7 @@ static grape_stream_t* slot_new(uintptr_t key) {
   s->handle = NULL;
   s->ctx = NULL;
   s->holder = NULL;
+  s->phase_known = 0;
   s->free_next = NULL;
   return s;
 }

@@ -73,6 +73,15 @@ typedef struct grape_stream_s {
   int holder_tid;                     /* the holding thread's id (the watchdog reads its state) */
   uint64_t wd_cpu;                    /* its CPU time (ns) at the watchdog's last look */
   uint32_t wd_waits;                  /* looks it was left alone, its holder waiting for a CPU */
+  /* The last two ops of the last chunk that ended full (no sync ended it),
+   * and where the current chunk last passed the same two: launch.h,
+   * grape__chunk_done, cuts a loop that never synchronises at one phase of
+   * its step. Under the stream's lock. */
+  grape_op_key_t phase[2];
+  int phase_known;
+  uint32_t phase_at;                  /* ops then */
+  int phase_end;                      /* whether the chunk ends there */
+  uint64_t phase_chunk;               /* in chunk number `chunks` this */
   struct grape_stream_s* free_next;   /* on the free list */
 } grape_stream_t;
 

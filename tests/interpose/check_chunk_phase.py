@@ -9,9 +9,13 @@ sim), builds free (simenv.py).
   original, so a graph node, its executable and each launch freed one block
   ("free(): double free detected"; found by the PyTorch runs' probe).
 - `aligned`: 32-kernel steps without a sync, cut only by GRAPE_CHUNK (1,024 =
-  32 x 32 ops): every chunk follows one path, which is replayed. (A 31-kernel
-  step gives 31 paths, none recurring in 200 steps: docs/frameworks.md, "A
-  step that never synchronises".)
+  32 x 32 ops): every chunk follows one path, which is replayed.
+- `phase`: 31-kernel steps without a sync. Cut at GRAPE_CHUNK alone, chunk c
+  would start at op (c x 1,024) mod 31 of a step: 31 paths, none recurring
+  in 200 steps (docs/frameworks.md, "A step that never synchronises"). A
+  chunk ends instead at the phase the first one ended at, where the next
+  such point would pass 1,024 ops: the chunks after the first are 1,023 ops
+  (33 steps) and one path, which is replayed.
 """
 import argparse
 import json
@@ -44,7 +48,7 @@ def run(a, args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["zero_params", "aligned"])
+    ap.add_argument("case", choices=["zero_params", "aligned", "phase"])
     ap.add_argument("--prog", required=True)
     ap.add_argument("--preload", required=True)
     ap.add_argument("--simdir", required=True)
@@ -54,10 +58,15 @@ def main():
         if r["graphs_built"] == 0 or r["graph_hits"] == 0 or r["launches"] != 20:
             fail(f"{r['launches']} launches, {r['graphs_built']} graphs built, "
                  f"{r['graph_hits']} hits", p)
-    else:
+    elif a.case == "aligned":
         p, r = run(a, ["32", "200", "0"])
         if r["paths"] > 2 or r["graph_hits"] == 0:
             fail(f"32-op steps in 1,024-op chunks: {r['paths']} paths, {r['graph_hits']} hits", p)
+    else:
+        p, r = run(a, ["31", "200", "0"])
+        # The first chunk, the recurring one, and the rest at the end.
+        if r["paths"] > 3 or r["graph_hits"] == 0:
+            fail(f"31-op steps without a sync: {r['paths']} paths, {r['graph_hits']} hits", p)
     print(f"{a.case}: {r['regions']} regions, {r['paths']} paths, {r['graphs_built']} built, "
           f"{r['graph_hits']} hits")
     return 0
