@@ -25,6 +25,7 @@
 #include "grape/report.h"
 #include "internal.h"
 #include "log.h"
+#include "nvtx.h"
 #include "graph.h"
 #include "graphcache/cache.h"
 #include "util/grow.h"
@@ -702,6 +703,7 @@ char* grape__report_json(void) {
   put(&b, "},");
   put_api_times(&b, &cnt);
   put_device_times(&b);
+  grape__nvtx_report(b.f);
   names_t names = {NULL, 0, 0};
   if (got > 0 || (cache != NULL && st.ops > 0)) {
     grape__func_each(collect_name, &names);
