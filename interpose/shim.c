@@ -75,6 +75,8 @@ int grape__api_begin(int h, uint64_t* t0) {
     if (n & (GRAPE_API_SAMPLE - 1))
       return 0;
   }
+  if (__atomic_load_n(&grape__capture_closed, __ATOMIC_RELAXED))
+    return 0;   /* outside GRAPE_CAPTURE's ranges: counted, not timed */
   if (!__atomic_load_n(&grape__api_clock_on, __ATOMIC_ACQUIRE) && !grape__api_clock_ready())
     return 0;
   *t0 = grape__clock_ns();
