@@ -83,6 +83,17 @@ def expect(what, got, want):
         fail(f"{what}: got {got}, want {want}")
 
 
+def stick_out(ev):
+    step = next(e for e in ev if e.get("cat") == "nvtx" and e["name"] == "step")
+    attn = next(e for e in ev if e.get("cat") == "nvtx" and e["name"] == "attn")
+    attn["dur"] = step["ts"] + step["dur"] - attn["ts"] + 1   # ends after its parent
+
+
+def stray_mark(ev):
+    mark = next(e for e in ev if e["ph"] == "i")
+    ev.append(dict(mark, tid=mark["tid"] + 777))
+
+
 def case_nvtx(a, tmp):
     rep, trace, err = run(a, tmp, "nvtx")
     nv = rep.get("nvtx")
@@ -124,6 +135,16 @@ def case_nvtx(a, tmp):
                     calls[(s["args"].get("nvtx"), s["name"].split()[0])] += 1
     expect("kernel calls by the range their slice names", dict(calls),
            {("attn", "an_add"): 6, ("mlp", "an_twice"): 3, ("step", "an_twice"): 3, (None, "an_add"): 1})
+    # The checker refuses ranges that overlap without nesting, and a mark on an unnamed row.
+    for what, edit in (("a range sticking out of the one it started in", stick_out),
+                       ("a mark on an unnamed row", stray_mark)):
+        d = json.loads(json.dumps(doc))
+        edit(d["traceEvents"])
+        try:
+            check_timeline.check(d)
+        except check_timeline.Broken:
+            continue
+        fail(f"check_timeline.py accepted a timeline with {what}")
     print(f"ok: {sum(ranges.values())} ranges, {sum(kern.values())} kernels in ranges, "
           f"{got['nvtx_slices']} NVTX slices, {len(got['instants'])} marks")
 
