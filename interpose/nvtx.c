@@ -555,8 +555,12 @@ int grape__nvtx_trace(grape_trace_nvtx_t* out) {
 }
 
 void grape__nvtx_reset_child(void) {
-  depth = 0;
+  depth = 0;   /* the forking thread's open ranges were the parent's */
   pthread_mutex_init(&lock, NULL);
-  ranges = NULL;   /* the parent's records stay the parent's */
+  ranges = NULL;   /* the parent's records and statistics stay the parent's */
   nranges = 0;
+  memset(stats, 0, sizeof(stats));
+  memset(krows, 0, sizeof(krows));
+  memset(open_ranges, 0, sizeof(open_ranges));
+  krows_dropped = ranges_dropped = 0;
 }
