@@ -54,8 +54,12 @@
 //
 // Prints one line "checksum <hex>" (FNV-1a of every step's sampled tokens and
 // of the KV cache after each batch) and a summary on stderr.
+// Each batch and each step is an NVTX range ("batch", "step"), as a serving
+// engine or PyTorch's record_function marks them: header-only NVTX v3, no-ops
+// unless a tool (nsys, grape run) names an injection library.
 // Usage: decode [--iters N] [--graphs-by-hand]   (N batches; default 8)
 #include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
 #include <tuple>
 #include <utility>
 #include "common.h"
@@ -458,6 +462,7 @@ int main(int argc, char** argv) {
   uint64_t sum = EX_FNV_INIT, prev_sig = 0;
   long steps = 0, seqs = 0, by_eos = 0, by_len = 0, shrinks = 0, collections = 0, moved = 0;
   for (int it = 0; it < iters; it++) {
+    nvtxRangePushA("batch");
     int32_t maxlen[DEC_B];
     dec_rows_t rows;
     memset(&rows, 0, sizeof(rows));   // unused slots are parameter bytes too
@@ -470,6 +475,7 @@ int main(int argc, char** argv) {
     CHECK(cudaMemcpyAsync(d_batch, h_batch, 3 * DEC_B * sizeof(int32_t), cudaMemcpyHostToDevice,
                           s));
     for (int t = 0; rows.n > 0; t++) {
+      nvtxRangePushA("step");
       P.defer = !by_hand && steps % GC_EVERY == GC_EVERY - 1;
       collections += P.defer;
       P.sig = EX_FNV_INIT;
@@ -510,10 +516,12 @@ int main(int argc, char** argv) {
       for (int r = n; r < rows.n; r++)
         rows.slot[r] = 0;
       rows.n = n;
+      nvtxRangePop();
     }
     CHECK(cudaMemcpyAsync(h_kv, d_kv, kv_bytes, cudaMemcpyDeviceToHost, s));
     CHECK(cudaStreamSynchronize(s));
     sum = ex_fnv(sum, h_kv, kv_bytes);
+    nvtxRangePop();
   }
   fprintf(stderr,
           "decode: %d batches, %ld sequences (%ld ended by end token, %ld at length limit), "

@@ -310,6 +310,13 @@ static inline void grape__alloc_freed(uintptr_t p) {
 #define GRAPE_GEN_BODY0_WAIT_ALL(ret, name) GRAPE_GEN_BODY0_GENERIC(WAIT_ALL, ret, name)
 #define GRAPE_GEN_BODY0_REPORT(ret, name) GRAPE_GEN_BODY0_GENERIC(REPORT, ret, name)
 #define GRAPE_GEN_BODY0_MANUAL(ret, name)
+/* A hand-written hook_<name>(real) does the work (the profiler control). */
+#define GRAPE_GEN_BODY0_CUSTOM(ret, name)                                                    \
+  static inline __attribute__((always_inline)) ret body_##name(grape_route_t route, pfn_##name real) { \
+    (void)route;                                                                             \
+    GRAPE_COUNT(api_calls[GRAPE_HOOK_##name]);                                               \
+    return hook_##name(real);                                                                \
+  }
 
 /* Entries of a function without arguments (see GRAPE_GEN_ENTRY). */
 #define GRAPE_GEN_ENTRY0(attrs, ret, name, fname, SLOT, ROUTE)                                \

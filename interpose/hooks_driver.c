@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "allocmap.h"
+#include "capture.h"
 #include "cublas.h"
 #include "funcattrs.h"
 #include "funcinfo.h"
@@ -301,6 +302,22 @@ GRAPE_MEMOP_HOOK(CUresult, cuMemsetD32Async, (CUdeviceptr d, unsigned int v, siz
                  (d, v, n, s), grape__memset_op(d, v, 4, n, s, ptds))
 GRAPE_MEMOP_HOOK(CUresult, cuMemcpyDtoDAsync_v2, (CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s),
                  (d, src, n, s), grape__memcpy_op(d, src, n, s, ptds))
+
+/* ---- Profiler control: capture ranges (GRAPE_CAPTURE, capture.c) ---- */
+
+static inline CUresult hook_cuProfilerStart(pfn_cuProfilerStart real) {
+  CUresult r;
+  GRAPE_NO_REENTRY(r = real());
+  grape__capture_profiler(1);   /* the call itself stays outside the range */
+  return r;
+}
+
+static inline CUresult hook_cuProfilerStop(pfn_cuProfilerStop real) {
+  grape__capture_profiler(0);
+  CUresult r;
+  GRAPE_NO_REENTRY(r = real());
+  return r;
+}
 
 /* ---- Generated: bodies, exported overrides, route wrappers ---- */
 

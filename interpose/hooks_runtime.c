@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "allocmap.h"
+#include "capture.h"
 #include "funcattrs.h"
 #include "funcinfo.h"
 #include "images.h"
@@ -232,6 +233,22 @@ GRAPE_HOOK_DEF(cudaError_t, cudaFuncSetSharedMemConfig, (const void* f, enum cud
 GRAPE_HOOK_DEF(cudaError_t, cudaLibraryUnload, (cudaLibrary_t lib), (lib), grape__flush_all(),
                grape__image_unloaded(lib))
 
+/* ---- Profiler control: capture ranges (GRAPE_CAPTURE, capture.c) ---- */
+
+static inline cudaError_t hook_cudaProfilerStart(pfn_cudaProfilerStart real) {
+  cudaError_t r;
+  GRAPE_NO_REENTRY(r = real());
+  grape__capture_profiler(1);
+  return r;
+}
+
+static inline cudaError_t hook_cudaProfilerStop(pfn_cudaProfilerStop real) {
+  grape__capture_profiler(0);
+  cudaError_t r;
+  GRAPE_NO_REENTRY(r = real());
+  return r;
+}
+
 /* ---- Generated: bodies and exported overrides ---- */
 
 #define GRAPE_RT(name, base, ptds, kind, stream, params, args) \
@@ -253,6 +270,7 @@ GRAPE_HOOK_DEF(cudaError_t, cudaLibraryUnload, (cudaLibrary_t lib), (lib), grape
 #define GRAPE_GEN_RT0_ENTRY(name) \
   GRAPE_GEN_ENTRY0(GRAPE_EXPORT, cudaError_t, name, name, GRAPE_SLOT_EXPORT, GRAPE_ROUTE_RUNTIME)
 #define GRAPE_GEN_RT0_PLAIN GRAPE_GEN_RT0_ENTRY
+#define GRAPE_GEN_RT0_CUSTOM GRAPE_GEN_RT0_ENTRY
 #define GRAPE_GEN_RT0_SYNC_ALL GRAPE_GEN_RT0_ENTRY
 #define GRAPE_GEN_RT0_WAIT_ALL GRAPE_GEN_RT0_ENTRY
 #define GRAPE_GEN_RT0_REPORT GRAPE_GEN_RT0_ENTRY

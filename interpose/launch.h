@@ -26,6 +26,7 @@
 #include "funcinfo.h"
 #include "graph.h"
 #include "graphcache/fingerprint.h"
+#include "nvtx.h"
 #include "cuda_types.h"
 #include "hooks.h"
 #include "internal.h"
@@ -308,6 +309,7 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
                          {l->block[0], l->block[1], l->block[2]}, l->shmem, 0};
     grape__record_op(r, &k, &d, f->drv, n + k.attrs_bytes);
     GRAPE_COUNT(launches[route]);
+    GRAPE_NVTX_LAUNCH(l);
     grape__charge_op();
     if (__builtin_expect(grape__log_level() >= GRAPE_LOG_DEBUG, 0))
       grape__log_launch(route, f, l, dst, n);
@@ -339,6 +341,7 @@ static inline __attribute__((always_inline)) void grape__on_launch(grape_route_t
   }
   GRAPE_COUNT(launches[route]);
   GRAPE_COUNT(submissions);
+  GRAPE_NVTX_LAUNCH(l);
   if (grape__passed())
     return;
   uint64_t t0 = grape__shim_time_start();

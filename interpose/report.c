@@ -25,6 +25,8 @@
 #include "grape/report.h"
 #include "internal.h"
 #include "log.h"
+#include "capture.h"
+#include "nvtx.h"
 #include "graph.h"
 #include "graphcache/cache.h"
 #include "util/grow.h"
@@ -702,6 +704,10 @@ char* grape__report_json(void) {
   put(&b, "},");
   put_api_times(&b, &cnt);
   put_device_times(&b);
+  grape__nvtx_report(b.f);
+  long ranges_opened;
+  if (grape__capture_ranges(&ranges_opened))   /* the tables then cover the ranges only */
+    put(&b, "\"capture\":{\"range\":\"cudaProfilerApi\",\"opened\":%ld},", ranges_opened);
   names_t names = {NULL, 0, 0};
   if (got > 0 || (cache != NULL && st.ops > 0)) {
     grape__func_each(collect_name, &names);

@@ -28,6 +28,8 @@
 #include "real.h"
 #include "report.h"
 #include "streams.h"
+#include "capture.h"
+#include "nvtx.h"
 #include "timeline.h"
 #include "trace.h"
 #include "grape/grape.h"
@@ -73,6 +75,8 @@ int grape__api_begin(int h, uint64_t* t0) {
     if (n & (GRAPE_API_SAMPLE - 1))
       return 0;
   }
+  if (__atomic_load_n(&grape__capture_closed, __ATOMIC_RELAXED))
+    return 0;   /* outside GRAPE_CAPTURE's ranges: counted, not timed */
   if (!__atomic_load_n(&grape__api_clock_on, __ATOMIC_ACQUIRE) && !grape__api_clock_ready())
     return 0;
   *t0 = grape__clock_ns();
@@ -189,6 +193,7 @@ static void do_init(void) {
   grape__log_open();
   grape__outfile_check(grape_option_report);
   grape__outfile_check(grape_option_trace);
+  grape__capture_init();
   if (mode != GRAPE_MODE_OFF)
     grape__timeline_init();
   __atomic_store_n(&grape__state, mode == GRAPE_MODE_OFF ? GRAPE_STATE_OFF : GRAPE_STATE_ON,
@@ -215,6 +220,7 @@ void grape__reset_child(void) {
   grape__captures = 0;
   grape__graph_reset_child();
   grape__timeline_reset_child();
+  grape__nvtx_reset_child();
   grape__func_attrs_reset();
   grape__streams_reset(0);
   grape__func_reset(0);

@@ -7,11 +7,13 @@
 #include <time.h>
 
 #include "cuda_types.h"
+#include "capture.h"
 #include "funcinfo.h"
 #include "grape/simcu_private.h"
 #include "graph.h"
 #include "internal.h"
 #include "log.h"
+#include "nvtx.h"
 #include "options.h"
 #include "real.h"
 #include "streams.h"
@@ -150,7 +152,8 @@ void grape__tl_start(grape_tl_call_t* c) {
   c->slot = NULL;
   c->on = 1;
   pthread_once(&setup_once, setup);
-  if (slots == NULL || __atomic_load_n(&closed, __ATOMIC_RELAXED))
+  if (slots == NULL || __atomic_load_n(&closed, __ATOMIC_RELAXED) ||
+      __atomic_load_n(&grape__capture_closed, __ATOMIC_RELAXED))
     return;
   uint64_t t = since_origin(now());
   if (t < delay_ns || (duration_ns > 0 && t - delay_ns >= duration_ns))
@@ -167,7 +170,22 @@ void grape__tl_start(grape_tl_call_t* c) {
   s->op.func = GRAPE_TRACE_NONE;
   s->op.host_start = t;
   s->op.dev_start = s->op.dev_end = GRAPE_TRACE_TL_UNKNOWN;
+  s->op.range = grape__nvtx_innermost();
   c->slot = s;
+}
+
+int grape__tl_now(uint64_t* t, uint32_t* thread, int* rec_ok) {
+  pthread_once(&setup_once, setup);
+  *rec_ok = 0;
+  if (slots == NULL)
+    return 0;
+  *t = since_origin(now());
+  if (thread_no == 0)
+    thread_no = __atomic_add_fetch(&threads, 1, __ATOMIC_RELAXED);
+  *thread = thread_no;
+  *rec_ok = !__atomic_load_n(&closed, __ATOMIC_RELAXED) && *t >= delay_ns &&
+            !(duration_ns > 0 && *t - delay_ns >= duration_ns);
+  return 1;
 }
 
 /* The driver's handle for a stream as a call names it. */
@@ -306,6 +324,8 @@ void grape__timeline_close(void) {
           d >= 0) {
         s->op.dev_start = t0;
         s->op.dev_end = t0 + (uint64_t)((double)d * 1e6 + 0.5);
+        if (s->op.kind == GRAPE_TRACE_OP_KERNEL && s->op.range != 0)
+          grape__nvtx_kernel_time(s->op.range, s->f, s->op.dev_end - s->op.dev_start);
       }
     }
     ev_api.destroy(s->ev[0]);

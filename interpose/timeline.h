@@ -37,6 +37,11 @@ void grape__timeline_init(void);
  * capture window (GRAPE_TIMELINE_DELAY_MS, GRAPE_TIMELINE_DURATION_MS). */
 void grape__tl_start(grape_tl_call_t* c);
 
+/* For NVTX ranges: the timeline's clock now (*t, ns after its origin) and the
+ * calling thread's number; *rec_ok says whether records are kept now (the
+ * capture window). @return 0 when the timeline cannot record at all. */
+int grape__tl_now(uint64_t* t, uint32_t* thread, int* rec_ok);
+
 /* The call's device work is about to be submitted on (stream, ptds): records
  * the start event there. */
 void grape__tl_dev_begin(grape_tl_call_t* c, const void* stream, int ptds);

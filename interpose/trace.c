@@ -36,6 +36,7 @@
 #include "grape/trace.h"
 #include "internal.h"
 #include "log.h"
+#include "nvtx.h"
 #include "outfile.h"
 #include "real.h"
 #include "graph.h"
@@ -449,6 +450,12 @@ static int add_timeline(glue_t* g) {
   int rc = grape_trace_set_timeline(g->t, &tl);
   if (rc == -EINVAL)
     grape_log_warn("GRAPE_TIMELINE: a record was inconsistent; no timeline in the trace");
+  grape_trace_nvtx_t nv;
+  if (rc == 0 && grape__nvtx_trace(&nv) && (rc = grape_trace_set_nvtx(g->t, &nv)) == -EINVAL) {
+    grape_log_warn("GRAPE_TIMELINE: an NVTX record was inconsistent; no NVTX ranges in the trace");
+    grape_trace_set_nvtx(g->t, NULL);
+    rc = 0;
+  }
   free(tg.ops);
   if (tl.dropped > 0)
     grape_log_warn("GRAPE_TIMELINE: %llu calls left out past GRAPE_TIMELINE_MAX_MB",

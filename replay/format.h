@@ -6,7 +6,7 @@
  * checksum) and its payload; the checksum is XXH3-64 of the payload seeded
  * with XXH3-64 of the first 16 header bytes, so a flipped bit in the type or
  * length is caught as surely as one in the payload. Sections come in a fixed
- * order (HEAD, IMAG*, FUNC, ALOC, PATH*, GRPH?, TIME?, TLIN?, END), so every index a
+ * order (HEAD, IMAG*, FUNC, ALOC, PATH*, GRPH?, TIME?, TLIN?, NVTX?, END), so every index a
  * record holds points backwards and is checked as it is read: one pass. An
  * unknown section is skipped unless its REQUIRED flag is set. All integers
  * are little-endian, doubles are IEEE-754 bit patterns, strings are a u32
@@ -36,6 +36,7 @@ enum {
   SEC_GRPH = TRACE_TYPE('G', 'R', 'P', 'H'),
   SEC_TIME = TRACE_TYPE('T', 'I', 'M', 'E'),
   SEC_TLIN = TRACE_TYPE('T', 'L', 'I', 'N'),
+  SEC_NVTX = TRACE_TYPE('N', 'V', 'T', 'X'),
   SEC_END = TRACE_TYPE('E', 'N', 'D', ' '),
 };
 #define SEC_REQUIRED 0x1u   /* a reader that does not know the type must refuse the file */
@@ -52,6 +53,7 @@ enum {
 #define REC_TIMES 28u       /* path, iters, path_ms, nops, string length */
 #define REC_TL_HEAD 24u     /* clock string length, origin, dropped, count */
 #define REC_TL_OP 72u       /* kind, how, func, thread, stream, what, 4 times, seq */
+#define REC_NVTX_RANGE 32u  /* kind, name, thread, parent, start, end */
 
 /* ---- The model ---- */
 
@@ -86,6 +88,7 @@ struct grape_trace_s {
   path_t* paths;
   size_t npaths, cap_paths;
   grape_trace_timeline_t* tl;  /* NULL, or one allocation: header, ops, clock name */
+  grape_trace_nvtx_t* nvtx;   /* NULL, or one allocation: header, name pointers, ranges, names */
   void* map;                  /* a loaded file: mapped (or read) bytes */
   size_t map_len;
   int map_is_mmap;
@@ -97,6 +100,9 @@ int grape__trace_grow(void** v, size_t* cap, size_t len, size_t sz);
 /* Copies a path's ops into one block (ops, pointer words, and, with
  * copy_bytes, the parameters and attributes). @return 0 or -ENOMEM. */
 int grape__trace_path_copy(path_t* dst, const grape_trace_path_t* src, int copy_bytes);
+
+/* Checks NVTX record i of n. @return NULL when good, else what is wrong. */
+const char* grape__trace_range_check(const grape_trace_nvtx_t* n, uint32_t i);
 
 /* Frees what a path owns. */
 void grape__trace_path_release(path_t* p);

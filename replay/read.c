@@ -456,6 +456,7 @@ static int read_timeline(rd_t* r, grape_trace_t* t) {
     op->dev_start = get_u64(at + 48);
     op->dev_end = get_u64(at + 56);
     op->seq = get_u64(at + 64);
+    op->range = 0;   /* named by the NVTX section, if any */
     const char* why = grape_trace_tl_op_check(t, op);
     if (why != NULL)
       e = fail(r, "timeline record %u: %s", i, why);
@@ -474,10 +475,69 @@ static int read_timeline(rd_t* r, grape_trace_t* t) {
   return e;
 }
 
+/* The NVTX section: names, range records, and each timeline record's range. */
+static int read_nvtx(rd_t* r, grape_trace_t* t) {
+  if (t->tl == NULL)
+    return fail(r, "NVTX ranges without a timeline");
+  grape_trace_nvtx_t n = {0, NULL, 0, NULL, 0};
+  char** names = NULL;
+  grape_trace_range_t* rs = NULL;
+  uint32_t* of_op = NULL;
+  int e = rd_count(r, &n.nnames, 4, "NVTX names");
+  if (e == 0 && (names = calloc((size_t)n.nnames + 1, sizeof(*names))) == NULL)
+    e = -ENOMEM;
+  for (uint32_t i = 0; i < n.nnames && e == 0; i++)
+    e = rdstr(r, &names[i], "NVTX name");
+  if (e == 0)
+    e = rd_count(r, &n.count, REC_NVTX_RANGE, "NVTX records");
+  if (e == 0 && (rs = malloc(((size_t)n.count + 1) * sizeof(*rs))) == NULL)
+    e = -ENOMEM;
+  n.names = (const char* const*)names;
+  n.ranges = rs;
+  for (uint32_t i = 0; i < n.count && e == 0; i++) {
+    const uint8_t* at = r->p;
+    rs[i] = (grape_trace_range_t){get_u32(at), get_u32(at + 4), get_u32(at + 8), get_u32(at + 12),
+                                  get_u64(at + 16), get_u64(at + 24)};
+    const char* why = grape__trace_range_check(&n, i);
+    if (why != NULL)
+      e = fail(r, "NVTX record %u: %s", i, why);
+    else
+      r->p += REC_NVTX_RANGE;
+  }
+  uint32_t nops = 0;
+  if (e == 0)
+    e = rd64(r, &n.dropped, "NVTX records left out");
+  if (e == 0)
+    e = rd_count(r, &nops, 4, "timeline records' ranges");
+  if (e == 0 && nops != t->tl->count)
+    e = fail(r, "ranges of %u timeline records, the timeline has %u", nops, t->tl->count);
+  if (e == 0 && (of_op = malloc(((size_t)nops + 1) * sizeof(*of_op))) == NULL)
+    e = -ENOMEM;
+  for (uint32_t i = 0; i < nops && e == 0; i++) {
+    of_op[i] = get_u32(r->p);
+    if (of_op[i] > n.count)
+      e = fail(r, "timeline record %u: range %u of %u", i, of_op[i], n.count);
+    else
+      r->p += 4;
+  }
+  if (e == 0) {
+    grape_trace_tl_op_t* ops = (grape_trace_tl_op_t*)(uintptr_t)t->tl->ops;
+    for (uint32_t i = 0; i < nops; i++)
+      ops[i].range = of_op[i];
+    e = grape_trace_set_nvtx(t, &n);
+  }
+  for (uint32_t i = 0; names != NULL && i < n.nnames; i++)
+    free(names[i]);
+  free(names);
+  free(rs);
+  free(of_op);
+  return e;
+}
+
 /* ---- The file ---- */
 
 /* Order of the known sections: each may follow only those of a lower stage. */
-enum { ST_NONE, ST_HEAD, ST_FUNC, ST_ALOC, ST_PATH, ST_GRPH, ST_TIME, ST_TLIN, ST_END };
+enum { ST_NONE, ST_HEAD, ST_FUNC, ST_ALOC, ST_PATH, ST_GRPH, ST_TIME, ST_TLIN, ST_NVTX, ST_END };
 
 static int parse(rd_t* r, grape_trace_t* t) {
   r->p = r->base;
@@ -530,6 +590,7 @@ static int parse(rd_t* r, grape_trace_t* t) {
     case SEC_GRPH: next = stage == ST_ALOC || stage == ST_PATH ? ST_GRPH : -1; break;
     case SEC_TIME: next = stage >= ST_ALOC && stage <= ST_GRPH ? ST_TIME : -1; break;
     case SEC_TLIN: next = stage >= ST_ALOC && stage <= ST_TIME ? ST_TLIN : -1; break;
+    case SEC_NVTX: next = stage == ST_TLIN ? ST_NVTX : -1; break;
     case SEC_END: next = stage >= ST_ALOC ? ST_END : -1; break;
     default:
       if (stage == ST_NONE)
@@ -542,7 +603,7 @@ static int parse(rd_t* r, grape_trace_t* t) {
     if (next < 0)
       return fail(r, stage == ST_NONE ? "the first section must be HEAD"
                                       : "section out of order (HEAD, IMAG..., FUNC, ALOC, "
-                                        "PATH..., GRPH, TIME, TLIN, END)");
+                                        "PATH..., GRPH, TIME, TLIN, NVTX, END)");
     stage = next;
     switch (type) {
     case SEC_HEAD: e = read_head(r, t); break;
@@ -553,6 +614,7 @@ static int parse(rd_t* r, grape_trace_t* t) {
     case SEC_GRPH: e = read_graphs(r, t); break;
     case SEC_TIME: e = read_times(r, t); break;
     case SEC_TLIN: e = read_timeline(r, t); break;
+    case SEC_NVTX: e = read_nvtx(r, t); break;
     default: break;
     }
     if (e == -ENOMEM)

@@ -15,7 +15,11 @@
  * starts before the previous one ends): a slice that would, after the float
  * milliseconds of event timing, starts where the previous one ended and is
  * counted as clamped. Traces on CLOCK_MONOTONIC share one clock and are
- * placed by it; simulated clocks each start at 0. */
+ * placed by it; simulated clocks each start at 0. NVTX ranges (the trace's
+ * NVTX section) go on a row per thread above its calls, nested as the
+ * program pushed them (start/end ranges, which need not nest, on a row of
+ * their own; marks as instant events), and every call and its device work
+ * name the innermost range they ran in ("nvtx" in their args). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -29,6 +33,8 @@
 /* Track ids inside a process. */
 #define TID_SUBMIT 10000u   /* + host thread */
 #define TID_STREAM 20000u   /* + stream ordinal */
+#define TID_NVTX 30000u     /* + host thread: its push/pop ranges and marks */
+#define TID_NVTX_SE 40000u  /* + host thread: its start/end ranges */
 
 typedef struct track_s {
   uint32_t tid;
@@ -133,6 +139,11 @@ static int proc_scan(proc_t* p) {
         (has_dev(op) && add_track(p, TID_STREAM + (uint32_t)s, &cap_tracks) != 0))
       goto oom;
   }
+  const grape_trace_nvtx_t* nv = grape_trace_nvtx(p->t);
+  for (uint32_t i = 0; nv != NULL && i < nv->count; i++)
+    if (add_track(p, (nv->ranges[i].kind == GRAPE_TRACE_NVTX_START ? TID_NVTX_SE : TID_NVTX) +
+                         nv->ranges[i].thread, &cap_tracks) != 0)
+      goto oom;
   /* Held calls by (stream, number); a submission ran the held calls of its
    * stream numbered [seq, seq + ops). */
   held_t* held = malloc(((size_t)tl->count + 1) * sizeof(*held));
@@ -172,7 +183,8 @@ oom:
 /* The slice [start, end) on track tid, moved to start where the previous one
  * ended if it would overlap it. Writes its middle into *at (half ns). */
 static void slice(FILE* out, proc_t* p, uint32_t tid, int64_t start, int64_t end, const char* name,
-                  const char* cat, const char* args, grape_trace_export_stats_t* st, int64_t* at) {
+                  const char* cat, const char* args, const char* nvtx,
+                  grape_trace_export_stats_t* st, int64_t* at) {
   track_t* tr = track_of(p, tid);
   if (start < tr->end) {
     start = tr->end;
@@ -191,7 +203,12 @@ static void slice(FILE* out, proc_t* p, uint32_t tid, int64_t start, int64_t end
   fprintf(out, ",\n{\"name\":");
   grape__json_put_str(out, name);
   fprintf(out, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%lld,\"tid\":%u,\"ts\":%s,\"dur\":%s,"
-               "\"args\":{%s}}", cat, p->pid, tid, ts, dur, args);
+               "\"args\":{%s", cat, p->pid, tid, ts, dur, args);
+  if (nvtx != NULL) {
+    fprintf(out, ",\"nvtx\":");
+    grape__json_put_str(out, nvtx);
+  }
+  fprintf(out, "}}");
   tr->end = end;
   tr->slices++;
   st->slices++;
@@ -253,6 +270,42 @@ static void args_of(const proc_t* p, const grape_trace_tl_op_t* op, char* out, s
   }
 }
 
+/* The innermost NVTX range a record ran in, or NULL. */
+static const char* range_name(const proc_t* p, const grape_trace_tl_op_t* op) {
+  const grape_trace_nvtx_t* n = grape_trace_nvtx(p->t);
+  if (n == NULL || op->range == 0 || op->range > n->count)
+    return NULL;
+  return n->names[n->ranges[op->range - 1].name];
+}
+
+/* The NVTX records: ranges as slices on their thread's NVTX rows (nested as
+ * they were pushed: written in the order they started, a viewer nests a
+ * slice inside the one that holds it), marks as instant events. */
+static void nvtx_events(FILE* out, proc_t* p, grape_trace_export_stats_t* st) {
+  const grape_trace_nvtx_t* n = grape_trace_nvtx(p->t);
+  for (uint32_t i = 0; n != NULL && i < n->count; i++) {
+    const grape_trace_range_t* r = &n->ranges[i];
+    uint32_t tid = (r->kind == GRAPE_TRACE_NVTX_START ? TID_NVTX_SE : TID_NVTX) + r->thread;
+    char ts[32], dur[32];
+    grape__us_text((int64_t)r->start + p->shift, ts, sizeof(ts));
+    fprintf(out, ",\n{\"name\":");
+    grape__json_put_str(out, n->names[r->name]);
+    if (r->kind == GRAPE_TRACE_NVTX_MARK) {
+      fprintf(out, ",\"cat\":\"nvtx\",\"ph\":\"i\",\"s\":\"t\",\"pid\":%lld,\"tid\":%u,\"ts\":%s}",
+              p->pid, tid, ts);
+      continue;
+    }
+    grape__us_text((int64_t)(r->end - r->start), dur, sizeof(dur));
+    fprintf(out, ",\"cat\":\"nvtx\",\"ph\":\"X\",\"pid\":%lld,\"tid\":%u,\"ts\":%s,\"dur\":%s,"
+                 "\"args\":{\"style\":\"%s\"}}", p->pid, tid, ts, dur,
+            r->kind == GRAPE_TRACE_NVTX_START ? "StartEnd" : "PushPop");
+    track_t* tr = track_of(p, tid);
+    if (tr != NULL)
+      tr->slices++;
+    st->slices++;
+  }
+}
+
 static void meta(FILE* out, long long pid, uint32_t tid, const char* what, const char* key,
                  const char* name, long sort, int first) {
   fprintf(out, "%s{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%lld,\"tid\":%u,\"args\":{\"%s\":",
@@ -277,7 +330,11 @@ static void proc_meta(FILE* out, proc_t* p, int first) {
   }
   for (size_t i = 0; i < p->ntracks; i++) {
     uint32_t tid = p->tracks[i].tid;
-    if (tid >= TID_STREAM) {
+    if (tid >= TID_NVTX_SE) {
+      snprintf(name, sizeof(name), "thread %u: NVTX start/end ranges", tid - TID_NVTX_SE);
+    } else if (tid >= TID_NVTX) {
+      snprintf(name, sizeof(name), "thread %u: NVTX ranges", tid - TID_NVTX);
+    } else if (tid >= TID_STREAM) {
       uint64_t key = p->streams[tid - TID_STREAM];
       if (key == 1)
         snprintf(name, sizeof(name), "stream (legacy default)");
@@ -289,9 +346,12 @@ static void proc_meta(FILE* out, proc_t* p, int first) {
       snprintf(name, sizeof(name), "thread %u: CUDA calls", tid);
     }
     meta(out, p->pid, tid, "thread_name", "name", name, 0, 0);
-    /* Host rows first, each thread's submissions under it, then the streams. */
-    long sort = tid >= TID_STREAM ? 2000000L + (long)(tid - TID_STREAM)
-                : tid >= TID_SUBMIT ? 2L * (tid - TID_SUBMIT) + 1 : 2L * tid;
+    /* Host rows first, each thread's NVTX ranges above its calls and its
+     * submissions under them, then the streams. */
+    long sort = tid >= TID_NVTX_SE ? 4L * (tid - TID_NVTX_SE) + 1
+                : tid >= TID_NVTX ? 4L * (tid - TID_NVTX)
+                : tid >= TID_STREAM ? 2000000L + (long)(tid - TID_STREAM)
+                : tid >= TID_SUBMIT ? 4L * (tid - TID_SUBMIT) + 3 : 4L * tid + 2;
     meta(out, p->pid, tid, "thread_sort_index", "sort_index", NULL, sort, 0);
   }
 }
@@ -326,7 +386,7 @@ static int proc_events(FILE* out, proc_t* p, size_t* flow_id, grape_trace_export
     const char* cat = op->kind == GRAPE_TRACE_TL_GRAPH ? "graph"
                       : op->kind == GRAPE_TRACE_OP_KERNEL ? "kernel" : "memory";
     slice(out, p, stream_tid(p, op->stream), (int64_t)op->dev_start + p->shift,
-          (int64_t)op->dev_end + p->shift, name, cat, args, st, &p->dev_at[i]);
+          (int64_t)op->dev_end + p->shift, name, cat, args, range_name(p, op), st, &p->dev_at[i]);
   }
   for (uint32_t i = 0; i < tl->count; i++) {
     const grape_trace_tl_op_t* op = &tl->ops[i];
@@ -342,13 +402,14 @@ static int proc_events(FILE* out, proc_t* p, size_t* flow_id, grape_trace_export
     int64_t at;
     uint32_t tid = host_tid(op);
     slice(out, p, tid, (int64_t)op->host_start + p->shift, (int64_t)op->host_end + p->shift, name,
-          cat, args, st, &at);
+          cat, args, range_name(p, op), st, &at);
     /* The arrow to the device work: its own, or the submission's that ran it. */
     uint32_t dev = op->how == GRAPE_TRACE_TL_HELD ? p->ran_in[i] : i;
     if (dev != GRAPE_TRACE_NONE && p->dev_at[dev] >= 0)
       flow(out, p, ++*flow_id, tid, at, stream_tid(p, tl->ops[dev].stream), p->dev_at[dev], st);
   }
   free(order);
+  nvtx_events(out, p, st);
   return 0;
 }
 

@@ -85,6 +85,7 @@ void grape_trace_free(grape_trace_t* t) {
   free(t->allocs);
   free(t->paths);
   free(t->tl);
+  free(t->nvtx);
   if (t->map_is_mmap)
     munmap(t->map, t->map_len);
   else
@@ -422,6 +423,74 @@ int grape_trace_set_timeline(grape_trace_t* t, const grape_trace_timeline_t* tl)
   }
   free(t->tl);
   t->tl = box;
+  if (box == NULL) {   /* the ranges belong to the timeline */
+    free(t->nvtx);
+    t->nvtx = NULL;
+  }
+  return 0;
+}
+
+/* ---- NVTX ranges ---- */
+
+const grape_trace_nvtx_t* grape_trace_nvtx(const grape_trace_t* t) {
+  return t->nvtx;
+}
+
+const char* grape__trace_range_check(const grape_trace_nvtx_t* n, uint32_t i) {
+  const grape_trace_range_t* r = &n->ranges[i];
+  if (r->kind < GRAPE_TRACE_NVTX_PUSH || r->kind > GRAPE_TRACE_NVTX_MARK)
+    return "unknown kind (push/pop, start/end, mark)";
+  if (r->name >= n->nnames)
+    return "name index out of range";
+  if (r->thread == 0)
+    return "thread 0 (threads are numbered from 1)";
+  if (r->parent > i)
+    return "enclosing range not an earlier record";
+  if (r->end < r->start || (r->kind == GRAPE_TRACE_NVTX_MARK && r->end != r->start))
+    return "ends before it starts, or a mark with a length";
+  return NULL;
+}
+
+int grape_trace_set_nvtx(grape_trace_t* t, const grape_trace_nvtx_t* n) {
+  grape_trace_nvtx_t* box = NULL;
+  if (n != NULL) {
+    if (t->tl == NULL || (n->count && n->ranges == NULL) || (n->nnames && n->names == NULL))
+      return -EINVAL;
+    for (uint32_t i = 0; i < n->count; i++)
+      if (grape__trace_range_check(n, i) != NULL)
+        return -EINVAL;
+    for (uint32_t i = 0; i < t->tl->count; i++)
+      if (t->tl->ops[i].range > n->count)
+        return -EINVAL;
+    size_t bytes = 0;
+    for (uint32_t i = 0; i < n->nnames; i++)
+      bytes += strlen(n->names[i] ? n->names[i] : "") + 1;
+    size_t ptrs = (size_t)n->nnames * sizeof(char*), recs = (size_t)n->count * sizeof(*n->ranges);
+    box = malloc(sizeof(*box) + ptrs + recs + bytes);
+    if (box == NULL)
+      return -ENOMEM;
+    *box = *n;
+    const char** names = (const char**)(void*)(box + 1);
+    grape_trace_range_t* r = (grape_trace_range_t*)(void*)((char*)names + ptrs);
+    char* text = (char*)r + recs;
+    if (recs)
+      memcpy(r, n->ranges, recs);
+    for (uint32_t i = 0; i < n->nnames; i++) {
+      const char* s = n->names[i] ? n->names[i] : "";
+      size_t len = strlen(s) + 1;
+      memcpy(text, s, len);
+      names[i] = text;
+      text += len;
+    }
+    box->names = names;
+    box->ranges = r;
+  } else if (t->tl != NULL) {   /* no ranges: no record names one */
+    grape_trace_tl_op_t* o = (grape_trace_tl_op_t*)(uintptr_t)t->tl->ops;
+    for (uint32_t i = 0; i < t->tl->count; i++)
+      o[i].range = 0;
+  }
+  free(t->nvtx);
+  t->nvtx = box;
   return 0;
 }
 

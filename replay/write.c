@@ -61,7 +61,15 @@ static uint64_t path_size(const grape_trace_path_t* p) {
 static uint64_t timeline_size(const grape_trace_t* t) {
   if (t->tl == NULL)
     return 0;
-  return TRACE_SECTION_HEADER + REC_TL_HEAD + strlen(t->tl->clock) + (uint64_t)t->tl->count * REC_TL_OP;
+  uint64_t n = TRACE_SECTION_HEADER + REC_TL_HEAD + strlen(t->tl->clock) +
+               (uint64_t)t->tl->count * REC_TL_OP;
+  if (t->nvtx != NULL) {   /* the NVTX section goes with it */
+    n += TRACE_SECTION_HEADER + 4 + 4 + 8 + 4 + (uint64_t)t->nvtx->count * REC_NVTX_RANGE +
+         4 * (uint64_t)t->tl->count;
+    for (uint32_t i = 0; i < t->nvtx->nnames; i++)
+      n += 4 + strlen(t->nvtx->names[i]);
+  }
+  return n;
 }
 
 static uint64_t graph_rec_size(const grape_trace_path_t* p) {
@@ -375,6 +383,28 @@ int grape_trace_encode(const grape_trace_t* t, uint64_t max_bytes, uint8_t** buf
       w64(&o, op->dev_end);
       w64(&o, op->seq);
     }
+    end(&o);
+  }
+  if (t->tl != NULL && t->nvtx != NULL) {   /* optional, after the timeline it annotates */
+    const grape_trace_nvtx_t* n = t->nvtx;
+    begin(&o, SEC_NVTX, 0);
+    w32(&o, n->nnames);
+    for (uint32_t i = 0; i < n->nnames; i++)
+      wstr(&o, n->names[i]);
+    w32(&o, n->count);
+    for (uint32_t i = 0; i < n->count; i++) {
+      const grape_trace_range_t* r = &n->ranges[i];
+      w32(&o, r->kind);
+      w32(&o, r->name);
+      w32(&o, r->thread);
+      w32(&o, r->parent);
+      w64(&o, r->start);
+      w64(&o, r->end);
+    }
+    w64(&o, n->dropped);
+    w32(&o, t->tl->count);
+    for (uint32_t i = 0; i < t->tl->count; i++)
+      w32(&o, t->tl->ops[i].range);
     end(&o);
   }
   begin(&o, SEC_END, SEC_REQUIRED);

@@ -425,7 +425,7 @@ static void host_handoff(uint64_t t) {
 
 static const simcu_private_t private_table = {
   sizeof(simcu_private_t), host_work, grape__sim_host_now, grape__sim_end_ns, host_handoff,
-  grape__sim_stats_json,
+  grape__sim_stats_json, grape__sim_stats_gate,
 };
 
 int grape__sim_private_table(const CUuuid* id, const void** table) {

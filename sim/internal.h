@@ -155,6 +155,11 @@ enum { SIM_DIR_UNKNOWN = 0, SIM_DIR_HTOD, SIM_DIR_DTOH, SIM_DIR_DTOD, SIM_DIR_HT
 /* One unit of stream work; also the payload of a graph node. */
 typedef struct sim_work_s {
   int kind;
+  /* Set at submission: the statistics' epoch then and whether they were
+   * counting (stats_gate, kstats.c); the work is counted in the device's
+   * statistics only when both still hold when it runs. */
+  uint32_t stats_epoch;
+  int stats_off;
   union {
     struct {
       struct CUfunc_st* f;
@@ -390,6 +395,11 @@ void grape__sim_mstat_add(int is_memset, int dir, uint64_t bytes, uint64_t ns);
 void grape__sim_mstat_write(FILE* f);
 /* simcu_private.h's stats_json: the kernels, memory operations and clocks. */
 char* grape__sim_stats_json(void);
+/* Capture ranges of the statistics (simcu_private_t.stats_gate): stamp marks
+ * work at submission; counts says whether it goes into the statistics. */
+void grape__sim_stats_gate(int on);
+void grape__sim_stats_stamp(sim_work_t* w);
+int grape__sim_stats_counts(const sim_work_t* w);
 void grape__sim_kstat_atfork_child(void);
 int grape__sim_private_table(const CUuuid* id, const void** table);
 

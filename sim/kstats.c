@@ -199,6 +199,40 @@ char* grape__sim_stats_json(void) {
   return text;
 }
 
+/* Capture ranges: the epoch advances once, at the first gate call, so that
+ * work submitted before any range opened drops out even when it runs later. */
+static _Atomic uint32_t stats_epoch;
+static _Atomic int stats_off;
+
+void grape__sim_stats_gate(int on) {
+  uint32_t zero = 0;
+  atomic_compare_exchange_strong(&stats_epoch, &zero, 1);
+  atomic_store(&stats_off, !on);
+  if (on && zero == 0) {   /* the first range: what ran before it is forgotten */
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < KSTATS_CAP; i++)
+      if (table[i].name != NULL) {
+        uint32_t* h = table[i].hist;
+        char* name = table[i].name;
+        if (h != NULL)
+          memset(h, 0, HIST_BUCKETS * sizeof(*h));
+        table[i] = (kstat_t){name, 0, 0, 0, 0, 0, 0, h};
+      }
+    other = (kstat_t){"(other)", 0, 0, 0, 0, 0, 0, NULL};
+    memset(mstats, 0, sizeof(mstats));
+    pthread_mutex_unlock(&lock);
+  }
+}
+
+void grape__sim_stats_stamp(sim_work_t* w) {
+  w->stats_epoch = atomic_load(&stats_epoch);
+  w->stats_off = atomic_load(&stats_off);
+}
+
+int grape__sim_stats_counts(const sim_work_t* w) {
+  return !w->stats_off && w->stats_epoch == atomic_load(&stats_epoch);
+}
+
 void grape__sim_kstat_atfork_child(void) {
   pthread_mutex_init(&lock, NULL);
 }

@@ -318,7 +318,8 @@ int grape__sim_run_work(sim_work_t* w, uint64_t* clock) {
   case OP_KERNEL:
     fault = run_kernel(w);
     atomic_fetch_add(&grape__sim.kernels_executed, 1);
-    grape__sim_kstat_add(w->u.k.f->name, dur, w->u.k.from_graph);
+    if (grape__sim_stats_counts(w))
+      grape__sim_kstat_add(w->u.k.f->name, dur, w->u.k.from_graph);
     if (w->u.k.from_graph)
       atomic_fetch_add(&grape__sim.graph_kernel_nodes_executed, 1);
     break;
@@ -327,12 +328,14 @@ int grape__sim_run_work(sim_work_t* w, uint64_t* clock) {
       memmove(w->u.cp.dst, w->u.cp.src, w->u.cp.n);
     else
       grape__sim_copy_rows(w);
-    grape__sim_mstat_add(0, w->u.cp.dir,
-                         w->u.cp.n * (w->u.cp.rows ? w->u.cp.rows : 1) *
-                             (w->u.cp.depth ? w->u.cp.depth : 1), dur);
+    if (grape__sim_stats_counts(w))
+      grape__sim_mstat_add(0, w->u.cp.dir,
+                           w->u.cp.n * (w->u.cp.rows ? w->u.cp.rows : 1) *
+                               (w->u.cp.depth ? w->u.cp.depth : 1), dur);
     break;
   case OP_MEMSET: {
-    grape__sim_mstat_add(1, 0, (uint64_t)w->u.ms.n * w->u.ms.esize * w->u.ms.height, dur);
+    if (grape__sim_stats_counts(w))
+      grape__sim_mstat_add(1, 0, (uint64_t)w->u.ms.n * w->u.ms.esize * w->u.ms.height, dur);
     unsigned char* row = w->u.ms.dst;
     for (size_t y = 0; y < w->u.ms.height; y++, row += w->u.ms.pitch) {
       if (w->u.ms.esize == 1) {
@@ -558,6 +561,7 @@ static CUresult submit_locked(struct CUstream_st* s, sim_work_t* w, const sim_de
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   op->w = *w;
+  grape__sim_stats_stamp(&op->w);
   op->seq = ++s->submitted;
   s->last_op = op;
   grape__sim_bound_submit_locked(s, w);

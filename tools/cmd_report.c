@@ -34,7 +34,8 @@ static void usage(FILE* to) {
           "  --sort KEY   kernel order: time (default), calls, name, predicted\n"
           "  --top N      kernel rows in the text (default 20; -1 = all)\n"
           "  --csv        one whole table as CSV instead of the summary (--format csv)\n"
-          "  --table T    which: kernels (default), api, memops, paths\n"
+          "  --table T    which: kernels (default), api, memops, paths, nvtx (NVTX ranges),\n"
+          "               nvtx-kernels (the kernels by NVTX range)\n"
           "  --timings CSV  measured kernel times of 'grape replay --time -o CSV': each\n"
           "               kernel's mean time per launch joins the table (meas(us))\n"
           "  -o FILE      write to FILE instead of stdout\n");
@@ -98,7 +99,7 @@ int cmd_report(int argc, char** argv) {
       break;
     case 'b':
       if (stats_table_parse(optarg, &table) != 0) {
-        fprintf(stderr, "grape report: --table must be kernels, api, memops or paths\n");
+        fprintf(stderr, "grape report: --table must be kernels, api, memops, paths, nvtx or nvtx-kernels\n");
         return 2;
       }
       break;

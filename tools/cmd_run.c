@@ -63,7 +63,10 @@ static void usage(FILE* to) {
           "  --sort KEY          order of the kernel table: time (default), calls, name, predicted\n"
           "  --kernels-csv FILE  write the whole kernel table as CSV\n"
           "  --stats             add the tables of 'grape report': CUDA API calls with their\n"
-          "                      host time, memory operations, paths\n"
+          "                      host time, memory operations, paths, NVTX ranges\n"
+          "  --capture-range R   GRAPE_CAPTURE: cudaProfilerApi records the timeline and the\n"
+          "                      statistics only between cudaProfilerStart and\n"
+          "                      cudaProfilerStop (as nsys --capture-range); none (default)\n"
           "  --compare           run COMMAND twice: first with GRAPE_MODE=off (its output\n"
           "                      discarded), then as asked; print graph mode's effect on\n"
           "                      the run's simulated time (on the sim) or wall time\n\n"
@@ -313,7 +316,7 @@ static int spawn(char** cmd, int quiet, int* st, double* ms) {
 }
 
 enum { OPT_MODE = 256, OPT_REPORT, OPT_TRACE, OPT_LOG, OPT_DEVICE, OPT_PREDICT, OPT_FORCE,
-       OPT_KERNELS, OPT_SORT, OPT_CSV, OPT_COMPARE, OPT_SIM_KERNELS, OPT_STATS };
+       OPT_KERNELS, OPT_SORT, OPT_CSV, OPT_COMPARE, OPT_SIM_KERNELS, OPT_STATS, OPT_CAPTURE };
 
 int cmd_run(int argc, char** argv) {
   const char* mode = NULL;
@@ -324,6 +327,7 @@ int cmd_run(int argc, char** argv) {
   const char* device = "auto";
   const char* csv = NULL;
   const char* sim_kernels = "bodies";
+  const char* capture = NULL;
   int force = 0, compare = 0, stats = 0;
   summary_opts_t so = {stderr, "grape: ", 0, 10, SORT_TIME, 0};
   static const struct option longs[] = {
@@ -340,6 +344,7 @@ int cmd_run(int argc, char** argv) {
       {"compare", no_argument, NULL, OPT_COMPARE},
       {"sim-kernels", required_argument, NULL, OPT_SIM_KERNELS},
       {"stats", no_argument, NULL, OPT_STATS},
+      {"capture-range", required_argument, NULL, OPT_CAPTURE},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   optind = 0;   /* "+": stop at the command, whose own options are its own */
@@ -357,6 +362,7 @@ int cmd_run(int argc, char** argv) {
     case OPT_FORCE: force = 1; break;
     case OPT_COMPARE: compare = 1; break;
     case OPT_STATS: stats = 1; break;
+    case OPT_CAPTURE: capture = optarg; break;
     case OPT_CSV: csv = optarg; break;
     case OPT_SIM_KERNELS: sim_kernels = optarg; break;
     case OPT_KERNELS:
@@ -392,6 +398,12 @@ int cmd_run(int argc, char** argv) {
     int len;
     const char* words = grape__option_accepted(grape_option_mode, &len);
     fprintf(stderr, "grape run: --mode must be one of %.*s\n", len, words);
+    return 2;
+  }
+  if (capture && grape__option_check(grape_option_capture, capture) != 0) {
+    int len;
+    const char* words = grape__option_accepted(grape_option_capture, &len);
+    fprintf(stderr, "grape run: --capture-range must be one of %.*s\n", len, words);
     return 2;
   }
   if (log && grape__option_check(grape_option_log, log) != 0) {
@@ -496,6 +508,15 @@ int cmd_run(int argc, char** argv) {
     }
   }
   preload_env(lib);
+  /* NVTX (header-only in the program) loads the injection library this
+   * names and hands it its ranges, as it does nsys's: an absolute path, since
+   * the command may change folders. One the user set is kept. */
+  const char* nvtx = getenv("NVTX_INJECTION64_PATH");
+  char lib_abs[PATH_MAX];
+  if ((nvtx == NULL || *nvtx == '\0') && realpath(lib, lib_abs) != NULL)
+    setenv("NVTX_INJECTION64_PATH", lib_abs, 1);
+  if (capture)
+    setenv("GRAPE_CAPTURE", capture, 1);
   if (mode)
     setenv("GRAPE_MODE", mode, 1);
   if (log)

@@ -315,8 +315,8 @@ static int paths_csv(const summary_t* s, FILE* to) {
 /* ---- Entry points ---- */
 
 int stats_table_parse(const char* name, stats_table_t* out) {
-  static const char* const names[] = {"kernels", "api", "memops", "paths"};
-  for (int i = 0; i < 4; i++)
+  static const char* const names[] = {"kernels", "api", "memops", "paths", "nvtx", "nvtx-kernels"};
+  for (int i = 0; i < 6; i++)
     if (strcasecmp(name, names[i]) == 0) {
       *out = (stats_table_t)i;
       return 0;
@@ -327,6 +327,7 @@ int stats_table_parse(const char* name, stats_table_t* out) {
 void stats_print(const summary_t* s, FILE* to, const char* prefix) {
   api_print(s, to, prefix);
   mem_print(s, to, prefix);
+  stats_nvtx_print(s, to, prefix);
   paths_print(s, to, prefix);
 }
 
@@ -336,6 +337,8 @@ int stats_csv(const summary_t* s, FILE* to, stats_table_t table, summary_sort_t 
   case STATS_API: return api_csv(s, to);
   case STATS_MEMOPS: return mem_csv(s, to);
   case STATS_PATHS: return paths_csv(s, to);
+  case STATS_NVTX: return stats_nvtx_csv(s, to, 0);
+  case STATS_NVTX_KERNELS: return stats_nvtx_csv(s, to, 1);
   }
   return -1;
 }

@@ -274,6 +274,7 @@ typedef struct ktable_s {
   krow_t* v;
   size_t n, cap;
   int have_pred, have_sim, have_meas, have_stats;
+  int ranged;            /* a report covers capture ranges: the device's calls count */
 } ktable_t;
 
 static krow_t* krow(ktable_t* t, const char* name) {
@@ -338,12 +339,17 @@ static void ktable_build(const summary_t* s, ktable_t* t) {
   memset(t, 0, sizeof(*t));
   for (size_t i = 0; i < s->n; i++) {
     const json_t* ks = json_get(s->rep[i], "kernels");
+    /* Under capture ranges (GRAPE_CAPTURE) the paths still count the whole
+     * run; the device's statistics count the ranges: its calls stand. */
+    int ranged = json_get(s->rep[i], "capture") != NULL && dev_times(s->rep[i]) != NULL;
+    t->ranged |= ranged;
     for (const json_t* k = ks ? ks->child : NULL; k; k = k->next) {
       const char* name = json_str(json_get(k, "name"));
       krow_t* r = name ? krow(t, name) : NULL;
       if (r == NULL)
         continue;
-      r->calls += num(k, "calls");
+      if (!ranged)
+        r->calls += num(k, "calls");
       const json_t* p = json_get(k, "predicted_ms");
       if (p != NULL && p->kind == JSON_NUM) {
         r->pred_ms += p->num;
@@ -489,7 +495,7 @@ int summary_kernels_csv(const summary_t* s, FILE* to, summary_sort_t sort) {
   for (size_t i = 0; i < t.n; i++) {
     const krow_t* r = &t.v[i];
     grape__csv_put_str(to, r->name);
-    fprintf(to, ",%.0f,", r->calls);
+    fprintf(to, ",%.0f,", t.ranged ? r->sim_calls : r->calls);
     if (t.have_sim)
       fprintf(to, "%.0f,%.0f,%.6f,%.3f", r->sim_calls, r->sim_graph_calls, r->sim_ns / 1e6,
               r->sim_calls > 0 ? r->sim_ns / 1e3 / r->sim_calls : 0.0);

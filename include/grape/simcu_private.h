@@ -50,6 +50,12 @@ typedef struct simcu_private_s {
    * (the exit report's "device_times", include/grape/report.h). NULL when
    * out of memory. */
   char* (*stats_json)(void);
+  /* Capture ranges (GRAPE_CAPTURE): on = 1 opens one, 0 closes it. Work
+   * submitted while a range is closed is left out of stats_json; the first
+   * call also forgets the work submitted before it (it was submitted before
+   * any range opened), so that the statistics cover exactly the ranges.
+   * Work is judged when it is submitted, not when it runs. */
+  void (*stats_gate)(int on);
 } simcu_private_t;
 
 #endif

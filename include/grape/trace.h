@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a public struct below changes layout. */
-#define GRAPE_TRACE_API_VERSION 1
+#define GRAPE_TRACE_API_VERSION 2   /* 2: grape_trace_tl_op_t.range, the NVTX ranges */
 /* Version written in a trace file's header; newer files are refused. */
 #define GRAPE_TRACE_FORMAT_VERSION 1
 
@@ -207,6 +207,9 @@ typedef struct grape_trace_tl_op_s {
   uint64_t seq;                /* held: its number among its stream's held ops (from 0);
                                   submission: the number of the first held op it ran
                                   (it ran `what` ops for a graph, else 1); eager: 0 */
+  uint32_t range;              /* NVTX: the innermost push/pop range open on its thread at
+                                  the call, as 1 + its index in grape_trace_nvtx's ranges;
+                                  0 when none (or the trace has no NVTX section) */
 } grape_trace_tl_op_t;
 
 typedef struct grape_trace_timeline_s {
@@ -216,6 +219,29 @@ typedef struct grape_trace_timeline_s {
   uint32_t count;
   const grape_trace_tl_op_t* ops;  /* by host_start, non-decreasing */
 } grape_trace_timeline_t;
+
+/* ---- NVTX ranges (with the timeline): the program's annotations ---- */
+
+/* What an NVTX record is: a push/pop range, a start/end range, a mark. */
+enum { GRAPE_TRACE_NVTX_PUSH = 1, GRAPE_TRACE_NVTX_START = 2, GRAPE_TRACE_NVTX_MARK = 3 };
+
+typedef struct grape_trace_range_s {
+  uint32_t kind;               /* GRAPE_TRACE_NVTX_* */
+  uint32_t name;               /* index into grape_trace_nvtx_t.names */
+  uint32_t thread;             /* host thread, numbered as the timeline's records are */
+  uint32_t parent;             /* push/pop ranges and marks: the push/pop range open around
+                                  it on its thread, 1 + its index; 0 when none */
+  uint64_t start, end;         /* ns after the timeline's origin; a mark: end == start; a
+                                  range still open at exit ends there */
+} grape_trace_range_t;
+
+typedef struct grape_trace_nvtx_s {
+  uint32_t nnames;
+  const char* const* names;    /* the range and mark names, each once */
+  uint32_t count;
+  const grape_trace_range_t* ranges;   /* in the order they started on each thread */
+  uint64_t dropped;            /* records left out past the shim's limit */
+} grape_trace_nvtx_t;
 
 /* ---- Reading ---- */
 
@@ -241,6 +267,10 @@ GRAPE_API const grape_trace_path_t* grape_trace_path(const grape_trace_t* t, siz
 
 /* The timeline, or NULL when the trace has none. */
 GRAPE_API const grape_trace_timeline_t* grape_trace_timeline(const grape_trace_t* t);
+
+/* The NVTX ranges, or NULL when the trace has none (then every timeline
+ * record's range is 0). */
+GRAPE_API const grape_trace_nvtx_t* grape_trace_nvtx(const grape_trace_t* t);
 
 GRAPE_API void grape_trace_free(grape_trace_t* t);
 
@@ -279,6 +309,11 @@ GRAPE_API int grape_trace_set_times(grape_trace_t* t, size_t i, const grape_trac
 /* Replaces the timeline (copied; NULL clears). Every function index must be
  * in the trace already. @return 0, or -ENOMEM / -EINVAL (a bad record). */
 GRAPE_API int grape_trace_set_timeline(grape_trace_t* t, const grape_trace_timeline_t* tl);
+
+/* Replaces the NVTX ranges (copied; NULL clears). The trace must have its
+ * timeline already, and every timeline record's range must be 0 or a range
+ * of n. @return 0, or -ENOMEM / -EINVAL (a bad record or index). */
+GRAPE_API int grape_trace_set_nvtx(grape_trace_t* t, const grape_trace_nvtx_t* n);
 
 /* What a size-limited write left out. */
 typedef struct grape_trace_save_stats_s {

@@ -8,7 +8,10 @@ against what the timeline promises:
   event has one thread_name;
 - complete slices ("X") on a track come in order and never overlap, compared
   in doubles as a viewer adds ts and dur, and none nests in the previous one
-  at the display unit's precision (Catapult's bounds check);
+  at the display unit's precision (Catapult's bounds check); but on a
+  thread's NVTX ranges row slices nest as pushed: each lies inside every
+  open one or after it (start/end ranges, which need not nest, are not
+  checked); instant events ("i", NVTX marks) sit on a named track;
 - one track per stream: no two tracks of a process carry one stream's name,
   and every slice on a stream track is that stream's work;
 - flow arrows: every id has exactly one start ("s") and one end ("f", bound to
@@ -55,6 +58,20 @@ def enclosing(slices, ts):
     return None
 
 
+def check_nested(key, name, sl):
+    """Slices of an NVTX ranges row: in start order, each inside every open
+    one (Catapult's bounds at ns precision) or after it."""
+    open_ = []
+    for cur in sl:
+        while open_ and cur["ts"] >= open_[-1]["ts"] + open_[-1]["dur"]:
+            open_.pop()
+        if open_:
+            top = open_[-1]
+            if cur["ts"] < top["ts"] or cur["ts"] + cur["dur"] > top["ts"] + top["dur"] + 1e-9:
+                raise Broken(f"track {key} ({name}): range {cur} overlaps {top} without nesting in it")
+        open_.append(cur)
+
+
 def check(doc):
     """Returns a summary dict; raises Broken with the first broken rule."""
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
@@ -67,9 +84,10 @@ def check(doc):
     names = {}
     tracks = collections.defaultdict(list)
     flows = collections.defaultdict(list)
+    instants = []
     for e in ev:
         ph = e.get("ph")
-        if ph not in ("X", "M", "s", "f") or not isinstance(e.get("pid"), int) or \
+        if ph not in ("X", "M", "s", "f", "i") or not isinstance(e.get("pid"), int) or \
                 not isinstance(e.get("tid"), int):
             raise Broken(f"event of an unexpected phase or without integer pid/tid: {e}")
         if ph == "M" and e["name"] == "process_name":
@@ -85,17 +103,25 @@ def check(doc):
             tracks[(e["pid"], e["tid"])].append(e)
         elif ph in ("s", "f"):
             flows[e["id"]].append(e)
+        elif ph == "i":
+            instants.append(e)
     for pid, n in procs.items():
         if n != 1:
             raise Broken(f"process {pid} named {n} times")
-    used = set(tracks) | {(e["pid"], e["tid"]) for f in flows.values() for e in f}
+    used = set(tracks) | {(e["pid"], e["tid"]) for f in flows.values() for e in f} | \
+        {(e["pid"], e["tid"]) for e in instants}
     for key in used:
         if key[0] not in procs:
             raise Broken(f"process {key[0]} has no process_name")
         if key not in names:
             raise Broken(f"track {key} has no thread_name")
     # Slices in order, disjoint, none nested at display precision.
+    nvtx_tracks = {k for k, n in names.items() if ": NVTX " in n}
     for key, sl in tracks.items():
+        if key in nvtx_tracks:
+            if "start/end" not in names[key]:
+                check_nested(key, names[key], sl)
+            continue
         for prev, cur in zip(sl, sl[1:]):
             if cur["ts"] < prev["ts"] + prev["dur"] or catapult_nests(prev, cur, unit):
                 raise Broken(f"track {key} ({names.get(key)}): slice {cur} starts before "
@@ -131,9 +157,10 @@ def check(doc):
             raise Broken(f"flow {fid}: an end lies in no slice, or on a slice's edge ({s}, {f})")
         if work["ts"] < call["ts"]:
             raise Broken(f"flow {fid}: device work {work} starts before its call {call}")
-    host = sum(len(sl) for k, sl in tracks.items() if k not in stream_tracks)
+    host = sum(len(sl) for k, sl in tracks.items() if k not in stream_tracks and k not in nvtx_tracks)
     return {"processes": len(procs), "streams": len(streams), "flows": len(flows),
-            "host_slices": host,
+            "host_slices": host, "instants": instants,
+            "nvtx_slices": sum(len(tracks.get(k, [])) for k in nvtx_tracks),
             "device_slices": sum(len(tracks.get(k, [])) for k in stream_tracks),
             "tracks": tracks, "names": names}
 

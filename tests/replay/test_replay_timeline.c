@@ -17,9 +17,9 @@
 static grape_trace_t* with_timeline(void) {
   grape_trace_t* t = trace_sample();
   grape_trace_tl_op_t ops[3] = {
-    {GRAPE_TRACE_OP_KERNEL, GRAPE_TRACE_TL_EAGER, 0, 1, 0x5000, grape_trace_func(t, 0)->id, 10, 20, 15, 40, 0},
-    {GRAPE_TRACE_OP_MEMSET, GRAPE_TRACE_TL_HELD, GRAPE_TRACE_NONE, 1, 0x5000, 256, 30, 31, U, U, 7},
-    {GRAPE_TRACE_TL_GRAPH, GRAPE_TRACE_TL_SUBMIT, GRAPE_TRACE_NONE, 2, 0x5000, 1, 50, 60, 55, 70, 7},
+    {GRAPE_TRACE_OP_KERNEL, GRAPE_TRACE_TL_EAGER, 0, 1, 0x5000, grape_trace_func(t, 0)->id, 10, 20, 15, 40, 0, 0},
+    {GRAPE_TRACE_OP_MEMSET, GRAPE_TRACE_TL_HELD, GRAPE_TRACE_NONE, 1, 0x5000, 256, 30, 31, U, U, 7, 0},
+    {GRAPE_TRACE_TL_GRAPH, GRAPE_TRACE_TL_SUBMIT, GRAPE_TRACE_NONE, 2, 0x5000, 1, 50, 60, 55, 70, 7, 0},
   };
   grape_trace_timeline_t tl = {"simulated", 1234, 5, 3, ops};
   cr_assert_eq(grape_trace_set_timeline(t, &tl), 0);
@@ -173,7 +173,7 @@ Test(replay_timeline, damage_is_named) {
 Test(replay_timeline, builder_checks_records) {
   grape_trace_t* t = trace_sample();
   grape_trace_tl_op_t op = {GRAPE_TRACE_OP_KERNEL, GRAPE_TRACE_TL_HELD, GRAPE_TRACE_NONE, 1, 1, 7,
-                            5, 6, 1, 2, 0};   /* a held call with device times */
+                            5, 6, 1, 2, 0, 0};   /* a held call with device times */
   grape_trace_timeline_t tl = {"monotonic", 0, 0, 1, &op};
   cr_expect_eq(grape_trace_set_timeline(t, &tl), -EINVAL);
   op.dev_start = op.dev_end = U;
@@ -187,4 +187,97 @@ Test(replay_timeline, builder_checks_records) {
   cr_expect_eq(grape_trace_set_timeline(t, NULL), 0);
   cr_expect_null(grape_trace_timeline(t));
   grape_trace_free(t);
+}
+
+/* The NVTX section: names, ranges and each record's innermost range survive
+ * write -> read -> write byte for byte; a reader that does not know the
+ * section skips it; records that break its rules are refused. */
+static grape_trace_t* with_nvtx(void) {
+  grape_trace_t* t = with_timeline();
+  const grape_trace_timeline_t* tl = grape_trace_timeline(t);
+  grape_trace_tl_op_t ops[3];
+  memcpy(ops, tl->ops, sizeof(ops));
+  ops[0].range = 2;   /* inside "inner" */
+  ops[1].range = 1;   /* inside "outer" */
+  grape_trace_timeline_t tl2 = *tl;
+  tl2.ops = ops;
+  cr_assert_eq(grape_trace_set_timeline(t, &tl2), 0);
+  static const char* const names[] = {"outer", "inner", "tick"};
+  grape_trace_range_t rs[4] = {
+    {GRAPE_TRACE_NVTX_PUSH, 0, 1, 0, 5, 45},
+    {GRAPE_TRACE_NVTX_PUSH, 1, 1, 1, 8, 25},
+    {GRAPE_TRACE_NVTX_MARK, 2, 1, 2, 12, 12},
+    {GRAPE_TRACE_NVTX_START, 1, 2, 0, 40, 90},
+  };
+  grape_trace_nvtx_t n = {3, names, 4, rs, 9};
+  cr_assert_eq(grape_trace_set_nvtx(t, &n), 0);
+  return t;
+}
+
+Test(replay_timeline, nvtx_round_trip) {
+  grape_trace_t* t = with_nvtx();
+  size_t len, len2;
+  uint8_t* b = encode(t, &len);
+  grape_trace_t* r;
+  char err[512];
+  cr_assert_eq(grape_trace_load_mem(b, len, &r, err, sizeof(err)), 0, "%s", err);
+  const grape_trace_nvtx_t* n = grape_trace_nvtx(r);
+  cr_assert_not_null(n);
+  cr_assert_eq(n->nnames, 3);
+  cr_expect_str_eq(n->names[1], "inner");
+  cr_assert_eq(n->count, 4);
+  cr_expect_eq(n->ranges[1].parent, 1);
+  cr_expect_eq(n->ranges[3].kind, GRAPE_TRACE_NVTX_START);
+  cr_expect_eq(n->ranges[3].end, 90);
+  cr_expect_eq(n->dropped, 9);
+  cr_expect_eq(grape_trace_timeline(r)->ops[0].range, 2);
+  cr_expect_eq(grape_trace_timeline(r)->ops[2].range, 0);
+  uint8_t* b2 = encode(r, &len2);
+  cr_assert(len == len2 && memcmp(b, b2, len) == 0, "write -> read -> write changed the bytes");
+  /* Optional: a reader that does not know the type skips it (the type
+   * renamed, resealed), and then no record names a range. */
+  size_t off = section(b, len, SEC_NVTX);
+  cr_assert(off > 0);
+  cr_expect_eq(get_u32(b + off + 4) & SEC_REQUIRED, 0);
+  put_u32(b + off, TRACE_TYPE('N', 'V', 'T', 'Y'));
+  reseal(b, off);
+  grape_trace_t* old;
+  cr_assert_eq(grape_trace_load_mem(b, len, &old, err, sizeof(err)), 0, "%s", err);
+  cr_expect_null(grape_trace_nvtx(old));
+  cr_expect_eq(grape_trace_timeline(old)->ops[0].range, 0);
+  grape_trace_free(old);
+  grape_trace_free(r);
+  grape_trace_free(t);
+  free(b);
+  free(b2);
+}
+
+Test(replay_timeline, nvtx_refused) {
+  grape_trace_t* t = with_nvtx();
+  size_t len;
+  uint8_t* b = encode(t, &len);
+  char err[512];
+  size_t off = section(b, len, SEC_NVTX);
+  cr_assert(off > 0);
+  /* The record ranges start after the three names (u32 count, 3 strings,
+   * u32 count); the first record's name index made out of range. */
+  size_t rec = off + TRACE_SECTION_HEADER + 4 + (4 + 5) + (4 + 5) + (4 + 4) + 4;
+  put_u32(b + rec + 4, 7);
+  reseal(b, off);
+  cr_expect_neq(load_copy(b, len, err, sizeof(err)), 0);
+  cr_expect(strstr(err, "name index out of range") != NULL, "%s", err);
+  put_u32(b + rec + 4, 0);
+  /* An op naming a range past the records. */
+  size_t ops = off + TRACE_SECTION_HEADER + get_u64(b + off + 8) - 3 * 4;
+  put_u32(b + ops, 5);
+  reseal(b, off);
+  cr_expect_neq(load_copy(b, len, err, sizeof(err)), 0);
+  cr_expect(strstr(err, "range 5 of 4") != NULL, "%s", err);
+  /* The model refuses the same. */
+  grape_trace_range_t bad = {GRAPE_TRACE_NVTX_MARK, 0, 1, 0, 5, 6};
+  static const char* const names[] = {"x"};
+  grape_trace_nvtx_t n = {1, names, 1, &bad, 0};
+  cr_expect_eq(grape_trace_set_nvtx(t, &n), -EINVAL);   /* a mark with a length; op range 2 > 1 too */
+  grape_trace_free(t);
+  free(b);
 }

@@ -1,0 +1,566 @@
+/* NVTX ranges (see nvtx.h for the design). */
+#include "nvtx.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+#include "capture.h"
+#include "funcinfo.h"
+#include "graph.h"
+#include "hooks.h"
+#include "internal.h"
+#include "launch.h"
+#include "log.h"
+#include "timeline.h"
+#include "util/json_str.h"
+
+int grape__nvtx_on;
+
+/* ---- NVTX's ABI (nvtx3/nvtxDetail/nvtxTypes.h, nvToolsExt.h), mirrored:
+ * including NVTX's header would define its API in this library. ---- */
+
+typedef const void* (*nvtx_get_export_table_t)(uint32_t id);
+typedef void (*nvtx_fn_t)(void);
+typedef struct nvtx_callbacks_s {
+  size_t struct_size;
+  int (*get_module_table)(int module, nvtx_fn_t*** table, unsigned* size);
+} nvtx_callbacks_t;
+enum { NVTX_ETID_CALLBACKS = 1 };
+enum { NVTX_MODULE_CORE = 1, NVTX_MODULE_CORE2 = 5 };
+enum {   /* NvtxCallbackIdCore */
+  CORE_MarkEx = 1, CORE_MarkA = 2, CORE_MarkW = 3, CORE_RangeStartEx = 4, CORE_RangeStartA = 5,
+  CORE_RangeStartW = 6, CORE_RangeEnd = 7, CORE_RangePushEx = 8, CORE_RangePushA = 9,
+  CORE_RangePushW = 10, CORE_RangePop = 11,
+};
+enum {   /* NvtxCallbackIdCore2 */
+  CORE2_DomainMarkEx = 1, CORE2_DomainRangeStartEx = 2, CORE2_DomainRangeEnd = 3,
+  CORE2_DomainRangePushEx = 4, CORE2_DomainRangePop = 5, CORE2_DomainRegisterStringA = 10,
+  CORE2_DomainRegisterStringW = 11,
+};
+enum { MSG_ASCII = 1, MSG_UNICODE = 2, MSG_REGISTERED = 3 };
+
+typedef struct nvtx_attr_s {   /* nvtxEventAttributes_v2 */
+  uint16_t version, size;
+  uint32_t category;
+  int32_t color_type;
+  uint32_t color;
+  int32_t payload_type, reserved0;
+  uint64_t payload;
+  int32_t message_type;
+  const void* message;
+} nvtx_attr_t;
+_Static_assert(offsetof(nvtx_attr_t, message) == 40 && sizeof(nvtx_attr_t) == 48,
+               "nvtxEventAttributes_v2's layout");
+
+/* ---- Names ---- */
+
+#define NAMES_CAP 4096u             /* distinct names; later ones count as "(other)" */
+#define NAME_LEN 240                /* longer names are cut */
+static char* names[NAMES_CAP];
+static uint32_t nnames;
+static uint32_t name_slots[2 * NAMES_CAP];   /* open addressing: 1 + name index, 0 free */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;   /* names, statistics, start/end */
+
+static uint32_t name_hash(const char* s) {
+  uint32_t h = 2166136261u;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 16777619u;
+  return h;
+}
+
+/* The name's index (lock held); the last index stands for every name past
+ * the table's size. */
+static uint32_t intern_locked(const char* s) {
+  for (uint32_t i = name_hash(s) % (2 * NAMES_CAP);; i = (i + 1) % (2 * NAMES_CAP)) {
+    uint32_t k = name_slots[i];
+    if (k != 0 && strcmp(names[k - 1], s) == 0)
+      return k - 1;
+    if (k != 0)
+      continue;
+    char* copy = nnames + 1 < NAMES_CAP ? strdup(s) : NULL;
+    if (copy == NULL) {
+      if (names[NAMES_CAP - 1] == NULL)
+        names[NAMES_CAP - 1] = "(other)";
+      return NAMES_CAP - 1;
+    }
+    names[nnames] = copy;
+    name_slots[i] = ++nnames;
+    return nnames - 1;
+  }
+}
+
+/* A message as text: ASCII as given, wide characters outside ASCII as '?',
+ * a registered string as the name it was registered with. */
+static const char* message_text(int type, const void* msg, char* buf, size_t cap) {
+  if (msg == NULL)
+    return "(unnamed)";
+  if (type == MSG_ASCII || type == MSG_REGISTERED)
+    return msg;
+  if (type != MSG_UNICODE)
+    return "(unnamed)";
+  const wchar_t* w = msg;
+  size_t n = 0;
+  for (; w[n] != 0 && n + 1 < cap; n++)
+    buf[n] = w[n] > 0 && w[n] < 128 ? (char)w[n] : '?';
+  buf[n] = '\0';
+  return buf;
+}
+
+static uint32_t intern(int type, const void* msg) {
+  char wide[NAME_LEN + 1], cut[NAME_LEN + 1];
+  const char* s = message_text(type, msg, wide, sizeof(wide));
+  if (strlen(s) > NAME_LEN) {
+    memcpy(cut, s, NAME_LEN);
+    cut[NAME_LEN] = '\0';
+    s = cut;
+  }
+  pthread_mutex_lock(&lock);
+  uint32_t id = intern_locked(s);
+  pthread_mutex_unlock(&lock);
+  return id;
+}
+
+/* ---- Statistics: per name and style (push/pop, start/end), and kernels by range ---- */
+
+typedef struct stat_s {
+  uint64_t count, ns, min_ns, max_ns;
+} stat_t;
+static stat_t stats[2][NAMES_CAP];   /* [0] push/pop, [1] start/end */
+
+static void stat_add(int style, uint32_t name, uint64_t ns) {
+  pthread_mutex_lock(&lock);
+  stat_t* s = &stats[style][name];
+  if (s->count == 0 || ns < s->min_ns)
+    s->min_ns = ns;
+  if (ns > s->max_ns)
+    s->max_ns = ns;
+  s->count++;
+  s->ns += ns;
+  pthread_mutex_unlock(&lock);
+}
+
+#define KROWS_CAP 8192u   /* (range, kernel) pairs; a power of two */
+typedef struct krow_s {
+  uint32_t name1;          /* 1 + the range's name, 0: free */
+  const grape_func_t* func;   /* NULL: not known */
+  uint64_t calls, timed, ns, min_ns, max_ns;
+} krow_t;
+static krow_t krows[KROWS_CAP];
+static uint64_t krows_dropped;
+
+static krow_t* krow_locked(uint32_t name, const grape_func_t* func) {
+  uintptr_t h = ((uintptr_t)func >> 4) * 0x9e3779b97f4a7c15ull ^ name * 0x85ebca6bu;
+  for (uint32_t i = 0; i < KROWS_CAP; i++) {
+    krow_t* r = &krows[(h + i) & (KROWS_CAP - 1)];
+    if (r->name1 == name + 1 && r->func == func)
+      return r;
+    if (r->name1 == 0) {
+      r->name1 = name + 1;
+      r->func = func;
+      return r;
+    }
+  }
+  return NULL;
+}
+
+/* ---- The timeline's records (GRAPE_TIMELINE) ---- */
+
+#define RANGES_CAP (1u << 20)
+static grape_trace_range_t* ranges;   /* calloc'd at the first record: pages touched as used */
+static uint32_t nranges;              /* claimed */
+static uint64_t ranges_dropped;
+static pthread_once_t ranges_once = PTHREAD_ONCE_INIT;
+
+static void ranges_alloc(void) {
+  ranges = calloc(RANGES_CAP, sizeof(*ranges));
+}
+
+/* A new record at time t of the timeline's clock on thread: 1 + its index,
+ * or 0 when the timeline is off, outside its window, or full. */
+static uint32_t record(uint32_t kind, uint32_t name, uint32_t parent, uint64_t t, uint32_t thread) {
+  pthread_once(&ranges_once, ranges_alloc);
+  uint32_t i = __atomic_fetch_add(&nranges, 1, __ATOMIC_RELAXED);
+  if (ranges == NULL || i >= RANGES_CAP) {
+    __atomic_fetch_add(&ranges_dropped, 1, __ATOMIC_RELAXED);
+    return 0;
+  }
+  /* A range's end is unknown until it ends (at exit: the end of the run). */
+  ranges[i] = (grape_trace_range_t){kind, name, thread, parent, t,
+                                    kind == GRAPE_TRACE_NVTX_MARK ? t : GRAPE_TRACE_TL_UNKNOWN};
+  return i + 1;
+}
+
+/* Record rec (1 + index) ends at t (now()'s value: 1 + the timeline's time). */
+static void range_ends(uint32_t rec, uint64_t t) {
+  grape_trace_range_t* r = &ranges[rec - 1];
+  r->end = t - 1 >= r->start ? t - 1 : r->start;
+}
+
+/* ---- Per thread: the open push/pop ranges ---- */
+
+#define DEPTH_CAP 64   /* deeper pushes are counted, not recorded */
+typedef struct frame_s {
+  uint32_t name;
+  uint32_t rec;            /* 1 + its timeline record, 0 none */
+  uint64_t t0;             /* the run's clock at the push; 0: not timed */
+  int counted;             /* inside a capture range when pushed */
+} frame_t;
+static __thread uint32_t depth;
+static __thread frame_t stack[DEPTH_CAP];
+
+/* Now on the clock the statistics use (the timeline's, ns after its origin,
+ * when it is on; else the run's API clock), 0 when no clock is known yet;
+ * *rec_ok says whether the timeline records at this moment. */
+static uint64_t now(int* rec_ok, uint32_t* thread) {
+  *rec_ok = 0;
+  *thread = 0;
+  if (grape__timeline_on) {
+    uint64_t t;
+    if (grape__tl_now(&t, thread, rec_ok))
+      return t + 1;   /* +1: a time of 0 at the origin still counts as timed */
+  }
+  if (!__atomic_load_n(&grape__api_clock_on, __ATOMIC_ACQUIRE) && !grape__api_clock_ready())
+    return 0;
+  return grape__clock_ns();
+}
+
+static void push(uint32_t name) {
+  if (!grape__active())
+    return;
+  uint32_t d = depth++;
+  if (d >= DEPTH_CAP)
+    return;
+  frame_t* f = &stack[d];
+  f->name = name;
+  f->rec = 0;
+  f->counted = !__atomic_load_n(&grape__capture_closed, __ATOMIC_RELAXED);
+  int rec_ok;
+  uint32_t thread;
+  f->t0 = f->counted ? now(&rec_ok, &thread) : 0;
+  if (f->counted && rec_ok)
+    f->rec = record(GRAPE_TRACE_NVTX_PUSH, name, d > 0 ? stack[d - 1].rec : 0, f->t0 - 1, thread);
+}
+
+static void pop(void) {
+  if (depth == 0)
+    return;   /* a pop without a push: NVTX answers -1, grape ignores it */
+  uint32_t d = --depth;
+  if (d >= DEPTH_CAP)
+    return;
+  frame_t* f = &stack[d];
+  if (!f->counted || f->t0 == 0)
+    return;
+  int rec_ok;
+  uint32_t thread;
+  uint64_t t = now(&rec_ok, &thread);
+  if (t == 0)
+    return;
+  stat_add(0, f->name, t >= f->t0 ? t - f->t0 : 0);
+  if (f->rec != 0)
+    range_ends(f->rec, t);
+}
+
+uint32_t grape__nvtx_innermost(void) {
+  if (!grape__nvtx_on)
+    return 0;
+  uint32_t d = depth < DEPTH_CAP ? depth : DEPTH_CAP;
+  return d > 0 ? stack[d - 1].rec : 0;
+}
+
+void grape__nvtx_launch(const grape_launch_t* l) {
+  uint32_t d = depth < DEPTH_CAP ? depth : DEPTH_CAP;
+  if (d == 0 || !stack[d - 1].counted)
+    return;
+  const grape_func_t* fn = grape__func_get(l->fn, (grape_handle_kind_t)l->kind);
+  pthread_mutex_lock(&lock);
+  krow_t* r = krow_locked(stack[d - 1].name, fn);
+  if (r != NULL) {
+    r->calls++;
+  } else {
+    krows_dropped++;
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+void grape__nvtx_kernel_time(uint32_t range, const grape_func_t* func, uint64_t ns) {
+  if (range == 0 || ranges == NULL || range > RANGES_CAP)
+    return;
+  pthread_mutex_lock(&lock);
+  krow_t* r = krow_locked(ranges[range - 1].name, func);
+  if (r != NULL) {
+    if (r->timed == 0 || ns < r->min_ns)
+      r->min_ns = ns;
+    if (ns > r->max_ns)
+      r->max_ns = ns;
+    r->timed++;
+    r->ns += ns;
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+/* ---- Start/end ranges: any thread may end one ---- */
+
+#define OPEN_CAP 1024u   /* start/end ranges open at once; more are not timed */
+typedef struct open_s {
+  uint64_t id;             /* 0: free */
+  uint32_t name, rec;
+  uint64_t t0;
+} open_t;
+static open_t open_ranges[OPEN_CAP];
+static uint64_t next_id;
+
+static uint64_t range_start(uint32_t name) {
+  if (!grape__active())
+    return 0;
+  uint64_t id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
+  if (__atomic_load_n(&grape__capture_closed, __ATOMIC_RELAXED))
+    return id;
+  int rec_ok;
+  uint32_t thread;
+  uint64_t t = now(&rec_ok, &thread);
+  if (t == 0)
+    return id;
+  uint32_t rec = rec_ok ? record(GRAPE_TRACE_NVTX_START, name, 0, t - 1, thread) : 0;
+  pthread_mutex_lock(&lock);
+  for (uint32_t i = 0; i < OPEN_CAP; i++) {
+    open_t* o = &open_ranges[(id + i) % OPEN_CAP];
+    if (o->id == 0) {
+      *o = (open_t){id, name, rec, t};
+      break;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  return id;
+}
+
+static void range_end(uint64_t id) {
+  if (id == 0 || !grape__active())
+    return;
+  int rec_ok;
+  uint32_t thread;
+  uint64_t t = now(&rec_ok, &thread);
+  open_t o = {0, 0, 0, 0};
+  pthread_mutex_lock(&lock);
+  for (uint32_t i = 0; i < OPEN_CAP; i++)
+    if (open_ranges[(id + i) % OPEN_CAP].id == id) {
+      o = open_ranges[(id + i) % OPEN_CAP];
+      open_ranges[(id + i) % OPEN_CAP].id = 0;
+      break;
+    }
+  pthread_mutex_unlock(&lock);
+  if (o.id == 0 || t == 0)
+    return;
+  stat_add(1, o.name, t >= o.t0 ? t - o.t0 : 0);
+  if (o.rec != 0)
+    range_ends(o.rec, t);
+}
+
+static void mark(uint32_t name) {
+  if (!grape__active() || __atomic_load_n(&grape__capture_closed, __ATOMIC_RELAXED))
+    return;
+  int rec_ok;
+  uint32_t thread;
+  uint64_t t = now(&rec_ok, &thread);
+  if (rec_ok)
+    record(GRAPE_TRACE_NVTX_MARK, name, grape__nvtx_innermost(), t - 1, thread);
+}
+
+/* ---- The callbacks NVTX calls ---- */
+
+static uint32_t attr_name(const nvtx_attr_t* a) {
+  return a != NULL ? intern(a->message_type, a->message) : intern(MSG_ASCII, NULL);
+}
+
+static int cb_push_a(const char* s) {
+  push(intern(MSG_ASCII, s));
+  return (int)depth - 1;
+}
+static int cb_push_w(const wchar_t* s) {
+  push(intern(MSG_UNICODE, s));
+  return (int)depth - 1;
+}
+static int cb_push_ex(const nvtx_attr_t* a) {
+  push(attr_name(a));
+  return (int)depth - 1;
+}
+static int cb_pop(void) {
+  if (depth == 0)
+    return -1;
+  pop();
+  return (int)depth;
+}
+static uint64_t cb_start_a(const char* s) { return range_start(intern(MSG_ASCII, s)); }
+static uint64_t cb_start_w(const wchar_t* s) { return range_start(intern(MSG_UNICODE, s)); }
+static uint64_t cb_start_ex(const nvtx_attr_t* a) { return range_start(attr_name(a)); }
+static void cb_end(uint64_t id) { range_end(id); }
+static void cb_mark_a(const char* s) { mark(intern(MSG_ASCII, s)); }
+static void cb_mark_w(const wchar_t* s) { mark(intern(MSG_UNICODE, s)); }
+static void cb_mark_ex(const nvtx_attr_t* a) { mark(attr_name(a)); }
+
+/* Domains share the thread's one stack: their pushes and pops pair up as the
+ * default domain's do in any program that nests them properly. */
+static int cb_d_push(const void* dom, const nvtx_attr_t* a) {
+  (void)dom;
+  return cb_push_ex(a);
+}
+static int cb_d_pop(const void* dom) {
+  (void)dom;
+  return cb_pop();
+}
+static uint64_t cb_d_start(const void* dom, const nvtx_attr_t* a) {
+  (void)dom;
+  return cb_start_ex(a);
+}
+static void cb_d_end(const void* dom, uint64_t id) {
+  (void)dom;
+  range_end(id);
+}
+static void cb_d_mark(const void* dom, const nvtx_attr_t* a) {
+  (void)dom;
+  cb_mark_ex(a);
+}
+/* A registered string's handle is its interned name: a message of type
+ * REGISTERED then reads as text. */
+static const void* cb_d_register_a(const void* dom, const char* s) {
+  (void)dom;
+  uint32_t id = intern(MSG_ASCII, s);
+  return names[id];
+}
+static const void* cb_d_register_w(const void* dom, const wchar_t* s) {
+  (void)dom;
+  uint32_t id = intern(MSG_UNICODE, s);
+  return names[id];
+}
+
+static void set_slot(nvtx_fn_t** table, unsigned size, unsigned id, nvtx_fn_t fn) {
+  if (id <= size && table[id] != NULL)
+    *table[id] = fn;
+}
+
+/* NVTX's entry point into an injection library: fills the callback tables.
+ * @return 1 (success; 0 would make NVTX unload the library). */
+GRAPE_EXPORT int InitializeInjectionNvtx2(nvtx_get_export_table_t get_table) {
+  grape__init();
+  if (!grape__active() || get_table == NULL)
+    return 1;   /* off: NVTX's calls stay no-ops */
+  const nvtx_callbacks_t* cb = get_table(NVTX_ETID_CALLBACKS);
+  if (cb == NULL || cb->struct_size < sizeof(*cb) || cb->get_module_table == NULL)
+    return 1;
+  nvtx_fn_t** core = NULL;
+  unsigned n = 0;
+  if (cb->get_module_table(NVTX_MODULE_CORE, &core, &n) && core != NULL) {
+    set_slot(core, n, CORE_MarkEx, (nvtx_fn_t)cb_mark_ex);
+    set_slot(core, n, CORE_MarkA, (nvtx_fn_t)cb_mark_a);
+    set_slot(core, n, CORE_MarkW, (nvtx_fn_t)cb_mark_w);
+    set_slot(core, n, CORE_RangeStartEx, (nvtx_fn_t)cb_start_ex);
+    set_slot(core, n, CORE_RangeStartA, (nvtx_fn_t)cb_start_a);
+    set_slot(core, n, CORE_RangeStartW, (nvtx_fn_t)cb_start_w);
+    set_slot(core, n, CORE_RangeEnd, (nvtx_fn_t)cb_end);
+    set_slot(core, n, CORE_RangePushEx, (nvtx_fn_t)cb_push_ex);
+    set_slot(core, n, CORE_RangePushA, (nvtx_fn_t)cb_push_a);
+    set_slot(core, n, CORE_RangePushW, (nvtx_fn_t)cb_push_w);
+    set_slot(core, n, CORE_RangePop, (nvtx_fn_t)cb_pop);
+  }
+  nvtx_fn_t** core2 = NULL;
+  if (cb->get_module_table(NVTX_MODULE_CORE2, &core2, &n) && core2 != NULL) {
+    set_slot(core2, n, CORE2_DomainMarkEx, (nvtx_fn_t)cb_d_mark);
+    set_slot(core2, n, CORE2_DomainRangeStartEx, (nvtx_fn_t)cb_d_start);
+    set_slot(core2, n, CORE2_DomainRangeEnd, (nvtx_fn_t)cb_d_end);
+    set_slot(core2, n, CORE2_DomainRangePushEx, (nvtx_fn_t)cb_d_push);
+    set_slot(core2, n, CORE2_DomainRangePop, (nvtx_fn_t)cb_d_pop);
+    set_slot(core2, n, CORE2_DomainRegisterStringA, (nvtx_fn_t)cb_d_register_a);
+    set_slot(core2, n, CORE2_DomainRegisterStringW, (nvtx_fn_t)cb_d_register_w);
+  }
+  __atomic_store_n(&grape__nvtx_on, 1, __ATOMIC_RELEASE);
+  grape_log_info("NVTX: ranges recorded (NVTX_INJECTION64_PATH names libgrape.so)");
+  return 1;
+}
+
+/* ---- At exit ---- */
+
+void grape__nvtx_report(FILE* f) {
+  if (!__atomic_load_n(&grape__nvtx_on, __ATOMIC_ACQUIRE))
+    return;
+  pthread_mutex_lock(&lock);
+  fprintf(f, "\"nvtx\":{\"clock\":\"%s\",\"ranges\":[",
+          grape__clock_simulated() ? "simulated" : "monotonic");
+  int first = 1;
+  for (int style = 0; style < 2; style++)
+    for (uint32_t i = 0; i < NAMES_CAP; i++) {
+      const stat_t* s = &stats[style][i];
+      if (s->count == 0)
+        continue;
+      fprintf(f, "%s{\"name\":", first ? "" : ",");
+      grape__json_put_str(f, names[i]);
+      fprintf(f, ",\"style\":\"%s\",\"count\":%llu,\"ns\":%llu,\"min_ns\":%llu,\"max_ns\":%llu}",
+              style ? "StartEnd" : "PushPop", (unsigned long long)s->count,
+              (unsigned long long)s->ns, (unsigned long long)s->min_ns,
+              (unsigned long long)s->max_ns);
+      first = 0;
+    }
+  fprintf(f, "],\"kernels\":[");
+  first = 1;
+  for (uint32_t i = 0; i < KROWS_CAP; i++) {
+    const krow_t* r = &krows[i];
+    if (r->name1 == 0 || r->calls == 0)
+      continue;
+    grape_func_t* fn = (grape_func_t*)r->func;
+    const char* kname = fn == NULL || fn->name == NULL ? "(unknown)"
+                        : fn->resolved ? grape__func_display_name(fn) : fn->name;
+    fprintf(f, "%s{\"range\":", first ? "" : ",");
+    grape__json_put_str(f, names[r->name1 - 1]);
+    fprintf(f, ",\"kernel\":");
+    grape__json_put_str(f, kname != NULL ? kname : "(unknown)");
+    fprintf(f, ",\"calls\":%llu,\"timed\":%llu", (unsigned long long)r->calls,
+            (unsigned long long)r->timed);
+    if (r->timed > 0)
+      fprintf(f, ",\"ns\":%llu,\"min_ns\":%llu,\"max_ns\":%llu", (unsigned long long)r->ns,
+              (unsigned long long)r->min_ns, (unsigned long long)r->max_ns);
+    fprintf(f, "}");
+    first = 0;
+  }
+  fprintf(f, "],\"kernels_left_out\":%llu,\"records_left_out\":%llu},",
+          (unsigned long long)krows_dropped,
+          (unsigned long long)__atomic_load_n(&ranges_dropped, __ATOMIC_RELAXED));
+  pthread_mutex_unlock(&lock);
+}
+
+int grape__nvtx_trace(grape_trace_nvtx_t* out) {
+  uint32_t n = __atomic_load_n(&nranges, __ATOMIC_RELAXED);
+  if (ranges == NULL || n == 0)
+    return 0;
+  if (n > RANGES_CAP)
+    n = RANGES_CAP;
+  uint64_t t;
+  uint32_t thread;
+  int rec_ok;
+  uint64_t end = grape__tl_now(&t, &thread, &rec_ok) ? t : 0;
+  for (uint32_t i = 0; i < n; i++)   /* still open at exit: they end now */
+    if (ranges[i].end == GRAPE_TRACE_TL_UNKNOWN)
+      ranges[i].end = end > ranges[i].start ? end : ranges[i].start;
+  out->nnames = nnames;
+  if (names[NAMES_CAP - 1] != NULL)
+    out->nnames = NAMES_CAP;
+  for (uint32_t i = nnames; i < out->nnames; i++)   /* a gap up to "(other)" */
+    if (names[i] == NULL)
+      names[i] = "(other)";
+  out->names = (const char* const*)names;
+  out->count = n;
+  out->ranges = ranges;
+  out->dropped = __atomic_load_n(&ranges_dropped, __ATOMIC_RELAXED);
+  return 1;
+}
+
+void grape__nvtx_reset_child(void) {
+  depth = 0;   /* the forking thread's open ranges were the parent's */
+  pthread_mutex_init(&lock, NULL);
+  ranges = NULL;   /* the parent's records and statistics stay the parent's */
+  nranges = 0;
+  memset(stats, 0, sizeof(stats));
+  memset(krows, 0, sizeof(krows));
+  memset(open_ranges, 0, sizeof(open_ranges));
+  krows_dropped = ranges_dropped = 0;
+}
