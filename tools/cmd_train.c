@@ -389,9 +389,9 @@ int cmd_train(int argc, char** argv) {
       }
     } else if (strcmp(a, "--device-json") == 0 && i + 1 < argc) {
       const grape_gpu_spec_t* g;
-      int err = grape_gpu_load_json(argv[++i], &g);
-      if (err < 0) {
-        fprintf(stderr, "grape: error: %s: not a device JSON (%s)\n", argv[i], strerror(-err));
+      char why[256];
+      if (grape_gpu_load_json_err(argv[++i], &g, why, sizeof(why)) < 0) {
+        fprintf(stderr, "grape: error: %s: not a readable device JSON: %s\n", argv[i], why);
         goto done;
       }
     } else if (a[0] == '-' && a[1] != '\0') {
