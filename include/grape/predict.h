@@ -403,6 +403,10 @@ typedef struct grape_train_opts_s {
   int calib;            /* the known regime's intervals are calibrated on folds of: 1 shape
                            families, coarse ranges of every dim held out together (1), 0
                            single shapes */
+  int floor_split;      /* the known regime's interval of a class other than GEMM is two,
+                           one for kernels the harness's floor hides and one for those
+                           above it: -1 the class's rule (decided by cross-validation), 0
+                           never, 1 every class (API version 7) */
 } grape_train_opts_t;
 
 /* Fills o with the defaults (and sz). */
