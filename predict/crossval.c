@@ -239,12 +239,13 @@ static int cv_folds(const grape_dataset_t* d, int folds, int by_family,
       a->cover_launch += covers(r, &pl);
       if (k.cv_dump != NULL) {
         double lo, hi, sv = served(r, &pf, &lo, &hi);
-        fprintf(k.cv_dump, "%s,%d,%g,%g,%g,%g,%g,%g,%g,%d,%g,%g\n", r->gpu->name, r->group,
-                r->lat, grape__predict(m, GRAPE_METHOD_ROOFLINE, &r->p, r->gpu),
+        fprintf(k.cv_dump, "%s,%d,%g,%g,%g,%g,%g,%g,%g,%d,%g,%g,%d,%g,%g,%g,%g\n", r->gpu->name,
+                r->group, r->lat, grape__predict(m, GRAPE_METHOD_ROOFLINE, &r->p, r->gpu),
                 grape__predict(m, GRAPE_METHOD_LI, &r->p, r->gpu),
                 grape__predict(m, GRAPE_METHOD_GRAPE, &r->p, r->gpu), sv,
                 pf.has_interval ? lo : 0, pf.has_interval ? hi : INFINITY, (int)pf.regime,
-                pf.distance, row_align(r));
+                pf.distance, row_align(r), f, r->p.shape[0], r->p.shape[1], r->p.shape[2],
+                r->p.shape[3]);
       }
     }
     grape_model_free(m);

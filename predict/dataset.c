@@ -71,12 +71,12 @@ static uint32_t shape_hash(const grape__kprep_t* p, int group) {
  * holds out a family at a time measures how a fit does on shapes unlike
  * its rows, not on the neighbours of shapes it saw. A row without op dims
  * is its own family (its launch's shape). */
-static uint32_t family_hash(const grape__kprep_t* p, int group, uint32_t shape) {
+static uint32_t family_hash(const grape__kprep_t* p, int group, uint32_t shape, double per) {
   if (!p->has_dims)
     return shape;
   double key[6] = {group, 0, 0, 0, 0, 1};
   for (int i = 0; i < 4; i++) {
-    key[1 + i] = p->shape[i] >= 1 ? floor(log2(p->shape[i]) / 2) : -1;
+    key[1 + i] = p->shape[i] >= 1 ? floor(log2(p->shape[i]) / per) : -1;
     if (p->shape[i] >= 1 && grape__align(p->shape[i]) < 8 &&
         (i > 0 || (p->cls != GRAPE_KC_GEMM && p->cls != GRAPE_KC_CONV)))
       key[5] = 0;
@@ -125,7 +125,8 @@ int grape_dataset_add_file(grape_dataset_t* d, const char* path, const char* gpu
     w->kernel_time = r.kernel_time;
     w->group = r.group;
     w->shape = shape_hash(&w->p, r.group);
-    w->family = family_hash(&w->p, r.group, w->shape);
+    w->family = family_hash(&w->p, r.group, w->shape, 2);
+    w->block = family_hash(&w->p, r.group, w->shape, 4);
     st->used[(int)w->p.cls]++;
   }
   grape_csv_close(c);

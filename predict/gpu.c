@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/json.h"
+
 /* ---- Built-in table ---- */
 
 typedef struct builtin_s {
@@ -240,47 +242,18 @@ void grape_gpu_list(FILE* to) {
 
 /* ---- NeuSight device JSON ---- */
 
-/* Finds "key" in a flat JSON object and returns a pointer just past its ':'. */
-static const char* json_key(const char* js, const char* key) {
-  size_t kl = strlen(key);
-  for (const char* p = js; (p = strchr(p, '"')) != NULL; p++) {
-    if (strncmp(p + 1, key, kl) == 0 && p[1 + kl] == '"') {
-      const char* q = p + 2 + kl;
-      while (isspace((unsigned char)*q))
-        q++;
-      if (*q == ':')
-        return q + 1;
-    }
+/* The number of member key of device JSON o into *out: 1 when present, 0
+ * when absent, -EINVAL (with a message in err) when not a number in (0, 1e12]. */
+static int spec_num(const grape_json_t* o, const char* key, double* out, char* err, size_t errcap) {
+  const grape_json_t* v = grape__json_get(o, key);
+  if (v == NULL)
+    return 0;
+  if (v->kind != GRAPE_JSON_NUM || !(v->num > 0) || v->num > 1e12) {
+    snprintf(err, errcap, "\"%s\" is not a positive number", key);
+    return -EINVAL;
   }
-  return NULL;
-}
-
-static int json_num(const char* js, const char* key, double* out) {
-  const char* p = json_key(js, key);
-  if (p == NULL)
-    return 0;
-  char* end;
-  double v = strtod(p, &end);
-  if (end == p || !(v > 0) || v > 1e12)
-    return -EINVAL;
-  *out = v;
+  *out = v->num;
   return 1;
-}
-
-/* Copies the string value of "key" into a new allocation. */
-static int json_str(const char* js, const char* key, char** out) {
-  const char* p = json_key(js, key);
-  if (p == NULL)
-    return 0;
-  while (isspace((unsigned char)*p))
-    p++;
-  if (*p != '"')
-    return -EINVAL;
-  const char* e = strchr(p + 1, '"');
-  if (e == NULL || e == p + 1 || e - p > 128)
-    return -EINVAL;
-  *out = strndup(p + 1, (size_t)(e - p - 1));
-  return *out ? 1 : -ENOMEM;
 }
 
 /* Per-SM limits of a new GPU, guessed from its clock and core count when no
@@ -295,14 +268,41 @@ static void default_limits(grape_gpu_spec_t* s) {
   s->source = "device JSON (per-SM limits defaulted)";
 }
 
-int grape__gpu_parse_json(const char* js, const grape_gpu_spec_t** out) {
-  char* name = NULL;
-  int err = json_str(js, "Device", &name);
-  if (err <= 0)
-    return err == 0 ? -EINVAL : err;
+/* The fields of a NeuSight device JSON: member name and where its number goes. */
+enum { F_MEM_BW, F_NUM_SM, F_CORES, F_FREQ, F_FLOPS, F_L2, F_MEM, NFIELDS };
+static const char* const field_name[NFIELDS] = {"Mem_Bw", "Num_Sm", "Core_Per_SM", "Freq",
+                                                "SingleFLOPs", "L2Cache", "Dev_Mem"};
+
+int grape__gpu_parse_json(const char* js, const grape_gpu_spec_t** out, char* err, size_t errcap) {
+  char scratch[1];
+  if (err == NULL || errcap == 0) {
+    err = scratch;
+    errcap = sizeof(scratch);
+  }
+  err[0] = '\0';
+  int rc = -EINVAL;
+  grape_json_t* root = grape__json_parse(js, err, errcap);
+  if (root == NULL)
+    return -EINVAL;   /* err says what and where */
+  if (root->kind != GRAPE_JSON_OBJ) {
+    snprintf(err, errcap, "not a JSON object");
+    goto fail_parse;
+  }
+  const char* dev = grape__json_str(grape__json_get(root, "Device"));
+  if (dev == NULL || *dev == '\0' || strlen(dev) > 128) {
+    snprintf(err, errcap, "no \"Device\" name (a string of 1-128 bytes)");
+    goto fail_parse;
+  }
+  double f[NFIELDS];
+  int have[NFIELDS];
+  for (int i = 0; i < NFIELDS; i++)
+    if ((have[i] = spec_num(root, field_name[i], &f[i], err, errcap)) < 0)
+      goto fail_parse;
+  char* name = strdup(dev);
   grape_gpu_spec_t* s = calloc(1, sizeof(*s));
-  if (s == NULL) {
-    err = -ENOMEM;
+  if (name == NULL || s == NULL) {
+    snprintf(err, errcap, "out of memory");
+    rc = -ENOMEM;
     goto fail_alloc;
   }
   const grape_gpu_spec_t* base = grape_gpu_find(name);
@@ -312,72 +312,72 @@ int grape__gpu_parse_json(const char* js, const grape_gpu_spec_t** out) {
     default_limits(s);
   s->name = name;
   s->source = "device JSON";
-  double v, cores = 0;
-  int have_flops = 0;
-  if ((err = json_num(js, "Mem_Bw", &v)) < 0)
-    goto fail_field;
-  if (err)
-    s->mem_bw_gbs = v;
-  if ((err = json_num(js, "Num_Sm", &v)) < 0)
-    goto fail_field;
-  if (err)
-    s->sm_count = (int)v;
-  if ((err = json_num(js, "Core_Per_SM", &v)) < 0)
-    goto fail_field;
-  if (err)
-    cores = v;
-  if ((err = json_num(js, "Freq", &v)) < 0)
-    goto fail_field;
-  if (err)
-    s->clock_mhz = (int)v;
-  if ((err = json_num(js, "SingleFLOPs", &v)) < 0)
-    goto fail_field;
-  if (err) {
-    s->fp32_tflops = v / 1000;
-    have_flops = 1;
-  }
-  if ((err = json_num(js, "L2Cache", &v)) < 0)
-    goto fail_field;
-  if (err)
-    s->l2_mb = v;
-  if ((err = json_num(js, "Dev_Mem", &v)) < 0)
-    goto fail_field;
-  if (err)
-    s->mem_gb = v;
-  if (!have_flops && cores > 0)
-    s->fp32_tflops = 2.0 * cores * s->sm_count * s->clock_mhz / 1e6;
+  if (have[F_MEM_BW])
+    s->mem_bw_gbs = f[F_MEM_BW];
+  if (have[F_NUM_SM])
+    s->sm_count = (int)f[F_NUM_SM];
+  if (have[F_FREQ])
+    s->clock_mhz = (int)f[F_FREQ];
+  if (have[F_FLOPS])
+    s->fp32_tflops = f[F_FLOPS] / 1000;
+  if (have[F_L2])
+    s->l2_mb = f[F_L2];
+  if (have[F_MEM])
+    s->mem_gb = f[F_MEM];
+  if (!have[F_FLOPS] && have[F_CORES])
+    s->fp32_tflops = 2.0 * f[F_CORES] * s->sm_count * s->clock_mhz / 1e6;
   if (s->sm_count <= 0 || s->clock_mhz <= 0 || !(s->mem_bw_gbs > 0) || !(s->fp32_tflops > 0)) {
-    err = -EINVAL;
-    goto fail_field;
+    snprintf(err, errcap, "a new GPU needs \"Num_Sm\", \"Freq\", \"Mem_Bw\" and \"SingleFLOPs\" "
+                          "or \"Core_Per_SM\"");
+    goto fail_alloc;
   }
   if (!(s->l2_mb > 0))
     s->l2_mb = 4;
   grape_gpu_spec_t** nl = realloc(loaded, (nloaded + 1) * sizeof(*nl));
   if (nl == NULL) {
-    err = -ENOMEM;
-    goto fail_field;
+    snprintf(err, errcap, "out of memory");
+    rc = -ENOMEM;
+    goto fail_alloc;
   }
   loaded = nl;
   loaded[nloaded++] = s;
   *out = s;
+  grape__json_free(root);
   return 0;
-fail_field:
-  free(s);
 fail_alloc:
+  free(s);
   free(name);
-  return err;
+fail_parse:
+  grape__json_free(root);
+  return rc;
 }
 
-int grape_gpu_load_json(const char* path, const grape_gpu_spec_t** out) {
+int grape_gpu_load_json_err(const char* path, const grape_gpu_spec_t** out, char* err,
+                            size_t errcap) {
+  char scratch[1];
+  if (err == NULL || errcap == 0) {
+    err = scratch;
+    errcap = sizeof(scratch);
+  }
+  err[0] = '\0';
   FILE* f = fopen(path, "rb");
-  if (f == NULL)
-    return -errno;
+  if (f == NULL) {
+    int e = errno;
+    snprintf(err, errcap, "%s", strerror(e));
+    return -e;
+  }
   char buf[8192];
   size_t n = fread(buf, 1, sizeof(buf) - 1, f);
   int bad = ferror(f) || !feof(f);  /* a device JSON is small */
   fclose(f);
-  if (bad)
+  if (bad) {
+    snprintf(err, errcap, "unreadable, or larger than %zu bytes", sizeof(buf) - 1);
     return -EINVAL;
+  }
   buf[n] = '\0';
-  return grape__gpu_parse_json(buf, out);
+  return grape__gpu_parse_json(buf, out, err, errcap);
+}
+
+int grape_gpu_load_json(const char* path, const grape_gpu_spec_t** out) {
+  return grape_gpu_load_json_err(path, out, NULL, 0);
 }

@@ -4,9 +4,10 @@
 
 #include "grape/predict.h"
 
-/* Adds or overrides a GPU from the text of a NeuSight device JSON.
- * @return 0 and *out, or -EINVAL / -ENOMEM. Not thread-safe. */
-int grape__gpu_parse_json(const char* json, const grape_gpu_spec_t** out);
+/* Adds or overrides a GPU from the text of a NeuSight device JSON (read by
+ * util/json.h). @return 0 and *out, or -EINVAL / -ENOMEM with what is wrong
+ * in err (errcap bytes; err may be NULL). Not thread-safe. */
+int grape__gpu_parse_json(const char* json, const grape_gpu_spec_t** out, char* err, size_t errcap);
 
 /* @return the board power (TDP, W) of a built-in GPU from its datasheet, or
  * 0 when unknown (a GPU loaded from JSON under a new name). */

@@ -48,7 +48,7 @@ typedef struct grape__known_class_s {
   double rows;                            /* training rows */
   int ntrees;                             /* 0: this class uses the transfer regime */
   grape__tree_t* trees;
-  double iv[2 * GRAPE__NIVB];             /* interval per bin (grape__interval_bin) */
+  double iv[2 * GRAPE__NIVB];             /* interval per bin (grape__known_bin) */
   grape__extrap_t x;                      /* beyond its training rows */
 } grape__known_class_t;
 
@@ -151,6 +151,15 @@ void grape__span_values(const grape__kprep_t* p, double* v);
 double grape__span_distance(const grape__kprep_t* p, const grape__extrap_t* x);
 /* The interval bin of a prepared kernel (GRAPE__NIVB). */
 int grape__interval_bin(const grape__kprep_t* p);
+/* A predicted latency at or above this many harness floors shows the
+ * kernel above the floor (the known regime's interval bin 1 outside GEMMs). */
+#define GRAPE__FLOOR_SPLIT 1.2
+/* The known regime's interval bin of p, predicted at latency ms (harness
+ * included) on a GPU whose harness floor in p's class is floor_ms (0: no
+ * harness): a GEMM's grape__interval_bin (nn.Linear's kernels apart), any
+ * other kernel's 1 when ms is GRAPE__FLOOR_SPLIT floors or more. A class
+ * whose bin 1 is not calibrated (its rule off) serves bin 0. */
+int grape__known_bin(const grape__kprep_t* p, double ms, double floor_ms);
 /* The learned regime of class c on g for kernels with op dims or without
  * (GRAPE__KNOWN_*), or NULL when g is not a known GPU of m or that fit has
  * no trees there. */

@@ -46,7 +46,7 @@ void grape_train_opts_init(grape_train_opts_t* o) {
   *o = (grape_train_opts_t){.sz = sizeof(*o), .trees = KNOWN_TREES, .rate = KNOWN_RATE,
                             .folds = KNOWN_FOLDS, .floor_p = 0, .ridge = 1e-4, .select = 1,
                             .crit = 0, .unit_slope = 0, .xform = -1, .fade = -1,
-                            .sibling = -1, .align = 1, .calib = 1};
+                            .sibling = -1, .align = 1, .calib = 1, .floor_split = -1};
 }
 
 /* o with each value out of its range taken as grape_train_opts_t documents
@@ -66,7 +66,8 @@ int grape__train_resolve(const grape_train_opts_t* o, grape_train_opts_t* k) {
   k->fade = o->fade == -2 || (o->fade >= 0 && o->fade <= 1000) ? o->fade : -1;
   k->sibling = o->sibling >= -1 && o->sibling <= 1 ? o->sibling : -1;
   k->align = o->align != 0;
-  k->calib = o->calib != 0;
+  k->calib = o->calib >= 0 && o->calib <= 2 ? o->calib : 1;
+  k->floor_split = o->floor_split >= -1 && o->floor_split <= 1 ? o->floor_split : -1;
   return 0;
 }
 
@@ -925,6 +926,15 @@ static const double fade_rule[GRAPE_KC_COUNT] = {0, 0, 0, 0, 0, 0};
  * architecture's shape-level behaviour. */
 static const int sibling_rule[GRAPE_KC_COUNT] = {0, 0, 0, 0, 0, 0};
 
+/* Whether a class's known-regime interval is two, by the harness's floor
+ * (grape__known_bin): on where held-out shape families (`grape train
+ * --cv-families`) show the rows the floor hides and the rows above it
+ * each covered nearer 80% than by one interval (docs/predictor.md,
+ * *Intervals*): elementwise, softmax and layer norm. GEMM keeps its
+ * nn.Linear bin; conv was not measured (no family split of its rows was
+ * run), so it keeps one interval. */
+static const int floor_split_rule[GRAPE_KC_COUNT] = {0, 1, 1, 1, 0, 0};
+
 /* The span, per interval bin, of the rows s selects of class c on GPU gpu
  * (NULL any): their launches alone (launch), or the rows with op dims. */
 static void span_of(const grape_dataset_t* d, const sel_t* s, int c, int launch, const char* gpu,
@@ -1196,6 +1206,7 @@ typedef struct kset_s {
   double* r;
   uint32_t* shape;         /* what calibration folds are taken by (shape or family) */
   uint8_t* bin;            /* interval bin */
+  double* t0;              /* the transfer prediction under the trees, ms */
   size_t n;
 } kset_t;
 
@@ -1204,6 +1215,7 @@ static void kset_free(kset_t* k) {
   free(k->r);
   free(k->shape);
   free(k->bin);
+  free(k->t0);
 }
 
 /* Rows of GPU `gpu` and class c: with op dims (launch 0), or all of them
@@ -1220,7 +1232,8 @@ static int kset_collect(const grape_dataset_t* d, const sel_t* s, const grape_mo
   k->r = malloc((n + 1) * sizeof(double));
   k->shape = malloc((n + 1) * sizeof(uint32_t));
   k->bin = malloc(n + 1);
-  if (k->x == NULL || k->r == NULL || k->shape == NULL || k->bin == NULL)
+  k->t0 = malloc((n + 1) * sizeof(double));
+  if (k->x == NULL || k->r == NULL || k->shape == NULL || k->bin == NULL || k->t0 == NULL)
     return -ENOMEM;
   for (size_t i = 0; i < d->n; i++) {
     const row_t* r = &d->rows[i];
@@ -1235,6 +1248,7 @@ static int kset_collect(const grape_dataset_t* d, const sel_t* s, const grape_mo
     /* The interval's calibration folds: shape families by default. */
     k->shape[k->n] = grape__fold_key(r, s->o->calib);
     k->bin[k->n] = (uint8_t)grape__interval_bin(p);
+    k->t0[k->n] = t0;
     k->n++;
   }
   return 0;
@@ -1254,9 +1268,13 @@ static grape__boost_opts_t known_opts(const grape_train_opts_t* k) {
  * with its 24 weights it is not what overfits. *keep says whether the
  * trees beat the transfer prediction alone on the held-out shapes
  * (per-kernel MAPE): from the launch alone, a GEMM's time is too loosely
- * tied to what the trees see (no K) for them to help. */
-static int known_interval(const kset_t* k, const grape_train_opts_t* opts, double* iv,
-                          int* keep) {
+ * tied to what the trees see (no K) for them to help. split_ms > 0 (a
+ * class other than GEMM whose floor rule is on: GRAPE__FLOOR_SPLIT times
+ * the GPU's harness floor) bins each row by its latency as predicted
+ * (grape__known_bin): the floor's rows, whose error is the floor's few
+ * percent, and the rows above it, whose error is the kernel's. */
+static int known_interval(const kset_t* k, const grape_train_opts_t* opts, double split_ms,
+                          double* iv, int* keep) {
   int folds = opts->folds, err = 0;
   double ape_trees = 0, ape_base = 0;
   grape__boost_opts_t o = known_opts(opts);
@@ -1282,8 +1300,10 @@ static int known_interval(const kset_t* k, const grape_train_opts_t* opts, doubl
     }
     for (size_t i = 0; i < k->n; i++)
       if ((k->shape[i] >> 16) % (uint32_t)folds == (uint32_t)f) {
-        held.v[held.n] = k->r[i] - grape__boost_eval(t, nt, &k->x[i * GRAPE__NGF]);
-        held.bin[held.n++] = k->bin[i];
+        double cr = grape__boost_eval(t, nt, &k->x[i * GRAPE__NGF]);
+        held.v[held.n] = k->r[i] - cr;
+        /* With a floor split, the bin of the latency as predicted. */
+        held.bin[held.n++] = split_ms > 0 ? k->t0[i] * exp(cr) >= split_ms : k->bin[i];
         /* Per-kernel error with and without the trees: r = log(measured /
          * predicted), so |predicted - measured| / measured = |e^-r - 1|. */
         ape_trees += fabs(expm1(-held.v[held.n - 1]));
@@ -1321,7 +1341,7 @@ typedef struct pool_s {
  * transfer regime fitted there, ml) predict the upper half. */
 static int known_extrap(const grape_dataset_t* d, const sel_t* s, const sel_t* lo,
                         const grape_model_t* ml, const char* gpu, int gi, int c, int l,
-                        grape__known_class_t* kc, pool_t* pool) {
+                        double floor_ms, grape__known_class_t* kc, pool_t* pool) {
   span_of(d, s, c, l, gpu, &kc->x);
   if (kc->ntrees == 0 || ml == NULL)
     return 0;
@@ -1375,7 +1395,7 @@ static int known_extrap(const grape_dataset_t* d, const sel_t* s, const sel_t* l
     u[2] = fmin(fmax(grape__boost_eval(t, nt, xf), -8), 8);
     u[3] = grape__span_distance(p, &lx);
     u[4] = r->lat;
-    int bin = grape__interval_bin(p);
+    int bin = grape__known_bin(p, u[1] * exp(u[2]), floor_ms);
     const double* iv = kc->iv[2 * bin] <= kc->iv[2 * bin + 1] ? &kc->iv[2 * bin] : kc->iv;
     u[5] = iv[0];
     u[6] = iv[1];
@@ -1456,7 +1476,8 @@ static int known_beyond(pool_t* pool, grape__known_t* known, int ngpu, int c, in
  * the inner split lo; NULL none) their behaviour beyond those rows. m's
  * transfer regime is fitted. */
 static int fit_known(const grape_dataset_t* d, const sel_t* s, const sel_t* lo,
-                     const grape_model_t* ml, grape_model_t* m) {
+                     const grape_model_t* ml, const double (*hf)[GRAPE_KC_COUNT],
+                     grape_model_t* m) {
   const char* gpus[MAXGPU];
   int ngpu = grape__list_gpus(d, s, -1, gpus);
   ngpu = ngpu > MAXGPU ? MAXGPU : ngpu;
@@ -1481,9 +1502,12 @@ static int fit_known(const grape_dataset_t* d, const sel_t* s, const sel_t* lo,
         kc->rows = (double)k.n;
         for (int j = 0; j < 2 * GRAPE__NIVB; j++)
           kc->iv[j] = j % 2 ? -1 : 1;
-        int keep = 0;
+        int keep = 0, split = c != GRAPE_KC_GEMM && (s->o->floor_split < 0
+                                                          ? floor_split_rule[c]
+                                                          : s->o->floor_split);
+        double floor_ms = split ? hf[g][c] : 0;
         if (err == 0 && k.n >= MIN_KNOWN && o.trees > 0)
-          err = known_interval(&k, s->o, kc->iv, &keep);
+          err = known_interval(&k, s->o, GRAPE__FLOOR_SPLIT * floor_ms, kc->iv, &keep);
         if (!keep)
           for (int j = 0; j < 2 * GRAPE__NIVB; j++)
             kc->iv[j] = j % 2 ? -1 : 1;
@@ -1496,7 +1520,7 @@ static int fit_known(const grape_dataset_t* d, const sel_t* s, const sel_t* lo,
         }
         kset_free(&k);
         if (err == 0)
-          err = known_extrap(d, s, lo, ml, gpus[g], g, c, l, kc, &pool);
+          err = known_extrap(d, s, lo, ml, gpus[g], g, c, l, floor_ms, kc, &pool);
       }
       double rule = s->o->fade == -1 ? fade_rule[c] : s->o->fade;
       double rho = 0;
@@ -1578,15 +1602,16 @@ int grape__train_sel(const grape_dataset_t* d, sel_t* s, grape_model_t** out) {
   if ((err = inner_split(d, s, thr, &lo)) < 0 ||
       (err = fit_extrap_transfer(d, s, m, ci, &lo, &ml)) < 0)
     goto fail_fit;
-  if (!s->transfer_only && (err = fit_known(d, s, &lo, ml, m)) < 0)
-    goto fail_fit;
   {
-    /* The harness of each GPU, known to the model or not. */
+    /* The harness of each GPU, known to the model or not (before the
+     * known regime, whose interval bins go by its floor). */
     const char* gpus[MAXGPU];
     int ngpu = grape__list_gpus(d, s, -1, gpus);
     ngpu = ngpu > MAXGPU ? MAXGPU : ngpu;
     double hf[MAXGPU][GRAPE_KC_COUNT], ho[MAXGPU][GRAPE_KC_COUNT];
     if ((err = fit_harness(d, s, m, gpus, ngpu, hf, ho)) < 0)
+      goto fail_fit;
+    if (!s->transfer_only && (err = fit_known(d, s, &lo, ml, (const double(*)[GRAPE_KC_COUNT])hf, m)) < 0)
       goto fail_fit;
     for (int i = 0; i < m->nknown; i++)
       for (int g = 0; g < ngpu; g++)

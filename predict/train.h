@@ -20,6 +20,7 @@ typedef struct row_s {
   int group;
   uint32_t shape;            /* hash of the op's shape (or launch) and group, never 0 */
   uint32_t family;           /* hash of its shape family (dataset.c), never 0 */
+  uint32_t block;            /* hash of its coarse family (ranges of factors of 16), never 0 */
 } row_t;
 
 struct grape_dataset_s {
@@ -48,7 +49,7 @@ typedef struct sel_s {
 int grape__train_resolve(const grape_train_opts_t* o, grape_train_opts_t* k);
 /* The hash a fold of s is taken by: r's shape, or its family. */
 static inline uint32_t grape__fold_key(const row_t* r, int by_family) {
-  return by_family ? r->family : r->shape;
+  return by_family == 2 ? r->block : by_family ? r->family : r->shape;
 }
 /* The size of a row's op, what an extrapolation split orders rows by: a
  * GEMM's or convolution's FLOPs, the elements of any other op; 0 without

@@ -60,8 +60,9 @@ int cmd_gpus(int argc, char** argv) {
     case 'v': verbose = 1; break;
     case 'j': json = 1; break;
     case 'd':
-      if (grape_gpu_load_json(optarg, &g) < 0) {
-        fprintf(stderr, "grape: error: %s: not a readable device JSON\n", optarg);
+      char why[256];
+      if (grape_gpu_load_json_err(optarg, &g, why, sizeof(why)) < 0) {
+        fprintf(stderr, "grape: error: %s: not a readable device JSON: %s\n", optarg, why);
         return 1;
       }
       break;

@@ -81,8 +81,9 @@ int cmd_predict(int argc, char** argv) {
       }
     } else if (strcmp(a, "--device-json") == 0 && i + 1 < argc) {
       const grape_gpu_spec_t* g;
-      if (grape_gpu_load_json(argv[++i], &g) < 0) {
-        fprintf(stderr, "grape: error: %s: not a readable device JSON\n", argv[i]);
+      char why[256];
+      if (grape_gpu_load_json_err(argv[++i], &g, why, sizeof(why)) < 0) {
+        fprintf(stderr, "grape: error: %s: not a readable device JSON: %s\n", argv[i], why);
         return 1;
       }
     } else if (a[0] != '-') {

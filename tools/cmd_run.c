@@ -34,7 +34,7 @@
 #include "grape/predict.h"
 #include "interpose/options.h"
 #include "interpose/outfile.h"
-#include "json.h"
+#include "util/json.h"
 #include "locate.h"
 #include "stats.h"
 #include "summary.h"
@@ -243,7 +243,7 @@ static void remove_dir(const char* dir) {
 static void print_files(const summary_t* s, const char* member, const char* what) {
   size_t n = 0;
   for (size_t i = 0; i < s->n; i++) {
-    const char* f = json_str(json_get(s->rep[i], member));
+    const char* f = grape__json_str(grape__json_get(s->rep[i], member));
     if (f == NULL || strcmp(f, "stderr") == 0)
       continue;
     if (n < 8)
@@ -557,7 +557,7 @@ int cmd_run(int argc, char** argv) {
       memset(&b, 0, sizeof(b));
       collect(&b, bdir);
       for (size_t k = 0; k < b.nsim; k++) {
-        double e = json_num(json_get(b.sim[k], "sim_end_ns"), 0) / 1e6;
+        double e = grape__json_num(grape__json_get(b.sim[k], "sim_end_ns"), 0) / 1e6;
         base_ms = e > base_ms ? e : base_ms;
         base_sim = 1;
       }
@@ -621,7 +621,7 @@ int cmd_run(int argc, char** argv) {
   if (compare && (base_sim || base_wall > 0) && WIFEXITED(st) && rc == 0) {
     double now = -1;
     for (size_t k = 0; base_sim && k < sum.nsim; k++) {
-      double e = json_num(json_get(sum.sim[k], "sim_end_ns"), 0) / 1e6;
+      double e = grape__json_num(grape__json_get(sum.sim[k], "sim_end_ns"), 0) / 1e6;
       now = e > now ? e : now;
     }
     const char* what = "simulated time";

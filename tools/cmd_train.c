@@ -82,6 +82,7 @@ static void train_opts_from_env(grape_train_opts_t* o) {
   env_int("GRAPE_TRAIN_SIBLING", &o->sibling);
   env_int("GRAPE_TRAIN_ALIGN", &o->align);
   env_int("GRAPE_TRAIN_CALIB", &o->calib);
+  env_int("GRAPE_TRAIN_FLOOR_SPLIT", &o->floor_split);
   if (getenv("GRAPE_TRAIN_VERBOSE") != NULL)
     o->log = stderr;
 }
@@ -389,9 +390,9 @@ int cmd_train(int argc, char** argv) {
       }
     } else if (strcmp(a, "--device-json") == 0 && i + 1 < argc) {
       const grape_gpu_spec_t* g;
-      int err = grape_gpu_load_json(argv[++i], &g);
-      if (err < 0) {
-        fprintf(stderr, "grape: error: %s: not a device JSON (%s)\n", argv[i], strerror(-err));
+      char why[256];
+      if (grape_gpu_load_json_err(argv[++i], &g, why, sizeof(why)) < 0) {
+        fprintf(stderr, "grape: error: %s: not a readable device JSON: %s\n", argv[i], why);
         goto done;
       }
     } else if (a[0] == '-' && a[1] != '\0') {
@@ -485,11 +486,16 @@ int cmd_train(int argc, char** argv) {
   if (cv_shapes) {
     if (cv)
       putchar('\n');
-    /* Experiments: GRAPE_CV_DUMP=FILE writes every held-out prediction. */
+    /* Experiments: GRAPE_CV_DUMP=FILE writes every held-out prediction;
+     * GRAPE_CV_FOLDS=N (5) splits the shapes or families into N folds, so
+     * that a rule calibrated on one split is tested on another. */
     const char* dp = getenv("GRAPE_CV_DUMP");
     opts.cv_dump = dp != NULL ? fopen(dp, "w") : NULL;
-    int err = cv_shapes == 2 ? grape_model_crossval_families(c.d, 5, &opts, res)
-                             : grape_model_crossval_shapes(c.d, 5, &opts, res);
+    int folds = 5;
+    env_int("GRAPE_CV_FOLDS", &folds);
+    folds = folds >= 2 && folds <= 20 ? folds : 5;
+    int err = cv_shapes == 2 ? grape_model_crossval_families(c.d, folds, &opts, res)
+                             : grape_model_crossval_shapes(c.d, folds, &opts, res);
     if (opts.cv_dump != NULL)
       fclose(opts.cv_dump);
     opts.cv_dump = NULL;

@@ -18,8 +18,8 @@
 #include "util/csv_str.h"
 #include "util/grow.h"
 
-static double num(const json_t* o, const char* key) {
-  return json_num(json_get(o, key), 0);
+static double num(const grape_json_t* o, const char* key) {
+  return grape__json_num(grape__json_get(o, key), 0);
 }
 
 /* ---- The CUDA API table ---- */
@@ -62,13 +62,13 @@ static const char* api_build(const summary_t* s, rows_t* t, double* every) {
   const char* clock = NULL;
   *every = 0;
   for (size_t i = 0; i < s->n; i++) {
-    const json_t* at = json_get(s->rep[i], "api_times");
-    const json_t* calls = json_get(at, "calls");
-    if (calls == NULL || calls->kind != JSON_OBJ)
+    const grape_json_t* at = grape__json_get(s->rep[i], "api_times");
+    const grape_json_t* calls = grape__json_get(at, "calls");
+    if (calls == NULL || calls->kind != GRAPE_JSON_OBJ)
       continue;
-    clock = json_str(json_get(at, "clock"));
+    clock = grape__json_str(grape__json_get(at, "clock"));
     *every = num(at, "sampled_every");
-    for (const json_t* c = calls->child; c; c = c->next) {
+    for (const grape_json_t* c = calls->child; c; c = c->next) {
       arow_t* r = arow(t, c->key);
       if (r == NULL)
         continue;
@@ -144,20 +144,20 @@ typedef struct mrow_s {
 } mrow_t;
 
 /* Whether a SIMCU_REPORT's process has a report that keeps its times. */
-static int covered(const summary_t* s, const json_t* sim) {
+static int covered(const summary_t* s, const grape_json_t* sim) {
   for (size_t i = 0; i < s->n; i++) {
-    const json_t* d = json_get(s->rep[i], "device_times");
-    if (num(s->rep[i], "pid") == num(sim, "pid") && d != NULL && d->kind == JSON_OBJ)
+    const grape_json_t* d = grape__json_get(s->rep[i], "device_times");
+    if (num(s->rep[i], "pid") == num(sim, "pid") && d != NULL && d->kind == GRAPE_JSON_OBJ)
       return 1;
   }
   return 0;
 }
 
-static void mem_add(mrow_t* v, size_t* n, size_t cap, const json_t* from) {
-  const json_t* ms = json_get(from, "memops");
-  for (const json_t* m = ms ? ms->child : NULL; m; m = m->next) {
-    const char* kind = json_str(json_get(m, "kind"));
-    const char* dir = json_str(json_get(m, "dir"));
+static void mem_add(mrow_t* v, size_t* n, size_t cap, const grape_json_t* from) {
+  const grape_json_t* ms = grape__json_get(from, "memops");
+  for (const grape_json_t* m = ms ? ms->child : NULL; m; m = m->next) {
+    const char* kind = grape__json_str(grape__json_get(m, "kind"));
+    const char* dir = grape__json_str(grape__json_get(m, "dir"));
     if (kind == NULL || dir == NULL)
       continue;
     size_t i = 0;
@@ -187,8 +187,8 @@ static int mrow_by_time(const void* a, const void* b) {
 static size_t mem_build(const summary_t* s, mrow_t* v, size_t cap) {
   size_t n = 0;
   for (size_t i = 0; i < s->n; i++) {
-    const json_t* d = json_get(s->rep[i], "device_times");
-    if (d != NULL && d->kind == JSON_OBJ)
+    const grape_json_t* d = grape__json_get(s->rep[i], "device_times");
+    if (d != NULL && d->kind == GRAPE_JSON_OBJ)
       mem_add(v, &n, cap, d);
   }
   for (size_t i = 0; i < s->nsim; i++)
@@ -229,12 +229,12 @@ static int mem_csv(const summary_t* s, FILE* to) {
 /* ---- The path table ---- */
 
 /* One path's first kernels, joined by spaces, into out. */
-static void path_kernels(const json_t* p, char* out, size_t cap) {
+static void path_kernels(const grape_json_t* p, char* out, size_t cap) {
   size_t n = 0;
   out[0] = '\0';
-  const json_t* k = json_get(p, "kernels");
-  for (const json_t* e = k ? k->child : NULL; e && n + 1 < cap; e = e->next) {
-    const char* name = json_str(e);
+  const grape_json_t* k = grape__json_get(p, "kernels");
+  for (const grape_json_t* e = k ? k->child : NULL; e && n + 1 < cap; e = e->next) {
+    const char* name = grape__json_str(e);
     if (name != NULL)
       n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? " " : "", name);
   }
@@ -242,24 +242,24 @@ static void path_kernels(const json_t* p, char* out, size_t cap) {
     out[cap - 1] = '\0';
 }
 
-static double opt_num(const json_t* o, const char* key) {
-  const json_t* v = json_get(o, key);
-  return v != NULL && v->kind == JSON_NUM ? v->num : -1;
+static double opt_num(const grape_json_t* o, const char* key) {
+  const grape_json_t* v = grape__json_get(o, key);
+  return v != NULL && v->kind == GRAPE_JSON_NUM ? v->num : -1;
 }
 
 static void paths_print(const summary_t* s, FILE* to, const char* prefix) {
   int header = 0;
   for (size_t i = 0; i < s->n; i++) {
-    const json_t* top = json_get(s->rep[i], "top_paths");
-    for (const json_t* p = top ? top->child : NULL; p; p = p->next) {
+    const grape_json_t* top = grape__json_get(s->rep[i], "top_paths");
+    for (const grape_json_t* p = top ? top->child : NULL; p; p = p->next) {
       if (!header) {
         fprintf(to, "%spaths (each process's most frequent; GRAPE_TOP_PATHS):\n", prefix);
         fprintf(to, "%s  %8s %16s %8s %6s %-5s %8s %12s %12s  kernels\n", prefix, "pid",
                 "fingerprint", "count", "ops", "ran", "replayed", "pred eager", "pred graph");
         header = 1;
       }
-      const char* fp = json_str(json_get(p, "fingerprint"));
-      const char* way = json_str(json_get(p, "ran_as"));
+      const char* fp = grape__json_str(grape__json_get(p, "fingerprint"));
+      const char* way = grape__json_str(grape__json_get(p, "ran_as"));
       char kernels[96];
       path_kernels(p, kernels, sizeof(kernels));
       fprintf(to, "%s  %8.0f %16s %8.0f %6.0f %-5s", prefix, num(s->rep[i], "pid"), fp ? fp : "?",
@@ -283,12 +283,12 @@ static int paths_csv(const summary_t* s, FILE* to) {
   fprintf(to, "pid,fingerprint,graph_key,count,ops,ran_as,why,hits,key_graph_hits,"
               "predicted_eager_ms,predicted_graph_ms,kernels\n");
   for (size_t i = 0; i < s->n; i++) {
-    const json_t* top = json_get(s->rep[i], "top_paths");
-    for (const json_t* p = top ? top->child : NULL; p; p = p->next) {
-      const char* fp = json_str(json_get(p, "fingerprint"));
-      const char* key = json_str(json_get(p, "graph_key"));
-      const char* way = json_str(json_get(p, "ran_as"));
-      const char* why = json_str(json_get(p, "why"));
+    const grape_json_t* top = grape__json_get(s->rep[i], "top_paths");
+    for (const grape_json_t* p = top ? top->child : NULL; p; p = p->next) {
+      const char* fp = grape__json_str(grape__json_get(p, "fingerprint"));
+      const char* key = grape__json_str(grape__json_get(p, "graph_key"));
+      const char* way = grape__json_str(grape__json_get(p, "ran_as"));
+      const char* why = grape__json_str(grape__json_get(p, "why"));
       char kernels[4096];
       path_kernels(p, kernels, sizeof(kernels));
       fprintf(to, "%.0f,%s,%s,%.0f,%.0f,%s,", num(s->rep[i], "pid"), fp ? fp : "", key ? key : "",

@@ -18,8 +18,8 @@
 #include "util/csv_str.h"
 #include "util/grow.h"
 
-static double num(const json_t* o, const char* key) {
-  return json_num(json_get(o, key), 0);
+static double num(const grape_json_t* o, const char* key) {
+  return grape__json_num(grape__json_get(o, key), 0);
 }
 
 typedef struct nrow_s {
@@ -59,7 +59,7 @@ static int by_time(const void* x, const void* y) {
 }
 
 /* Adds one report entry's time fields (timed: how many were timed). */
-static void merge(nrow_t* r, double count, double timed, const json_t* e) {
+static void merge(nrow_t* r, double count, double timed, const grape_json_t* e) {
   if (timed > 0) {
     double lo = num(e, "min_ns"), hi = num(e, "max_ns");
     r->min_ns = r->timed == 0 || lo < r->min_ns ? lo : r->min_ns;
@@ -76,15 +76,15 @@ static const char* build(const summary_t* s, nrows_t* t, int kernels) {
   memset(t, 0, sizeof(*t));
   const char* clock = NULL;
   for (size_t i = 0; i < s->n; i++) {
-    const json_t* nv = json_get(s->rep[i], "nvtx");
-    if (nv == NULL || nv->kind != JSON_OBJ)
+    const grape_json_t* nv = grape__json_get(s->rep[i], "nvtx");
+    if (nv == NULL || nv->kind != GRAPE_JSON_OBJ)
       continue;
     if (clock == NULL)
-      clock = json_str(json_get(nv, "clock"));
-    const json_t* list = json_get(nv, kernels ? "kernels" : "ranges");
-    for (const json_t* e = list ? list->child : NULL; e; e = e->next) {
-      const char* a = json_str(json_get(e, kernels ? "range" : "name"));
-      const char* b = json_str(json_get(e, kernels ? "kernel" : "style"));
+      clock = grape__json_str(grape__json_get(nv, "clock"));
+    const grape_json_t* list = grape__json_get(nv, kernels ? "kernels" : "ranges");
+    for (const grape_json_t* e = list ? list->child : NULL; e; e = e->next) {
+      const char* a = grape__json_str(grape__json_get(e, kernels ? "range" : "name"));
+      const char* b = grape__json_str(grape__json_get(e, kernels ? "kernel" : "style"));
       nrow_t* r = a && b ? nrow(t, a, b) : NULL;
       if (r == NULL)
         continue;

@@ -51,8 +51,8 @@ static char* read_text(const char* path) {
   return buf;
 }
 
-static int push(json_t*** v, size_t* n, size_t* cap, json_t* j) {
-  json_t** nv = grape__grow(*v, cap, *n + 1, sizeof(**v), 8);
+static int push(grape_json_t*** v, size_t* n, size_t* cap, grape_json_t* j) {
+  grape_json_t** nv = grape__grow(*v, cap, *n + 1, sizeof(**v), 8);
   if (nv == NULL)
     return -1;
   *v = nv;
@@ -67,24 +67,24 @@ int summary_add_file(summary_t* s, const char* path) {
     return -1;
   }
   char err[256];
-  json_t* j = json_parse(text, err, sizeof(err));
+  grape_json_t* j = grape__json_parse(text, err, sizeof(err));
   free(text);
-  if (j == NULL || j->kind != JSON_OBJ) {
+  if (j == NULL || j->kind != GRAPE_JSON_OBJ) {
     fprintf(stderr, "grape: ignoring a damaged report %s: %s\n", path, j ? "not an object" : err);
-    json_free(j);
+    grape__json_free(j);
     return -1;
   }
   int rc;
-  if (json_get(j, "report_format") != NULL)
+  if (grape__json_get(j, "report_format") != NULL)
     rc = push(&s->rep, &s->n, &s->cap, j);
-  else if (json_get(j, "kernels_executed") != NULL)
+  else if (grape__json_get(j, "kernels_executed") != NULL)
     rc = push(&s->sim, &s->nsim, &s->capsim, j);
   else {
     fprintf(stderr, "grape: %s is neither a grape report nor a SIMCU_REPORT\n", path);
     rc = -1;
   }
   if (rc != 0)
-    json_free(j);
+    grape__json_free(j);
   return rc;
 }
 
@@ -193,19 +193,19 @@ void summary_free(summary_t* s) {
     free(s->meas[i].name);
   free(s->meas);
   for (size_t i = 0; i < s->n; i++)
-    json_free(s->rep[i]);
+    grape__json_free(s->rep[i]);
   for (size_t i = 0; i < s->nsim; i++)
-    json_free(s->sim[i]);
+    grape__json_free(s->sim[i]);
   free(s->rep);
   free(s->sim);
 }
 
-static double num(const json_t* o, const char* key) {
-  return json_num(json_get(o, key), 0);
+static double num(const grape_json_t* o, const char* key) {
+  return grape__json_num(grape__json_get(o, key), 0);
 }
 
 /* The sim's report of the process of report rep, or NULL. */
-static const json_t* sim_of(const summary_t* s, const json_t* rep) {
+static const grape_json_t* sim_of(const summary_t* s, const grape_json_t* rep) {
   double pid = num(rep, "pid");
   for (size_t i = 0; i < s->nsim; i++)
     if (num(s->sim[i], "pid") == pid)
@@ -214,14 +214,14 @@ static const json_t* sim_of(const summary_t* s, const json_t* rep) {
 }
 
 /* The device's times a report keeps itself ("device_times"), or NULL. */
-static const json_t* dev_times(const json_t* rep) {
-  const json_t* d = json_get(rep, "device_times");
-  return d != NULL && d->kind == JSON_OBJ ? d : NULL;
+static const grape_json_t* dev_times(const grape_json_t* rep) {
+  const grape_json_t* d = grape__json_get(rep, "device_times");
+  return d != NULL && d->kind == GRAPE_JSON_OBJ ? d : NULL;
 }
 
 /* Whether a SIMCU_REPORT's process has a grape report that keeps the same
  * times itself: they are then counted once, from the grape report. */
-static int sim_covered(const summary_t* s, const json_t* sim) {
+static int sim_covered(const summary_t* s, const grape_json_t* sim) {
   double pid = num(sim, "pid");
   for (size_t i = 0; i < s->n; i++)
     if (num(s->rep[i], "pid") == pid && dev_times(s->rep[i]) != NULL)
@@ -231,11 +231,11 @@ static int sim_covered(const summary_t* s, const json_t* sim) {
 
 /* The simulated end of the process of report rep (ms), or -1: from its own
  * device_times, else from its SIMCU_REPORT. */
-static double sim_end_ms(const summary_t* s, const json_t* rep) {
-  const json_t* d = dev_times(rep);
+static double sim_end_ms(const summary_t* s, const grape_json_t* rep) {
+  const grape_json_t* d = dev_times(rep);
   if (d != NULL)
     return num(d, "end_ns") / 1e6;
-  const json_t* sim = sim_of(s, rep);
+  const grape_json_t* sim = sim_of(s, rep);
   return sim != NULL ? num(sim, "sim_end_ns") / 1e6 : -1;
 }
 
@@ -247,13 +247,13 @@ static const char* const counter_names[K_COUNT] = {GRAPE_REPORT_COUNTERS(COUNTER
 static const char* const route_names[] = {GRAPE_REPORT_ROUTES(ROUTE_NAME)};
 #define NROUTES (sizeof(route_names) / sizeof(route_names[0]))
 
-static int did_cuda(const json_t* rep) {
+static int did_cuda(const grape_json_t* rep) {
   return num(rep, "launches") > 0 || num(rep, "launches_captured") > 0;
 }
 
-static int has_rank(const json_t* rep) {
-  const json_t* r = json_get(rep, "rank");
-  return r != NULL && r->kind == JSON_NUM;
+static int has_rank(const grape_json_t* rep) {
+  const grape_json_t* r = grape__json_get(rep, "rank");
+  return r != NULL && r->kind == GRAPE_JSON_NUM;
 }
 
 /* ---- The kernel table ---- */
@@ -297,10 +297,10 @@ static krow_t* krow(ktable_t* t, const char* name) {
 
 /* The "kernels" of the simulated device's statistics (a SIMCU_REPORT, or a
  * report's device_times): mangled names, demangled as the shim names them. */
-static void ktable_add_sim(ktable_t* t, const json_t* from) {
-  const json_t* ks = json_get(from, "kernels");
-  for (const json_t* k = ks ? ks->child : NULL; k; k = k->next) {
-    const char* mangled = json_str(json_get(k, "name"));
+static void ktable_add_sim(ktable_t* t, const grape_json_t* from) {
+  const grape_json_t* ks = grape__json_get(from, "kernels");
+  for (const grape_json_t* k = ks ? ks->child : NULL; k; k = k->next) {
+    const char* mangled = grape__json_str(grape__json_get(k, "name"));
     if (mangled == NULL)
       continue;
     char* name = grape_demangle(mangled);
@@ -313,8 +313,8 @@ static void ktable_add_sim(ktable_t* t, const json_t* from) {
     r->sim_graph_calls += num(k, "graph_calls");
     r->sim_ns += num(k, "ns");
     t->have_sim = 1;
-    const json_t* med = json_get(k, "med_ns");
-    if (med == NULL || med->kind != JSON_NUM || calls <= 0)
+    const grape_json_t* med = grape__json_get(k, "med_ns");
+    if (med == NULL || med->kind != GRAPE_JSON_NUM || calls <= 0)
       continue;
     double lo = num(k, "min_ns"), hi = num(k, "max_ns");
     r->min_ns = r->stat_calls == 0 || lo < r->min_ns ? lo : r->min_ns;
@@ -338,20 +338,20 @@ static double row_stddev_ns(const krow_t* r) {
 static void ktable_build(const summary_t* s, ktable_t* t) {
   memset(t, 0, sizeof(*t));
   for (size_t i = 0; i < s->n; i++) {
-    const json_t* ks = json_get(s->rep[i], "kernels");
+    const grape_json_t* ks = grape__json_get(s->rep[i], "kernels");
     /* Under capture ranges (GRAPE_CAPTURE) the paths still count the whole
      * run; the device's statistics count the ranges: its calls stand. */
-    int ranged = json_get(s->rep[i], "capture") != NULL && dev_times(s->rep[i]) != NULL;
+    int ranged = grape__json_get(s->rep[i], "capture") != NULL && dev_times(s->rep[i]) != NULL;
     t->ranged |= ranged;
-    for (const json_t* k = ks ? ks->child : NULL; k; k = k->next) {
-      const char* name = json_str(json_get(k, "name"));
+    for (const grape_json_t* k = ks ? ks->child : NULL; k; k = k->next) {
+      const char* name = grape__json_str(grape__json_get(k, "name"));
       krow_t* r = name ? krow(t, name) : NULL;
       if (r == NULL)
         continue;
       if (!ranged)
         r->calls += num(k, "calls");
-      const json_t* p = json_get(k, "predicted_ms");
-      if (p != NULL && p->kind == JSON_NUM) {
+      const grape_json_t* p = grape__json_get(k, "predicted_ms");
+      if (p != NULL && p->kind == GRAPE_JSON_NUM) {
         r->pred_ms += p->num;
         t->have_pred = 1;
       }
@@ -522,29 +522,29 @@ int summary_kernels_csv(const summary_t* s, FILE* to, summary_sort_t sort) {
 /* ---- The text ---- */
 
 /* The top paths and predicted times of one report. */
-static void print_paths(const json_t* rep, const summary_opts_t* o) {
+static void print_paths(const grape_json_t* rep, const summary_opts_t* o) {
   FILE* to = o->to;
-  const json_t* top = json_get(rep, "top_paths");
+  const grape_json_t* top = grape__json_get(rep, "top_paths");
   int shown = 0;
-  for (const json_t* t = top ? top->child : NULL; t && shown < 8; t = t->next, shown++) {
+  for (const grape_json_t* t = top ? top->child : NULL; t && shown < 8; t = t->next, shown++) {
     if (shown == 0)
       fprintf(to, "%smost frequent paths (fingerprint, times seen, ops):\n", o->prefix);
-    const char* fp = json_str(json_get(t, "fingerprint"));
+    const char* fp = grape__json_str(grape__json_get(t, "fingerprint"));
     fprintf(to, "%s  %s %6.0fx  %.0f ops:", o->prefix, fp ? fp : "?", num(t, "count"), num(t, "ops"));
-    const json_t* k = json_get(t, "kernels");
+    const grape_json_t* k = grape__json_get(t, "kernels");
     int width = 0;
-    for (const json_t* e = k ? k->child : NULL; e && width < 90; e = e->next) {
-      const char* name = json_str(e);
+    for (const grape_json_t* e = k ? k->child : NULL; e && width < 90; e = e->next) {
+      const char* name = grape__json_str(e);
       if (name != NULL)
         width += fprintf(to, " %s", name);
     }
     if (width == 0)
       fputs(" -", to);
-    const char* way = json_str(json_get(t, "ran_as"));
+    const char* way = grape__json_str(grape__json_get(t, "ran_as"));
     if (way != NULL) {
-      const char* why = json_str(json_get(t, "why"));
-      const json_t* hits = json_get(t, "hits");   /* the path's own (format 2 adds it) */
-      if (hits != NULL && hits->kind == JSON_NUM)
+      const char* why = grape__json_str(grape__json_get(t, "why"));
+      const grape_json_t* hits = grape__json_get(t, "hits");   /* the path's own (format 2 adds it) */
+      if (hits != NULL && hits->kind == GRAPE_JSON_NUM)
         fprintf(to, "  [%s%s%s; %.0f of its %.0f runs replayed]", way, why ? ": " : "",
                 why ? why : "", hits->num, num(t, "count"));
       else
@@ -561,19 +561,19 @@ static void print_predicted(const summary_t* s, const summary_opts_t* o) {
   int any = 0, unknown = 0, bounded = 1;
   const char* gpu = NULL;
   for (size_t i = 0; i < s->n; i++) {
-    const json_t* pred = json_get(s->rep[i], "predicted");
-    if (pred != NULL && pred->kind == JSON_NULL && did_cuda(s->rep[i]))
+    const grape_json_t* pred = grape__json_get(s->rep[i], "predicted");
+    if (pred != NULL && pred->kind == GRAPE_JSON_NULL && did_cuda(s->rep[i]))
       unknown = 1;
-    if (pred == NULL || pred->kind != JSON_OBJ)
+    if (pred == NULL || pred->kind != GRAPE_JSON_OBJ)
       continue;
     any = 1;
-    gpu = json_str(json_get(pred, "gpu"));
+    gpu = grape__json_str(grape__json_get(pred, "gpu"));
     e += num(pred, "total_eager_ms");
     g += num(pred, "total_graph_ms");
-    const json_t* hi = json_get(pred, "total_eager_hi_ms");
-    bounded &= hi != NULL && hi->kind == JSON_NUM;
+    const grape_json_t* hi = grape__json_get(pred, "total_eager_hi_ms");
+    bounded &= hi != NULL && hi->kind == GRAPE_JSON_NUM;
     elo += num(pred, "total_eager_lo_ms");
-    ehi += json_num(hi, 0);
+    ehi += grape__json_num(hi, 0);
     glo += num(pred, "total_graph_lo_ms");
     ghi += num(pred, "total_graph_hi_ms");
     level = num(pred, "level");
@@ -601,10 +601,10 @@ static void print_verdicts(const summary_t* s, const summary_opts_t* o) {
   } v[32];
   size_t n = 0;
   for (size_t i = 0; i < s->n; i++) {
-    const json_t* vs = json_get(s->rep[i], "verdicts");
-    for (const json_t* e = vs ? vs->child : NULL; e; e = e->next) {
-      const char* way = json_str(json_get(e, "ran_as"));
-      const char* why = json_str(json_get(e, "why"));
+    const grape_json_t* vs = grape__json_get(s->rep[i], "verdicts");
+    for (const grape_json_t* e = vs ? vs->child : NULL; e; e = e->next) {
+      const char* way = grape__json_str(grape__json_get(e, "ran_as"));
+      const char* why = grape__json_str(grape__json_get(e, "why"));
       if (way == NULL || why == NULL)
         continue;
       int graph = strcmp(way, "graph") == 0;
@@ -642,10 +642,10 @@ static void print_concurrency(const summary_t* s, const summary_opts_t* o) {
   double built = 0, kept = 0, reverted = 0, launches = 0, fallbacks = 0, gain_ms = 0, timed = 0;
   int safe = 0;
   for (size_t i = 0; i < s->n; i++) {
-    const json_t* c = json_get(s->rep[i], "concurrency");
-    if (c == NULL || c->kind != JSON_OBJ)
+    const grape_json_t* c = grape__json_get(s->rep[i], "concurrency");
+    if (c == NULL || c->kind != GRAPE_JSON_OBJ)
       continue;
-    const char* m = json_str(json_get(c, "mode"));
+    const char* m = grape__json_str(grape__json_get(c, "mode"));
     safe |= m != NULL && strcmp(m, "safe") == 0;
     built += num(c, "plans_built");
     kept += num(c, "plans_kept");
@@ -673,8 +673,8 @@ static void print_concurrency(const summary_t* s, const summary_opts_t* o) {
 }
 
 /* One process's line. */
-static void print_process(const summary_t* s, const json_t* rep, const summary_opts_t* o) {
-  const char* cmd = json_str(json_get(rep, "command"));
+static void print_process(const summary_t* s, const grape_json_t* rep, const summary_opts_t* o) {
+  const char* cmd = grape__json_str(grape__json_get(rep, "command"));
   fprintf(o->to, "%s  pid %.0f", o->prefix, num(rep, "pid"));
   if (has_rank(rep))
     fprintf(o->to, " (rank %.0f)", num(rep, "rank"));
@@ -685,7 +685,7 @@ static void print_process(const summary_t* s, const json_t* rep, const summary_o
   double end = sim_end_ms(s, rep);
   if (end >= 0)
     fprintf(o->to, ", %.3f ms simulated", end);
-  const char* sig = json_str(json_get(rep, "signal"));
+  const char* sig = grape__json_str(grape__json_get(rep, "signal"));
   if (sig != NULL)
     fprintf(o->to, "; interrupted by %s", sig);
   fputc('\n', o->to);
@@ -719,7 +719,7 @@ static void print_ranks(const summary_t* s, const summary_opts_t* o) {
     double launches = 0, regions = 0, hits = 0, sim_ms = 0;
     int procs = 0, with_sim = 0;
     for (size_t i = 0; i < s->n; i++) {
-      const json_t* rep = s->rep[i];
+      const grape_json_t* rep = s->rep[i];
       if (!has_rank(rep) || num(rep, "rank") != seen[k] || !did_cuda(rep))
         continue;
       procs++;
@@ -745,24 +745,24 @@ static void print_ranks(const summary_t* s, const summary_opts_t* o) {
 void summary_print(const summary_t* s, const summary_opts_t* o) {
   FILE* to = o->to;
   double tot[K_COUNT] = {0}, routes[NROUTES] = {0};
-  const json_t* busiest = NULL;
+  const grape_json_t* busiest = NULL;
   size_t cuda_procs = 0, interrupted = 0;
   for (size_t i = 0; i < s->n; i++) {
-    const json_t* rep = s->rep[i];
+    const grape_json_t* rep = s->rep[i];
     for (int k = 0; k < K_COUNT; k++)
       tot[k] += num(rep, counter_names[k]);
-    const json_t* br = json_get(rep, "launches_by_route");
+    const grape_json_t* br = grape__json_get(rep, "launches_by_route");
     for (size_t k = 0; k < NROUTES; k++)
       routes[k] += num(br, route_names[k]);
     cuda_procs += did_cuda(rep);
-    interrupted += json_str(json_get(rep, "signal")) != NULL;
+    interrupted += grape__json_str(grape__json_get(rep, "signal")) != NULL;
     if (busiest == NULL || num(rep, "launches") > num(busiest, "launches"))
       busiest = rep;
   }
   if (s->interrupted != NULL)
     fprintf(to, "%sthe command was interrupted by %s (passed on by grape run); what follows is what "
                 "ran until then\n", o->prefix, s->interrupted);
-  const char* mode = busiest ? json_str(json_get(busiest, "mode")) : NULL;
+  const char* mode = busiest ? grape__json_str(grape__json_get(busiest, "mode")) : NULL;
   fprintf(to, "%smode %s: %.0f kernel launches (", o->prefix, mode ? mode : "?", tot[K_launches]);
   for (size_t k = 0; k < NROUTES; k++)
     fprintf(to, "%s%s %.0f", k ? ", " : "", route_names[k], routes[k]);
@@ -772,7 +772,7 @@ void summary_print(const summary_t* s, const summary_opts_t* o) {
   fputc('\n', to);
   if (s->n > 1 || interrupted > 0) {
     for (size_t i = 0; i < s->n; i++)
-      if (did_cuda(s->rep[i]) || json_str(json_get(s->rep[i], "signal")) != NULL)
+      if (did_cuda(s->rep[i]) || grape__json_str(grape__json_get(s->rep[i], "signal")) != NULL)
         print_process(s, s->rep[i], o);
     if (s->n > cuda_procs)
       fprintf(to, "%s  %zu other process%s did no CUDA work\n", o->prefix, s->n - cuda_procs,
@@ -795,26 +795,26 @@ void summary_print(const summary_t* s, const summary_opts_t* o) {
     print_verdicts(s, o);
   print_concurrency(s, o);
   for (size_t i = 0; i < s->n && mode != NULL && strcmp(mode, "graph") == 0; i++) {
-    const json_t* b = json_get(s->rep[i], "builder");
-    const json_t* where = b != NULL ? json_get(b, "where") : NULL;
-    if (where == NULL || where->kind != JSON_STR || !did_cuda(s->rep[i]))
+    const grape_json_t* b = grape__json_get(s->rep[i], "builder");
+    const grape_json_t* where = b != NULL ? grape__json_get(b, "where") : NULL;
+    if (where == NULL || where->kind != GRAPE_JSON_STR || !did_cuda(s->rep[i]))
       continue;
-    const json_t* st = json_get(b, "stalls_program");
+    const grape_json_t* st = grape__json_get(b, "stalls_program");
     fprintf(to, "%sgraphs built %s%s\n", o->prefix, where->str,
-            st != NULL && st->kind == JSON_BOOL && st->num != 0
+            st != NULL && st->kind == GRAPE_JSON_BOOL && st->num != 0
                 ? "; its builds were measured stalling the program's thread, so graphs were "
                   "built only once eager runs had earned them"
                 : "");
     break;   /* one line: the first process that did CUDA work */
   }
   for (size_t i = 0; i < s->n; i++) {
-    const json_t* why = json_get(s->rep[i], "holding_stopped");
-    if (why != NULL && why->kind == JSON_STR)
+    const grape_json_t* why = grape__json_get(s->rep[i], "holding_stopped");
+    if (why != NULL && why->kind == GRAPE_JSON_STR)
       fprintf(to, "%spid %.0f: graph mode stopped holding work: %s\n", o->prefix,
               num(s->rep[i], "pid"), why->str);
-    const json_t* led = json_get(s->rep[i], "ledger");
-    const json_t* down = led != NULL ? json_get(led, "stood_down") : NULL;
-    if (down != NULL && down->kind == JSON_STR)
+    const grape_json_t* led = grape__json_get(s->rep[i], "ledger");
+    const grape_json_t* down = led != NULL ? grape__json_get(led, "stood_down") : NULL;
+    if (down != NULL && down->kind == GRAPE_JSON_STR)
       fprintf(to, "%spid %.0f: graph mode stood down at op %.0f (%s); the ops after it went "
                   "straight to the driver\n",
               o->prefix, num(s->rep[i], "pid"), num(led, "stood_down_at_op"), down->str);
@@ -822,7 +822,7 @@ void summary_print(const summary_t* s, const summary_opts_t* o) {
   double sim_end = 0, sim_host = 0;
   int any_sim = 0;
   for (size_t i = 0; i < s->n; i++) {
-    const json_t* d = dev_times(s->rep[i]);
+    const grape_json_t* d = dev_times(s->rep[i]);
     if (d == NULL)
       continue;
     any_sim = 1;

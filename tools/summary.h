@@ -8,12 +8,12 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "json.h"
+#include "util/json.h"
 
 typedef struct summary_s {
-  json_t** rep;            /* the shim's exit reports (GRAPE_REPORT) */
+  grape_json_t** rep;      /* the shim's exit reports (GRAPE_REPORT) */
   size_t n, cap;
-  json_t** sim;            /* the simulated device's reports (SIMCU_REPORT), paired by pid */
+  grape_json_t** sim;      /* the simulated device's reports (SIMCU_REPORT), paired by pid */
   size_t nsim, capsim;
   int forked_silent;       /* fork children that left no report (grape run's marks) */
   const char* interrupted; /* "SIGINT" when grape run passed the user's signal on, else NULL */

@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a public struct below changes layout. */
-#define GRAPE_PREDICT_API_VERSION 6
+#define GRAPE_PREDICT_API_VERSION 7
 /* Version written on the first line of model files; others are refused. */
 #define GRAPE_MODEL_FORMAT_VERSION 6
 
@@ -89,6 +89,12 @@ GRAPE_API void grape_gpu_list(FILE* to);
  * defaults from its nearest known generation. Not thread-safe.
  * @return 0 and *out, or -ENOENT / -EINVAL / -ENOMEM. */
 GRAPE_API int grape_gpu_load_json(const char* path, const grape_gpu_spec_t** out);
+/* The same, with what is wrong in err (errcap bytes, NUL-terminated; empty on
+ * success) when the file is not a device JSON: the JSON reader's message with
+ * its byte offset, or the field at fault ("\"Mem_Bw\" is not a positive
+ * number"). API version 7. */
+GRAPE_API int grape_gpu_load_json_err(const char* path, const grape_gpu_spec_t** out, char* err,
+                                      size_t errcap);
 
 /* ---- Kernels ---- */
 
@@ -397,6 +403,10 @@ typedef struct grape_train_opts_s {
   int calib;            /* the known regime's intervals are calibrated on folds of: 1 shape
                            families, coarse ranges of every dim held out together (1), 0
                            single shapes */
+  int floor_split;      /* the known regime's interval of a class other than GEMM is two,
+                           one for kernels the harness's floor hides and one for those
+                           above it: -1 the class's rule (decided by cross-validation), 0
+                           never, 1 every class (API version 7) */
 } grape_train_opts_t;
 
 /* Fills o with the defaults (and sz). */

@@ -40,7 +40,7 @@ Test(predict, gpu_lookup_ignores_case_and_separators) {
 Test(predict, gpu_json_overrides_and_adds) {
   const grape_gpu_spec_t* g;
   size_t n = grape_gpu_count();
-  cr_assert_eq(grape__gpu_parse_json("{\"Device\":\"Tesla T4\",\"Num_Sm\":41,\"Mem_Bw\":300}", &g),
+  cr_assert_eq(grape__gpu_parse_json("{\"Device\":\"Tesla T4\",\"Num_Sm\":41,\"Mem_Bw\":300}", &g, NULL, 0),
                0);
   cr_expect_eq(grape_gpu_find("Tesla T4"), g);
   cr_expect_eq(g->sm_count, 41);
@@ -50,7 +50,7 @@ Test(predict, gpu_json_overrides_and_adds) {
   cr_assert_eq(grape__gpu_parse_json("{\"Device\":\"Foo GPU\",\"Dev_Mem\":8,\"Mem_Bw\":100,"
                                      "\"Num_Sm\":10,\"Core_Per_SM\":64,\"Freq\":1000,"
                                      "\"L2Cache\":2}",
-                                     &g),
+                                     &g, NULL, 0),
                0);
   cr_expect_eq(grape_gpu_count(), n + 1);
   cr_expect_float_eq(g->fp32_tflops, 1.28, 1e-9, "FP32 peak from cores x clock");
@@ -59,12 +59,49 @@ Test(predict, gpu_json_overrides_and_adds) {
 
 Test(predict, gpu_json_rejects_bad_input) {
   const grape_gpu_spec_t* g;
-  cr_expect_eq(grape__gpu_parse_json("{}", &g), -EINVAL);
-  cr_expect_eq(grape__gpu_parse_json("{\"Device\":\"X\"}", &g), -EINVAL, "no specs");
-  cr_expect_eq(grape__gpu_parse_json("{\"Device\":\"Tesla T4\",\"Num_Sm\":-3}", &g), -EINVAL);
-  cr_expect_eq(grape__gpu_parse_json("{\"Device\":\"Tesla T4\",\"Mem_Bw\":\"fast\"}", &g),
+  cr_expect_eq(grape__gpu_parse_json("{}", &g, NULL, 0), -EINVAL);
+  cr_expect_eq(grape__gpu_parse_json("{\"Device\":\"X\"}", &g, NULL, 0), -EINVAL, "no specs");
+  cr_expect_eq(grape__gpu_parse_json("{\"Device\":\"Tesla T4\",\"Num_Sm\":-3}", &g, NULL, 0), -EINVAL);
+  cr_expect_eq(grape__gpu_parse_json("{\"Device\":\"Tesla T4\",\"Mem_Bw\":\"fast\"}", &g, NULL, 0),
                -EINVAL);
   cr_expect_eq(grape_gpu_load_json("/nonexistent/gpu.json", &g), -ENOENT);
+}
+
+/* A damaged device JSON is refused with what is wrong and where (the JSON
+ * reader's message, or the field at fault), and adds no GPU (the text
+ * scraper before took "Mem_Bw": 3e2x as 300). */
+Test(predict, gpu_json_says_what_is_wrong) {
+  static const struct {
+    const char* text;
+    const char* why;
+  } bad[] = {
+    {"{\"Device\":\"Tesla T4\",\"Mem_Bw\":3e2x}", "expected ',' or '}' at byte 33"},
+    {"{\"Device\":\"Tesla T4\",\"Mem_Bw\":-inf}", "malformed number at byte 30"},
+    {"{\"Device\":\"Tesla T4\",\"Mem_Bw\":\"fast\"}", "\"Mem_Bw\" is not a positive number"},
+    {"{\"Device\":\"Tesla T4\",\"Num_Sm\":0}", "\"Num_Sm\" is not a positive number"},
+    {"{\"device\":\"Tesla T4\",\"Mem_Bw\":300}", "no \"Device\" name"},
+    {"[{\"Device\":\"Tesla T4\"}]", "not a JSON object"},
+    {"{\"Device\":\"Foo GPU\",\"Mem_Bw\":100}", "a new GPU needs"},
+    {"{\"Device\":\"Tesla T4\",", "expected a member name at byte 21"},
+  };
+  size_t n = grape_gpu_count();
+  const grape_gpu_spec_t* t4 = grape_gpu_find("Tesla T4");
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    const grape_gpu_spec_t* g = NULL;
+    char why[256] = "unset";
+    cr_expect_eq(grape__gpu_parse_json(bad[i].text, &g, why, sizeof(why)), -EINVAL, "accepted %s",
+                 bad[i].text);
+    cr_expect(strstr(why, bad[i].why) != NULL, "%s: '%s' lacks '%s'", bad[i].text, why, bad[i].why);
+  }
+  cr_expect_eq(grape_gpu_count(), n, "a refused JSON adds no GPU");
+  cr_expect_eq(grape_gpu_find("Tesla T4"), t4, "nor overrides one");
+  char why[256] = "unset";
+  const grape_gpu_spec_t* g;
+  cr_expect_eq(grape_gpu_load_json_err("/nonexistent/gpu.json", &g, why, sizeof(why)), -ENOENT);
+  cr_expect_str_eq(why, "No such file or directory");
+  cr_expect_eq(grape__gpu_parse_json("{\"Device\":\"Tesla T4\",\"Num_Sm\":41}", &g, why, sizeof(why)),
+               0);
+  cr_expect_str_eq(why, "", "no message on success");
 }
 
 Test(predict, gpu_board_power_comes_from_the_datasheets) {
@@ -81,7 +118,7 @@ Test(predict, gpu_board_power_comes_from_the_datasheets) {
   cr_assert_eq(grape__gpu_parse_json("{\"Device\":\"Bar GPU\",\"Dev_Mem\":8,\"Mem_Bw\":100,"
                                      "\"Num_Sm\":10,\"Core_Per_SM\":64,\"Freq\":1000,"
                                      "\"L2Cache\":2}",
-                                     &g),
+                                     &g, NULL, 0),
                0);
   cr_expect_eq(grape__gpu_tdp_w(g), 0, "unknown for a GPU the table does not have");
 }

@@ -619,6 +619,65 @@ Test(predict, known_correction_is_kept_beyond_the_rows) {
   grape_model_free(m);
 }
 
+/* The known regime's interval of softmax and layer norm is two (the
+ * classes' floor rule): one for kernels the harness's floor hides, whose
+ * error is the floor's few percent, and one for kernels above it, whose
+ * error is the kernel's (held-out shape families: softmax's floor rows
+ * were covered 91% and the rows above it 43% by one interval). On every
+ * known GPU of the default model, a softmax of 64 rows and one of 8192
+ * take the bin their predicted latency falls in, and the two bins differ.
+ * Fails with the classes' rule off (bin 1 uncalibrated) or with the bin
+ * taken from the kernel alone at prediction. */
+Test(predict, known_intervals_split_at_the_harness_floor) {
+  grape_model_t* m;
+  cr_assert_eq(grape_model_load_default(&m), 0);
+  static const struct {
+    int cls;
+    const char* name;
+    unsigned block_x, block_y, per_block;
+  } k[] = {
+    {GRAPE_KC_SOFTMAX, "void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, "
+                       "false, false>(float*, float const*, int, int, int, bool const*, int, bool)",
+     32, 4, 4},
+    {GRAPE_KC_LAYERNORM, "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel"
+                         "<float, float>(int, float, float const*, float const*, float const*, "
+                         "float*, float*, float*)", 128, 1, 1},
+  };
+  int split = 0;
+  for (size_t c = 0; c < sizeof(k) / sizeof(k[0]); c++)
+    for (size_t i = 0; i < grape_model_known_count(m); i++) {
+      const grape_gpu_spec_t* g = grape_gpu_find(grape_model_known_gpu(m, i));
+      const grape__known_class_t* kc = grape__known_class(m, g, k[c].cls, 0);
+      const grape__known_t* kg = grape__known_gpu(m, g);
+      if (kc == NULL || kg == NULL || !(kg->hfloor[k[c].cls] > 0))
+        continue;
+      cr_expect(kc->iv[0] < kc->iv[1] && kc->iv[2] < kc->iv[3], "%s class %d: bins %g %g / %g %g",
+                g->name, k[c].cls, kc->iv[0], kc->iv[1], kc->iv[2], kc->iv[3]);
+      int bins[2] = {0, 0};
+      for (int rows = 64; rows <= 8192; rows *= 128) {
+        grape_kernel_desc_t d = {.name = k[c].name,
+                                 .grid = {(unsigned)(rows / k[c].per_block), 1, 1},
+                                 .block = {k[c].block_x, k[c].block_y, 1}, .regs = -1,
+                                 .op = k[c].cls == GRAPE_KC_SOFTMAX ? GRAPE_OP_SOFTMAX
+                                                                    : GRAPE_OP_LAYERNORM,
+                                 .dims = {rows, 1000}};
+        grape_prediction_t out;
+        grape_predict_kernel(m, g, &d, &out);
+        cr_assert_eq(out.regime, GRAPE_REGIME_KNOWN, "%s rows %d", g->name, rows);
+        int b = out.harness_ms >= GRAPE__FLOOR_SPLIT * kg->hfloor[k[c].cls];
+        bins[b]++;
+        cr_expect_float_eq(log(out.harness_lo_ms / out.harness_ms), kc->iv[2 * b], 1e-9,
+                           "%s class %d rows %d (%g ms, floor %g): bin %d", g->name, k[c].cls,
+                           rows, out.harness_ms, kg->hfloor[k[c].cls], b);
+        cr_expect_float_eq(log(out.harness_hi_ms / out.harness_ms), kc->iv[2 * b + 1], 1e-9,
+                           "%s class %d rows %d: bin %d", g->name, k[c].cls, rows, b);
+      }
+      split += bins[0] == 1 && bins[1] == 1 && kc->iv[0] != kc->iv[2];
+    }
+  cr_expect(split >= 6, "only %d (GPU, class) pairs with a floor row and a row above it", split);
+  grape_model_free(m);
+}
+
 /* An unseen GPU takes the corrections of a known GPU of its architecture,
  * on its own spec sheet, and never another architecture's: with the
  * default model (known GPUs: the A100-PCIE-40GB, sm_80, and four older
