@@ -31,7 +31,6 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
-#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -120,6 +119,7 @@ struct conc_cache_s {
   occ_t* v;
   size_t len, cap;
   uint32_t sms;              /* 0: not asked yet */
+  double hint_min_ns;        /* the least host time seen to apply one target (0: none yet) */
 };
 
 static uint32_t occupancy(grape_gc_t* c, const grape_gc_op_t* op, uint32_t* sms) {
@@ -458,12 +458,9 @@ static void launched(grape_gc_t* c, seg_t* seg, uint32_t gen) {
  * where the host is the bottleneck, which the ledger watches. */
 static int host_too_dear(grape_gc_t* c, const seg_t* seg, const conc_t* s, uint32_t targets) {
   double per = s->host_n > 0 ? s->host_ns : 0;
-  if (targets > 0 && c->st.hint_host_n > 0)
-    per += targets * c->st.hint_host_ns / (double)c->st.hint_host_n;
+  if (targets > 0 && c->conc != NULL)
+    per += targets * c->conc->hint_min_ns;
   double saves = grape__gc_replay_saving(c, seg->n, 1, 0);
-  if (getenv("GO_DEBUG"))
-    fprintf(stderr, "host: n=%u per=%.0f (samples %llu) saves=%.0f launch=%.0f\n", seg->n, per,
-            (unsigned long long)s->host_n, saves, grape__gc_cost(c, GRAPE_GC_COST_LAUNCH));
   double share = c->cfg.plan_host_share > 0 ? c->cfg.plan_host_share : HOST_SHARE;
   if (share >= 1 || per <= share * saves)
     return 0;
@@ -677,8 +674,6 @@ static void go_look(grape_gc_t* c, seg_t* seg, conc_t* s, const grape_region_t* 
       }
     }
   }
-  if (getenv("GO_DEBUG"))
-    fprintf(stderr, "go_look seg n=%u nt=%u sms=%u\n", n, nt, sms);
   if (nt == 0)
     goto out;
   s->go_est_safe = grape__plan_estimate(&s->plan, ops, sms);
@@ -711,8 +706,6 @@ static void go_look(grape_gc_t* c, seg_t* seg, conc_t* s, const grape_region_t* 
       }
     }
   }
-  if (getenv("GO_DEBUG"))
-    fprintf(stderr, "go_look seg n=%u nt=%u sms=%u safe=%.0f best=%.0f S=%u k=%d\n", n, nt, sms, s->go_est_safe, best_est, best_s, best_k);
   if (best_k < 0 || best_est > PREDICT_GAIN * s->go_est_safe)
     goto out;
   s->go_target = calloc(n, sizeof(*s->go_target));
@@ -855,6 +848,10 @@ void grape_gc_hint_cost(grape_gc_t* c, double ns, uint32_t n) {
   if (c == NULL || n == 0)
     return;
   pthread_mutex_lock(&c->lock);
+  if (c->conc == NULL)
+    c->conc = calloc(1, sizeof(*c->conc));
+  if (c->conc != NULL && (c->conc->hint_min_ns == 0 || ns / n < c->conc->hint_min_ns))
+    c->conc->hint_min_ns = ns / n;
   c->st.hint_host_ns += ns;
   c->st.hint_host_n += n;
   c->st.plan_host_ns += ns;

@@ -630,8 +630,9 @@ static void elem_fill(void* p, size_t count, int type, uint32_t seed) {
 
 #define CHECK_BYTES ((size_t)256 << 10)   /* sampled operand block; D read back: twice this */
 
-/* Fills n elements of esize bytes at device d with a block of sampled
- * values (host buffer h of CHECK_BYTES), doubled by device copies. */
+/* Fills n elements of esize bytes at device d: a block of sampled values
+ * (host buffer h of CHECK_BYTES) first, the rest with one byte pattern
+ * (a memset costs the device less than copies of the block). */
 static int fill_dev(void* d, void* h, size_t n, uint32_t esize, int type, uint32_t seed, cudaStream_t st) {
   size_t bytes = n * esize, have = CHECK_BYTES / esize * esize;
   if (have > bytes)
@@ -639,12 +640,8 @@ static int fill_dev(void* d, void* h, size_t n, uint32_t esize, int type, uint32
   elem_fill(h, have / esize, type, seed);
   if (rt.memcpy_(d, h, have, cudaMemcpyHostToDevice, st) != cudaSuccess || rt.stream_sync(st) != cudaSuccess)
     return -1;
-  while (have < bytes) {
-    size_t step = have < bytes - have ? have : bytes - have;
-    if (rt.memcpy_((char*)d + have, d, step, cudaMemcpyDeviceToDevice, st) != cudaSuccess)
-      return -1;
-    have += step;
-  }
+  if (have < bytes && rt.memset_((char*)d + have, 0x3c, bytes - have, st) != cudaSuccess)
+    return -1;
   return 0;
 }
 
@@ -677,12 +674,11 @@ static void go_check_legacy(const legacy_t* g, int t) {
         rt.stream_create(&priv, cudaStreamNonBlocking) == cudaSuccess &&
         rt.malloc_(&da, na * ea, priv) == cudaSuccess && rt.malloc_(&db, nb * eb, priv) == cudaSuccess &&
         rt.malloc_(&d1, nc * ec, priv) == cudaSuccess && rt.malloc_(&d2, nc * ec, priv) == cudaSuccess) {
-      /* A sampled block of pseudo-random values, repeated over the
-       * operands by device copies (an upload of the whole would cost a
-       * large operand's transfer). */
+      /* A block of pseudo-random values at each operand's start, a byte
+       * pattern after it (an upload of the whole would cost a large
+       * operand's transfer). */
       ok = fill_dev(da, ha, na, ea, g->atype, 1, priv) == 0 &&
-           fill_dev(db, hb, nb, eb, g->btype, 2, priv) == 0 &&
-           rt.memset_(d1, 0, nc * ec, priv) == cudaSuccess && rt.memset_(d2, 0, nc * ec, priv) == cudaSuccess;
+           fill_dev(db, hb, nb, eb, g->btype, 2, priv) == 0;   /* beta 0: D is written whole */
       get_stream(g->h, &old_stream);
       if (get_pointer_mode != NULL)
         get_pointer_mode(g->h, &old_mode);
