@@ -215,6 +215,13 @@ int main(int argc, char** argv) {
         if (sm_target > 0)
           CUBLAS(cublasSetSmCountTarget(blas, sm_target));
         gemm(Wsgu, x, us, t, m.d, 2 * m.s);
+        int handle_target = -1;   // a shim may set a target on the call: never leave it set
+        CUBLAS(cublasGetSmCountTarget(blas, &handle_target));
+        if (handle_target != sm_target) {
+          fprintf(stderr, "prefill: the handle's SM-count target is %d after the call, not %d\n",
+                  handle_target, sm_target);
+          return 3;
+        }
         if (sm_target > 0)
           CUBLAS(cublasSetSmCountTarget(blas, 0));
         act<<<PF_E * cap + t, 256, 0, s>>>(u, a, m.f, PF_E * cap, us, as, m.s);

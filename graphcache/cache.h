@@ -157,6 +157,9 @@ typedef struct grape_gc_config_s {
                                     never replaced by what the run measures */
   double shim_op_ns;             /* the caller's own host time per op it records or holds
                                     (what graph mode's savings must cover: ledger.c) */
+  double plan_host_share;        /* a concurrency plan whose host cost a launch reaches this
+                                    share of what a replay of its segment saves is dropped
+                                    (conc.c; 0: the default, 2%; >= 1: never) */
 } grape_gc_config_t;
 
 /* The costs graph mode weighs (config launch_ns ... build_node_ns) that the
@@ -176,7 +179,7 @@ typedef enum grape_gc_cost_e {
  * summarised for the report, no driver call); safe (segments with
  * independent GEMMs get a concurrent plan where predicted and measured
  * faster: conc.c). */
-enum { GRAPE_GC_CONC_OFF = 0, GRAPE_GC_CONC_OBSERVE, GRAPE_GC_CONC_SAFE };
+enum { GRAPE_GC_CONC_OFF = 0, GRAPE_GC_CONC_OBSERVE, GRAPE_GC_CONC_SAFE, GRAPE_GC_CONC_GO };
 
 /* Estimated device memory of an executable graph: per node, plus its parameters. */
 #define GRAPE_GC_NODE_BYTES 10240
@@ -202,7 +205,14 @@ typedef struct grape_gc_node_s {
                                           never followed, without the lock) */
   uint32_t live;                       /* live keys at or below this node (relaxed) */
   uint32_t depth;
+  uint32_t hint;                       /* the policy's word for the library call whose first op
+                                          leads on from here (grape_gc_hint; relaxed, 0: none) */
 } grape_gc_node_t;
+
+/* The caller's host time (ns) spent applying n hints (go mode's targets and
+ * their re-queried algorithms): what the policy weighs against what its
+ * plans gain. Any thread. */
+void grape_gc_hint_cost(grape_gc_t* c, double ns, uint32_t n);
 
 int grape_gc_create(const grape_gc_config_t* cfg, const grape_gc_driver_t* drv, grape_gc_t** out);
 
@@ -233,6 +243,14 @@ static inline const grape_gc_node_t* grape_gc_step(const grape_gc_node_t* cur,
 /* True when a segment ends at n: held ops that reach it are launched there. */
 static inline __attribute__((always_inline)) int grape_gc_is_cut(const grape_gc_node_t* n) {
   return __atomic_load_n(&n->seg, __ATOMIC_ACQUIRE) != NULL;
+}
+
+/* go mode: the SM-count target (> 0) that the policy asks of the library
+ * call whose first op would lead on from trie node n (a region's cursor),
+ * or 0. No lock: the word is published with a relaxed store, and a stale
+ * one only changes a kernel's grid, which the replay then re-binds. */
+static inline uint32_t grape_gc_hint(const grape_gc_node_t* n) {
+  return n != NULL ? __atomic_load_n(&n->hint, __ATOMIC_RELAXED) : 0;
 }
 
 /* Why held ops go to the driver one by one (the report's causes). */
@@ -327,6 +345,19 @@ typedef struct grape_gc_stats_s {
   double conc_gain_ns;                 /* timed plan launches: their segment's mean chain
                                           time less theirs, summed (< 0: plans lost) */
   uint64_t conc_gain_n;                /* ... how many */
+  uint64_t go_planned;                 /* go mode: SM-target plans built (predicted >= 5%
+                                          faster than the segment's kept safe plan) */
+  uint64_t go_kept, go_reverted;       /* ... measured >= 3% faster than it / not */
+  uint64_t go_launches;                /* segment launches of a kept or trial go plan */
+  double go_gain_ns;                   /* timed go launches: their segment's mean safe-plan
+                                          time less theirs, summed */
+  uint64_t go_gain_n;
+  uint64_t conc_host_dropped;          /* plans dropped: host cost >= 2% of what they gained */
+  double plan_host_ns;                 /* the shim's host time for plans: re-verification at
+                                          each plan launch and go's targets, summed */
+  uint64_t plan_host_n;                /* ... plan launches it covers */
+  double hint_host_ns;                 /* of that, applying go's targets (grape_gc_hint_cost) */
+  uint64_t hint_host_n;                /* ... targets applied */
   /* What the run measured (costs.c): the estimate in use and its samples. */
   int builds_stall;                    /* background builds were measured stalling the
                                           program: built once earned, as inline */

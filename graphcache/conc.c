@@ -29,8 +29,10 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/backoff.h"
 #include "util/grow.h"
@@ -62,7 +64,48 @@ struct conc_s {
   uint64_t retry_at;         /* seg->launches when to look again */
   uint32_t backoffs;         /* reverts and fruitless looks: the wait doubles */
   int reverted;              /* a candidate of it was measured no faster */
+  /* go mode (GO_*): a plan whose GEMMs carry SM-count targets, tried
+   * against the kept safe plan (state CS_KEPT) and kept only when measured
+   * faster than it. */
+  int go;
+  uint32_t go_gen;           /* its executables' generation (GO_GEN_BASE + a count) */
+  grape_plan_t go_plan;
+  uint32_t* go_target;       /* per op of the segment: the SM-count target, 0: none */
+  uint32_t* go_blocks;       /* ... and the blocks it had untargeted (a targeted replay has fewer) */
+  uint32_t go_nt;            /* ops with a target */
+  double go_est_safe, go_est;
+  double go_sum[2];          /* trial: the safe plan [0], the go plan [1] */
+  uint32_t go_cnt[2];
+  uint64_t go_retry_at;
+  uint32_t go_backoffs;
+  int go_reverted;
+  int armed;                 /* the targets are published for the segment's next replay */
+  /* The shim's extra host time for this segment's plans: the least
+   * re-verification at a plan launch seen (a cold first call is no
+   * measure of the steady state), and how many were timed. */
+  double host_ns;
+  uint64_t host_n;
+  /* The footprints (spans of every op, in order) of the last replay each
+   * plan was verified against, [0] the safe plan, [1] the go plan: a replay
+   * with the same footprints needs no pairwise check. */
+  struct sig_s {
+    uint64_t* v;
+    size_t len, cap;
+  } sig[2], now;
 };
+
+enum go_state_e {
+  GO_NEW = 0,    /* not looked at */
+  GO_NONE,       /* no target predicted to gain; looked at again later */
+  GO_BUILDING,   /* the go plan's executable is being built */
+  GO_TRIAL,      /* targeted replays (the go plan) alternate with the safe plan */
+  GO_KEPT,       /* targets stay published; the go plan replays */
+  GO_BACKOFF,    /* measured no faster (or lost): targets withdrawn, later */
+};
+
+#define GO_GEN_BASE 0x10000u   /* go plans' generations: never a safe candidate's */
+#define HOST_SHARE 0.02        /* a plan's host cost must stay under this share of what its
+                                  segment's replay saves (config.plan_host_share, when set) */
 
 /* ---- Occupancy, asked of the driver once per (function, block, shared memory) ---- */
 
@@ -76,6 +119,7 @@ struct conc_cache_s {
   occ_t* v;
   size_t len, cap;
   uint32_t sms;              /* 0: not asked yet */
+  double hint_min_ns;        /* the least host time seen to apply one target (0: none yet) */
 };
 
 static uint32_t occupancy(grape_gc_t* c, const grape_gc_op_t* op, uint32_t* sms) {
@@ -157,6 +201,9 @@ out:
 
 static const grape_plan_t* plan_of(const seg_t* seg, uint32_t gen) {
   const conc_t* s = seg->conc;
+  if (s != NULL && gen != 0 && gen == s->go_gen && s->state == CS_KEPT &&
+      (s->go == GO_BUILDING || s->go == GO_TRIAL || s->go == GO_KEPT))
+    return &s->go_plan;
   if (s == NULL || gen == 0 || gen != s->gen ||
       (s->state != CS_BUILDING && s->state != CS_TRIAL && s->state != CS_KEPT))
     return NULL;
@@ -181,15 +228,60 @@ static void layout_free(void* l) {
   free(l);
 }
 
+static void go_publish(seg_t* seg, conc_t* s, int on);
+
 static void freed(seg_t* seg) {
-  if (seg->conc != NULL)
+  if (seg->conc != NULL) {
+    for (int i = 0; i < 2; i++)
+      free(seg->conc->sig[i].v);
+    free(seg->conc->now.v);
+    go_publish(seg, seg->conc, 0);
     grape__plan_free(&seg->conc->plan);
+    grape__plan_free(&seg->conc->go_plan);
+    free(seg->conc->go_target);
+    free(seg->conc->go_blocks);
+  }
   free(seg->conc);
   seg->conc = NULL;
 }
 
+/* go: publishes (on) or withdraws the targets of seg's go plan on the trie
+ * nodes its ops lead on from, where a library call asks for them
+ * (grape_gc_hint). Only the nodes it set are cleared. */
+static void go_publish(seg_t* seg, conc_t* s, int on) {
+  if (s->go_target == NULL || (on ? 1 : 0) == s->armed)
+    return;
+  s->armed = on ? 1 : 0;
+  grape_gc_node_t* x = seg->end;
+  for (uint32_t step = 1; step <= seg->n && x != NULL && x->parent != NULL; step++) {
+    x = x->parent;
+    uint32_t i = seg->n - step;
+    if (s->go_target[i] != 0)
+      __atomic_store_n(&x->hint, on ? s->go_target[i] : 0, __ATOMIC_RELAXED);
+  }
+}
+
+/* The go plan's executables and targets go; looked at again later. */
+static void go_drop(grape_gc_t* c, seg_t* seg, conc_t* s, int measured) {
+  go_publish(seg, s, 0);
+  if (s->go_gen != 0)
+    for (int i = seg->nvar; i-- > 0;)
+      if (seg->var[i]->gen == s->go_gen)
+        grape__gc_exec_drop(c, seg->var[i]);
+  grape__plan_free(&s->go_plan);
+  free(s->go_target);
+  free(s->go_blocks);
+  s->go_target = s->go_blocks = NULL;
+  s->go_nt = 0;
+  s->go = GO_BACKOFF;
+  s->go_reverted |= measured;
+  s->go_retry_at = grape__backoff(seg->launches, RETRY_LAUNCHES, &s->go_backoffs);
+}
+
 /* The candidate's executables go; the segment is looked at again later. */
 static void drop_candidate(grape_gc_t* c, seg_t* seg, conc_t* s, int measured) {
+  if (s->go != GO_NEW && s->go != GO_NONE && s->go != GO_BACKOFF)
+    go_drop(c, seg, s, 0);
   for (int i = seg->nvar; i-- > 0;)
     if (seg->var[i]->gen == s->gen)
       grape__gc_exec_drop(c, seg->var[i]);
@@ -199,14 +291,115 @@ static void drop_candidate(grape_gc_t* c, seg_t* seg, conc_t* s, int measured) {
   s->retry_at = grape__backoff(seg->launches, RETRY_LAUNCHES, &s->backoffs);
 }
 
-/* Whether an executable of the candidate exists (1), usable now (2). */
-static int candidate_ready(const grape_gc_t* c, const seg_t* seg, const conc_t* s) {
+/* Whether an executable of generation gen exists (1), usable now (2). */
+static int gen_ready(const grape_gc_t* c, const seg_t* seg, uint32_t gen) {
   uint64_t t = grape__gc_now(c);
   int have = 0;
   for (int i = 0; i < seg->nvar && have < 2; i++)
-    if (seg->var[i]->gen == s->gen)
+    if (seg->var[i]->gen == gen)
       have = seg->var[i]->ready_at <= t ? 2 : 1;
   return have;
+}
+
+static int candidate_ready(const grape_gc_t* c, const seg_t* seg, const conc_t* s) {
+  return gen_ready(c, seg, s->gen);
+}
+
+/* The shim's host clock for its own work (never the program's simulated one). */
+static double host_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* The footprints of r's ops [from, from + n) in order into g: per op, its
+ * barrier flag and span counts, then its spans. @return 0 or -ENOMEM. */
+static int sig_make(struct sig_s* g, const grape_region_t* r, uint32_t from, uint32_t n) {
+  g->len = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    grape_dag_op_t o;
+    grape__dag_ops(r, from + i, 1, &o);
+    size_t need = g->len + 1 + 2 * ((size_t)o.nr + o.nw);
+    if (need > g->cap) {
+      size_t cap = need * 2 > 64 ? need * 2 : 64;
+      uint64_t* v = realloc(g->v, cap * sizeof(*v));
+      if (v == NULL)
+        return -ENOMEM;
+      g->v = v;
+      g->cap = cap;
+    }
+    g->v[g->len++] = (uint64_t)o.barrier << 48 | (uint64_t)o.nr << 24 | o.nw;
+    for (uint32_t k = 0; k < (uint32_t)o.nr + o.nw; k++) {
+      g->v[g->len++] = o.s[k].lo;
+      g->v[g->len++] = o.s[k].hi;
+    }
+  }
+  return 0;
+}
+
+/* Whether plan p (w: 0 safe, 1 go) may replay r's held ops from `from`:
+ * at once when their footprints are those it was last verified against
+ * (or made from), else by its pairwise check (grape__plan_valid). Its host
+ * time is counted as the plan's. */
+static int plan_valid_timed(grape_gc_t* c, conc_t* s, int w, const grape_plan_t* p,
+                            const grape_region_t* r, uint32_t from) {
+  double t0 = host_now();
+  int ok, same = sig_make(&s->now, r, from, p->n) == 0 && s->now.len == s->sig[w].len &&
+                 memcmp(s->now.v, s->sig[w].v, s->now.len * sizeof(*s->now.v)) == 0;
+  ok = same || grape__plan_valid(p, r, from);
+  if (ok && !same && s->now.len > 0) {   /* these footprints are verified now */
+    struct sig_s t = s->sig[w];
+    s->sig[w] = s->now;
+    s->now = t;
+  }
+  double ns = host_now() - t0;
+  if (s->host_n == 0 || ns < s->host_ns)
+    s->host_ns = ns;
+  s->host_n++;
+  c->st.plan_host_ns += ns;
+  c->st.plan_host_n++;
+  return ok;
+}
+
+/* True when every targeted op of the go plan was launched with its target's
+ * grid: the library calls of this replay took the published targets. */
+static int go_targeted(const conc_t* s, const grape_region_t* r, uint32_t from) {
+  for (uint32_t i = 0; i < s->go_plan.n; i++) {
+    const uint32_t* g = r->ops.dims[from + i].grid;
+    if (s->go_target[i] != 0 && (uint64_t)g[0] * g[1] * g[2] >= s->go_blocks[i])
+      return 0;
+  }
+  return 1;
+}
+
+/* go: the generation of a replay of a segment whose safe plan is kept, or
+ * 0 to go on with the safe plan. */
+static uint32_t go_pick(grape_gc_t* c, seg_t* seg, conc_t* s, const grape_region_t* r,
+                        uint32_t from) {
+  if (s->go != GO_BUILDING && s->go != GO_TRIAL && s->go != GO_KEPT)
+    return 0;
+  if (s->go == GO_BUILDING && c->cfg.deterministic && seg->queued > 0)
+    grape__gc_seg_ready(c, seg);
+  int have = gen_ready(c, seg, s->go_gen);
+  if (have < 2) {
+    if (have == 0 && seg->queued == 0)
+      go_drop(c, seg, s, 0);
+    return 0;
+  }
+  if (s->go == GO_BUILDING) {
+    s->go = GO_TRIAL;
+    s->go_sum[0] = s->go_sum[1] = 0;
+    s->go_cnt[0] = s->go_cnt[1] = 0;
+    go_publish(seg, s, 1);   /* the next replay takes the targets */
+    return 0;
+  }
+  if (!go_targeted(s, r, from))
+    return 0;
+  if (!plan_valid_timed(c, s, 1, &s->go_plan, r, from)) {
+    c->st.conc_fallbacks++;
+    return 0;
+  }
+  return s->go_gen;
 }
 
 static uint32_t pick(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from) {
@@ -227,7 +420,12 @@ static uint32_t pick(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_
     s->sum[0] = s->sum[1] = 0;
     s->cnt[0] = s->cnt[1] = 0;
   }
-  if (!grape__plan_valid(&s->plan, r, from)) {
+  if (s->state == CS_KEPT) {
+    uint32_t g = go_pick(c, seg, s, r, from);
+    if (g != 0)
+      return g;
+  }
+  if (!plan_valid_timed(c, s, 0, &s->plan, r, from)) {
     c->st.conc_fallbacks++;
     return 0;
   }
@@ -237,10 +435,57 @@ static uint32_t pick(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_
 }
 
 static void launched(grape_gc_t* c, seg_t* seg, uint32_t gen) {
+  conc_t* s = seg->conc;
   if (gen != 0)
     c->st.conc_launches++;
-  if (seg->conc != NULL)
-    seg->conc->last = gen;
+  if (s == NULL)
+    return;
+  s->last = gen;
+  if (gen != 0 && gen == s->go_gen)
+    c->st.go_launches++;
+  /* On trial the targets alternate: after a targeted replay the next one
+   * runs the safe plan untargeted, and the other way round. */
+  if (s->go == GO_TRIAL)
+    go_publish(seg, s, gen != s->go_gen);
+}
+
+/* A plan's host cost a launch (the shim's re-verification, the least
+ * seen, and go's targets, their mean) is at least HOST_SHARE of the host
+ * time a replay of its segment saves against launching its ops one by one
+ * (the ledger's measure, at the costs the run measured): it is dropped.
+ * Another measure would be the device time it gains (gain_ns); that is
+ * reported, not weighed: a plan that gains device time costs the host only
+ * where the host is the bottleneck, which the ledger watches. */
+static int host_too_dear(grape_gc_t* c, const seg_t* seg, const conc_t* s, uint32_t targets) {
+  double per = s->host_n > 0 ? s->host_ns : 0;
+  if (targets > 0 && c->conc != NULL)
+    per += targets * c->conc->hint_min_ns;
+  double saves = grape__gc_replay_saving(c, seg->n, 1, 0);
+  double share = c->cfg.plan_host_share > 0 ? c->cfg.plan_host_share : HOST_SHARE;
+  if (share >= 1 || per <= share * saves)
+    return 0;
+  c->st.conc_host_dropped++;
+  return 1;
+}
+
+/* go: a timed launch of the safe plan (w 0) or the go plan (w 1) on trial. */
+static void go_sample(grape_gc_t* c, seg_t* seg, conc_t* s, int w, double ns) {
+  s->go_sum[w] += ns;
+  s->go_cnt[w]++;
+  if (s->go_cnt[0] < TRIAL_SAMPLES || s->go_cnt[1] < TRIAL_SAMPLES)
+    return;
+  double safe = s->go_sum[0] / s->go_cnt[0], go = s->go_sum[1] / s->go_cnt[1];
+  if (go <= MEASURE_GAIN * safe && !host_too_dear(c, seg, s, s->go_nt)) {
+    s->go = GO_KEPT;
+    s->go_backoffs = 0;
+    c->st.go_kept++;
+    go_publish(seg, s, 1);
+    seg->dev_ns = go;
+    seg->dev_n = s->go_cnt[1];
+    return;
+  }
+  c->st.go_reverted++;
+  go_drop(c, seg, s, 1);
 }
 
 static int sampled(grape_gc_t* c, seg_t* seg, uint64_t ns) {
@@ -255,14 +500,29 @@ static int sampled(grape_gc_t* c, seg_t* seg, uint64_t ns) {
   }
   if (s == NULL)
     return 1;
-  if (gen != 0 && gen == s->gen && s->cnt[0] > 0) {
+  if (gen != 0 && gen == s->go_gen && s->go_cnt[0] > 0) {
+    /* A timed go launch against its segment's measured safe plan. */
+    c->st.go_gain_ns += s->go_sum[0] / s->go_cnt[0] - (double)ns;
+    c->st.go_gain_n++;
+  }
+  if (gen != 0 && (gen == s->gen || gen == s->go_gen) && s->cnt[0] > 0) {
     /* A timed plan launch against its own segment's measured chain: what
      * the plans gained or lost, for the report. */
     c->st.conc_gain_ns += s->sum[0] / s->cnt[0] - (double)ns;
     c->st.conc_gain_n++;
   }
-  if (s->state == CS_KEPT)
+  if (s->state == CS_KEPT) {
+    if (s->go == GO_TRIAL && gen != 0 && (gen == s->gen || gen == s->go_gen)) {
+      int w = gen == s->go_gen;
+      go_sample(c, seg, s, w, (double)ns);
+      if (s->go == GO_KEPT)
+        return 0;   /* go_sample set dev_ns */
+      return w == 0 && s->go != GO_KEPT;
+    }
+    if (s->go == GO_KEPT)
+      return gen == s->go_gen;
     return gen == s->gen;
+  }
   if (s->state != CS_TRIAL || (gen != 0 && gen != s->gen))
     return gen == 0;
   int w = gen != 0;
@@ -270,7 +530,7 @@ static int sampled(grape_gc_t* c, seg_t* seg, uint64_t ns) {
   s->cnt[w]++;
   if (s->cnt[0] >= TRIAL_SAMPLES && s->cnt[1] >= TRIAL_SAMPLES) {
     double chain = s->sum[0] / s->cnt[0], plan = s->sum[1] / s->cnt[1];
-    if (plan <= MEASURE_GAIN * chain) {
+    if (plan <= MEASURE_GAIN * chain && !host_too_dear(c, seg, s, 0)) {
       s->state = CS_KEPT;
       s->backoffs = 0;
       c->st.conc_kept++;
@@ -355,6 +615,8 @@ static void look(grape_gc_t* c, seg_t* seg, conc_t* s, const grape_region_t* r, 
   s->gen++;
   s->state = CS_BUILDING;
   c->st.conc_planned++;
+  if (sig_make(&s->sig[0], r, from, n) != 0)
+    s->sig[0].len = 0;
   if (grape__gc_seg_build(c, seg, r, from, ctx, &s->plan, s->gen) != 0)
     drop_candidate(c, seg, s, 0);
   free(ops);
@@ -362,6 +624,130 @@ static void look(grape_gc_t* c, seg_t* seg, conc_t* s, const grape_region_t* r, 
 out:
   free(ops);
   s->retry_at = grape__backoff(seg->launches, RETRY_LAUNCHES, &s->backoffs);
+}
+
+/* go: the SM-count target and plan for seg, whose safe plan is kept, from
+ * ops [from, from + seg->n) of r. A GEMM whose blocks fill the device in one
+ * wave (a persistent kernel, one block per SM) and that has an independent
+ * co-runner may be asked for S of the device's SMs: its blocks then loop
+ * over its tiles (longer alone: its work over S SMs, an assumption of the
+ * estimator, not a library's rule) and leave the rest of the device to its
+ * co-runners. Each S in sixteenths of the device, with the full branches
+ * and 2 and 4 lanes, is estimated against the kept safe plan; the best is
+ * built when predicted PREDICT_GAIN or faster. */
+static void go_look(grape_gc_t* c, seg_t* seg, conc_t* s, const grape_region_t* r, uint32_t from,
+                    void* ctx) {
+  uint32_t n = seg->n;
+  grape_dag_op_t* ops = n <= GRAPE_DAG_MAX_OPS ? malloc((size_t)n * sizeof(*ops)) : NULL;
+  grape_dag_op_t* tops = ops != NULL ? malloc((size_t)n * sizeof(*ops)) : NULL;
+  uint32_t* cand = calloc((size_t)n + 1, sizeof(*cand));
+  grape_plan_t kinds[3] = {{0}}, best = {0};
+  uint32_t best_s = 0;
+  s->go = GO_NONE;
+  if (ops == NULL || tops == NULL || cand == NULL)
+    goto out;
+  grape__dag_ops(r, from, n, ops);
+  uint32_t sms = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (ops[i].kind == GRAPE_OP_KERNEL) {
+      grape_gc_op_t op = grape__gc_op_view(r, from + i);
+      ops[i].per_sm = occupancy(c, &op, &sms);
+    }
+  if (sms < 16)
+    goto out;
+  grape__dag_model(ops, n, sms, s->cnt[0] > 0 ? s->sum[0] / s->cnt[0] : seg->dev_ns);
+  if (grape__plan_make(ops, n, GRAPE_PLAN_BRANCHES, 0, &kinds[0]) != 0)
+    goto out;
+  /* Targetable: a GEMM's first kernel filling the device in one wave, with
+   * a GEMM it is independent of. */
+  uint32_t nt = 0;
+  for (uint32_t k = 0; k < kinds[0].npairs; k++) {
+    uint32_t a = kinds[0].pairs[2 * k], b = kinds[0].pairs[2 * k + 1];
+    if (ops[a].math == GRAPE_MATH_NONE || ops[b].math == GRAPE_MATH_NONE)
+      continue;
+    for (int j = 0; j < 2; j++) {
+      uint32_t i = j ? b : a;
+      if (ops[i].kind == GRAPE_OP_KERNEL && !cand[i] &&
+          ops[i].blocks == sms * (ops[i].per_sm ? ops[i].per_sm : 1)) {
+        cand[i] = 1;
+        nt++;
+      }
+    }
+  }
+  if (nt == 0)
+    goto out;
+  s->go_est_safe = grape__plan_estimate(&s->plan, ops, sms);
+  int nk = 1;
+  for (int d = 2; d <= 4; d *= 2)
+    if ((uint32_t)d < kinds[0].width && grape__plan_make(ops, n, GRAPE_PLAN_LANES, d, &kinds[nk]) == 0)
+      nk++;
+  double best_est = INFINITY;
+  int best_k = -1;
+  for (uint32_t q = 2; q < 16; q++) {
+    uint32_t S = sms * q / 16;
+    memcpy(tops, ops, (size_t)n * sizeof(*ops));
+    for (uint32_t i = 0; i < n; i++)
+      if (cand[i]) {
+        uint32_t per = ops[i].per_sm ? ops[i].per_sm : 1;
+        tops[i].blocks = S * per;
+        /* Its tiles shared out over fewer blocks: rounds of a tile each
+         * (when its tiles are known), else its work spread evenly. */
+        double b0 = ops[i].blocks, b1 = tops[i].blocks, t = ops[i].tiles;
+        tops[i].work_ns = t > b0 ? ops[i].work_ns * ceil(t / b1) / ceil(t / b0)
+                                 : ops[i].work_ns * b0 / b1;
+      }
+    for (int k = 0; k < nk; k++) {
+      /* Fewer lanes, then more SMs, win ties. */
+      double e = grape__plan_estimate(&kinds[k], tops, sms);
+      if (e < best_est * 0.999) {
+        best_est = e;
+        best_k = k;
+        best_s = S;
+      }
+    }
+  }
+  if (best_k < 0 || best_est > PREDICT_GAIN * s->go_est_safe)
+    goto out;
+  s->go_target = calloc(n, sizeof(*s->go_target));
+  s->go_blocks = calloc(n, sizeof(*s->go_blocks));
+  if (s->go_target == NULL || s->go_blocks == NULL) {
+    free(s->go_target);
+    free(s->go_blocks);
+    s->go_target = s->go_blocks = NULL;
+    goto out;
+  }
+  for (uint32_t i = 0; i < n; i++)
+    if (cand[i]) {
+      s->go_target[i] = best_s;
+      s->go_blocks[i] = ops[i].blocks;
+    }
+  best = kinds[best_k];
+  kinds[best_k] = (grape_plan_t){0};
+  best.est_ns = best_est;
+  grape__plan_free(&s->go_plan);
+  s->go_plan = best;
+  s->go_nt = nt;
+  s->go_est = best_est;
+  s->go_gen = s->go_gen != 0 ? s->go_gen + 1 : GO_GEN_BASE + 1;
+  s->go = GO_BUILDING;
+  s->armed = 0;
+  s->sig[1].len = 0;   /* its targeted replays differ in grids only: verified at the first */
+  c->st.go_planned++;
+  if (grape__gc_seg_build(c, seg, r, from, ctx, &s->go_plan, s->go_gen) != 0)
+    go_drop(c, seg, s, 0);
+  for (int k = 0; k < 3; k++)
+    grape__plan_free(&kinds[k]);
+  free(ops);
+  free(tops);
+  free(cand);
+  return;
+out:
+  for (int k = 0; k < 3; k++)
+    grape__plan_free(&kinds[k]);
+  free(ops);
+  free(tops);
+  free(cand);
+  s->go_retry_at = grape__backoff(seg->launches, RETRY_LAUNCHES, &s->go_backoffs);
 }
 
 static const char* plan_words(const gkey_t* k);
@@ -387,6 +773,10 @@ void grape__conc_assess(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
               ((s->state == CS_NONE || s->state == CS_BACKOFF) && seg->launches >= s->retry_at);
     if (due && seg->dev_n >= MIN_CHAIN_SAMPLES)
       look(c, seg, s, r, from[j], k->ctx);
+    else if (c->cfg.concurrency >= GRAPE_GC_CONC_GO && s->state == CS_KEPT &&
+             (s->go == GO_NEW ||
+              ((s->go == GO_NONE || s->go == GO_BACKOFF) && seg->launches >= s->go_retry_at)))
+      go_look(c, seg, s, r, from[j], k->ctx);
   }
 }
 
@@ -422,6 +812,11 @@ static const char* plan_words(const gkey_t* k) {
       continue;
     switch (s->state) {
     case CS_KEPT:
+      if (s->go == GO_KEPT)
+        return s->go_plan.kind == GRAPE_PLAN_LANES
+                   ? (s->go_plan.lanes == 2 ? "go, 2 lanes and SM-count targets: kept (measured faster than safe)"
+                                            : "go, 4 lanes and SM-count targets: kept (measured faster than safe)")
+                   : "go, branches and SM-count targets: kept (measured faster than safe)";
       return s->plan.kind == GRAPE_PLAN_LANES ? (s->plan.lanes == 2 ? "2 lanes: kept (measured faster)"
                                                                     : "4 lanes: kept (measured faster)")
                                               : "branches: kept (measured faster)";
@@ -447,4 +842,18 @@ static const char* plan_words(const gkey_t* k) {
 
 const char* grape__conc_key_plan(const grape_gc_t* c, const gkey_t* k) {
   return c->cfg.concurrency >= GRAPE_GC_CONC_SAFE ? k->conc_plan : NULL;
+}
+
+void grape_gc_hint_cost(grape_gc_t* c, double ns, uint32_t n) {
+  if (c == NULL || n == 0)
+    return;
+  pthread_mutex_lock(&c->lock);
+  if (c->conc == NULL)
+    c->conc = calloc(1, sizeof(*c->conc));
+  if (c->conc != NULL && (c->conc->hint_min_ns == 0 || ns / n < c->conc->hint_min_ns))
+    c->conc->hint_min_ns = ns / n;
+  c->st.hint_host_ns += ns;
+  c->st.hint_host_n += n;
+  c->st.plan_host_ns += ns;
+  pthread_mutex_unlock(&c->lock);
 }

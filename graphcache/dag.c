@@ -39,6 +39,7 @@ void grape__dag_ops(const grape_region_t* r, uint32_t from, uint32_t n, grape_da
         o->math = f->math;
         o->flops = f->flops;
         o->bytes = f->bytes;
+        o->tiles = f->tiles;
       }
     } else if (g == 0 && o->kind == GRAPE_OP_MEMSET) {
       grape_memset_params_t m;

@@ -54,6 +54,7 @@ typedef struct grape_dag_op_s {
   uint32_t per_sm;            /* blocks of it that fit one SM (occupancy), >= 1 */
   uint64_t threads;           /* threads of the whole launch */
   double flops, bytes;        /* a GEMM's work (its call's), else 0 */
+  uint32_t tiles;             /* a GEMM's output tiles (footprint.h), 0: not known */
   double lat_ns;              /* before its blocks start: a node's launch latency */
   double work_ns;             /* its blocks' time alone, all waves together */
 } grape_dag_op_t;

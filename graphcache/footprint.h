@@ -51,8 +51,21 @@ typedef struct grape_foot_s {
   uint32_t kernels;         /* kernels of the call seen so far in this region */
   double flops;             /* the call's work: 2 m n k batch */
   double bytes;             /* the traffic of its operands */
+  uint32_t tiles;           /* its output tiles at the estimator's assumed tensor-op tile
+                               (grape__foot_tiles; 0: not known) */
   grape_span_t s[GRAPE_FOOT_SPANS];
 } grape_foot_t;
+
+/* The output tiles of an m x n (x batch) GEMM at the tile the estimator
+ * assumes a Hopper tensor-op kernel takes: 128 x 256, 64 for an m or n of at
+ * most 64, 128 for an n of at most 128 (an assumption after cuBLAS's
+ * heuristic on Hopper, docs/concurrency.md; what a persistent kernel's
+ * blocks share out, so that fewer blocks may take no longer). */
+static inline uint32_t grape__foot_tiles(double m, double n, double batch) {
+  double tm = m <= 64 ? 64 : 128, tn = n <= 64 ? 64 : (n <= 128 ? 128 : 256);
+  double t = __builtin_ceil(m / tm) * __builtin_ceil(n / tn) * batch;
+  return t > 0 && t < 4e9 ? (uint32_t)t : 0;
+}
 
 /* Region op tags (grape_region_t.grp): 0 none; k (1 <= k < GRAPE_GRP_SPECIAL)
  * the footprint foot[k - 1]; the values from GRAPE_GRP_SPECIAL on name a

@@ -26,15 +26,20 @@
 #include <cublasLt.h>
 #include <cublas_api.h>
 #include <dlfcn.h>
+#include <math.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cublas.h"
 #include "footprint.h"
+#include "graph.h"
 #include "hooks.h"
 #include "internal.h"
 #include "options.h"
 #include "real.h"
+#include "streams.h"
 
 /* In C, cublas_api.h declares no __half forms: they take the same 16 bits. */
 typedef uint16_t cb_half;
@@ -242,6 +247,7 @@ static void legacy_foot(grape_call_t* c, const legacy_t* g) {
   f->math = (uint8_t)math_of(g->compute, g->atype);
   double b = g->batch > 0 ? g->batch : 0;
   f->flops = 2.0 * g->m * (double)g->n * g->k * b;
+  f->tiles = f->math == GRAPE_MATH_TENSOR16 || f->math == GRAPE_MATH_TF32 ? grape__foot_tiles(g->m, g->n, b) : 0;
   f->bytes = b * ((double)g->m * g->k * grape__dtype_size(g->atype) +
                   (double)g->k * g->n * grape__dtype_size(g->btype) +
                   2.0 * g->m * (double)g->n * grape__dtype_size(g->ctype));
@@ -412,7 +418,448 @@ static void lt_foot(grape_call_t* c, cublasLtMatmulDesc_t desc, const void* alph
     f->bytes = batch * ((double)ar * ac + k * n) * grape__dtype_size((int)atype) +
                batch * 2.0 * (double)m * n * 4;
     f->math = (uint8_t)math_of(compute, (int)atype);
+    f->tiles = f->math == GRAPE_MATH_TENSOR16 || f->math == GRAPE_MATH_TF32
+                   ? grape__foot_tiles((double)m, (double)n, batch) : 0;
   }
+}
+
+/* ---- go mode: SM-count targets, set on the call ----
+ *
+ * DESIGN (GRAPE_CONCURRENCY=go): the cache's policy publishes, on the trie
+ * node a stream's region stands on, the SM-count target for the library
+ * call whose first op leads on from there (grape_gc_hint). A GEMM call on
+ * that stream reads it and, when there is one, makes the call with it:
+ * legacy calls with cublasSetSmCountTarget on the handle, restored to the
+ * handle's own value after the call; cuBLASLt calls with a copy of the
+ * program's matmul descriptor carrying CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET,
+ * and, when the program passed an algorithm (chosen for the whole device),
+ * the heuristic's first algorithm for the copy, asked again under the
+ * target. The program's handle, descriptor and algorithm are never left
+ * changed. Another algorithm may round differently: the first time a shape
+ * gets a target, the call is made once both ways on the same sampled
+ * operands (a private buffer of pseudo-random values, on a private stream,
+ * outside grape's recording) and the largest relative difference goes to
+ * the report. What applying targets costs the host (clock_gettime around
+ * it) goes to the policy, which weighs it against what the plan gains. */
+
+static cublasStatus_t (*get_stream)(cublasHandle_t, cudaStream_t*);
+static cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);
+static cublasStatus_t (*get_sm_target)(cublasHandle_t, int*);
+static cublasStatus_t (*set_sm_target)(cublasHandle_t, int);
+static cublasStatus_t (*set_pointer_mode)(cublasHandle_t, cublasPointerMode_t);
+static cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                 const void*, const void*, cudaDataType, int, const void*,
+                                 cudaDataType, int, const void*, void*, cudaDataType, int,
+                                 cublasComputeType_t, cublasGemmAlgo_t);
+static cublasStatus_t (*desc_create)(cublasLtMatmulDesc_t*, cublasComputeType_t, cudaDataType_t);
+static cublasStatus_t (*desc_destroy)(cublasLtMatmulDesc_t);
+static cublasStatus_t (*desc_set)(cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t, const void*, size_t);
+static cublasStatus_t (*pref_create)(cublasLtMatmulPreference_t*);
+static cublasStatus_t (*pref_destroy)(cublasLtMatmulPreference_t);
+static cublasStatus_t (*pref_set)(cublasLtMatmulPreference_t, cublasLtMatmulPreferenceAttributes_t,
+                                  const void*, size_t);
+static cublasStatus_t (*heuristic)(cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t,
+                                   cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+                                   cublasLtMatrixLayout_t, cublasLtMatmulPreference_t, int,
+                                   cublasLtMatmulHeuristicResult_t*, int*);
+
+/* The runtime calls of the sampled check, real ones (real.h). */
+static struct {
+  cudaError_t (*malloc_)(void**, size_t, cudaStream_t);
+  cudaError_t (*free_)(void*, cudaStream_t);
+  cudaError_t (*memcpy_)(void*, const void*, size_t, enum cudaMemcpyKind, cudaStream_t);
+  cudaError_t (*memset_)(void*, int, size_t, cudaStream_t);
+  cudaError_t (*stream_create)(cudaStream_t*, unsigned);
+  cudaError_t (*stream_destroy)(cudaStream_t);
+  cudaError_t (*stream_sync)(cudaStream_t);
+} rt;
+
+static void go_once(void) {
+  *(void**)&rt.malloc_ = grape__real_runtime("cudaMallocAsync");
+  *(void**)&rt.free_ = grape__real_runtime("cudaFreeAsync");
+  *(void**)&rt.memcpy_ = grape__real_runtime("cudaMemcpyAsync");
+  *(void**)&rt.memset_ = grape__real_runtime("cudaMemsetAsync");
+  *(void**)&rt.stream_create = grape__real_runtime("cudaStreamCreateWithFlags");
+  *(void**)&rt.stream_destroy = grape__real_runtime("cudaStreamDestroy");
+  *(void**)&rt.stream_sync = grape__real_runtime("cudaStreamSynchronize");
+  *(void**)&get_stream = lookup("cublasGetStream_v2", 0);
+  *(void**)&set_stream = lookup("cublasSetStream_v2", 0);
+  *(void**)&get_sm_target = lookup("cublasGetSmCountTarget", 0);
+  *(void**)&set_sm_target = lookup("cublasSetSmCountTarget", 0);
+  *(void**)&set_pointer_mode = lookup("cublasSetPointerMode_v2", 0);
+  *(void**)&gemm_ex = lookup("cublasGemmEx", 0);
+  *(void**)&desc_create = lookup("cublasLtMatmulDescCreate", 1);
+  *(void**)&desc_destroy = lookup("cublasLtMatmulDescDestroy", 1);
+  *(void**)&desc_set = lookup("cublasLtMatmulDescSetAttribute", 1);
+  *(void**)&pref_create = lookup("cublasLtMatmulPreferenceCreate", 1);
+  *(void**)&pref_destroy = lookup("cublasLtMatmulPreferenceDestroy", 1);
+  *(void**)&pref_set = lookup("cublasLtMatmulPreferenceSetAttribute", 1);
+  *(void**)&heuristic = lookup("cublasLtMatmulAlgoGetHeuristic", 1);
+}
+
+static void go_fns(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, go_once);
+}
+
+static double mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* The run's sampled checks (report.c): shapes checked, those whose outputs
+ * held values, and the largest relative difference seen. */
+static pthread_mutex_t go_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t go_checks, go_checks_valued, go_targets;
+static double go_max_rel;
+typedef struct checked_s {
+  int m, n, k, ta, tb, atype, ctype, compute, target;
+} checked_t;
+static checked_t* go_seen;
+static size_t go_nseen, go_cap;
+
+void grape__cublas_go_stats(uint64_t* targets, uint64_t* checks, uint64_t* valued, double* max_rel) {
+  pthread_mutex_lock(&go_lock);
+  *targets = go_targets;
+  *checks = go_checks;
+  *valued = go_checks_valued;
+  *max_rel = go_max_rel;
+  pthread_mutex_unlock(&go_lock);
+}
+
+/* True the first time (shape, target) is met: it is to be checked. */
+static int go_first(const checked_t* k) {
+  int first = 1;
+  pthread_mutex_lock(&go_lock);
+  go_targets++;
+  for (size_t i = 0; i < go_nseen && first; i++)
+    first = memcmp(&go_seen[i], k, sizeof(*k)) != 0;
+  if (first && go_nseen < 4096) {
+    if (go_nseen == go_cap) {
+      size_t cap = go_cap ? 2 * go_cap : 16;
+      checked_t* v = realloc(go_seen, cap * sizeof(*v));
+      if (v == NULL)
+        first = 0;
+      else {
+        go_seen = v;
+        go_cap = cap;
+      }
+    }
+    if (first)
+      go_seen[go_nseen++] = *k;
+  }
+  pthread_mutex_unlock(&go_lock);
+  return first;
+}
+
+/* The target published for stream st's next op (0: none), in go mode. */
+static uint32_t go_target_for(cudaStream_t st) {
+  if (__atomic_load_n(&conc_mode, __ATOMIC_RELAXED) != GRAPE_CONC_GO)
+    return 0;
+  grape_stream_t* s = grape__stream_peek(grape__stream_key((const void*)st, 0));
+  if (s == NULL)
+    return 0;
+  spin_lock(&s->lock);
+  uint32_t t = grape_gc_hint(__atomic_load_n(&s->region.cursor.node, __ATOMIC_RELAXED));
+  spin_unlock(&s->lock);
+  return t;
+}
+
+static double elem_get(const void* p, size_t i, int type) {
+  switch (type) {
+  case CUDA_R_32F:
+    return ((const float*)p)[i];
+  case CUDA_R_64F:
+    return ((const double*)p)[i];
+  case CUDA_R_16BF: {
+    uint32_t u = (uint32_t)((const uint16_t*)p)[i] << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+  }
+  case CUDA_R_16F: {
+    uint16_t h = ((const uint16_t*)p)[i];
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : (e == 31 ? INFINITY : ldexp(m + 1024, e - 25));
+    return (h & 0x8000) ? -v : v;
+  }
+  default:
+    return 0;
+  }
+}
+
+/* Sampled operand values in [-1, 1): a fixed sequence, exact in every type. */
+static void elem_fill(void* p, size_t count, int type, uint32_t seed) {
+  uint32_t x = seed * 2654435761u + 1;
+  for (size_t i = 0; i < count; i++) {
+    x = x * 1664525u + 1013904223u;
+    int v = (int)(x >> 25) - 64;   /* -64 .. 63 */
+    float f = (float)v / 64.0f;
+    switch (type) {
+    case CUDA_R_32F:
+      ((float*)p)[i] = f;
+      break;
+    case CUDA_R_64F:
+      ((double*)p)[i] = f;
+      break;
+    case CUDA_R_16BF: {
+      uint32_t u;
+      memcpy(&u, &f, 4);
+      ((uint16_t*)p)[i] = (uint16_t)(u >> 16);
+      break;
+    }
+    case CUDA_R_16F: {
+      /* |v| / 64 with v < 128: exact in fp16 */
+      uint16_t h = 0;
+      if (v != 0) {
+        int a = v < 0 ? -v : v, e = 0;
+        while ((a >> e) > 1)
+          e++;
+        uint32_t m = ((uint32_t)a << (10 - e)) & 1023;
+        h = (uint16_t)(((e - 6 + 15) << 10) | m | (v < 0 ? 0x8000 : 0));
+      }
+      ((uint16_t*)p)[i] = h;
+      break;
+    }
+    default:
+      break;
+    }
+  }
+}
+
+#define CHECK_BYTES ((size_t)256 << 10)   /* sampled operand block; D read back: twice this */
+
+/* Fills n elements of esize bytes at device d: a block of sampled values
+ * (host buffer h of CHECK_BYTES) first, the rest with one byte pattern
+ * (a memset costs the device less than copies of the block). */
+static int fill_dev(void* d, void* h, size_t n, uint32_t esize, int type, uint32_t seed, cudaStream_t st) {
+  size_t bytes = n * esize, have = CHECK_BYTES / esize * esize;
+  if (have > bytes)
+    have = bytes;
+  elem_fill(h, have / esize, type, seed);
+  if (rt.memcpy_(d, h, have, cudaMemcpyHostToDevice, st) != cudaSuccess || rt.stream_sync(st) != cudaSuccess)
+    return -1;
+  if (have < bytes && rt.memset_((char*)d + have, 0x3c, bytes - have, st) != cudaSuccess)
+    return -1;
+  return 0;
+}
+
+/* The legacy call g made once with and once without target t on sampled
+ * operands of its shape (one batch entry), outside grape's recording, on a
+ * private stream; the largest relative difference joins the report. */
+static void go_check_legacy(const legacy_t* g, int t) {
+  go_fns();
+  uint32_t ea = grape__dtype_size(g->atype), eb = grape__dtype_size(g->btype),
+           ec = grape__dtype_size(g->ctype);
+  if (gemm_ex == NULL || set_sm_target == NULL || get_stream == NULL || set_stream == NULL ||
+      set_pointer_mode == NULL || rt.malloc_ == NULL || rt.free_ == NULL || rt.memcpy_ == NULL ||
+      rt.memset_ == NULL || rt.stream_create == NULL || rt.stream_destroy == NULL ||
+      rt.stream_sync == NULL || ea == 0 || eb == 0 || ec == 0 || g->m <= 0 || g->n <= 0 || g->k <= 0)
+    return;
+  int ta = g->ta != CUBLAS_OP_N, tb = g->tb != CUBLAS_OP_N;
+  size_t na = (size_t)g->lda * (ta ? g->m : g->k), nb = (size_t)g->ldb * (tb ? g->k : g->n),
+         nc = (size_t)g->ldc * g->n;
+  size_t cols = 0;
+  void *ha = malloc(CHECK_BYTES), *hb = malloc(CHECK_BYTES), *h1 = malloc(2 * CHECK_BYTES + 2 * (size_t)g->ldc * ec),
+       *h2 = malloc(2 * CHECK_BYTES + 2 * (size_t)g->ldc * ec);
+  void *da = NULL, *db = NULL, *d1 = NULL, *d2 = NULL;
+  cudaStream_t priv = NULL, old_stream = NULL;
+  cublasPointerMode_t old_mode = CUBLAS_POINTER_MODE_HOST;
+  int old_t = 0, ok = 0;
+  int saved_depth = grape__depth;
+  grape__depth = saved_depth + 1;   /* every hook passes straight through */
+  {
+    if (ha != NULL && hb != NULL && h1 != NULL && h2 != NULL &&
+        rt.stream_create(&priv, cudaStreamNonBlocking) == cudaSuccess &&
+        rt.malloc_(&da, na * ea, priv) == cudaSuccess && rt.malloc_(&db, nb * eb, priv) == cudaSuccess &&
+        rt.malloc_(&d1, nc * ec, priv) == cudaSuccess && rt.malloc_(&d2, nc * ec, priv) == cudaSuccess) {
+      /* A block of pseudo-random values at each operand's start, a byte
+       * pattern after it (an upload of the whole would cost a large
+       * operand's transfer). */
+      ok = fill_dev(da, ha, na, ea, g->atype, 1, priv) == 0 &&
+           fill_dev(db, hb, nb, eb, g->btype, 2, priv) == 0;   /* beta 0: D is written whole */
+      get_stream(g->h, &old_stream);
+      if (get_pointer_mode != NULL)
+        get_pointer_mode(g->h, &old_mode);
+      if (get_sm_target != NULL)
+        get_sm_target(g->h, &old_t);
+      set_stream(g->h, priv);
+      set_pointer_mode(g->h, CUBLAS_POINTER_MODE_HOST);
+      double one64 = 1, zero64 = 0;
+      float one32 = 1, zero32 = 0;
+      uint16_t one16 = 0x3c00, zero16 = 0;
+      int st = g->scale_type;
+      const void* one = st == CUDA_R_64F ? (const void*)&one64 : st == CUDA_R_16F ? (const void*)&one16 : &one32;
+      const void* zero = st == CUDA_R_64F ? (const void*)&zero64 : st == CUDA_R_16F ? (const void*)&zero16 : &zero32;
+      set_sm_target(g->h, old_t);
+      cublasStatus_t s1 = gemm_ex(g->h, g->ta, g->tb, g->m, g->n, g->k, one, da, g->atype, g->lda, db,
+                                  g->btype, g->ldb, zero, d1, g->ctype, g->ldc, g->compute, CUBLAS_GEMM_DEFAULT);
+      set_sm_target(g->h, t);
+      cublasStatus_t s2 = gemm_ex(g->h, g->ta, g->tb, g->m, g->n, g->k, one, da, g->atype, g->lda, db,
+                                  g->btype, g->ldb, zero, d2, g->ctype, g->ldc, g->compute, CUBLAS_GEMM_DEFAULT);
+      set_sm_target(g->h, old_t);
+      set_pointer_mode(g->h, old_mode);
+      set_stream(g->h, old_stream);
+      /* The sample read back: D's first and last columns, up to
+       * CHECK_BYTES each. */
+      cols = (size_t)(CHECK_BYTES / ((size_t)g->ldc * ec));
+      if (cols < 1)
+        cols = 1;
+      if (cols * 2 > (size_t)g->n)
+        cols = ((size_t)g->n + 1) / 2;
+      size_t piece = cols * g->ldc * ec, tail = ((size_t)g->n - cols) * g->ldc * ec;
+      ok = ok && s1 == CUBLAS_STATUS_SUCCESS && s2 == CUBLAS_STATUS_SUCCESS &&
+           rt.memcpy_(h1, d1, piece, cudaMemcpyDeviceToHost, priv) == cudaSuccess &&
+           rt.memcpy_(h2, d2, piece, cudaMemcpyDeviceToHost, priv) == cudaSuccess &&
+           rt.memcpy_((char*)h1 + piece, (char*)d1 + tail, piece, cudaMemcpyDeviceToHost, priv) == cudaSuccess &&
+           rt.memcpy_((char*)h2 + piece, (char*)d2 + tail, piece, cudaMemcpyDeviceToHost, priv) == cudaSuccess &&
+           rt.stream_sync(priv) == cudaSuccess;
+    }
+    if (priv != NULL) {
+      void* bufs[] = {da, db, d1, d2};
+      for (int i = 0; i < 4; i++)
+        if (bufs[i] != NULL)
+          rt.free_(bufs[i], priv);
+      rt.stream_sync(priv);
+      rt.stream_destroy(priv);
+    }
+  }
+  grape__depth = saved_depth;
+  if (ok) {
+    double worst = 0;
+    int valued = 0;
+    for (size_t j = 0; j < 2 * cols; j++)
+      for (int i = 0; i < g->m; i++) {
+        size_t at = j * g->ldc + i;
+        double a = elem_get(h1, at, g->ctype), b = elem_get(h2, at, g->ctype);
+        valued |= a != 0 || b != 0;
+        double den = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
+        double rel = den > 0 ? fabs(a - b) / den : 0;
+        if (!(rel <= worst))
+          worst = rel;   /* NaN counts as the worst */
+      }
+    pthread_mutex_lock(&go_lock);
+    go_checks++;
+    go_checks_valued += valued;
+    if (!(worst <= go_max_rel))
+      go_max_rel = worst;
+    pthread_mutex_unlock(&go_lock);
+    if (worst > 0)
+      grape_log_info("go: an SM-count target of %d changes a %dx%dx%d GEMM's results by up to %.3g "
+                     "(relative)", t, g->m, g->n, g->k, worst);
+  }
+  free(ha);
+  free(hb);
+  free(h1);
+  free(h2);
+}
+
+/* Before a legacy call: its target, when one is published for its stream,
+ * set on the handle (its own value kept in *saved). @return the target or 0. */
+static int legacy_target_begin(const legacy_t* g, int* saved, double* t0) {
+  if (__atomic_load_n(&conc_mode, __ATOMIC_RELAXED) != GRAPE_CONC_GO)
+    return 0;
+  *t0 = mono_ns();
+  go_fns();
+  cudaStream_t st = NULL;
+  if (get_stream == NULL || get_sm_target == NULL || set_sm_target == NULL ||
+      get_stream(g->h, &st) != CUBLAS_STATUS_SUCCESS)
+    return 0;
+  int t = (int)go_target_for(st);
+  if (t <= 0)
+    return 0;
+  checked_t key = {g->m, g->n, g->k, g->ta, g->tb, g->atype, g->ctype, g->compute, t};
+  if (go_first(&key)) {
+    double c0 = mono_ns();
+    go_check_legacy(g, t);
+    *t0 += mono_ns() - c0;   /* once per shape: not the per-call cost */
+  }
+  if (get_sm_target(g->h, saved) != CUBLAS_STATUS_SUCCESS ||
+      set_sm_target(g->h, t) != CUBLAS_STATUS_SUCCESS)
+    return 0;
+  return t;
+}
+
+static void legacy_target_end(const legacy_t* g, int saved, double t0) {
+  set_sm_target(g->h, saved);
+  grape_gc_hint_cost(grape__gc_peek(), mono_ns() - t0, 1);
+}
+
+/* A copy of desc with every attribute the library gives (NULL: none). */
+static cublasLtMatmulDesc_t desc_copy(cublasLtMatmulDesc_t desc) {
+  int32_t compute = 0, scale = 0;
+  cublasLtMatmulDesc_t d = NULL;
+  if (desc_create == NULL || desc_set == NULL || desc_get == NULL ||
+      desc_attr(desc, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, &compute, 4) != 0 ||
+      desc_attr(desc, CUBLASLT_MATMUL_DESC_SCALE_TYPE, &scale, 4) != 0 ||
+      desc_create(&d, (cublasComputeType_t)compute, (cudaDataType_t)scale) != CUBLAS_STATUS_SUCCESS)
+    return NULL;
+  for (int a = 0; a <= 64; a++) {
+    uint8_t buf[64];
+    size_t need = 0;
+    if (desc_get(desc, (cublasLtMatmulDescAttributes_t)a, NULL, 0, &need) != CUBLAS_STATUS_SUCCESS ||
+        need == 0 || need > sizeof(buf))
+      continue;
+    size_t got = 0;
+    if (desc_get(desc, (cublasLtMatmulDescAttributes_t)a, buf, need, &got) != CUBLAS_STATUS_SUCCESS)
+      continue;
+    if (desc_set(d, (cublasLtMatmulDescAttributes_t)a, buf, got) != CUBLAS_STATUS_SUCCESS) {
+      desc_destroy(d);
+      return NULL;
+    }
+  }
+  return d;
+}
+
+/* A cuBLASLt call's target: a copy of desc carrying it (*copy) and, when the
+ * program passed an algorithm, the heuristic's first one for the copy
+ * (*algo). @return the target or 0 (then nothing was made). */
+static int lt_target_begin(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
+                           cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc,
+                           cublasLtMatrixLayout_t ld, const cublasLtMatmulAlgo_t* algo,
+                           size_t ws_size, cudaStream_t stream, cublasLtMatmulDesc_t* copy,
+                           cublasLtMatmulAlgo_t* requeried, double* t0) {
+  if (__atomic_load_n(&conc_mode, __ATOMIC_RELAXED) != GRAPE_CONC_GO)
+    return 0;
+  *t0 = mono_ns();
+  int t = (int)go_target_for(stream);
+  if (t <= 0)
+    return 0;
+  go_fns();
+  if ((*copy = desc_copy(desc)) == NULL)
+    return 0;
+  int32_t t32 = t;
+  if (desc_set(*copy, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &t32, sizeof(t32)) != CUBLAS_STATUS_SUCCESS)
+    goto fail;
+  if (algo != NULL) {
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t res;
+    int count = 0;
+    uint64_t ws = ws_size;
+    int ok = pref_create != NULL && heuristic != NULL && pref_create(&pref) == CUBLAS_STATUS_SUCCESS &&
+             pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)) == CUBLAS_STATUS_SUCCESS &&
+             heuristic(h, *copy, la, lb, lc, ld, pref, 1, &res, &count) == CUBLAS_STATUS_SUCCESS &&
+             count > 0 && res.state == CUBLAS_STATUS_SUCCESS;
+    if (pref != NULL)
+      pref_destroy(pref);
+    if (!ok)
+      goto fail;
+    *requeried = res.algo;
+  }
+  pthread_mutex_lock(&go_lock);
+  go_targets++;
+  pthread_mutex_unlock(&go_lock);
+  return t;
+fail:
+  desc_destroy(*copy);
+  *copy = NULL;
+  return 0;
+}
+
+static void lt_target_end(cublasLtMatmulDesc_t copy, double t0) {
+  desc_destroy(copy);
+  grape_gc_hint_cost(grape__gc_peek(), mono_ns() - t0, 1);
 }
 
 /* ---- The entry points ---- */
@@ -443,8 +890,13 @@ static void lt_foot(grape_call_t* c, cublasLtMatmulDesc_t desc, const void* alph
     grape_call_t c_;                       \
     legacy_t g_ = gexpr;                   \
     legacy_foot(&c_, &g_);                 \
+    int saved_ = 0;                        \
+    double t0_ = 0;                        \
+    int tgt_ = legacy_target_begin(&g_, &saved_, &t0_); \
     cublasStatus_t st_;                    \
     WITH_CALL(&c_, st_, call_expr);        \
+    if (tgt_ > 0)                          \
+      legacy_target_end(&g_, saved_, t0_); \
     return st_;                            \
   } while (0)
 
@@ -522,8 +974,18 @@ CB_ENTRY(cublasLtMatmul,
     return real(h, desc, alpha, A, la, B, lb, beta, C, lc, D, ld, algo, ws, ws_size, stream);
   grape_call_t c;
   lt_foot(&c, desc, alpha, A, la, B, lb, beta, C, lc, D, ld, ws, ws_size);
+  cublasLtMatmulDesc_t copy = NULL;
+  cublasLtMatmulAlgo_t requeried;
+  double t0 = 0;
+  int tgt = lt_target_begin(h, desc, la, lb, lc, ld, algo, ws_size, stream, &copy, &requeried, &t0);
   cublasStatus_t st;
-  WITH_CALL(&c, st, real(h, desc, alpha, A, la, B, lb, beta, C, lc, D, ld, algo, ws, ws_size, stream));
+  if (tgt > 0) {
+    WITH_CALL(&c, st, real(h, copy, alpha, A, la, B, lb, beta, C, lc, D, ld,
+                           algo != NULL ? &requeried : NULL, ws, ws_size, stream));
+    lt_target_end(copy, t0);
+  } else {
+    WITH_CALL(&c, st, real(h, desc, alpha, A, la, B, lb, beta, C, lc, D, ld, algo, ws, ws_size, stream));
+  }
   return st;
 }
 

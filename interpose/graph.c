@@ -243,6 +243,7 @@ grape_gc_t* grape__gc(void) {
       .wake = build_queued,
       .handoff = builder_handoff,
       .concurrency = (int)grape__option_get(grape_option_concurrency),
+      .plan_host_share = (double)grape__option_get(grape_option_plan_host_pct) / 100.0,
     };
     costs_set(&cfg);
     clock_init(graphs);

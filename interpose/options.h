@@ -23,7 +23,7 @@ typedef enum grape_option_kind_e {
 
 /* Values of the enum options (indices into their word lists). */
 enum { GRAPE_MODE_OFF = 0, GRAPE_MODE_OBSERVE = 1, GRAPE_MODE_GRAPH = 2 };
-enum { GRAPE_CONC_OFF = 0, GRAPE_CONC_OBSERVE = 1, GRAPE_CONC_SAFE = 2 };
+enum { GRAPE_CONC_OFF = 0, GRAPE_CONC_OBSERVE = 1, GRAPE_CONC_SAFE = 2, GRAPE_CONC_GO = 3 };
 enum { GRAPE_LOG_ERROR = 0, GRAPE_LOG_WARN = 1, GRAPE_LOG_INFO = 2, GRAPE_LOG_DEBUG = 3 };
 
 /* Value of an integer-like option (ENUM index, LONG). Initialises the

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "allocmap.h"
+#include "cublas.h"
 #include "funcinfo.h"
 #include "grape/grape.h"
 #include "grape/predict.h"
@@ -480,18 +481,33 @@ static const char* const why_names[GRAPE_WHY_COUNT] = {
 
 /* "concurrency":{...}, the run's plans and measured device times. */
 static void put_concurrency(buf_t* b, const grape_gc_stats_t* st) {
-  static const char* const modes[] = {"off", "observe", "safe"};
+  static const char* const modes[] = {"off", "observe", "safe", "go"};
   long m = grape__option_get(grape_option_concurrency);
+  uint64_t targets = 0, checks = 0, valued = 0;
+  double max_rel = 0;
+  grape__cublas_go_stats(&targets, &checks, &valued, &max_rel);
   put(b, "\"concurrency\":{\"mode\":\"%s\",\"plans_built\":%llu,\"plans_kept\":%llu,"
       "\"plans_reverted\":%llu,\"plan_launches\":%llu,\"plan_fallbacks\":%llu,"
       "\"device_ns_chain\":%llu,\"timed_chain\":%llu,\"device_ns_plan\":%llu,\"timed_plan\":%llu,"
-      "\"gain_ns\":%.0f,\"timed_gain\":%llu},",
-      modes[m >= 0 && m <= 2 ? m : 1], (unsigned long long)st->conc_planned,
+      "\"gain_ns\":%.0f,\"timed_gain\":%llu,",
+      modes[m >= 0 && m <= 3 ? m : 1], (unsigned long long)st->conc_planned,
       (unsigned long long)st->conc_kept, (unsigned long long)st->conc_reverted,
       (unsigned long long)st->conc_launches, (unsigned long long)st->conc_fallbacks,
       (unsigned long long)st->dev_chain_ns, (unsigned long long)st->dev_chain_n,
       (unsigned long long)st->dev_plan_ns, (unsigned long long)st->dev_plan_n, st->conc_gain_ns,
       (unsigned long long)st->conc_gain_n);
+  put(b, "\"plans_dropped_host\":%llu,\"plan_host_ns\":%.0f,\"plan_host_launches\":%llu,"
+      "\"target_host_ns\":%.0f,\"targets_costed\":%llu,"
+      "\"go_plans_built\":%llu,\"go_plans_kept\":%llu,\"go_plans_reverted\":%llu,"
+      "\"go_launches\":%llu,\"go_gain_ns\":%.0f,\"go_timed_gain\":%llu,"
+      "\"targets_applied\":%llu,\"numerics_checks\":%llu,\"numerics_checks_valued\":%llu,"
+      "\"numerics_max_rel_diff\":%.9g},",
+      (unsigned long long)st->conc_host_dropped, st->plan_host_ns,
+      (unsigned long long)st->plan_host_n, st->hint_host_ns, (unsigned long long)st->hint_host_n,
+      (unsigned long long)st->go_planned, (unsigned long long)st->go_kept,
+      (unsigned long long)st->go_reverted, (unsigned long long)st->go_launches, st->go_gain_ns,
+      (unsigned long long)st->go_gain_n, (unsigned long long)targets, (unsigned long long)checks,
+      (unsigned long long)valued, max_rel);
 }
 
 /* "verdicts": every path grouped by how its key ran and why (the words of

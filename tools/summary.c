@@ -640,13 +640,16 @@ static void print_verdicts(const summary_t* s, const summary_opts_t* o) {
  * measured chain time ("gain_ns"), scaled to every plan launch. */
 static void print_concurrency(const summary_t* s, const summary_opts_t* o) {
   double built = 0, kept = 0, reverted = 0, launches = 0, fallbacks = 0, gain_ms = 0, timed = 0;
-  int safe = 0;
+  double go_built = 0, go_kept = 0, go_reverted = 0, go_launches = 0, go_gain_ms = 0, go_timed = 0;
+  double dropped = 0, host_ns = 0, host_n = 0, checks = 0, valued = 0, max_rel = 0;
+  const char* mode = NULL;
   for (size_t i = 0; i < s->n; i++) {
     const grape_json_t* c = grape__json_get(s->rep[i], "concurrency");
     if (c == NULL || c->kind != GRAPE_JSON_OBJ)
       continue;
     const char* m = grape__json_str(grape__json_get(c, "mode"));
-    safe |= m != NULL && strcmp(m, "safe") == 0;
+    if (m != NULL && (strcmp(m, "safe") == 0 || strcmp(m, "go") == 0))
+      mode = m;
     built += num(c, "plans_built");
     kept += num(c, "plans_kept");
     reverted += num(c, "plans_reverted");
@@ -657,19 +660,47 @@ static void print_concurrency(const summary_t* s, const summary_opts_t* o) {
       gain_ms += num(c, "gain_ns") / n * num(c, "plan_launches") / 1e6;
       timed += n;
     }
+    go_built += num(c, "go_plans_built");
+    go_kept += num(c, "go_plans_kept");
+    go_reverted += num(c, "go_plans_reverted");
+    go_launches += num(c, "go_launches");
+    n = num(c, "go_timed_gain");
+    if (n > 0) {
+      go_gain_ms += num(c, "go_gain_ns") / n * num(c, "go_launches") / 1e6;
+      go_timed += n;
+    }
+    dropped += num(c, "plans_dropped_host");
+    host_ns += num(c, "plan_host_ns");
+    host_n += num(c, "plan_host_launches");
+    checks += num(c, "numerics_checks");
+    valued += num(c, "numerics_checks_valued");
+    if (num(c, "numerics_max_rel_diff") > max_rel)
+      max_rel = num(c, "numerics_max_rel_diff");
   }
-  if (!safe && built == 0)
+  if (mode == NULL && built == 0)
     return;
-  fprintf(o->to, "%sconcurrency%s: %.0f plans built, %.0f kept, %.0f reverted; %.0f plan launches "
-                 "(%.0f fell back to the chain)", o->prefix, safe ? " (safe)" : "", built, kept,
-          reverted, launches, fallbacks);
+  fprintf(o->to, "%sconcurrency%s%s%s: %.0f plans built, %.0f kept, %.0f reverted; %.0f plan launches "
+                 "(%.0f fell back to the chain)", o->prefix, mode ? " (" : "", mode ? mode : "",
+          mode ? ")" : "", built, kept, reverted, launches, fallbacks);
   if (timed > 0)
     fprintf(o->to, "; against their segments' chains the plans %s about %.3f ms of device time "
                    "(%.0f launches timed)", gain_ms >= 0 ? "gained" : "lost",
             gain_ms >= 0 ? gain_ms : -gain_ms, timed);
   else
     fprintf(o->to, "; no plan launch was timed: nothing measured against the chain");
+  fprintf(o->to, "; host cost %.3f ms (%.2f us a plan launch), %.0f dropped for it", host_ns / 1e6,
+          host_n > 0 ? host_ns / host_n / 1e3 : 0.0, dropped);
   fputc('\n', o->to);
+  if (mode != NULL && strcmp(mode, "go") == 0) {
+    fprintf(o->to, "%sconcurrency (go): %.0f SM-target plans built, %.0f kept, %.0f reverted; %.0f "
+                   "launches", o->prefix, go_built, go_kept, go_reverted, go_launches);
+    if (go_timed > 0)
+      fprintf(o->to, "; against their segments' safe plans they %s about %.3f ms of device time "
+                     "(%.0f launches timed)", go_gain_ms >= 0 ? "gained" : "lost",
+              go_gain_ms >= 0 ? go_gain_ms : -go_gain_ms, go_timed);
+    fprintf(o->to, "; numerics: %.0f sampled checks (%.0f with values), largest relative "
+                   "difference %.3g\n", checks, valued, max_rel);
+  }
 }
 
 /* One process's line. */

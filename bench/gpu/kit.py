@@ -535,7 +535,53 @@ class Kit:
             return recs, f"rc={rc}: " + (tail(err, 3) or "no output")
         return recs, None
 
+    def showcase_modes(self):
+        """The concurrency showcase (examples/prefill) in graph mode as chain graphs
+        (GRAPE_CONCURRENCY=observe), safe and go: wall time (on the sim: simulated end),
+        checksums (the chain's must equal every mode's), plans built/kept/reverted, go's
+        SM-target plans, its numerics check and the plans' host cost, from each report."""
+        exe = self.example("prefill")
+        if exe is None:
+            self.add("concurrency", "showcase", "n/a", why=f"examples/prefill {NA}")
+            return
+        if not self.have_shim():
+            self.add("concurrency", "showcase", "n/a", why="no shim")
+            return
+        args = ["--iters", "8" if self.a.quick else "30"] + (["--small"] if self.sim else [])
+        base = self.sim_env() if self.sim else self.dev_env()
+        sums, ends = {}, {}
+        for label, conc in (("chain", "observe"), ("safe", "safe"), ("go", "go")):
+            rep = os.path.join(self.reports, f"showcase_{label}.json")
+            env = self.shim_env("graph", rep, base)
+            env["GRAPE_CONCURRENCY"] = conc
+            t0 = time.time()
+            rc, out, err = self.run(f"showcase_{label}", [exe] + args, env, timeout=self.budget(120, 20))
+            wall = time.time() - t0
+            r = load_report(rep)
+            c = (r or {}).get("concurrency") or {}
+            sums[label] = checksum(out) if rc == 0 else None
+            ends[label] = wall
+            kw = {k: c.get(k) for k in ("plans_built", "plans_kept", "plans_reverted", "plan_launches",
+                                        "go_plans_built", "go_plans_kept", "go_plans_reverted",
+                                        "targets_applied", "numerics_checks", "numerics_max_rel_diff",
+                                        "plan_host_ns", "plan_host_launches", "plans_dropped_host")
+                  if k in c}
+            if rc != 0:
+                self.add("concurrency", f"showcase {label}", "error", rc=rc, why=tail(err, 3))
+            else:
+                self.add("concurrency", f"showcase {label}", "info", wall_s=round(wall, 3),
+                         vs_chain=round(ends["chain"] / wall, 3) if ends.get("chain") else None,
+                         checksum=sums[label], **kw)
+        if sums.get("chain") is not None:
+            same = all(v == sums["chain"] for v in sums.values() if v is not None)
+            self.add("concurrency", "showcase checksums", "pass" if same else "fail",
+                     why="chain, safe and go agree" if same else f"checksums differ: {sums}")
+
     def check_concurrency(self):
+        self.showcase_modes()
+        self.check_concurrency_sets()
+
+    def check_concurrency_sets(self):
         """Independent cuBLAS GEMMs (concurrency.cu): sequential, on streams, as a chain graph,
         as graph branches, with the SM-count target. Every variant's outputs must be the same
         bits (the inputs make every sum exact); the times are measurements. On a GPU the same

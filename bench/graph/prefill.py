@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The concurrency showcase (examples/prefill.cu, docs/concurrency.md) on the
 simulated device under the sourced cost profiles: chain graphs
-(GRAPE_CONCURRENCY=observe) against safe mode, end to end and per region.
+(GRAPE_CONCURRENCY=observe) against safe and go modes, end to end and per region.
 
 - End to end: --iters prompts of hashed lengths at full size, eager and in
   graph mode (observe, safe), per profile: simulated end, host time, the
@@ -56,7 +56,7 @@ def main():
         e = simrun.run(a.prog, args, a.simdir, env=env(prof))
         print(f"| {prof} | eager | {e.sim['sim_end_ns'] / 1e6:.3f} | {e.sim['sim_host_ns'] / 1e6:.3f} | | | |")
         chain = None
-        for mode in ("observe", "safe"):
+        for mode in ("observe", "safe", "go"):
             r = simrun.run(a.prog, args, a.simdir, a.lib, "graph", env=env(prof, mode))
             t, c = r.sim["sim_end_ns"], r.grape["concurrency"]
             chain = chain or t
@@ -65,8 +65,9 @@ def main():
 
     print("\nPer region: one chunk of T tokens per prompt, --iters 20; mean device time of a "
           "timed segment launch\n")
-    print("| profile | T | chain us (timed) | safe plan us (timed) | segment speed-up | end to end |")
-    print("|---|---|---|---|---|---|")
+    print("| profile | T | chain us (timed) | safe plan us (timed) | segment speed-up | end to end "
+          "| go plans built/kept/reverted | go vs safe (segment) |")
+    print("|---|---|---|---|---|---|---|---|")
     for prof in PROFILES:
         for t in a.lens:
             args = ["--iters", "20", "--len", t]
@@ -81,7 +82,13 @@ def main():
             else:
                 plan, ratio = "no plan kept", ""
             e2e = o.sim["sim_end_ns"] / s.sim["sim_end_ns"]
-            print(f"| {prof} | {t} | {chain_us:.1f} ({oc['timed_chain']}) | {plan} | {ratio} | {e2e:.3f}x |")
+            g = simrun.run(a.prog, args, a.simdir, a.lib, "graph", env=env(prof, "go")).grape["concurrency"]
+            go = ""
+            if g.get("go_timed_gain") and sc["timed_plan"]:
+                gain_us = g["go_gain_ns"] / g["go_timed_gain"] / 1e3
+                go = f"{plan_us / (plan_us - gain_us):.2f}x ({g['go_timed_gain']} timed)"
+            print(f"| {prof} | {t} | {chain_us:.1f} ({oc['timed_chain']}) | {plan} | {ratio} | {e2e:.3f}x "
+                  f"| {g.get('go_plans_built', 0)}/{g.get('go_plans_kept', 0)}/{g.get('go_plans_reverted', 0)} | {go} |")
 
     args = ["--small", "--iters", a.small_iters]
     want = simrun.run(a.prog, args, a.simdir).checksum

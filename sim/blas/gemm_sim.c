@@ -13,6 +13,7 @@
  *   fp32 SIMT              66.9 TFLOP/s x 0.776 (51.9 measured at 4096^3)
  *   fp64                   66.9 TFLOP/s x 0.776 (nominal: the fp32 ratio) */
 #include <math.h>
+#include <stdlib.h>
 
 #include "gemm_math.h"
 #include "simcu.h"
@@ -37,6 +38,20 @@ static int reads_c(const simcublas_params_t* p) {
   return p->beta_ptr != NULL || p->beta != 0.0;
 }
 
+/* SIMCU_TARGET_SLOWDOWN (default 1): a persistent kernel launched on fewer
+ * blocks than SMs (an SM-count target) takes this many times longer per
+ * tile: a library whose algorithm under a target is slower, for tests of
+ * go mode's verdict. Read once. */
+static double target_slowdown(void) {
+  static double f;
+  if (f == 0) {
+    const char* e = getenv("SIMCU_TARGET_SLOWDOWN");
+    double v = e != NULL ? atof(e) : 1.0;
+    f = v >= 1.0 ? v : 1.0;
+  }
+  return f;
+}
+
 /* A GEMM kernel: its tiles at one SM's share, each operand read once. */
 static void gemm_cost(const simcu_block_t* launch, const simcublas_params_t* p, simcu_cost_t* out) {
   int kind = p->kind >= SC_KIND_TENSOR16 && p->kind <= SC_KIND_SIMT64 ? p->kind : SC_KIND_SIMT32;
@@ -47,6 +62,8 @@ static void gemm_cost(const simcu_block_t* launch, const simcublas_params_t* p, 
   double tiles = p->persistent ? ceil(total / grid) : 1.0;
   double klen = (double)p->k / (p->splits > 0 ? p->splits : 1);
   out->cta_ns = tiles * 2.0 * p->tile_m * p->tile_n * klen / (per_sm / occ);
+  if (p->persistent && grid < SC_SMS)
+    out->cta_ns *= target_slowdown();
   double mn = (double)p->m * p->n, b = (double)p->batch;
   out->bytes = b * ((double)p->m * p->k * elt(p->type_a) + (double)p->k * p->n * elt(p->type_b));
   if (p->splits > 1)

@@ -23,6 +23,17 @@
             shuffled orders), and at full sizes (timed only) safe mode ends at
             least 1.3x sooner than chain graphs under the default and fair
             profiles; grape report's summary has its concurrency line
+  go        GRAPE_CONCURRENCY=go on the prefill showcase (full size, timed
+            only, one chunk of 512 tokens per prompt): an SM-count target is
+            applied to the persistent shared-expert GEMM and the program's
+            handle holds its own target after every call (prefill checks it
+            and exits 3 otherwise); a go plan is built, measured against the
+            safe plan and decided; a sampled numerics check ran and its
+            largest difference is reported; the summary has the go line.
+            Then with SIMCU_TARGET_SLOWDOWN=3 (the sim's targeted kernels three
+            times slower per tile) the go plan is measured slower and
+            reverted, its targets withdrawn, and the run ends within 10% of
+            safe mode (its trial and the numerics check's wait)
   spin      conc_spin: two ranks, a collective stand-in spinning on mapped
             memory and a CPU barrier, GRAPE_FLUSH_US at its maximum: both
             finish, with replays and no watchdog flush; another stream's held
@@ -48,7 +59,12 @@ def fail(msg, p=None):
 
 
 def env_for(a, d, shim, mode, extra):
-    return sim_env(a.simdir, a.preload, d, shim, mode, extra, clean=True)
+    # The plans' host-cost rule (GRAPE_PLAN_HOST_PCT) decides on the host's
+    # clock, which sanitizers and a loaded machine slow several times: these
+    # tests of what plans do switch it off unless a case sets it.
+    e = {"GRAPE_PLAN_HOST_PCT": "100"}
+    e.update(extra or {})
+    return sim_env(a.simdir, a.preload, d, shim, mode, e, clean=True)
 
 
 def reports(d):
@@ -247,6 +263,49 @@ def case_prefill(a):
                 f"{c['plans_reverted']} reverted; {c['plan_launches']} plan launches")
         if p.returncode != 0 or want not in p.stdout + p.stderr:
             fail(f"grape report has no concurrency line {want!r}", p)
+
+
+def case_go(a):
+    if a.prefill in (None, "-"):
+        sys.exit(77)
+    args = ["--iters", "40", "--len", "512"]
+    base = {"SIMCU_TIME_ONLY": "1", "GRAPE_COSTS": "build=0,build_node=0"}
+    p, rep, sim = run(a, a.prefill, args, env=dict(base, GRAPE_CONCURRENCY="go"))
+    if p.returncode != 0:
+        fail(f"prefill in go mode exited {p.returncode} (3: its handle's target was left changed)", p)
+    c = conc(rep)
+    if c["targets_applied"] < 1 or c["go_plans_built"] < 1:
+        fail(f"no SM-count target was applied, or no go plan built: {c}", p)
+    if c["go_plans_kept"] + c["go_plans_reverted"] < 1:
+        fail(f"the go plan was never decided: {c}", p)
+    if c["numerics_checks"] < 1 or "numerics_max_rel_diff" not in c:
+        fail(f"no sampled numerics check: {c}", p)
+    if a.grape not in (None, "-"):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "r.json")
+            with open(path, "w") as f:
+                json.dump(rep, f)
+            q = subprocess.run([a.grape, "report", path], capture_output=True, text=True)
+        want = f"concurrency (go): {c['go_plans_built']} SM-target plans built"
+        if q.returncode != 0 or want not in q.stdout + q.stderr or "host cost" not in q.stdout + q.stderr:
+            fail(f"grape report has no go line {want!r} or no host cost", q)
+    # Slower under targets: measured, reverted, targets withdrawn.
+    slow = dict(base, SIMCU_TARGET_SLOWDOWN="3")
+    _, safe, s_safe = run(a, a.prefill, args, env=dict(slow, GRAPE_CONCURRENCY="safe"))
+    p, rep, s_go = run(a, a.prefill, args, env=dict(slow, GRAPE_CONCURRENCY="go"))
+    c = conc(rep)
+    if p.returncode != 0 or c["go_plans_built"] < 1:
+        fail(f"go (slow targets): no go plan built: {c}", p)
+    if c["go_plans_kept"] != 0 or c["go_plans_reverted"] < 1:
+        fail(f"go (slow targets): a slower go plan was kept, or none reverted: {c}", p)
+    ratio = s_go["sim_end_ns"] / s_safe["sim_end_ns"]
+    # Its trial (4 slow launches, ~1 ms) and the one sampled numerics check
+    # (it waits for the busy device: ~2 ms on the sim) cost the run; nothing
+    # more (docs/concurrency.md).
+    if ratio > 1.10:
+        fail(f"go (slow targets) ended at {ratio:.4f} of safe mode's time (over 10%)", p)
+    print(f"go: {c['go_plans_built']} built, {c['go_plans_reverted']} reverted under slow targets; "
+          f"go/safe {ratio:.4f}")
 
 
 def case_spin(a):
