@@ -376,10 +376,10 @@ void grape__gc_unstage(grape_gc_t* c, gkey_t* k);
 int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from,
                         void* ctx, const void* layout, uint32_t gen);
 
-/* Frees seg and its executables (it must not be installed). */
-/* with_driver: 0, no driver call (fork child, driver gone); 1, destroy its
- * executables now; GRAPE_GC_RETIRE, hand them to the builder thread to
- * destroy when there is one (the program's thread then pays nothing). */
+/* Frees seg and its executables (it must not be installed). with_driver: 0,
+ * no driver call (fork child, driver gone); 1, destroy its executables now;
+ * GRAPE_GC_RETIRE, hand them to the builder thread to destroy when there is
+ * one (the program's thread then pays nothing). */
 #define GRAPE_GC_RETIRE 2
 void grape__gc_seg_free(grape_gc_t* c, seg_t* seg, int with_driver);
 

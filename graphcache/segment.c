@@ -71,6 +71,19 @@ void grape__gc_exec_free(grape_gc_t* c, exec_t* e, int with_driver) {
   exec_free(&c->drv, e, with_driver);
 }
 
+/* Queues job j for the builder thread, stamped now: jobs are done in the
+ * order they were queued. */
+static void job_queue(grape_gc_t* c, job_t* j) {
+  j->t_queued = grape__gc_now(c);
+  if (c->jobs_tail != NULL)
+    c->jobs_tail->next = j;
+  else
+    c->jobs = j;
+  c->jobs_tail = j;
+  if (c->cfg.wake != NULL)
+    c->cfg.wake();
+}
+
 /* Destroys e, or queues its destruction for the builder thread (in order
  * with the builds, so that the builder's clock stays deterministic): a
  * destroy on the program's thread would delay its next launch. */
@@ -81,14 +94,7 @@ static void exec_retire(grape_gc_t* c, exec_t* e) {
     return;
   }
   j->retire = e;   /* no context to bind: a destroy needs none */
-  j->t_queued = grape__gc_now(c);
-  if (c->jobs_tail != NULL)
-    c->jobs_tail->next = j;
-  else
-    c->jobs = j;
-  c->jobs_tail = j;
-  if (c->cfg.wake != NULL)
-    c->cfg.wake();
+  job_queue(c, j);
 }
 
 /* Builds an executable of ops [from, from + n) of r (a chain in recorded
@@ -282,17 +288,10 @@ int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint
   }
   j->seg = seg;
   j->ctx = ctx;
-  j->t_queued = grape__gc_now(c);
+  seg->queued++;
   /* In order, layouts too: a key still running eagerly gains more from its
    * first graph than a replaying key from another layout. */
-  if (c->jobs_tail != NULL)
-    c->jobs_tail->next = j;
-  else
-    c->jobs = j;
-  c->jobs_tail = j;
-  seg->queued++;
-  if (c->cfg.wake != NULL)
-    c->cfg.wake();
+  job_queue(c, j);
   return 0;
 }
 
