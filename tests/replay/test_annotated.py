@@ -20,39 +20,18 @@ import csv
 import io
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_timeline  # noqa: E402
-
-
-def fail(msg, p=None):
-    if p is not None:
-        msg += f"\nexit {p.returncode}\nstdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}"
-    sys.exit("FAIL: " + msg)
-
-
-def grape(a, args, cwd, **extra):
-    e = dict(os.environ)
-    e.pop("NVTX_INJECTION64_PATH", None)
-    e.update({"GRAPE_SIM_DIR": a.simdir, "SIMCU_REPORT": "", "ASAN_OPTIONS": "detect_leaks=0:exitcode=99",
-              "UBSAN_OPTIONS": "halt_on_error=1:exitcode=99"})
-    san = ":".join(x for x in a.preload.split(":") if x and not x.endswith("libgrape.so"))
-    if san and args[0] == "run":
-        e["LD_PRELOAD"] = san
-    e.update(extra)
-    p = subprocess.run([a.grape] + args, capture_output=True, text=True, timeout=60, env=e, cwd=cwd)
-    if "Sanitizer" in p.stderr or "runtime error" in p.stderr:
-        fail("sanitizer report from grape " + " ".join(args), p)
-    return p
+from grape_cli import fail, grape  # noqa: E402
 
 
 def run(a, tmp, mode, flags=(), **extra):
     """The program under grape run with a timeline: (report, trace path, stderr)."""
     p = grape(a, ["run", "--device", "sim", "--stats", "--report", "r.json", "--trace", "t.grape"] +
-              list(flags) + ["--", a.prog, mode], tmp, GRAPE_TIMELINE="1", **extra)
+              list(flags) + ["--", a.prog, mode], tmp, timeout=60, GRAPE_TIMELINE="1", **extra)
     if p.returncode != 0 or "ok" not in p.stdout:
         fail(f"annotated {mode} under grape run", p)
     with open(os.path.join(tmp, "r.json")) as f:
@@ -60,14 +39,14 @@ def run(a, tmp, mode, flags=(), **extra):
 
 
 def csv_rows(a, tmp, table):
-    p = grape(a, ["report", "--csv", "--table", table, "r.json"], tmp)
+    p = grape(a, ["report", "--csv", "--table", table, "r.json"], tmp, timeout=60)
     if p.returncode != 0:
         fail(f"grape report --csv --table {table}", p)
     return list(csv.DictReader(io.StringIO(p.stdout)))
 
 
 def chrome(a, tmp, trace):
-    p = grape(a, ["export", "--chrome", trace, "-o", "tl.json"], tmp)
+    p = grape(a, ["export", "--chrome", trace, "-o", "tl.json"], tmp, timeout=60)
     if p.returncode != 0:
         fail("grape export --chrome", p)
     with open(os.path.join(tmp, "tl.json")) as f:

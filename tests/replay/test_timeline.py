@@ -10,36 +10,16 @@ import copy
 import glob
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_timeline  # noqa: E402
+from grape_cli import fail, grape  # noqa: E402
 
 ROUNDS = 12
 KERNELS = 4 * ROUNDS          # two kernels on each of two streams a round
 MEMOPS = 6 * ROUNDS           # a memset and a device-to-device copy on each stream, 2 memsets
-
-
-def fail(msg, p=None):
-    if p is not None:
-        msg += f"\nexit {p.returncode}\nstdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}"
-    sys.exit("FAIL: " + msg)
-
-
-def grape(a, args, cwd, **extra):
-    e = dict(os.environ)
-    e.update({"GRAPE_SIM_DIR": a.simdir, "SIMCU_REPORT": "", "ASAN_OPTIONS": "detect_leaks=0:exitcode=99",
-              "UBSAN_OPTIONS": "halt_on_error=1:exitcode=99"})
-    san = ":".join(x for x in a.preload.split(":") if x and not x.endswith("libgrape.so"))
-    if san and args[0] == "run":
-        e["LD_PRELOAD"] = san
-    e.update(extra)
-    p = subprocess.run([a.grape] + args, capture_output=True, text=True, timeout=120, env=e, cwd=cwd)
-    if "Sanitizer" in p.stderr or "runtime error" in p.stderr:
-        fail("sanitizer report from grape " + " ".join(args), p)
-    return p
 
 
 def traced(a, tmp, name, rounds=ROUNDS, steady=False, **extra):
