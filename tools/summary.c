@@ -634,6 +634,18 @@ static void print_verdicts(const summary_t* s, const summary_opts_t* o) {
   fputc('\n', o->to);
 }
 
+/* The device time plans of one kind gained against their chains (ms): what
+ * their timed launches gained (gain_key over n_key timed), scaled to all
+ * launches_key of them; the timed count is added to *timed. */
+static double scaled_gain_ms(const grape_json_t* c, const char* gain_key, const char* n_key,
+                             const char* launches_key, double* timed) {
+  double n = num(c, n_key);
+  if (n <= 0)
+    return 0;
+  *timed += n;
+  return num(c, gain_key) / n * num(c, launches_key) / 1e6;
+}
+
 /* Concurrency plans (GRAPE_CONCURRENCY=safe), added up over the processes:
  * built, kept, reverted, launched, and the device time they gained or lost
  * against the chain: each timed plan launch against its own segment's
@@ -655,20 +667,12 @@ static void print_concurrency(const summary_t* s, const summary_opts_t* o) {
     reverted += num(c, "plans_reverted");
     launches += num(c, "plan_launches");
     fallbacks += num(c, "plan_fallbacks");
-    double n = num(c, "timed_gain");
-    if (n > 0) {
-      gain_ms += num(c, "gain_ns") / n * num(c, "plan_launches") / 1e6;
-      timed += n;
-    }
+    gain_ms += scaled_gain_ms(c, "gain_ns", "timed_gain", "plan_launches", &timed);
     go_built += num(c, "go_plans_built");
     go_kept += num(c, "go_plans_kept");
     go_reverted += num(c, "go_plans_reverted");
     go_launches += num(c, "go_launches");
-    n = num(c, "go_timed_gain");
-    if (n > 0) {
-      go_gain_ms += num(c, "go_gain_ns") / n * num(c, "go_launches") / 1e6;
-      go_timed += n;
-    }
+    go_gain_ms += scaled_gain_ms(c, "go_gain_ns", "go_timed_gain", "go_launches", &go_timed);
     dropped += num(c, "plans_dropped_host");
     host_ns += num(c, "plan_host_ns");
     host_n += num(c, "plan_host_launches");
