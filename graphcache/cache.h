@@ -332,6 +332,8 @@ typedef struct grape_gc_stats_s {
   uint64_t cuts_added;                 /* cuts added to keys (first cuts and changes) */
   uint64_t recuts;                     /* cut changes after measured replays */
   uint64_t builds_async;               /* graphs built by the builder thread */
+  uint64_t set_graphs;                 /* ... for a recurring parameter set (a step
+                                          counter's values): replayed without updates */
   uint64_t build_waits;                /* deterministic mode: waits for a build */
   uint64_t deferred;                   /* first builds put off: predicted no faster */
   /* Concurrency plans (conc.c) */

@@ -19,7 +19,10 @@
 #include "table.h"
 #include "util/list.h"
 
-#define MAX_VARIANTS 16
+#define MAX_VARIANTS 64     /* executables of a segment: cfg.variants, and those of its
+                               recurring parameter sets (segment.c) */
+#define SET_MAX_OPS 64      /* segments small enough to keep an executable per recurring set */
+#define SET_SLOTS 64        /* parameter sets a segment remembers (a cycle that long recurs) */
 #define MAX_CUTS 16       /* segments a key is cut into, at most */
 
 typedef struct grape_gc_key_s gkey_t;
@@ -43,8 +46,18 @@ struct exec_s {
   uint64_t ready_at;            /* now() when its build ended (0: at once) */
   uint32_t gen;                 /* its layout: 0, the chain; else the policy's layout of
                                    that generation (policy.h) */
+  uint64_t set;                 /* hash of the parameter set its nodes hold (0: not kept) */
+  int pinned;                   /* built for a recurring set: re-bound only when no other
+                                   variant can be */
   grape_list_t lru;             /* on c->exec_lru: least recently used first */
 };
+
+/* A parameter set a segment's replays had to update nodes for. */
+typedef struct set_seen_s {
+  uint64_t set;                 /* its hash (0: a free slot) */
+  uint32_t seen;                /* replays that needed it */
+  double spent_ns;              /* on node updates for it */
+} set_seen_t;
 
 /* The segment ending at trie node `end`: ops [from, end->depth) of every path
  * through `end`. */
@@ -58,6 +71,9 @@ struct grape_gc_seg_s {
   int failed;                   /* could not be built: keys that need it run eagerly */
   int installed;                /* it is end->seg (else staged, or retired) */
   double far_ns;                /* spent on updates of replays far from every variant */
+  set_seen_t* sets;             /* SET_SLOTS recent sets that needed updates, or NULL */
+  uint32_t set_next;            /* the slot a new set takes (round robin) */
+  int npinned;                  /* variants built for recurring sets */
   void* timer;                  /* the driver's timer its graphs record, or NULL */
   int timed;                    /* a launch since the last read of the timer */
   double dev_ns;                /* device time of one launch, moving average */
@@ -145,6 +161,7 @@ struct job_s {
   uint64_t t_queued;            /* now() when queued */
   void* layout;                 /* the policy's layout to build (a copy it owns), or NULL: a chain */
   uint32_t gen;                 /* its generation */
+  int pin;                      /* a recurring set's executable (exec_t.pinned) */
   job_t* next;
 };
 

@@ -37,6 +37,15 @@ grape_gc_op_t grape__gc_op_view(const grape_region_t* r, uint32_t i) {
                          r->ops.params + r->ops.poff[i], r->ops.keys[i].param_bytes, r->ops.keys[i].attrs_bytes};
 }
 
+/* The parameter set of ops [from, from + n) of r: their functions,
+ * dimensions and parameters, hashed (never 0). */
+static uint64_t set_hash(const grape_region_t* r, uint32_t from, uint32_t n) {
+  size_t p0 = r->ops.poff[from], p1 = from + n < r->ops.n ? r->ops.poff[from + n] : r->ops.plen;
+  uint64_t h = grape__fp_bytes(r->ops.fns + from, n * sizeof(*r->ops.fns)) ^
+               grape__fp_bytes(r->ops.params + p0, p1 - p0) * UINT64_C(0x9E3779B97F4A7C15);
+  return grape__fp_path(h, r->ops.dims + from, n) | 1;
+}
+
 /* ---- The executables' LRU list ---- */
 
 static void lru_unlink(exec_t* e) {
@@ -115,6 +124,7 @@ static exec_t* exec_make(const grape_gc_driver_t* drv, const grape_gc_policy_t* 
   e->params = grape__gc_dup(r->ops.params + p0, p1 - p0);
   e->plen = p1 - p0;
   e->bytes = (uint64_t)n * GRAPE_GC_NODE_BYTES + e->plen;
+  e->set = n <= SET_MAX_OPS ? set_hash(r, from, n) : 0;
   if (e->nodes == NULL || e->fns == NULL || e->dims == NULL || e->params == NULL ||
       (*drv_err = drv->graph_create(drv->self, &e->graph)) != 0)
     goto fail;
@@ -154,6 +164,7 @@ static void exec_unlink(grape_gc_t* c, exec_t* e) {
       s->var[i] = s->var[--s->nvar];
       break;
     }
+  s->npinned -= e->pinned;
   lru_unlink(e);
   c->nexecs--;
   c->st.graph_bytes -= e->bytes;
@@ -195,6 +206,8 @@ static int exec_add(grape_gc_t* c, seg_t* seg, exec_t* e) {
   }
   e->seg = seg;
   seg->var[seg->nvar++] = e;
+  seg->npinned += e->pinned;
+  c->st.set_graphs += e->pinned;
   if (seg->nvar == 1 && seg->installed)
     c->st.segments++;
   lru_push(c, e);
@@ -234,6 +247,8 @@ void grape__gc_seg_free(grape_gc_t* c, seg_t* seg, int with_driver) {
     else
       exec_free(&c->drv, e, with_driver);
   }
+  seg->npinned = 0;
+  free(seg->sets);
   if (seg->timer != NULL && with_driver)
     c->drv.timer_destroy(c->drv.self, seg->timer);
   c->policy->freed(seg);
@@ -245,8 +260,9 @@ void grape__gc_seg_free(grape_gc_t* c, seg_t* seg, int with_driver) {
   free(seg);
 }
 
-int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from,
-                        void* ctx, const void* layout, uint32_t gen) {
+/* grape__gc_seg_build, of an executable pinned to its parameter set or not. */
+static int seg_build_as(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from,
+                        void* ctx, const void* layout, uint32_t gen, int pin) {
   if (!c->cfg.async_builds) {
     int err;
     uint64_t t0 = grape__gc_now(c);
@@ -264,6 +280,7 @@ int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint
     }
     c->built_now = 1;
     e->gen = gen;
+    e->pinned = pin;
     return exec_add(c, seg, e) == 0 ? 0 : -ENOMEM;
   }
   job_t* j = calloc(1, sizeof(*j));
@@ -272,6 +289,7 @@ int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint
     return -ENOMEM;
   }
   j->gen = gen;
+  j->pin = pin;
   atomic_fetch_add_explicit(&c->queued_async, 1, memory_order_relaxed);
   for (uint32_t i = 0; i < seg->n; i++) {
     uint32_t at = from + i;
@@ -293,6 +311,11 @@ int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint
    * first graph than a replaying key from another layout. */
   job_queue(c, j);
   return 0;
+}
+
+int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from,
+                        void* ctx, const void* layout, uint32_t gen) {
+  return seg_build_as(c, seg, r, from, ctx, layout, gen, 0);
 }
 
 static int seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from, void* ctx) {
@@ -351,6 +374,7 @@ int grape_gc_build_pending(grape_gc_t* c) {
     if (e != NULL) {
       e->ready_at = grape__gc_now(c);
       e->gen = j->gen;
+      e->pinned = j->pin;
       if (t0 != 0)
         grape_gc_cost_sample(c, GRAPE_GC_COST_BUILD_NODE, (double)(e->ready_at - t0), j->seg->n);
     }
@@ -439,23 +463,65 @@ static uint32_t exec_diff(const exec_t* e, const grape_region_t* r, uint32_t fro
 }
 
 /* The usable executable of seg of layout generation gen (0: the chain) whose
- * nodes differ least from r's ops from `from` on. */
+ * nodes differ least from r's ops from `from` on. A recurring set's own
+ * executable (pinned) is found by its hash, and is re-bound only when no
+ * other executable can be: re-binding it would lose the set it keeps. */
 static exec_t* best_variant(const grape_gc_t* c, seg_t* seg, const grape_region_t* r,
                             uint32_t from, uint32_t gen, uint32_t* diff) {
   exec_t* best = NULL;
   uint32_t bd = UINT32_MAX;
   uint64_t t = grape__gc_now(c);
-  for (int i = 0; i < seg->nvar && bd > 0; i++) {
-    if (seg->var[i]->ready_at > t || seg->var[i]->gen != gen)
-      continue;
-    uint32_t d = exec_diff(seg->var[i], r, from, seg->n, bd);
-    if (d < bd) {
-      bd = d;
-      best = seg->var[i];
+  if (gen == 0 && seg->npinned > 0) {
+    uint64_t h = set_hash(r, from, seg->n);
+    for (int i = 0; i < seg->nvar; i++) {
+      exec_t* e = seg->var[i];
+      if (e->set == h && e->gen == 0 && e->ready_at <= t && exec_diff(e, r, from, seg->n, 0) == 0) {
+        *diff = 0;
+        return e;
+      }
     }
   }
+  for (int pass = seg->npinned > 0 ? 0 : 1; pass < 2 && best == NULL; pass++)
+    for (int i = 0; i < seg->nvar && bd > 0; i++) {
+      exec_t* e = seg->var[i];
+      if (e->ready_at > t || e->gen != gen || (pass == 0 && e->pinned))
+        continue;
+      uint32_t d = exec_diff(e, r, from, seg->n, bd);
+      if (d < bd) {
+        bd = d;
+        best = e;
+      }
+    }
   *diff = bd;
   return best;
+}
+
+/* A replay of seg must update d nodes for the parameter set of r's held
+ * range: true when that set has recurred enough to earn its own executable
+ * (and there is room for one). Rent, then buy: once the updates made for it
+ * have cost a build, or at its first recurrence when a builder thread
+ * builds at no cost to the program. A set that never recurs (a counter that
+ * only grows) never earns one. */
+static int set_earns_graph(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t d) {
+  if (c->cfg.variants < 2 || seg->n > SET_MAX_OPS || seg->nvar + seg->queued >= MAX_VARIANTS)
+    return 0;   /* (one executable a path asked for) */
+  if (seg->sets == NULL && (seg->sets = calloc(SET_SLOTS, sizeof(*seg->sets))) == NULL)
+    return 0;
+  uint64_t h = set_hash(r, r->cursor.sub, seg->n);
+  double cost = (double)d * grape__gc_cost(c, GRAPE_GC_COST_UPDATE);
+  for (int i = 0; i < SET_SLOTS; i++) {
+    set_seen_t* s = &seg->sets[i];
+    if (s->set != h)
+      continue;
+    s->seen++;
+    s->spent_ns += cost;
+    if (grape__gc_builds_free(c) ? s->seen < 2 : s->spent_ns < grape__gc_build_ns(c, seg->n))
+      return 0;
+    s->set = 0;
+    return 1;
+  }
+  seg->sets[seg->set_next++ % SET_SLOTS] = (set_seen_t){h, 1, cost};
+  return 0;
 }
 
 /* Updates e's nodes to hold r's held range. @return updates made, or -1 with
@@ -478,6 +544,11 @@ static long exec_rebind(grape_gc_t* c, exec_t* e, const grape_region_t* r, uint3
     e->dims[i] = r->ops.dims[at];
     memcpy(e->params + (r->ops.poff[at] - p0), r->ops.params + r->ops.poff[at], r->ops.keys[at].param_bytes);
     made++;
+  }
+  if (made > 0) {
+    e->set = e->seg->n <= SET_MAX_OPS ? set_hash(r, from, e->seg->n) : 0;
+    e->seg->npinned -= e->pinned;
+    e->pinned = 0;   /* it holds another set now: the next replay's to re-bind */
   }
   c->st.node_updates += (uint64_t)made;
   c->st.submissions += (uint64_t)made;
@@ -519,6 +590,13 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
    * sizes). Inline, it is built once the updates of far replays have cost
    * three builds (rent, then buy); by the builder, at once. */
   int far = d * 2 > seg->n;
+  if (d > 0 && gen == 0 && set_earns_graph(c, seg, r, d)) {
+    far = 0;
+    if (seg_build_as(c, seg, r, r->cursor.sub, r->cursor.ctx, NULL, 0, 1) == 0 && !c->cfg.async_builds) {
+      e = seg->var[seg->nvar - 1];
+      d = 0;
+    }
+  }
   if (far) {
     seg->far_ns += (double)d * grape__gc_cost(c, GRAPE_GC_COST_UPDATE);
     int same = 0;   /* variants of the layout that replays */

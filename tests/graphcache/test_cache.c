@@ -462,6 +462,54 @@ Test(cache, a_far_parameter_set_gets_a_variant_once_its_updates_cost_three_build
                (unsigned long)st.node_updates);
 }
 
+/* A step counter that restarts every sequence (t = 0..5, as an RNN's time
+ * step): every replay differs in both nodes from the one before, but each
+ * value recurs. Inline builds cost 2 * 500 ns and a replay's two updates
+ * 1000 ns, so a value's second replay that needs updates has paid for its
+ * own executable; after that, replays update nothing. */
+static void run_cycling_counter(int rounds, uint32_t (*value)(int)) {
+  grape_gc_config_t cfg = config();
+  cfg.update_ns = 500;
+  cfg.build_ns = 0;
+  cfg.build_node_ns = 500;
+  restart_with(cfg);
+  for (int it = 0; it < rounds; it++) {
+    uint32_t v = value(it);
+    pop_t step[2] = {{1, 4, v}, {2, 4, v + 1}};
+    issue_all(step, 2);
+  }
+  expect_device_ran_what_was_issued();
+}
+
+static uint32_t six_steps(int it) { return (uint32_t)(it % 6); }
+static uint32_t growing(int it) { return (uint32_t)it; }
+
+Test(cache, a_recurring_parameter_set_gets_its_own_executable) {
+  run_cycling_counter(40, six_steps);
+  grape_gc_stats_t st = stats();
+  cr_expect_geq(st.set_graphs, 4, "the values the two re-bound executables do not hold (%lu)",
+                (unsigned long)st.set_graphs);
+  uint64_t updates = st.node_updates, hits = st.graph_hits;
+  for (int it = 40; it < 70; it++) {
+    uint32_t v = six_steps(it);
+    pop_t step[2] = {{1, 4, v}, {2, 4, v + 1}};
+    issue_all(step, 2);
+  }
+  expect_device_ran_what_was_issued();
+  st = stats();
+  cr_expect_eq(st.node_updates, updates, "no updates once each value has its executable (%lu more)",
+               (unsigned long)(st.node_updates - updates));
+  cr_expect_eq(st.graph_hits - hits, 30, "every one replayed");
+}
+
+Test(cache, a_counter_that_only_grows_gets_no_executable_per_value) {
+  run_cycling_counter(60, growing);
+  grape_gc_stats_t st = stats();
+  cr_expect_eq(st.set_graphs, 0);
+  cr_expect_leq(st.graphs_built, 2, "the chain and at most one far variant");
+  cr_expect_gt(st.node_updates, 0);
+}
+
 /* n regions of 4 ops whose replays take `graph` ns against 10 ns an eager op. */
 static void run_timed(uint64_t graph, int n) {
   grape_gc_config_t cfg = config();
