@@ -21,7 +21,7 @@
 
 #define MAX_VARIANTS 64     /* executables of a segment: cfg.variants, and those of its
                                recurring parameter sets (segment.c) */
-#define SET_MAX_OPS 64      /* segments small enough to keep an executable per recurring set */
+#define SET_MAX_OPS 16      /* segments small enough to keep an executable per recurring set */
 #define SET_SLOTS 64        /* parameter sets a segment remembers (a cycle that long recurs) */
 #define MAX_CUTS 16       /* segments a key is cut into, at most */
 
@@ -396,7 +396,8 @@ int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint
 /* Frees seg and its executables (it must not be installed). with_driver: 0,
  * no driver call (fork child, driver gone); 1, destroy its executables now;
  * GRAPE_GC_RETIRE, hand them to the builder thread to destroy when there is
- * one (the program's thread then pays nothing). */
+ * one (the program's thread then pays nothing), or at exit (stopping) leave
+ * them and its timer to the driver, whichever thread frees it. */
 #define GRAPE_GC_RETIRE 2
 void grape__gc_seg_free(grape_gc_t* c, seg_t* seg, int with_driver);
 

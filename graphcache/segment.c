@@ -38,12 +38,14 @@ grape_gc_op_t grape__gc_op_view(const grape_region_t* r, uint32_t i) {
 }
 
 /* The parameter set of ops [from, from + n) of r: their functions,
- * dimensions and parameters, hashed (never 0). */
+ * dimensions and parameters, hashed (never 0; not the paths' fingerprints,
+ * which a test build makes collide: a set is always confirmed byte by byte). */
 static uint64_t set_hash(const grape_region_t* r, uint32_t from, uint32_t n) {
   size_t p0 = r->ops.poff[from], p1 = from + n < r->ops.n ? r->ops.poff[from + n] : r->ops.plen;
-  uint64_t h = grape__fp_bytes(r->ops.fns + from, n * sizeof(*r->ops.fns)) ^
-               grape__fp_bytes(r->ops.params + p0, p1 - p0) * UINT64_C(0x9E3779B97F4A7C15);
-  return grape__fp_path(h, r->ops.dims + from, n) | 1;
+  return (grape__fp_bytes(r->ops.fns + from, n * sizeof(*r->ops.fns)) ^
+          grape__fp_bytes(r->ops.params + p0, p1 - p0) * UINT64_C(0x9E3779B97F4A7C15) ^
+          grape__fp_bytes(r->ops.dims + from, n * sizeof(*r->ops.dims)) * UINT64_C(0xC2B2AE3D27D4EB4F)) |
+         1;
 }
 
 /* ---- The executables' LRU list ---- */
@@ -97,7 +99,11 @@ static void job_queue(grape_gc_t* c, job_t* j) {
  * with the builds, so that the builder's clock stays deterministic): a
  * destroy on the program's thread would delay its next launch. */
 static void exec_retire(grape_gc_t* c, exec_t* e) {
-  job_t* j = c->cfg.async_builds && !c->stopping ? calloc(1, sizeof(*j)) : NULL;
+  if (c->stopping) {
+    exec_free(&c->drv, e, 0);   /* the exit leaves it to the driver, as every executable */
+    return;
+  }
+  job_t* j = c->cfg.async_builds ? calloc(1, sizeof(*j)) : NULL;
   if (j == NULL) {
     exec_free(&c->drv, e, 1);
     return;
@@ -249,7 +255,7 @@ void grape__gc_seg_free(grape_gc_t* c, seg_t* seg, int with_driver) {
   }
   seg->npinned = 0;
   free(seg->sets);
-  if (seg->timer != NULL && with_driver)
+  if (seg->timer != NULL && with_driver && !(with_driver == GRAPE_GC_RETIRE && c->stopping))
     c->drv.timer_destroy(c->drv.self, seg->timer);
   c->policy->freed(seg);
   for (seg_t** p = &c->segs; *p != NULL; p = &(*p)->next)
@@ -658,6 +664,8 @@ long grape__gc_region_diff(grape_gc_t* c, const gkey_t* k, const grape_region_t*
   long total = 0;
   for (int j = 0; j < m; j++) {
     uint32_t d;
+    if (segs[j] != NULL && segs[j]->queued > 0 && c->cfg.deterministic)
+      (void)grape__gc_seg_ready(c, segs[j]);   /* its variants as of now in simulated time */
     if (segs[j] == NULL || best_variant(c, segs[j], r, from[j], 0, &d) == NULL)
       return -1;
     total += d;
