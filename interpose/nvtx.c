@@ -270,27 +270,38 @@ uint32_t grape__nvtx_innermost(void) {
   return d > 0 ? stack[d - 1].rec : 0;
 }
 
+/* As nsys's nvtx_kern_sum: a kernel counts under every push/pop range open
+ * on its thread at the launch, not only the innermost, so a range's row
+ * holds all the kernels launched inside it (a name nested in itself counts
+ * the kernel once per open instance, as nsys's join does). */
 void grape__nvtx_launch(const grape_launch_t* l) {
   uint32_t d = depth < DEPTH_CAP ? depth : DEPTH_CAP;
-  if (d == 0 || !stack[d - 1].counted)
+  if (d == 0)
     return;
   const grape_func_t* fn = grape__func_get(l->fn, (grape_handle_kind_t)l->kind);
   pthread_mutex_lock(&lock);
-  krow_t* r = krow_locked(stack[d - 1].name, fn);
-  if (r != NULL) {
-    r->calls++;
-  } else {
-    krows_dropped++;
+  for (uint32_t i = 0; i < d; i++) {
+    if (!stack[i].counted)
+      continue;
+    krow_t* r = krow_locked(stack[i].name, fn);
+    if (r != NULL)
+      r->calls++;
+    else
+      krows_dropped++;
   }
   pthread_mutex_unlock(&lock);
 }
 
+/* The time goes to the innermost range's record and every push/pop record
+ * it was pushed inside (its parents), as the calls do. */
 void grape__nvtx_kernel_time(uint32_t range, const grape_func_t* func, uint64_t ns) {
-  if (range == 0 || ranges == NULL || range > RANGES_CAP)
+  if (ranges == NULL)
     return;
   pthread_mutex_lock(&lock);
-  krow_t* r = krow_locked(ranges[range - 1].name, func);
-  if (r != NULL) {
+  for (uint32_t rec = range; rec != 0 && rec <= RANGES_CAP; rec = ranges[rec - 1].parent) {
+    krow_t* r = krow_locked(ranges[rec - 1].name, func);
+    if (r == NULL)
+      continue;
     if (r->timed == 0 || ns < r->min_ns)
       r->min_ns = ns;
     if (ns > r->max_ns)

@@ -9,8 +9,9 @@
  * DESIGN: each thread keeps its stack of open push/pop ranges (name, start,
  * the timeline record). A pop adds the range's host time to its name's
  * statistics (the report's "nvtx": count, total, min, max, as nsys's
- * nvtx_sum), a kernel launch inside a range counts under the innermost
- * range's name (the kernel table by range), and, with GRAPE_TIMELINE, every
+ * nvtx_sum), a kernel launch counts under every push/pop range open on its
+ * thread, as nsys's nvtx_kern_sum counts it (the kernel table by range),
+ * and, with GRAPE_TIMELINE, every
  * range and mark is a record of the trace's NVTX section and every timeline
  * op names the innermost range open on its thread. Names are interned once
  * (a string handle of nvtxDomainRegisterString is the interned name). A
@@ -31,8 +32,8 @@ struct grape_launch_s;   /* launch.h, which includes this header */
 /* 1 once NVTX called InitializeInjectionNvtx2 and grape records. */
 extern int grape__nvtx_on;
 
-/* A launch of l succeeded (held or eager): counted under the innermost
- * range open on the calling thread, if any. Call through GRAPE_NVTX_LAUNCH. */
+/* A launch of l succeeded (held or eager): counted under every range open
+ * on the calling thread (push/pop), if any. Call through GRAPE_NVTX_LAUNCH. */
 __attribute__((cold, noinline)) void grape__nvtx_launch(const struct grape_launch_s* l);
 #define GRAPE_NVTX_LAUNCH(l)                         \
   do {                                               \
@@ -44,8 +45,9 @@ __attribute__((cold, noinline)) void grape__nvtx_launch(const struct grape_launc
  * (1 + its index in the NVTX section), or 0: for each timeline op. */
 uint32_t grape__nvtx_innermost(void);
 
-/* A timeline kernel inside range (1 + index) ran on the device for ns: its
- * name's kernel-by-range row gets the time (at exit, timeline.c). */
+/* A timeline kernel inside range (1 + index) ran on the device for ns: the
+ * kernel-by-range rows of that range and of every range around it get the
+ * time (at exit, timeline.c). */
 void grape__nvtx_kernel_time(uint32_t range, const grape_func_t* func, uint64_t ns);
 
 /* Writes "nvtx":{...}, into the report (nothing when NVTX was not used). */

@@ -18,6 +18,7 @@
  * failed allocation or node) is skipped with its reason; nothing is retried. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -573,7 +574,7 @@ int grape_replay_run(grape_trace_t* t, const grape_replay_opts_t* o, grape_repla
   e.o = o;
   e.err = err;
   e.errlen = errlen;
-  if (o->sz < sizeof(*o) || o->iters < 1 || o->warmup < 0 || o->driver == NULL) {
+  if (o->sz < offsetof(grape_replay_opts_t, progress) || o->iters < 1 || o->warmup < 0 || o->driver == NULL) {
     fail(&e, "bad replay options");
     return -EINVAL;
   }
@@ -618,13 +619,22 @@ int grape_replay_run(grape_trace_t* t, const grape_replay_opts_t* o, grape_repla
     rc = fail(&e, "cannot create events");
     goto done;
   }
+  void (*progress)(void*, size_t, size_t, int) = o->sz >= sizeof(*o) ? o->progress : NULL;
+  size_t chosen_n = 0, done_n = 0;
+  for (size_t i = 0; i < np; i++)
+    chosen_n += e.want[i];
   for (size_t i = 0; i < np; i++) {
     if (!e.want[i])
       continue;
     const grape_trace_path_t* p = grape_trace_path(t, i);
     char fp[17], why[512] = "";
     grape__fp_hex(p->fp, fp);
-    if (run_path(&e, i, &st->kernels_launched, why, sizeof(why)) != 0) {
+    if (progress != NULL)
+      progress(o->progress_arg, done_n, chosen_n, 1);
+    int ran = run_path(&e, i, &st->kernels_launched, why, sizeof(why));
+    if (progress != NULL)
+      progress(o->progress_arg, done_n++, chosen_n, 0);
+    if (ran != 0) {
       st->paths_failed++;
       say(&e, "grape: path %s: not replayed: %s\n", fp, why);
       continue;

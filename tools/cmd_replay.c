@@ -19,6 +19,7 @@
 #include "grape/predict.h"
 #include "grape/trace.h"
 #include "locate.h"
+#include "progress.h"
 
 static void usage(FILE* to) {
   fprintf(to,
@@ -77,7 +78,17 @@ static int parse_long(const char* s, long min, long* out) {
   return 0;
 }
 
+/* grape_replay_opts_t.progress: on a terminal, the path being replayed. */
+static void show_path(void* arg, size_t path, size_t total, int running) {
+  progress_t* p = arg;
+  if (running)
+    progress_say(p, 0, "grape: replaying path %zu of %zu...", path + 1, total);
+  else
+    progress_clear(p);
+}
+
 int cmd_replay(int argc, char** argv) {
+  progress_t progress;
   const char *path = NULL, *csv = NULL, *save = NULL, *device = "auto", *sim_kernels = "bodies";
   long iters = 10, warmup = -1;
   int time = 0, rc = 1;
@@ -198,7 +209,9 @@ int cmd_replay(int argc, char** argv) {
   grape_replay_opts_t o = {.sz = sizeof(o), .driver = driver, .sim = sim, .bodies = bodies,
                            .nbodies = nbodies, .paths = nfps ? fps : NULL, .npaths = nfps,
                            .iters = iters, .warmup = warmup >= 0 ? warmup : time ? 1 : 0,
-                           .time = time, .log = stderr, .sim_timed = timed};
+                           .time = time, .log = stderr, .sim_timed = timed,
+                           .progress = show_path, .progress_arg = &progress};
+  progress_start(&progress);
   grape_replay_stats_t st;
   if (grape_replay_run(t, &o, &st, err, sizeof(err)) < 0) {
     fprintf(stderr, "grape: error: %s\n", err);

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "progress.h"
 #include "grape/predict.h"
 
 static void usage(FILE* to) {
@@ -296,11 +297,20 @@ typedef struct ctx_s {
   int files;
   int sim_files;          /* files with rows of the simulated device */
   char sim_first[4096];   /* the first of them */
+  progress_t progress;    /* on a terminal: the file being read, the phase */
 } ctx_t;
+
+/* On a terminal, what is being computed on the rows now (erased by the next
+ * line of output): a fit or a cross-validation takes seconds to minutes. */
+static void phase(ctx_t* c, const char* what) {
+  progress_clear(&c->progress);
+  progress_say(&c->progress, 1, "grape: %s on %zu rows...", what, grape_dataset_size(c->d));
+}
 
 static int add_path(ctx_t* c, const char* path) {
   struct stat sb;
   if (stat(path, &sb) != 0) {
+    progress_clear(&c->progress);
     fprintf(stderr, "grape: error: %s: %s\n", path, strerror(errno));
     return -1;
   }
@@ -308,6 +318,7 @@ static int add_path(ctx_t* c, const char* path) {
     struct dirent** ents;
     int n = scandir(path, &ents, NULL, alphasort);
     if (n < 0) {
+      progress_clear(&c->progress);
       fprintf(stderr, "grape: error: %s: %s\n", path, strerror(errno));
       return -1;
     }
@@ -328,6 +339,8 @@ static int add_path(ctx_t* c, const char* path) {
     return rc;
   }
   size_t sim_before = c->st.simulated;
+  progress_say(&c->progress, 0, "grape: reading %s (%d files, %zu rows so far)", path, c->files,
+               grape_dataset_size(c->d));
   int err = grape_dataset_add_file(c->d, path, c->gpu, &c->st, c->quiet ? NULL : stderr, 5);
   if (err == -EINVAL) {
     /* The header lacks a column every row needs: open it again for the
@@ -336,10 +349,12 @@ static int add_path(ctx_t* c, const char* path) {
     grape_csv_t* csv;
     if (grape_csv_open_err(path, c->gpu, 1, &csv, why, sizeof(why)) == 0)
       grape_csv_close(csv);
+    progress_clear(&c->progress);
     fprintf(stderr, "grape: error: %s: %s\n", path, why[0] ? why : "not a timings CSV");
     return -1;
   }
   if (err < 0) {
+    progress_clear(&c->progress);
     fprintf(stderr, "grape: error: %s: %s\n", path, strerror(-err));
     return -1;
   }
@@ -412,9 +427,11 @@ int cmd_train(int argc, char** argv) {
   if (grape_dataset_new(&c.d) < 0)
     goto done;
   grape_dataset_accept_simulated(c.d, allow_sim);
+  progress_start(&c.progress);
   for (int i = 0; i < ninputs; i++)
     if (add_path(&c, inputs[i]) < 0)
       goto done;
+  progress_clear(&c.progress);
   if (c.st.simulated > 0) {
     fprintf(stderr,
             "grape: error: %zu rows (in %d files, %s%s) were timed on the simulated device "
@@ -444,6 +461,7 @@ int cmd_train(int argc, char** argv) {
     FILE* dump = dp != NULL ? fopen(dp, "w") : NULL;
     int only = 0;   /* GRAPE_CV_ONLY=1: the extrapolation splits alone */
     env_int("GRAPE_CV_ONLY", &only);
+    phase(&c, "cross-validating beyond the training range");
     int err = only ? 0 : grape_model_crossval_shapes(c.d, 5, &opts, &res[0]);
     opts.cv_dump = dump;
     if (err == 0)
@@ -455,6 +473,7 @@ int cmd_train(int argc, char** argv) {
     if (err == 0)
       err = grape_model_crossval_extrapolate(c.d, q, 1, &opts, &res[3]);
     opts.cv_dump = NULL;
+    progress_clear(&c.progress);
     if (dump != NULL)
       fclose(dump);
     if (only) {
@@ -472,7 +491,9 @@ int cmd_train(int argc, char** argv) {
     /* Experiments: GRAPE_CV_DUMP=FILE writes every held-out prediction. */
     const char* dp = getenv("GRAPE_CV_DUMP");
     opts.cv_dump = dp != NULL ? fopen(dp, "w") : NULL;
+    phase(&c, "cross-validating, each GPU left out in turn");
     int err = grape_model_crossval(c.d, &opts, res);
+    progress_clear(&c.progress);
     if (opts.cv_dump != NULL)
       fclose(opts.cv_dump);
     opts.cv_dump = NULL;
@@ -494,8 +515,11 @@ int cmd_train(int argc, char** argv) {
     int folds = 5;
     env_int("GRAPE_CV_FOLDS", &folds);
     folds = folds >= 2 && folds <= 20 ? folds : 5;
+    phase(&c, cv_shapes == 2 ? "cross-validating on held-out shape families"
+                             : "cross-validating on held-out shapes");
     int err = cv_shapes == 2 ? grape_model_crossval_families(c.d, folds, &opts, res)
                              : grape_model_crossval_shapes(c.d, folds, &opts, res);
+    progress_clear(&c.progress);
     if (opts.cv_dump != NULL)
       fclose(opts.cv_dump);
     opts.cv_dump = NULL;
@@ -509,7 +533,9 @@ int cmd_train(int argc, char** argv) {
     grape_model_t* m;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    phase(&c, "training");
     int err = grape_model_train_opts(c.d, &opts, &m);
+    progress_clear(&c.progress);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (err < 0) {
       fprintf(stderr, "grape: error: training failed: %s\n", train_error(err));
@@ -527,6 +553,7 @@ int cmd_train(int argc, char** argv) {
   }
   rc = 0;
 done:
+  progress_clear(&c.progress);
   free(res);
   grape_dataset_free(c.d);
   free(inputs);

@@ -1,6 +1,7 @@
 /* The NVTX tables of a run's reports, as nsys gives them: each range's
  * instances and host time (nsys's nvtx_sum), and the kernels launched inside
- * each range (its nvtx_kern_sum, by the innermost range). Text or CSV;
+ * each range (its nvtx_kern_sum: under every push/pop range open at the
+ * launch, so nested ranges' rows overlap). Text or CSV;
  * `grape report` and `grape run --stats` print them, `--table nvtx` and
  * `--table nvtx-kernels` write them as CSV.
  *
@@ -120,8 +121,9 @@ void stats_nvtx_print(const summary_t* s, FILE* to, const char* prefix) {
   free(t.v);
   build(s, &t, 1);
   if (t.n > 0) {
-    fprintf(to, "%skernels by NVTX range (the innermost range open at the launch; device time "
-                "where GRAPE_TIMELINE measured it):\n", prefix);
+    fprintf(to, "%skernels by NVTX range (every push/pop range open at the launch, as nsys "
+                "counts them: nested rows overlap; device time where GRAPE_TIMELINE measured "
+                "it):\n", prefix);
     fprintf(to, "%s  %9s %9s %11s %10s %10s %10s  %-16s  kernel\n", prefix, "calls", "timed",
             "total(ms)", "avg(us)", "min(us)", "max(us)", "range");
     for (size_t i = 0; i < t.n; i++) {

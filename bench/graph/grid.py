@@ -71,9 +71,24 @@ def measure(job):
 def run_all(a, todo):
     jobs = [(a.examples, a.simdir, a.lib, a.profile, r) for r in todo]
     if a.jobs == 1:
-        return [measure(j) for j in jobs]
+        return shown(map(measure, jobs), len(jobs))
     with concurrent.futures.ProcessPoolExecutor(max_workers=a.jobs) as ex:
-        return list(ex.map(measure, jobs))
+        return shown(ex.map(measure, jobs), len(jobs))
+
+
+def shown(results, total):
+    """The results, with a status line of how many are done on a terminal
+    (stderr), never in a pipe or a log."""
+    tty = sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
+    out = []
+    for r in results:
+        out.append(r)
+        if tty:
+            print(f"\r\033[Kgrid: {len(out)} of {total} regimes run", end="", file=sys.stderr,
+                  flush=True)
+    if tty:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
+    return out
 
 
 def us(ns):

@@ -357,6 +357,12 @@ typedef struct grape_replay_opts_s {
   FILE* log;                   /* progress and per-path errors; NULL = silent */
   int sim_timed;               /* sim: a kernel without a CPU body runs timed, not computed
                                   (the caller has put "timed" in SIMCU_KERNELS) */
+  /* Called with running 1 before each chosen path (path: how many of the
+   * total chosen are done) and with running 0 after it, before its line in
+   * log; NULL = not called. A caller built before these fields passes a
+   * smaller sz: not called. */
+  void (*progress)(void* arg, size_t path, size_t total, int running);
+  void* progress_arg;
 } grape_replay_opts_t;
 
 typedef struct grape_replay_stats_s {

@@ -18,6 +18,7 @@ Skips (77) without nvcc's examples, or where no mount namespace can be made
 """
 import argparse
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -51,6 +52,31 @@ def one(pattern):
     if len(found) != 1:
         fail(f"want one {pattern}, found {found}")
     return found[0]
+
+
+def builds_no_tests(a, tmp):
+    """A build configured with -Dtests=disabled (the build to install from,
+    README.md) installs what this one does, and its install builds nothing of
+    tests/. Configured with this build's options (cudadir, nvcc), not built: its
+    files are the ones installed above, from the same meson.build files."""
+    opts = {o["name"]: o["value"] for o in json.loads(
+        sh([a.meson, "introspect", a.build, "--buildoptions"]).stdout)}
+    lean = os.path.join(tmp, "build-install")
+    p = sh([a.meson, "setup", lean, a.source, "-Dtests=disabled",
+            f"-Dcudadir={opts['cudadir']}", f"-Dnvcc={opts['nvcc']}"])
+    if p.returncode != 0:
+        fail("meson setup -Dtests=disabled", p)
+
+    def installed(build):
+        return sorted(json.loads(sh([a.meson, "introspect", build, "--installed"]).stdout).values())
+    if installed(lean) != installed(a.build):
+        fail(f"-Dtests=disabled installs {installed(lean)}, the tests' build {installed(a.build)}")
+    p = sh(["ninja", "-C", lean, "-t", "commands", "install"])
+    steps = p.stdout.splitlines()
+    tests = [c for c in steps if "tests/" in c.replace(a.source, "")]
+    if p.returncode != 0 or not steps or tests:
+        fail(f"-Dtests=disabled: ninja install builds {len(tests)} steps of tests/, "
+             f"first: {tests[:1]}", p)
 
 
 def main():
@@ -154,7 +180,9 @@ def main():
             fail("the installed grape's summary: no kernels ran", p)
         if "predicted" not in p.stderr.lower():
             fail("the installed grape's summary lacks the predicted times", p)
-        print(f"installed under {prefix}: demo ran with the build tree hidden")
+        builds_no_tests(a, tmp)
+        print(f"installed under {prefix}: demo ran with the build tree hidden; "
+              "a -Dtests=disabled build installs the same files and builds no tests")
     return 0
 
 

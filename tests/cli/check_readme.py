@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """check_readme.py --readme README.md --build BUILD --source SOURCE [--preload P]:
 every command of the README's "Using it" section runs as written.
+check_readme.py --recipe NAME --build BUILD --source SOURCE [--job P] [--job-mpi P]:
+the same for a recipe of docs/ (RECIPES below: torchrun, mpirun, predictor.md's
+loop), with the output the doc shows.
 
 The section's first code block is read from the README itself (so the README
 cannot rot), and each line is run in order by bash in an empty folder that
@@ -21,6 +24,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -49,19 +53,150 @@ def using_it(readme):
     return block
 
 
+# --recipe: a recipe of docs/, run as printed in an empty folder. Each is the
+# section's code (a paragraph of commands; backslash lines joined) and the
+# output it shows (a paragraph starting "grape:"), whose every line must be
+# printed by the commands: "..." stands for anything (what varies from run to
+# run: pids, host times), runs of spaces for any.
+# name: (doc, section heading, text the command paragraph holds)
+RECIPES = {
+    "torchrun": ("multi-rank.md", "### torchrun", "--nproc-per-node"),
+    "torchrun-debian": ("multi-rank.md", "### torchrun", "--nproc_per_node"),
+    "mpirun": ("multi-rank.md", "### mpirun (Open MPI)", "mpirun"),
+    "predictor": ("predictor.md", "## The loop: replayed timings → training → predictions",
+                  "grape replay"),
+}
+
+
+def section_paragraphs(doc, heading):
+    """The paragraphs of the indented code of DOC's section HEADING."""
+    text = open(doc).read()
+    level = len(heading.split(" ")[0])
+    m = re.search("^" + re.escape(heading) + r"\n(.*?)(?=^#{1,%d} |\Z)" % level, text, re.S | re.M)
+    if not m:
+        fail(f"{doc} has no '{heading}' section")
+    paragraphs, cur = [], []
+    for line in m.group(1).split("\n") + [""]:
+        if line.startswith("    "):
+            cur.append(line[4:])
+        elif cur:
+            paragraphs.append(cur)
+            cur = []
+    return paragraphs
+
+
+def shown_line(line):
+    """A regex for a line of output as a doc shows it."""
+    parts = []
+    for tok in re.split(r"(\.\.\.|\s+)", line.strip()):
+        if tok == "...":
+            parts.append(".*?")
+        elif tok.isspace():
+            parts.append(r"\s+")
+        else:
+            parts.append(re.escape(tok))
+    return re.compile("".join(parts))
+
+
+def torchrun_for(a, recipe):
+    """The directory to put first on PATH for a torchrun recipe, or a reason to skip."""
+    if recipe == "torchrun":
+        py = os.environ.get("GRAPE_TORCH_PYTHON") or os.path.join(
+            a.source, ".venv-frameworks", "bin", "python")
+        run = os.path.join(os.path.dirname(py), "torchrun")
+        if not os.path.exists(run):
+            return None, (f"no torchrun beside {py} (scripts/setup-deps --frameworks installs "
+                          "PyTorch there, or set GRAPE_TORCH_PYTHON)")
+        return os.path.dirname(run), None
+    run = shutil.which("torchrun")
+    if not run:
+        return None, "torchrun not installed (scripts/setup-deps installs python3-torch)"
+    helptext = subprocess.run([run, "--help"], capture_output=True, text=True, timeout=120).stdout
+    if "--nproc-per-node" in helptext:
+        return None, f"{run} is not torch 1.x (it takes --nproc-per-node: the torchrun recipe's)"
+    return os.path.dirname(run), None
+
+
+def check_recipe(a):
+    doc, heading, holds = RECIPES[a.recipe]
+    doc = os.path.join(a.source, "docs", doc)
+    paragraphs = section_paragraphs(doc, heading)
+    shown = [l for p in paragraphs if p[0].startswith("grape:") for l in p
+             if l.strip() and l.strip() != "..."]
+    cmds = [p for p in paragraphs if not p[0].startswith("grape:") and holds in " ".join(p)]
+    if len(cmds) != 1 or not shown:
+        fail(f"{doc} '{heading}': want one paragraph of commands holding {holds} and its output, "
+             f"got {cmds} and {shown}")
+    lines = [l for l in "\n".join(cmds[0]).replace("\\\n", " ").split("\n") if l.strip()]
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GRAPE_", "SIMCU_")) and k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
+    # The documented setup: grape on PATH (as installed), the launcher's own.
+    path = [os.path.join(a.build, "tools")]
+    if a.recipe.startswith("torchrun"):
+        where, why = torchrun_for(a, a.recipe)
+        if why:
+            print(f"skipped: {why}")
+            return 77
+        path.append(where)
+    if a.recipe == "mpirun":
+        if not shutil.which("mpirun") or a.job_mpi == "-":
+            print("skipped: mpirun or an MPI compiler is not installed "
+                  "(scripts/setup-deps installs openmpi-bin, libopenmpi-dev)")
+            return 77
+        if os.geteuid() == 0:  # as the recipe says
+            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env["PATH"] = ":".join(path + [env.get("PATH", "/usr/bin:/bin")])
+    errors = [shown_line(l) for l in shown if "error:" in l]
+    printed = []
+    with tempfile.TemporaryDirectory() as tmp:
+        os.symlink(a.build, os.path.join(tmp, "build"))
+        os.symlink(os.path.join(a.source, "data"), os.path.join(tmp, "data"))
+        for name, prog in (("my_program", a.job), ("my_mpi_program", a.job_mpi)):
+            if prog != "-":
+                os.symlink(prog, os.path.join(tmp, name))
+        for line in lines:
+            p = subprocess.run(["bash", "-c", "set -o pipefail; " + line], capture_output=True,
+                               text=True, timeout=120, env=env, cwd=tmp)
+            out = (p.stdout + p.stderr).split("\n")
+            printed += [o.strip() for o in out]
+            if p.returncode != 0 and not any(r.fullmatch(o.strip()) for r in errors for o in out):
+                fail(f"{os.path.basename(doc)} line: {line}", p)
+            if p.returncode == 0 and any(r.fullmatch(o.strip()) for r in errors for o in out):
+                fail(f"{os.path.basename(doc)} line printed its error and exited 0: {line}", p)
+            for pattern in re.findall(r"'([^']*%r[^']*)'", line):
+                for rank in (0, 1):
+                    if not os.path.exists(os.path.join(tmp, pattern.replace("%r", str(rank)))):
+                        fail(f"{line}: wrote no {pattern} for rank {rank}", p)
+        for l in shown:
+            if not any(shown_line(l).fullmatch(o) for o in printed):
+                fail(f"{os.path.basename(doc)} shows a line its commands do not print:\n  {l}\n"
+                     "they printed:\n" + "\n".join(printed)[-4000:])
+    print(f"{len(lines)} commands of {os.path.basename(doc)} '{heading}' ran as printed; "
+          f"{len(shown)} lines of their output shown there were printed")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--readme", required=True)
+    ap.add_argument("--readme")
     ap.add_argument("--build", required=True)
     ap.add_argument("--source", required=True)
     ap.add_argument("--preload", default="")
+    ap.add_argument("--recipe", choices=sorted(RECIPES),
+                    help="run a recipe of docs/ instead of the README's commands")
+    ap.add_argument("--job", default="-", help="the program the multi-rank recipes name")
+    ap.add_argument("--job-mpi", default="-", help="the MPI program the mpirun recipe names")
     a = ap.parse_args()
     if any(x and not x.endswith("libgrape.so") for x in a.preload.split(":")):
         print("skipped: a sanitizer build (the README's LD_PRELOAD line needs the normal build)")
         return 77
+    if a.recipe and a.recipe != "predictor":
+        return check_recipe(a)
     if not os.path.exists(os.path.join(a.build, "examples", "beam")):
         print("skipped: the README's examples need nvcc")
         return 77
+    if a.recipe:
+        return check_recipe(a)
     lines = using_it(a.readme)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("GRAPE_", "SIMCU_")) and k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}

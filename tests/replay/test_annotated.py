@@ -84,10 +84,15 @@ def case_nvtx(a, tmp):
     for r in nv["ranges"]:
         if not 0 < r["min_ns"] <= r["max_ns"] <= r["ns"]:
             fail(f"range times out of order: {r}")
-    # Each launch counts under its innermost range; the one outside all, nowhere.
+    # Each launch counts under every range open around it, as in nsys's
+    # nvtx_kern_sum (step holds attn's and mlp's kernels); the one outside all,
+    # nowhere. The timeline timed each eager launch, under the same ranges.
     kern = {(k["range"], k["kernel"]): k["calls"] for k in nv["kernels"]}
     expect("kernels by range in the report", kern,
-           {("attn", "an_add"): 6, ("mlp", "an_twice"): 3, ("step", "an_twice"): 3})
+           {("attn", "an_add"): 6, ("mlp", "an_twice"): 3, ("step", "an_twice"): 6,
+            ("step", "an_add"): 6})
+    timed = {(k["range"], k["kernel"]): k.get("timed", 0) for k in nv["kernels"]}
+    expect("kernels timed by range in the report", timed, kern)
     for table in ("NVTX ranges (", "kernels by NVTX range"):
         if table not in err:
             fail(f"grape run --stats printed no '{table}' table:\n{err[-3000:]}")

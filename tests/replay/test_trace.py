@@ -19,6 +19,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_viewer  # noqa: E402
+
 # Launch counts the examples document (examples/README.md) at their default --iters.
 DOCUMENTED = {
     "beam": {"regions": 85, "with": {"penalize": 10, "score": 85}},
@@ -290,39 +293,13 @@ def case_pipeline(a):
         print(f"{a.name}: {len(t['paths'])} paths replayed, {len(slices)} slices, none overlapping")
 
 
-VIEWER_COUNT = """
-<script>
-window.addEventListener('load', function() {
-  var res = document.createElement('pre'); res.id = 'grape-result';
-  try {
-    var m = new tr.Model();
-    new tr.importer.Import(m).importTraces([%s]);
-    var n = 0, nested = 0, names = [];
-    m.getAllProcesses().forEach(function(p) {
-      names.push(p.userFriendlyName);
-      for (var k in p.threads)
-        p.threads[k].sliceGroup.slices.forEach(function(s) { n++; if (s.parentSlice) nested++; });
-    });
-    res.textContent = JSON.stringify({slices: n, nested: nested, processes: names});
-  } catch (e) { res.textContent = JSON.stringify({error: String(e)}); }
-  document.body.appendChild(res);
-});
-</script>
-"""
-
-
 def case_viewer(a):
     """The export loaded in a real trace viewer: Catapult's (trace2html, the
     viewer of chrome://tracing) in headless Chromium, which must import every
     slice and nest none, and name the process once with its pid. Needs a
     Catapult checkout in CATAPULT_DIR and chromium; skips otherwise (neither
-    pip nor apt ships Catapult: docs/testing.md)."""
-    catapult = os.environ.get("CATAPULT_DIR", "")
-    trace2html = os.path.join(catapult, "tracing", "bin", "trace2html")
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not catapult or not os.path.exists(trace2html) or not chromium:
-        print("skipped: needs CATAPULT_DIR (a Catapult checkout) and chromium")
-        sys.exit(77)
+    pip nor apt ships Catapult: docs/testing.md). check_viewer.py runs it."""
+    catapult, chromium = check_viewer.viewer_tools()
     need_examples(a, a.name)
     with tempfile.TemporaryDirectory() as tmp:
         trace, _ = trace_example(a, tmp, os.path.join(a.examples, a.name))
@@ -334,29 +311,14 @@ def case_viewer(a):
         p = grape(a, ["export", "--chrome", "--by-path", timed, "-o", out])
         if p.returncode != 0:
             fail("grape export --chrome", p)
-        html = os.path.join(tmp, "viewer.html")
-        p = subprocess.run([sys.executable, trace2html, out, "--output", html],
-                           capture_output=True, text=True, timeout=300)
-        if p.returncode != 0:
-            fail("trace2html", p)
-        page = open(html).read()
-        script = VIEWER_COUNT % json.dumps(open(out).read())
-        open(html, "w").write(page.replace("</body>", script + "</body>")
-                              if "</body>" in page else page + script)
-        p = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
-                            "--virtual-time-budget=60000", "--dump-dom", "file://" + html],
-                           capture_output=True, text=True, timeout=600)
-        m = re.search(r'<pre id="grape-result">([^<]*)</pre>', p.stdout)
-        if m is None:
-            fail("the viewer page gave no result", p)
-        got = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+        got = check_viewer.in_viewer(catapult, chromium, out, tmp)
         want = sum(len(x["ops"]) for x in inspect(a, timed)["paths"])
         if got.get("slices") != want or got.get("nested") != 0:
             fail(f"Catapult's viewer: {got}; want {want} slices, none nested")
-        if len(got["processes"]) != 1 or got["processes"][0].count("pid") != 1:
-            fail(f"Catapult's viewer names the process {got['processes']}")
+        if got.get("errors") or len(got["names"]) != 1 or got["names"][0].count("pid") != 1:
+            fail(f"Catapult's viewer names the process {got.get('names')}: {got.get('errors')}")
         print(f"Catapult's viewer: {got['slices']} slices, none nested, process "
-              f"{got['processes'][0]}")
+              f"{got['names'][0]}")
 
 
 def case_ranks(a):
