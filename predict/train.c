@@ -46,7 +46,8 @@ void grape_train_opts_init(grape_train_opts_t* o) {
   *o = (grape_train_opts_t){.sz = sizeof(*o), .trees = KNOWN_TREES, .rate = KNOWN_RATE,
                             .folds = KNOWN_FOLDS, .floor_p = 0, .ridge = 1e-4, .select = 1,
                             .crit = 0, .unit_slope = 0, .xform = -1, .fade = -1,
-                            .sibling = -1, .align = 1, .calib = 1, .floor_split = -1};
+                            .sibling = -1, .align = 1, .calib = 1, .floor_split = -1,
+                            .family_level = -1};
 }
 
 /* o with each value out of its range taken as grape_train_opts_t documents
@@ -68,6 +69,7 @@ int grape__train_resolve(const grape_train_opts_t* o, grape_train_opts_t* k) {
   k->align = o->align != 0;
   k->calib = o->calib >= 0 && o->calib <= 2 ? o->calib : 1;
   k->floor_split = o->floor_split >= -1 && o->floor_split <= 1 ? o->floor_split : -1;
+  k->family_level = o->family_level >= -1 && o->family_level <= 1 ? o->family_level : -1;
   return 0;
 }
 
@@ -693,6 +695,39 @@ static double normal_cdf(double z) {
   return 0.5 * erfc(-z / sqrt(2));
 }
 
+/* The level's quantiles of shift + within into iv: shift ~ N(mean, sd^2)
+ * of the k group levels, within the nw residuals w (each less its group's
+ * level; sorted here), by bisection over up to 1000 of their quantiles. v:
+ * scratch of nw values. */
+static void level_spread_quantiles(const double* shift, int k, double* w, size_t nw, double* v,
+                                   double* iv) {
+  double mu = 0, var = 0;
+  for (int g = 0; g < k; g++)
+    mu += shift[g] / k;
+  for (int g = 0; g < k; g++)
+    var += (shift[g] - mu) * (shift[g] - mu) / (k - 1);
+  double sd = sqrt(var);
+  qsort(w, nw, sizeof(double), cmp_double);
+  /* The within-group residuals at up to 1000 evenly spaced ranks. */
+  size_t nq = nw < 1000 ? nw : 1000;
+  for (size_t j = 0; j < nq; j++)
+    v[j] = w[(size_t)(((double)j + 0.5) / (double)nq * (double)nw)];
+  for (int side = 0; side < 2; side++) {
+    double target = side == 0 ? (1 - LEVEL) / 2 : (1 + LEVEL) / 2;
+    double lo = mu + v[0] - 8 * sd - 1e-9, hi = mu + v[nq - 1] + 8 * sd + 1e-9;
+    for (int it = 0; it < 60; it++) {
+      double x = (lo + hi) / 2, cdf = 0;
+      for (size_t j = 0; j < nq; j++)
+        cdf += sd > 0 ? normal_cdf((x - mu - v[j]) / sd) : x >= mu + v[j];
+      if (cdf / (double)nq < target)
+        lo = x;
+      else
+        hi = x;
+    }
+    iv[side] = (lo + hi) / 2;
+  }
+}
+
 /* The transfer regime's interval of a class's bin b (-1: all of its rows)
  * from an inner leave-one-GPU-out's residuals (r->gpu: the held-out GPU). A new GPU's
  * error is a level of its own, which varies between GPUs more than the
@@ -719,31 +754,7 @@ static int transfer_interval(const resid_t* r, int ngpu, int b, double* iv) {
   size_t nw;
   int k = group_levels(r->v, r->gpu, b < 0 ? NULL : r->bin, b, r->n, ngpu, v, shift, w, &nw);
   if (nw >= MIN_ROWS && k >= 2) {
-    double mu = 0, var = 0;
-    for (int g = 0; g < k; g++)
-      mu += shift[g] / k;
-    for (int g = 0; g < k; g++)
-      var += (shift[g] - mu) * (shift[g] - mu) / (k - 1);
-    double sd = sqrt(var);
-    qsort(w, nw, sizeof(double), cmp_double);
-    /* The within-GPU residuals at up to 1000 evenly spaced ranks. */
-    size_t nq = nw < 1000 ? nw : 1000;
-    for (size_t j = 0; j < nq; j++)
-      v[j] = w[(size_t)(((double)j + 0.5) / (double)nq * (double)nw)];
-    for (int side = 0; side < 2; side++) {
-      double target = side == 0 ? (1 - LEVEL) / 2 : (1 + LEVEL) / 2;
-      double lo = mu + v[0] - 8 * sd - 1e-9, hi = mu + v[nq - 1] + 8 * sd + 1e-9;
-      for (int it = 0; it < 60; it++) {
-        double x = (lo + hi) / 2, cdf = 0;
-        for (size_t j = 0; j < nq; j++)
-          cdf += sd > 0 ? normal_cdf((x - mu - v[j]) / sd) : x >= mu + v[j];
-        if (cdf / (double)nq < target)
-          lo = x;
-        else
-          hi = x;
-      }
-      iv[side] = (lo + hi) / 2;
-    }
+    level_spread_quantiles(shift, k, w, nw, v, iv);
   } else if (nw >= MIN_ROWS) {
     /* One GPU: no spread between GPUs to estimate; its own quantiles. */
     for (size_t i = 0; i < nw; i++)
@@ -934,6 +945,17 @@ static const int sibling_rule[GRAPE_KC_COUNT] = {0, 0, 0, 0, 0, 0};
  * nn.Linear bin; conv was not measured (no family split of its rows was
  * run), so it keeps one interval. */
 static const int floor_split_rule[GRAPE_KC_COUNT] = {0, 1, 1, 1, 0, 0};
+
+/* Whether a class's known-regime interval is a level per held-out shape
+ * family plus the spread within one (family_level_interval), not the
+ * quantiles of the pooled residuals: on where held-out shape families
+ * (`grape train --cv-families`) bring the class's known regime nearer 80%
+ * (docs/predictor.md, *Intervals*). Softmax only: its held-out corner of
+ * the (rows, cols) grid is one level shared by a thousand rows (65.7 ->
+ * 72.6%); the pooled intervals of bmm, linear, elementwise and layer norm
+ * already hold 79.6-82.0%, and a level per family took them to 90.5-93.8%. Conv
+ * was not measured. */
+static const int family_level_rule[GRAPE_KC_COUNT] = {0, 0, 1, 0, 0, 0};
 
 /* The span, per interval bin, of the rows s selects of class c on GPU gpu
  * (NULL any): their launches alone (launch), or the rows with op dims. */
@@ -1259,6 +1281,66 @@ static grape__boost_opts_t known_opts(const grape_train_opts_t* k) {
   return o;
 }
 
+/* A held-out row's residual with its family, sorted by family. */
+typedef struct famres_s {
+  uint32_t fam;
+  double v;
+} famres_t;
+
+static int cmp_famres(const void* a, const void* b) {
+  const famres_t *x = a, *y = b;
+  if (x->fam != y->fam)
+    return x->fam < y->fam ? -1 : 1;
+  return (x->v > y->v) - (x->v < y->v);
+}
+
+/* The known regime's interval of bin b from held-out families' residuals
+ * (fam: each row's fold key, its family under the default calibration)
+ * as a level per family plus the spread within one, as the transfer
+ * regime's is per GPU: a family the fit has no rows of shares one error
+ * across its rows, so a few families far off move a thousand rows, which
+ * pooled quantiles weigh by rows, not by families. One family: its own
+ * quantiles. */
+static int family_level_interval(const resid_t* held, const uint32_t* fam, int b, double* iv) {
+  iv[0] = 1;
+  iv[1] = -1;
+  famres_t* fr = malloc((held->n + 1) * sizeof(*fr));
+  double* shift = malloc((held->n + 1) * sizeof(double));
+  double* w = malloc((held->n + 1) * sizeof(double));
+  double* v = malloc((held->n + 1) * sizeof(double));
+  int err = fr && shift && w && v ? 0 : -ENOMEM;
+  size_t n = 0, nw = 0;
+  int k = 0;
+  for (size_t i = 0; err == 0 && i < held->n; i++)
+    if (held->bin[i] == b)
+      fr[n++] = (famres_t){fam[i], held->v[i]};
+  if (err == 0 && n >= MIN_ROWS) {
+    qsort(fr, n, sizeof(*fr), cmp_famres);
+    for (size_t i = 0; i < n;) {
+      size_t j = i;
+      while (j < n && fr[j].fam == fr[i].fam)
+        j++;
+      double med = fr[i + (j - i) / 2].v;
+      shift[k++] = med;
+      for (size_t q = i; q < j; q++)
+        w[nw++] = fr[q].v - med;
+      i = j;
+    }
+    if (k >= 2) {
+      level_spread_quantiles(shift, k, w, nw, v, iv);
+    } else {
+      for (size_t i = 0; i < n; i++)
+        v[i] = fr[i].v;
+      quantiles(v, n, iv);
+    }
+  }
+  free(fr);
+  free(shift);
+  free(w);
+  free(v);
+  return err;
+}
+
 /* Calibrates the interval of one (GPU, class): its shape families (or,
  * with calib 0, its shapes) split into folds (by hash bits other than
  * those of the outer cross-validation),
@@ -1272,17 +1354,20 @@ static grape__boost_opts_t known_opts(const grape_train_opts_t* k) {
  * class other than GEMM whose floor rule is on: GRAPE__FLOOR_SPLIT times
  * the GPU's harness floor) bins each row by its latency as predicted
  * (grape__known_bin): the floor's rows, whose error is the floor's few
- * percent, and the rows above it, whose error is the kernel's. */
+ * percent, and the rows above it, whose error is the kernel's.
+ * family_level: per bin, a level per held-out family plus the spread
+ * within one (family_level_interval) in place of the pooled quantiles. */
 static int known_interval(const kset_t* k, const grape_train_opts_t* opts, double split_ms,
-                          double* iv, int* keep) {
+                          int family_level, double* iv, int* keep) {
   int folds = opts->folds, err = 0;
   double ape_trees = 0, ape_base = 0;
   grape__boost_opts_t o = known_opts(opts);
   float* x = malloc((k->n + 1) * GRAPE__NGF * sizeof(float));
   double* r = malloc((k->n + 1) * sizeof(double));
   grape__tree_t* t = malloc((size_t)(o.trees + 1) * sizeof(*t));
+  uint32_t* fam = malloc((k->n + 1) * sizeof(uint32_t));
   resid_t held;
-  if ((resid_alloc(&held, k->n) | (x == NULL || r == NULL || t == NULL)) != 0) {
+  if ((resid_alloc(&held, k->n) | (x == NULL || r == NULL || t == NULL || fam == NULL)) != 0) {
     err = -ENOMEM;
     goto done;
   }
@@ -1301,6 +1386,7 @@ static int known_interval(const kset_t* k, const grape_train_opts_t* opts, doubl
     for (size_t i = 0; i < k->n; i++)
       if ((k->shape[i] >> 16) % (uint32_t)folds == (uint32_t)f) {
         double cr = grape__boost_eval(t, nt, &k->x[i * GRAPE__NGF]);
+        fam[held.n] = k->shape[i];
         held.v[held.n] = k->r[i] - cr;
         /* With a floor split, the bin of the latency as predicted. */
         held.bin[held.n++] = split_ms > 0 ? k->t0[i] * exp(cr) >= split_ms : k->bin[i];
@@ -1311,8 +1397,12 @@ static int known_interval(const kset_t* k, const grape_train_opts_t* opts, doubl
       }
   }
   *keep = ape_trees < ape_base;
-  err = bin_quantiles(&held, iv);
+  if (!family_level)
+    err = bin_quantiles(&held, iv);
+  for (int b = 0; family_level && b < GRAPE__NIVB && err == 0; b++)
+    err = family_level_interval(&held, fam, b, &iv[2 * b]);
 done:
+  free(fam);
   free(x);
   free(r);
   free(t);
@@ -1506,8 +1596,9 @@ static int fit_known(const grape_dataset_t* d, const sel_t* s, const sel_t* lo,
                                                           ? floor_split_rule[c]
                                                           : s->o->floor_split);
         double floor_ms = split ? hf[g][c] : 0;
+        int fl = s->o->family_level < 0 ? family_level_rule[c] : s->o->family_level;
         if (err == 0 && k.n >= MIN_KNOWN && o.trees > 0)
-          err = known_interval(&k, s->o, GRAPE__FLOOR_SPLIT * floor_ms, kc->iv, &keep);
+          err = known_interval(&k, s->o, GRAPE__FLOOR_SPLIT * floor_ms, fl, kc->iv, &keep);
         if (!keep)
           for (int j = 0; j < 2 * GRAPE__NIVB; j++)
             kc->iv[j] = j % 2 ? -1 : 1;

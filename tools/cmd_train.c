@@ -84,6 +84,7 @@ static void train_opts_from_env(grape_train_opts_t* o) {
   env_int("GRAPE_TRAIN_ALIGN", &o->align);
   env_int("GRAPE_TRAIN_CALIB", &o->calib);
   env_int("GRAPE_TRAIN_FLOOR_SPLIT", &o->floor_split);
+  env_int("GRAPE_TRAIN_FAMILY_LEVEL", &o->family_level);
   if (getenv("GRAPE_TRAIN_VERBOSE") != NULL)
     o->log = stderr;
 }

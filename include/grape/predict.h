@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a public struct below changes layout. */
-#define GRAPE_PREDICT_API_VERSION 7
+#define GRAPE_PREDICT_API_VERSION 8
 /* Version written on the first line of model files; others are refused. */
 #define GRAPE_MODEL_FORMAT_VERSION 6
 
@@ -407,6 +407,10 @@ typedef struct grape_train_opts_s {
                            one for kernels the harness's floor hides and one for those
                            above it: -1 the class's rule (decided by cross-validation), 0
                            never, 1 every class (API version 7) */
+  int family_level;     /* the known regime's interval is a level per held-out shape family
+                           plus the spread within one, not the pooled residuals' quantiles:
+                           -1 the class's rule (decided by cross-validation), 0 never, 1
+                           every class (API version 8) */
 } grape_train_opts_t;
 
 /* Fills o with the defaults (and sz). */
