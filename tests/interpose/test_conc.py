@@ -34,6 +34,13 @@
             times slower per tile) the go plan is measured slower and
             reverted, its targets withdrawn, and the run ends within 10% of
             safe mode (its trial and the numerics check's wait)
+  hostcost  the plans' host-cost rule (GRAPE_PLAN_HOST_PCT at its default 2%)
+            on conc_rules dep in safe mode, with the rule's other input, the
+            host time a replay saves, set through GRAPE_COSTS far from the
+            line on either side: eager launches of 1 ns (a replay saves a few
+            ns, less than any measured re-verification) drop every plan at
+            its verdict (plans_dropped_host, none kept); launches of 10 ms
+            (a replay saves tens of ms) keep plans, none dropped
   spin      conc_spin: two ranks, a collective stand-in spinning on mapped
             memory and a CPU barrier, GRAPE_FLUSH_US at its maximum: both
             finish, with replays and no watchdog flush; another stream's held
@@ -306,6 +313,30 @@ def case_go(a):
         fail(f"go (slow targets) ended at {ratio:.4f} of safe mode's time (over 10%)", p)
     print(f"go: {c['go_plans_built']} built, {c['go_plans_reverted']} reverted under slow targets; "
           f"go/safe {ratio:.4f}")
+
+
+def case_hostcost(a):
+    # The rule's measured input (the shim's host time per plan launch) varies
+    # with the host; the other (what a replay saves: its ops' eager launches
+    # less a graph launch) is set here so that the outcome is far from the
+    # line whatever the host's speed. update=0: a node update saves nothing
+    # either way; shim=0: the ledger never stands graph mode down.
+    for launch, dropped in (("1", True), ("10000000", False)):
+        costs = f"build=0,build_node=0,update=0,shim=0,graph_launch=0,launch={launch}"
+        p, rep, _ = run(a, a.prog, ["dep"], env={"GRAPE_CONCURRENCY": "safe", "GRAPE_PLAN_HOST_PCT": "2",
+                                                 "GRAPE_COSTS": costs})
+        c = conc(rep)
+        if c["plans_built"] < 1 or c["plan_host_launches"] < 1:
+            fail(f"launch={launch} ns: no plan was built and launched, so the rule was not met: {c}", p)
+        if dropped and (c["plans_dropped_host"] < 1 or c["plans_kept"] != 0):
+            fail(f"launch=1 ns: a replay saves a few ns, yet no plan was dropped for its host cost "
+                 f"({c['plan_host_ns'] / c['plan_host_launches']:.0f} ns a launch): {c}", p)
+        if not dropped and (c["plans_dropped_host"] != 0 or c["plans_kept"] < 1):
+            fail(f"launch=10 ms: a replay saves tens of ms, yet a plan was dropped for its host cost "
+                 f"or none kept: {c}", p)
+        print(f"hostcost: launch={launch} ns: {c['plans_built']} built, {c['plans_kept']} kept, "
+              f"{c['plans_dropped_host']} dropped for host cost "
+              f"({c['plan_host_ns'] / c['plan_host_launches']:.0f} ns a plan launch)")
 
 
 def case_spin(a):
