@@ -33,13 +33,98 @@
 //
 // Prints "checksum <hex>" (FNV-1a of each chunk's length and its last token's
 // activations) and a summary on stderr.
-// Usage: prefill [--iters N] [--small] [--len L] [--sm-target S]
+// Usage: prefill [--iters N] [--small] [--len L] [--sm-target S] [--lt]
 //   N prompts (default 3); L: every prompt L tokens long (default: 1/2 to 7/2
 //   chunks, hashed), so that a bench can time one chunk length alone; S: the
 //   shared expert's gate|up GEMM asks cuBLAS for S SMs (cublasSetSmCountTarget,
-//   restored after the call): what go mode would set, done by hand
+//   restored after the call): what go mode would set, done by hand; --lt:
+//   every GEMM through cublasLtMatmul as PyTorch issues it (a descriptor, the
+//   heuristic's first algorithm for a workspace of CUBLASLT_WORKSPACE_SIZE
+//   KiB, as PyTorch reads it: 32 MiB unless set; 0: none; with S, the shared
+//   expert's descriptor carries CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET). Either
+//   way, after each call the program's handle, descriptor and algorithm must
+//   be as it made them (a shim may make the call with a target of its own):
+//   otherwise prefill exits 3.
+#include <cublasLt.h>
+
 #include "bf16_gemm.h"
 #include "prefill_math.h"
+
+static cudaStream_t stream;
+static cublasLtHandle_t lt;
+static void* lt_ws;
+static size_t lt_ws_size;
+
+#define CHECK_OWN(cond, ...)          \
+  do {                                \
+    if (!(cond)) {                    \
+      fprintf(stderr, __VA_ARGS__);   \
+      exit(3);                        \
+    }                                 \
+  } while (0)
+
+// gemm()'s product through cuBLASLt, as at::cuda::blas issues it: a
+// descriptor (fp32 compute), column-major layouts, a preference bounding
+// the workspace, the heuristic's first algorithm, the call; target > 0 asks
+// for that many SMs on the descriptor.
+static void gemm_lt(const bf16* W, const bf16* X, float* Y, int rows, int k, int n, int target) {
+  const float one = 1.0f, zero = 0.0f;
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, lc;
+  cublasLtMatmulPreference_t pref;
+  CUBLAS(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  if (target > 0)
+    CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &target,
+                                          sizeof(target)));
+  CUBLAS(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, n, k, n));
+  CUBLAS(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, k, rows, k));
+  CUBLAS(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, n, rows, n));
+  CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+  uint64_t ws = lt_ws_size;
+  CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                              sizeof(ws)));
+  cublasLtMatmulHeuristicResult_t res;
+  int count = 0;
+  CUBLAS(cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &count));
+  CHECK_OWN(count > 0, "prefill: no cuBLASLt algorithm for %d x %d x %d\n", n, rows, k);
+  cublasLtMatmulAlgo_t algo = res.algo;
+  CUBLAS(cublasLtMatmul(lt, desc, &one, W, la, X, lb, &zero, Y, lc, Y, lc, &algo, lt_ws,
+                        lt_ws_size, stream));
+  int32_t now = -1;
+  size_t got = 0;
+  CUBLAS(cublasLtMatmulDescGetAttribute(desc, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &now,
+                                        sizeof(now), &got));
+  CHECK_OWN(now == (target > 0 ? target : 0),
+            "prefill: the descriptor's SM-count target is %d after the call, not %d\n", (int)now,
+            target > 0 ? target : 0);
+  CHECK_OWN(memcmp(&algo, &res.algo, sizeof(algo)) == 0,
+            "prefill: the algorithm passed to cublasLtMatmul was changed by the call\n");
+  CUBLAS(cublasLtMatmulPreferenceDestroy(pref));
+  CUBLAS(cublasLtMatrixLayoutDestroy(lc));
+  CUBLAS(cublasLtMatrixLayoutDestroy(lb));
+  CUBLAS(cublasLtMatrixLayoutDestroy(la));
+  CUBLAS(cublasLtMatmulDescDestroy(desc));
+  gemms++;
+}
+
+// One GEMM of the model, on the route chosen; target > 0 (the shared
+// expert's gate|up, --sm-target): asked for that many SMs, on the handle
+// (set and restored here) or on the Lt descriptor.
+static void mm(const bf16* W, const bf16* X, float* Y, int rows, int k, int n, int target) {
+  if (lt != NULL) {
+    gemm_lt(W, X, Y, rows, k, n, target);
+    return;
+  }
+  if (target > 0)
+    CUBLAS(cublasSetSmCountTarget(blas, target));
+  gemm(W, X, Y, rows, k, n);
+  int handle_target = -1;
+  CUBLAS(cublasGetSmCountTarget(blas, &handle_target));
+  CHECK_OWN(handle_target == target, "prefill: the handle's SM-count target is %d after the call, not %d\n",
+            handle_target, target);
+  if (target > 0)
+    CUBLAS(cublasSetSmCountTarget(blas, 0));
+}
 
 __global__ void embed(const int32_t* tok, bf16* x, int d) {
   int r = blockIdx.x;
@@ -182,10 +267,17 @@ int main(int argc, char** argv) {
   route_layout(&dr, d_route, m.tmax);
   bf16* h_last;   // the last token's activations, read back per chunk
   CHECK(cudaMallocHost((void**)&h_last, m.d * sizeof(bf16)));
-  cudaStream_t s;
-  CHECK(cudaStreamCreate(&s));
+  CHECK(cudaStreamCreate(&stream));
+  cudaStream_t s = stream;
   CUBLAS(cublasCreate(&blas));
   CUBLAS(cublasSetStream(blas, s));
+  if (ex_flag(argc, argv, "--lt")) {
+    CUBLAS(cublasLtCreate(&lt));
+    const char* kib = getenv("CUBLASLT_WORKSPACE_SIZE");   // PyTorch's knob, KiB
+    lt_ws_size = (kib != NULL ? (size_t)atol(kib) : (size_t)32 << 10) << 10;
+    if (lt_ws_size > 0)
+      lt_ws = dev<uint8_t>(lt_ws_size);
+  }
 
   uint64_t sum = EX_FNV_INIT;
   long chunks = 0, tokens = 0, dropped = 0;
@@ -203,31 +295,20 @@ int main(int argc, char** argv) {
                             s));
       embed<<<t, 256, 0, s>>>(dr.tok, x, m.d);
       for (int l = 0; l < PF_L; l++) {
-        gemm(Wq, x, q, t, m.d, m.d);   // three independent GEMMs
-        gemm(Wk, x, k, t, m.d, m.kv);
-        gemm(Wv, x, v, t, m.d, m.kv);
+        mm(Wq, x, q, t, m.d, m.d, 0);   // three independent GEMMs
+        mm(Wk, x, k, t, m.d, m.kv, 0);
+        mm(Wv, x, v, t, m.d, m.kv, 0);
         attn<<<t, 256, 0, s>>>(q, k, v, o, m.d, m.kv);
-        gemm(Wo, o, h, t, m.d, m.d);
+        mm(Wo, o, h, t, m.d, m.d, 0);
         residual<<<t, 256, 0, s>>>(x, h, m.d);
         gather<<<PF_E * cap, 256, 0, s>>>(x, dr.perm[l], xg, m.d);
         for (int e = 0; e < PF_E; e++)   // nine independent GEMMs
-          gemm(Wup[e], xg + (size_t)e * cap * m.d, u + (size_t)e * cap * m.f, cap, m.d, m.f);
-        if (sm_target > 0)
-          CUBLAS(cublasSetSmCountTarget(blas, sm_target));
-        gemm(Wsgu, x, us, t, m.d, 2 * m.s);
-        int handle_target = -1;   // a shim may set a target on the call: never leave it set
-        CUBLAS(cublasGetSmCountTarget(blas, &handle_target));
-        if (handle_target != sm_target) {
-          fprintf(stderr, "prefill: the handle's SM-count target is %d after the call, not %d\n",
-                  handle_target, sm_target);
-          return 3;
-        }
-        if (sm_target > 0)
-          CUBLAS(cublasSetSmCountTarget(blas, 0));
+          mm(Wup[e], xg + (size_t)e * cap * m.d, u + (size_t)e * cap * m.f, cap, m.d, m.f, 0);
+        mm(Wsgu, x, us, t, m.d, 2 * m.s, sm_target);
         act<<<PF_E * cap + t, 256, 0, s>>>(u, a, m.f, PF_E * cap, us, as, m.s);
         for (int e = 0; e < PF_E; e++)   // nine independent GEMMs
-          gemm(Wdown[e], a + (size_t)e * cap * m.f, y + (size_t)e * cap * m.d, cap, m.f, m.d);
-        gemm(Wsd, as, ys, t, m.s, m.d);
+          mm(Wdown[e], a + (size_t)e * cap * m.f, y + (size_t)e * cap * m.d, cap, m.f, m.d, 0);
+        mm(Wsd, as, ys, t, m.s, m.d, 0);
         combine<<<t, 256, 0, s>>>(x, y, ys, dr.slot[l], m.d);
       }
       CHECK(cudaGetLastError());
@@ -240,6 +321,11 @@ int main(int argc, char** argv) {
   }
   fprintf(stderr, "prefill: %d prompts, %ld chunks, %ld tokens, %ld GEMMs, %ld routed slots dropped\n",
           iters, chunks, tokens, gemms, dropped);
+  if (lt != NULL) {
+    CUBLAS(cublasLtDestroy(lt));
+    if (lt_ws != NULL)
+      CHECK(cudaFree(lt_ws));
+  }
   CUBLAS(cublasDestroy(blas));
   CHECK(cudaStreamDestroy(s));
   printf("checksum %016llx\n", (unsigned long long)sum);

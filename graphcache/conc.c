@@ -79,6 +79,8 @@ struct conc_s {
   uint64_t go_retry_at;
   uint32_t go_backoffs;
   int go_reverted;
+  uint64_t go_tried;         /* candidates (plan kind x target, go_look) measured no faster */
+  uint32_t go_bit;           /* ... the one on trial */
   int armed;                 /* the targets are published for the segment's next replay */
   /* The shim's extra host time for this segment's plans: the least
    * re-verification at a plan launch seen (a cold first call is no
@@ -275,6 +277,8 @@ static void go_drop(grape_gc_t* c, seg_t* seg, conc_t* s, int measured) {
   s->go_nt = 0;
   s->go = GO_BACKOFF;
   s->go_reverted |= measured;
+  if (measured)
+    s->go_tried |= (uint64_t)1 << s->go_bit;   /* the next look tries another */
   s->go_retry_at = grape__backoff(seg->launches, RETRY_LAUNCHES, &s->go_backoffs);
 }
 
@@ -630,11 +634,17 @@ out:
  * ops [from, from + seg->n) of r. A GEMM whose blocks fill the device in one
  * wave (a persistent kernel, one block per SM) and that has an independent
  * co-runner may be asked for S of the device's SMs: its blocks then loop
- * over its tiles (longer alone: its work over S SMs, an assumption of the
- * estimator, not a library's rule) and leave the rest of the device to its
- * co-runners. Each S in sixteenths of the device, with the full branches
- * and 2 and 4 lanes, is estimated against the kept safe plan; the best is
- * built when predicted PREDICT_GAIN or faster. */
+ * over its tiles and leave the rest of the device to its co-runners.
+ * GOLDYLOC's GO-kernels fit their tiles to the share they get: S is never
+ * below the fewest blocks that keep the GEMM's rounds of tiles (176 tiles
+ * take 2 rounds on 132 blocks and on 88), so a target never lengthens the
+ * GEMM alone and can only free SMs; the estimator, whose rates are nominal,
+ * is not trusted to trade the GEMM's own time against its co-runners'.
+ * Candidates: that fewest S and the sixteenths of the device above it, each
+ * with the full branches and 2 and 4 lanes, estimated against the kept safe
+ * plan; the best not yet measured no faster (go_tried) is built when
+ * predicted PREDICT_GAIN or faster, so a revert moves the next look on to
+ * the next candidate. */
 static void go_look(grape_gc_t* c, seg_t* seg, conc_t* s, const grape_region_t* r, uint32_t from,
                     void* ctx) {
   uint32_t n = seg->n;
@@ -681,10 +691,25 @@ static void go_look(grape_gc_t* c, seg_t* seg, conc_t* s, const grape_region_t* 
   for (int d = 2; d <= 4; d *= 2)
     if ((uint32_t)d < kinds[0].width && grape__plan_make(ops, n, GRAPE_PLAN_LANES, d, &kinds[nk]) == 0)
       nk++;
+  /* The fewest SMs that keep every candidate's rounds of tiles. */
+  uint32_t floor_s = 1;
+  for (uint32_t i = 0; i < n; i++)
+    if (cand[i] && ops[i].tiles > ops[i].blocks) {
+      uint32_t per = ops[i].per_sm ? ops[i].per_sm : 1;
+      uint32_t rounds = (ops[i].tiles + ops[i].blocks - 1) / ops[i].blocks;
+      uint32_t keep = (ops[i].tiles + rounds - 1) / rounds;
+      keep = (keep + per - 1) / per;
+      if (keep > floor_s)
+        floor_s = keep;
+    }
   double best_est = INFINITY;
   int best_k = -1;
-  for (uint32_t q = 2; q < 16; q++) {
-    uint32_t S = sms * q / 16;
+  uint32_t best_bit = 0;
+  for (uint32_t q = 1; q < 16; q++) {
+    /* q = 1: the floor itself; then sixteenths above it */
+    uint32_t S = q == 1 ? floor_s : sms * q / 16;
+    if (S >= sms || (q == 1 && floor_s <= 1) || (q > 1 && S <= floor_s))
+      continue;
     memcpy(tops, ops, (size_t)n * sizeof(*ops));
     for (uint32_t i = 0; i < n; i++)
       if (cand[i]) {
@@ -697,12 +722,16 @@ static void go_look(grape_gc_t* c, seg_t* seg, conc_t* s, const grape_region_t* 
                                  : ops[i].work_ns * b0 / b1;
       }
     for (int k = 0; k < nk; k++) {
-      /* Fewer lanes, then more SMs, win ties. */
+      /* Fewer lanes, then fewer SMs, win ties. */
+      uint32_t bit = (uint32_t)k * 16 + q;
+      if (s->go_tried & ((uint64_t)1 << bit))
+        continue;
       double e = grape__plan_estimate(&kinds[k], tops, sms);
       if (e < best_est * 0.999) {
         best_est = e;
         best_k = k;
         best_s = S;
+        best_bit = bit;
       }
     }
   }
@@ -727,6 +756,7 @@ static void go_look(grape_gc_t* c, seg_t* seg, conc_t* s, const grape_region_t* 
   grape__plan_free(&s->go_plan);
   s->go_plan = best;
   s->go_nt = nt;
+  s->go_bit = best_bit;
   s->go_est = best_est;
   s->go_gen = s->go_gen != 0 ? s->go_gen + 1 : GO_GEN_BASE + 1;
   s->go = GO_BUILDING;

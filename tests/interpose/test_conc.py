@@ -34,6 +34,25 @@
             times slower per tile) the go plan is measured slower and
             reverted, its targets withdrawn, and the run ends within 10% of
             safe mode (its trial and the numerics check's wait)
+  go_lt     go mode on the prefill showcase issued through cublasLtMatmul as
+            PyTorch issues it (--lt: a descriptor per call, the heuristic's
+            algorithm; CUBLASLT_WORKSPACE_SIZE=0, PyTorch's knob, so split-K
+            partial sums in one shared workspace do not order the experts'
+            GEMMs): the targets reach the library on copies of the program's
+            descriptors (targets applied, replays run as the go plan, which
+            the library's targeted grids alone allow), a go plan is decided,
+            and the program's descriptor and algorithm are as it made them
+            after every call (prefill checks, exit 3). Results: at small sizes
+            the Lt route in go mode gives the plain run's checksum; the
+            targeted full-size GEMMs are timed only (the sim's stand-in keeps
+            results bit-identical under a target, docs/concurrency.md)
+  hostcost  the plans' host-cost rule (GRAPE_PLAN_HOST_PCT at its default 2%)
+            on conc_rules dep in safe mode, with the rule's other input, the
+            host time a replay saves, set through GRAPE_COSTS far from the
+            line on either side: eager launches of 1 ns (a replay saves a few
+            ns, less than any measured re-verification) drop every plan at
+            its verdict (plans_dropped_host, none kept); launches of 10 ms
+            (a replay saves tens of ms) keep plans, none dropped
   spin      conc_spin: two ranks, a collective stand-in spinning on mapped
             memory and a CPU barrier, GRAPE_FLUSH_US at its maximum: both
             finish, with replays and no watchdog flush; another stream's held
@@ -306,6 +325,51 @@ def case_go(a):
         fail(f"go (slow targets) ended at {ratio:.4f} of safe mode's time (over 10%)", p)
     print(f"go: {c['go_plans_built']} built, {c['go_plans_reverted']} reverted under slow targets; "
           f"go/safe {ratio:.4f}")
+
+
+def case_go_lt(a):
+    if a.prefill in (None, "-"):
+        sys.exit(77)
+    lt = {"CUBLASLT_WORKSPACE_SIZE": "0"}
+    small = ["--small", "--iters", "6", "--lt"]
+    base, _, _ = run(a, a.prefill, small, shim=False, env=lt)
+    p, _, _ = run(a, a.prefill, small, env=dict(lt, GRAPE_CONCURRENCY="go"))
+    if checksum(p) != checksum(base):
+        fail(f"prefill --small --lt in go mode: {checksum(p)} against {checksum(base)} without the shim", p)
+    env = dict(lt, SIMCU_TIME_ONLY="1", GRAPE_COSTS="build=0,build_node=0", GRAPE_CONCURRENCY="go")
+    p, rep, _ = run(a, a.prefill, ["--iters", "40", "--len", "512", "--lt"], env=env)
+    c = conc(rep)
+    if c["targets_applied"] < 1 or c["go_plans_built"] < 1 or c["go_launches"] < 1:
+        fail(f"--lt: no target reached cuBLASLt on a descriptor copy, no go plan, or no replay took "
+             f"the targeted grids: {c}", p)
+    if c["go_plans_kept"] + c["go_plans_reverted"] < 1:
+        fail(f"--lt: the go plan was never decided: {c}", p)
+    print(f"go_lt: {c['targets_applied']} targets on descriptor copies, {c['go_plans_built']} go plans "
+          f"built, {c['go_launches']} go launches")
+
+
+def case_hostcost(a):
+    # The rule's measured input (the shim's host time per plan launch) varies
+    # with the host; the other (what a replay saves: its ops' eager launches
+    # less a graph launch) is set here so that the outcome is far from the
+    # line whatever the host's speed. update=0: a node update saves nothing
+    # either way; shim=0: the ledger never stands graph mode down.
+    for launch, dropped in (("1", True), ("10000000", False)):
+        costs = f"build=0,build_node=0,update=0,shim=0,graph_launch=0,launch={launch}"
+        p, rep, _ = run(a, a.prog, ["dep"], env={"GRAPE_CONCURRENCY": "safe", "GRAPE_PLAN_HOST_PCT": "2",
+                                                 "GRAPE_COSTS": costs})
+        c = conc(rep)
+        if c["plans_built"] < 1 or c["plan_host_launches"] < 1:
+            fail(f"launch={launch} ns: no plan was built and launched, so the rule was not met: {c}", p)
+        if dropped and (c["plans_dropped_host"] < 1 or c["plans_kept"] != 0):
+            fail(f"launch=1 ns: a replay saves a few ns, yet no plan was dropped for its host cost "
+                 f"({c['plan_host_ns'] / c['plan_host_launches']:.0f} ns a launch): {c}", p)
+        if not dropped and (c["plans_dropped_host"] != 0 or c["plans_kept"] < 1):
+            fail(f"launch=10 ms: a replay saves tens of ms, yet a plan was dropped for its host cost "
+                 f"or none kept: {c}", p)
+        print(f"hostcost: launch={launch} ns: {c['plans_built']} built, {c['plans_kept']} kept, "
+              f"{c['plans_dropped_host']} dropped for host cost "
+              f"({c['plan_host_ns'] / c['plan_host_launches']:.0f} ns a plan launch)")
 
 
 def case_spin(a):
