@@ -6,6 +6,7 @@
  * Exit 0 on success, 1 with a FAIL line per failure, 77 (skipped) when
  * LIBCUDART does not exist. */
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,8 +54,9 @@ int main(int argc, char** argv) {
     bad = 1;
   }
   /* The line also proves that the driver which answered was the sim's. */
-  char line[4096];
-  snprintf(line, sizeof(line), "simcu: %s carries NVIDIA's CUDA runtime", argv[1]);
+  char line[PATH_MAX + 64], real[PATH_MAX];   /* the sim names the file with links resolved */
+  snprintf(line, sizeof(line), "simcu: %s carries NVIDIA's CUDA runtime",
+           realpath(argv[1], real) != NULL ? real : argv[1]);
   if (errcap_count(text, line) != 1 || errcap_count(text, "needs a real GPU") != 1 ||
       errcap_count(text, "its own libcudart.so.13") != 1 || errcap_count(text, "sim/README.md") != 1) {
     printf("FAIL: the sim must say once, naming %s, why and what it runs; it printed:\n%s\n",

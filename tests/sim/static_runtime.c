@@ -8,6 +8,7 @@
  *
  * Exit 0 on success, 1 with a FAIL line per failure. */
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,8 +47,9 @@ int main(int argc, char** argv) {
   ask(argv[1], &bad);   /* asked again: named once */
   char* text = errcap_end(cap);
   for (int i = 1; i <= 2; i++) {
-    char line[4096];
-    snprintf(line, sizeof(line), "simcu: %s carries NVIDIA's CUDA runtime", argv[i]);
+    char line[PATH_MAX + 64], real[PATH_MAX];   /* the sim names the file with links resolved */
+    snprintf(line, sizeof(line), "simcu: %s carries NVIDIA's CUDA runtime",
+             realpath(argv[i], real) != NULL ? real : argv[i]);
     if (errcap_count(text, line) != 1) {
       printf("FAIL: the sim must name %s once, as \"%s ...\"\n", argv[i], line);
       bad = 1;
