@@ -59,10 +59,17 @@ static int asking_object(const void** base, const char** file) {
   Dl_info self;
   if (dladdr((void*)&asking_object, &self) == 0)
     return 0;
+  int in_sim = 0;   /* frames before the sim's own are backtrace's (libasan intercepts it) */
   for (int i = 0; i < n; i++) {
     Dl_info fi;
     /* A return address may sit one past its call: look just before it. */
-    if (dladdr((char*)frames[i] - 1, &fi) == 0 || fi.dli_fbase == self.dli_fbase)
+    if (dladdr((char*)frames[i] - 1, &fi) == 0)
+      continue;
+    if (fi.dli_fbase == self.dli_fbase) {
+      in_sim = 1;
+      continue;
+    }
+    if (!in_sim)
       continue;
     if (defines_export_table(fi.dli_fname, fi.dli_fbase))
       continue;
