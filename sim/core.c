@@ -57,7 +57,7 @@ static _Thread_local struct CUctx_st* tls_ctx;
 static _Thread_local int tls_ctx_set;   /* the thread has called cuCtxSetCurrent/PushCurrent */
 
 void grape__sim_logf(const char* fmt, ...) {
-  char buf[512];
+  char buf[1024];   /* room for a library's path in a line */
   int n = snprintf(buf, sizeof(buf), "simcu: ");
   va_list ap;
   va_start(ap, fmt);
@@ -272,36 +272,6 @@ SIM_EXPORT CUresult cuGetErrorName(CUresult e, const char** s) {
     return CUDA_ERROR_INVALID_VALUE;
   *s = grape__sim_err_name(e);
   return *s != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
-/* cuGetExportTable hands NVIDIA's closed runtime (the libcudart that PyTorch,
- * CuPy and toolkit-linked programs carry) the driver's private interfaces,
- * such as 6bd5fb6c-... "CUDART_INTERFACE". The sim has only its own private
- * table (SIMCU_PRIVATE_UUID, cost.h: the sim's runtime and libsimblas charge
- * simulated host work through it), checked first; such a runtime cannot work
- * on it. Every other id gets CUDA_ERROR_NO_DEVICE, which that runtime turns
- * into cudaErrorNoDevice: the program falls back exactly as on a machine
- * without a GPU (torch.cuda.is_available() is False) instead of failing with
- * "operation not supported". cuInit and cuDeviceGetCount keep answering one
- * device: that runtime asks for its tables right after cuInit, before it
- * counts devices, so the table alone decides its answer, and the driver's own
- * answers stay the same for the whole process (driver-API code in it can
- * still use the simulated device). */
-static atomic_int export_table_warned;
-
-SIM_EXPORT CUresult cuGetExportTable(const void** table, const CUuuid* id) {
-  SIM_COUNT(cuGetExportTable);
-  if (grape__sim_private_table(id, table))   /* the sim's own table (cost.h) */
-    return CUDA_SUCCESS;
-  if (table != NULL)
-    *table = NULL;
-  if (atomic_exchange(&export_table_warned, 1) == 0)
-    grape__sim_logf("NVIDIA's CUDA runtime (the libcudart of a toolkit or of a wheel such as "
-                    "PyTorch's or CuPy's) cannot run on the simulated device, so it reports no "
-                    "CUDA device: such jobs need a real GPU. The sim runs programs built with "
-                    "nvcc -cudart shared and run against its own libcudart.so.13, and driver-API "
-                    "programs (see sim/README.md).");
-  return CUDA_ERROR_NO_DEVICE;
 }
 
 /* ---- Devices ---- */

@@ -17,6 +17,15 @@
 //   conc_rules nccl    per step: two kernels, then a kernel named like NCCL's
 //                      device kernels, then a sync: the barrier class by name.
 //   conc_rules coop    the same with a cooperative launch.
+//   conc_rules batched per step: fill A; C1 = A B1; C2 = A B2 (cublasSgemm);
+//                      {C3, C4} = {C1, C2} B3 (cublasSgemmBatched: its
+//                      pointer arrays, in device memory, alias C1 and C2);
+//                      C1 = A B4 (overwrites what the batch read); C5 = C3 B1
+//                      (reads what it wrote); sum C1 and C5, C3 and C4. The
+//                      batch's footprint is not known without reading the
+//                      arrays: it must be ordered after C1 and C2 and before
+//                      the overwrite and C5, while C1 = A B1 and C2 = A B2 may
+//                      run side by side.
 //
 // Prints "checksum <hex>" (FNV-1a over every step's sums); exit 1 on a CUDA
 // or cuBLAS error. Values are small integers in fp32: every GEMM is exact.
@@ -171,6 +180,39 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc((void**)&C4, N * N * sizeof(float)));
   float *B1 = matrix(1), *B2 = matrix(2), *B3 = matrix(3), *B4 = matrix(4);
   const float one = 1.0f, zero = 0.0f;
+  if (!strcmp(mode, "batched")) {
+    float* C5;
+    long long *out2, host2[2];
+    CHECK(cudaMalloc((void**)&C5, N * N * sizeof(float)));
+    CHECK(cudaMalloc((void**)&out2, sizeof(host2)));
+    const float* in[2] = {C1, C2};
+    const float* b3[2] = {B3, B3};
+    float* res[2] = {C3, C4};
+    const float **din, **db3;
+    float** dres;
+    CHECK(cudaMalloc((void**)&din, sizeof(in)));
+    CHECK(cudaMalloc((void**)&db3, sizeof(b3)));
+    CHECK(cudaMalloc((void**)&dres, sizeof(res)));
+    CHECK(cudaMemcpy(din, in, sizeof(in), cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(db3, b3, sizeof(b3), cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dres, res, sizeof(res), cudaMemcpyHostToDevice));
+    for (int step = 0; step < STEPS; step++) {
+      fill<<<N * N / 256, 256, 0, s>>>(A, step);
+      BLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, A, N, B1, N, &zero, C1, N));
+      BLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, A, N, B2, N, &zero, C2, N));
+      BLAS(cublasSgemmBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, din, N, db3, N, &zero,
+                              dres, N, 2));
+      BLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, A, N, B4, N, &zero, C1, N));
+      BLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, C3, N, B1, N, &zero, C5, N));
+      sum2<<<1, 1, 0, s>>>(C1, C5, out2);
+      sum2<<<1, 1, 0, s>>>(C3, C4, out2 + 1);
+      CHECK(cudaMemcpyAsync(host2, out2, sizeof(host2), cudaMemcpyDeviceToHost, s));
+      CHECK(cudaStreamSynchronize(s));
+      sum = fnv(sum, host2, sizeof(host2));
+    }
+    printf("checksum %016llx\n", (unsigned long long)sum);
+    return 0;
+  }
   int dep = !strcmp(mode, "dep");
   for (int step = 0; step < STEPS; step++) {
     fill<<<N * N / 256, 256, 0, s>>>(A, step);

@@ -9,6 +9,10 @@
             GEMMs were footprinted
   alias     conc_rules alias: one key, aliasing on every third step; a plan
             made without it falls back to the chain where it appears
+  batched   conc_rules batched: a cublasSgemmBatched whose device pointer
+            arrays alias other GEMMs' outputs is a barrier (its footprint is
+            in device memory); exact under every order with forced builds, and
+            the GEMMs around it still get a kept plan
   nccl      a kernel named like NCCL's is never held, ends its regions
   coop      the same for a cooperative launch
   observe   GRAPE_CONCURRENCY=observe changes nothing but the report (against
@@ -161,6 +165,25 @@ def case_alias(a):
         fail(f"no concurrent plan was kept and replayed: {c}", p)
     if c["plan_fallbacks"] < 1:
         fail(f"no replay fell back to the chain, though every third step aliases: {c}", p)
+
+
+def case_batched(a):
+    """A pointer-array batched GEMM (cublasSgemmBatched) whose arrays alias
+    other GEMMs' outputs: its footprint cannot be known without reading
+    device memory, so it is a barrier; exact in every order with forced
+    builds, while the GEMMs around it still get a concurrent plan."""
+    p, rep = adversarial(a, a.prog, ["batched"], env={"GRAPE_COSTS": "build=0,build_node=0"})
+    c = conc(rep)
+    if c["plans_kept"] < 1 or c["plan_launches"] < 1:
+        fail(f"no concurrent plan was kept and replayed, so the orders tested nothing: {c}", p)
+    step = [t for t in rep["top_paths"] if t.get("dag", {}).get("gemms") == 4]
+    if not step or step[0]["graph_hits"] < 1:
+        fail(f"the step (four footprinted GEMMs and the batch) was not replayed: "
+             f"{[(t.get('dag'), t['graph_hits']) for t in rep['top_paths']]}", p)
+    ops = step[0]["dag"]["ops"]
+    if ops["footprinted"] != 4 or ops["kernel_outside_library_call"] != 4:
+        fail(f"want the four GEMMs footprinted and the batch's kernel, fill and the sums "
+             f"opaque: {ops}", p)
 
 
 def barrier_case(a, mode, kernel, why):
