@@ -232,6 +232,14 @@ static void layout_free(void* l) {
 
 static void go_publish(seg_t* seg, conc_t* s, int on);
 
+static int laying_out(const grape_gc_t* c, const seg_t* seg) {
+  (void)seg;
+  /* Any segment may get a plan while plans are made: the builder's time and
+   * the trials go to them (measured: moe under fair, safe mode, 1.05x the
+   * chain with the chain's sets built beside the plans, 0.97x without). */
+  return c->cfg.concurrency >= GRAPE_GC_CONC_SAFE;
+}
+
 static void freed(seg_t* seg) {
   if (seg->conc != NULL) {
     for (int i = 0; i < 2; i++)
@@ -552,6 +560,7 @@ const grape_gc_policy_t grape__conc_policy = {
   .pick = pick,
   .launched = launched,
   .sampled = sampled,
+  .laying_out = laying_out,
   .freed = freed,
   .layout = layout,
   .layout_copy = layout_copy,

@@ -36,6 +36,10 @@ typedef struct grape_gc_policy_s {
   /* A device-time sample (ns) of seg's last launch: @return 1 when it joins
    * seg->dev_ns (it is of the layout that replays now). */
   int (*sampled)(grape_gc_t* c, struct grape_gc_seg_s* seg, uint64_t ns);
+  /* 1 when the policy may lay seg out: executables of its chain for more
+   * parameter sets would compete with its layouts for the builder, the
+   * cache and the trials. */
+  int (*laying_out)(const grape_gc_t* c, const struct grape_gc_seg_s* seg);
   /* seg is being freed: the policy's state of it goes. */
   void (*freed)(struct grape_gc_seg_s* seg);
   /* The layout of generation gen of seg; NULL for the chain and for a

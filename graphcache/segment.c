@@ -511,6 +511,11 @@ static exec_t* best_variant(const grape_gc_t* c, seg_t* seg, const grape_region_
 static int set_earns_graph(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t d) {
   if (c->cfg.variants < 2 || seg->n > SET_MAX_OPS || seg->nvar + seg->queued >= MAX_VARIANTS)
     return 0;   /* (one executable a path asked for) */
+  if (seg->queued > 0)
+    return 0;   /* one build of it at a time: the builder's first builds go first */
+  /* Where the policy lays segments out, its layouts need the builder: a set
+   * then earns an executable only once its updates have cost one. */
+  int free_build = grape__gc_builds_free(c) && !c->policy->laying_out(c, seg);
   if (seg->sets == NULL && (seg->sets = calloc(SET_SLOTS, sizeof(*seg->sets))) == NULL)
     return 0;
   uint64_t h = set_hash(r, r->cursor.sub, seg->n);
@@ -521,7 +526,7 @@ static int set_earns_graph(grape_gc_t* c, seg_t* seg, const grape_region_t* r, u
       continue;
     s->seen++;
     s->spent_ns += cost;
-    if (grape__gc_builds_free(c) ? s->seen < 2 : s->spent_ns < grape__gc_build_ns(c, seg->n))
+    if (free_build ? s->seen < 2 : s->spent_ns < grape__gc_build_ns(c, seg->n))
       return 0;
     s->set = 0;
     return 1;
