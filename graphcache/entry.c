@@ -233,11 +233,11 @@ void grape_gc_drop_functions(grape_gc_t* c, void* const* fns, size_t n) {
 void grape_gc_stop(grape_gc_t* c) {
   pthread_mutex_lock(&c->lock);
   if (c->cfg.deterministic && c->cfg.async_builds) {
-    /* The builds that had begun by now in simulated time end first, and
-     * only they, however far the OS has run the builder: else the run's end
+    /* The builds begun by the program's last report of its progress (the
+     * builder starts none before: grape__gc_progress) end first, and only
+     * they, however far the OS has run the builder: else the run's end
      * would depend on whether the builder had taken its next job yet. */
-    uint64_t t = grape__gc_now(c);
-    grape__gc_progress(c, t);
+    uint64_t t = c->prog_now;
     while ((c->jobs != NULL || c->building) &&
            !(c->builder_wait_until != 0 && c->builder_wait_until > t))
       pthread_cond_wait(&c->built, &c->lock);
