@@ -505,8 +505,10 @@ static exec_t* best_variant(const grape_gc_t* c, seg_t* seg, const grape_region_
 /* A replay of seg must update d nodes for the parameter set of r's held
  * range: true when that set has recurred enough to earn its own executable
  * (and there is room for one). Rent, then buy: once the updates made for it
- * have cost a build, or at its first recurrence when a builder thread
- * builds at no cost to the program. A set that never recurs (a counter that
+ * have cost a build, or at its second recurrence when a builder thread
+ * builds at no cost to the program (at the first, short runs under slow
+ * instantiation ended waiting for such builds: beam's default-profile grid
+ * lost 11 more regimes). A set that never recurs (a counter that
  * only grows) never earns one. */
 static int set_earns_graph(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t d) {
   if (c->cfg.variants < 2 || seg->n > SET_MAX_OPS || seg->nvar + seg->queued >= MAX_VARIANTS)
@@ -526,7 +528,7 @@ static int set_earns_graph(grape_gc_t* c, seg_t* seg, const grape_region_t* r, u
       continue;
     s->seen++;
     s->spent_ns += cost;
-    if (free_build ? s->seen < 2 : s->spent_ns < grape__gc_build_ns(c, seg->n))
+    if (free_build ? s->seen < 3 : s->spent_ns < grape__gc_build_ns(c, seg->n))
       return 0;
     s->set = 0;
     return 1;
