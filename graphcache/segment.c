@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "util/grow.h"
+#include "util/hash_mix.h"
 #include "util/moving_avg.h"
 
 /* ---- Small helpers ---- */
@@ -42,10 +43,9 @@ grape_gc_op_t grape__gc_op_view(const grape_region_t* r, uint32_t i) {
  * which a test build makes collide: a set is always confirmed byte by byte). */
 static uint64_t set_hash(const grape_region_t* r, uint32_t from, uint32_t n) {
   size_t p0 = r->ops.poff[from], p1 = from + n < r->ops.n ? r->ops.poff[from + n] : r->ops.plen;
-  return (grape__fp_bytes(r->ops.fns + from, n * sizeof(*r->ops.fns)) ^
-          grape__fp_bytes(r->ops.params + p0, p1 - p0) * UINT64_C(0x9E3779B97F4A7C15) ^
-          grape__fp_bytes(r->ops.dims + from, n * sizeof(*r->ops.dims)) * UINT64_C(0xC2B2AE3D27D4EB4F)) |
-         1;
+  uint64_t h = grape__hash_mix(grape__fp_bytes(r->ops.dims + from, n * sizeof(*r->ops.dims)));
+  h = grape__hash_mix(h ^ grape__fp_bytes(r->ops.params + p0, p1 - p0));
+  return grape__hash_mix(h ^ grape__fp_bytes(r->ops.fns + from, n * sizeof(*r->ops.fns))) | 1;
 }
 
 /* ---- The executables' LRU list ---- */
