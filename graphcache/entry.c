@@ -238,8 +238,7 @@ void grape_gc_stop(grape_gc_t* c) {
      * they, however far the OS has run the builder: else the run's end
      * would depend on whether the builder had taken its next job yet. */
     uint64_t t = c->prog_now;
-    while ((c->jobs != NULL || c->building) &&
-           !(c->builder_wait_until != 0 && c->builder_wait_until > t))
+    while ((c->jobs != NULL || c->building) && grape__gc_builder_at_or_before(c, t))
       pthread_cond_wait(&c->built, &c->lock);
   }
   c->cfg.graphs = 0;

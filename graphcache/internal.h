@@ -259,6 +259,13 @@ static inline double grape__gc_replay_saving(const grape_gc_t* c, double nops, d
  * once builds have been timed, else the configured fixed part and per node. */
 double grape__gc_build_ns(const grape_gc_t* c, uint32_t n);
 
+/* Deterministic mode: whether the builder may still end a build begun by
+ * simulated time t, so a thread that needs it waits in real time: it is not
+ * waiting for a later moment to start its next one. Under the lock. */
+static inline int grape__gc_builder_at_or_before(const grape_gc_t* c, uint64_t t) {
+  return !(c->builder_wait_until != 0 && c->builder_wait_until > t);
+}
+
 /* True when a build costs the program nothing: a builder thread builds, and
  * its builds have not been seen to stall the program's thread (another
  * thread's instantiation may hold the driver's lock against its launches). */

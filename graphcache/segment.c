@@ -48,6 +48,14 @@ static uint64_t set_hash(const grape_region_t* r, uint32_t from, uint32_t n) {
   return grape__hash_mix(h ^ grape__fp_bytes(r->ops.fns + from, n * sizeof(*r->ops.fns))) | 1;
 }
 
+/* set_hash of the seg->n ops of r from `from`, hashed once per launch
+ * (*memo: 0 until then). */
+static uint64_t seg_set(const seg_t* seg, const grape_region_t* r, uint32_t from, uint64_t* memo) {
+  if (*memo == 0)
+    *memo = set_hash(r, from, seg->n);
+  return *memo;
+}
+
 /* ---- The executables' LRU list ---- */
 
 static void lru_unlink(exec_t* e) {
@@ -165,7 +173,7 @@ fail:
 /* Takes e out of its segment and the cache's accounts. */
 static void exec_unlink(grape_gc_t* c, exec_t* e) {
   seg_t* s = e->seg;
-  for (int i = 0; i < s->nvar; i++)
+  for (int i = s->nvar; i-- > 0;)   /* (from the end: a segment being freed takes its last) */
     if (s->var[i] == e) {
       s->var[i] = s->var[--s->nvar];
       break;
@@ -244,16 +252,13 @@ static seg_t* seg_new(grape_gc_t* c, grape_gc_node_t* end, uint32_t from) {
 
 void grape__gc_seg_free(grape_gc_t* c, seg_t* seg, int with_driver) {
   while (seg->nvar > 0) {
-    exec_t* e = seg->var[--seg->nvar];
-    lru_unlink(e);
-    c->nexecs--;
-    c->st.graph_bytes -= e->bytes;
+    exec_t* e = seg->var[seg->nvar - 1];
+    exec_unlink(c, e);
     if (with_driver == GRAPE_GC_RETIRE)
       exec_retire(c, e);
     else
       exec_free(&c->drv, e, with_driver);
   }
-  seg->npinned = 0;
   free(seg->sets);
   if (seg->timer != NULL && with_driver && !(with_driver == GRAPE_GC_RETIRE && c->stopping))
     c->drv.timer_destroy(c->drv.self, seg->timer);
@@ -428,8 +433,7 @@ int grape__gc_seg_ready(grape_gc_t* c, seg_t* seg) {
     /* Wait for the builder in real time, unless in simulated time it cannot
      * have started this build yet (it waits for a later moment). */
     grape__gc_progress(c, t);
-    while (seg->queued > 0 && !c->stopping &&
-           !(c->builder_wait_until != 0 && c->builder_wait_until > t)) {
+    while (seg->queued > 0 && !c->stopping && grape__gc_builder_at_or_before(c, t)) {
       c->st.build_waits++;
       pthread_cond_wait(&c->built, &c->lock);
     }
@@ -473,12 +477,12 @@ static uint32_t exec_diff(const exec_t* e, const grape_region_t* r, uint32_t fro
  * executable (pinned) is found by its hash, and is re-bound only when no
  * other executable can be: re-binding it would lose the set it keeps. */
 static exec_t* best_variant(const grape_gc_t* c, seg_t* seg, const grape_region_t* r,
-                            uint32_t from, uint32_t gen, uint32_t* diff) {
+                            uint32_t from, uint32_t gen, uint32_t* diff, uint64_t* set) {
   exec_t* best = NULL;
   uint32_t bd = UINT32_MAX;
   uint64_t t = grape__gc_now(c);
   if (gen == 0 && seg->npinned > 0) {
-    uint64_t h = set_hash(r, from, seg->n);
+    uint64_t h = seg_set(seg, r, from, set);
     for (int i = 0; i < seg->nvar; i++) {
       exec_t* e = seg->var[i];
       if (e->set == h && e->gen == 0 && e->ready_at <= t && exec_diff(e, r, from, seg->n, 0) == 0) {
@@ -510,8 +514,9 @@ static exec_t* best_variant(const grape_gc_t* c, seg_t* seg, const grape_region_
  * instantiation ended waiting for such builds: beam's default-profile grid
  * lost 11 more regimes). A set that never recurs (a counter that
  * only grows) never earns one. */
-static int set_earns_graph(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t d) {
-  if (c->cfg.variants < 2 || seg->n > SET_MAX_OPS || seg->nvar + seg->queued >= MAX_VARIANTS)
+static int set_earns_graph(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t d,
+                           uint64_t* set) {
+  if (c->cfg.variants < 2 || seg->n > SET_MAX_OPS || seg->nvar >= MAX_VARIANTS)
     return 0;   /* (one executable a path asked for) */
   if (seg->queued > 0)
     return 0;   /* one build of it at a time: the builder's first builds go first */
@@ -520,7 +525,7 @@ static int set_earns_graph(grape_gc_t* c, seg_t* seg, const grape_region_t* r, u
   int free_build = grape__gc_builds_free(c) && !c->policy->laying_out(c, seg);
   if (seg->sets == NULL && (seg->sets = calloc(SET_SLOTS, sizeof(*seg->sets))) == NULL)
     return 0;
-  uint64_t h = set_hash(r, r->cursor.sub, seg->n);
+  uint64_t h = seg_set(seg, r, r->cursor.sub, set);
   double cost = (double)d * grape__gc_cost(c, GRAPE_GC_COST_UPDATE);
   for (int i = 0; i < SET_SLOTS; i++) {
     set_seen_t* s = &seg->sets[i];
@@ -540,7 +545,7 @@ static int set_earns_graph(grape_gc_t* c, seg_t* seg, const grape_region_t* r, u
 /* Updates e's nodes to hold r's held range. @return updates made, or -1 with
  * *drv_err set (e is then unusable). */
 static long exec_rebind(grape_gc_t* c, exec_t* e, const grape_region_t* r, uint32_t from,
-                        int* drv_err) {
+                        int* drv_err, uint64_t* set) {
   long made = 0;
   size_t p0 = r->ops.poff[from];
   for (uint32_t i = 0; i < e->seg->n; i++) {
@@ -559,7 +564,7 @@ static long exec_rebind(grape_gc_t* c, exec_t* e, const grape_region_t* r, uint3
     made++;
   }
   if (made > 0) {
-    e->set = e->seg->n <= SET_MAX_OPS ? set_hash(r, from, e->seg->n) : 0;
+    e->set = e->seg->n <= SET_MAX_OPS ? seg_set(e->seg, r, from, set) : 0;
     e->seg->npinned -= e->pinned;
     e->pinned = 0;   /* it holds another set now: the next replay's to re-bind */
   }
@@ -586,6 +591,18 @@ void grape__gc_seg_timers_poll(grape_gc_t* c, const gkey_t* k) {
       seg_timer_poll(c, x->seg);
 }
 
+/* Another executable of seg for r's held range (of layout gen, pinned to
+ * its parameter set or not); built inline, it is the one this launch takes
+ * (*e, with no updates). */
+static void seg_build_variant(grape_gc_t* c, seg_t* seg, const grape_region_t* r, const void* layout,
+                              uint32_t gen, int pin, exec_t** e, uint32_t* d) {
+  if (seg_build_as(c, seg, r, r->cursor.sub, r->cursor.ctx, layout, gen, pin) == 0 &&
+      !c->cfg.async_builds) {
+    *e = seg->var[seg->nvar - 1];
+    *d = 0;
+  }
+}
+
 __thread uint32_t grape_gc_launch_ops;
 
 int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* stream) {
@@ -593,9 +610,10 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
   if (seg->timer != NULL)
     seg_timer_poll(c, seg);   /* before this launch records the timer again */
   uint32_t gen = c->policy->pick(c, seg, r, r->cursor.sub);
-  exec_t* e = best_variant(c, seg, r, r->cursor.sub, gen, &d);
+  uint64_t set = 0;   /* the held range's parameter set, once hashed */
+  exec_t* e = best_variant(c, seg, r, r->cursor.sub, gen, &d, &set);
   if (e == NULL && gen != 0)
-    e = best_variant(c, seg, r, r->cursor.sub, gen = 0, &d);
+    e = best_variant(c, seg, r, r->cursor.sub, gen = 0, &d, &set);
   if (e == NULL)
     return -1;
   /* Far from every variant: another one, while there is room, keeps the
@@ -603,12 +621,9 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
    * sizes). Inline, it is built once the updates of far replays have cost
    * three builds (rent, then buy); by the builder, at once. */
   int far = d * 2 > seg->n;
-  if (d > 0 && gen == 0 && set_earns_graph(c, seg, r, d)) {
+  if (d > 0 && gen == 0 && set_earns_graph(c, seg, r, d, &set)) {
     far = 0;
-    if (seg_build_as(c, seg, r, r->cursor.sub, r->cursor.ctx, NULL, 0, 1) == 0 && !c->cfg.async_builds) {
-      e = seg->var[seg->nvar - 1];
-      d = 0;
-    }
+    seg_build_variant(c, seg, r, NULL, 0, 1, &e, &d);
   }
   if (far) {
     seg->far_ns += (double)d * grape__gc_cost(c, GRAPE_GC_COST_UPDATE);
@@ -618,16 +633,12 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
     if (same + seg->queued < c->cfg.variants &&
         (grape__gc_builds_free(c) || seg->far_ns >= 3.0 * grape__gc_build_ns(c, seg->n))) {
       seg->far_ns = 0;
-      if (grape__gc_seg_build(c, seg, r, r->cursor.sub, r->cursor.ctx, c->policy->layout(seg, gen), gen) == 0 &&
-          !c->cfg.async_builds) {
-        e = seg->var[seg->nvar - 1];
-        d = 0;
-      }
+      seg_build_variant(c, seg, r, c->policy->layout(seg, gen), gen, 0, &e, &d);
     }
   }
   int err = 0;
   uint64_t t0 = 0;
-  if ((d > 0 && exec_rebind(c, e, r, r->cursor.sub, &err) < 0) ||
+  if ((d > 0 && exec_rebind(c, e, r, r->cursor.sub, &err, &set) < 0) ||
       ((t0 = grape__gc_now(c)), (grape_gc_launch_ops = seg->n),
        (err = c->drv.exec_launch(c->drv.self, e->exec, stream)) != 0)) {
     grape__gc_note(c, &c->noted_launch, "a graph update or launch failed; its ops ran eagerly, "
@@ -673,7 +684,8 @@ long grape__gc_region_diff(grape_gc_t* c, const gkey_t* k, const grape_region_t*
     uint32_t d;
     if (segs[j] != NULL && segs[j]->queued > 0 && c->cfg.deterministic)
       (void)grape__gc_seg_ready(c, segs[j]);   /* its variants as of now in simulated time */
-    if (segs[j] == NULL || best_variant(c, segs[j], r, from[j], 0, &d) == NULL)
+    uint64_t set = 0;
+    if (segs[j] == NULL || best_variant(c, segs[j], r, from[j], 0, &d, &set) == NULL)
       return -1;
     total += d;
   }
