@@ -272,13 +272,18 @@ static void go_publish(seg_t* seg, conc_t* s, int on) {
   }
 }
 
+/* Destroys seg's executables of generation gen. */
+static void drop_gen(grape_gc_t* c, seg_t* seg, uint32_t gen) {
+  for (int i = seg->nvar; i-- > 0;)
+    if (seg->var[i]->gen == gen)
+      grape__gc_exec_drop(c, seg->var[i]);
+}
+
 /* The go plan's executables and targets go; looked at again later. */
 static void go_drop(grape_gc_t* c, seg_t* seg, conc_t* s, int measured) {
   go_publish(seg, s, 0);
   if (s->go_gen != 0)
-    for (int i = seg->nvar; i-- > 0;)
-      if (seg->var[i]->gen == s->go_gen)
-        grape__gc_exec_drop(c, seg->var[i]);
+    drop_gen(c, seg, s->go_gen);
   grape__plan_free(&s->go_plan);
   free(s->go_target);
   free(s->go_blocks);
@@ -295,9 +300,7 @@ static void go_drop(grape_gc_t* c, seg_t* seg, conc_t* s, int measured) {
 static void drop_candidate(grape_gc_t* c, seg_t* seg, conc_t* s, int measured) {
   if (s->go != GO_NEW && s->go != GO_NONE && s->go != GO_BACKOFF)
     go_drop(c, seg, s, 0);
-  for (int i = seg->nvar; i-- > 0;)
-    if (seg->var[i]->gen == s->gen)
-      grape__gc_exec_drop(c, seg->var[i]);
+  drop_gen(c, seg, s->gen);
   grape__plan_free(&s->plan);
   s->state = CS_BACKOFF;
   s->reverted |= measured;
@@ -530,7 +533,7 @@ static int sampled(grape_gc_t* c, seg_t* seg, uint64_t ns) {
       go_sample(c, seg, s, w, (double)ns);
       if (s->go == GO_KEPT)
         return 0;   /* go_sample set dev_ns */
-      return w == 0 && s->go != GO_KEPT;
+      return w == 0;
     }
     if (s->go == GO_KEPT)
       return gen == s->go_gen;
