@@ -50,12 +50,12 @@ def regimes(quick):
 
 def measure(job):
     """One regime: eager and graph mode; returns a result dict."""
-    examples, simdir, lib, profile, (prog, iters, kernel_ns, host_ns) = job
+    examples, simdir, lib, profile, rows, shim_env, (prog, iters, kernel_ns, host_ns) = job
     path = os.path.join(examples, prog)
     args = ["--iters", str(iters)]
-    costs = simrun.kernel_costs(kernel_ns, profile)
+    costs = simrun.kernel_costs(kernel_ns, profile) + "".join(f"{k} {v}\n" for k, v in rows)
     e = simrun.run(path, args, simdir, None, "eager", host_ns, costs)
-    g = simrun.run(path, args, simdir, lib, "graph", host_ns, costs)
+    g = simrun.run(path, args, simdir, lib, "graph", host_ns, costs, env=dict(shim_env))
     problems = []
     if g.checksum != e.checksum:
         problems.append(f"checksum {g.checksum!r} against {e.checksum!r}")
@@ -69,7 +69,7 @@ def measure(job):
 
 
 def run_all(a, todo):
-    jobs = [(a.examples, a.simdir, a.lib, a.profile, r) for r in todo]
+    jobs = [(a.examples, a.simdir, a.lib, a.profile, a.cost, a.shim_env, r) for r in todo]
     if a.jobs == 1:
         return shown(map(measure, jobs), len(jobs))
     with concurrent.futures.ProcessPoolExecutor(max_workers=a.jobs) as ex:
@@ -139,6 +139,14 @@ def tables(results):
     return "\n".join(out), len(bad)
 
 
+def pair(text):
+    """NAME=VALUE of --cost and --shim-env."""
+    name, eq, value = text.partition("=")
+    if not eq or not name:
+        raise argparse.ArgumentTypeError(f"want NAME=VALUE, not {text!r}")
+    return name, value
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--examples")
@@ -152,6 +160,13 @@ def main():
     ap.add_argument("--profile", default="",
                     help="the sim's cost profile under the kernel durations (sim/costs/: "
                          "default, fair, pessimistic); none: the sim's built-in table")
+    ap.add_argument("--cost", action="append", default=[], type=pair, metavar="ROW=NS",
+                    help="a row of the sim's cost table set for both runs, after the profile "
+                         "and the kernel duration (e.g. shim_op=0: the shim's own host time "
+                         "left out); repeatable")
+    ap.add_argument("--shim-env", action="append", default=[], type=pair, metavar="NAME=VALUE",
+                    help="a GRAPE_ variable for the graph-mode runs (e.g. "
+                         "GRAPE_WARMUP=1000000000: nothing built, the recording alone); repeatable")
     a = ap.parse_args()
     if a.merge:
         results = []
