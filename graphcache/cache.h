@@ -149,6 +149,9 @@ typedef struct grape_gc_config_s {
   void (*wake)(void);            /* told when a build is queued (async_builds) */
   void (*handoff)(uint64_t t);   /* called on the builder's thread before a build that was
                                     queued at time t (now()); NULL: nothing */
+  void (*checked)(uint32_t ops); /* the cache re-checked ops' footprints before a plan's
+                                    replay: where the shim's own work is charged to now()'s
+                                    clock (the sim), charges it; NULL: now() sees it */
   int deterministic;             /* wait in real time for builds the program could use, and
                                     use them only once built before now() */
   int cuts;                      /* 0: never cut keys into several segments */
@@ -355,6 +358,7 @@ typedef struct grape_gc_stats_s {
                                           time less theirs, summed */
   uint64_t go_gain_n;
   uint64_t conc_host_dropped;          /* plans dropped: host cost >= 2% of what they gained */
+  uint64_t conc_host_skipped;          /* plans not made: their re-checks alone would cost that */
   double plan_host_ns;                 /* the shim's host time for plans: re-verification at
                                           each plan launch and go's targets, summed */
   uint64_t plan_host_n;                /* ... plan launches it covers */

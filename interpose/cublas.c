@@ -30,7 +30,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cublas.h"
 #include "footprint.h"
@@ -439,8 +438,8 @@ static void lt_foot(grape_call_t* c, cublasLtMatmulDesc_t desc, const void* alph
  * gets a target, the call is made once both ways on the same sampled
  * operands (a private buffer of pseudo-random values, on a private stream,
  * outside grape's recording) and the largest relative difference goes to
- * the report. What applying targets costs the host (clock_gettime around
- * it) goes to the policy, which weighs it against what the plan gains. */
+ * the report. What applying targets costs the host (graph mode's clock
+ * around it) goes to the policy, which weighs it against what the plan gains. */
 
 static cublasStatus_t (*get_stream)(cublasHandle_t, cudaStream_t*);
 static cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);
@@ -502,10 +501,18 @@ static void go_fns(void) {
   pthread_once(&once, go_once);
 }
 
-static double mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+/* The clock a target's host cost is measured on: graph mode's (on the sim
+ * its host clock, which the shim's work per target is charged to), so that
+ * the plans' host-cost rule does not depend on how fast the machine ran. */
+static double target_clock(void) {
+  return (double)grape__clock_ns();
+}
+
+/* A target restored from time t (its end's work began then; its beginning
+ * cost `begun`): what it cost the host around the call joins the plans'. */
+static void target_done(double begun, double t) {
+  grape__charge_work(SIMCU_WORK_SHIM_TARGET, 1);
+  grape_gc_hint_cost(grape__gc_peek(), begun + target_clock() - t, 1);
 }
 
 /* The run's sampled checks (report.c): shapes checked, those whose outputs
@@ -760,7 +767,7 @@ static void go_check_legacy(const legacy_t* g, int t) {
 static int legacy_target_begin(const legacy_t* g, int* saved, double* t0) {
   if (__atomic_load_n(&conc_mode, __ATOMIC_RELAXED) != GRAPE_CONC_GO)
     return 0;
-  *t0 = mono_ns();
+  *t0 = target_clock();
   go_fns();
   cudaStream_t st = NULL;
   if (get_stream == NULL || get_sm_target == NULL || set_sm_target == NULL ||
@@ -771,19 +778,21 @@ static int legacy_target_begin(const legacy_t* g, int* saved, double* t0) {
     return 0;
   checked_t key = {g->m, g->n, g->k, g->ta, g->tb, g->atype, g->ctype, g->compute, t};
   if (go_first(&key)) {
-    double c0 = mono_ns();
+    double c0 = target_clock();
     go_check_legacy(g, t);
-    *t0 += mono_ns() - c0;   /* once per shape: not the per-call cost */
+    *t0 += target_clock() - c0;   /* once per shape: not the per-call cost */
   }
   if (get_sm_target(g->h, saved) != CUBLAS_STATUS_SUCCESS ||
       set_sm_target(g->h, t) != CUBLAS_STATUS_SUCCESS)
     return 0;
+  *t0 = target_clock() - *t0;   /* what the beginning cost (the call itself is not the target's) */
   return t;
 }
 
-static void legacy_target_end(const legacy_t* g, int saved, double t0) {
+static void legacy_target_end(const legacy_t* g, int saved, double begun) {
+  double t = target_clock();
   set_sm_target(g->h, saved);
-  grape_gc_hint_cost(grape__gc_peek(), mono_ns() - t0, 1);
+  target_done(begun, t);
 }
 
 /* A copy of desc with every attribute the library gives (NULL: none). */
@@ -822,7 +831,7 @@ static int lt_target_begin(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, cublas
                            cublasLtMatmulAlgo_t* requeried, double* t0) {
   if (__atomic_load_n(&conc_mode, __ATOMIC_RELAXED) != GRAPE_CONC_GO)
     return 0;
-  *t0 = mono_ns();
+  *t0 = target_clock();
   int t = (int)go_target_for(stream);
   if (t <= 0)
     return 0;
@@ -850,6 +859,7 @@ static int lt_target_begin(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, cublas
   pthread_mutex_lock(&go_lock);
   go_targets++;
   pthread_mutex_unlock(&go_lock);
+  *t0 = target_clock() - *t0;   /* what the beginning cost (the call itself is not the target's) */
   return t;
 fail:
   desc_destroy(*copy);
@@ -857,9 +867,10 @@ fail:
   return 0;
 }
 
-static void lt_target_end(cublasLtMatmulDesc_t copy, double t0) {
+static void lt_target_end(cublasLtMatmulDesc_t copy, double begun) {
+  double t = target_clock();
   desc_destroy(copy);
-  grape_gc_hint_cost(grape__gc_peek(), mono_ns() - t0, 1);
+  target_done(begun, t);
 }
 
 /* ---- The entry points ---- */

@@ -205,6 +205,16 @@ static void clock_init(int graphs) {
 
 /* The builder takes up a build queued at t (the sim's clocks; a GPU's need
  * nothing). */
+void grape__charge_work(int kind, uint32_t n) {
+  void (*w)(int) = __atomic_load_n(&grape__sim_work, __ATOMIC_RELAXED);
+  for (uint32_t i = 0; w != NULL && i < n; i++)
+    w(kind);
+}
+
+static void plan_checked(uint32_t ops) {
+  grape__charge_work(SIMCU_WORK_SHIM_CHECK, ops);
+}
+
 static void builder_handoff(uint64_t t) {
   if (sim_handoff != NULL)
     sim_handoff(t);
@@ -242,6 +252,7 @@ grape_gc_t* grape__gc(void) {
       .max_paths = option_at_least(grape_option_paths, 1),
       .wake = build_queued,
       .handoff = builder_handoff,
+      .checked = plan_checked,
       .concurrency = (int)grape__option_get(grape_option_concurrency),
       .plan_host_share = (double)grape__option_get(grape_option_plan_host_pct) / 100.0,
     };

@@ -66,6 +66,10 @@ static inline __attribute__((always_inline)) void grape__charge_op(void) {
   if (__builtin_expect(w != NULL, 0))
     w(SIMCU_WORK_SHIM_OP);
 }
+/* n units of the shim's other work of that kind (SIMCU_WORK_SHIM_CHECK: one
+ * op re-checked before a plan's replay; SIMCU_WORK_SHIM_TARGET: one GEMM's
+ * SM-count target applied and restored), charged the same way. */
+void grape__charge_work(int kind, uint32_t n);
 
 /* ---- The shim's own host time per op, measured ----
  * One op in 32 a thread records or holds has that work timed (graph mode),

@@ -496,13 +496,13 @@ static void put_concurrency(buf_t* b, const grape_gc_stats_t* st) {
       (unsigned long long)st->dev_chain_ns, (unsigned long long)st->dev_chain_n,
       (unsigned long long)st->dev_plan_ns, (unsigned long long)st->dev_plan_n, st->conc_gain_ns,
       (unsigned long long)st->conc_gain_n);
-  put(b, "\"plans_dropped_host\":%llu,\"plan_host_ns\":%.0f,\"plan_host_launches\":%llu,"
+  put(b, "\"plans_dropped_host\":%llu,\"plans_skipped_host\":%llu,\"plan_host_ns\":%.0f,\"plan_host_launches\":%llu,"
       "\"target_host_ns\":%.0f,\"targets_costed\":%llu,"
       "\"go_plans_built\":%llu,\"go_plans_kept\":%llu,\"go_plans_reverted\":%llu,"
       "\"go_launches\":%llu,\"go_gain_ns\":%.0f,\"go_timed_gain\":%llu,"
       "\"targets_applied\":%llu,\"numerics_checks\":%llu,\"numerics_checks_valued\":%llu,"
       "\"numerics_max_rel_diff\":%.9g},",
-      (unsigned long long)st->conc_host_dropped, st->plan_host_ns,
+      (unsigned long long)st->conc_host_dropped, (unsigned long long)st->conc_host_skipped, st->plan_host_ns,
       (unsigned long long)st->plan_host_n, st->hint_host_ns, (unsigned long long)st->hint_host_n,
       (unsigned long long)st->go_planned, (unsigned long long)st->go_kept,
       (unsigned long long)st->go_reverted, (unsigned long long)st->go_launches, st->go_gain_ns,

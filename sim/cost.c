@@ -410,6 +410,10 @@ static void host_work(int kind) {
     grape__sim_host_charge(grape__sim_costs[COST_RUNTIME]);
   else if (kind == SIMCU_WORK_SHIM_OP)
     grape__sim_host_charge(grape__sim_costs[COST_SHIM_OP]);
+  else if (kind == SIMCU_WORK_SHIM_CHECK)
+    grape__sim_host_charge(grape__sim_costs[COST_SHIM_CHECK]);
+  else if (kind == SIMCU_WORK_SHIM_TARGET)
+    grape__sim_host_charge(grape__sim_costs[COST_SHIM_TARGET]);
 }
 
 static void host_handoff(uint64_t t) {

@@ -65,7 +65,9 @@
   X(TIMED_BLOCK, "timed_block", 1000)                                              \
   X(TIMED_FLOOR, "timed_floor", 1800)                                              \
   X(SHIM_OP, "shim_op", 0)                                                          \
-  X(INSTANTIATE_LOCK, "instantiate_lock", 0)
+  X(INSTANTIATE_LOCK, "instantiate_lock", 0)                                      \
+  X(SHIM_CHECK, "shim_check", 0)                                                  \
+  X(SHIM_TARGET, "shim_target", 0)
 
 enum sim_cost_row_e {
 #define SIM_COST_ENUM(id, name, dflt) COST_##id,

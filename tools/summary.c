@@ -653,7 +653,7 @@ static double scaled_gain_ms(const grape_json_t* c, const char* gain_key, const 
 static void print_concurrency(const summary_t* s, const summary_opts_t* o) {
   double built = 0, kept = 0, reverted = 0, launches = 0, fallbacks = 0, gain_ms = 0, timed = 0;
   double go_built = 0, go_kept = 0, go_reverted = 0, go_launches = 0, go_gain_ms = 0, go_timed = 0;
-  double dropped = 0, host_ns = 0, host_n = 0, checks = 0, valued = 0, max_rel = 0;
+  double dropped = 0, skipped = 0, host_ns = 0, host_n = 0, checks = 0, valued = 0, max_rel = 0;
   const char* mode = NULL;
   for (size_t i = 0; i < s->n; i++) {
     const grape_json_t* c = grape__json_get(s->rep[i], "concurrency");
@@ -674,6 +674,7 @@ static void print_concurrency(const summary_t* s, const summary_opts_t* o) {
     go_launches += num(c, "go_launches");
     go_gain_ms += scaled_gain_ms(c, "go_gain_ns", "go_timed_gain", "go_launches", &go_timed);
     dropped += num(c, "plans_dropped_host");
+    skipped += num(c, "plans_skipped_host");
     host_ns += num(c, "plan_host_ns");
     host_n += num(c, "plan_host_launches");
     checks += num(c, "numerics_checks");
@@ -694,6 +695,8 @@ static void print_concurrency(const summary_t* s, const summary_opts_t* o) {
     fprintf(o->to, "; no plan launch was timed: nothing measured against the chain");
   fprintf(o->to, "; host cost %.3f ms (%.2f us a plan launch), %.0f dropped for it", host_ns / 1e6,
           host_n > 0 ? host_ns / host_n / 1e3 : 0.0, dropped);
+  if (skipped > 0)
+    fprintf(o->to, " and %.0f not made for it", skipped);
   fputc('\n', o->to);
   if (mode != NULL && strcmp(mode, "go") == 0) {
     fprintf(o->to, "%sconcurrency (go): %.0f SM-target plans built, %.0f kept, %.0f reverted; %.0f "

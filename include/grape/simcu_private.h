@@ -27,6 +27,11 @@ enum simcu_work_e {
   SIMCU_WORK_RUNTIME = 1,   /* the runtime's own overhead per runtime call: row "runtime" */
   SIMCU_WORK_SHIM_OP = 2,   /* an interposer's own work for one op it records or holds:
                                row "shim_op" (its host time shows in simulated time) */
+  SIMCU_WORK_SHIM_CHECK = 3,   /* its work to re-check one op's footprints before a
+                                  concurrent plan replays: row "shim_check" */
+  SIMCU_WORK_SHIM_TARGET = 4,  /* its work to apply and restore one GEMM's SM-count target
+                                  (a descriptor copy and an algorithm re-query): row
+                                  "shim_target" */
 };
 
 typedef struct simcu_private_s {

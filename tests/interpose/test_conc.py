@@ -51,12 +51,18 @@
             targeted full-size GEMMs are timed only (the sim's stand-in keeps
             results bit-identical under a target, docs/concurrency.md)
   hostcost  the plans' host-cost rule (GRAPE_PLAN_HOST_PCT at its default 2%)
-            on conc_rules dep in safe mode, with the rule's other input, the
+            on conc_rules dep in safe mode, the re-check charged at the sim's
+            row shim_check (200 ns an op), with the rule's other input, the
             host time a replay saves, set through GRAPE_COSTS far from the
             line on either side: eager launches of 1 ns (a replay saves a few
-            ns, less than any measured re-verification) drop every plan at
-            its verdict (plans_dropped_host, none kept); launches of 10 ms
-            (a replay saves tens of ms) keep plans, none dropped
+            ns) drop every plan at its verdict (plans_dropped_host, none
+            kept); launches of 10 ms (a replay saves tens of ms) keep plans,
+            none dropped
+  plancharge the plans' host cost on graph mode's clock: on the sim exactly
+            the rows shim_check (per op re-checked) and shim_target (per
+            target, the cuBLAS call itself not counted), the same simulated
+            end over two safe-mode runs, and the rule dropping a plan at
+            shim_check 1000 ns and keeping it at 0
   spin      conc_spin: two ranks, a collective stand-in spinning on mapped
             memory and a CPU barrier, GRAPE_FLUSH_US at its maximum: both
             finish, with replays and no watchdog flush; another stream's held
@@ -82,9 +88,10 @@ def fail(msg, p=None):
 
 
 def env_for(a, d, shim, mode, extra):
-    # The plans' host-cost rule (GRAPE_PLAN_HOST_PCT) decides on the host's
-    # clock, which sanitizers and a loaded machine slow several times: these
-    # tests of what plans do switch it off unless a case sets it.
+    # The plans' host-cost rule (GRAPE_PLAN_HOST_PCT) drops plans whose
+    # re-checks cost more than their segments' replays save at the table's
+    # rows (conc_hostcost, conc_plancharge test it): these tests of what plans
+    # do switch it off unless a case sets it.
     e = {"GRAPE_PLAN_HOST_PCT": "100"}
     e.update(extra or {})
     return sim_env(a.simdir, a.preload, d, shim, mode, e, clean=True)
@@ -372,27 +379,81 @@ def case_go_lt(a):
 
 
 def case_hostcost(a):
-    # The rule's measured input (the shim's host time per plan launch) varies
-    # with the host; the other (what a replay saves: its ops' eager launches
-    # less a graph launch) is set here so that the outcome is far from the
-    # line whatever the host's speed. update=0: a node update saves nothing
-    # either way; shim=0: the ledger never stands graph mode down.
-    for launch, dropped in (("1", True), ("10000000", False)):
-        costs = f"build=0,build_node=0,update=0,shim=0,graph_launch=0,launch={launch}"
-        p, rep, _ = run(a, a.prog, ["dep"], env={"GRAPE_CONCURRENCY": "safe", "GRAPE_PLAN_HOST_PCT": "2",
-                                                 "GRAPE_COSTS": costs})
+    # The rule's inputs: the shim's host time per plan launch, on the sim
+    # its re-check of each op charged at the row shim_check (200 ns here),
+    # and what a replay saves (its ops' eager launches less a graph launch),
+    # set here on either side of the line. update=0: a node update saves
+    # nothing either way; shim=0: the ledger never stands graph mode down.
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "check.costs")
+        with open(path, "w") as f:
+            f.write("shim_check 200\n")
+        for launch, dropped in (("1", True), ("10000000", False)):
+            costs = f"build=0,build_node=0,update=0,shim=0,graph_launch=0,launch={launch}"
+            p, rep, _ = run(a, a.prog, ["dep"], env={"GRAPE_CONCURRENCY": "safe", "GRAPE_PLAN_HOST_PCT": "2",
+                                                     "GRAPE_COSTS": costs, "SIMCU_COSTS": path})
+            c = conc(rep)
+            if c["plans_built"] < 1 or c["plan_host_launches"] < 1:
+                fail(f"launch={launch} ns: no plan was built and launched, so the rule was not met: {c}", p)
+            if dropped and (c["plans_dropped_host"] < 1 or c["plans_kept"] != 0):
+                fail(f"launch=1 ns: a replay saves a few ns, yet no plan was dropped for its host cost "
+                     f"({c['plan_host_ns'] / c['plan_host_launches']:.0f} ns a launch): {c}", p)
+            if not dropped and (c["plans_dropped_host"] != 0 or c["plans_kept"] < 1):
+                fail(f"launch=10 ms: a replay saves tens of ms, yet a plan was dropped for its host cost "
+                     f"or none kept: {c}", p)
+            print(f"hostcost: launch={launch} ns: {c['plans_built']} built, {c['plans_kept']} kept, "
+                  f"{c['plans_dropped_host']} dropped for host cost "
+                  f"({c['plan_host_ns'] / c['plan_host_launches']:.0f} ns a plan launch)")
+
+
+def case_plancharge(a):
+    # A plan's host cost is measured on the clock replays are timed with. On
+    # the sim the shim charges its re-check of each op before a plan's replay
+    # (row shim_check) and each SM-count target (row shim_target) to that
+    # clock, so the costs are exact multiples of the rows whatever the
+    # machine's speed (sanitizers, load), the rule decides the same way every
+    # run, and simulated time repeats to the ns (with the real clock it did
+    # not: moe in safe mode ended 22.52-22.88 ms from run to run).
+    with tempfile.TemporaryDirectory() as d:
+        def costs(check, target):
+            path = os.path.join(d, f"c{check}_{target}.costs")
+            with open(path, "w") as f:
+                f.write(f"shim_check {check}\nshim_target {target}\n")
+            return path
+        base = {"GRAPE_CONCURRENCY": "safe", "GRAPE_COSTS": "build=0,build_node=0"}
+        ends = set()
+        for _ in range(2):
+            p, rep, sim = run(a, a.prog, ["dep"], env=dict(base, SIMCU_COSTS=costs(7001, 0)))
+            c = conc(rep)
+            if c["plan_host_launches"] < 1:
+                fail(f"no plan launch was checked, so nothing was measured: {c}", p)
+            if c["plan_host_ns"] == 0 or c["plan_host_ns"] % 7001 != 0:
+                fail(f"shim_check 7001 ns: the plans' host time {c['plan_host_ns']} ns is not a "
+                     f"multiple of it (measured on another clock): {c}", p)
+            ends.add(sim["sim_end_ns"])
+        if len(ends) != 1:
+            fail(f"safe mode's simulated end differs from run to run: {sorted(ends)}")
+        # The rule on that clock: dear re-checks drop the plan, free ones keep it.
+        for check, dropped in ((1000, True), (0, False)):
+            p, rep, _ = run(a, a.prog, ["dep"], env=dict(base, SIMCU_COSTS=costs(check, 0),
+                                                         GRAPE_PLAN_HOST_PCT="2"))
+            c = conc(rep)
+            if dropped != (c["plans_dropped_host"] > 0) or (not dropped and c["plans_kept"] < 1):
+                fail(f"shim_check {check} ns: plans dropped for host cost {c['plans_dropped_host']}, "
+                     f"kept {c['plans_kept']}: want {'a drop' if dropped else 'a kept plan'}", p)
+        if a.prefill in (None, "-"):
+            print("plancharge: targets not checked (no prefill)")
+            return
+        args = ["--iters", "40", "--len", "512"]
+        go = {"SIMCU_TIME_ONLY": "1", "GRAPE_COSTS": "build=0,build_node=0", "GRAPE_CONCURRENCY": "go",
+              "SIMCU_COSTS": costs(0, 30011)}
+        p, rep, _ = run(a, a.prefill, args, env=go)
         c = conc(rep)
-        if c["plans_built"] < 1 or c["plan_host_launches"] < 1:
-            fail(f"launch={launch} ns: no plan was built and launched, so the rule was not met: {c}", p)
-        if dropped and (c["plans_dropped_host"] < 1 or c["plans_kept"] != 0):
-            fail(f"launch=1 ns: a replay saves a few ns, yet no plan was dropped for its host cost "
-                 f"({c['plan_host_ns'] / c['plan_host_launches']:.0f} ns a launch): {c}", p)
-        if not dropped and (c["plans_dropped_host"] != 0 or c["plans_kept"] < 1):
-            fail(f"launch=10 ms: a replay saves tens of ms, yet a plan was dropped for its host cost "
-                 f"or none kept: {c}", p)
-        print(f"hostcost: launch={launch} ns: {c['plans_built']} built, {c['plans_kept']} kept, "
-              f"{c['plans_dropped_host']} dropped for host cost "
-              f"({c['plan_host_ns'] / c['plan_host_launches']:.0f} ns a plan launch)")
+        if c["targets_costed"] < 1 or c["target_host_ns"] != 30011 * c["targets_costed"]:
+            fail(f"shim_target 30011 ns: {c['targets_costed']} targets cost {c['target_host_ns']} ns, "
+                 f"not the row's cost each (measured on another clock, or the call itself counted)", p)
+    print(f"plancharge: {c['targets_applied']} targets, plans re-checked at the row's cost, "
+          f"one simulated end ({ends.pop()} ns)")
 
 
 def case_spin(a):
