@@ -97,7 +97,7 @@ struct grape_model_s {
   double xw[GRAPE_KC_COUNT][GRAPE__NFEAT];
   /* A GPU with no rows of a class takes the trees of a known GPU of its
    * architecture (grape__gpu_same_arch), evaluated on its own spec sheet,
-   * where sibling[c] is 1 (decided per class by cross-validation, train.c);
+   * where sibling[c] is 1 (decided per class, train.c's sibling_rule);
    * never across architectures. */
   int sibling[GRAPE_KC_COUNT];
   /* The share of a kernel's log error that is a level shared by every

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "grape/predict.h"
+#include "predict/gpu.h"
 #include "predict/model.h"
 
 #ifndef SUBSET_DIR
@@ -683,13 +684,17 @@ Test(predict, known_intervals_split_at_the_harness_floor) {
   grape_model_free(m);
 }
 
-/* An unseen GPU takes the corrections of a known GPU of its architecture,
- * on its own spec sheet, and never another architecture's: with the
- * default model (known GPUs: the A100-PCIE-40GB, sm_80, and four older
- * ones) and the GEMM class's rule on, the A100 80GB boards' GEMMs are the
- * transfer time times the A100-40GB's trees evaluated on their own
- * features; the H100 and H200 (sm_90, Hopper) and the L4 (sm_89, Ada) get
- * the transfer regime alone; with the rule off, nobody is anchored. */
+/* An unseen GPU takes the corrections of a known GPU of its architecture
+ * (the same compute capability), on its own spec sheet, and never another
+ * architecture's: with the default model (known GPUs: the A100-PCIE-40GB,
+ * sm_80, and four older ones), whose rule is on for GEMM, elementwise,
+ * softmax and layer norm, the A100 80GB boards' GEMMs are the transfer
+ * time times the A100-40GB's trees evaluated on their own features; the
+ * H100 and H200 (sm_90, Hopper) and the L4 (sm_89, Ada) get the transfer
+ * regime alone; with the rule off, nobody is anchored. Two chips of one
+ * compute-capability major (sm_60 / sm_61, sm_80 / sm_86) are not one
+ * architecture. Fails with the default rule off for any of the four
+ * classes or on for conv, or with the check loosened to the major. */
 Test(predict, unseen_gpus_anchor_only_on_their_architecture) {
   grape_model_t* m;
   cr_assert_eq(grape_model_load_default(&m), 0);
@@ -703,9 +708,17 @@ Test(predict, unseen_gpus_anchor_only_on_their_architecture) {
                                       "NVIDIA H200"};
   const grape__known_class_t* kc = grape__known_class(m, a40, GRAPE_KC_GEMM, 0);
   cr_assert(kc != NULL);
-  /* The rule as a model file can write it (the default model's is decided
-   * by cross-validation per class): on. */
-  m->sibling[GRAPE_KC_GEMM] = 1;
+  const grape_gpu_spec_t* a80 = grape_gpu_find("NVIDIA A100 80GB PCIe");
+  static const int rule[] = {GRAPE_KC_GEMM, GRAPE_KC_ELEMENTWISE, GRAPE_KC_SOFTMAX,
+                             GRAPE_KC_LAYERNORM};
+  for (size_t c = 0; c < sizeof(rule) / sizeof(rule[0]); c++)
+    cr_expect_eq(grape__sibling(m, a80, rule[c], 0), grape__known_gpu(m, a40),
+                 "class %d: the default model does not anchor the A100 80GB", rule[c]);
+  cr_expect(m->sibling[GRAPE_KC_CONV] == 0, "conv anchored without a measurement");
+  cr_expect(!grape__gpu_same_arch(grape_gpu_find("Tesla P100-PCIE-16GB"),
+                                  grape_gpu_find("Tesla P4")), "sm_60 and sm_61 as one");
+  cr_expect(!grape__gpu_same_arch(a40, grape_gpu_find("NVIDIA A10")), "sm_80 and sm_86 as one");
+  cr_expect(grape__gpu_same_arch(a40, grape_gpu_find("NVIDIA A100-SXM4-80GB")));
   for (int i = 0; i < 2; i++) {
     const grape_gpu_spec_t* g = grape_gpu_find(same[i]);
     const grape__known_t* kg = grape__known_gpu(m, g);
