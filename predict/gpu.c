@@ -184,9 +184,8 @@ double grape__gpu_tdp_w(const grape_gpu_spec_t* g) {
   return 0;
 }
 
-/* The compute capability of an arch string "sm_XY" (X.Y) as XY; -1 when
- * it does not parse. */
-static long compute_capability(const char* arch) {
+long grape__gpu_cc(const grape_gpu_spec_t* g) {
+  const char* arch = g != NULL ? g->arch : NULL;
   if (arch == NULL || strncmp(arch, "sm_", 3) != 0 || !isdigit((unsigned char)arch[3]))
     return -1;
   long cc = strtol(arch + 3, NULL, 10);
@@ -194,8 +193,8 @@ static long compute_capability(const char* arch) {
 }
 
 int grape__gpu_same_arch(const grape_gpu_spec_t* a, const grape_gpu_spec_t* b) {
-  long ca = compute_capability(a->arch), cb = compute_capability(b->arch);
-  return ca >= 0 && ca == cb;
+  long ca = grape__gpu_cc(a);
+  return ca >= 0 && ca == grape__gpu_cc(b);
 }
 
 size_t grape_gpu_count(void) {

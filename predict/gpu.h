@@ -19,5 +19,8 @@ double grape__gpu_tdp_w(const grape_gpu_spec_t* g);
  * to the other: one chip family in another board (memory, clocks, power);
  * 0 otherwise, or when either's arch is unknown. */
 int grape__gpu_same_arch(const grape_gpu_spec_t* a, const grape_gpu_spec_t* b);
+/* g's compute capability X.Y as XY (80 for sm_80); -1 when g is NULL or its
+ * arch does not parse. */
+long grape__gpu_cc(const grape_gpu_spec_t* g);
 
 #endif

@@ -59,6 +59,7 @@ typedef struct grape__known_class_s {
 
 typedef struct grape__known_s {
   char name[128];                         /* the GPU's spec-table name */
+  long cc;                                /* its compute capability (grape__gpu_cc) */
   grape__known_class_t c[GRAPE_KC_COUNT][2];  /* [class][GRAPE__KNOWN_*] */
   /* Its timing harness per class (grape__kernel_time): the floor of an op's
    * latency and the offset before the kernel starts, ms; floor 0: no rows

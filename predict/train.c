@@ -1590,8 +1590,10 @@ static int fit_known(const grape_dataset_t* d, const sel_t* s, const sel_t* lo,
   pool_t pool = {malloc((d->n + 1) * NUP * sizeof(double)), 0};
   if (pool.v == NULL)
     return -ENOMEM;
-  for (int g = 0; g < ngpu; g++)
+  for (int g = 0; g < ngpu; g++) {
     snprintf(m->known[g].name, sizeof(m->known[g].name), "%s", gpus[g]);
+    m->known[g].cc = grape__gpu_cc(grape_gpu_find(gpus[g]));
+  }
   for (int c = 0; c < GRAPE_KC_COUNT; c++)
     for (int l = 0; l < 2; l++) {
       pool.n = 0;
