@@ -184,26 +184,17 @@ double grape__gpu_tdp_w(const grape_gpu_spec_t* g) {
   return 0;
 }
 
-/* The SM generation of an arch string "sm_XY" (compute capability X.Y):
- * its major digit, except where NVIDIA gave one major two generations
- * (7.5 Turing after 7.0 Volta, 8.9 Ada after 8.0 Ampere), which get their
- * own. -1 when it does not parse. */
-static int sm_generation(const char* arch) {
+long grape__gpu_cc(const grape_gpu_spec_t* g) {
+  const char* arch = g != NULL ? g->arch : NULL;
   if (arch == NULL || strncmp(arch, "sm_", 3) != 0 || !isdigit((unsigned char)arch[3]))
     return -1;
-  char* e;
-  long cc = strtol(arch + 3, &e, 10);
-  if (cc < 10 || cc > 999)
-    return -1;
-  long major = cc / 10, minor = cc % 10;
-  if ((major == 7 && minor >= 5) || (major == 8 && minor >= 9))
-    return (int)(major * 10 + 5);
-  return (int)(major * 10);
+  long cc = strtol(arch + 3, NULL, 10);
+  return cc >= 10 && cc <= 999 ? cc : -1;
 }
 
 int grape__gpu_same_arch(const grape_gpu_spec_t* a, const grape_gpu_spec_t* b) {
-  int ga = sm_generation(a->arch), gb = sm_generation(b->arch);
-  return ga >= 0 && ga == gb;
+  long ca = grape__gpu_cc(a);
+  return ca >= 0 && ca == grape__gpu_cc(b);
 }
 
 size_t grape_gpu_count(void) {

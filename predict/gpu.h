@@ -14,10 +14,13 @@ int grape__gpu_parse_json(const char* json, const grape_gpu_spec_t** out, char* 
 double grape__gpu_tdp_w(const grape_gpu_spec_t* g);
 
 /* @return 1 when a and b are of one architecture: the same compute
- * capability major and the same SM generation (Pascal sm_60..62, Volta
- * sm_70/72, Turing sm_75, Ampere sm_80..87, Ada sm_89, Hopper sm_90...), so
- * that a kernel's shape-level behaviour learned on one carries to the
- * other; 0 otherwise, or when either's arch is unknown. */
+ * capability (sm_80 with sm_80, never sm_86 or sm_89; sm_60 never with
+ * sm_61), so that a kernel's shape-level behaviour learned on one carries
+ * to the other: one chip family in another board (memory, clocks, power);
+ * 0 otherwise, or when either's arch is unknown. */
 int grape__gpu_same_arch(const grape_gpu_spec_t* a, const grape_gpu_spec_t* b);
+/* g's compute capability X.Y as XY (80 for sm_80); -1 when g is NULL or its
+ * arch does not parse. */
+long grape__gpu_cc(const grape_gpu_spec_t* g);
 
 #endif

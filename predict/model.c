@@ -223,12 +223,13 @@ const grape__known_t* grape__sibling(const grape_model_t* m, const grape_gpu_spe
                                      int launch) {
   if (!m->sibling[c])
     return NULL;
-  for (int i = 0; i < m->nknown; i++) {
-    const grape_gpu_spec_t* kg = grape_gpu_find(m->known[i].name);
-    if (kg != NULL && kg != g && m->known[i].c[c][launch].ntrees > 0 &&
-        grape__gpu_same_arch(kg, g))
+  /* The known GPUs' compute capabilities were resolved when the model was
+   * built or read: no spec-table search in a prediction. */
+  long cc = grape__gpu_cc(g);
+  for (int i = 0; i < m->nknown; i++)
+    if (cc >= 0 && m->known[i].cc == cc && m->known[i].c[c][launch].ntrees > 0 &&
+        strcmp(m->known[i].name, g->name) != 0)
       return &m->known[i];
-  }
   return NULL;
 }
 

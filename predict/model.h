@@ -59,6 +59,7 @@ typedef struct grape__known_class_s {
 
 typedef struct grape__known_s {
   char name[128];                         /* the GPU's spec-table name */
+  long cc;                                /* its compute capability (grape__gpu_cc) */
   grape__known_class_t c[GRAPE_KC_COUNT][2];  /* [class][GRAPE__KNOWN_*] */
   /* Its timing harness per class (grape__kernel_time): the floor of an op's
    * latency and the offset before the kernel starts, ms; floor 0: no rows
@@ -97,7 +98,7 @@ struct grape_model_s {
   double xw[GRAPE_KC_COUNT][GRAPE__NFEAT];
   /* A GPU with no rows of a class takes the trees of a known GPU of its
    * architecture (grape__gpu_same_arch), evaluated on its own spec sheet,
-   * where sibling[c] is 1 (decided per class by cross-validation, train.c);
+   * where sibling[c] is 1 (decided per class, train.c's sibling_rule);
    * never across architectures. */
   int sibling[GRAPE_KC_COUNT];
   /* The share of a kernel's log error that is a level shared by every

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "predict/gpu.h"
 #include "util/grow.h"
 
 static const char magic[] = "grape-predict-model";
@@ -397,9 +398,11 @@ int grape_model_parse(const char* text, size_t len, grape_model_t** out, char* e
     goto fail_parse;
   }
   m->nknown = (int)v[0];
-  for (int i = 0; i < m->nknown; i++)
+  for (int i = 0; i < m->nknown; i++) {
     if ((rc = get_known(&p, &m->known[i])) < 0)
       goto fail_parse;
+    m->known[i].cc = grape__gpu_cc(grape_gpu_find(m->known[i].name));
+  }
   r = next_line(&p);
   if (r <= 0 || strcmp(p.line, "end") != 0) {
     rc = fail(&p, -EINVAL, "missing 'end'");

@@ -394,9 +394,9 @@ typedef struct grape_train_opts_s {
                            extrapolation splits showed fading helps the class), -2 the
                            inner extrapolation split's choice for every class, >= 0 that
                            fade everywhere */
-  int sibling;          /* an unseen GPU takes the trees of a known GPU of its architecture:
-                           -1 the class's rule (-1; decided by cross-validation), 0 never,
-                           1 in every class */
+  int sibling;          /* an unseen GPU takes the trees of a known GPU of its architecture
+                           (the same compute capability): -1 the class's rule (-1; decided
+                           on held-out real-model rows, train.c), 0 never, 1 every class */
   int align;            /* the known regime's trees see the dims' alignment (multiples of
                            2..128) and GEMM tile quantisation: 1 (1), 0 not (the features
                            read 0) */
@@ -409,8 +409,8 @@ typedef struct grape_train_opts_s {
                            never, 1 every class (API version 7) */
   int family_level;     /* the known regime's interval is a level per held-out shape family
                            plus the spread within one, not the pooled residuals' quantiles:
-                           -1 the class's rule (decided by cross-validation), 0 never, 1
-                           every class (API version 8) */
+                           -1 the class's rule (decided on held-out shape families and
+                           real-model rows, train.c), 0 never, 1 every class (API version 8) */
 } grape_train_opts_t;
 
 /* Fills o with the defaults (and sz). */
