@@ -55,7 +55,8 @@ def using_it(readme):
 
 # --recipe: a recipe of docs/, run as printed in an empty folder. Each is the
 # section's code (a paragraph of commands; backslash lines joined) and the
-# output it shows (a paragraph starting "grape:"), whose every line must be
+# output it shows (a paragraph starting "grape:", or "mode M:" for grape
+# report), whose every line must be
 # printed by the commands: "..." stands for anything (what varies from run to
 # run: pids, host times), runs of spaces for any.
 # name: (doc, section heading, text the command paragraph holds)
@@ -65,6 +66,7 @@ RECIPES = {
     "mpirun": ("multi-rank.md", "### mpirun (Open MPI)", "mpirun"),
     "predictor": ("predictor.md", "## The loop: replayed timings → training → predictions",
                   "grape replay"),
+    "slurm": ("multi-rank.md", "### A job started without grape run (Slurm)", "sbatch"),
 }
 
 
@@ -117,17 +119,36 @@ def torchrun_for(a, recipe):
     return os.path.dirname(run), None
 
 
+def check_slurm_outputs(tmp):
+    """The Slurm recipe's files: a report and a trace per rank, the sim's
+    times, the kernel table as CSV."""
+    host = os.uname().nodename
+    want = [f"run/r.{r}.{host}.json" for r in (0, 1)] + [f"run/t.{r}.grape" for r in (0, 1)]
+    missing = [w for w in want if not os.path.exists(os.path.join(tmp, w))]
+    sims = glob.glob(os.path.join(tmp, "run", "sim.*.json"))
+    for w in want[:2]:
+        if not missing and json.load(open(os.path.join(tmp, w))).get("rank") != int(w[6]):
+            fail(f"{w} does not hold its rank")
+    csv = open(os.path.join(tmp, "kernels.csv")).read().split("\n")
+    if missing or len(sims) != 2 or not csv[0].startswith("name,") or len(csv) < 3:
+        fail(f"the Slurm recipe left {missing} missing, {len(sims)} sim reports, kernels.csv "
+             f"{csv[:3]}")
+
+
 def check_recipe(a):
     doc, heading, holds = RECIPES[a.recipe]
     doc = os.path.join(a.source, "docs", doc)
     paragraphs = section_paragraphs(doc, heading)
-    shown = [l for p in paragraphs if p[0].startswith("grape:") for l in p
-             if l.strip() and l.strip() != "..."]
-    cmds = [p for p in paragraphs if not p[0].startswith("grape:") and holds in " ".join(p)]
+    output = [p for p in paragraphs if re.match(r"grape:|mode \w+: ", p[0])]
+    shown = [l for p in output for l in p if l.strip() and l.strip() != "..."]
+    cmds = [p for p in paragraphs if p not in output and holds in " ".join(p)]
     if len(cmds) != 1 or not shown:
         fail(f"{doc} '{heading}': want one paragraph of commands holding {holds} and its output, "
              f"got {cmds} and {shown}")
-    lines = [l for l in "\n".join(cmds[0]).replace("\\\n", " ").split("\n") if l.strip()]
+    if any("<<" in l for l in cmds[0]):   # a here-document: the paragraph is one script
+        lines = ["set -e\n" + "\n".join(cmds[0])]
+    else:
+        lines = [l for l in "\n".join(cmds[0]).replace("\\\n", " ").split("\n") if l.strip()]
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("GRAPE_", "SIMCU_")) and k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
     # The documented setup: grape on PATH (as installed), the launcher's own.
@@ -138,6 +159,10 @@ def check_recipe(a):
             print(f"skipped: {why}")
             return 77
         path.append(where)
+    if a.recipe == "slurm":
+        # Slurm's sbatch and srun on one node (tests/cli/slurm: what the recipe
+        # relies on of them, SLURM_SUBMIT_DIR, SLURM_PROCID, the environment).
+        path.insert(0, os.path.join(a.source, "tests", "cli", "slurm"))
     if a.recipe == "mpirun":
         if not shutil.which("mpirun") or a.job_mpi == "-":
             print("skipped: mpirun or an MPI compiler is not installed "
@@ -167,6 +192,8 @@ def check_recipe(a):
                 for rank in (0, 1):
                     if not os.path.exists(os.path.join(tmp, pattern.replace("%r", str(rank)))):
                         fail(f"{line}: wrote no {pattern} for rank {rank}", p)
+        if a.recipe == "slurm":
+            check_slurm_outputs(tmp)
         for l in shown:
             if not any(shown_line(l).fullmatch(o) for o in printed):
                 fail(f"{os.path.basename(doc)} shows a line its commands do not print:\n  {l}\n"
