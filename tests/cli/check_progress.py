@@ -9,10 +9,19 @@ command runs twice, its stdout and stderr once on a pseudo-terminal (python's
 pty) and once on pipes: the status (its text, redrawn in place with "\\r" and
 erase-line) must be in the first and nothing of it in the second, and both
 runs must succeed. Skips (77) without beam (nvcc) for replay and grid.
+
+CASE demo: scripts/demo's build step, run by the demo itself in a copy of
+scripts/ whose setup-deps does nothing (it installs packages) and whose
+build/ is a small ninja build that makes stand-ins for grape and decode. On a
+terminal ninja's status line ("[N/TOTAL] ...") must show; on pipes, a line
+per 10% of the steps on stderr up to 100%, none of ninja's step lines, then
+the demo's run; a build that fails must show ninja's output and stop it.
 """
 import argparse
 import os
 import pty
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,9 +52,73 @@ def on_tty(cmd, env, cwd):
     return p.wait(timeout=120), out.decode(errors="replace")
 
 
+STEPS = 24
+FAKE_BUILD = """rule step
+  command = sleep 0.05 && touch $out
+  description = STEP $out
+rule tool
+  command = printf '#!/bin/sh\\necho stand-in $$(basename $$0) $$*\\n' > $out && chmod +x $out
+  description = TOOL $out
+rule fail
+  command = echo the step broke && false
+  description = FAIL $out
+build tools/grape: tool
+build examples/decode: tool
+""" + "".join(f"build s{i}: step\n" for i in range(STEPS - 2))
+
+
+def fake_checkout(root, source, broken=False):
+    """ROOT laid out as the demo expects: scripts/ (the demo, its helper, a
+    setup-deps that installs nothing) and a configured build/; the demo's path."""
+    os.makedirs(os.path.join(root, "scripts"))
+    os.makedirs(os.path.join(root, "build"))
+    for name in ("demo", "ninja-progress"):
+        shutil.copy(os.path.join(source, "scripts", name), os.path.join(root, "scripts", name))
+    with open(os.path.join(root, "scripts", "setup-deps"), "w") as f:
+        f.write("#!/bin/sh\nexit 0\n")
+    os.chmod(os.path.join(root, "scripts", "setup-deps"), 0o755)
+    with open(os.path.join(root, "build", "build.ninja"), "w") as f:
+        f.write(FAKE_BUILD + ("build bad: fail\n" if broken else ""))
+    return os.path.join(root, "scripts", "demo")
+
+
+def check_demo(a, env):
+    if not shutil.which("ninja"):
+        print("skipped: no ninja on PATH")
+        return 77
+    ran = "stand-in grape run --predict-gpu H100 -- build/examples/decode"
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, tty = on_tty([fake_checkout(tmp + "/tty", a.source)], env, tmp)
+        if rc != 0 or ran not in tty:
+            fail(f"scripts/demo on a terminal: exit {rc}\n{tty[-3000:]}")
+        counts = re.findall(r"\[(\d+)/%d\] " % STEPS, tty)
+        if str(STEPS) not in counts or len(set(counts)) < STEPS // 2:
+            fail(f"on a terminal, no build progress from ninja ({sorted(set(counts))}):\n"
+                 f"{tty[-3000:]!r}")
+        p = subprocess.run([fake_checkout(tmp + "/pipe", a.source)], env=env, cwd=tmp,
+                           capture_output=True, text=True, timeout=60)
+        if p.returncode != 0 or ran not in p.stdout:
+            fail(f"scripts/demo on pipes: exit {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+        pct = [int(x) for x in re.findall(
+            r"^building build: (\d+)%% \(\d+ of %d steps, \d+s\)$" % STEPS, p.stderr, re.M)]
+        if pct != sorted(set(pct)) or len(pct) < 5 or pct[-1] != 100:
+            fail(f"on pipes, the build's progress lines are not 10%...100% in order: {pct}\n"
+                 f"{p.stderr[-3000:]}")
+        if "STEP " in p.stdout + p.stderr or "\r" in p.stdout + p.stderr:
+            fail(f"on pipes, ninja's own step lines were shown:\n{(p.stdout + p.stderr)[-3000:]}")
+        p = subprocess.run([fake_checkout(tmp + "/broken", a.source, broken=True)], env=env, cwd=tmp,
+                           capture_output=True, text=True, timeout=60)
+        if p.returncode == 0 or "the step broke" not in p.stdout + p.stderr or ran in p.stdout:
+            fail(f"a failed build: exit {p.returncode}, ninja's output not shown or the demo "
+                 f"went on:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+    print(f"demo: ninja's status on a terminal ({STEPS} steps), {pct}% lines on pipes, "
+          "a failed build shown")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["train", "replay", "grid"])
+    ap.add_argument("case", choices=["train", "replay", "grid", "demo"])
     for opt in ("--grape", "--source", "--build", "--simdir", "--lib"):
         ap.add_argument(opt, required=True)
     ap.add_argument("--preload", default="")
@@ -54,6 +127,9 @@ def main():
     if san and a.case == "grid":
         print("skipped: a sanitizer build (the grid bench preloads the shim without its runtime)")
         return 77
+    if a.case == "demo":
+        env = dict(os.environ, TERM="xterm")
+        return check_demo(a, env)
     beam = os.path.join(a.build, "examples", "beam")
     if a.case != "train" and not os.path.exists(beam):
         print("skipped: beam (examples/) needs nvcc")

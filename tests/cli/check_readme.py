@@ -2,8 +2,9 @@
 """check_readme.py --readme README.md --build BUILD --source SOURCE [--preload P]:
 every command of the README's "Using it" section runs as written.
 check_readme.py --recipe NAME --build BUILD --source SOURCE [--job P] [--job-mpi P]:
-the same for a recipe of docs/ (RECIPES below: torchrun, mpirun, predictor.md's
-loop), with the output the doc shows.
+the same for a recipe of docs/ (RECIPES below: torchrun, mpirun, Slurm,
+predictor.md's loop, its cross-validation lines and the full data set's
+download), with the output the doc shows (or, where it shows none, PRINTS).
 
 The section's first code block is read from the README itself (so the README
 cannot rot), and each line is run in order by bash in an empty folder that
@@ -21,6 +22,7 @@ CUDA toolkit that is not installed is reported and not run.
 """
 import argparse
 import glob
+import gzip
 import json
 import os
 import re
@@ -55,7 +57,8 @@ def using_it(readme):
 
 # --recipe: a recipe of docs/, run as printed in an empty folder. Each is the
 # section's code (a paragraph of commands; backslash lines joined) and the
-# output it shows (a paragraph starting "grape:"), whose every line must be
+# output it shows (a paragraph starting "grape:", or "mode M:" for grape
+# report), whose every line must be
 # printed by the commands: "..." stands for anything (what varies from run to
 # run: pids, host times), runs of spaces for any.
 # name: (doc, section heading, text the command paragraph holds)
@@ -65,7 +68,26 @@ RECIPES = {
     "mpirun": ("multi-rank.md", "### mpirun (Open MPI)", "mpirun"),
     "predictor": ("predictor.md", "## The loop: replayed timings → training → predictions",
                   "grape replay"),
+    "slurm": ("multi-rank.md", "### A job started without grape run (Slurm)", "sbatch"),
+    "cv-extrapolate": ("predictor.md", "### Beyond the training range (`grape train --cv "
+                       "extrapolate`)", "--cv extrapolate"),
+    "cv-shapes": ("predictor.md", "### Shapes like real models: alignment and shape families "
+                  "(`--cv-families`)", "--cv-shapes"),
+    "neusight-data": ("predictor.md", "## The full NeuSight data set", "git clone"),
 }
+# What a recipe whose doc shows no output must print instead (regexes searched).
+PRINTS = {
+    "cv-extrapolate": [r"^extrapolation cross-validation: .* up to the 50th percentile",
+                       r"^extrapolation cross-validation: .* up to the 75th percentile",
+                       r"^bmm +\| +\d+ +[\d.]+ +[\d.]+"],
+    "cv-shapes": [r"^shape-fold cross-validation \(5 folds", r"^bmm +\d+ +\d+ +[\d.]+",
+                  r"^## shapes-before.csv: \d+ held-out rows", r"^\| bmm \| \d+ \|"],
+    "neusight-data": [],
+}
+# The cross-validation recipes run on the full data set, neusight/train/OP/,
+# minutes each; the test lays the repository's subset out there instead
+# (neusight/train/OP/subset.csv.gz), which docs/predictor.md says.
+SUBSET_AS_FULL = ("cv-extrapolate", "cv-shapes")
 
 
 def section_paragraphs(doc, heading):
@@ -117,17 +139,55 @@ def torchrun_for(a, recipe):
     return os.path.dirname(run), None
 
 
+def check_slurm_outputs(tmp):
+    """The Slurm recipe's files: a report and a trace per rank, the sim's
+    times, the kernel table as CSV."""
+    host = os.uname().nodename
+    want = [f"run/r.{r}.{host}.json" for r in (0, 1)] + [f"run/t.{r}.grape" for r in (0, 1)]
+    missing = [w for w in want if not os.path.exists(os.path.join(tmp, w))]
+    sims = glob.glob(os.path.join(tmp, "run", "sim.*.json"))
+    for w in want[:2]:
+        if not missing and json.load(open(os.path.join(tmp, w))).get("rank") != int(w[6]):
+            fail(f"{w} does not hold its rank")
+    csv = open(os.path.join(tmp, "kernels.csv")).read().split("\n")
+    if missing or len(sims) != 2 or not csv[0].startswith("name,") or len(csv) < 3:
+        fail(f"the Slurm recipe left {missing} missing, {len(sims)} sim reports, kernels.csv "
+             f"{csv[:3]}")
+
+
+def check_neusight_data(tmp):
+    """The full data set's layout: neusight/train/OP/GPU.csv.gz for every op of
+    the repository's subset, each decompressing to the upstream file."""
+    made = glob.glob(os.path.join(tmp, "neusight", "train", "*", "*.csv.gz"))
+    ops = {os.path.basename(os.path.dirname(m)) for m in made}
+    want = {"bmm", "linear", "add", "gelu", "softmax", "ln", "conv"}
+    if not want <= ops:
+        fail(f"the NeuSight recipe made no folder for {sorted(want - ops)}")
+    for m in made:
+        op, gpu = m.split(os.sep)[-2], os.path.basename(m)[:-len(".gz")]
+        src = glob.glob(os.path.join(tmp, "NeuSight", "scripts", "asplos", "data", "dataset",
+                                     "train", "collect", op, "p2.1.0", "*.csv"))
+        src = [f for f in src if os.path.basename(f).replace(" ", "_") == gpu]
+        if len(src) != 1 or gzip.open(m).read() != open(src[0], "rb").read():
+            fail(f"{m} is not the upstream {op}/{gpu} gzipped")
+
+
 def check_recipe(a):
     doc, heading, holds = RECIPES[a.recipe]
     doc = os.path.join(a.source, "docs", doc)
     paragraphs = section_paragraphs(doc, heading)
-    shown = [l for p in paragraphs if p[0].startswith("grape:") for l in p
-             if l.strip() and l.strip() != "..."]
-    cmds = [p for p in paragraphs if not p[0].startswith("grape:") and holds in " ".join(p)]
-    if len(cmds) != 1 or not shown:
+    output = [p for p in paragraphs if re.match(r"grape:|mode \w+: ", p[0])]
+    shown = [l for p in output for l in p if l.strip() and l.strip() != "..."]
+    cmds = [p for p in paragraphs if p not in output and holds in " ".join(p)]
+    if len(cmds) != 1 or not (shown or a.recipe in PRINTS):
         fail(f"{doc} '{heading}': want one paragraph of commands holding {holds} and its output, "
              f"got {cmds} and {shown}")
-    lines = [l for l in "\n".join(cmds[0]).replace("\\\n", " ").split("\n") if l.strip()]
+    # A here-document or a variable set on its own line for the lines after
+    # it: the paragraph is one script.
+    if any("<<" in l or re.fullmatch(r"\w+=\S+", l) for l in cmds[0]):
+        lines = ["set -e\n" + "\n".join(cmds[0])]
+    else:
+        lines = [l for l in "\n".join(cmds[0]).replace("\\\n", " ").split("\n") if l.strip()]
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("GRAPE_", "SIMCU_")) and k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
     # The documented setup: grape on PATH (as installed), the launcher's own.
@@ -138,6 +198,10 @@ def check_recipe(a):
             print(f"skipped: {why}")
             return 77
         path.append(where)
+    if a.recipe == "slurm":
+        # Slurm's sbatch and srun on one node (tests/cli/slurm: what the recipe
+        # relies on of them, SLURM_SUBMIT_DIR, SLURM_PROCID, the environment).
+        path.insert(0, os.path.join(a.source, "tests", "cli", "slurm"))
     if a.recipe == "mpirun":
         if not shutil.which("mpirun") or a.job_mpi == "-":
             print("skipped: mpirun or an MPI compiler is not installed "
@@ -145,18 +209,33 @@ def check_recipe(a):
             return 77
         if os.geteuid() == 0:  # as the recipe says
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    if a.recipe == "neusight-data":
+        url = re.search(r"git clone (\S+)", " ".join(cmds[0])).group(1)
+        try:
+            subprocess.run(["git", "ls-remote", "--exit-code", url, "HEAD"], check=True,
+                           capture_output=True, timeout=30)
+        except (subprocess.SubprocessError, OSError):
+            print(f"skipped: {url} cannot be reached (no network here)")
+            return 77
     env["PATH"] = ":".join(path + [env.get("PATH", "/usr/bin:/bin")])
     errors = [shown_line(l) for l in shown if "error:" in l]
     printed = []
     with tempfile.TemporaryDirectory() as tmp:
         os.symlink(a.build, os.path.join(tmp, "build"))
         os.symlink(os.path.join(a.source, "data"), os.path.join(tmp, "data"))
+        os.symlink(os.path.join(a.source, "bench"), os.path.join(tmp, "bench"))
         for name, prog in (("my_program", a.job), ("my_mpi_program", a.job_mpi)):
             if prog != "-":
                 os.symlink(prog, os.path.join(tmp, name))
+        if a.recipe in SUBSET_AS_FULL:
+            for gz in glob.glob(os.path.join(a.source, "data", "neusight-subset", "*.csv.gz")):
+                op = os.path.join(tmp, "neusight", "train", os.path.basename(gz)[:-len(".csv.gz")])
+                os.makedirs(op)
+                os.symlink(gz, os.path.join(op, "subset.csv.gz"))
         for line in lines:
             p = subprocess.run(["bash", "-c", "set -o pipefail; " + line], capture_output=True,
-                               text=True, timeout=120, env=env, cwd=tmp)
+                               text=True, env=env, cwd=tmp,
+                               timeout=900 if a.recipe == "neusight-data" else 120)
             out = (p.stdout + p.stderr).split("\n")
             printed += [o.strip() for o in out]
             if p.returncode != 0 and not any(r.fullmatch(o.strip()) for r in errors for o in out):
@@ -167,12 +246,21 @@ def check_recipe(a):
                 for rank in (0, 1):
                     if not os.path.exists(os.path.join(tmp, pattern.replace("%r", str(rank)))):
                         fail(f"{line}: wrote no {pattern} for rank {rank}", p)
+        if a.recipe == "slurm":
+            check_slurm_outputs(tmp)
+        if a.recipe == "neusight-data":
+            check_neusight_data(tmp)
+        for r in PRINTS.get(a.recipe, []):
+            if not re.search(r, "\n".join(printed), re.M):
+                fail(f"{os.path.basename(doc)} '{heading}': nothing printed matches {r}:\n"
+                     + "\n".join(printed)[-4000:])
         for l in shown:
             if not any(shown_line(l).fullmatch(o) for o in printed):
                 fail(f"{os.path.basename(doc)} shows a line its commands do not print:\n  {l}\n"
                      "they printed:\n" + "\n".join(printed)[-4000:])
     print(f"{len(lines)} commands of {os.path.basename(doc)} '{heading}' ran as printed; "
-          f"{len(shown)} lines of their output shown there were printed")
+          f"{len(shown)} lines of their output shown there were printed"
+          + (f", {len(PRINTS[a.recipe])} patterns of theirs found" if a.recipe in PRINTS else ""))
     return 0
 
 

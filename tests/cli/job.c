@@ -9,8 +9,8 @@
  *                    ranks add their sums with MPI_Allreduce; each prints
  *                    "rank R of W: sum S, total T"
  *
- * The rank (RANK, OMPI_COMM_WORLD_RANK) also sets the iterations without MPI,
- * so that torchrun's ranks differ too. The sum is checked against the
+ * The rank (RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID) also sets the iterations
+ * without MPI, so that torchrun's and srun's ranks differ too. The sum is checked against the
  * arithmetic done on the host. */
 #include <cuda.h>
 #include <stdio.h>
@@ -49,8 +49,8 @@ SIMCU_KERNEL(job_scale) {
   } while (0)
 
 static int env_rank(void) {
-  const char* vars[] = {"RANK", "OMPI_COMM_WORLD_RANK"};
-  for (int i = 0; i < 2; i++)
+  const char* vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
     if (getenv(vars[i]) != NULL)
       return atoi(getenv(vars[i]));
   return 0;
