@@ -82,6 +82,24 @@ def torch_python(a):
     return find_python(a.source)
 
 
+def parse_torch_args(ap):
+    """Adds the options every torch test takes to ap, parses the command line
+    and finds torch: the arguments (a.python set), or None once it has said
+    why the test is skipped."""
+    ap.add_argument("--grape", required=True)
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--cublas", choices=["yes", "no"], default="yes",
+                    help="whether the sim's cuBLAS stand-ins were built (they need nvcc)")
+    ap.add_argument("--preload", default="",
+                    help="the build's preload list (sanitizer runtimes first in a sanitizer build)")
+    a = ap.parse_args()
+    a.python, why = torch_python(a)
+    if a.python is None:
+        print("skipped: " + why)
+        return None
+    return a
+
+
 def reports(pattern):
     """The reports of every process a run left (torch spawns some that run no CUDA)."""
     return [json.load(open(f)) for f in sorted(glob.glob(pattern))]
@@ -201,16 +219,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("example", choices=sorted(ARGS))
     ap.add_argument("case", choices=["off", "graph", "forced"])
-    ap.add_argument("--grape", required=True)
-    ap.add_argument("--source", required=True)
-    ap.add_argument("--cublas", choices=["yes", "no"], default="yes",
-                    help="whether the sim's cuBLAS stand-ins were built (they need nvcc)")
-    ap.add_argument("--preload", default="",
-                    help="the build's preload list (sanitizer runtimes first in a sanitizer build)")
-    a = ap.parse_args()
-    a.python, why = torch_python(a)
-    if a.python is None:
-        print("skipped: " + why)
+    a = parse_torch_args(ap)
+    if a is None:
         return 77
     with tempfile.TemporaryDirectory() as d:
         globals()["case_" + a.case](a, Run(a, d))

@@ -22,7 +22,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_torch_examples import device_kernels, fail, reports, torch_python, total  # noqa: E402
+from check_torch_examples import device_kernels, fail, parse_torch_args, reports, total  # noqa: E402
 
 STEPS = 10
 # The library's file, as the sim names it, and what PyTorch's error says.
@@ -63,14 +63,8 @@ def run(a, d, mode, env=None):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("lib", choices=sorted(LIBS))
-    ap.add_argument("--grape", required=True)
-    ap.add_argument("--source", required=True)
-    ap.add_argument("--cublas", choices=["yes", "no"], default="yes")
-    ap.add_argument("--preload", default="")
-    a = ap.parse_args()
-    a.python, why = torch_python(a)
-    if a.python is None:
-        print("skipped: " + why)
+    a = parse_torch_args(ap)
+    if a is None:
         return 77
     with tempfile.TemporaryDirectory() as d:
         p, reps, n = run(a, d, "observe")
