@@ -35,9 +35,12 @@ void grape_gc_stats(grape_gc_t* c, grape_gc_stats_t* st) {
 static const char* key_why(const grape_gc_t* c, const gkey_t* k) {
   if (!c->graph_mode)
     return "graphs off (observe mode)";
-  if (k->hits == 0)
+  if (k->hits == 0) {
+    if (k->state == K_LIVE)   /* ready after its last run, or every later run left the path */
+      return "its graphs are ready, but none of its runs was replayed";
     return k->warmed && k->state == K_WARM ? "its graph was built but never replayed"
                                            : state_why[k->state];
+  }
   if (k->state == K_NOPAY)
     return "replayed as a graph until its replays cost more than eager launches";
   if (k->state == K_SLOWER)

@@ -625,12 +625,13 @@ static void print_verdicts(const summary_t* s, const summary_opts_t* o) {
   if (n == 0)
     return;
   fprintf(o->to, "%sgraph mode's verdicts:", o->prefix);
+  int said = 0;   /* verdicts printed so far: each after the first follows a ';' */
   for (int graph = 1; graph >= 0; graph--)
     for (size_t k = 0; k < n; k++)
       if (v[k].graph == graph)
-        fprintf(o->to, "%s %.0f path%s %s (%.0f runs%s%.0f replayed): %s", k || !graph ? ";" : "",
+        fprintf(o->to, "%s %.0f path%s %s (%.0f runs, %.0f replayed): %s", said++ ? ";" : "",
                 v[k].paths, v[k].paths == 1 ? "" : "s", graph ? "kept as graphs" : "eager",
-                v[k].count, graph ? ", " : ", ", v[k].hits, v[k].why);
+                v[k].count, v[k].hits, v[k].why);
   fputc('\n', o->to);
 }
 

@@ -70,6 +70,36 @@ def find_python(source):
     return py, None
 
 
+def torch_python(a):
+    """The torch Python these tests run, or (None, why they are skipped): a
+    sanitizer build, a build without the cuBLAS stand-ins, or no torch."""
+    if any(x and not x.endswith("libgrape.so") for x in a.preload.split(":")):
+        return None, ("a sanitizer build (a sanitizer runtime preloaded into PyTorch's Python "
+                      "is not supported; the normal build runs these)")
+    if a.cublas == "no":
+        return None, ("built without nvcc, so without the sim's cuBLAS stand-ins that "
+                      "PyTorch's GEMMs need")
+    return find_python(a.source)
+
+
+def parse_torch_args(ap):
+    """Adds the options every torch test takes to ap, parses the command line
+    and finds torch: the arguments (a.python set), or None once it has said
+    why the test is skipped."""
+    ap.add_argument("--grape", required=True)
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--cublas", choices=["yes", "no"], default="yes",
+                    help="whether the sim's cuBLAS stand-ins were built (they need nvcc)")
+    ap.add_argument("--preload", default="",
+                    help="the build's preload list (sanitizer runtimes first in a sanitizer build)")
+    a = ap.parse_args()
+    a.python, why = torch_python(a)
+    if a.python is None:
+        print("skipped: " + why)
+        return None
+    return a
+
+
 def reports(pattern):
     """The reports of every process a run left (torch spawns some that run no CUDA)."""
     return [json.load(open(f)) for f in sorted(glob.glob(pattern))]
@@ -189,24 +219,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("example", choices=sorted(ARGS))
     ap.add_argument("case", choices=["off", "graph", "forced"])
-    ap.add_argument("--grape", required=True)
-    ap.add_argument("--source", required=True)
-    ap.add_argument("--cublas", choices=["yes", "no"], default="yes",
-                    help="whether the sim's cuBLAS stand-ins were built (they need nvcc)")
-    ap.add_argument("--preload", default="",
-                    help="the build's preload list (sanitizer runtimes first in a sanitizer build)")
-    a = ap.parse_args()
-    if any(x and not x.endswith("libgrape.so") for x in a.preload.split(":")):
-        print("skipped: a sanitizer build (a sanitizer runtime preloaded into PyTorch's Python "
-              "is not supported; the normal build runs these)")
-        return 77
-    if a.cublas == "no":
-        print("skipped: built without nvcc, so without the sim's cuBLAS stand-ins that "
-              "PyTorch's GEMMs need")
-        return 77
-    a.python, why = find_python(a.source)
-    if a.python is None:
-        print("skipped: " + why)
+    a = parse_torch_args(ap)
+    if a is None:
         return 77
     with tempfile.TemporaryDirectory() as d:
         globals()["case_" + a.case](a, Run(a, d))

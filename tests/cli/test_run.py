@@ -269,6 +269,11 @@ def case_decisions(a):
         if "driver submissions (ops submitted one by one, graph launches and node updates)" \
                 not in p.stderr:
             fail("what driver submissions count must be said", p)
+        # Nothing kept as graphs: the eager verdicts open the line (no stray ';').
+        p = grape(a, ["--device", "sim", "--", a.moe, "--iters", "2"],
+                  env={"GRAPE_MIN_OPS": "1048576"})
+        if p.returncode != 0 or not re.search(r"graph mode's verdicts: \d+ paths? eager \(", p.stderr):
+            fail("with every path eager, the verdicts line must start with them", p)
 
 
 def case_predict_gpu(a):

@@ -358,6 +358,20 @@ Test(cache, warms_up_then_replays_one_graph_per_region) {
   cr_expect_eq(st.paths, 1);
 }
 
+Test(cache, a_key_whose_graphs_are_ready_but_never_replayed_does_not_say_it_replayed) {
+  pop_t step[4] = {{1, 4, 0}, {2, 4, 0}, {3, 4, 0}, {1, 4, 0}};
+  issue_all(step, 4);
+  issue_all(step, 4);   /* the warm-up's second sighting builds its graph: live, 0 hits */
+  grape_gc_stats_t st = stats();
+  cr_assert_eq(st.graph_hits, 0);
+  cr_assert_gt(st.graphs_built, 0);
+  grape_gc_path_t top;
+  cr_assert_eq(grape_gc_top(cache, &top, 1), 1);
+  cr_expect_eq(top.way, GRAPE_GC_WAY_EAGER);
+  cr_expect_null(strstr(top.why, "replayed as a graph"), "%s", top.why);
+  cr_expect_not_null(strstr(top.why, "ready"), "%s", top.why);
+}
+
 Test(cache, dimensions_are_rebound_not_keyed) {
   /* A batch that shrinks: one key, one graph, the grid re-bound per replay. */
   for (int it = 0; it < 8; it++) {
