@@ -307,7 +307,10 @@ static void assess(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
 
 static void slower_for_now(grape_gc_t* c, gkey_t* k);
 
-#define CYCLE_SAMPLES 8      /* a plain mean of the first, then a moving average */
+/* A plain mean of the first, then a moving average. A key's eager cycles
+ * vary by several us with the regions that follow it (dynrnn's), so the
+ * difference's standard error over 8 hid replays 21% slower (docs/graph-mode.md). */
+#define CYCLE_SAMPLES 32
 #define CYCLE_MIN_REPLAYS 3  /* replays timed before a verdict */
 #define CYCLE_MARGIN 0.02    /* replays this much slower are slower... */
 #define CYCLE_SIGMAS 2.0     /* ...when the difference is this many standard errors */
