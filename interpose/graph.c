@@ -203,18 +203,19 @@ static void clock_init(int graphs) {
   __atomic_store_n(&grape__sim_work, t->host_work, __ATOMIC_RELAXED);
 }
 
-/* The builder takes up a build queued at t (the sim's clocks; a GPU's need
- * nothing). */
 void grape__charge_work(int kind, uint32_t n) {
   void (*w)(int) = __atomic_load_n(&grape__sim_work, __ATOMIC_RELAXED);
   for (uint32_t i = 0; w != NULL && i < n; i++)
     w(kind);
 }
 
+/* The cache re-checked ops before a plan's replay (config checked). */
 static void plan_checked(uint32_t ops) {
   grape__charge_work(SIMCU_WORK_SHIM_CHECK, ops);
 }
 
+/* The builder takes up a build queued at t (the sim's clocks; a GPU's need
+ * nothing). */
 static void builder_handoff(uint64_t t) {
   if (sim_handoff != NULL)
     sim_handoff(t);
