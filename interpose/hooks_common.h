@@ -21,6 +21,7 @@
 #include "funcinfo.h"
 #include "graph.h"
 #include "launch.h"
+#include "real.h"
 #include "streams.h"
 #include "timeline.h"
 

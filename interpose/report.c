@@ -28,6 +28,7 @@
 #include "log.h"
 #include "capture.h"
 #include "nvtx.h"
+#include "real.h"
 #include "graph.h"
 #include "graphcache/cache.h"
 #include "util/grow.h"
