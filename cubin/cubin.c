@@ -50,10 +50,13 @@ typedef char* (*cxa_demangle_fn)(const char* mangled, char* buf, size_t* len, in
 static cxa_demangle_fn cxa_demangle;
 static pthread_once_t cxa_once = PTHREAD_ONCE_INIT;
 
+/* Asked by version (the C++ ABI's first, which every libstdc++.so.6 has):
+ * the exact function, and the library's lookup, never a dlsym an
+ * interposing library (the shim's own) may define. */
 static void cxa_load(void) {
   void* h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
   if (h != NULL)
-    cxa_demangle = (cxa_demangle_fn)dlsym(h, "__cxa_demangle");
+    cxa_demangle = (cxa_demangle_fn)dlvsym(h, "__cxa_demangle", "CXXABI_1.3");
 }
 
 char* grape_demangle(const char* name) {
