@@ -17,7 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "outfile.h"
+#include "options.h"
 #include "util/mkdirs.h"
 #include "util/write_all.h"
 
@@ -59,7 +59,7 @@ static int open_log_fd(void) {
     /* Lines are appended: processes sharing one name share the file. A name
      * that cannot be opened is said on stderr, which gets the lines instead. */
     char buf[4096], msg[4800];
-    int err = grape__outfile_name(path, buf, sizeof(buf)) ? ENAMETOOLONG : 0;
+    int err = grape__option_path(path, buf, sizeof(buf)) ? ENAMETOOLONG : 0;
     if (err == 0) {
       (void)grape__mkdirs_for(buf);   /* its folders, as for a report or a trace */
       int f = open(buf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -93,7 +93,7 @@ void grape__output(const char* msg) {
   (void)grape__write_all(open_log_fd(), msg, strlen(msg), NULL);
 }
 
-void grape__log_emit(int level, const char* fmt, ...) {
+static void log_vemit(int level, const char* fmt, va_list ap) {
   if (in_log)
     return;
   if (level <= GRAPE_LOG_WARN) {
@@ -116,16 +116,36 @@ void grape__log_emit(int level, const char* fmt, ...) {
   pid_t tid = (pid_t)syscall(SYS_gettid);
   if (tid != getpid())
     n += (size_t)snprintf(buf + n, sizeof(buf) - n, "thread 0x%lx: ", (unsigned long)tid);
-  va_list ap;
-  va_start(ap, fmt);
   int k = vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
-  va_end(ap);
   if (k > 0)
     n += (size_t)k < sizeof(buf) - n - 1 ? (size_t)k : sizeof(buf) - n - 2;
   buf[n++] = '\n';
   buf[n] = '\0';
   grape__output(buf);
   in_log = 0;
+}
+
+void grape__log_emit(int level, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  log_vemit(level, fmt, ap);
+  va_end(ap);
+}
+
+/* What options.c tells: a bad value, the values at start; at this log's level. */
+__attribute__((format(printf, 2, 3))) static void hear_option(int level, const char* fmt, ...) {
+  if (grape__log_level() < level)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  log_vemit(level, fmt, ap);
+  va_end(ap);
+}
+
+/* The log listens to the options from load on (before any option is read,
+ * unless another library's constructor reads one first: that is said now). */
+__attribute__((constructor)) static void listen_to_options(void) {
+  grape__options_listen(hear_option);
 }
 
 void grape__log_open(void) {

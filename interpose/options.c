@@ -11,7 +11,11 @@
  * the number asked for as far as it can be had. Nothing here allocates except a STR value,
  * which is duplicated once and kept until exit. Values are plain words read
  * with relaxed atomics: two threads initialising the same option at once parse
- * the same environment and store the same value, so the race is benign. */
+ * the same environment and store the same value, so the race is benign.
+ * Options sit below the log, which reads its own settings here: a warning or
+ * the list of values goes to whoever listens (grape__options_listen; the log
+ * from load on), and a bad value read before anyone listens is said when
+ * one comes. */
 #include "options.h"
 
 #include <ctype.h>
@@ -22,8 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
-#include "log.h"
+#include "util/pattern.h"
 
 typedef enum { UNINIT = 0, DEFAULTED, SET } option_state_t;
 
@@ -37,6 +42,9 @@ typedef struct option_desc_s {
   const char* dflt_str;       /* default as text (ENUM or BOOL word / STR value) */
   const char* doc;
   long lo, hi;                /* range of a LONG (GRAPE_OPTION_RANGE); lo > hi: none */
+  int bad_err;                /* the bad value's error (0: none), and the value */
+  char bad[65];
+  int unsaid;                 /* its warning waits for a listener */
 } option_desc_t;
 
 /* A row's default as a number (LONG) or as text (ENUM word, STR value). */
@@ -51,7 +59,7 @@ typedef struct option_desc_s {
 
 static option_desc_t options[grape_option_count] = {
 #define GRAPE_OPTION(name, kind, dflt, doc) \
-  {0, NULL, UNINIT, #name, GRAPE_OPT_##kind, DFLT_LONG_##kind(dflt), DFLT_STR_##kind(dflt), doc, 1, 0},
+  {0, NULL, UNINIT, #name, GRAPE_OPT_##kind, DFLT_LONG_##kind(dflt), DFLT_STR_##kind(dflt), doc, 1, 0, 0, "", 0},
 #include "options.def"
 #undef GRAPE_OPTION
 };
@@ -211,6 +219,36 @@ static void set_default(option_desc_t* d) {
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Threads: stored once by the listener (the log, at load), loaded by any thread that warns. */
+static grape_option_say_fn* listener;
+
+/* Says option d's bad value to the listener, or leaves it for the next one. */
+static void warn_bad(option_desc_t* d) {
+  grape_option_say_fn* say = __atomic_load_n(&listener, __ATOMIC_ACQUIRE);
+  if (say == NULL) {
+    d->unsaid = 1;
+    return;
+  }
+  d->unsaid = 0;
+  char env[64];
+  env_name(d, env, sizeof(env));
+  int len;
+  const char* acc = accepted(d, &len);
+  if (d->bad_err == -ERANGE)
+    say(GRAPE_LOG_WARN, "environment option %s=%s is out of range (accepted: %.*s); using %ld", env,
+        d->bad, len, acc, d->value);
+  else
+    say(GRAPE_LOG_WARN, "environment option %s has an invalid value '%s' (accepted: %.*s); using the "
+        "default '%s'", env, d->bad, len, acc, grape__option_default((grape_option_t)(d - options)));
+}
+
+void grape__options_listen(grape_option_say_fn* say) {
+  __atomic_store_n(&listener, say, __ATOMIC_RELEASE);
+  for (int i = 0; i < grape_option_count; i++)
+    if (__atomic_load_n(&options[i].state, __ATOMIC_ACQUIRE) != UNINIT && options[i].unsaid)
+      warn_bad(&options[i]);
+}
+
 /* Reads GRAPE_<NAME> for option d: the one place that reads the environment.
  * Serialised by init_lock (first use only); the warning for a bad value is
  * printed after the lock is released, since the logger reads options too. */
@@ -236,20 +274,12 @@ static void option_init(option_desc_t* d) {
     if (err)
       snprintf(bad, sizeof(bad), "%s", s);
   }
-  long used = d->value;
+  d->bad_err = err;
+  memcpy(d->bad, bad, sizeof(d->bad));
   __atomic_store_n(&d->state, state, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&init_lock);
-  if (err) {
-    int len;
-    const char* acc = accepted(d, &len);
-    if (err == -ERANGE)
-      grape_log_warn("environment option %s=%s is out of range (accepted: %.*s); using %ld", env, bad,
-                     len, acc, used);
-    else
-      grape_log_warn("environment option %s has an invalid value '%s' (accepted: %.*s); using the "
-                     "default '%s'", env, bad, len, acc,
-                     grape__option_default((grape_option_t)(d - options)));
-  }
+  if (err)
+    warn_bad(d);
 }
 
 static inline option_desc_t* desc(grape_option_t o) {
@@ -350,15 +380,18 @@ void grape__options_load(void) {
 }
 
 void grape__options_print(void) {
+  grape_option_say_fn* say = __atomic_load_n(&listener, __ATOMIC_ACQUIRE);
+  if (say == NULL)
+    return;
   for (int i = 0; i < grape_option_count; i++) {
     option_desc_t* d = desc((grape_option_t)i);
     const char* how = d->state == SET ? "set" : "default";
     char env[64];
     env_name(d, env, sizeof(env));
     if (d->kind == GRAPE_OPT_STR)
-      grape_log_info("option %s=%s (%s)", env, d->str ? d->str : "(unset)", how);
+      say(GRAPE_LOG_INFO, "option %s=%s (%s)", env, d->str ? d->str : "(unset)", how);
     else if (d->kind == GRAPE_OPT_BOOL)
-      grape_log_info("option %s=%s (%s)", env, d->value ? "yes" : "no", how);
+      say(GRAPE_LOG_INFO, "option %s=%s (%s)", env, d->value ? "yes" : "no", how);
     else if (d->kind == GRAPE_OPT_ENUM) {
       /* Print the word at index value. */
       const char* p = d->doc;
@@ -369,9 +402,9 @@ void grape__options_print(void) {
       int len = 0;
       while (p[len] && p[len] != ' ' && p[len] != '|' && p[len] != ';')
         len++;
-      grape_log_info("option %s=%.*s (%s)", env, len, p, how);
+      say(GRAPE_LOG_INFO, "option %s=%.*s (%s)", env, len, p, how);
     } else
-      grape_log_info("option %s=%ld (%s)", env, d->value, how);
+      say(GRAPE_LOG_INFO, "option %s=%ld (%s)", env, d->value, how);
   }
 }
 
@@ -399,4 +432,16 @@ const char* grape__env(const char* name) {
 const char* grape__run_dir(void) {
   const char* d = getenv("GRAPE_RUN_DIR");
   return d != NULL && *d ? d : NULL;
+}
+
+int grape__option_path(const char* pattern, char* out, size_t cap) {
+  long rank = grape__process_rank();
+  if (rank < 0)
+    rank = 0;   /* a name's rank is a number: 0 without a launcher */
+  char host[256];
+  if (gethostname(host, sizeof(host)) != 0)
+    snprintf(host, sizeof(host), "localhost");
+  host[sizeof(host) - 1] = '\0';
+  grape_pattern_vars_t v = {(long)getpid(), &rank, host, grape__env};
+  return grape__pattern_expand_vars(pattern, &v, out, cap);
 }

@@ -67,9 +67,16 @@ const char* grape__option_accepted(grape_option_t o, int* len);
  * once when the program starts, whether or not the run comes to use it. */
 void grape__options_load(void);
 
-/* Writes "GRAPE_MODE=observe (default)"-style lines for every option through the
- * log sink (used at GRAPE_LOG=info). */
+/* Writes "GRAPE_MODE=observe (default)"-style lines for every option to the
+ * listener, at GRAPE_LOG_INFO (used at GRAPE_LOG=info). */
 void grape__options_print(void);
+
+/* Who is told of a bad value, and of the values at start (level, printf
+ * format and arguments): the log (log.c) listens from load on. Options sit
+ * below the log, which reads its own settings here; a bad value read before
+ * anyone listens is said when a listener comes. */
+typedef void grape_option_say_fn(int level, const char* fmt, ...);
+void grape__options_listen(grape_option_say_fn* say);
 
 /* The process's rank as a launcher gives it: the first of RANK (torchrun),
  * OMPI_COMM_WORLD_RANK (Open MPI), PMI_RANK (MPICH, Intel MPI),
@@ -80,6 +87,11 @@ long grape__process_rank(void);
 /* The environment variable name, for "%q{NAME}" in output names (NULL when
  * unset). The one getenv of the shim outside the option table. */
 const char* grape__env(const char* name);
+
+/* An output file's name from its pattern (util/pattern.h: %p the pid, %r
+ * the rank or 0, %h the host, %q{NAME} a variable of the environment) into
+ * out. @return 0, or -ENAMETOOLONG. */
+int grape__option_path(const char* pattern, char* out, size_t cap);
 
 /* GRAPE_RUN_DIR: the folder `grape run` gave the command for its own copy of
  * every process's report (NULL when not under grape run). */

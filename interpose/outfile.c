@@ -27,18 +27,6 @@
 #include "util/mkdirs.h"
 #include "util/pattern.h"
 
-int grape__outfile_name(const char* pattern, char* out, size_t cap) {
-  long rank = grape__process_rank();
-  if (rank < 0)
-    rank = 0;   /* a name's rank is a number: 0 without a launcher */
-  char host[256];
-  if (gethostname(host, sizeof(host)) != 0)
-    snprintf(host, sizeof(host), "localhost");
-  host[sizeof(host) - 1] = '\0';
-  grape_pattern_vars_t v = {(long)getpid(), &rank, host, grape__env};
-  return grape__pattern_expand_vars(pattern, &v, out, cap);
-}
-
 /* The folder of path into dir ("." for a bare name). */
 static void folder_of(const char* path, char* dir, size_t cap) {
   const char* slash = strrchr(path, '/');
@@ -80,7 +68,7 @@ void grape__outfile_check(grape_option_t o) {
     return;
   char env[64], path[4096], why[4200];
   grape__option_env(o, env, sizeof(env));
-  if (grape__outfile_name(pattern, path, sizeof(path)) != 0) {
+  if (grape__option_path(pattern, path, sizeof(path)) != 0) {
     grape_log_warn("%s=%s: the name is too long; nothing will be written", env, pattern);
     return;
   }

@@ -1,15 +1,11 @@
-/* Output files of the shim: names (%p, %r, %h, %q{VAR}), the check at start,
- * and placing a finished file without replacing another (outfile.c). */
+/* Output files of the shim (their names: grape__option_path): the check at
+ * start, and placing a finished file without replacing another (outfile.c). */
 #ifndef GRAPE_INTERPOSE_OUTFILE_H
 #define GRAPE_INTERPOSE_OUTFILE_H
 
 #include <stddef.h>
 
 #include "options.h"
-
-/* Expands pattern for this process (util/pattern.h: pid, rank or 0, host,
- * environment) into out. @return 0, or -ENAMETOOLONG. */
-int grape__outfile_name(const char* pattern, char* out, size_t cap);
 
 /* 0 when a file named path can be created (its folder exists and is
  * writable, and path is not a folder); else a negative errno, with the reason

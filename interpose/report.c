@@ -872,7 +872,7 @@ int grape__report_write(void) {
     grape__output(json);
   } else if (to_user) {
     char path[4096];
-    if (grape__outfile_name(target, path, sizeof(path)) != 0) {
+    if (grape__option_path(target, path, sizeof(path)) != 0) {
       rc = -ENAMETOOLONG;
       grape_log_warn("GRAPE_REPORT=%s: the name is too long; no exit report", target);
     } else {

@@ -553,7 +553,7 @@ int grape__trace_write(void) {
   if (rank < 0)
     rank = 0;   /* a trace's rank is a number: 0 without a launcher */
   char path[4200], stage[4300], err[4400];
-  if (grape__outfile_name(pattern, path, sizeof(path)) != 0) {
+  if (grape__option_path(pattern, path, sizeof(path)) != 0) {
     grape_log_warn("GRAPE_TRACE=%s: the name is too long; no trace", pattern);
     return -ENAMETOOLONG;
   }

@@ -188,7 +188,7 @@ static int output_env(grape_option_t o, const char* flag, const char* value) {
    * folder with escapes (run/rank%r/) differs per process, and each
    * process's shim makes its own and warns if it cannot. */
   if (flag != NULL && !folder_escaped && strcmp(abs, "stderr") != 0 &&
-      grape__outfile_name(abs, path, sizeof(path)) == 0 &&
+      grape__option_path(abs, path, sizeof(path)) == 0 &&
       (grape__mkdirs_for(path), grape__outfile_writable(path, why, sizeof(why)) != 0)) {
     fprintf(stderr, "grape run: error: %s %s: cannot write %s (%s)\n", flag ? flag : env, value, path,
             why);

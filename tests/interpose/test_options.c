@@ -1,6 +1,8 @@
 /* Options: parsing, defaults, one warning per bad value (interpose/options.c). */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,6 +103,31 @@ Test(options, bad_log_level_is_said) {
   cr_expect_eq(grape__log_level(), GRAPE_LOG_WARN);
   cr_expect_not_null(strstr(captured, "GRAPE_LOG has an invalid value 'loud' (accepted: error | warn | "
                                       "info | debug)"), "%s", captured);
+}
+
+/* Options sit below the log: a bad value read before anyone listens is said
+ * to the first listener, once. */
+static char heard[1024];
+static void hear(int level, const char* fmt, ...) {
+  size_t n = strlen(heard);
+  n += (size_t)snprintf(heard + n, sizeof(heard) - n, "%d:", level);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(heard + n, sizeof(heard) - n, fmt, ap);
+  va_end(ap);
+}
+
+Test(options, bad_value_waits_for_a_listener) {
+  grape__options_listen(NULL);
+  setenv("GRAPE_CHUNK", "12x", 1);
+  cr_expect_eq(grape__option_get(grape_option_chunk), 1024);
+  cr_expect_str_empty(captured);
+  grape__options_listen(hear);
+  cr_expect_not_null(strstr(heard, "1:environment option GRAPE_CHUNK has an invalid value '12x'"), "%s",
+                     heard);
+  heard[0] = '\0';
+  grape__options_listen(hear);
+  cr_expect_str_empty(heard, "said twice");
 }
 
 Test(options, booleans_take_the_usual_words) {
