@@ -23,6 +23,7 @@
  * simulated time waits until then (grape__sim_host_not_before).
  */
 #include "internal.h"
+#include "cost.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -31,8 +32,8 @@
 #include <string.h>
 
 uint64_t grape__sim_costs[COST__COUNT];
-uint64_t grape__sim_entry_cost[SYM__COUNT];
-_Atomic int grape__sim_costs_ready;
+static uint64_t entry_cost[SYM__COUNT];   /* each entry point's cost, from its class or its own row */
+static _Atomic int costs_ready;
 
 static const char* const row_names[COST__COUNT] = {
 #define SIM_COST_NAME(id, name, dflt) name,
@@ -262,16 +263,16 @@ static void load(void) {
     sym_class[i] = (unsigned char)class_of(n);
     sym_own[i] = own[i] != UINT64_MAX;
     if (sym_own[i])
-      grape__sim_entry_cost[i] = own[i];
+      entry_cost[i] = own[i];
     else
-      grape__sim_entry_cost[i] = is_event_record(n) ? 0 : rows[sym_class[i]];
+      entry_cost[i] = is_event_record(n) ? 0 : rows[sym_class[i]];
   }
   const char* h = getenv("SIMCU_HOST_NS");
   if (h != NULL && h[0] != '\0' && parse_ns(h, &host_op_ns) != 0) {
     grape__sim_logf("SIMCU_HOST_NS=%s is not a whole number of ns: 0 applies", h);
     host_op_ns = 0;
   }
-  atomic_store_explicit(&grape__sim_costs_ready, 1, memory_order_release);
+  atomic_store_explicit(&costs_ready, 1, memory_order_release);
 }
 
 void grape__sim_costs_load(void) {
@@ -339,6 +340,13 @@ void grape__sim_host_enter(uint64_t ns) {
   if (atomic_load_explicit(&lock_used, memory_order_acquire))
     wait_for_lock();
   grape__sim_host_charge(ns);
+}
+
+void grape__sim_enter(int sym) {
+  atomic_fetch_add_explicit(&grape__sim.calls[sym], 1, memory_order_relaxed);
+  if (!atomic_load_explicit(&costs_ready, memory_order_acquire))
+    grape__sim_costs_load();
+  grape__sim_host_enter(entry_cost[sym]);
 }
 
 uint64_t grape__sim_host_call_start(void) {

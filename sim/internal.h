@@ -39,7 +39,6 @@
 #include <stdio.h>
 #include <stddef.h>
 
-#include "cost.h"
 #include "grape/cubin.h"
 #include "simcu.h"
 #include "util/grow.h"
@@ -73,7 +72,9 @@ extern const char* const grape__sim_sym_names[SYM__COUNT];
     if (try_r_ != CUDA_SUCCESS)          \
       return try_r_;                     \
   } while (0)
-/* Counts a call of an entry point and charges its cost on the caller's host clock. */
+/* Counts a call of an entry point and charges its cost on the caller's host
+ * clock (cost.c). */
+void grape__sim_enter(int sym);
 #define SIM_COUNT(sym) grape__sim_enter(SYM_##sym)
 
 /* An entry point and its twin for the per-thread default stream (suffix
@@ -363,10 +364,7 @@ typedef struct sim_state_s {
 
 extern sim_state_t grape__sim;
 
-/* cost.c */
-extern uint64_t grape__sim_costs[COST__COUNT];
-extern uint64_t grape__sim_entry_cost[SYM__COUNT];
-extern _Atomic int grape__sim_costs_ready;
+/* cost.c (the table itself, grape__sim_costs, is declared beside its rows in cost.h) */
 void grape__sim_costs_load(void);
 void grape__sim_host_charge(uint64_t ns);
 void grape__sim_host_enter(uint64_t ns);         /* an entry point's own cost */
@@ -402,13 +400,6 @@ void grape__sim_stats_stamp(sim_work_t* w);
 int grape__sim_stats_counts(const sim_work_t* w);
 void grape__sim_kstat_atfork_child(void);
 int grape__sim_private_table(const CUuuid* id, const void** table);
-
-static inline void grape__sim_enter(int sym) {
-  atomic_fetch_add_explicit(&grape__sim.calls[sym], 1, memory_order_relaxed);
-  if (!atomic_load_explicit(&grape__sim_costs_ready, memory_order_acquire))
-    grape__sim_costs_load();
-  grape__sim_host_enter(grape__sim_entry_cost[sym]);
-}
 
 /* core.c */
 CUresult grape__sim_check_init(void);

@@ -26,6 +26,7 @@
  * when a later load hands out the same value (grape__sim_work_func_live).
  */
 #include "internal.h"
+#include "cost.h"
 
 #include <dlfcn.h>
 #include <errno.h>

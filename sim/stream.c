@@ -32,6 +32,7 @@
  * that use the context return it (core.c, grape__sim_sticky).
  */
 #include "internal.h"
+#include "cost.h"
 
 #include <errno.h>
 #include <stdlib.h>
