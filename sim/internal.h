@@ -381,7 +381,12 @@ void grape__sim_charge_event_record(int sym, int timing);
 uint64_t grape__sim_host_total(void);
 /* The latest clock of a helper thread (host_handoff), 0 without one. */
 uint64_t grape__sim_helper_end_ns(void);
-uint64_t grape__sim_end_ns(void);
+uint64_t grape__sim_host_end_ns(void);   /* the latest host clock, helpers' included */
+/* Charges host work of a kind that simcu_private.h's host_work reports
+ * (SIMCU_WORK_*); returns the ns charged. */
+uint64_t grape__sim_host_work(int kind);
+/* simcu_private.h's host_handoff: the calling thread is a helper that resumes at t. */
+void grape__sim_host_handoff(uint64_t t);
 
 /* Per kernel name: one executed kernel of ns simulated device time (kstats.c),
  * and the table as a JSON array for SIMCU_REPORT. */
@@ -391,15 +396,12 @@ void grape__sim_kstat_write(FILE* f);
  * direction (kstats.c). */
 void grape__sim_mstat_add(int is_memset, int dir, uint64_t bytes, uint64_t ns);
 void grape__sim_mstat_write(FILE* f);
-/* simcu_private.h's stats_json: the kernels, memory operations and clocks. */
-char* grape__sim_stats_json(void);
 /* Capture ranges of the statistics (simcu_private_t.stats_gate): stamp marks
  * work at submission; counts says whether it goes into the statistics. */
 void grape__sim_stats_gate(int on);
 void grape__sim_stats_stamp(sim_work_t* w);
 int grape__sim_stats_counts(const sim_work_t* w);
 void grape__sim_kstat_atfork_child(void);
-int grape__sim_private_table(const CUuuid* id, const void** table);
 
 /* core.c */
 CUresult grape__sim_check_init(void);
@@ -443,7 +445,8 @@ uint64_t grape__sim_work_ns(const sim_work_t* w, int as_node);
 void grape__sim_kernel_view(const sim_work_t* w, void** argv, simcu_block_t* b, int* fault);
 int grape__sim_dep_on_event_locked(struct CUevent_st* e, sim_dep_t* d);
 void grape__sim_deps_drop_locked(sim_dep_t* d, int n);
-uint64_t grape__sim_device_end_ns(void);
+/* The end-to-end simulated time: the latest host clock or finished device work. */
+uint64_t grape__sim_end_ns(void);
 void grape__sim_work_release(sim_work_t* w);
 int grape__sim_work_copy(sim_work_t* dst, const sim_work_t* src);
 void grape__sim_event_unref_locked(struct CUevent_st* e);

@@ -776,7 +776,7 @@ CUresult grape__sim_wait_all(void) {
 }
 
 /* The latest finish time of any device work so far. */
-uint64_t grape__sim_device_end_ns(void) {
+static uint64_t device_end_ns(void) {
   pthread_mutex_lock(&grape__sim.lock);
   uint64_t end = grape__sim.retired_all_ns;
   for (struct CUstream_st* t = grape__sim.all_streams; t != NULL; t = t->all_next)
@@ -784,6 +784,12 @@ uint64_t grape__sim_device_end_ns(void) {
       end = t->clock_ns;
   pthread_mutex_unlock(&grape__sim.lock);
   return end;
+}
+
+/* The end-to-end simulated time: the latest host clock or finished device work. */
+uint64_t grape__sim_end_ns(void) {
+  uint64_t h = grape__sim_host_end_ns(), d = device_end_ns();
+  return h > d ? h : d;
 }
 
 /* In a forked child (grape__sim.lock held by the forking thread): no worker
