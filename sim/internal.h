@@ -403,16 +403,10 @@ void grape__sim_stats_stamp(sim_work_t* w);
 int grape__sim_stats_counts(const sim_work_t* w);
 void grape__sim_kstat_atfork_child(void);
 
-/* core.c */
+/* state.c */
 CUresult grape__sim_check_init(void);
 CUresult grape__sim_need_ctx(void);   /* init done, a current context, no sticky fault */
 CUresult grape__sim_sticky(void);     /* the sticky fault, or CUDA_SUCCESS */
-const char* grape__sim_err_name(CUresult e);   /* NULL if unknown */
-int grape__sim_reg_add(const void* p, int kind);
-void grape__sim_reg_del(const void* p);
-int grape__sim_reg_has(const void* p, int kind);   /* caller may hold the lock or not */
-/* A zeroed handle object of size bytes, registered as kind; NULL when either fails. */
-void* grape__sim_reg_new(size_t size, int kind);
 void grape__sim_logf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The calling thread's current context when it is the live primary context,
  * else NULL (none set, released, or destroyed by a reset). */
@@ -421,6 +415,20 @@ struct CUctx_st* grape__sim_current_ctx(void);
  * CUDA_ERROR_CONTEXT_IS_DESTROYED (the thread's current context was reset). */
 CUresult grape__sim_ctx_error(void);
 struct CUctx_st* grape__sim_primary(void);   /* the device's primary context now */
+/* The context the calling thread last made current (NULL: none, or popped),
+ * whatever has become of it since; and making c current (core.c's cuCtx*). */
+struct CUctx_st* grape__sim_ctx_get(void);
+void grape__sim_ctx_set(struct CUctx_st* c);
+
+/* errors.c */
+const char* grape__sim_err_name(CUresult e);   /* NULL if unknown */
+
+/* registry.c */
+int grape__sim_reg_add(const void* p, int kind);
+void grape__sim_reg_del(const void* p);
+int grape__sim_reg_has(const void* p, int kind);   /* caller may hold the lock or not */
+/* A zeroed handle object of size bytes, registered as kind; NULL when either fails. */
+void* grape__sim_reg_new(size_t size, int kind);
 
 /* mem.c */
 int grape__sim_dev_range(CUdeviceptr p, size_t n);   /* 1 if [p, p+n) lies in one device allocation */
@@ -499,6 +507,7 @@ CUresult grape__sim_memset_work(CUdeviceptr d, unsigned v, unsigned esize, size_
 
 /* Fork handlers of each file's locks (phase: SIM_FORK_PREPARE, _PARENT, _CHILD). */
 enum { SIM_FORK_PREPARE, SIM_FORK_PARENT, SIM_FORK_CHILD };
+void grape__sim_reg_atfork(int phase);
 void grape__sim_module_atfork(int phase);
 void grape__sim_mem_atfork(int phase);
 void grape__sim_memop_atfork(int phase);
