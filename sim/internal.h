@@ -150,6 +150,11 @@ typedef struct sim_dep_s {
   uint64_t at;
 } sim_dep_t;
 
+/* Lock held: the finish time of a dependency (known by the time it is read). */
+static inline uint64_t grape__sim_dep_time(const sim_dep_t* d) {
+  return d->done != NULL ? d->done->t : d->at;
+}
+
 /* A copy's direction, for the memory-operation table (0: not known). */
 enum { SIM_DIR_UNKNOWN = 0, SIM_DIR_HTOD, SIM_DIR_DTOH, SIM_DIR_DTOD, SIM_DIR_HTOH };
 
@@ -445,19 +450,10 @@ CUresult grape__sim_wait_stream(struct CUstream_st* s);
 CUresult grape__sim_wait_all(void);
 void grape__sim_wait_all_timed(int ms);
 int grape__sim_run_work(sim_work_t* w, uint64_t* clock);   /* returns a device fault or 0 */
-/* The modelled device time of w (cost.h device rows); a kernel as a node of
- * a launched graph when as_node, else as it was submitted. */
-uint64_t grape__sim_work_ns(const sim_work_t* w, int as_node);
-/* Kernel work w as a body (or cost hook) sees it: argv[] (f->nparams entries)
- * points into its parameter copy; b holds the launch shape, fault its flag. */
-void grape__sim_kernel_view(const sim_work_t* w, void** argv, simcu_block_t* b, int* fault);
 int grape__sim_dep_on_event_locked(struct CUevent_st* e, sim_dep_t* d);
 void grape__sim_deps_drop_locked(sim_dep_t* d, int n);
 /* The end-to-end simulated time: the latest host clock or finished device work. */
 uint64_t grape__sim_end_ns(void);
-void grape__sim_work_release(sim_work_t* w);
-int grape__sim_work_copy(sim_work_t* dst, const sim_work_t* src);
-void grape__sim_event_unref_locked(struct CUevent_st* e);
 /* A graph's edges for grape__sim_submit_batch: batch op i waits (in the
  * device model's time) for the ops preds[off[i] .. off[i+1]), and rank[i] is
  * its position in the graph's own topological order (ties of readiness go
@@ -471,8 +467,18 @@ typedef struct sim_batch_dag_s {
  * dependencies' cells are consumed. dag may be NULL (a chain). */
 CUresult grape__sim_submit_batch(struct CUstream_st* s, sim_work_t* works, sim_dep_t** deps,
                                  int* ndeps, int n, const sim_batch_dag_t* dag);
-/* Lock held: the finish time of a dependency (known by the time it is read). */
-uint64_t grape__sim_dep_time(const sim_dep_t* d);
+
+/* work.c */
+/* The modelled device time of w (cost.h device rows); a kernel as a node of
+ * a launched graph when as_node, else as it was submitted. */
+uint64_t grape__sim_work_ns(const sim_work_t* w, int as_node);
+/* Kernel work w as a body (or cost hook) sees it: argv[] (f->nparams entries)
+ * points into its parameter copy; b holds the launch shape, fault its flag. */
+void grape__sim_kernel_view(const sim_work_t* w, void** argv, simcu_block_t* b, int* fault);
+/* Frees what the work owns; the event reference needs the lock held. */
+void grape__sim_work_release(sim_work_t* w);
+int grape__sim_work_copy(sim_work_t* dst, const sim_work_t* src);
+void grape__sim_event_unref_locked(struct CUevent_st* e);
 
 /* module.c */
 CUresult grape__sim_make_kernel_work(struct CUfunc_st* f, const unsigned grid[3],
