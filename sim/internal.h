@@ -205,6 +205,7 @@ typedef struct sim_work_s {
     } host;
     struct {
       CUdeviceptr p;
+      CUresult (*free)(CUdeviceptr p);   /* mem.c's, run in stream order */
     } fr;
   } u;
 } sim_work_t;
@@ -500,7 +501,6 @@ uint64_t grape__sim_timed_block_ns(const sim_work_t* w);
 uint64_t grape__sim_timed_ns(const sim_work_t* w);
 
 /* copy.c */
-void grape__sim_copy_rows(const sim_work_t* w);   /* runs a 2-D/3-D OP_MEMCPY */
 CUresult grape__sim_copy3d_work(const CUDA_MEMCPY3D* p, sim_work_t* w);   /* graph memcpy nodes */
 
 /* memset.c */

@@ -588,6 +588,7 @@ static CUresult free_async(CUdeviceptr p, CUstream h, int ptds) {
     return CUDA_ERROR_INVALID_VALUE;
   sim_work_t w = {.kind = OP_FREE};
   w.u.fr.p = p;
+  w.u.fr.free = grape__sim_free_now;
   return grape__sim_submit(s, &w, NULL, 0);
 }
 

@@ -267,6 +267,18 @@ static int run_kernel(sim_work_t* w) {
   return code;
 }
 
+/* Runs a 2-D/3-D copy (copy.c's boxes): rows x depth rows of n bytes. */
+static void copy_rows(const sim_work_t* w) {
+  size_t rows = w->u.cp.rows ? w->u.cp.rows : 1;
+  size_t depth = w->u.cp.depth ? w->u.cp.depth : 1;
+  for (size_t z = 0; z < depth; z++) {
+    char* d = (char*)w->u.cp.dst + z * w->u.cp.dslice;
+    const char* s = (const char*)w->u.cp.src + z * w->u.cp.sslice;
+    for (size_t y = 0; y < rows; y++)
+      memmove(d + y * w->u.cp.dpitch, s + y * w->u.cp.spitch, w->u.cp.n);
+  }
+}
+
 /* Runs the work and adds its modelled duration (grape__sim_work_ns) to *clock.
  * Returns a device fault raised by a kernel body, or 0. */
 int grape__sim_run_work(sim_work_t* w, uint64_t* clock) {
@@ -285,7 +297,7 @@ int grape__sim_run_work(sim_work_t* w, uint64_t* clock) {
     if ((w->u.cp.rows ? w->u.cp.rows : 1) == 1 && (w->u.cp.depth ? w->u.cp.depth : 1) == 1)
       memmove(w->u.cp.dst, w->u.cp.src, w->u.cp.n);
     else
-      grape__sim_copy_rows(w);
+      copy_rows(w);
     if (grape__sim_stats_counts(w))
       grape__sim_mstat_add(0, w->u.cp.dir,
                            w->u.cp.n * (w->u.cp.rows ? w->u.cp.rows : 1) *
@@ -314,7 +326,7 @@ int grape__sim_run_work(sim_work_t* w, uint64_t* clock) {
     w->u.host.fn(w->u.host.data);
     break;
   case OP_FREE:
-    (void)grape__sim_free_now(w->u.fr.p);
+    (void)w->u.fr.free(w->u.fr.p);
     break;
   default:
     break;
