@@ -468,6 +468,15 @@ typedef struct sim_batch_dag_s {
  * dependencies' cells are consumed. dag may be NULL (a chain). */
 CUresult grape__sim_submit_batch(struct CUstream_st* s, sim_work_t* works, sim_dep_t** deps,
                                  int* ndeps, int n, const sim_batch_dag_t* dag);
+/* What streams hand to stream capture, which registers it at load (capture.c):
+ * work submitted to a capturing stream, an event waited for while a capture
+ * is involved, an external event record captured as a node; each lock held. */
+typedef struct sim_capture_ops_s {
+  CUresult (*submit_locked)(struct CUstream_st* s, sim_work_t* w);
+  CUresult (*wait_event_locked)(struct CUstream_st* s, struct CUevent_st* e);
+  CUresult (*record_node_locked)(struct CUstream_st* s, struct CUevent_st* e);
+} sim_capture_ops_t;
+void grape__sim_capture_ops_set(const sim_capture_ops_t* ops);
 
 /* work.c */
 /* The modelled device time of w (cost.h device rows); a kernel as a node of
@@ -563,19 +572,14 @@ sim_node_t* grape__sim_node_add_locked(struct CUgraph_st* g, int type, sim_node_
                                        size_t ndeps, sim_work_t* w, struct CUevent_st* ev);
 void grape__sim_graph_free_locked(struct CUgraph_st* g);   /* lock held (event references) */
 
-/* capture.c */
+/* capture_rules.c: what may happen while a capture is in progress */
 int grape__sim_capturing(struct CUstream_st* s);
-/* A synchronising operation on s (see capture.c); legacy_ok: the legacy
+/* A synchronising operation on s (see capture_rules.c); legacy_ok: the legacy
  * stream may sync while blocking streams capture. Invalidates what it refuses. */
 CUresult grape__sim_capture_check(struct CUstream_st* s, int legacy_ok);
 CUresult grape__sim_unsafe_call(void);   /* a potentially unsafe call during capture */
-/* Lock held, s capturing. Takes ownership of *w (when w is not NULL) on success. */
-CUresult grape__sim_capture_add(struct CUstream_st* s, sim_work_t* w, int type,
-                                struct CUevent_st* ev);
-/* Lock held, s capturing: stream work becomes a node after the stream's
- * frontier; an event record moves the event to the frontier instead. */
-CUresult grape__sim_capture_submit_locked(struct CUstream_st* s, sim_work_t* w);
-CUresult grape__sim_capture_wait_event(struct CUstream_st* s, struct CUevent_st* e);   /* lock held */
 void grape__sim_capture_invalidate(struct CUstream_st* s);   /* lock held */
+/* A capture in mode begins (delta = 1) or ends (-1) on the calling thread. */
+void grape__sim_capture_thread_account(CUstreamCaptureMode mode, int delta);
 
 #endif

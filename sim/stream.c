@@ -3,7 +3,8 @@
  * stream).
  *
  * DESIGN: grape__sim_submit() is the one door for stream work. Under the
- * global lock it either hands the work to the stream's capture (capture.c),
+ * global lock it either hands the work to the stream's capture (capture.c,
+ * through the hooks it registers: streams sit below capture and graphs),
  * which makes it a graph node, or gives it the next sequence number of the stream, adds the implicit
  * dependencies of the legacy stream (an op on the legacy stream waits for all
  * prior work of blocking streams; an op on a blocking stream waits for prior
@@ -38,6 +39,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+static const sim_capture_ops_t* capture_ops;   /* capture.c's, set at load */
+
+void grape__sim_capture_ops_set(const sim_capture_ops_t* ops) {
+  capture_ops = ops;
+}
 
 static _Thread_local struct CUstream_st* tls_ptds;
 static pthread_key_t ptds_key;
@@ -457,7 +464,7 @@ static CUresult submit_locked(struct CUstream_st* s, sim_work_t* w, const sim_de
   *out = NULL;
   if (s->cap != NULL) {
     grape__sim_deps_drop_locked((sim_dep_t*)extra, nextra);
-    return grape__sim_capture_submit_locked(s, w);
+    return capture_ops->submit_locked(s, w);
   }
   if (s->legacy) {
     /* The legacy stream may not join work of a capturing blocking stream. */
@@ -855,7 +862,7 @@ static CUresult stream_wait_event(CUstream h, CUevent e, unsigned flags, int ptd
     return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&grape__sim.lock);
   if (grape__sim_cap_live(e->cap) || s->cap != NULL) {
-    r = grape__sim_capture_wait_event(s, e);
+    r = capture_ops->wait_event_locked(s, e);
     pthread_mutex_unlock(&grape__sim.lock);
     return r;
   }
@@ -1018,7 +1025,7 @@ static CUresult event_record(int sym, CUevent e, CUstream h, unsigned flags, int
     pthread_mutex_lock(&grape__sim.lock);
     int capturing = s->cap != NULL;
     if (capturing) {
-      r = grape__sim_capture_add(s, NULL, N_EVENT_RECORD, e);
+      r = capture_ops->record_node_locked(s, e);
       pthread_mutex_unlock(&grape__sim.lock);
       return r;
     }
