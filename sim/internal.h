@@ -522,6 +522,9 @@ CUresult grape__sim_memset_work(CUdeviceptr d, unsigned v, unsigned esize, size_
 
 /* Fork handlers of each file's locks (phase: SIM_FORK_PREPARE, _PARENT, _CHILD). */
 enum { SIM_FORK_PREPARE, SIM_FORK_PARENT, SIM_FORK_CHILD };
+/* One lock's part of them (state.c): taken before fork, released after it in
+ * the parent and the child. */
+void grape__sim_fork_lock(pthread_mutex_t* m, int phase);
 void grape__sim_reg_atfork(int phase);
 void grape__sim_module_atfork(int phase);
 void grape__sim_mem_atfork(int phase);

@@ -48,10 +48,7 @@ static _Atomic uint64_t func_gens;          /* incarnations of functions so far 
 
 /* bind_lock is taken first before fork (no other sim lock is held under it). */
 void grape__sim_module_atfork(int phase) {
-  if (phase == SIM_FORK_PREPARE)
-    pthread_mutex_lock(&bind_lock);
-  else
-    pthread_mutex_unlock(&bind_lock);
+  grape__sim_fork_lock(&bind_lock, phase);
 }
 
 /* The word of SIMCU_KERNELS that asks for timed kernels; a library of that

@@ -110,8 +110,5 @@ void* grape__sim_reg_new(size_t size, int kind) {
 }
 
 void grape__sim_reg_atfork(int phase) {
-  if (phase == SIM_FORK_PREPARE)
-    pthread_mutex_lock(&reg_lock);
-  else
-    pthread_mutex_unlock(&reg_lock);
+  grape__sim_fork_lock(&reg_lock, phase);
 }

@@ -95,3 +95,10 @@ CUresult grape__sim_need_ctx(void) {
   SIM_TRY(grape__sim_ctx_error());
   return grape__sim_sticky();
 }
+
+void grape__sim_fork_lock(pthread_mutex_t* m, int phase) {
+  if (phase == SIM_FORK_PREPARE)
+    pthread_mutex_lock(m);
+  else
+    pthread_mutex_unlock(m);
+}
