@@ -1,104 +1,24 @@
 /* capture.c: stream capture: work submitted to a capturing stream becomes
- * graph nodes, and the rules CUDA sets for what may happen while a capture
- * is in progress.
+ * graph nodes (the rules for what may happen meanwhile are capture_rules.c's).
  *
  * DESIGN: a capturing stream turns submitted work into nodes (graph.c's
  * constructor) whose dependencies are the stream's current capture frontier;
- * stream.c's grape__sim_submit hands captured work here. Events recorded
- * during capture carry the frontier to other streams (fork/join). Capture
- * records are never freed (they are small), so an event that points to an
- * ended capture stays safe to inspect.
- *
- * Capture-time rules: a synchronising call on a capturing stream, or on the
- * legacy stream while a blocking stream captures, fails and invalidates the
- * capture; a "potentially unsafe" call (allocation, free, device sync) is
- * judged by the calling thread's capture interaction mode
- * (cuThreadExchangeStreamCaptureMode), which is thread-local, as is the
- * count of the thread's own non-relaxed captures.
+ * stream.c's grape__sim_submit hands captured work here, through the hooks
+ * this file registers with stream.c at load (stream.c is below capture and
+ * graphs). Events recorded during capture carry the frontier to other
+ * streams (fork/join). Capture records are never freed (they are small), so
+ * an event that points to an ended capture stays safe to inspect.
  */
 #include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static _Thread_local CUstreamCaptureMode tls_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-static _Thread_local int tls_own_strict;   /* this thread's non-relaxed captures */
-
-/* ---- Capture-time rules ---- */
-
-int grape__sim_capturing(struct CUstream_st* s) {
-  pthread_mutex_lock(&grape__sim.lock);
-  int c = s->cap != NULL;
-  pthread_mutex_unlock(&grape__sim.lock);
-  return c;
-}
-
-/* Lock held. */
-static void invalidate_all_strict(void) {
-  for (struct CUstream_st* t = grape__sim.all_streams; t != NULL; t = t->all_next)
-    if (t->cap != NULL && t->cap->mode != CU_STREAM_CAPTURE_MODE_RELAXED)
-      t->cap->invalidated = 1;
-}
-
-/* A "potentially unsafe" call (cuMemAlloc, cuMemFree, cuCtxSynchronize, ...),
- * judged by the calling thread's capture interaction mode. */
-CUresult grape__sim_unsafe_call(void) {
-  if (tls_mode == CU_STREAM_CAPTURE_MODE_RELAXED)
-    return CUDA_SUCCESS;
-  CUresult r = CUDA_SUCCESS;
-  pthread_mutex_lock(&grape__sim.lock);
-  if (tls_own_strict > 0 ||
-      (tls_mode == CU_STREAM_CAPTURE_MODE_GLOBAL && grape__sim.active_global_captures > 0)) {
-    invalidate_all_strict();
-    r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  }
-  pthread_mutex_unlock(&grape__sim.lock);
-  return r;
-}
-
-/* A synchronising operation on s: illegal if s is capturing (and that
- * invalidates the capture), or if it is the legacy stream while a blocking
- * stream captures. */
-CUresult grape__sim_capture_check(struct CUstream_st* s, int legacy_ok) {
-  CUresult r = CUDA_SUCCESS;
-  pthread_mutex_lock(&grape__sim.lock);
-  if (s->cap != NULL) {
-    s->cap->invalidated = 1;
-    r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  } else if (s->legacy && !legacy_ok) {
-    for (struct CUstream_st* t = grape__sim.all_streams; t != NULL; t = t->all_next)
-      if (!(t->flags & CU_STREAM_NON_BLOCKING) && t->cap != NULL) {
-        t->cap->invalidated = 1;
-        r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
-      }
-  }
-  pthread_mutex_unlock(&grape__sim.lock);
-  if (r == CUDA_SUCCESS)
-    r = grape__sim_unsafe_call();
-  return r;
-}
-
-/* A capture begins (delta = 1) or ends (-1) on this thread. */
-static void thread_account(CUstreamCaptureMode mode, int delta) {
-  if (mode != CU_STREAM_CAPTURE_MODE_RELAXED)
-    tls_own_strict += delta;
-}
-
-SIM_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
-  SIM_COUNT(cuThreadExchangeStreamCaptureMode);
-  if (mode == NULL || (unsigned)*mode > CU_STREAM_CAPTURE_MODE_RELAXED)
-    return CUDA_ERROR_INVALID_VALUE;
-  CUstreamCaptureMode old = tls_mode;
-  tls_mode = *mode;
-  *mode = old;
-  return CUDA_SUCCESS;
-}
-
 /* ---- Capture into a graph ---- */
 
-/* Lock held. Takes ownership of *w (when w is not NULL). */
-CUresult grape__sim_capture_add(struct CUstream_st* s, sim_work_t* w, int type,
-                                struct CUevent_st* ev) {
+/* Lock held, s capturing. Takes ownership of *w (when w is not NULL) on success. */
+static CUresult capture_add(struct CUstream_st* s, sim_work_t* w, int type,
+                           struct CUevent_st* ev) {
   sim_capture_t* c = s->cap;
   if (c->invalidated)
     return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
@@ -132,8 +52,9 @@ static CUresult record_event(struct CUstream_st* s, struct CUevent_st* e) {
   return CUDA_SUCCESS;
 }
 
-/* Lock held. */
-CUresult grape__sim_capture_wait_event(struct CUstream_st* s, struct CUevent_st* e) {
+/* Lock held: s waits for e while a capture is involved (either is capturing):
+ * s joins e's capture, or the wait is refused. */
+static CUresult wait_event_locked(struct CUstream_st* s, struct CUevent_st* e) {
   int ecap = grape__sim_cap_live(e->cap) && !e->cap->invalidated ? 1 : 0;
   if (!ecap) {
     if (s->cap != NULL) {
@@ -181,7 +102,9 @@ static int node_type_of(int kind) {
   }
 }
 
-CUresult grape__sim_capture_submit_locked(struct CUstream_st* s, sim_work_t* w) {
+/* Lock held, s capturing: stream work becomes a node after the stream's
+ * frontier; an event record moves the event to the frontier instead. */
+static CUresult submit_locked(struct CUstream_st* s, sim_work_t* w) {
   if (s->cap->invalidated)
     return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   if (w->kind == OP_EVENT)
@@ -189,12 +112,19 @@ CUresult grape__sim_capture_submit_locked(struct CUstream_st* s, sim_work_t* w) 
   int type = node_type_of(w->kind);
   if (type < 0)
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  return grape__sim_capture_add(s, w, type, NULL);
+  return capture_add(s, w, type, NULL);
 }
 
-void grape__sim_capture_invalidate(struct CUstream_st* s) {
-  if (s->cap != NULL)
-    s->cap->invalidated = 1;
+/* Lock held, s capturing: an external event record becomes an event record node. */
+static CUresult record_node_locked(struct CUstream_st* s, struct CUevent_st* e) {
+  return capture_add(s, NULL, N_EVENT_RECORD, e);
+}
+
+/* stream.c sits below capture: it reaches captures only through these. A
+ * capture exists only after begin_capture, so registering at load is in time. */
+__attribute__((constructor)) static void register_with_streams(void) {
+  static const sim_capture_ops_t ops = {submit_locked, wait_event_locked, record_node_locked};
+  grape__sim_capture_ops_set(&ops);
 }
 
 /* Begins a capture into a new graph, or (cuStreamBeginCaptureToGraph) into
@@ -261,7 +191,7 @@ static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, CUgraph g,
   if (mode == CU_STREAM_CAPTURE_MODE_GLOBAL)
     grape__sim.active_global_captures++;
   pthread_mutex_unlock(&grape__sim.lock);
-  thread_account(mode, 1);
+  grape__sim_capture_thread_account(mode, 1);
   return CUDA_SUCCESS;
 }
 
@@ -367,7 +297,7 @@ static CUresult end_capture(CUstream h, CUgraph* out, int ptds) {
     *out = g;
   }
   pthread_mutex_unlock(&grape__sim.lock);
-  thread_account(c->mode, -1);
+  grape__sim_capture_thread_account(c->mode, -1);
   return r;
 }
 

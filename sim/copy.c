@@ -6,8 +6,8 @@
  * DESIGN: every form becomes one description of a strided copy (a box of
  * WidthInBytes x Height x Depth bytes, each side with its own origin, row
  * pitch and slice height; a 1-D copy is a box of one row) and then one
- * OP_MEMCPY on the stream, whose rows the worker copies with
- * grape__sim_copy_rows. One op per call, not one per row, so a captured 2-D
+ * OP_MEMCPY on the stream, whose rows the stream's worker copies
+ * (stream.c). One op per call, not one per row, so a captured 2-D
  * copy is one memcpy node and the simulated clock charges one copy, as on a
  * GPU. Copies follow CUDA's host-visible rules: a synchronous copy returns
  * after it ran in stream order; an async copy from pageable host memory
@@ -90,17 +90,6 @@ static void box_work(const side_t* src, const side_t* dst, const box_t* b, sim_w
   w->u.cp.dslice = dst->pitch * dst->height;
   w->u.cp.dir = src->is_dev ? (dst->is_dev ? SIM_DIR_DTOD : SIM_DIR_DTOH)
                             : (dst->is_dev ? SIM_DIR_HTOD : SIM_DIR_HTOH);
-}
-
-void grape__sim_copy_rows(const sim_work_t* w) {
-  size_t rows = w->u.cp.rows ? w->u.cp.rows : 1;
-  size_t depth = w->u.cp.depth ? w->u.cp.depth : 1;
-  for (size_t z = 0; z < depth; z++) {
-    char* d = (char*)w->u.cp.dst + z * w->u.cp.dslice;
-    const char* s = (const char*)w->u.cp.src + z * w->u.cp.sslice;
-    for (size_t y = 0; y < rows; y++)
-      memmove(d + y * w->u.cp.dpitch, s + y * w->u.cp.spitch, w->u.cp.n);
-  }
 }
 
 /* Submits a resolved copy with the rules described at the top. */

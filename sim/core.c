@@ -1,11 +1,12 @@
-/* core.c: the simulated driver's process state, initialisation, device and
- * context queries, error strings, cuGetProcAddress and the exit report.
+/* core.c: the simulated driver's initialisation, device and context entry
+ * points, cuGetProcAddress, the exit report and the fork handlers: the top of
+ * the driver, which reaches every other file and is reached by none (the
+ * state they share is state.c's).
  *
  * DESIGN: the sim is one H200-like device (ordinal 0) with one primary
  * context. cuInit must precede every other call as with the real driver
  * (CUDA_ERROR_NOT_INITIALIZED otherwise). Contexts beyond the primary one are
- * not simulated; the current context is a thread-local pointer that is either
- * NULL or a primary context. A primary context reset destroys the context
+ * not simulated (state.c). A primary context reset destroys the context
  * with its streams and events and makes a new primary context with a new
  * handle value: threads that keep the old one current get
  * CUDA_ERROR_CONTEXT_IS_DESTROYED, so code that keeps a context (or a
@@ -27,151 +28,12 @@
  */
 #include "internal.h"
 
-#include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* The primary context until the first reset (later ones are allocated). */
-static struct CUctx_st first_primary = {.primary = 1};
-
-sim_state_t grape__sim = {
-  .lock = PTHREAD_MUTEX_INITIALIZER,
-  .done_cv = PTHREAD_COND_INITIALIZER,
-  .primary = &first_primary,
-};
-
-const char* const grape__sim_sym_names[SYM__COUNT] = {
-#define SIM_P1(base, ver, sym) #sym,
-#define SIM_P2(base, ver, sym, ptsym) #sym, #ptsym,
-#define SIM_EXTRA(sym) #sym,
-#include "api.def"
-#define SIM_STUB(sym) #sym,
-#include "sim_stub_syms.h"
-#undef SIM_STUB
-};
-
-static _Thread_local struct CUctx_st* tls_ctx;
-static _Thread_local int tls_ctx_set;   /* the thread has called cuCtxSetCurrent/PushCurrent */
-
-void grape__sim_logf(const char* fmt, ...) {
-  char buf[1024];   /* room for a library's path in a line */
-  int n = snprintf(buf, sizeof(buf), "simcu: ");
-  va_list ap;
-  va_start(ap, fmt);
-  n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
-  va_end(ap);
-  if (n > (int)sizeof(buf) - 2)
-    n = (int)sizeof(buf) - 2;
-  buf[n++] = '\n';
-  ssize_t w = write(2, buf, (size_t)n);
-  (void)w;
-}
-
-/* ---- Handle registry: open addressing over pointer values ---- */
-
-typedef struct reg_slot_s {
-  const void* p;   /* NULL empty, (void*)1 tombstone */
-  int kind;
-} reg_slot_t;
-
-static reg_slot_t* reg_tab;
-static size_t reg_cap, reg_used;
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-#define REG_TOMB ((const void*)1)
-
-static size_t reg_hash(const void* p) {
-  uint64_t x = (uint64_t)(uintptr_t)p;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return (size_t)x;
-}
-
-static int reg_grow(void) {
-  size_t ncap = reg_cap ? reg_cap * 2 : 256;
-  reg_slot_t* nt = calloc(ncap, sizeof(*nt));
-  if (nt == NULL)
-    return -ENOMEM;
-  for (size_t i = 0; i < reg_cap; i++) {
-    if (reg_tab[i].p == NULL || reg_tab[i].p == REG_TOMB)
-      continue;
-    size_t j = reg_hash(reg_tab[i].p) & (ncap - 1);
-    while (nt[j].p != NULL)
-      j = (j + 1) & (ncap - 1);
-    nt[j] = reg_tab[i];
-  }
-  free(reg_tab);
-  reg_tab = nt;
-  reg_cap = ncap;
-  size_t live = 0;
-  for (size_t i = 0; i < ncap; i++)
-    live += nt[i].p != NULL;
-  reg_used = live;
-  return 0;
-}
-
-int grape__sim_reg_add(const void* p, int kind) {
-  int err = 0;
-  pthread_mutex_lock(&reg_lock);
-  if ((reg_used + 1) * 2 > reg_cap && (err = reg_grow()) != 0)
-    goto out;
-  size_t j = reg_hash(p) & (reg_cap - 1);
-  while (reg_tab[j].p != NULL && reg_tab[j].p != REG_TOMB && reg_tab[j].p != p)
-    j = (j + 1) & (reg_cap - 1);
-  if (reg_tab[j].p == NULL)
-    reg_used++;
-  reg_tab[j].p = p;
-  reg_tab[j].kind = kind;
-out:
-  pthread_mutex_unlock(&reg_lock);
-  return err;
-}
-
-static reg_slot_t* reg_find(const void* p) {
-  if (reg_cap == 0 || p == NULL || p == REG_TOMB)
-    return NULL;
-  size_t j = reg_hash(p) & (reg_cap - 1);
-  while (reg_tab[j].p != NULL) {
-    if (reg_tab[j].p == p)
-      return &reg_tab[j];
-    j = (j + 1) & (reg_cap - 1);
-  }
-  return NULL;
-}
-
-void grape__sim_reg_del(const void* p) {
-  pthread_mutex_lock(&reg_lock);
-  reg_slot_t* s = reg_find(p);
-  if (s != NULL)
-    s->p = REG_TOMB;   /* stays counted in reg_used until the next grow */
-  pthread_mutex_unlock(&reg_lock);
-}
-
-int grape__sim_reg_has(const void* p, int kind) {
-  pthread_mutex_lock(&reg_lock);
-  reg_slot_t* s = reg_find(p);
-  int ok = s != NULL && s->kind == kind;
-  pthread_mutex_unlock(&reg_lock);
-  return ok;
-}
-
-void* grape__sim_reg_new(size_t size, int kind) {
-  void* p = calloc(1, size);
-  if (p != NULL && grape__sim_reg_add(p, kind) != 0) {
-    free(p);
-    p = NULL;
-  }
-  return p;
-}
-
 /* ---- Initialisation ---- */
-
-CUresult grape__sim_check_init(void) {
-  return grape__sim.initialized ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
-}
 
 SIM_EXPORT CUresult cuInit(unsigned int flags) {
   SIM_COUNT(cuInit);
@@ -196,82 +58,6 @@ SIM_EXPORT CUresult cuDriverGetVersion(int* v) {
     return CUDA_ERROR_INVALID_VALUE;
   *v = SIM_DRIVER_VERSION;
   return CUDA_SUCCESS;
-}
-
-/* ---- Errors ---- */
-
-static const struct {
-  CUresult code;
-  const char* name;
-  const char* text;
-} errtab[] = {
-  {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
-  {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
-  {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
-  {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
-  {CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
-  {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
-  {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
-  {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
-  {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
-  {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
-  {CUDA_ERROR_INVALID_SOURCE, "CUDA_ERROR_INVALID_SOURCE", "device kernel image is invalid"},
-  {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
-  {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
-  {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
-  {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
-  {CUDA_ERROR_ASSERT, "CUDA_ERROR_ASSERT", "device-side assert triggered"},
-  {CUDA_ERROR_HARDWARE_STACK_ERROR, "CUDA_ERROR_HARDWARE_STACK_ERROR", "hardware stack error"},
-  {CUDA_ERROR_ILLEGAL_INSTRUCTION, "CUDA_ERROR_ILLEGAL_INSTRUCTION", "an illegal instruction was encountered"},
-  {CUDA_ERROR_MISALIGNED_ADDRESS, "CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address"},
-  {CUDA_ERROR_INVALID_ADDRESS_SPACE, "CUDA_ERROR_INVALID_ADDRESS_SPACE", "operation not supported on global/shared address space"},
-  {CUDA_ERROR_INVALID_PC, "CUDA_ERROR_INVALID_PC", "invalid program counter"},
-  {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
-  {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
-  {CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
-  {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
-  {CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "part or all of the requested memory range is already mapped"},
-  {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED", "pointer does not correspond to a registered memory region"},
-  {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
-  {CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture"},
-  {CUDA_ERROR_STREAM_CAPTURE_MERGE, "CUDA_ERROR_STREAM_CAPTURE_MERGE", "operation would result in a merge of separate capture sequences"},
-  {CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED", "capture was not ended in the same stream as it began"},
-  {CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "CUDA_ERROR_STREAM_CAPTURE_UNJOINED", "capturing stream has unjoined work"},
-  {CUDA_ERROR_STREAM_CAPTURE_ISOLATION, "CUDA_ERROR_STREAM_CAPTURE_ISOLATION", "dependency created on uncaptured work in another stream"},
-  {CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT", "operation would make the legacy stream depend on a capturing blocking stream"},
-  {CUDA_ERROR_CAPTURED_EVENT, "CUDA_ERROR_CAPTURED_EVENT", "operation not permitted on an event last recorded in a capturing stream"},
-  {CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD", "attempt to terminate a thread-local capture sequence from another thread"},
-  {CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE", "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update"},
-  {CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
-  {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
-};
-
-SIM_EXPORT CUresult cuGetErrorString(CUresult e, const char** s) {
-  SIM_COUNT(cuGetErrorString);
-  if (s == NULL)
-    return CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; i < sizeof(errtab) / sizeof(errtab[0]); i++)
-    if (errtab[i].code == e) {
-      *s = errtab[i].text;
-      return CUDA_SUCCESS;
-    }
-  *s = NULL;
-  return CUDA_ERROR_INVALID_VALUE;
-}
-
-const char* grape__sim_err_name(CUresult e) {
-  for (size_t i = 0; i < sizeof(errtab) / sizeof(errtab[0]); i++)
-    if (errtab[i].code == e)
-      return errtab[i].name;
-  return NULL;
-}
-
-SIM_EXPORT CUresult cuGetErrorName(CUresult e, const char** s) {
-  SIM_COUNT(cuGetErrorName);
-  if (s == NULL)
-    return CUDA_ERROR_INVALID_VALUE;
-  *s = grape__sim_err_name(e);
-  return *s != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* ---- Devices ---- */
@@ -436,26 +222,6 @@ SIM_EXPORT CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice 
 
 /* ---- Contexts ---- */
 
-/* As with the real driver, a thread has no current context until it sets one
- * (the runtime does so on each thread's first call); calls that need one fail
- * with CUDA_ERROR_INVALID_CONTEXT, so a missing cuCtxSetCurrent shows here as
- * it would on a GPU. A retained-then-released primary context is not current. */
-struct CUctx_st* grape__sim_primary(void) {
-  return atomic_load(&grape__sim.primary);
-}
-
-struct CUctx_st* grape__sim_current_ctx(void) {
-  if (!tls_ctx_set || tls_ctx == NULL || atomic_load(&tls_ctx->destroyed))
-    return NULL;
-  return tls_ctx->refs > 0 ? tls_ctx : NULL;
-}
-
-CUresult grape__sim_ctx_error(void) {
-  if (tls_ctx_set && tls_ctx != NULL && atomic_load(&tls_ctx->destroyed))
-    return CUDA_ERROR_CONTEXT_IS_DESTROYED;
-  return grape__sim_current_ctx() != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
-}
-
 SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) {
   SIM_COUNT(cuDevicePrimaryCtxRetain);
   SIM_TRY(check_dev(d));
@@ -531,22 +297,12 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned int* flags, 
   return CUDA_SUCCESS;
 }
 
-CUresult grape__sim_sticky(void) {
-  return (CUresult)atomic_load(&grape__sim.sticky);
-}
-
-CUresult grape__sim_need_ctx(void) {
-  SIM_TRY(grape__sim_check_init());
-  SIM_TRY(grape__sim_ctx_error());
-  return grape__sim_sticky();
-}
-
 SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext* c) {
   SIM_COUNT(cuCtxGetCurrent);
   SIM_TRY(grape__sim_check_init());
   if (c == NULL)
     return CUDA_ERROR_INVALID_VALUE;
-  *c = tls_ctx_set ? tls_ctx : NULL;
+  *c = grape__sim_ctx_get();
   return CUDA_SUCCESS;
 }
 
@@ -558,8 +314,7 @@ SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext c) {
   SIM_TRY(grape__sim_check_init());
   if (c != NULL && c != grape__sim_primary())
     return CUDA_ERROR_INVALID_CONTEXT;
-  tls_ctx = c;
-  tls_ctx_set = 1;
+  grape__sim_ctx_set(c);
   return CUDA_SUCCESS;
 }
 
@@ -568,19 +323,19 @@ SIM_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c) {
   SIM_TRY(grape__sim_check_init());
   if (c != grape__sim_primary())
     return CUDA_ERROR_INVALID_CONTEXT;
-  tls_ctx = c;   /* a one-deep stack: the sim has one context */
-  tls_ctx_set = 1;
+  grape__sim_ctx_set(c);   /* a one-deep stack: the sim has one context */
   return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext* c) {
   SIM_COUNT(cuCtxPopCurrent_v2);
   SIM_TRY(grape__sim_check_init());
-  if (!tls_ctx_set || tls_ctx == NULL)
+  struct CUctx_st* cur = grape__sim_ctx_get();
+  if (cur == NULL)
     return CUDA_ERROR_INVALID_CONTEXT;
   if (c != NULL)
-    *c = tls_ctx;
-  tls_ctx = NULL;
+    *c = cur;
+  grape__sim_ctx_set(NULL);
   return CUDA_SUCCESS;
 }
 
@@ -794,7 +549,7 @@ static void write_report(void) {
 static void fork_prepare(void) {
   grape__sim_module_atfork(SIM_FORK_PREPARE);
   pthread_mutex_lock(&grape__sim.lock);
-  pthread_mutex_lock(&reg_lock);
+  grape__sim_reg_atfork(SIM_FORK_PREPARE);
   grape__sim_mem_atfork(SIM_FORK_PREPARE);
   grape__sim_memop_atfork(SIM_FORK_PREPARE);
 }
@@ -802,7 +557,7 @@ static void fork_prepare(void) {
 static void fork_parent(void) {
   grape__sim_memop_atfork(SIM_FORK_PARENT);
   grape__sim_mem_atfork(SIM_FORK_PARENT);
-  pthread_mutex_unlock(&reg_lock);
+  grape__sim_reg_atfork(SIM_FORK_PARENT);
   pthread_mutex_unlock(&grape__sim.lock);
   grape__sim_module_atfork(SIM_FORK_PARENT);
 }
@@ -815,7 +570,7 @@ static void fork_child(void) {
   grape__sim_stream_atfork_child();
   grape__sim_memop_atfork(SIM_FORK_CHILD);
   grape__sim_mem_atfork(SIM_FORK_CHILD);
-  pthread_mutex_unlock(&reg_lock);
+  grape__sim_reg_atfork(SIM_FORK_CHILD);
   pthread_mutex_unlock(&grape__sim.lock);
   grape__sim_module_atfork(SIM_FORK_CHILD);
 }

@@ -1,5 +1,6 @@
-/* cost.c: the cost table, the per-thread host clocks and the private export
- * table of the simulated driver (see cost.h for the model).
+/* cost.c: the cost table and the per-thread host clocks of the simulated
+ * driver (see cost.h for the model); the private export table
+ * (export_table.c) charges through them.
  *
  * DESIGN: every entry point's class is found once from its name (launch,
  * graph launch, sync, ...), so an entry point added to api.def is costed
@@ -23,6 +24,7 @@
  * simulated time waits until then (grape__sim_host_not_before).
  */
 #include "internal.h"
+#include "cost.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -31,8 +33,8 @@
 #include <string.h>
 
 uint64_t grape__sim_costs[COST__COUNT];
-uint64_t grape__sim_entry_cost[SYM__COUNT];
-_Atomic int grape__sim_costs_ready;
+static uint64_t entry_cost[SYM__COUNT];   /* each entry point's cost, from its class or its own row */
+static _Atomic int costs_ready;
 
 static const char* const row_names[COST__COUNT] = {
 #define SIM_COST_NAME(id, name, dflt) name,
@@ -262,16 +264,16 @@ static void load(void) {
     sym_class[i] = (unsigned char)class_of(n);
     sym_own[i] = own[i] != UINT64_MAX;
     if (sym_own[i])
-      grape__sim_entry_cost[i] = own[i];
+      entry_cost[i] = own[i];
     else
-      grape__sim_entry_cost[i] = is_event_record(n) ? 0 : rows[sym_class[i]];
+      entry_cost[i] = is_event_record(n) ? 0 : rows[sym_class[i]];
   }
   const char* h = getenv("SIMCU_HOST_NS");
   if (h != NULL && h[0] != '\0' && parse_ns(h, &host_op_ns) != 0) {
     grape__sim_logf("SIMCU_HOST_NS=%s is not a whole number of ns: 0 applies", h);
     host_op_ns = 0;
   }
-  atomic_store_explicit(&grape__sim_costs_ready, 1, memory_order_release);
+  atomic_store_explicit(&costs_ready, 1, memory_order_release);
 }
 
 void grape__sim_costs_load(void) {
@@ -341,6 +343,13 @@ void grape__sim_host_enter(uint64_t ns) {
   grape__sim_host_charge(ns);
 }
 
+void grape__sim_enter(int sym) {
+  atomic_fetch_add_explicit(&grape__sim.calls[sym], 1, memory_order_relaxed);
+  if (!atomic_load_explicit(&costs_ready, memory_order_acquire))
+    grape__sim_costs_load();
+  grape__sim_host_enter(entry_cost[sym]);
+}
+
 uint64_t grape__sim_host_call_start(void) {
   thread_start();
   return tls_call_start;
@@ -390,33 +399,35 @@ uint64_t grape__sim_helper_end_ns(void) {
   return atomic_load(&helper_max);
 }
 
-uint64_t grape__sim_end_ns(void) {
+uint64_t grape__sim_host_end_ns(void) {
   uint64_t h = atomic_load(&host_max), hh = atomic_load(&helper_max);
-  uint64_t d = grape__sim_device_end_ns();
-  if (hh > h)
-    h = hh;
-  return h > d ? h : d;
+  return hh > h ? hh : h;
 }
 
-/* ---- Private export table ---- */
+/* ---- Host work reported through the private export table ---- */
 
-static void host_work(int kind) {
+/* Charges host work of a kind the sim's runtime, libsimblas or the shim
+ * reports (simcu_private.h's SIMCU_WORK_*); returns the ns charged. */
+uint64_t grape__sim_host_work(int kind) {
   grape__sim_costs_load();
-  if (kind == SIMCU_WORK_OP) {
-    grape__sim_host_charge(host_op_ns);
-    grape__sim_bound_host(host_op_ns);
-  }
+  uint64_t ns = 0;
+  if (kind == SIMCU_WORK_OP)
+    ns = host_op_ns;
   else if (kind == SIMCU_WORK_RUNTIME)
-    grape__sim_host_charge(grape__sim_costs[COST_RUNTIME]);
+    ns = grape__sim_costs[COST_RUNTIME];
   else if (kind == SIMCU_WORK_SHIM_OP)
-    grape__sim_host_charge(grape__sim_costs[COST_SHIM_OP]);
+    ns = grape__sim_costs[COST_SHIM_OP];
   else if (kind == SIMCU_WORK_SHIM_CHECK)
-    grape__sim_host_charge(grape__sim_costs[COST_SHIM_CHECK]);
+    ns = grape__sim_costs[COST_SHIM_CHECK];
   else if (kind == SIMCU_WORK_SHIM_TARGET)
-    grape__sim_host_charge(grape__sim_costs[COST_SHIM_TARGET]);
+    ns = grape__sim_costs[COST_SHIM_TARGET];
+  else
+    return 0;
+  grape__sim_host_charge(ns);
+  return ns;
 }
 
-static void host_handoff(uint64_t t) {
+void grape__sim_host_handoff(uint64_t t) {
   if (!tls_started) {
     tls_host = t;
     tls_started = 1;
@@ -425,17 +436,4 @@ static void host_handoff(uint64_t t) {
   }
   tls_helper = 1;
   raise_max(tls_host);
-}
-
-static const simcu_private_t private_table = {
-  sizeof(simcu_private_t), host_work, grape__sim_host_now, grape__sim_end_ns, host_handoff,
-  grape__sim_stats_json, grape__sim_stats_gate,
-};
-
-int grape__sim_private_table(const CUuuid* id, const void** table) {
-  static const unsigned char want[16] = SIMCU_PRIVATE_UUID;
-  if (id == NULL || table == NULL || memcmp(id->bytes, want, sizeof(want)) != 0)
-    return 0;
-  *table = &private_table;
-  return 1;
 }

@@ -76,4 +76,7 @@ enum sim_cost_row_e {
   COST__COUNT
 };
 
+/* The table as loaded (driver-internal: cost.c; indexed by the rows above). */
+extern uint64_t grape__sim_costs[COST__COUNT];
+
 #endif

@@ -57,6 +57,7 @@
  * grape__sim.lock.
  */
 #include "internal.h"
+#include "cost.h"
 
 #include <math.h>
 #include <stdlib.h>

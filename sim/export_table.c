@@ -1,5 +1,10 @@
-/* export_table.c: cuGetExportTable, and the one line that names each library
+/* export_table.c: cuGetExportTable: the sim's private table (simcu_private.h:
+ * host work, clocks, statistics), and the one line that names each library
  * whose NVIDIA runtime asks for the driver's private tables.
+ *
+ * DESIGN: the private table sits above what it gathers (the host clocks of
+ * cost.c, the lower bound of bound.c, the statistics of kstats.c, the streams'
+ * end): those files know nothing of it.
  *
  * cuGetExportTable hands NVIDIA's closed runtime (libcudart.so of a toolkit
  * or a wheel, and the copy linked statically into cuDNN, cuSOLVER, cuFFT,
@@ -23,9 +28,11 @@
  * named once; a caller the stack cannot show gets the generic line once.
  */
 #include "internal.h"
+#include "cost.h"
 
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <stdio.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -112,9 +119,50 @@ static void say_no_device(void) {
                   found ? file : "", found ? " carries" : "This program uses");
 }
 
+/* ---- The sim's private table (simcu_private.h) ---- */
+
+static void host_work(int kind) {
+  uint64_t ns = grape__sim_host_work(kind);
+  if (kind == SIMCU_WORK_OP)
+    grape__sim_bound_host(ns);   /* the framework's side of the lower bound (bound.c) */
+}
+
+/* The kernels, memory operations and clocks, as one JSON object. */
+static char* stats_json(void) {
+  char* text = NULL;
+  size_t len = 0;
+  FILE* f = open_memstream(&text, &len);
+  if (f == NULL)
+    return NULL;
+  fprintf(f, "{\"end_ns\":%llu,\"host_ns\":%llu,\"kernels\":",
+          (unsigned long long)grape__sim_end_ns(), (unsigned long long)grape__sim_host_total());
+  grape__sim_kstat_write(f);
+  fputs(",\"memops\":", f);
+  grape__sim_mstat_write(f);
+  fputs("}", f);
+  if (fclose(f) != 0) {
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+
+static const simcu_private_t private_table = {
+  sizeof(simcu_private_t), host_work, grape__sim_host_now, grape__sim_end_ns,
+  grape__sim_host_handoff, stats_json, grape__sim_stats_gate,
+};
+
+static int private_table_of(const CUuuid* id, const void** table) {
+  static const unsigned char want[16] = SIMCU_PRIVATE_UUID;
+  if (id == NULL || table == NULL || memcmp(id->bytes, want, sizeof(want)) != 0)
+    return 0;
+  *table = &private_table;
+  return 1;
+}
+
 SIM_EXPORT CUresult cuGetExportTable(const void** table, const CUuuid* id) {
   SIM_COUNT(cuGetExportTable);
-  if (grape__sim_private_table(id, table))   /* the sim's own table (cost.h) */
+  if (private_table_of(id, table))   /* the sim's own table */
     return CUDA_SUCCESS;
   if (table != NULL)
     *table = NULL;

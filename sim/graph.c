@@ -18,6 +18,7 @@
  * then (cost.c), since it could not have had the handle before.
  */
 #include "internal.h"
+#include "cost.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -39,7 +39,6 @@
 #include <stdio.h>
 #include <stddef.h>
 
-#include "cost.h"
 #include "grape/cubin.h"
 #include "simcu.h"
 #include "util/grow.h"
@@ -73,7 +72,9 @@ extern const char* const grape__sim_sym_names[SYM__COUNT];
     if (try_r_ != CUDA_SUCCESS)          \
       return try_r_;                     \
   } while (0)
-/* Counts a call of an entry point and charges its cost on the caller's host clock. */
+/* Counts a call of an entry point and charges its cost on the caller's host
+ * clock (cost.c). */
+void grape__sim_enter(int sym);
 #define SIM_COUNT(sym) grape__sim_enter(SYM_##sym)
 
 /* An entry point and its twin for the per-thread default stream (suffix
@@ -149,6 +150,11 @@ typedef struct sim_dep_s {
   uint64_t at;
 } sim_dep_t;
 
+/* Lock held: the finish time of a dependency (known by the time it is read). */
+static inline uint64_t grape__sim_dep_time(const sim_dep_t* d) {
+  return d->done != NULL ? d->done->t : d->at;
+}
+
 /* A copy's direction, for the memory-operation table (0: not known). */
 enum { SIM_DIR_UNKNOWN = 0, SIM_DIR_HTOD, SIM_DIR_DTOH, SIM_DIR_DTOD, SIM_DIR_HTOH };
 
@@ -199,6 +205,7 @@ typedef struct sim_work_s {
     } host;
     struct {
       CUdeviceptr p;
+      CUresult (*free)(CUdeviceptr p);   /* mem.c's, run in stream order */
     } fr;
   } u;
 } sim_work_t;
@@ -363,10 +370,7 @@ typedef struct sim_state_s {
 
 extern sim_state_t grape__sim;
 
-/* cost.c */
-extern uint64_t grape__sim_costs[COST__COUNT];
-extern uint64_t grape__sim_entry_cost[SYM__COUNT];
-extern _Atomic int grape__sim_costs_ready;
+/* cost.c (the table itself, grape__sim_costs, is declared beside its rows in cost.h) */
 void grape__sim_costs_load(void);
 void grape__sim_host_charge(uint64_t ns);
 void grape__sim_host_enter(uint64_t ns);         /* an entry point's own cost */
@@ -383,7 +387,12 @@ void grape__sim_charge_event_record(int sym, int timing);
 uint64_t grape__sim_host_total(void);
 /* The latest clock of a helper thread (host_handoff), 0 without one. */
 uint64_t grape__sim_helper_end_ns(void);
-uint64_t grape__sim_end_ns(void);
+uint64_t grape__sim_host_end_ns(void);   /* the latest host clock, helpers' included */
+/* Charges host work of a kind that simcu_private.h's host_work reports
+ * (SIMCU_WORK_*); returns the ns charged. */
+uint64_t grape__sim_host_work(int kind);
+/* simcu_private.h's host_handoff: the calling thread is a helper that resumes at t. */
+void grape__sim_host_handoff(uint64_t t);
 
 /* Per kernel name: one executed kernel of ns simulated device time (kstats.c),
  * and the table as a JSON array for SIMCU_REPORT. */
@@ -393,33 +402,17 @@ void grape__sim_kstat_write(FILE* f);
  * direction (kstats.c). */
 void grape__sim_mstat_add(int is_memset, int dir, uint64_t bytes, uint64_t ns);
 void grape__sim_mstat_write(FILE* f);
-/* simcu_private.h's stats_json: the kernels, memory operations and clocks. */
-char* grape__sim_stats_json(void);
 /* Capture ranges of the statistics (simcu_private_t.stats_gate): stamp marks
  * work at submission; counts says whether it goes into the statistics. */
 void grape__sim_stats_gate(int on);
 void grape__sim_stats_stamp(sim_work_t* w);
 int grape__sim_stats_counts(const sim_work_t* w);
 void grape__sim_kstat_atfork_child(void);
-int grape__sim_private_table(const CUuuid* id, const void** table);
 
-static inline void grape__sim_enter(int sym) {
-  atomic_fetch_add_explicit(&grape__sim.calls[sym], 1, memory_order_relaxed);
-  if (!atomic_load_explicit(&grape__sim_costs_ready, memory_order_acquire))
-    grape__sim_costs_load();
-  grape__sim_host_enter(grape__sim_entry_cost[sym]);
-}
-
-/* core.c */
+/* state.c */
 CUresult grape__sim_check_init(void);
 CUresult grape__sim_need_ctx(void);   /* init done, a current context, no sticky fault */
 CUresult grape__sim_sticky(void);     /* the sticky fault, or CUDA_SUCCESS */
-const char* grape__sim_err_name(CUresult e);   /* NULL if unknown */
-int grape__sim_reg_add(const void* p, int kind);
-void grape__sim_reg_del(const void* p);
-int grape__sim_reg_has(const void* p, int kind);   /* caller may hold the lock or not */
-/* A zeroed handle object of size bytes, registered as kind; NULL when either fails. */
-void* grape__sim_reg_new(size_t size, int kind);
 void grape__sim_logf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The calling thread's current context when it is the live primary context,
  * else NULL (none set, released, or destroyed by a reset). */
@@ -428,6 +421,20 @@ struct CUctx_st* grape__sim_current_ctx(void);
  * CUDA_ERROR_CONTEXT_IS_DESTROYED (the thread's current context was reset). */
 CUresult grape__sim_ctx_error(void);
 struct CUctx_st* grape__sim_primary(void);   /* the device's primary context now */
+/* The context the calling thread last made current (NULL: none, or popped),
+ * whatever has become of it since; and making c current (core.c's cuCtx*). */
+struct CUctx_st* grape__sim_ctx_get(void);
+void grape__sim_ctx_set(struct CUctx_st* c);
+
+/* errors.c */
+const char* grape__sim_err_name(CUresult e);   /* NULL if unknown */
+
+/* registry.c */
+int grape__sim_reg_add(const void* p, int kind);
+void grape__sim_reg_del(const void* p);
+int grape__sim_reg_has(const void* p, int kind);   /* caller may hold the lock or not */
+/* A zeroed handle object of size bytes, registered as kind; NULL when either fails. */
+void* grape__sim_reg_new(size_t size, int kind);
 
 /* mem.c */
 int grape__sim_dev_range(CUdeviceptr p, size_t n);   /* 1 if [p, p+n) lies in one device allocation */
@@ -444,18 +451,10 @@ CUresult grape__sim_wait_stream(struct CUstream_st* s);
 CUresult grape__sim_wait_all(void);
 void grape__sim_wait_all_timed(int ms);
 int grape__sim_run_work(sim_work_t* w, uint64_t* clock);   /* returns a device fault or 0 */
-/* The modelled device time of w (cost.h device rows); a kernel as a node of
- * a launched graph when as_node, else as it was submitted. */
-uint64_t grape__sim_work_ns(const sim_work_t* w, int as_node);
-/* Kernel work w as a body (or cost hook) sees it: argv[] (f->nparams entries)
- * points into its parameter copy; b holds the launch shape, fault its flag. */
-void grape__sim_kernel_view(const sim_work_t* w, void** argv, simcu_block_t* b, int* fault);
 int grape__sim_dep_on_event_locked(struct CUevent_st* e, sim_dep_t* d);
 void grape__sim_deps_drop_locked(sim_dep_t* d, int n);
-uint64_t grape__sim_device_end_ns(void);
-void grape__sim_work_release(sim_work_t* w);
-int grape__sim_work_copy(sim_work_t* dst, const sim_work_t* src);
-void grape__sim_event_unref_locked(struct CUevent_st* e);
+/* The end-to-end simulated time: the latest host clock or finished device work. */
+uint64_t grape__sim_end_ns(void);
 /* A graph's edges for grape__sim_submit_batch: batch op i waits (in the
  * device model's time) for the ops preds[off[i] .. off[i+1]), and rank[i] is
  * its position in the graph's own topological order (ties of readiness go
@@ -469,8 +468,27 @@ typedef struct sim_batch_dag_s {
  * dependencies' cells are consumed. dag may be NULL (a chain). */
 CUresult grape__sim_submit_batch(struct CUstream_st* s, sim_work_t* works, sim_dep_t** deps,
                                  int* ndeps, int n, const sim_batch_dag_t* dag);
-/* Lock held: the finish time of a dependency (known by the time it is read). */
-uint64_t grape__sim_dep_time(const sim_dep_t* d);
+/* What streams hand to stream capture, which registers it at load (capture.c):
+ * work submitted to a capturing stream, an event waited for while a capture
+ * is involved, an external event record captured as a node; each lock held. */
+typedef struct sim_capture_ops_s {
+  CUresult (*submit_locked)(struct CUstream_st* s, sim_work_t* w);
+  CUresult (*wait_event_locked)(struct CUstream_st* s, struct CUevent_st* e);
+  CUresult (*record_node_locked)(struct CUstream_st* s, struct CUevent_st* e);
+} sim_capture_ops_t;
+void grape__sim_capture_ops_set(const sim_capture_ops_t* ops);
+
+/* work.c */
+/* The modelled device time of w (cost.h device rows); a kernel as a node of
+ * a launched graph when as_node, else as it was submitted. */
+uint64_t grape__sim_work_ns(const sim_work_t* w, int as_node);
+/* Kernel work w as a body (or cost hook) sees it: argv[] (f->nparams entries)
+ * points into its parameter copy; b holds the launch shape, fault its flag. */
+void grape__sim_kernel_view(const sim_work_t* w, void** argv, simcu_block_t* b, int* fault);
+/* Frees what the work owns; the event reference needs the lock held. */
+void grape__sim_work_release(sim_work_t* w);
+int grape__sim_work_copy(sim_work_t* dst, const sim_work_t* src);
+void grape__sim_event_unref_locked(struct CUevent_st* e);
 
 /* module.c */
 CUresult grape__sim_make_kernel_work(struct CUfunc_st* f, const unsigned grid[3],
@@ -492,7 +510,6 @@ uint64_t grape__sim_timed_block_ns(const sim_work_t* w);
 uint64_t grape__sim_timed_ns(const sim_work_t* w);
 
 /* copy.c */
-void grape__sim_copy_rows(const sim_work_t* w);   /* runs a 2-D/3-D OP_MEMCPY */
 CUresult grape__sim_copy3d_work(const CUDA_MEMCPY3D* p, sim_work_t* w);   /* graph memcpy nodes */
 
 /* memset.c */
@@ -505,6 +522,10 @@ CUresult grape__sim_memset_work(CUdeviceptr d, unsigned v, unsigned esize, size_
 
 /* Fork handlers of each file's locks (phase: SIM_FORK_PREPARE, _PARENT, _CHILD). */
 enum { SIM_FORK_PREPARE, SIM_FORK_PARENT, SIM_FORK_CHILD };
+/* One lock's part of them (state.c): taken before fork, released after it in
+ * the parent and the child. */
+void grape__sim_fork_lock(pthread_mutex_t* m, int phase);
+void grape__sim_reg_atfork(int phase);
 void grape__sim_module_atfork(int phase);
 void grape__sim_mem_atfork(int phase);
 void grape__sim_memop_atfork(int phase);
@@ -554,19 +575,14 @@ sim_node_t* grape__sim_node_add_locked(struct CUgraph_st* g, int type, sim_node_
                                        size_t ndeps, sim_work_t* w, struct CUevent_st* ev);
 void grape__sim_graph_free_locked(struct CUgraph_st* g);   /* lock held (event references) */
 
-/* capture.c */
+/* capture_rules.c: what may happen while a capture is in progress */
 int grape__sim_capturing(struct CUstream_st* s);
-/* A synchronising operation on s (see capture.c); legacy_ok: the legacy
+/* A synchronising operation on s (see capture_rules.c); legacy_ok: the legacy
  * stream may sync while blocking streams capture. Invalidates what it refuses. */
 CUresult grape__sim_capture_check(struct CUstream_st* s, int legacy_ok);
 CUresult grape__sim_unsafe_call(void);   /* a potentially unsafe call during capture */
-/* Lock held, s capturing. Takes ownership of *w (when w is not NULL) on success. */
-CUresult grape__sim_capture_add(struct CUstream_st* s, sim_work_t* w, int type,
-                                struct CUevent_st* ev);
-/* Lock held, s capturing: stream work becomes a node after the stream's
- * frontier; an event record moves the event to the frontier instead. */
-CUresult grape__sim_capture_submit_locked(struct CUstream_st* s, sim_work_t* w);
-CUresult grape__sim_capture_wait_event(struct CUstream_st* s, struct CUevent_st* e);   /* lock held */
 void grape__sim_capture_invalidate(struct CUstream_st* s);   /* lock held */
+/* A capture in mode begins (delta = 1) or ends (-1) on the calling thread. */
+void grape__sim_capture_thread_account(CUstreamCaptureMode mode, int delta);
 
 #endif

@@ -180,25 +180,6 @@ void grape__sim_mstat_write(FILE* f) {
   pthread_mutex_unlock(&lock);
 }
 
-char* grape__sim_stats_json(void) {
-  char* text = NULL;
-  size_t len = 0;
-  FILE* f = open_memstream(&text, &len);
-  if (f == NULL)
-    return NULL;
-  fprintf(f, "{\"end_ns\":%llu,\"host_ns\":%llu,\"kernels\":",
-          (unsigned long long)grape__sim_end_ns(), (unsigned long long)grape__sim_host_total());
-  grape__sim_kstat_write(f);
-  fputs(",\"memops\":", f);
-  grape__sim_mstat_write(f);
-  fputs("}", f);
-  if (fclose(f) != 0) {
-    free(text);
-    return NULL;
-  }
-  return text;
-}
-
 /* Capture ranges: the epoch advances once, at the first gate call, so that
  * work submitted before any range opened drops out even when it runs later. */
 static _Atomic uint32_t stats_epoch;

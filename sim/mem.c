@@ -194,10 +194,7 @@ static CUresult arena_return(uintptr_t base, size_t size) {
 
 /* mem_lock is a leaf lock: taken last before fork, released first after. */
 void grape__sim_mem_atfork(int phase) {
-  if (phase == SIM_FORK_PREPARE)
-    pthread_mutex_lock(&mem_lock);
-  else
-    pthread_mutex_unlock(&mem_lock);
+  grape__sim_fork_lock(&mem_lock, phase);
 }
 
 int grape__sim_dev_range(CUdeviceptr p, size_t n) {
@@ -588,6 +585,7 @@ static CUresult free_async(CUdeviceptr p, CUstream h, int ptds) {
     return CUDA_ERROR_INVALID_VALUE;
   sim_work_t w = {.kind = OP_FREE};
   w.u.fr.p = p;
+  w.u.fr.free = grape__sim_free_now;
   return grape__sim_submit(s, &w, NULL, 0);
 }
 

@@ -55,10 +55,7 @@ static atomic_int sync_wait_warned;
 /* kept_lock is a leaf lock: taken last before fork, released first after
  * (core.c), so a child never inherits it held by a thread it does not have. */
 void grape__sim_memop_atfork(int phase) {
-  if (phase == SIM_FORK_PREPARE)
-    pthread_mutex_lock(&kept_lock);
-  else
-    pthread_mutex_unlock(&kept_lock);
+  grape__sim_fork_lock(&kept_lock, phase);
 }
 
 static uint64_t load(const memop_t* m) {

@@ -26,6 +26,7 @@
  * when a later load hands out the same value (grape__sim_work_func_live).
  */
 #include "internal.h"
+#include "cost.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -47,10 +48,7 @@ static _Atomic uint64_t func_gens;          /* incarnations of functions so far 
 
 /* bind_lock is taken first before fork (no other sim lock is held under it). */
 void grape__sim_module_atfork(int phase) {
-  if (phase == SIM_FORK_PREPARE)
-    pthread_mutex_lock(&bind_lock);
-  else
-    pthread_mutex_unlock(&bind_lock);
+  grape__sim_fork_lock(&bind_lock, phase);
 }
 
 /* The word of SIMCU_KERNELS that asks for timed kernels; a library of that

@@ -3,7 +3,8 @@
  * stream).
  *
  * DESIGN: grape__sim_submit() is the one door for stream work. Under the
- * global lock it either hands the work to the stream's capture (capture.c),
+ * global lock it either hands the work to the stream's capture (capture.c,
+ * through the hooks it registers: streams sit below capture and graphs),
  * which makes it a graph node, or gives it the next sequence number of the stream, adds the implicit
  * dependencies of the legacy stream (an op on the legacy stream waits for all
  * prior work of blocking streams; an op on a blocking stream waits for prior
@@ -32,11 +33,18 @@
  * that use the context return it (core.c, grape__sim_sticky).
  */
 #include "internal.h"
+#include "cost.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+static const sim_capture_ops_t* capture_ops;   /* capture.c's, set at load */
+
+void grape__sim_capture_ops_set(const sim_capture_ops_t* ops) {
+  capture_ops = ops;
+}
 
 static _Thread_local struct CUstream_st* tls_ptds;
 static pthread_key_t ptds_key;
@@ -193,10 +201,6 @@ void grape__sim_deps_drop_locked(sim_dep_t* d, int n) {
     done_put_locked(d[i].done);
 }
 
-uint64_t grape__sim_dep_time(const sim_dep_t* d) {
-  return d->done != NULL ? d->done->t : d->at;
-}
-
 /* Lock held: a dependency on the last record of e; 0 if e was never recorded. */
 int grape__sim_dep_on_event_locked(struct CUevent_st* e, sim_dep_t* d) {
   if (e->s == NULL)
@@ -241,18 +245,6 @@ static int fault_code(int code) {
   }
 }
 
-void grape__sim_kernel_view(const sim_work_t* w, void** argv, simcu_block_t* b, int* fault) {
-  const struct CUfunc_st* f = w->u.k.f;
-  for (uint32_t i = 0; i < f->nparams; i++)
-    argv[i] = w->u.k.params + f->poff[i];
-  *b = (simcu_block_t){
-    .grid = {w->u.k.grid[0], w->u.k.grid[1], w->u.k.grid[2]},
-    .block = {w->u.k.block[0], w->u.k.block[1], w->u.k.block[2]},
-    .shared_bytes = w->u.k.smem,
-    .fault = fault,
-  };
-}
-
 /* Runs a kernel's blocks in blockIdx order until one raises a fault; returns it or 0. */
 static int run_kernel(sim_work_t* w) {
   struct CUfunc_st* f = w->u.k.f;
@@ -282,30 +274,15 @@ static int run_kernel(sim_work_t* w) {
   return code;
 }
 
-uint64_t grape__sim_work_ns(const sim_work_t* w, int as_node) {
-  const uint64_t* c = grape__sim_costs;
-  switch (w->kind) {
-  case OP_KERNEL: {
-    uint64_t threads = (uint64_t)w->u.k.grid[0] * w->u.k.grid[1] * w->u.k.grid[2] *
-                       w->u.k.block[0] * w->u.k.block[1] * w->u.k.block[2];
-    /* A kernel node of a launched graph skips the per-launch overhead an
-     * eager launch pays: what graph replay saves on the device side. */
-    return c[as_node || w->u.k.from_graph ? COST_DEVICE_GRAPH_KERNEL : COST_DEVICE_KERNEL] +
-           (w->u.k.f->timed ? grape__sim_timed_ns(w) : threads / c[COST_DEVICE_THREADS_PER_NS]);
-  }
-  case OP_MEMCPY: {
-    /* A 2-D/3-D copy (copy.c) is one op of rows x depth rows of n bytes,
-     * costed as one copy of all its bytes. */
-    size_t rows = w->u.cp.rows ? w->u.cp.rows : 1, depth = w->u.cp.depth ? w->u.cp.depth : 1;
-    return c[COST_DEVICE_COPY] + w->u.cp.n * rows * depth / c[COST_DEVICE_COPY_BYTES_PER_NS];
-  }
-  case OP_MEMSET:
-    return c[COST_DEVICE_MEMSET] +
-           (w->u.ms.n * w->u.ms.esize * w->u.ms.height) / c[COST_DEVICE_MEMSET_BYTES_PER_NS];
-  case OP_HOSTFN:
-    return c[COST_DEVICE_HOST_FUNC];
-  default:
-    return 0;
+/* Runs a 2-D/3-D copy (copy.c's boxes): rows x depth rows of n bytes. */
+static void copy_rows(const sim_work_t* w) {
+  size_t rows = w->u.cp.rows ? w->u.cp.rows : 1;
+  size_t depth = w->u.cp.depth ? w->u.cp.depth : 1;
+  for (size_t z = 0; z < depth; z++) {
+    char* d = (char*)w->u.cp.dst + z * w->u.cp.dslice;
+    const char* s = (const char*)w->u.cp.src + z * w->u.cp.sslice;
+    for (size_t y = 0; y < rows; y++)
+      memmove(d + y * w->u.cp.dpitch, s + y * w->u.cp.spitch, w->u.cp.n);
   }
 }
 
@@ -327,7 +304,7 @@ int grape__sim_run_work(sim_work_t* w, uint64_t* clock) {
     if ((w->u.cp.rows ? w->u.cp.rows : 1) == 1 && (w->u.cp.depth ? w->u.cp.depth : 1) == 1)
       memmove(w->u.cp.dst, w->u.cp.src, w->u.cp.n);
     else
-      grape__sim_copy_rows(w);
+      copy_rows(w);
     if (grape__sim_stats_counts(w))
       grape__sim_mstat_add(0, w->u.cp.dir,
                            w->u.cp.n * (w->u.cp.rows ? w->u.cp.rows : 1) *
@@ -356,49 +333,13 @@ int grape__sim_run_work(sim_work_t* w, uint64_t* clock) {
     w->u.host.fn(w->u.host.data);
     break;
   case OP_FREE:
-    (void)grape__sim_free_now(w->u.fr.p);
+    (void)w->u.fr.free(w->u.fr.p);
     break;
   default:
     break;
   }
   *clock += dur;
   return fault;
-}
-
-void grape__sim_event_unref_locked(struct CUevent_st* e) {
-  if (--e->refs == 0) {
-    free(e->cap_nodes);
-    free(e);
-  }
-}
-
-/* Frees what the work owns; the event reference needs the lock held. */
-void grape__sim_work_release(sim_work_t* w) {
-  if (w->kind == OP_KERNEL)
-    free(w->u.k.params);
-  else if (w->kind == OP_MEMCPY)
-    free(w->u.cp.owned);
-  else if (w->kind == OP_EVENT && w->u.ev.ev != NULL)
-    grape__sim_event_unref_locked(w->u.ev.ev);
-  memset(w, 0, sizeof(*w));
-}
-
-int grape__sim_work_copy(sim_work_t* dst, const sim_work_t* src) {
-  *dst = *src;
-  /* A kernel without parameters owns a 1-byte block too
-   * (grape__sim_make_kernel_work): the copy gets its own, or the two works
-   * would free one block (a graph node of such a kernel, its executable and
-   * each launch of it are copies). */
-  if (src->kind == OP_KERNEL) {
-    dst->u.k.params = malloc(src->u.k.params_size ? src->u.k.params_size : 1);
-    if (dst->u.k.params == NULL)
-      return -ENOMEM;
-    if (src->u.k.params_size > 0)
-      memcpy(dst->u.k.params, src->u.k.params, src->u.k.params_size);
-  }
-  if (src->kind == OP_MEMCPY)
-    dst->u.cp.owned = NULL;
-  return 0;
 }
 
 /* Runs op on stream s (lock held on entry and exit) and marks it complete.
@@ -523,7 +464,7 @@ static CUresult submit_locked(struct CUstream_st* s, sim_work_t* w, const sim_de
   *out = NULL;
   if (s->cap != NULL) {
     grape__sim_deps_drop_locked((sim_dep_t*)extra, nextra);
-    return grape__sim_capture_submit_locked(s, w);
+    return capture_ops->submit_locked(s, w);
   }
   if (s->legacy) {
     /* The legacy stream may not join work of a capturing blocking stream. */
@@ -775,7 +716,7 @@ CUresult grape__sim_wait_all(void) {
 }
 
 /* The latest finish time of any device work so far. */
-uint64_t grape__sim_device_end_ns(void) {
+static uint64_t device_end_ns(void) {
   pthread_mutex_lock(&grape__sim.lock);
   uint64_t end = grape__sim.retired_all_ns;
   for (struct CUstream_st* t = grape__sim.all_streams; t != NULL; t = t->all_next)
@@ -783,6 +724,12 @@ uint64_t grape__sim_device_end_ns(void) {
       end = t->clock_ns;
   pthread_mutex_unlock(&grape__sim.lock);
   return end;
+}
+
+/* The end-to-end simulated time: the latest host clock or finished device work. */
+uint64_t grape__sim_end_ns(void) {
+  uint64_t h = grape__sim_host_end_ns(), d = device_end_ns();
+  return h > d ? h : d;
 }
 
 /* In a forked child (grape__sim.lock held by the forking thread): no worker
@@ -915,7 +862,7 @@ static CUresult stream_wait_event(CUstream h, CUevent e, unsigned flags, int ptd
     return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&grape__sim.lock);
   if (grape__sim_cap_live(e->cap) || s->cap != NULL) {
-    r = grape__sim_capture_wait_event(s, e);
+    r = capture_ops->wait_event_locked(s, e);
     pthread_mutex_unlock(&grape__sim.lock);
     return r;
   }
@@ -1078,7 +1025,7 @@ static CUresult event_record(int sym, CUevent e, CUstream h, unsigned flags, int
     pthread_mutex_lock(&grape__sim.lock);
     int capturing = s->cap != NULL;
     if (capturing) {
-      r = grape__sim_capture_add(s, NULL, N_EVENT_RECORD, e);
+      r = capture_ops->record_node_locked(s, e);
       pthread_mutex_unlock(&grape__sim.lock);
       return r;
     }

@@ -23,6 +23,7 @@
  * stream, not of its kernels.
  */
 #include "internal.h"
+#include "cost.h"
 
 #define TIMED_SMS 132   /* multiprocessors of the simulated H200 */
 
