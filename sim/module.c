@@ -295,11 +295,18 @@ static void module_free(sim_module_t* m) {
   GIVE_BACK(free_modules, sim_module_t, m);
 }
 
-static CUresult module_load(const void* image, int is_library, sim_module_t** out) {
+/* size 0: the image's extent is read from its headers (cuModuleLoadData). */
+/* What any load checks first: an initialised driver, a current context for
+ * a module, no sticky error. */
+static CUresult load_ready(int is_library) {
   SIM_TRY(grape__sim_check_init());
   if (!is_library)
     SIM_TRY(grape__sim_ctx_error());
-  SIM_TRY(grape__sim_sticky());
+  return grape__sim_sticky();
+}
+
+static CUresult module_load(const void* image, size_t size, int is_library, sim_module_t** out) {
+  SIM_TRY(load_ready(is_library));
   if (image == NULL || out == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   sim_module_t* m = TAKE(free_modules, sim_module_t);
@@ -309,7 +316,7 @@ static CUresult module_load(const void* image, int is_library, sim_module_t** ou
   grape_cubin_err_t err;
   /* Only the sm_90 image is decompressed and parsed (fatbins of real
    * libraries carry many architectures). */
-  if (grape_image_load_arch(image, 0, SIM_ARCH, &m->fb, &err) != 0) {
+  if (grape_image_load_arch(image, size, SIM_ARCH, &m->fb, &err) != 0) {
     grape__sim_logf("cannot load image: %s", err.msg);
     GIVE_BACK(free_modules, sim_module_t, m);
     return CUDA_ERROR_INVALID_IMAGE;
@@ -402,7 +409,7 @@ SIM_EXPORT CUresult cuModuleLoadData(CUmodule* mod, const void* image) {
   SIM_COUNT(cuModuleLoadData);
   if (mod == NULL)
     return CUDA_ERROR_INVALID_VALUE;
-  return module_load(image, 0, (sim_module_t**)mod);
+  return module_load(image, 0, 0, (sim_module_t**)mod);
 }
 
 SIM_EXPORT CUresult cuModuleLoadDataEx(CUmodule* mod, const void* image, unsigned int n,
@@ -413,14 +420,57 @@ SIM_EXPORT CUresult cuModuleLoadDataEx(CUmodule* mod, const void* image, unsigne
   (void)vals;
   if (mod == NULL)
     return CUDA_ERROR_INVALID_VALUE;
-  return module_load(image, 0, (sim_module_t**)mod);
+  return module_load(image, 0, 0, (sim_module_t**)mod);
 }
 
 SIM_EXPORT CUresult cuModuleLoadFatBinary(CUmodule* mod, const void* image) {
   SIM_COUNT(cuModuleLoadFatBinary);
   if (mod == NULL)
     return CUDA_ERROR_INVALID_VALUE;
-  return module_load(image, 0, (sim_module_t**)mod);
+  return module_load(image, 0, 0, (sim_module_t**)mod);
+}
+
+/* A module or library from an image file, as Triton's and PyTorch's
+ * launchers load the cubins they compile: the file is read whole and loaded
+ * as the same bytes in memory would be (cubin/ keeps its own copy). */
+static CUresult module_load_file(const char* path, int is_library, sim_module_t** out) {
+  SIM_TRY(load_ready(is_library));
+  if (path == NULL || out == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  FILE* f = fopen(path, "rb");
+  if (f == NULL) {
+    grape__sim_logf("cannot open module file %s: %s", path, strerror(errno));
+    return CUDA_ERROR_FILE_NOT_FOUND;
+  }
+  uint8_t* buf = NULL;
+  size_t size = 0, cap = 0;
+  for (;;) {
+    if (size == cap) {
+      uint8_t* grown = realloc(buf, cap = cap ? 2 * cap : 1 << 16);
+      if (grown == NULL) {
+        free(buf);
+        fclose(f);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+      }
+      buf = grown;
+    }
+    size_t n = fread(buf + size, 1, cap - size, f);
+    size += n;
+    if (n == 0)
+      break;
+  }
+  int bad = ferror(f);
+  fclose(f);
+  CUresult r = bad || size == 0 ? CUDA_ERROR_INVALID_IMAGE : module_load(buf, size, is_library, out);
+  if (bad)
+    grape__sim_logf("cannot read module file %s", path);
+  free(buf);
+  return r;
+}
+
+SIM_EXPORT CUresult cuModuleLoad(CUmodule* mod, const char* fname) {
+  SIM_COUNT(cuModuleLoad);
+  return module_load_file(fname, 0, (sim_module_t**)mod);
 }
 
 SIM_EXPORT CUresult cuModuleUnload(CUmodule mod) {
@@ -463,7 +513,20 @@ SIM_EXPORT CUresult cuLibraryLoadData(CUlibrary* lib, const void* code, CUjit_op
   (void)nl;
   if (lib == NULL)
     return CUDA_ERROR_INVALID_VALUE;
-  return module_load(code, 1, (sim_module_t**)lib);
+  return module_load(code, 0, 1, (sim_module_t**)lib);
+}
+
+SIM_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary* lib, const char* path, CUjit_option* jo,
+                                          void** jv, unsigned int nj, CUlibraryOption* lo,
+                                          void** lv, unsigned int nl) {
+  SIM_COUNT(cuLibraryLoadFromFile);
+  (void)jo;
+  (void)jv;
+  (void)nj;
+  (void)lo;
+  (void)lv;
+  (void)nl;
+  return module_load_file(path, 1, (sim_module_t**)lib);
 }
 
 SIM_EXPORT CUresult cuLibraryUnload(CUlibrary lib) {

@@ -31,6 +31,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_torch_examples import find_python  # noqa: E402
+
 
 def fail(msg, p=None):
     if p is not None:
@@ -123,12 +126,12 @@ def shown_line(line):
 def torchrun_for(a, recipe):
     """The directory to put first on PATH for a torchrun recipe, or a reason to skip."""
     if recipe == "torchrun":
-        py = os.environ.get("GRAPE_TORCH_PYTHON") or os.path.join(
-            a.source, ".venv-frameworks", "bin", "python")
+        py, why = find_python(a.source)
+        if py is None:
+            return None, why
         run = os.path.join(os.path.dirname(py), "torchrun")
         if not os.path.exists(run):
-            return None, (f"no torchrun beside {py} (scripts/setup-deps --frameworks installs "
-                          "PyTorch there, or set GRAPE_TORCH_PYTHON)")
+            return None, f"no torchrun beside {py}"
         return os.path.dirname(run), None
     run = shutil.which("torchrun")
     if not run:

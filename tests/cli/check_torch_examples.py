@@ -19,13 +19,16 @@ Cases (one meson test each, `torch_<example>_<case>`):
 - `forced`: graph mode with builds forced (`GRAPE_COSTS=build=0,build_node=0`):
   launches = the sim's kernels and graph hits > 0.
 
-Skipped in a sanitizer build (its shim needs the sanitizer's runtime
-preloaded first, which PyTorch's Python is not run with here).
+In the ASan build they run as in the normal one, the sanitizer's runtime
+preloaded into PyTorch's Python (leak checks off), and take about three
+times as long (docs/frameworks.md); in a TSan build they are skipped.
 
 Where torch is found: $GRAPE_TORCH_PYTHON (a Python that imports a CUDA
 build of torch), else `.venv-frameworks/bin/python` in the source tree (what
-`scripts/setup-deps --frameworks` makes). Without one, each case is skipped
-(exit 77) saying so: CI does not install the 3 GB of wheels.
+`scripts/setup-deps --frameworks` makes, `$GRAPE_FRAMEWORKS_VENV` if set).
+Without one, each case is skipped (exit 77) saying so, and citing why the
+install failed where setup-deps noted it (install-failed.txt: CI installs
+torch, and goes on without it when the download fails).
 """
 import argparse
 import glob
@@ -52,30 +55,53 @@ def fail(msg, p=None):
     sys.exit("FAIL: " + msg)
 
 
+def install_failure(venv):
+    """Why scripts/setup-deps --frameworks last failed to install torch into
+    venv (its install-failed.txt, one line), or ''."""
+    try:
+        lines = open(os.path.join(venv, "install-failed.txt")).read().split("\n")
+    except OSError:
+        return ""
+    return "; ".join(x.strip() for x in lines if x.strip())
+
+
 def find_python(source):
-    """The torch Python and why there is none (None, reason)."""
-    py = os.environ.get("GRAPE_TORCH_PYTHON") or os.path.join(source, ".venv-frameworks", "bin",
-                                                               "python")
+    """The torch Python and why there is none (None, reason): the one of
+    $GRAPE_TORCH_PYTHON, else of the environment setup-deps --frameworks makes
+    ($GRAPE_FRAMEWORKS_VENV, else .venv-frameworks/), citing the reason its
+    install failed if it did."""
+    venv = os.environ.get("GRAPE_FRAMEWORKS_VENV") or os.path.join(source, ".venv-frameworks")
+    py = os.environ.get("GRAPE_TORCH_PYTHON") or os.path.join(venv, "bin", "python")
     where = "GRAPE_TORCH_PYTHON" if os.environ.get("GRAPE_TORCH_PYTHON") else py
+    failed = "" if os.environ.get("GRAPE_TORCH_PYTHON") else install_failure(venv)
+    if failed:
+        failed = f"; the framework install failed: {failed}"
     if not os.path.exists(py):
         return None, (f"no torch: {py} does not exist (scripts/setup-deps --frameworks "
-                      "installs PyTorch there, or set GRAPE_TORCH_PYTHON)")
+                      f"installs PyTorch there, or set GRAPE_TORCH_PYTHON){failed}")
     p = subprocess.run([py, "-c", "import importlib.util as u, os; s = u.find_spec('torch'); "
                         "print(s.origin if s else '')"], capture_output=True, text=True, timeout=60)
     origin = p.stdout.strip()
     if p.returncode != 0 or not origin:
-        return None, f"no torch: {where} cannot find torch"
+        return None, f"no torch: {where} cannot find torch{failed}"
     if not os.path.exists(os.path.join(os.path.dirname(origin), "lib", "libtorch_cuda.so")):
-        return None, f"no CUDA build of torch in {where} ({origin} has no libtorch_cuda.so)"
+        return None, f"no CUDA build of torch in {where} ({origin} has no libtorch_cuda.so){failed}"
     return py, None
 
 
 def torch_python(a):
     """The torch Python these tests run, or (None, why they are skipped): a
-    sanitizer build, a build without the cuBLAS stand-ins, or no torch."""
-    if any(x and not x.endswith("libgrape.so") for x in a.preload.split(":")):
-        return None, ("a sanitizer build (a sanitizer runtime preloaded into PyTorch's Python "
-                      "is not supported; the normal build runs these)")
+    build without the cuBLAS stand-ins, or no torch. In a sanitizer build
+    the sanitizer's runtime is preloaded into every process the test starts
+    (before libgrape.so, as grape run keeps it), leak checks off: Python's
+    own allocations outlive it."""
+    san = ":".join(x for x in a.preload.split(":") if x and not x.endswith("libgrape.so"))
+    if "libtsan" in san:
+        return None, ("a ThreadSanitizer build: scripts/test runs only the threads suite there, "
+                      "and these tests were not tried under TSan")
+    if san:
+        os.environ["LD_PRELOAD"] = san
+        os.environ["ASAN_OPTIONS"] = "detect_leaks=0"
     if a.cublas == "no":
         return None, ("built without nvcc, so without the sim's cuBLAS stand-ins that "
                       "PyTorch's GEMMs need")

@@ -13,7 +13,7 @@ count equals the kernels the sim ran, and in graph mode the steps around the
 failed calls still replay.
 
 Skipped, saying why, as check_torch_examples.py's cases are: without torch,
-without the cuBLAS stand-ins, in a sanitizer build.
+without the cuBLAS stand-ins, in a TSan build.
 """
 import argparse
 import os

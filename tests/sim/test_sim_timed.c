@@ -250,3 +250,39 @@ Test(sim_timed, says_once_at_cuinit_that_results_are_not_computed) {
   cr_assert_eq(later[0], '\0', "later: %s", later);
   free(later);
 }
+
+/* Triton and PyTorch's compiled-kernel launcher (torch.compile) load the
+ * cubins they compile from a file: cuModuleLoad, and cuLibraryLoadFromFile
+ * for libraries. The file's kernels run as those of the same bytes loaded
+ * from memory; a missing file is CUDA_ERROR_FILE_NOT_FOUND. */
+Test(sim_timed, modules_and_libraries_load_from_a_file) {
+  start("timed");
+  const char* path = getenv("TIMED_FATBIN");
+  CUmodule from_file;
+  OK(cuModuleLoad(&from_file, path));
+  CUfunction f;
+  OK(cuModuleGetFunction(&f, from_file, "k_fill"));
+  int nparams = 0;
+  size_t off, size;
+  while (cuFuncGetParamInfo(f, (size_t)nparams, &off, &size) == CUDA_SUCCESS)
+    nparams++;
+  cr_assert_eq(nparams, 3, "k_fill's layout read from the file: %d parameters", nparams);
+  CUdeviceptr p = patterned_buffer();
+  int n = N_FLOATS;
+  float v = 1.0f;
+  void* args[] = {&p, &n, &v};
+  OK(cuLaunchKernel(f, 4, 1, 1, FILL_BLOCK, 1, 1, 0, NULL, args, NULL));
+  OK(cuCtxSynchronize());
+  assert_untouched(p);
+  OK(cuModuleUnload(from_file));
+
+  CUlibrary lib;
+  OK(cuLibraryLoadFromFile(&lib, path, NULL, NULL, 0, NULL, NULL, 0));
+  CUkernel k;
+  OK(cuLibraryGetKernel(&k, lib, "k_greedy"));
+  OK(cuLibraryUnload(lib));
+
+  cr_assert_eq(cuModuleLoad(&from_file, "/nonexistent/kernels.cubin"), CUDA_ERROR_FILE_NOT_FOUND);
+  cr_assert_eq(cuModuleLoad(NULL, path), CUDA_ERROR_INVALID_VALUE);
+  cr_assert_eq(cuModuleLoad(&from_file, "/dev/null"), CUDA_ERROR_INVALID_IMAGE);
+}
