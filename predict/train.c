@@ -28,13 +28,14 @@
 #include "predict/lsq.h"
 #include "predict/model.h"
 #include "predict/gpu.h"
+#include "predict/interval_fit.h"
 
 _Static_assert(GRAPE__NFEAT <= GRAPE__LS_MAX, "grape's features fit the least-squares solver");
 
-#define MIN_ROWS 50
+#define MIN_ROWS GRAPE__MIN_ROWS
 #define IRLS_ROUNDS 4
 #define ALLFEAT ((1u << GRAPE__NFEAT) - 1)
-#define LEVEL 0.8           /* nominal coverage of the intervals */
+#define LEVEL GRAPE__LEVEL
 #define MIN_KNOWN 100       /* rows a (GPU, class) needs for a learned regime */
 #define KNOWN_TREES 60
 #define KNOWN_RATE 0.3
@@ -294,10 +295,6 @@ static size_t class_rows(const grape_dataset_t* d, const sel_t* s, int cls) {
   return n;
 }
 
-static int cmp_double(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
 
 
 /* The distinct GPUs of the rows `s` selects of class `cls` (-1 all), in
@@ -344,14 +341,14 @@ static int fit_floors(const grape_dataset_t* d, sel_t* s, grape_model_t* m) {
       fl[g][c] = 0;
       if (n == 0)
         continue;
-      qsort(v, n, sizeof(double), cmp_double);
+      qsort(v, n, sizeof(double), grape__cmp_double);
       fl[g][c] = v[n / 100];
       med[nmed++] = all[nall++] = fl[g][c];
     }
-    qsort(med, (size_t)nmed, sizeof(double), cmp_double);
+    qsort(med, (size_t)nmed, sizeof(double), grape__cmp_double);
     m->floor_ms[c] = nmed ? med[nmed / 2] : -1;
   }
-  qsort(all, (size_t)nall, sizeof(double), cmp_double);
+  qsort(all, (size_t)nall, sizeof(double), grape__cmp_double);
   for (int c = 0; c < GRAPE_KC_COUNT; c++)
     if (m->floor_ms[c] < 0)
       m->floor_ms[c] = nall ? all[nall / 2] : 0;
@@ -417,7 +414,7 @@ static double offset_bound(const grape_dataset_t* d, const sel_t* s, int c, cons
     v[n++] = r->lat - (c == GRAPE_KC_CONV ? rf.tm : fmax(rf.tc, rf.tm));
   }
   if (n >= 20) {
-    qsort(v, n, sizeof(double), cmp_double);
+    qsort(v, n, sizeof(double), grape__cmp_double);
     b = fmin(b, fmax(v[n / 10], 0));
   }
   free(v);
@@ -448,7 +445,7 @@ static int fit_harness(const grape_dataset_t* d, const sel_t* s, grape_model_t* 
       hf[g][c] = ho[g][c] = 0;
       if (n < MIN_ROWS)
         continue;
-      qsort(v, n, sizeof(double), cmp_double);
+      qsort(v, n, sizeof(double), grape__cmp_double);
       double F = hf[g][c] = v[n / 100], least = least_ms(gpus[g]);
       ho[g][c] = -1;
       for (int l = 0; l < 2; l++) {
@@ -476,10 +473,10 @@ static int fit_harness(const grape_dataset_t* d, const sel_t* s, grape_model_t* 
           offs[no++] = ho[g][c] = fmin(fmax(w[0] - least, 0), offset_bound(d, s, c, gpus[g], F));
       }
     }
-    qsort(offs, (size_t)no, sizeof(double), cmp_double);
+    qsort(offs, (size_t)no, sizeof(double), grape__cmp_double);
     m->hoff[c] = no ? offs[no / 2] : 0;
     for (int l = 0; l < 2; l++) {
-      qsort(slopes[l], (size_t)ns[l], sizeof(double), cmp_double);
+      qsort(slopes[l], (size_t)ns[l], sizeof(double), grape__cmp_double);
       m->kslope[c][l] = ns[l] ? slopes[l][ns[l] / 2] : 1;
     }
     for (int g = 0; g < ngpu; g++)
@@ -497,9 +494,9 @@ static int fit_harness(const grape_dataset_t* d, const sel_t* s, grape_model_t* 
       ms[1][nm++] = m->kslope[c][1];
     }
   if (nm > 0) {
-    qsort(mo, (size_t)nm, sizeof(double), cmp_double);
-    qsort(ms[0], (size_t)nm, sizeof(double), cmp_double);
-    qsort(ms[1], (size_t)nm, sizeof(double), cmp_double);
+    qsort(mo, (size_t)nm, sizeof(double), grape__cmp_double);
+    qsort(ms[0], (size_t)nm, sizeof(double), grape__cmp_double);
+    qsort(ms[1], (size_t)nm, sizeof(double), grape__cmp_double);
     for (int c = 0; c < GRAPE_KC_COUNT; c++)
       if (m->rows[c] < MIN_ROWS) {
         m->hoff[c] = mo[nm / 2];
@@ -555,7 +552,7 @@ static int fit_range(const grape_dataset_t* d, const sel_t* s, int cls, int c, g
                    grape__predict(m, GRAPE_METHOD_ROOFLINE, &r->p, r->gpu));
   }
   if (n >= MIN_ROWS) {
-    qsort(v, n, sizeof(double), cmp_double);
+    qsort(v, n, sizeof(double), grape__cmp_double);
     m->range[c][0] = v[n / 200];
     m->range[c][1] = v[n - 1 - n / 200];
   }
@@ -575,202 +572,10 @@ static int fit_cand(const grape_dataset_t* d, const sel_t* s, int cls, int c, gr
   return err < 0 || cls < 0 ? err : fit_range(d, s, cls, c, m);
 }
 
-/* Residuals log(measured / predicted) of held-out rows, with each row's
- * interval bin and the index of its GPU (in an inner leave-one-GPU-out,
- * the GPU that was held out). */
-typedef struct resid_s {
-  double* v;
-  uint8_t* bin;
-  int* gpu;
-  size_t n;
-} resid_t;
-
-static int resid_alloc(resid_t* r, size_t n) {
-  r->n = 0;
-  r->v = malloc((n + 1) * sizeof(double));
-  r->bin = malloc(n + 1);
-  r->gpu = malloc((n + 1) * sizeof(int));
-  return r->v && r->bin && r->gpu ? 0 : -ENOMEM;
-}
-
-static void resid_free(resid_t* r) {
-  free(r->v);
-  free(r->bin);
-  free(r->gpu);
-}
-
-static void resid_add(resid_t* r, double v, const grape__kprep_t* p, int gpu) {
-  r->v[r->n] = v;
-  r->bin[r->n] = (uint8_t)grape__interval_bin(p);
-  r->gpu[r->n] = gpu;
-  r->n++;
-}
-
-/* The level's two quantiles of v[0..n) (sorted here) into iv; lo > hi (not
- * calibrated) with fewer than MIN_ROWS values. */
-static void quantiles(double* v, size_t n, double* iv) {
-  iv[0] = 1;
-  iv[1] = -1;
-  if (n < MIN_ROWS)
-    return;
-  qsort(v, n, sizeof(double), cmp_double);
-  iv[0] = v[(size_t)((1 - LEVEL) / 2 * (double)(n - 1) + 0.5)];
-  iv[1] = v[(size_t)((1 + LEVEL) / 2 * (double)(n - 1) + 0.5)];
-}
-
-/* The known regime's interval: per bin (nb of them), the quantiles of the
- * residuals of held-out shapes. */
-static int bin_quantiles(const resid_t* r, int nb, double* iv) {
-  double* v = malloc((r->n + 1) * sizeof(double));
-  if (v == NULL)
-    return -ENOMEM;
-  for (int b = 0; b < nb; b++) {
-    size_t n = 0;
-    for (size_t i = 0; i < r->n; i++)
-      if (r->bin[i] == b)
-        v[n++] = r->v[i];
-    quantiles(v, n, &iv[2 * b]);
-  }
-  free(v);
-  return 0;
-}
-
-/* Residuals v[0..n) by group (gpu[i] in [0, ngpu); with bin != NULL
- * only those of bin b): each group's median, its level, into level[] (in
- * group order, groups without rows left out), and every residual less its
- * group's level into within (sorted per group). v: scratch of n values.
- * @return the groups with rows; *nw the residuals in within. */
-static int group_levels(const double* vals, const int* gpu, const uint8_t* bin, int b, size_t n,
-                        int ngpu, double* v, double* level, double* within, size_t* nw) {
-  int k = 0;
-  *nw = 0;
-  for (int g = 0; g < ngpu && g < MAXGPU; g++) {
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-      if (gpu[i] == g && (bin == NULL || bin[i] == b))
-        v[m++] = vals[i];
-    if (m == 0)
-      continue;
-    qsort(v, m, sizeof(double), cmp_double);
-    double med = v[m / 2];
-    level[k++] = med;
-    for (size_t i = 0; i < m; i++)
-      within[(*nw)++] = v[i] - med;
-  }
-  return k;
-}
-
-/* The share of the variance of residuals v[0..n) that is a level per
- * group (gpu[i]): the groups' medians' variance over it plus the within
- * residuals' (robust: from their 10th-90th percentile range), into *rho;
- * 0 with fewer than two groups. */
-static int level_share(const double* vals, const int* gpu, size_t n, int ngpu, double* rho) {
-  double level[MAXGPU];
-  double* v = malloc((n + 1) * sizeof(double));
-  double* w = malloc((n + 1) * sizeof(double));
-  *rho = 0;
-  if (v == NULL || w == NULL) {
-    free(v);
-    free(w);
-    return -ENOMEM;
-  }
-  size_t nw;
-  int k = group_levels(vals, gpu, NULL, 0, n, ngpu, v, level, w, &nw);
-  if (k >= 2 && nw >= MIN_ROWS) {
-    double mu = 0, tau2 = 0;
-    for (int g = 0; g < k; g++)
-      mu += level[g] / k;
-    for (int g = 0; g < k; g++)
-      tau2 += (level[g] - mu) * (level[g] - mu) / (k - 1);
-    qsort(w, nw, sizeof(double), cmp_double);
-    double sd = (w[(size_t)(0.9 * (double)(nw - 1))] - w[(size_t)(0.1 * (double)(nw - 1))]) /
-                2.5631;
-    *rho = tau2 + sd * sd > 0 ? tau2 / (tau2 + sd * sd) : 0;
-  }
-  free(v);
-  free(w);
-  return 0;
-}
-
-static double normal_cdf(double z) {
-  return 0.5 * erfc(-z / sqrt(2));
-}
-
-/* The level's quantiles of shift + within into iv: shift ~ N(mean, sd^2)
- * of the k group levels, within the nw residuals w (each less its group's
- * level; sorted here), by bisection over up to 1000 of their quantiles. v:
- * scratch of nw values. */
-static void level_spread_quantiles(const double* shift, int k, double* w, size_t nw, double* v,
-                                   double* iv) {
-  double mu = 0, var = 0;
-  for (int g = 0; g < k; g++)
-    mu += shift[g] / k;
-  for (int g = 0; g < k; g++)
-    var += (shift[g] - mu) * (shift[g] - mu) / (k - 1);
-  double sd = sqrt(var);
-  qsort(w, nw, sizeof(double), cmp_double);
-  /* The within-group residuals at up to 1000 evenly spaced ranks. */
-  size_t nq = nw < 1000 ? nw : 1000;
-  for (size_t j = 0; j < nq; j++)
-    v[j] = w[(size_t)(((double)j + 0.5) / (double)nq * (double)nw)];
-  for (int side = 0; side < 2; side++) {
-    double target = side == 0 ? (1 - LEVEL) / 2 : (1 + LEVEL) / 2;
-    double lo = mu + v[0] - 8 * sd - 1e-9, hi = mu + v[nq - 1] + 8 * sd + 1e-9;
-    for (int it = 0; it < 60; it++) {
-      double x = (lo + hi) / 2, cdf = 0;
-      for (size_t j = 0; j < nq; j++)
-        cdf += sd > 0 ? normal_cdf((x - mu - v[j]) / sd) : x >= mu + v[j];
-      if (cdf / (double)nq < target)
-        lo = x;
-      else
-        hi = x;
-    }
-    iv[side] = (lo + hi) / 2;
-  }
-}
-
-/* The transfer regime's interval of a class's bin b (-1: all of its rows)
- * from an inner leave-one-GPU-out's residuals (r->gpu: the held-out GPU). A new GPU's
- * error is a level of its own, which varies between GPUs more than the
- * spread within one, plus that spread: residual = shift + within. The
- * held-out GPUs' shifts (their median residuals) give the shift's mean and
- * standard deviation tau; the interval is the level's quantiles of a normal
- * shift N(mean, tau^2) plus the pooled within-GPU residuals. Pooling the
- * residuals alone undercovers (a held-out GPU is often beyond all the
- * others: softmax 74% on leave-one-GPU-out); widening tau for its
- * estimate from a few GPUs (Student's t) overcovers (86%), because the
- * inner folds' models, fitted on one GPU fewer, already err more than the
- * model they calibrate (docs/predictor.md). */
-static int transfer_interval(const resid_t* r, int ngpu, int b, double* iv) {
-  iv[0] = 1;
-  iv[1] = -1;
-  double* v = malloc((r->n + 1) * sizeof(double));
-  double* w = malloc((r->n + 1) * sizeof(double));
-  double shift[MAXGPU];
-  if (v == NULL || w == NULL) {
-    free(v);
-    free(w);
-    return -ENOMEM;
-  }
-  size_t nw;
-  int k = group_levels(r->v, r->gpu, b < 0 ? NULL : r->bin, b, r->n, ngpu, v, shift, w, &nw);
-  if (nw >= MIN_ROWS && k >= 2) {
-    level_spread_quantiles(shift, k, w, nw, v, iv);
-  } else if (nw >= MIN_ROWS) {
-    /* One GPU: no spread between GPUs to estimate; its own quantiles. */
-    for (size_t i = 0; i < nw; i++)
-      w[i] += shift[0];
-    quantiles(w, nw, iv);
-  }
-  free(v);
-  free(w);
-  return 0;
-}
-
 /* Picks the candidate with the lowest per-kernel MAPE in an inner
  * leave-one-GPU-out over the GPUs `s` selects, so that the choice never sees
  * a held-out GPU; `only` >= 0 takes that candidate without a choice. The
- * same folds calibrate the transfer regime's intervals (transfer_interval):
+ * same folds calibrate the transfer regime's intervals (grape__level_interval):
  * the chosen candidate's held-out residuals give iv, those of the
  * launch-only fit ivl (both uncalibrated with fewer than two GPUs).
  * @return the candidate's index, or a negative errno. */
@@ -789,9 +594,10 @@ static int select_cand(const grape_dataset_t* d, const sel_t* s, int c, int only
   size_t last = only >= 0 ? (size_t)only + 1 : ngpu < 3 ? 1 : NCAND;
   size_t nrows = class_rows(d, s, c) + 1;
   grape_model_t* tm = calloc(1, sizeof(*tm));
-  resid_t cur, best_r, lr;
+  grape__resid_t cur, best_r, lr;
   int pick = (int)first, err = 0;
-  if ((resid_alloc(&cur, nrows) | resid_alloc(&best_r, nrows) | resid_alloc(&lr, nrows)) != 0 ||
+  if ((grape__resid_alloc(&cur, nrows) | grape__resid_alloc(&best_r, nrows) |
+       grape__resid_alloc(&lr, nrows)) != 0 ||
       tm == NULL) {
     err = -ENOMEM;
     goto done;
@@ -817,10 +623,11 @@ static int select_cand(const grape_dataset_t* d, const sel_t* s, int c, int only
         double t = grape__predict(tm, GRAPE_METHOD_GRAPE, &r->p, r->gpu);
         fape += fabs(t - r->lat) / r->lat;
         fn++;
-        resid_add(&cur, log(r->lat / t), &r->p, h);
+        grape__resid_add(&cur, log(r->lat / t), &r->p, (uint32_t)h);
         if (k == first)
-          resid_add(&lr, log(r->lat / grape__predict(tm, GRAPE_METHOD_GRAPE, &r->pl, r->gpu)),
-                    &r->pl, h);
+          grape__resid_add(&lr,
+                           log(r->lat / grape__predict(tm, GRAPE_METHOD_GRAPE, &r->pl, r->gpu)),
+                           &r->pl, (uint32_t)h);
       }
       ape += fape;
       n += fn;
@@ -831,7 +638,7 @@ static int select_cand(const grape_dataset_t* d, const sel_t* s, int c, int only
     if (score[k] < best) {
       best = score[k];
       pick = (int)k;
-      resid_t t = best_r;
+      grape__resid_t t = best_r;
       best_r = cur;
       cur = t;
     }
@@ -843,11 +650,11 @@ static int select_cand(const grape_dataset_t* d, const sel_t* s, int c, int only
    * other GEMMs). From the launch alone, nn.Linear's errors are spread far
    * wider than the batched GEMMs' (no K to tell them apart) and the bins
    * are needed (pooled: 63% and 86% coverage). */
-  if ((err = transfer_interval(&best_r, ngpu, -1, iv)) < 0 ||
-      (err = level_share(best_r.v, best_r.gpu, best_r.n, ngpu, rho)) < 0)
+  if ((err = grape__level_interval(&best_r, -1, iv)) < 0 ||
+      (err = grape__level_share(best_r.v, best_r.key, best_r.n, rho)) < 0)
     goto done;
   for (int b = 0; b < GRAPE__NIVB; b++)
-    if ((err = transfer_interval(&lr, ngpu, b, &ivl[2 * b])) < 0)
+    if ((err = grape__level_interval(&lr, b, &ivl[2 * b])) < 0)
       goto done;
   if (s->o->log != NULL)
     for (size_t k = first; k < last; k++)
@@ -856,9 +663,9 @@ static int select_cand(const grape_dataset_t* d, const sel_t* s, int c, int only
               score[k], (int)k == pick ? " (chosen)" : "");
 done:
   free(tm);
-  resid_free(&cur);
-  resid_free(&best_r);
-  resid_free(&lr);
+  grape__resid_free(&cur);
+  grape__resid_free(&best_r);
+  grape__resid_free(&lr);
   return err < 0 ? err : pick;
 }
 
@@ -877,7 +684,7 @@ int grape__size_quantiles(const grape_dataset_t* d, const sel_t* s, double q, do
         v[n++] = grape__row_size(&d->rows[i]);
     thr[g] = INFINITY;
     if (n > 0) {
-      qsort(v, n, sizeof(double), cmp_double);
+      qsort(v, n, sizeof(double), grape__cmp_double);
       thr[g] = v[(size_t)(q * (double)(n - 1))];
     }
   }
@@ -953,7 +760,7 @@ static const int sibling_rule[GRAPE_KC_COUNT] = {1, 1, 1, 1, 0, 0};
 static const int floor_split_rule[GRAPE_KC_COUNT] = {0, 1, 1, 1, 0, 0};
 
 /* Whether a class's known-regime interval is a level per held-out shape
- * family plus the spread within one (family_level_interval), not the
+ * family plus the spread within one (grape__level_interval), not the
  * quantiles of the pooled residuals (docs/predictor.md, *Intervals*).
  * Softmax: on held-out shape families (`grape train --cv-families`) its
  * held-out corner of the (rows, cols) grid is one level shared by a
@@ -1051,7 +858,7 @@ static int widen_slopes(const beyond_t* b, double* widen) {
     if (b->d[i] >= EXTRAP_DMIN)
       v[n++] = fmax(b->r[i] - b->hi[i], b->lo[i] - b->r[i]) / b->d[i];
   if (n >= MIN_ROWS) {
-    qsort(v, n, sizeof(double), cmp_double);
+    qsort(v, n, sizeof(double), grape__cmp_double);
     double q = fmax(v[(size_t)(LEVEL * (double)(n - 1) + 0.5)], 0);
     widen[0] = -q;
     widen[1] = q;
@@ -1197,7 +1004,7 @@ static int fit_extrap_transfer(const grape_dataset_t* d, const sel_t* s, grape_m
         }
         shift[g] = 0;
         if (n > 0) {
-          qsort(v + nall, n, sizeof(double), cmp_double);
+          qsort(v + nall, n, sizeof(double), grape__cmp_double);
           shift[g] = v[nall + n / 2];
           for (size_t i = 0; i < n; i++)
             v[nall + i] -= shift[g];
@@ -1206,7 +1013,7 @@ static int fit_extrap_transfer(const grape_dataset_t* d, const sel_t* s, grape_m
       }
       if (nall >= MIN_ROWS) {
         double q[2];
-        quantiles(v, nall, q);
+        grape__quantiles(v, nall, q);
         spread[0] = q[0];
         spread[1] = q[1];
       }
@@ -1309,89 +1116,6 @@ static grape__boost_opts_t known_opts(const grape_train_opts_t* k) {
   return o;
 }
 
-/* A held-out row's residual with its family, sorted by family. */
-typedef struct famres_s {
-  uint32_t fam;
-  double v;
-} famres_t;
-
-static int cmp_famres(const void* a, const void* b) {
-  const famres_t *x = a, *y = b;
-  if (x->fam != y->fam)
-    return x->fam < y->fam ? -1 : 1;
-  return (x->v > y->v) - (x->v < y->v);
-}
-
-/* The known regime's interval of bin b from held-out families' residuals
- * (fam: each row's fold key, its family under the default calibration)
- * as a level per family plus the spread within one, as the transfer
- * regime's is per GPU: a family the fit has no rows of shares one error
- * across its rows, so a few families far off move a thousand rows, which
- * pooled quantiles weigh by rows, not by families. One family: its own
- * quantiles. */
-static int family_level_interval(const resid_t* held, const uint32_t* fam, int b, double* iv) {
-  iv[0] = 1;
-  iv[1] = -1;
-  famres_t* fr = malloc((held->n + 1) * sizeof(*fr));
-  double* shift = malloc((held->n + 1) * sizeof(double));
-  double* w = malloc((held->n + 1) * sizeof(double));
-  double* v = malloc((held->n + 1) * sizeof(double));
-  int err = fr && shift && w && v ? 0 : -ENOMEM;
-  size_t n = 0, nw = 0;
-  int k = 0;
-  for (size_t i = 0; err == 0 && i < held->n; i++)
-    if (held->bin[i] == b)
-      fr[n++] = (famres_t){fam[i], held->v[i]};
-  if (err == 0 && n >= MIN_ROWS) {
-    qsort(fr, n, sizeof(*fr), cmp_famres);
-    for (size_t i = 0; i < n;) {
-      size_t j = i;
-      while (j < n && fr[j].fam == fr[i].fam)
-        j++;
-      double med = fr[i + (j - i) / 2].v;
-      shift[k++] = med;
-      for (size_t q = i; q < j; q++)
-        w[nw++] = fr[q].v - med;
-      i = j;
-    }
-    if (k >= 2) {
-      level_spread_quantiles(shift, k, w, nw, v, iv);
-    } else {
-      for (size_t i = 0; i < n; i++)
-        v[i] = fr[i].v;
-      quantiles(v, n, iv);
-    }
-  }
-  free(fr);
-  free(shift);
-  free(w);
-  free(v);
-  return err;
-}
-
-/* Moves the held-out rows of bin 1 (above the harness's floor) whose
- * predicted latency lat[] is their median or more to bin 2, the median
- * into *high_ms (0, and no row moved, with fewer than 2 MIN_ROWS such
- * rows: each half needs its quantiles). */
-static int split_high(resid_t* held, const double* lat, double* high_ms) {
-  double* v = malloc((held->n + 1) * sizeof(double));
-  if (v == NULL)
-    return -ENOMEM;
-  size_t n = 0;
-  for (size_t i = 0; i < held->n; i++)
-    if (held->bin[i] == 1)
-      v[n++] = lat[i];
-  if (n >= 2 * MIN_ROWS) {
-    qsort(v, n, sizeof(double), cmp_double);
-    *high_ms = v[n / 2];
-    for (size_t i = 0; i < held->n; i++)
-      if (held->bin[i] == 1 && lat[i] >= *high_ms)
-        held->bin[i] = 2;
-  }
-  free(v);
-  return 0;
-}
-
 /* Calibrates the interval of one (GPU, class): its shape families (or,
  * with calib 0, its shapes) split into folds (by hash bits other than
  * those of the outer cross-validation),
@@ -1409,7 +1133,7 @@ static int split_high(resid_t* held, const double* lat, double* high_ms) {
  * height (with split_ms): the rows above the floor split again at their
  * median predicted latency, *high_ms (split_high), the higher ones bin 2.
  * family_level: per bin, a level per held-out family plus the spread
- * within one (family_level_interval) in place of the pooled quantiles. */
+ * within one (grape__level_interval) in place of the pooled quantiles. */
 static int known_interval(const kset_t* k, const grape_train_opts_t* opts, double split_ms,
                           int family_level, int height, double* iv, double* high_ms,
                           int* keep) {
@@ -1419,12 +1143,11 @@ static int known_interval(const kset_t* k, const grape_train_opts_t* opts, doubl
   float* x = malloc((k->n + 1) * GRAPE__NGF * sizeof(float));
   double* r = malloc((k->n + 1) * sizeof(double));
   grape__tree_t* t = malloc((size_t)(o.trees + 1) * sizeof(*t));
-  uint32_t* fam = malloc((k->n + 1) * sizeof(uint32_t));
   double* lat = malloc((k->n + 1) * sizeof(double));
-  resid_t held;
+  grape__resid_t held;
   *high_ms = 0;
-  if ((resid_alloc(&held, k->n) |
-       (x == NULL || r == NULL || t == NULL || fam == NULL || lat == NULL)) != 0) {
+  if ((grape__resid_alloc(&held, k->n) | (x == NULL || r == NULL || t == NULL || lat == NULL)) !=
+      0) {
     err = -ENOMEM;
     goto done;
   }
@@ -1443,7 +1166,7 @@ static int known_interval(const kset_t* k, const grape_train_opts_t* opts, doubl
     for (size_t i = 0; i < k->n; i++)
       if ((k->shape[i] >> 16) % (uint32_t)folds == (uint32_t)f) {
         double cr = grape__boost_eval(t, nt, &k->x[i * GRAPE__NGF]);
-        fam[held.n] = k->shape[i];
+        held.key[held.n] = k->shape[i];   /* its family: a level per family */
         lat[held.n] = k->t0[i] * exp(cr);
         held.v[held.n] = k->r[i] - cr;
         /* With a floor split, the bin of the latency as predicted. */
@@ -1456,18 +1179,17 @@ static int known_interval(const kset_t* k, const grape_train_opts_t* opts, doubl
   }
   *keep = ape_trees < ape_base;
   if (split_ms > 0 && height)
-    err = split_high(&held, lat, high_ms);
+    err = grape__split_high(&held, lat, high_ms);
   if (err == 0 && !family_level)
-    err = bin_quantiles(&held, GRAPE__NKIVB, iv);
+    err = grape__bin_quantiles(&held, GRAPE__NKIVB, iv);
   for (int b = 0; family_level && b < GRAPE__NKIVB && err == 0; b++)
-    err = family_level_interval(&held, fam, b, &iv[2 * b]);
+    err = grape__level_interval(&held, b, &iv[2 * b]);
 done:
   free(lat);
-  free(fam);
   free(x);
   free(r);
   free(t);
-  resid_free(&held);
+  grape__resid_free(&held);
   return err;
 }
 
@@ -1588,7 +1310,7 @@ static int known_beyond(pool_t* pool, grape__known_t* known, int ngpu, int c, in
   k.x.fade = fade;
   beyond_t b;
   double* res = malloc((pool->n + 1) * sizeof(double));
-  int* gi = malloc((pool->n + 1) * sizeof(int));
+  uint32_t* gi = malloc((pool->n + 1) * sizeof(uint32_t));
   if (beyond_alloc(&b, pool->n) < 0 || res == NULL || gi == NULL) {
     beyond_free(&b);
     free(res);
@@ -1598,12 +1320,12 @@ static int known_beyond(pool_t* pool, grape__known_t* known, int ngpu, int c, in
   for (size_t i = 0; i < pool->n; i++) {
     const double* u = &pool->v[NUP * i];
     res[i] = log(u[4] / grape__known_time(&k, u[0], u[1], u[2], u[3]));
-    gi[i] = (int)u[7];
+    gi[i] = (uint32_t)u[7];
     beyond_add(&b, res[i], u[5], u[6], u[3]);
   }
   /* Beyond its rows a known GPU's error is mostly a drift of its own (a
    * level per GPU), which a path's kernels share. */
-  int err = level_share(res, gi, pool->n, ngpu, rho);
+  int err = grape__level_share(res, gi, pool->n, rho);
   free(res);
   free(gi);
   double widen[2] = {-widen_known[c], widen_known[c]};

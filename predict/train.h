@@ -11,6 +11,12 @@
 
 #define MAXGPU GRAPE_CV_MAX_GPUS
 
+/* qsort's order of doubles, ascending. */
+static inline int grape__cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
 typedef struct row_s {
   grape__kprep_t p;          /* with op dims */
   grape__kprep_t pl;         /* the same launch without them */
