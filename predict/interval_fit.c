@@ -6,7 +6,9 @@
  * the spread within one, for residuals whose groups (a held-out GPU, a
  * held-out shape family) each share one error: the same computation for
  * the transfer regime's GPUs and the known regime's families, so it is
- * written once. Sequential and deterministic, like all of training.
+ * written once. Beyond a fit's span, the slopes by which its interval
+ * widens with the distance. Sequential and deterministic, like all of
+ * training.
  */
 #include "predict/interval_fit.h"
 
@@ -215,6 +217,56 @@ int grape__split_high(grape__resid_t* r, const double* lat, double* high_ms) {
     for (size_t i = 0; i < r->n; i++)
       if (r->bin[i] == 1 && lat[i] >= *high_ms)
         r->bin[i] = 2;
+  }
+  free(v);
+  return 0;
+}
+
+int grape__beyond_alloc(grape__beyond_t* b, size_t n) {
+  b->n = 0;
+  b->r = malloc((n + 1) * sizeof(double));
+  b->lo = malloc((n + 1) * sizeof(double));
+  b->hi = malloc((n + 1) * sizeof(double));
+  b->d = malloc((n + 1) * sizeof(double));
+  return b->r && b->lo && b->hi && b->d ? 0 : -ENOMEM;
+}
+
+void grape__beyond_free(grape__beyond_t* b) {
+  free(b->r);
+  free(b->lo);
+  free(b->hi);
+  free(b->d);
+}
+
+void grape__beyond_add(grape__beyond_t* b, double r, double lo, double hi, double d) {
+  b->r[b->n] = r;
+  b->lo[b->n] = lo;
+  b->hi[b->n] = hi;
+  b->d[b->n++] = d;
+}
+
+/* The slope by which an interval must widen on both sides with the
+ * distance to keep its level beyond the span: the level's quantile of
+ * max(r - hi, lo - r) / d, the least widening that holds that share of the
+ * rows; 0 where the in-range bounds already hold them. Both sides alike:
+ * beyond the span a fit's error drifts in a direction its own rows do not
+ * tell (the same GPU and class drifted up in the inner split and down in
+ * the outer one). Rows nearer than GRAPE__EXTRAP_DMIN calibrate nothing; fewer
+ * than GRAPE__MIN_ROWS farther leave the slope 0. */
+int grape__widen_slopes(const grape__beyond_t* b, double* widen) {
+  widen[0] = widen[1] = 0;
+  double* v = malloc((b->n + 1) * sizeof(double));
+  if (v == NULL)
+    return -ENOMEM;
+  size_t n = 0;
+  for (size_t i = 0; i < b->n; i++)
+    if (b->d[i] >= GRAPE__EXTRAP_DMIN)
+      v[n++] = fmax(b->r[i] - b->hi[i], b->lo[i] - b->r[i]) / b->d[i];
+  if (n >= GRAPE__MIN_ROWS) {
+    qsort(v, n, sizeof(double), grape__cmp_double);
+    double q = fmax(v[(size_t)(GRAPE__LEVEL * (double)(n - 1) + 0.5)], 0);
+    widen[0] = -q;
+    widen[1] = q;
   }
   free(v);
   return 0;

@@ -52,4 +52,24 @@ int grape__level_share(const double* vals, const uint32_t* key, size_t n, double
  * fewer than 2 GRAPE__MIN_ROWS such rows: each half needs its quantiles). */
 int grape__split_high(grape__resid_t* r, const double* lat, double* high_ms);
 
+/* Residuals beyond a span: log(measured / predicted), the in-range
+ * interval's bounds for the row, and the distance. */
+typedef struct grape__beyond_s {
+  double *r, *lo, *hi, *d;
+  size_t n;
+} grape__beyond_t;
+
+
+#define GRAPE__EXTRAP_DMIN 0.05  /* rows nearer their span than this (5%) calibrate no slope */
+int grape__beyond_alloc(grape__beyond_t* b, size_t n);
+void grape__beyond_free(grape__beyond_t* b);
+void grape__beyond_add(grape__beyond_t* b, double r, double lo, double hi, double d);
+/* The slope by which an interval must widen on both sides with the
+ * distance to keep its level beyond the span, into widen[0] (-) and
+ * widen[1] (+): the level's quantile of max(r - hi, lo - r) / d, the least
+ * widening that holds that share of the rows; 0 where the in-range bounds
+ * already hold them. Rows nearer than GRAPE__EXTRAP_DMIN calibrate
+ * nothing; fewer than GRAPE__MIN_ROWS farther leave the slope 0. */
+int grape__widen_slopes(const grape__beyond_t* b, double* widen);
+
 #endif
