@@ -312,17 +312,21 @@ int grape__interval_bin(const grape__kprep_t* p) {
   return p->cls == GRAPE_KC_GEMM && p->layout == 3;
 }
 
-int grape__known_bin(const grape__kprep_t* p, double ms, double floor_ms) {
+int grape__known_bin(const grape__kprep_t* p, double ms, double floor_ms, double high_ms) {
   if (p->cls == GRAPE_KC_GEMM)
     return grape__interval_bin(p);
-  return floor_ms > 0 && ms >= GRAPE__FLOOR_SPLIT * floor_ms;
+  if (!(floor_ms > 0 && ms >= GRAPE__FLOOR_SPLIT * floor_ms))
+    return 0;
+  return high_ms > 0 && ms >= high_ms ? 2 : 1;
 }
 
 /* The interval of bin `bin` of ivb around out->ms, widened for a distance d
  * beyond the fit's span by x's slopes. */
 static void interval(grape_prediction_t* out, const double* ivb, int bin, double level,
                      const grape__extrap_t* x, double d) {
-  const double* iv = ivb[2 * bin] <= ivb[2 * bin + 1] ? &ivb[2 * bin] : ivb;
+  while (bin > 0 && !(ivb[2 * bin] <= ivb[2 * bin + 1]))
+    bin--;   /* not calibrated: the bin below */
+  const double* iv = &ivb[2 * bin];
   out->level = level;
   out->distance = d;
   out->has_interval = iv[0] <= iv[1];
@@ -421,7 +425,7 @@ void grape__predict_full(const grape_model_t* m, const grape__kprep_t* p,
   double dk = grape__span_distance(p, &k->x);
   out->ms = grape__known_time(k, t0, tx, cr, dk);
   out->regime = dk > 0 ? GRAPE_REGIME_KNOWN_EXTRAPOLATED : GRAPE_REGIME_KNOWN;
-  interval(out, k->iv, grape__known_bin(p, out->ms, kg->hfloor[c]), m->level, &k->x, dk);
+  interval(out, k->iv, grape__known_bin(p, out->ms, kg->hfloor[c], k->high_ms), m->level, &k->x, dk);
   grape__kernel_time(m, kg, c, launch, g, T, out);
 }
 

@@ -19,6 +19,11 @@
  * quantiles of log(measured / predicted); lo > hi: not calibrated (bin 1
  * then falls back to bin 0). */
 #define GRAPE__NIVB 2
+/* The known regime's intervals per (GPU, class): GRAPE__NIVB for GEMM;
+ * outside it, by a kernel's predicted latency against the GPU's harness
+ * floor (grape__known_bin): 0 under the floor's split, 1 above it, 2 from
+ * the fit's high_ms on, where the kernel stands well clear of the floor. */
+#define GRAPE__NKIVB 3
 
 /* What a fit's training range is measured on (grape__span_values): the op's
  * shape (4), elements, FLOPs and bytes, all sizes that do not depend on the
@@ -48,7 +53,11 @@ typedef struct grape__known_class_s {
   double rows;                            /* training rows */
   int ntrees;                             /* 0: this class uses the transfer regime */
   grape__tree_t* trees;
-  double iv[2 * GRAPE__NIVB];             /* interval per bin (grape__known_bin) */
+  double iv[2 * GRAPE__NKIVB];            /* interval per bin (grape__known_bin) */
+  /* The latency (ms, harness included) from which a kernel above the
+   * harness's floor takes bin 2: the median of the calibration rows above
+   * the floor; 0: no such bin (the class's rule off, or GEMM). */
+  double high_ms;
   grape__extrap_t x;                      /* beyond its training rows */
 } grape__known_class_t;
 
@@ -158,9 +167,10 @@ int grape__interval_bin(const grape__kprep_t* p);
 /* The known regime's interval bin of p, predicted at latency ms (harness
  * included) on a GPU whose harness floor in p's class is floor_ms (0: no
  * harness): a GEMM's grape__interval_bin (nn.Linear's kernels apart), any
- * other kernel's 1 when ms is GRAPE__FLOOR_SPLIT floors or more. A class
- * whose bin 1 is not calibrated (its rule off) serves bin 0. */
-int grape__known_bin(const grape__kprep_t* p, double ms, double floor_ms);
+ * other kernel's 1 when ms is GRAPE__FLOOR_SPLIT floors or more, and 2
+ * when it is also high_ms or more (high_ms 0: never). A bin that is not
+ * calibrated (its class's rule off) serves the one below it. */
+int grape__known_bin(const grape__kprep_t* p, double ms, double floor_ms, double high_ms);
 /* The learned regime of class c on g for kernels with op dims or without
  * (GRAPE__KNOWN_*), or NULL when g is not a known GPU of m or that fit has
  * no trees there. */

@@ -54,6 +54,10 @@ static void put_extrap(FILE* f, const char* key, const grape__extrap_t* x) {
   put_vec(f, key, v, NXV);
 }
 
+/* A known class's interval record: its bins, then the latency from which
+ * bin 2 serves. */
+#define NKV (2 * GRAPE__NKIVB + 1)
+
 /* The keys of a known class's two fits (GRAPE__KNOWN_DIMS, _LAUNCH). */
 static const char* const known_key[2] = {"known", "known_launch"};
 
@@ -101,10 +105,11 @@ int grape__model_write(const grape_model_t* m, FILE* f) {
       for (int l = 0; l < 2; l++) {
         const grape__known_class_t* kc = &k->c[c][l];
         fprintf(f, "%s %s %.17g %d", known_key[l], grape_kclass_name(c), kc->rows, kc->ntrees);
-        double v[2 * GRAPE__NIVB + NXV];
+        double v[NKV + NXV];
         memcpy(v, kc->iv, sizeof(kc->iv));
-        extrap_to(&kc->x, v + 2 * GRAPE__NIVB);
-        put_vec(f, "", v, 2 * GRAPE__NIVB + NXV);
+        v[2 * GRAPE__NKIVB] = kc->high_ms;
+        extrap_to(&kc->x, v + NKV);
+        put_vec(f, "", v, NKV + NXV);
         for (int t = 0; t < kc->ntrees; t++)
           put_tree(f, &kc->trees[t]);
       }
@@ -245,16 +250,19 @@ static int get_known(parser_t* p, grape__known_t* k) {
   for (int c = 0; c < 2 * GRAPE_KC_COUNT; c++) {
     grape__known_class_t* kc = &k->c[c / 2][c % 2];
     char key[64];
-    double v[2 + 2 * GRAPE__NIVB + NXV];
+    double v[2 + NKV + NXV];
     snprintf(key, sizeof(key), "%s %s", known_key[c % 2], grape_kclass_name(c / 2));
-    int rc = get_vec(p, key, v, 2 + 2 * GRAPE__NIVB + NXV);
+    int rc = get_vec(p, key, v, 2 + NKV + NXV);
     if (rc < 0)
       return rc;
     if (v[0] < 0 || v[1] < 0 || v[1] > GRAPE__MAXTREES || v[1] != floor(v[1]))
       return fail(p, -EINVAL, "bad known-GPU row or tree count");
+    if (!(v[2 + 2 * GRAPE__NKIVB] >= 0))
+      return fail(p, -EINVAL, "bad known interval split");
     kc->rows = v[0];
     memcpy(kc->iv, v + 2, sizeof(kc->iv));
-    if ((rc = extrap_from(p, v + 2 + 2 * GRAPE__NIVB, &kc->x)) < 0)
+    kc->high_ms = v[2 + 2 * GRAPE__NKIVB];
+    if ((rc = extrap_from(p, v + 2 + NKV, &kc->x)) < 0)
       return rc;
     if (v[1] > 0 && (kc->trees = malloc((size_t)v[1] * sizeof(*kc->trees))) == NULL)
       return -ENOMEM;

@@ -1,6 +1,9 @@
 /* Model fitting: the fit of all three models in both of grape's regimes,
  * their intervals and their behaviour beyond the training rows, on a data
- * set (dataset.c); cross-validation (crossval.c) calls the same fit.
+ * set (dataset.c); cross-validation (crossval.c) calls the same fit. The
+ * transfer regime, the harness and the extrapolation forms are fitted
+ * here; the known regime's trees in known_fit.c, and intervals are turned
+ * from residuals into bounds in interval_fit.c.
  *
  * DESIGN: the transfer regime's fits are closed form: weighted least squares with a
  * small ridge term on standardised features (lsq.c); grape's regression
@@ -28,14 +31,14 @@
 #include "predict/lsq.h"
 #include "predict/model.h"
 #include "predict/gpu.h"
+#include "predict/interval_fit.h"
 
 _Static_assert(GRAPE__NFEAT <= GRAPE__LS_MAX, "grape's features fit the least-squares solver");
 
-#define MIN_ROWS 50
+#define MIN_ROWS GRAPE__MIN_ROWS
 #define IRLS_ROUNDS 4
 #define ALLFEAT ((1u << GRAPE__NFEAT) - 1)
-#define LEVEL 0.8           /* nominal coverage of the intervals */
-#define MIN_KNOWN 100       /* rows a (GPU, class) needs for a learned regime */
+#define LEVEL GRAPE__LEVEL
 #define KNOWN_TREES 60
 #define KNOWN_RATE 0.3
 #define KNOWN_FOLDS 4
@@ -47,7 +50,7 @@ void grape_train_opts_init(grape_train_opts_t* o) {
                             .folds = KNOWN_FOLDS, .floor_p = 0, .ridge = 1e-4, .select = 1,
                             .crit = 0, .unit_slope = 0, .xform = -1, .fade = -1,
                             .sibling = -1, .align = 1, .calib = 1, .floor_split = -1,
-                            .family_level = -1};
+                            .family_level = -1, .height_split = -1};
 }
 
 /* o with each value out of its range taken as grape_train_opts_t documents
@@ -70,6 +73,7 @@ int grape__train_resolve(const grape_train_opts_t* o, grape_train_opts_t* k) {
   k->calib = o->calib >= 0 && o->calib <= 2 ? o->calib : 1;
   k->floor_split = o->floor_split >= -1 && o->floor_split <= 1 ? o->floor_split : -1;
   k->family_level = o->family_level >= -1 && o->family_level <= 1 ? o->family_level : -1;
+  k->height_split = o->height_split >= -1 && o->height_split <= 1 ? o->height_split : -1;
   return 0;
 }
 
@@ -96,7 +100,7 @@ double grape__row_size(const row_t* r) {
   return c == GRAPE_KC_GEMM || c == GRAPE_KC_CONV ? r->p.flops : r->p.numel;
 }
 
-static int selected(const row_t* r, const sel_t* s, int cls) {
+int grape__selected(const row_t* r, const sel_t* s, int cls) {
   if (s->size_max != NULL && r->group >= 0 && r->group < GRAPE_CV_GROUPS &&
       grape__row_size(r) > s->size_max[r->group])
     return 0;
@@ -126,7 +130,7 @@ static int fit_linear(const grape_dataset_t* d, const sel_t* s, int cls, int roo
   grape__ls_init(&l, n);
   for (size_t i = 0; i < d->n; i++) {
     const row_t* r = &d->rows[i];
-    if (!selected(r, s, cls))
+    if (!grape__selected(r, s, cls))
       continue;
     double v[3];
     lin_basis(r, roof, v);
@@ -157,7 +161,7 @@ static int fit_lin_l1(const grape_dataset_t* d, const sel_t* s, int cls, int for
     return -ENOMEM;
   for (size_t i = 0; i < d->n; i++) {
     const row_t* r = &d->rows[i];
-    if (!selected(r, s, cls))
+    if (!grape__selected(r, s, cls))
       continue;
     double* o = &v[4 * n++];
     lin_basis(r, form, o);
@@ -229,7 +233,7 @@ static int fit_grape(const grape_dataset_t* d, const sel_t* s, int cls, int laun
     grape__ls_init(l, GRAPE__NFEAT);
     for (size_t i = 0; i < d->n; i++) {
       const row_t* r = &d->rows[i];
-      if (!selected(r, s, cls))
+      if (!grape__selected(r, s, cls))
         continue;
       double x[GRAPE__NFEAT];
       grape__roof_t rf;
@@ -289,14 +293,10 @@ static int fit_grape(const grape_dataset_t* d, const sel_t* s, int cls, int laun
 static size_t class_rows(const grape_dataset_t* d, const sel_t* s, int cls) {
   size_t n = 0;
   for (size_t i = 0; i < d->n; i++)
-    n += selected(&d->rows[i], s, cls);
+    n += grape__selected(&d->rows[i], s, cls);
   return n;
 }
 
-static int cmp_double(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
 
 
 /* The distinct GPUs of the rows `s` selects of class `cls` (-1 all), in
@@ -305,7 +305,7 @@ static int cmp_double(const void* a, const void* b) {
 int grape__list_gpus(const grape_dataset_t* d, const sel_t* s, int cls, const char** gpus) {
   int ngpu = 0;
   for (size_t i = 0; i < d->n; i++) {
-    if (!selected(&d->rows[i], s, cls))
+    if (!grape__selected(&d->rows[i], s, cls))
       continue;
     int k = 0;
     while (k < ngpu && strcmp(gpus[k], d->rows[i].gpu->name) != 0)
@@ -338,19 +338,19 @@ static int fit_floors(const grape_dataset_t* d, sel_t* s, grape_model_t* m) {
     for (int g = 0; g < ngpu; g++) {
       size_t n = 0;
       for (size_t i = 0; i < d->n; i++)
-        if (selected(&d->rows[i], s, c) && strcmp(d->rows[i].gpu->name, gpus[g]) == 0)
+        if (grape__selected(&d->rows[i], s, c) && strcmp(d->rows[i].gpu->name, gpus[g]) == 0)
           v[n++] = d->rows[i].lat;
       fl[g][c] = 0;
       if (n == 0)
         continue;
-      qsort(v, n, sizeof(double), cmp_double);
+      qsort(v, n, sizeof(double), grape__cmp_double);
       fl[g][c] = v[n / 100];
       med[nmed++] = all[nall++] = fl[g][c];
     }
-    qsort(med, (size_t)nmed, sizeof(double), cmp_double);
+    qsort(med, (size_t)nmed, sizeof(double), grape__cmp_double);
     m->floor_ms[c] = nmed ? med[nmed / 2] : -1;
   }
-  qsort(all, (size_t)nall, sizeof(double), cmp_double);
+  qsort(all, (size_t)nall, sizeof(double), grape__cmp_double);
   for (int c = 0; c < GRAPE_KC_COUNT; c++)
     if (m->floor_ms[c] < 0)
       m->floor_ms[c] = nall ? all[nall / 2] : 0;
@@ -405,7 +405,7 @@ static double offset_bound(const grape_dataset_t* d, const sel_t* s, int c, cons
   size_t n = 0;
   for (size_t i = 0; i < d->n; i++) {
     const row_t* r = &d->rows[i];
-    if (!selected(r, s, c) || r->kernel_time || !r->p.has_dims ||
+    if (!grape__selected(r, s, c) || r->kernel_time || !r->p.has_dims ||
         strcmp(r->gpu->name, gpu) != 0 || !(r->lat > 1.3 * F))
       continue;
     double x[GRAPE__NFEAT];
@@ -416,7 +416,7 @@ static double offset_bound(const grape_dataset_t* d, const sel_t* s, int c, cons
     v[n++] = r->lat - (c == GRAPE_KC_CONV ? rf.tm : fmax(rf.tc, rf.tm));
   }
   if (n >= 20) {
-    qsort(v, n, sizeof(double), cmp_double);
+    qsort(v, n, sizeof(double), grape__cmp_double);
     b = fmin(b, fmax(v[n / 10], 0));
   }
   free(v);
@@ -441,13 +441,13 @@ static int fit_harness(const grape_dataset_t* d, const sel_t* s, grape_model_t* 
       size_t n = 0;
       for (size_t i = 0; i < d->n; i++) {
         const row_t* r = &d->rows[i];
-        if (selected(r, s, c) && !r->kernel_time && strcmp(r->gpu->name, gpus[g]) == 0)
+        if (grape__selected(r, s, c) && !r->kernel_time && strcmp(r->gpu->name, gpus[g]) == 0)
           v[n++] = r->lat;
       }
       hf[g][c] = ho[g][c] = 0;
       if (n < MIN_ROWS)
         continue;
-      qsort(v, n, sizeof(double), cmp_double);
+      qsort(v, n, sizeof(double), grape__cmp_double);
       double F = hf[g][c] = v[n / 100], least = least_ms(gpus[g]);
       ho[g][c] = -1;
       for (int l = 0; l < 2; l++) {
@@ -456,7 +456,7 @@ static int fit_harness(const grape_dataset_t* d, const sel_t* s, grape_model_t* 
         size_t k = 0;
         for (size_t i = 0; i < d->n; i++) {
           const row_t* r = &d->rows[i];
-          if (!selected(r, s, c) || r->kernel_time || strcmp(r->gpu->name, gpus[g]) != 0 ||
+          if (!grape__selected(r, s, c) || r->kernel_time || strcmp(r->gpu->name, gpus[g]) != 0 ||
               !(r->lat > 1.3 * F && r->lat < 4 * F) || (!l && !r->p.has_dims))
             continue;
           double x[GRAPE__NFEAT], b[2];
@@ -475,10 +475,10 @@ static int fit_harness(const grape_dataset_t* d, const sel_t* s, grape_model_t* 
           offs[no++] = ho[g][c] = fmin(fmax(w[0] - least, 0), offset_bound(d, s, c, gpus[g], F));
       }
     }
-    qsort(offs, (size_t)no, sizeof(double), cmp_double);
+    qsort(offs, (size_t)no, sizeof(double), grape__cmp_double);
     m->hoff[c] = no ? offs[no / 2] : 0;
     for (int l = 0; l < 2; l++) {
-      qsort(slopes[l], (size_t)ns[l], sizeof(double), cmp_double);
+      qsort(slopes[l], (size_t)ns[l], sizeof(double), grape__cmp_double);
       m->kslope[c][l] = ns[l] ? slopes[l][ns[l] / 2] : 1;
     }
     for (int g = 0; g < ngpu; g++)
@@ -496,9 +496,9 @@ static int fit_harness(const grape_dataset_t* d, const sel_t* s, grape_model_t* 
       ms[1][nm++] = m->kslope[c][1];
     }
   if (nm > 0) {
-    qsort(mo, (size_t)nm, sizeof(double), cmp_double);
-    qsort(ms[0], (size_t)nm, sizeof(double), cmp_double);
-    qsort(ms[1], (size_t)nm, sizeof(double), cmp_double);
+    qsort(mo, (size_t)nm, sizeof(double), grape__cmp_double);
+    qsort(ms[0], (size_t)nm, sizeof(double), grape__cmp_double);
+    qsort(ms[1], (size_t)nm, sizeof(double), grape__cmp_double);
     for (int c = 0; c < GRAPE_KC_COUNT; c++)
       if (m->rows[c] < MIN_ROWS) {
         m->hoff[c] = mo[nm / 2];
@@ -549,12 +549,12 @@ static int fit_range(const grape_dataset_t* d, const sel_t* s, int cls, int c, g
   m->range[c][0] = m->range[c][1] = 0;
   for (size_t i = 0; i < d->n; i++) {
     const row_t* r = &d->rows[i];
-    if (selected(r, s, cls))
+    if (grape__selected(r, s, cls))
       v[n++] = log(grape__predict(m, GRAPE_METHOD_GRAPE, &r->p, r->gpu) /
                    grape__predict(m, GRAPE_METHOD_ROOFLINE, &r->p, r->gpu));
   }
   if (n >= MIN_ROWS) {
-    qsort(v, n, sizeof(double), cmp_double);
+    qsort(v, n, sizeof(double), grape__cmp_double);
     m->range[c][0] = v[n / 200];
     m->range[c][1] = v[n - 1 - n / 200];
   }
@@ -574,202 +574,10 @@ static int fit_cand(const grape_dataset_t* d, const sel_t* s, int cls, int c, gr
   return err < 0 || cls < 0 ? err : fit_range(d, s, cls, c, m);
 }
 
-/* Residuals log(measured / predicted) of held-out rows, with each row's
- * interval bin and the index of its GPU (in an inner leave-one-GPU-out,
- * the GPU that was held out). */
-typedef struct resid_s {
-  double* v;
-  uint8_t* bin;
-  int* gpu;
-  size_t n;
-} resid_t;
-
-static int resid_alloc(resid_t* r, size_t n) {
-  r->n = 0;
-  r->v = malloc((n + 1) * sizeof(double));
-  r->bin = malloc(n + 1);
-  r->gpu = malloc((n + 1) * sizeof(int));
-  return r->v && r->bin && r->gpu ? 0 : -ENOMEM;
-}
-
-static void resid_free(resid_t* r) {
-  free(r->v);
-  free(r->bin);
-  free(r->gpu);
-}
-
-static void resid_add(resid_t* r, double v, const grape__kprep_t* p, int gpu) {
-  r->v[r->n] = v;
-  r->bin[r->n] = (uint8_t)grape__interval_bin(p);
-  r->gpu[r->n] = gpu;
-  r->n++;
-}
-
-/* The level's two quantiles of v[0..n) (sorted here) into iv; lo > hi (not
- * calibrated) with fewer than MIN_ROWS values. */
-static void quantiles(double* v, size_t n, double* iv) {
-  iv[0] = 1;
-  iv[1] = -1;
-  if (n < MIN_ROWS)
-    return;
-  qsort(v, n, sizeof(double), cmp_double);
-  iv[0] = v[(size_t)((1 - LEVEL) / 2 * (double)(n - 1) + 0.5)];
-  iv[1] = v[(size_t)((1 + LEVEL) / 2 * (double)(n - 1) + 0.5)];
-}
-
-/* The known regime's interval: per bin, the quantiles of the residuals of
- * held-out shapes. */
-static int bin_quantiles(const resid_t* r, double* iv) {
-  double* v = malloc((r->n + 1) * sizeof(double));
-  if (v == NULL)
-    return -ENOMEM;
-  for (int b = 0; b < GRAPE__NIVB; b++) {
-    size_t n = 0;
-    for (size_t i = 0; i < r->n; i++)
-      if (r->bin[i] == b)
-        v[n++] = r->v[i];
-    quantiles(v, n, &iv[2 * b]);
-  }
-  free(v);
-  return 0;
-}
-
-/* Residuals v[0..n) by group (gpu[i] in [0, ngpu); with bin != NULL
- * only those of bin b): each group's median, its level, into level[] (in
- * group order, groups without rows left out), and every residual less its
- * group's level into within (sorted per group). v: scratch of n values.
- * @return the groups with rows; *nw the residuals in within. */
-static int group_levels(const double* vals, const int* gpu, const uint8_t* bin, int b, size_t n,
-                        int ngpu, double* v, double* level, double* within, size_t* nw) {
-  int k = 0;
-  *nw = 0;
-  for (int g = 0; g < ngpu && g < MAXGPU; g++) {
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-      if (gpu[i] == g && (bin == NULL || bin[i] == b))
-        v[m++] = vals[i];
-    if (m == 0)
-      continue;
-    qsort(v, m, sizeof(double), cmp_double);
-    double med = v[m / 2];
-    level[k++] = med;
-    for (size_t i = 0; i < m; i++)
-      within[(*nw)++] = v[i] - med;
-  }
-  return k;
-}
-
-/* The share of the variance of residuals v[0..n) that is a level per
- * group (gpu[i]): the groups' medians' variance over it plus the within
- * residuals' (robust: from their 10th-90th percentile range), into *rho;
- * 0 with fewer than two groups. */
-static int level_share(const double* vals, const int* gpu, size_t n, int ngpu, double* rho) {
-  double level[MAXGPU];
-  double* v = malloc((n + 1) * sizeof(double));
-  double* w = malloc((n + 1) * sizeof(double));
-  *rho = 0;
-  if (v == NULL || w == NULL) {
-    free(v);
-    free(w);
-    return -ENOMEM;
-  }
-  size_t nw;
-  int k = group_levels(vals, gpu, NULL, 0, n, ngpu, v, level, w, &nw);
-  if (k >= 2 && nw >= MIN_ROWS) {
-    double mu = 0, tau2 = 0;
-    for (int g = 0; g < k; g++)
-      mu += level[g] / k;
-    for (int g = 0; g < k; g++)
-      tau2 += (level[g] - mu) * (level[g] - mu) / (k - 1);
-    qsort(w, nw, sizeof(double), cmp_double);
-    double sd = (w[(size_t)(0.9 * (double)(nw - 1))] - w[(size_t)(0.1 * (double)(nw - 1))]) /
-                2.5631;
-    *rho = tau2 + sd * sd > 0 ? tau2 / (tau2 + sd * sd) : 0;
-  }
-  free(v);
-  free(w);
-  return 0;
-}
-
-static double normal_cdf(double z) {
-  return 0.5 * erfc(-z / sqrt(2));
-}
-
-/* The level's quantiles of shift + within into iv: shift ~ N(mean, sd^2)
- * of the k group levels, within the nw residuals w (each less its group's
- * level; sorted here), by bisection over up to 1000 of their quantiles. v:
- * scratch of nw values. */
-static void level_spread_quantiles(const double* shift, int k, double* w, size_t nw, double* v,
-                                   double* iv) {
-  double mu = 0, var = 0;
-  for (int g = 0; g < k; g++)
-    mu += shift[g] / k;
-  for (int g = 0; g < k; g++)
-    var += (shift[g] - mu) * (shift[g] - mu) / (k - 1);
-  double sd = sqrt(var);
-  qsort(w, nw, sizeof(double), cmp_double);
-  /* The within-group residuals at up to 1000 evenly spaced ranks. */
-  size_t nq = nw < 1000 ? nw : 1000;
-  for (size_t j = 0; j < nq; j++)
-    v[j] = w[(size_t)(((double)j + 0.5) / (double)nq * (double)nw)];
-  for (int side = 0; side < 2; side++) {
-    double target = side == 0 ? (1 - LEVEL) / 2 : (1 + LEVEL) / 2;
-    double lo = mu + v[0] - 8 * sd - 1e-9, hi = mu + v[nq - 1] + 8 * sd + 1e-9;
-    for (int it = 0; it < 60; it++) {
-      double x = (lo + hi) / 2, cdf = 0;
-      for (size_t j = 0; j < nq; j++)
-        cdf += sd > 0 ? normal_cdf((x - mu - v[j]) / sd) : x >= mu + v[j];
-      if (cdf / (double)nq < target)
-        lo = x;
-      else
-        hi = x;
-    }
-    iv[side] = (lo + hi) / 2;
-  }
-}
-
-/* The transfer regime's interval of a class's bin b (-1: all of its rows)
- * from an inner leave-one-GPU-out's residuals (r->gpu: the held-out GPU). A new GPU's
- * error is a level of its own, which varies between GPUs more than the
- * spread within one, plus that spread: residual = shift + within. The
- * held-out GPUs' shifts (their median residuals) give the shift's mean and
- * standard deviation tau; the interval is the level's quantiles of a normal
- * shift N(mean, tau^2) plus the pooled within-GPU residuals. Pooling the
- * residuals alone undercovers (a held-out GPU is often beyond all the
- * others: softmax 74% on leave-one-GPU-out); widening tau for its
- * estimate from a few GPUs (Student's t) overcovers (86%), because the
- * inner folds' models, fitted on one GPU fewer, already err more than the
- * model they calibrate (docs/predictor.md). */
-static int transfer_interval(const resid_t* r, int ngpu, int b, double* iv) {
-  iv[0] = 1;
-  iv[1] = -1;
-  double* v = malloc((r->n + 1) * sizeof(double));
-  double* w = malloc((r->n + 1) * sizeof(double));
-  double shift[MAXGPU];
-  if (v == NULL || w == NULL) {
-    free(v);
-    free(w);
-    return -ENOMEM;
-  }
-  size_t nw;
-  int k = group_levels(r->v, r->gpu, b < 0 ? NULL : r->bin, b, r->n, ngpu, v, shift, w, &nw);
-  if (nw >= MIN_ROWS && k >= 2) {
-    level_spread_quantiles(shift, k, w, nw, v, iv);
-  } else if (nw >= MIN_ROWS) {
-    /* One GPU: no spread between GPUs to estimate; its own quantiles. */
-    for (size_t i = 0; i < nw; i++)
-      w[i] += shift[0];
-    quantiles(w, nw, iv);
-  }
-  free(v);
-  free(w);
-  return 0;
-}
-
 /* Picks the candidate with the lowest per-kernel MAPE in an inner
  * leave-one-GPU-out over the GPUs `s` selects, so that the choice never sees
  * a held-out GPU; `only` >= 0 takes that candidate without a choice. The
- * same folds calibrate the transfer regime's intervals (transfer_interval):
+ * same folds calibrate the transfer regime's intervals (grape__level_interval):
  * the chosen candidate's held-out residuals give iv, those of the
  * launch-only fit ivl (both uncalibrated with fewer than two GPUs).
  * @return the candidate's index, or a negative errno. */
@@ -788,9 +596,10 @@ static int select_cand(const grape_dataset_t* d, const sel_t* s, int c, int only
   size_t last = only >= 0 ? (size_t)only + 1 : ngpu < 3 ? 1 : NCAND;
   size_t nrows = class_rows(d, s, c) + 1;
   grape_model_t* tm = calloc(1, sizeof(*tm));
-  resid_t cur, best_r, lr;
+  grape__resid_t cur, best_r, lr;
   int pick = (int)first, err = 0;
-  if ((resid_alloc(&cur, nrows) | resid_alloc(&best_r, nrows) | resid_alloc(&lr, nrows)) != 0 ||
+  if ((grape__resid_alloc(&cur, nrows) | grape__resid_alloc(&best_r, nrows) |
+       grape__resid_alloc(&lr, nrows)) != 0 ||
       tm == NULL) {
     err = -ENOMEM;
     goto done;
@@ -811,15 +620,16 @@ static int select_cand(const grape_dataset_t* d, const sel_t* s, int c, int only
         goto done;
       for (size_t i = 0; i < d->n; i++) {
         const row_t* r = &d->rows[i];
-        if (!selected(r, s, c) || strcmp(r->gpu->name, gpus[h]) != 0)
+        if (!grape__selected(r, s, c) || strcmp(r->gpu->name, gpus[h]) != 0)
           continue;
         double t = grape__predict(tm, GRAPE_METHOD_GRAPE, &r->p, r->gpu);
         fape += fabs(t - r->lat) / r->lat;
         fn++;
-        resid_add(&cur, log(r->lat / t), &r->p, h);
+        grape__resid_add(&cur, log(r->lat / t), &r->p, (uint32_t)h);
         if (k == first)
-          resid_add(&lr, log(r->lat / grape__predict(tm, GRAPE_METHOD_GRAPE, &r->pl, r->gpu)),
-                    &r->pl, h);
+          grape__resid_add(&lr,
+                           log(r->lat / grape__predict(tm, GRAPE_METHOD_GRAPE, &r->pl, r->gpu)),
+                           &r->pl, (uint32_t)h);
       }
       ape += fape;
       n += fn;
@@ -830,7 +640,7 @@ static int select_cand(const grape_dataset_t* d, const sel_t* s, int c, int only
     if (score[k] < best) {
       best = score[k];
       pick = (int)k;
-      resid_t t = best_r;
+      grape__resid_t t = best_r;
       best_r = cur;
       cur = t;
     }
@@ -842,11 +652,11 @@ static int select_cand(const grape_dataset_t* d, const sel_t* s, int c, int only
    * other GEMMs). From the launch alone, nn.Linear's errors are spread far
    * wider than the batched GEMMs' (no K to tell them apart) and the bins
    * are needed (pooled: 63% and 86% coverage). */
-  if ((err = transfer_interval(&best_r, ngpu, -1, iv)) < 0 ||
-      (err = level_share(best_r.v, best_r.gpu, best_r.n, ngpu, rho)) < 0)
+  if ((err = grape__level_interval(&best_r, -1, iv)) < 0 ||
+      (err = grape__level_share(best_r.v, best_r.key, best_r.n, rho)) < 0)
     goto done;
   for (int b = 0; b < GRAPE__NIVB; b++)
-    if ((err = transfer_interval(&lr, ngpu, b, &ivl[2 * b])) < 0)
+    if ((err = grape__level_interval(&lr, b, &ivl[2 * b])) < 0)
       goto done;
   if (s->o->log != NULL)
     for (size_t k = first; k < last; k++)
@@ -855,9 +665,9 @@ static int select_cand(const grape_dataset_t* d, const sel_t* s, int c, int only
               score[k], (int)k == pick ? " (chosen)" : "");
 done:
   free(tm);
-  resid_free(&cur);
-  resid_free(&best_r);
-  resid_free(&lr);
+  grape__resid_free(&cur);
+  grape__resid_free(&best_r);
+  grape__resid_free(&lr);
   return err < 0 ? err : pick;
 }
 
@@ -872,11 +682,11 @@ int grape__size_quantiles(const grape_dataset_t* d, const sel_t* s, double q, do
     size_t n = 0;
     for (size_t i = 0; i < d->n; i++)
       if (d->rows[i].group == g && d->rows[i].p.has_dims &&
-          (s == NULL || selected(&d->rows[i], s, -1)))
+          (s == NULL || grape__selected(&d->rows[i], s, -1)))
         v[n++] = grape__row_size(&d->rows[i]);
     thr[g] = INFINITY;
     if (n > 0) {
-      qsort(v, n, sizeof(double), cmp_double);
+      qsort(v, n, sizeof(double), grape__cmp_double);
       thr[g] = v[(size_t)(q * (double)(n - 1))];
     }
   }
@@ -897,7 +707,8 @@ int grape__size_quantiles(const grape_dataset_t* d, const sel_t* s, double q, do
 #define EXTRAP_Q 0.75      /* the inner split: rows up to this quantile of op size are fitted */
 
 /* The widening a unit of distance, per class, of the intervals of kernels
- * with op dims beyond the span: transfer regime, known regime. The inner
+ * with op dims beyond the span: transfer regime here, known regime
+ * (widen_known) in known_fit.c. The inner
  * split cannot calibrate it: its predicted rows lie at distances of 0.1-0.9,
  * where the error beyond the span grows fastest (at the outer 50% split, in
  * the floor-to-bandwidth transition, 2-4x faster than farther out), so its
@@ -911,20 +722,6 @@ int grape__size_quantiles(const grape_dataset_t* d, const sel_t* s, double q, do
  * known one) keeps it: no interval narrows with distance. Launch-only fits,
  * which no outer split measures, keep the inner split's slopes. */
 static const double widen_transfer[GRAPE_KC_COUNT] = {0.015, 0, 0, 0.093, 0, 0};
-static const double widen_known[GRAPE_KC_COUNT] = {0.072, 0.075, 0.208, 0.114, 0, 0};
-#define EXTRAP_DMIN 0.05   /* rows nearer their span than this (5%) calibrate no slope */
-
-/* Beyond a known GPU's rows, per class: -1 its trees' correction fades as
- * the inner extrapolation split chooses (fades[] below), >= 0 that fade
- * (0: kept whole). A class fades only where every outer extrapolation
- * split (`grape train --cv extrapolate` at 50%, 75% and 90%) shows fading
- * helps it; none does (docs/predictor.md). The inner split chose e^-0.5d
- * for elementwise, and the 50% and 75% splits agreed (8.9 -> 7.3%, 5.5 ->
- * 4.9%), but at the 90% split, whose fit holds every regime the whole data
- * holds, as the shipped model's does, it hurt (3.5 -> 4.1%): fading moves
- * a known GPU to the spec-based level, the transfer regime's error there,
- * not the GPU's. */
-static const double fade_rule[GRAPE_KC_COUNT] = {0, 0, 0, 0, 0, 0};
 
 /* Per class, whether a GPU with no rows of it takes the trees of a known
  * GPU of its architecture (grape__gpu_same_arch: the same compute
@@ -942,40 +739,14 @@ static const double fade_rule[GRAPE_KC_COUNT] = {0, 0, 0, 0, 0, 0};
  * measured, stays off. */
 static const int sibling_rule[GRAPE_KC_COUNT] = {1, 1, 1, 1, 0, 0};
 
-/* Whether a class's known-regime interval is two, by the harness's floor
- * (grape__known_bin): on where held-out shape families (`grape train
- * --cv-families`) show the rows the floor hides and the rows above it
- * each covered nearer 80% than by one interval (docs/predictor.md,
- * *Intervals*): elementwise, softmax and layer norm. GEMM keeps its
- * nn.Linear bin; conv was not measured (no family split of its rows was
- * run), so it keeps one interval. */
-static const int floor_split_rule[GRAPE_KC_COUNT] = {0, 1, 1, 1, 0, 0};
-
-/* Whether a class's known-regime interval is a level per held-out shape
- * family plus the spread within one (family_level_interval), not the
- * quantiles of the pooled residuals (docs/predictor.md, *Intervals*).
- * Softmax: on held-out shape families (`grape train --cv-families`) its
- * held-out corner of the (rows, cols) grid is one level shared by a
- * thousand rows (65.7 -> 72.6%). GEMM (bmm and nn.Linear): the training
- * rows' families cannot tell (pooled 81.1 / 81.3%, a level per family
- * 93.8 / 92.7%), real models' shapes can: on the half of NeuSight's
- * held-out real-model rows that decides (bench/predict/real_rows.py, split
- * by shape) the pooled intervals held 52.1 / 64.5% of the known rows, a
- * level per family 72.0 / 85.8% (the other half, the score: 51.6 / 62.2
- * -> 71.2 / 86.8%); a real model's shapes are a family the fit has few
- * rows of, off by one level. Elementwise (92.8%, 98.1% with a level per
- * family) and layer norm (84.0%, 88.0%, 25 rows) stay pooled. Conv was
- * not measured. */
-static const int family_level_rule[GRAPE_KC_COUNT] = {1, 0, 1, 0, 0, 0};
-
 /* The span, per interval bin, of the rows s selects of class c on GPU gpu
  * (NULL any): their launches alone (launch), or the rows with op dims. */
-static void span_of(const grape_dataset_t* d, const sel_t* s, int c, int launch, const char* gpu,
+void grape__span_of(const grape_dataset_t* d, const sel_t* s, int c, int launch, const char* gpu,
                     grape__extrap_t* x) {
   memset(x->span, 0, sizeof(x->span));
   for (size_t i = 0; i < d->n; i++) {
     const row_t* r = &d->rows[i];
-    if (!selected(r, s, c) || (!launch && !r->p.has_dims) ||
+    if (!grape__selected(r, s, c) || (!launch && !r->p.has_dims) ||
         (gpu != NULL && strcmp(r->gpu->name, gpu) != 0))
       continue;
     const grape__kprep_t* p = launch ? &r->pl : &r->p;
@@ -984,63 +755,6 @@ static void span_of(const grape_dataset_t* d, const sel_t* s, int c, int launch,
     for (int j = 0; j < GRAPE__NSPAN; j++)
       span[j] = fmax(span[j], v[j]);
   }
-}
-
-/* Residuals beyond a span: log(measured / predicted), the in-range
- * interval's bounds for the row, and the distance. */
-typedef struct beyond_s {
-  double *r, *lo, *hi, *d;
-  size_t n;
-} beyond_t;
-
-static int beyond_alloc(beyond_t* b, size_t n) {
-  b->n = 0;
-  b->r = malloc((n + 1) * sizeof(double));
-  b->lo = malloc((n + 1) * sizeof(double));
-  b->hi = malloc((n + 1) * sizeof(double));
-  b->d = malloc((n + 1) * sizeof(double));
-  return b->r && b->lo && b->hi && b->d ? 0 : -ENOMEM;
-}
-
-static void beyond_free(beyond_t* b) {
-  free(b->r);
-  free(b->lo);
-  free(b->hi);
-  free(b->d);
-}
-
-static void beyond_add(beyond_t* b, double r, double lo, double hi, double d) {
-  b->r[b->n] = r;
-  b->lo[b->n] = lo;
-  b->hi[b->n] = hi;
-  b->d[b->n++] = d;
-}
-
-/* The slope by which an interval must widen on both sides with the
- * distance to keep its level beyond the span: the level's quantile of
- * max(r - hi, lo - r) / d, the least widening that holds that share of the
- * rows; 0 where the in-range bounds already hold them. Both sides alike:
- * beyond the span a fit's error drifts in a direction its own rows do not
- * tell (the same GPU and class drifted up in the inner split and down in
- * the outer one). Rows nearer than EXTRAP_DMIN calibrate nothing; fewer
- * than MIN_ROWS farther leave the slope 0. */
-static int widen_slopes(const beyond_t* b, double* widen) {
-  widen[0] = widen[1] = 0;
-  double* v = malloc((b->n + 1) * sizeof(double));
-  if (v == NULL)
-    return -ENOMEM;
-  size_t n = 0;
-  for (size_t i = 0; i < b->n; i++)
-    if (b->d[i] >= EXTRAP_DMIN)
-      v[n++] = fmax(b->r[i] - b->hi[i], b->lo[i] - b->r[i]) / b->d[i];
-  if (n >= MIN_ROWS) {
-    qsort(v, n, sizeof(double), cmp_double);
-    double q = fmax(v[(size_t)(LEVEL * (double)(n - 1) + 0.5)], 0);
-    widen[0] = -q;
-    widen[1] = q;
-  }
-  free(v);
-  return 0;
 }
 
 /* The lower half of an inner extrapolation split: s restricted to the rows
@@ -1053,8 +767,8 @@ static int inner_split(const grape_dataset_t* d, const sel_t* s, double* thr, se
 }
 
 /* Whether row r of the rows s selects lies beyond the inner split lo. */
-static int upper(const row_t* r, const sel_t* s, const sel_t* lo, int c) {
-  return r->p.has_dims && selected(r, s, c) && !selected(r, lo, c);
+int grape__upper(const row_t* r, const sel_t* s, const sel_t* lo, int c) {
+  return r->p.has_dims && grape__selected(r, s, c) && !grape__selected(r, lo, c);
 }
 
 /* The transfer regime's time of r (launch: its launch alone) by m, with
@@ -1072,7 +786,7 @@ static double upper_mape(const grape_dataset_t* d, const sel_t* s, const sel_t* 
   double ape = 0, n = 0;
   for (size_t i = 0; i < d->n; i++) {
     const row_t* r = &d->rows[i];
-    if (!upper(r, s, lo, c))
+    if (!grape__upper(r, s, lo, c))
       continue;
     double x[GRAPE__NFEAT];
     grape__roof_t rf;
@@ -1116,16 +830,16 @@ static int fit_extrap_transfer(const grape_dataset_t* d, const sel_t* s, grape_m
   memcpy(ml, m, sizeof(*ml));
   ml->known = NULL;
   ml->nknown = 0;
-  beyond_t b = {0};
+  grape__beyond_t b = {0};
   double* wr = malloc(2 * GRAPE__NFEAT * sizeof(double));
-  if (wr == NULL || beyond_alloc(&b, d->n) < 0) {
+  if (wr == NULL || grape__beyond_alloc(&b, d->n) < 0) {
     err = -ENOMEM;
     goto done;
   }
   for (int c = 0; c < GRAPE_KC_COUNT; c++) {
     for (int l = 0; l < 2; l++) {
-      span_of(d, s, c, l, NULL, &m->xt[c][l]);
-      span_of(d, lo, c, l, NULL, &ml->xt[c][l]);
+      grape__span_of(d, s, c, l, NULL, &m->xt[c][l]);
+      grape__span_of(d, lo, c, l, NULL, &ml->xt[c][l]);
     }
     if (m->rows[c] < MIN_ROWS)
       continue;
@@ -1173,14 +887,14 @@ static int fit_extrap_transfer(const grape_dataset_t* d, const sel_t* s, grape_m
         size_t n = 0;
         for (size_t i = 0; i < d->n; i++) {
           const row_t* r = &d->rows[i];
-          if (selected(r, lo, c) && (l || r->p.has_dims) && strcmp(r->gpu->name, gpus[g]) == 0) {
+          if (grape__selected(r, lo, c) && (l || r->p.has_dims) && strcmp(r->gpu->name, gpus[g]) == 0) {
             double dist;
             v[nall + n++] = log(r->lat / transfer_time(ml, r, l, &dist));
           }
         }
         shift[g] = 0;
         if (n > 0) {
-          qsort(v + nall, n, sizeof(double), cmp_double);
+          qsort(v + nall, n, sizeof(double), grape__cmp_double);
           shift[g] = v[nall + n / 2];
           for (size_t i = 0; i < n; i++)
             v[nall + i] -= shift[g];
@@ -1189,22 +903,22 @@ static int fit_extrap_transfer(const grape_dataset_t* d, const sel_t* s, grape_m
       }
       if (nall >= MIN_ROWS) {
         double q[2];
-        quantiles(v, nall, q);
+        grape__quantiles(v, nall, q);
         spread[0] = q[0];
         spread[1] = q[1];
       }
       b.n = 0;
       for (size_t i = 0; i < d->n; i++) {
         const row_t* r = &d->rows[i];
-        if (!upper(r, s, lo, c))
+        if (!grape__upper(r, s, lo, c))
           continue;
         int g = 0;
         while (g < ngpu && strcmp(gpus[g], r->gpu->name) != 0)
           g++;
         double dist, t = transfer_time(ml, r, l, &dist);
-        beyond_add(&b, log(r->lat / t) - (g < ngpu ? shift[g] : 0), spread[0], spread[1], dist);
+        grape__beyond_add(&b, log(r->lat / t) - (g < ngpu ? shift[g] : 0), spread[0], spread[1], dist);
       }
-      if ((err = widen_slopes(&b, m->xt[c][l].widen)) < 0)
+      if ((err = grape__widen_slopes(&b, m->xt[c][l].widen)) < 0)
         goto done;
       if (s->o->log != NULL)
         fprintf(s->o->log, "grape: %s%s: transfer regime beyond its rows (%zu): widening %.4f a "
@@ -1216,429 +930,8 @@ static int fit_extrap_transfer(const grape_dataset_t* d, const sel_t* s, grape_m
   err = 0;
 done:
   free(wr);
-  beyond_free(&b);
+  grape__beyond_free(&b);
   return err;
-}
-
-/* ---- The known regime ---- */
-
-/* The trees' features of p (grape__gpu_features), the alignment ones read
- * as 0 where the options turn them off (an experiment's before). */
-static void known_features(const grape_train_opts_t* o, const grape__kprep_t* p,
-                           const double* x, const grape__roof_t* r, double t0, float* xf) {
-  grape__gpu_features(p, x, r, t0, xf);
-  if (!o->align)
-    for (int i = GRAPE__NGF - GRAPE__NALIGN; i < GRAPE__NGF; i++)
-      xf[i] = 0;
-}
-
-/* Rows of one (GPU, class) with op dims, in the form the trees fit: the
- * features, log(measured / transfer prediction) and the shape hash. */
-typedef struct kset_s {
-  float* x;
-  double* r;
-  uint32_t* shape;         /* what calibration folds are taken by (shape or family) */
-  uint8_t* bin;            /* interval bin */
-  double* t0;              /* the transfer prediction under the trees, ms */
-  size_t n;
-} kset_t;
-
-static void kset_free(kset_t* k) {
-  free(k->x);
-  free(k->r);
-  free(k->shape);
-  free(k->bin);
-  free(k->t0);
-}
-
-/* Rows of GPU `gpu` and class c: with op dims (launch 0), or all of them
- * as launches alone (launch 1: what the shim knows of a kernel). */
-static int kset_collect(const grape_dataset_t* d, const sel_t* s, const grape_model_t* m,
-                        const char* gpu, int c, int launch, kset_t* k) {
-  size_t n = 0;
-  for (size_t i = 0; i < d->n; i++) {
-    const row_t* r = &d->rows[i];
-    n += selected(r, s, c) && (launch || r->p.has_dims) && strcmp(r->gpu->name, gpu) == 0;
-  }
-  k->n = 0;
-  k->x = malloc((n + 1) * GRAPE__NGF * sizeof(float));
-  k->r = malloc((n + 1) * sizeof(double));
-  k->shape = malloc((n + 1) * sizeof(uint32_t));
-  k->bin = malloc(n + 1);
-  k->t0 = malloc((n + 1) * sizeof(double));
-  if (k->x == NULL || k->r == NULL || k->shape == NULL || k->bin == NULL || k->t0 == NULL)
-    return -ENOMEM;
-  for (size_t i = 0; i < d->n; i++) {
-    const row_t* r = &d->rows[i];
-    if (!selected(r, s, c) || !(launch || r->p.has_dims) || strcmp(r->gpu->name, gpu) != 0)
-      continue;
-    const grape__kprep_t* p = launch ? &r->pl : &r->p;
-    double x[GRAPE__NFEAT];
-    grape__roof_t rf;
-    double t0 = grape__predict_x(m, GRAPE_METHOD_GRAPE, p, r->gpu, x, &rf);
-    known_features(s->o, p, x, &rf, t0, &k->x[k->n * GRAPE__NGF]);
-    k->r[k->n] = log(r->lat / t0);
-    /* The interval's calibration folds: shape families by default. */
-    k->shape[k->n] = grape__fold_key(r, s->o->calib);
-    k->bin[k->n] = (uint8_t)grape__interval_bin(p);
-    k->t0[k->n] = t0;
-    k->n++;
-  }
-  return 0;
-}
-
-static grape__boost_opts_t known_opts(const grape_train_opts_t* k) {
-  grape__boost_opts_t o = {.trees = k->trees, .rate = k->rate, .min_leaf = 5, .l2 = 1};
-  return o;
-}
-
-/* A held-out row's residual with its family, sorted by family. */
-typedef struct famres_s {
-  uint32_t fam;
-  double v;
-} famres_t;
-
-static int cmp_famres(const void* a, const void* b) {
-  const famres_t *x = a, *y = b;
-  if (x->fam != y->fam)
-    return x->fam < y->fam ? -1 : 1;
-  return (x->v > y->v) - (x->v < y->v);
-}
-
-/* The known regime's interval of bin b from held-out families' residuals
- * (fam: each row's fold key, its family under the default calibration)
- * as a level per family plus the spread within one, as the transfer
- * regime's is per GPU: a family the fit has no rows of shares one error
- * across its rows, so a few families far off move a thousand rows, which
- * pooled quantiles weigh by rows, not by families. One family: its own
- * quantiles. */
-static int family_level_interval(const resid_t* held, const uint32_t* fam, int b, double* iv) {
-  iv[0] = 1;
-  iv[1] = -1;
-  famres_t* fr = malloc((held->n + 1) * sizeof(*fr));
-  double* shift = malloc((held->n + 1) * sizeof(double));
-  double* w = malloc((held->n + 1) * sizeof(double));
-  double* v = malloc((held->n + 1) * sizeof(double));
-  int err = fr && shift && w && v ? 0 : -ENOMEM;
-  size_t n = 0, nw = 0;
-  int k = 0;
-  for (size_t i = 0; err == 0 && i < held->n; i++)
-    if (held->bin[i] == b)
-      fr[n++] = (famres_t){fam[i], held->v[i]};
-  if (err == 0 && n >= MIN_ROWS) {
-    qsort(fr, n, sizeof(*fr), cmp_famres);
-    for (size_t i = 0; i < n;) {
-      size_t j = i;
-      while (j < n && fr[j].fam == fr[i].fam)
-        j++;
-      double med = fr[i + (j - i) / 2].v;
-      shift[k++] = med;
-      for (size_t q = i; q < j; q++)
-        w[nw++] = fr[q].v - med;
-      i = j;
-    }
-    if (k >= 2) {
-      level_spread_quantiles(shift, k, w, nw, v, iv);
-    } else {
-      for (size_t i = 0; i < n; i++)
-        v[i] = fr[i].v;
-      quantiles(v, n, iv);
-    }
-  }
-  free(fr);
-  free(shift);
-  free(w);
-  free(v);
-  return err;
-}
-
-/* Calibrates the interval of one (GPU, class): its shape families (or,
- * with calib 0, its shapes) split into folds (by hash bits other than
- * those of the outer cross-validation),
- * trees fitted on all folds but one predict that one, and the quantiles of
- * what is left, log(measured / prediction), over every row are the
- * interval. The transfer prediction under the trees is fitted on all rows:
- * with its 24 weights it is not what overfits. *keep says whether the
- * trees beat the transfer prediction alone on the held-out shapes
- * (per-kernel MAPE): from the launch alone, a GEMM's time is too loosely
- * tied to what the trees see (no K) for them to help. split_ms > 0 (a
- * class other than GEMM whose floor rule is on: GRAPE__FLOOR_SPLIT times
- * the GPU's harness floor) bins each row by its latency as predicted
- * (grape__known_bin): the floor's rows, whose error is the floor's few
- * percent, and the rows above it, whose error is the kernel's.
- * family_level: per bin, a level per held-out family plus the spread
- * within one (family_level_interval) in place of the pooled quantiles. */
-static int known_interval(const kset_t* k, const grape_train_opts_t* opts, double split_ms,
-                          int family_level, double* iv, int* keep) {
-  int folds = opts->folds, err = 0;
-  double ape_trees = 0, ape_base = 0;
-  grape__boost_opts_t o = known_opts(opts);
-  float* x = malloc((k->n + 1) * GRAPE__NGF * sizeof(float));
-  double* r = malloc((k->n + 1) * sizeof(double));
-  grape__tree_t* t = malloc((size_t)(o.trees + 1) * sizeof(*t));
-  uint32_t* fam = malloc((k->n + 1) * sizeof(uint32_t));
-  resid_t held;
-  if ((resid_alloc(&held, k->n) | (x == NULL || r == NULL || t == NULL || fam == NULL)) != 0) {
-    err = -ENOMEM;
-    goto done;
-  }
-  for (int f = 0; f < folds; f++) {
-    size_t n = 0;
-    for (size_t i = 0; i < k->n; i++)
-      if ((k->shape[i] >> 16) % (uint32_t)folds != (uint32_t)f) {
-        memcpy(&x[n * GRAPE__NGF], &k->x[i * GRAPE__NGF], GRAPE__NGF * sizeof(float));
-        r[n++] = k->r[i];
-      }
-    int nt = grape__boost_fit(x, n, GRAPE__NGF, r, &o, t);
-    if (nt < 0) {
-      err = nt;
-      goto done;
-    }
-    for (size_t i = 0; i < k->n; i++)
-      if ((k->shape[i] >> 16) % (uint32_t)folds == (uint32_t)f) {
-        double cr = grape__boost_eval(t, nt, &k->x[i * GRAPE__NGF]);
-        fam[held.n] = k->shape[i];
-        held.v[held.n] = k->r[i] - cr;
-        /* With a floor split, the bin of the latency as predicted. */
-        held.bin[held.n++] = split_ms > 0 ? k->t0[i] * exp(cr) >= split_ms : k->bin[i];
-        /* Per-kernel error with and without the trees: r = log(measured /
-         * predicted), so |predicted - measured| / measured = |e^-r - 1|. */
-        ape_trees += fabs(expm1(-held.v[held.n - 1]));
-        ape_base += fabs(expm1(-k->r[i]));
-      }
-  }
-  *keep = ape_trees < ape_base;
-  if (!family_level)
-    err = bin_quantiles(&held, iv);
-  for (int b = 0; family_level && b < GRAPE__NIVB && err == 0; b++)
-    err = family_level_interval(&held, fam, b, &iv[2 * b]);
-done:
-  free(fam);
-  free(x);
-  free(r);
-  free(t);
-  resid_free(&held);
-  return err;
-}
-
-/* The fades the known regime's calibration chooses from (exp(-fade d)):
- * from keeping the trees' correction whole to dropping it at once. */
-static const double fades[] = {0, 0.25, 0.5, 1, 2, 4, 1000};
-#define NFADE (sizeof(fades) / sizeof(fades[0]))
-
-/* The upper half's rows of an inner split as the known regime predicts
- * them: the transfer regime's in-range and extrapolated times, the trees'
- * correction, the distance, the measured time and the row's in-range
- * interval. */
-#define NUP 8
-typedef struct pool_s {
-  double* v;               /* NUP a row: t0, tx, cr, dk, lat, lo, hi, GPU index */
-  size_t n;
-} pool_t;
-
-/* The known regime of GPU gpu and class c (launch: its launch-only fit)
- * beyond its rows: kc's span, and, when it has trees, its upper rows of the
- * inner split lo into pool: trees fitted on the lower half (over the
- * transfer regime fitted there, ml) predict the upper half. */
-static int known_extrap(const grape_dataset_t* d, const sel_t* s, const sel_t* lo,
-                        const grape_model_t* ml, const char* gpu, int gi, int c, int l,
-                        double floor_ms, grape__known_class_t* kc, pool_t* pool) {
-  span_of(d, s, c, l, gpu, &kc->x);
-  if (kc->ntrees == 0 || ml == NULL)
-    return 0;
-  grape__boost_opts_t o = known_opts(s->o);
-  size_t n = 0;
-  for (size_t i = 0; i < d->n; i++) {
-    const row_t* r = &d->rows[i];
-    if ((l || r->p.has_dims) && selected(r, lo, c) && strcmp(r->gpu->name, gpu) == 0)
-      n++;
-  }
-  int err = -ENOMEM;
-  float* x = malloc((n + 1) * GRAPE__NGF * sizeof(float));
-  double* rr = malloc((n + 1) * sizeof(double));
-  grape__tree_t* t = malloc((size_t)(o.trees + 1) * sizeof(*t));
-  if (x == NULL || rr == NULL || t == NULL)
-    goto done;
-  size_t nl = 0;
-  for (size_t i = 0; i < d->n; i++) {
-    const row_t* r = &d->rows[i];
-    if (!(l || r->p.has_dims) || !selected(r, lo, c) || strcmp(r->gpu->name, gpu) != 0)
-      continue;
-    const grape__kprep_t* p = l ? &r->pl : &r->p;
-    double xv[GRAPE__NFEAT], t0, dist;
-    grape__roof_t rf;
-    grape__predict_transfer(ml, p, r->gpu, xv, &rf, &t0, &dist);
-    known_features(s->o, p, xv, &rf, t0, &x[nl * GRAPE__NGF]);
-    rr[nl++] = log(r->lat / t0);
-  }
-  err = 0;
-  if (nl < MIN_KNOWN)
-    goto done;
-  int nt = grape__boost_fit(x, nl, GRAPE__NGF, rr, &o, t);
-  if (nt < 0) {
-    err = nt;
-    goto done;
-  }
-  grape__extrap_t lx;
-  span_of(d, lo, c, l, gpu, &lx);
-  for (size_t i = 0; i < d->n; i++) {
-    const row_t* r = &d->rows[i];
-    if (!upper(r, s, lo, c) || strcmp(r->gpu->name, gpu) != 0)
-      continue;
-    const grape__kprep_t* p = l ? &r->pl : &r->p;
-    double xv[GRAPE__NFEAT], t0, dist;
-    grape__roof_t rf;
-    float xf[GRAPE__NGF];
-    double* u = &pool->v[NUP * pool->n++];
-    u[1] = grape__predict_transfer(ml, p, r->gpu, xv, &rf, &t0, &dist);
-    known_features(s->o, p, xv, &rf, t0, xf);
-    u[0] = t0;
-    u[2] = fmin(fmax(grape__boost_eval(t, nt, xf), -8), 8);
-    u[3] = grape__span_distance(p, &lx);
-    u[4] = r->lat;
-    int bin = grape__known_bin(p, u[1] * exp(u[2]), floor_ms);
-    const double* iv = kc->iv[2 * bin] <= kc->iv[2 * bin + 1] ? &kc->iv[2 * bin] : kc->iv;
-    u[5] = iv[0];
-    u[6] = iv[1];
-    u[7] = gi;
-  }
-done:
-  free(x);
-  free(rr);
-  free(t);
-  return err;
-}
-
-/* The fade and the widening of class c's known regime (one fit, l), from
- * the upper rows of every GPU pooled: beyond its rows a GPU's error drifts
- * in a way its own rows do not tell, as an unseen GPU's level does. */
-static int known_beyond(pool_t* pool, grape__known_t* known, int ngpu, int c, int l,
-                        double rule, double* rho, FILE* logf) {
-  if (pool->n < MIN_ROWS)
-    return 0;
-  double best = INFINITY, fade = 0;
-  grape__known_class_t k = {0};
-  for (size_t f = 0; f < NFADE; f++) {
-    k.x.fade = fades[f];
-    double ape = 0;
-    for (size_t i = 0; i < pool->n; i++) {
-      const double* u = &pool->v[NUP * i];
-      ape += fabs(grape__known_time(&k, u[0], u[1], u[2], u[3]) - u[4]) / u[4];
-    }
-    if (ape < best) {
-      best = ape;
-      fade = fades[f];
-    }
-  }
-  double inner = fade;
-  if (rule >= 0)
-    fade = rule;
-  k.x.fade = fade;
-  beyond_t b;
-  double* res = malloc((pool->n + 1) * sizeof(double));
-  int* gi = malloc((pool->n + 1) * sizeof(int));
-  if (beyond_alloc(&b, pool->n) < 0 || res == NULL || gi == NULL) {
-    beyond_free(&b);
-    free(res);
-    free(gi);
-    return -ENOMEM;
-  }
-  for (size_t i = 0; i < pool->n; i++) {
-    const double* u = &pool->v[NUP * i];
-    res[i] = log(u[4] / grape__known_time(&k, u[0], u[1], u[2], u[3]));
-    gi[i] = (int)u[7];
-    beyond_add(&b, res[i], u[5], u[6], u[3]);
-  }
-  /* Beyond its rows a known GPU's error is mostly a drift of its own (a
-   * level per GPU), which a path's kernels share. */
-  int err = level_share(res, gi, pool->n, ngpu, rho);
-  free(res);
-  free(gi);
-  double widen[2] = {-widen_known[c], widen_known[c]};
-  if (err == 0 && l)
-    err = widen_slopes(&b, widen);
-  beyond_free(&b);
-  if (logf != NULL)
-    fprintf(logf, "grape: %s%s: known regime beyond its rows (%zu): fade %g (the inner split's "
-            "choice %g), widening %.4f a unit of distance, shared level %.2f\n",
-            grape_kclass_name(c), l ? " (launch only)" : "", pool->n, fade, inner, widen[1],
-            *rho);
-  for (int g = 0; g < ngpu; g++) {
-    grape__known_class_t* kc = &known[g].c[c][l];
-    kc->x.fade = fade;
-    memcpy(kc->x.widen, widen, sizeof(widen));
-  }
-  return err;
-}
-
-/* The known regime: per GPU of the selected rows and class with MIN_KNOWN
- * rows with op dims, trees on log(measured / transfer prediction) and
- * their interval, and (ml, the transfer regime fitted on the lower half of
- * the inner split lo; NULL none) their behaviour beyond those rows. m's
- * transfer regime is fitted. */
-static int fit_known(const grape_dataset_t* d, const sel_t* s, const sel_t* lo,
-                     const grape_model_t* ml, const double (*hf)[GRAPE_KC_COUNT],
-                     grape_model_t* m) {
-  const char* gpus[MAXGPU];
-  int ngpu = grape__list_gpus(d, s, -1, gpus);
-  ngpu = ngpu > MAXGPU ? MAXGPU : ngpu;
-  m->known = calloc((size_t)ngpu + 1, sizeof(*m->known));
-  if (m->known == NULL)
-    return -ENOMEM;
-  m->nknown = ngpu;
-  grape__boost_opts_t o = known_opts(s->o);
-  pool_t pool = {malloc((d->n + 1) * NUP * sizeof(double)), 0};
-  if (pool.v == NULL)
-    return -ENOMEM;
-  for (int g = 0; g < ngpu; g++) {
-    snprintf(m->known[g].name, sizeof(m->known[g].name), "%s", gpus[g]);
-    m->known[g].cc = grape__gpu_cc(grape_gpu_find(gpus[g]));
-  }
-  for (int c = 0; c < GRAPE_KC_COUNT; c++)
-    for (int l = 0; l < 2; l++) {
-      pool.n = 0;
-      int err = 0;
-      for (int g = 0; g < ngpu && err == 0; g++) {
-        grape__known_class_t* kc = &m->known[g].c[c][l];
-        kset_t k = {0};
-        err = kset_collect(d, s, m, gpus[g], c, l, &k);
-        kc->rows = (double)k.n;
-        for (int j = 0; j < 2 * GRAPE__NIVB; j++)
-          kc->iv[j] = j % 2 ? -1 : 1;
-        int keep = 0, split = c != GRAPE_KC_GEMM && (s->o->floor_split < 0
-                                                          ? floor_split_rule[c]
-                                                          : s->o->floor_split);
-        double floor_ms = split ? hf[g][c] : 0;
-        int fl = s->o->family_level < 0 ? family_level_rule[c] : s->o->family_level;
-        if (err == 0 && k.n >= MIN_KNOWN && o.trees > 0)
-          err = known_interval(&k, s->o, GRAPE__FLOOR_SPLIT * floor_ms, fl, kc->iv, &keep);
-        if (!keep)
-          for (int j = 0; j < 2 * GRAPE__NIVB; j++)
-            kc->iv[j] = j % 2 ? -1 : 1;
-        if (err == 0 && keep) {
-          kc->trees = malloc((size_t)o.trees * sizeof(*kc->trees));
-          err = kc->trees == NULL ? -ENOMEM
-                                  : grape__boost_fit(k.x, k.n, GRAPE__NGF, k.r, &o, kc->trees);
-          kc->ntrees = err > 0 ? err : 0;
-          err = err > 0 ? 0 : err;
-        }
-        kset_free(&k);
-        if (err == 0)
-          err = known_extrap(d, s, lo, ml, gpus[g], g, c, l, floor_ms, kc, &pool);
-      }
-      double rule = s->o->fade == -1 ? fade_rule[c] : s->o->fade;
-      double rho = 0;
-      if (err == 0)
-        err = known_beyond(&pool, m->known, ngpu, c, l, rule, &rho, s->o->log);
-      if (l == 0)
-        m->rho[c][1] = rho;
-      if (err < 0) {
-        free(pool.v);
-        return err;
-      }
-    }
-  free(pool.v);
-  return 0;
 }
 
 int grape__train_sel(const grape_dataset_t* d, sel_t* s, grape_model_t** out) {
@@ -1715,7 +1008,7 @@ int grape__train_sel(const grape_dataset_t* d, sel_t* s, grape_model_t** out) {
     double hf[MAXGPU][GRAPE_KC_COUNT], ho[MAXGPU][GRAPE_KC_COUNT];
     if ((err = fit_harness(d, s, m, gpus, ngpu, hf, ho)) < 0)
       goto fail_fit;
-    if (!s->transfer_only && (err = fit_known(d, s, &lo, ml, (const double(*)[GRAPE_KC_COUNT])hf, m)) < 0)
+    if (!s->transfer_only && (err = grape__fit_known(d, s, &lo, ml, (const double(*)[GRAPE_KC_COUNT])hf, m)) < 0)
       goto fail_fit;
     for (int i = 0; i < m->nknown; i++)
       for (int g = 0; g < ngpu; g++)

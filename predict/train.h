@@ -11,6 +11,12 @@
 
 #define MAXGPU GRAPE_CV_MAX_GPUS
 
+/* qsort's order of doubles, ascending. */
+static inline int grape__cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
 typedef struct row_s {
   grape__kprep_t p;          /* with op dims */
   grape__kprep_t pl;         /* the same launch without them */
@@ -62,6 +68,22 @@ int grape__list_gpus(const grape_dataset_t* d, const sel_t* s, int cls, const ch
 /* The q-quantile of the op size of each evaluation group's rows with op
  * dims that s selects (NULL: all) into thr[GRAPE_CV_GROUPS]. */
 int grape__size_quantiles(const grape_dataset_t* d, const sel_t* s, double q, double* thr);
+/* Whether r is one of the rows s selects of class cls (-1 any). */
+int grape__selected(const row_t* r, const sel_t* s, int cls);
+/* The span, per interval bin, of the rows s selects of class c on GPU gpu
+ * (NULL any) into x: their launches alone (launch), or the rows with op dims. */
+void grape__span_of(const grape_dataset_t* d, const sel_t* s, int c, int launch, const char* gpu,
+                    grape__extrap_t* x);
+/* Whether row r of the rows s selects lies beyond the inner split lo. */
+int grape__upper(const row_t* r, const sel_t* s, const sel_t* lo, int c);
+/* The known regime (known_fit.c) into m: per GPU of the rows s selects,
+ * trees over the transfer regime m holds, their intervals, and their
+ * behaviour beyond the rows, calibrated on the inner extrapolation split
+ * lo (ml: the transfer regime fitted on lo; NULL: none), with each GPU's
+ * harness floors hf. */
+int grape__fit_known(const grape_dataset_t* d, const sel_t* s, const sel_t* lo,
+                     const grape_model_t* ml, const double (*hf)[GRAPE_KC_COUNT],
+                     grape_model_t* m);
 /* Fits every model on the rows s selects (s->o: resolved options). */
 int grape__train_sel(const grape_dataset_t* d, sel_t* s, grape_model_t** out);
 

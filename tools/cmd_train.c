@@ -85,6 +85,7 @@ static void train_opts_from_env(grape_train_opts_t* o) {
   env_int("GRAPE_TRAIN_CALIB", &o->calib);
   env_int("GRAPE_TRAIN_FLOOR_SPLIT", &o->floor_split);
   env_int("GRAPE_TRAIN_FAMILY_LEVEL", &o->family_level);
+  env_int("GRAPE_TRAIN_HEIGHT_SPLIT", &o->height_split);
   if (getenv("GRAPE_TRAIN_VERBOSE") != NULL)
     o->log = stderr;
 }

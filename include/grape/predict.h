@@ -46,9 +46,9 @@ extern "C" {
 #endif
 
 /* Bumped whenever a public struct below changes layout. */
-#define GRAPE_PREDICT_API_VERSION 8
+#define GRAPE_PREDICT_API_VERSION 9
 /* Version written on the first line of model files; others are refused. */
-#define GRAPE_MODEL_FORMAT_VERSION 6
+#define GRAPE_MODEL_FORMAT_VERSION 7
 
 /* ---- GPU specs ---- */
 
@@ -411,6 +411,11 @@ typedef struct grape_train_opts_s {
                            plus the spread within one, not the pooled residuals' quantiles:
                            -1 the class's rule (decided on held-out shape families and
                            real-model rows, train.c), 0 never, 1 every class (API version 8) */
+  int height_split;     /* where the floor splits a class's known interval, the kernels above
+                           the floor split again at their median latency, so that kernels
+                           well clear of the floor get their own interval: -1 the class's
+                           rule (decided on held-out real-model rows, train.c), 0 never, 1
+                           every such class (API version 9) */
 } grape_train_opts_t;
 
 /* Fills o with the defaults (and sz). */

@@ -145,10 +145,10 @@ Test(predict, cli_train_counts_rows_and_model_versions_are_checked) {
            model, SUBSET_DIR);
   cr_expect_eq(run(cmd, &o), 0, "%s", o);
   free(o);
-  snprintf(cmd, sizeof(cmd), "sed -i '1s/ 6$/ 7/' %s && %s predict -m %s --csv %s/softmax.csv.gz",
+  snprintf(cmd, sizeof(cmd), "sed -i '1s/ 7$/ 8/' %s && %s predict -m %s --csv %s/softmax.csv.gz",
            model, GRAPE_EXE, model, SUBSET_DIR);
   cr_expect_eq(run(cmd, &o), 1);
-  cr_expect_not_null(strstr(o, "model format version 7, this grape reads version 6"), "%s", o);
+  cr_expect_not_null(strstr(o, "model format version 8, this grape reads version 7"), "%s", o);
   free(o);
   unlink(model);
 }
