@@ -81,6 +81,8 @@ RECIPES = {
     "eval": ("predictor.md", "### End to end (`bench/predict/eval.sh`)", "eval.sh"),
     "neusight": ("predictor.md", "### Against NeuSight itself (`bench/predict/neusight.py`)",
                  "--epochs"),
+    "real-rows": ("predictor.md", "### Against NeuSight itself (`bench/predict/neusight.py`)",
+                  "real_rows.py"),
 }
 # What a recipe whose doc shows no output must print instead (regexes searched).
 PRINTS = {
@@ -95,12 +97,15 @@ PRINTS = {
     "neusight": [r"^\| softmax \| [\d.]+ / [\d.]+ \([\d.]+×\), \d+ rows \| .* 3 epochs, ",
                  r"^\| ln \| [\d.]+ / [\d.]+ .* 3 epochs, ", r"^\| class \| GPU \| grape / NeuSight MAPE % \|",
                  r"^\| softmax \| (known|known-extrapolated|transfer) \| \d+ \| [\d.]+ \|"],
+    # Both runs' tables: the default model's and the pooled one's.
+    "real-rows": [r"^\| class \| GPUs \| regime \| half \|(.|\n)*^\| class \| GPUs \| regime \| half \|",
+                  r"^\| bmm \| training \| known \| [01] \| \d+ \| [\d.]+ \| [\d.]+ \|"],
 }
 # The cross-validation recipes, the default model's training and the
 # evaluations run on the full data set, neusight/train/OP/, minutes each; the
 # test lays the repository's subset out there instead
 # (neusight/train/OP/subset.csv.gz), which docs/predictor.md says.
-SUBSET_AS_FULL = ("cv-extrapolate", "cv-shapes", "default-model", "eval", "neusight")
+SUBSET_AS_FULL = ("cv-extrapolate", "cv-shapes", "default-model", "eval", "neusight", "real-rows")
 # NeuSight's held-out test folder as neusight.py reads it (CLASS.csv and the
 # GPUs' spec files), made for the "neusight" recipe of the subset's rows.
 NEUSIGHT_TEST = os.path.join("NeuSight", "scripts", "asplos", "data", "dataset", "test")
@@ -197,7 +202,7 @@ def check_neusight_data(tmp):
 
 def lay_out_neusight_test(tmp, source, py):
     """A stand-in for NeuSight's test folder (its layout, the subset's rows, the
-    GPUs' spec files) and .venv-frameworks/bin/python running PY."""
+    GPUs' spec files) and, given PY, .venv-frameworks/bin/python running it."""
     test = os.path.join(tmp, NEUSIGHT_TEST)
     shutil.copytree(os.path.join(source, "data", "neusight-subset", "devices"),
                     os.path.join(test, "device_configs"))
@@ -208,6 +213,8 @@ def lay_out_neusight_test(tmp, source, py):
                                "rt") as f:
                     lines = f.read().splitlines(True)
                 out.writelines(lines if i == 0 else lines[1:])
+    if not py:
+        return
     venv = os.path.join(tmp, ".venv-frameworks", "bin")
     os.makedirs(venv)
     with open(os.path.join(venv, "python"), "w") as f:
@@ -306,8 +313,8 @@ def check_recipe(a):
                 op = os.path.join(tmp, "neusight", "train", os.path.basename(gz)[:-len(".csv.gz")])
                 os.makedirs(op)
                 os.symlink(gz, os.path.join(op, "subset.csv.gz"))
-        if a.recipe == "neusight":
-            lay_out_neusight_test(tmp, a.source, py)
+        if a.recipe in ("neusight", "real-rows"):
+            lay_out_neusight_test(tmp, a.source, py if a.recipe == "neusight" else None)
         for line in lines:
             p = subprocess.run(["bash", "-c", "set -o pipefail; " + line], capture_output=True,
                                text=True, env=env, cwd=tmp,
