@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""under_load.py BUILD TEST... [--loops N] [--min-margin M] [--skip-quiet]:
+"""under_load.py BUILD [TEST...] [--suite S] [--loops N] [--min-margin M] [--skip-quiet]:
 the margin of a build's slowest tests against their timeouts on a busy machine.
 
 Runs `meson test -C BUILD --num-processes 2 TEST...` once on the machine as it
 is, then again beside N busy loops run with `nice -n 19` (default: one per
 CPU, so that the tests compete for every core), and prints per test its meson
-timeout, both durations, loaded / quiet and timeout / loaded. Exits 1 when a
+timeout, both durations, loaded / quiet and timeout / loaded. `--suite S`
+adds every test of suite S (`--suite all`: the whole suite, slowest first). Exits 1 when a
 test fails or when a loaded test's timeout / loaded is under M (default 2).
 docs/testing.md ("The suite under load") records its numbers.
 """
@@ -31,7 +32,8 @@ def durations(build, tests):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
-    ap.add_argument("tests", nargs="+")
+    ap.add_argument("tests", nargs="*")
+    ap.add_argument("--suite", help="every test of this suite (all: every test)")
     ap.add_argument("--loops", type=int, default=os.cpu_count())
     ap.add_argument("--min-margin", type=float, default=2.0)
     ap.add_argument("--skip-quiet", action="store_true", help="only the loaded run")
@@ -39,6 +41,11 @@ def main():
     intro = json.loads(subprocess.run(["meson", "introspect", "--tests", a.build],
                                       capture_output=True, text=True, check=True).stdout)
     timeout = {t["name"]: t["timeout"] for t in intro}
+    if a.suite:
+        a.tests += [t["name"] for t in intro if a.suite == "all"
+                    or any(s.split(":")[-1] == a.suite for s in t["suite"])]
+    if not a.tests:
+        sys.exit("no tests given")
     unknown = [t for t in a.tests if t not in timeout]
     if unknown:
         sys.exit(f"no such test in {a.build}: {unknown}")
@@ -55,7 +62,7 @@ def main():
     print(f"{a.build}, beside {a.loops} nice -n 19 busy loops:")
     print("| test | timeout (s) | quiet (s) | loaded (s) | loaded / quiet | timeout / loaded |")
     print("|---|---|---|---|---|---|")
-    for t in a.tests:
+    for t in sorted(a.tests, key=lambda t: -loaded.get(t, ("", 0.0))[1]):
         res, sec = loaded.get(t, ("MISSING", 0.0))
         q = quiet.get(t, (None, None))[1]
         margin = timeout[t] / sec if sec else 0.0

@@ -1,8 +1,9 @@
 #!/bin/sh
 # The predictor end to end, from the repository root after `ninja -C build`:
 #   bench/predict/eval.sh [DATA_DIR] [OUT_DIR]
-# DATA_DIR: NeuSight's training rows (../shared/data/neusight/train);
-# OUT_DIR: where the held-out predictions go (/tmp/grape-eval).
+# DATA_DIR: NeuSight's training rows (neusight/train, laid out as
+# docs/predictor.md's "The full NeuSight data set" says);
+# OUT_DIR: where the held-out predictions go (grape-eval).
 # Prints, per evaluation group, grape against the baselines (roofline:
 # wave-quantised, NeuSight's tile and wave structure without its MLP; Li
 # et al.) on held-out shapes, held-out shape families and held-out GPUs,
@@ -10,8 +11,8 @@
 # prediction of examples/decode on an H100. Every fit is grape train's own;
 # the held-out rows never inform the fit that predicts them.
 set -eu
-data=${1:-../shared/data/neusight/train}
-out=${2:-/tmp/grape-eval}
+data=${1:-neusight/train}
+out=${2:-grape-eval}
 grape=build/tools/grape
 mkdir -p "$out"
 for split in shapes families; do

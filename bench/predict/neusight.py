@@ -5,8 +5,8 @@ trained on, and scored beside grape on NeuSight's own held-out rows.
 
     PY=/path/to/python-with-torch   # torch on CPU is enough
     $PY bench/predict/neusight.py --test NEUSIGHT/scripts/asplos/data/dataset/test \
-        [--train ../shared/data/neusight/train] [--devices ../shared/data/neusight/devices] \
-        [--grape build/tools/grape] [--out /tmp/grape-neusight] \
+        [--train neusight/train] [--devices data/neusight-subset/devices] \
+        [--grape build/tools/grape] [--out grape-neusight] \
         [--classes bmm,linear,elem,softmax,ln] [--epochs N] [--minutes M] [--threads T]
 
 NEUSIGHT is a checkout of https://github.com/sitar-lab/NeuSight (MIT); its
@@ -221,10 +221,12 @@ def mape(pred, meas):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--test", required=True, help="NeuSight's scripts/asplos/data/dataset/test")
-    ap.add_argument("--train", default="../shared/data/neusight/train")
-    ap.add_argument("--devices", default="../shared/data/neusight/devices")
+    ap.add_argument("--train", default="neusight/train",
+                    help="the training rows as docs/predictor.md lays them out")
+    ap.add_argument("--devices", default="data/neusight-subset/devices",
+                    help="NeuSight's GPU spec files (its test folder's device_configs too)")
     ap.add_argument("--grape", default="build/tools/grape")
-    ap.add_argument("--out", default="/tmp/grape-neusight")
+    ap.add_argument("--out", default="grape-neusight")
     ap.add_argument("--classes", default="bmm,linear,elem,softmax,ln")
     ap.add_argument("--epochs", type=int, default=100, help="NeuSight's 100 by default")
     ap.add_argument("--minutes", type=float, default=0, help="per-class training bound (0: none)")

@@ -4,7 +4,7 @@ shape: per-kernel MAPE % of the harness time and coverage % of its 80%
 interval per (class, GPUs, regime, half).
 
     python3 bench/predict/real_rows.py NEUSIGHT/scripts/asplos/data/dataset/test \
-        [--grape build/tools/grape] [-m MODEL] [--out /tmp/grape-real-rows]
+        [--grape build/tools/grape] [-m MODEL] [--out grape-real-rows]
 
 The rows (BERT, GPT-2, GPT-3, OPT and Switch layers; bench/predict/neusight.py
 says where they come from) are never trained on. The halves exist so that a
@@ -37,7 +37,7 @@ def main():
     ap.add_argument("test", help="NeuSight's scripts/asplos/data/dataset/test")
     ap.add_argument("--grape", default="build/tools/grape")
     ap.add_argument("-m", "--model", help="model file (default: the one built into grape)")
-    ap.add_argument("--out", default="/tmp/grape-real-rows")
+    ap.add_argument("--out", default="grape-real-rows")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     print("| class | GPUs | regime | half | rows | MAPE % | 80% interval holds % |")

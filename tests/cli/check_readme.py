@@ -3,8 +3,10 @@
 every command of the README's "Using it" section runs as written.
 check_readme.py --recipe NAME --build BUILD --source SOURCE [--job P] [--job-mpi P]:
 the same for a recipe of docs/ (RECIPES below: torchrun, mpirun, Slurm,
-predictor.md's loop, its cross-validation lines and the full data set's
-download), with the output the doc shows (or, where it shows none, PRINTS).
+predictor.md's loop, its cross-validation lines, the full data set's
+download, the default model's training, bench/predict/eval.sh and
+bench/predict/neusight.py), with the output the doc shows (or, where it
+shows none, PRINTS).
 
 The section's first code block is read from the README itself (so the README
 cannot rot), and each line is run in order by bash in an empty folder that
@@ -73,24 +75,48 @@ RECIPES = {
                   "grape replay"),
     "slurm": ("multi-rank.md", "### A job started without grape run (Slurm)", "sbatch"),
     "cv-extrapolate": ("predictor.md", "### Beyond the training range (`grape train --cv "
-                       "extrapolate`)", "--cv extrapolate"),
+                       "extrapolate`)", "the 50% split"),
+    "cv-extrapolate-75": ("predictor.md", "### Beyond the training range (`grape train --cv "
+                          "extrapolate`)", "GRAPE_CV_SPLIT=0.75"),
     "cv-shapes": ("predictor.md", "### Shapes like real models: alignment and shape families "
                   "(`--cv-families`)", "--cv-shapes"),
     "neusight-data": ("predictor.md", "## The full NeuSight data set", "git clone"),
+    "default-model": ("predictor.md", "## Model file and the default model",
+                      "-o data/default_model.txt"),
+    "eval": ("predictor.md", "### End to end (`bench/predict/eval.sh`)", "eval.sh"),
+    "neusight": ("predictor.md", "### Against NeuSight itself (`bench/predict/neusight.py`)",
+                 "--epochs"),
+    "real-rows": ("predictor.md", "### Against NeuSight itself (`bench/predict/neusight.py`)",
+                  "real_rows.py"),
 }
 # What a recipe whose doc shows no output must print instead (regexes searched).
 PRINTS = {
     "cv-extrapolate": [r"^extrapolation cross-validation: .* up to the 50th percentile",
-                       r"^extrapolation cross-validation: .* up to the 75th percentile",
                        r"^bmm +\| +\d+ +[\d.]+ +[\d.]+"],
+    "cv-extrapolate-75": [r"^extrapolation cross-validation: .* up to the 75th percentile",
+                          r"^bmm +\| +\d+ +[\d.]+ +[\d.]+"],
     "cv-shapes": [r"^shape-fold cross-validation \(5 folds", r"^bmm +\d+ +\d+ +[\d.]+",
                   r"^## shapes-before.csv: \d+ held-out rows", r"^\| bmm \| \d+ \|"],
     "neusight-data": [],
+    "eval": [r"^## held-out shapes: \d+ held-out rows", r"^## held-out shape families: \d+ held-out rows",
+             r"^\| bmm \| \d+ \|", r"^## held-out GPUs", r"^bmm +\d+ +[\d.]+ "],
+    "neusight": [r"^\| softmax \| [\d.]+ / [\d.]+ \([\d.]+×\), \d+ rows \| .* 3 epochs, ",
+                 r"^\| ln \| [\d.]+ / [\d.]+ .* 3 epochs, ", r"^\| class \| GPU \| grape / NeuSight MAPE % \|",
+                 r"^\| softmax \| (known|known-extrapolated|transfer) \| \d+ \| [\d.]+ \|"],
+    # Both runs' tables: the default model's and the pooled one's.
+    "real-rows": [r"^\| class \| GPUs \| regime \| half \|(.|\n)*^\| class \| GPUs \| regime \| half \|",
+                  r"^\| bmm \| training \| known \| [01] \| \d+ \| [\d.]+ \| [\d.]+ \|"],
 }
-# The cross-validation recipes run on the full data set, neusight/train/OP/,
-# minutes each; the test lays the repository's subset out there instead
+# The cross-validation recipes, the default model's training and the
+# evaluations run on the full data set, neusight/train/OP/, minutes each; the
+# test lays the repository's subset out there instead
 # (neusight/train/OP/subset.csv.gz), which docs/predictor.md says.
-SUBSET_AS_FULL = ("cv-extrapolate", "cv-shapes")
+SUBSET_AS_FULL = ("cv-extrapolate", "cv-extrapolate-75", "cv-shapes", "default-model", "eval", "neusight", "real-rows")
+# NeuSight's held-out test folder as neusight.py reads it (CLASS.csv and the
+# GPUs' spec files), made for the "neusight" recipe of the subset's rows.
+NEUSIGHT_TEST = os.path.join("NeuSight", "scripts", "asplos", "data", "dataset", "test")
+NEUSIGHT_TEST_CLASSES = {"bmm": ["bmm"], "linear": ["linear"], "elem": ["add", "gelu"],
+                         "softmax": ["softmax"], "ln": ["ln"]}
 
 
 def section_paragraphs(doc, heading):
@@ -121,6 +147,14 @@ def shown_line(line):
         else:
             parts.append(re.escape(tok))
     return re.compile("".join(parts))
+
+
+def torch_python(a):
+    """The Python the torch_* tests would use, where they look for it, whether or
+    not its torch is a CUDA build (NeuSight's script needs only an importable
+    torch; find_python also asks for a CUDA build)."""
+    venv = os.environ.get("GRAPE_FRAMEWORKS_VENV") or os.path.join(a.source, ".venv-frameworks")
+    return os.environ.get("GRAPE_TORCH_PYTHON") or os.path.join(venv, "bin", "python")
 
 
 def torchrun_for(a, recipe):
@@ -175,6 +209,42 @@ def check_neusight_data(tmp):
             fail(f"{m} is not the upstream {op}/{gpu} gzipped")
 
 
+def lay_out_neusight_test(tmp, source, py):
+    """A stand-in for NeuSight's test folder (its layout, the subset's rows, the
+    GPUs' spec files) and, given PY, .venv-frameworks/bin/python running it."""
+    test = os.path.join(tmp, NEUSIGHT_TEST)
+    shutil.copytree(os.path.join(source, "data", "neusight-subset", "devices"),
+                    os.path.join(test, "device_configs"))
+    for cls, ops in NEUSIGHT_TEST_CLASSES.items():
+        with open(os.path.join(test, cls + ".csv"), "w") as out:
+            for i, op in enumerate(ops):
+                with gzip.open(os.path.join(source, "data", "neusight-subset", op + ".csv.gz"),
+                               "rt") as f:
+                    lines = f.read().splitlines(True)
+                out.writelines(lines if i == 0 else lines[1:])
+    if not py:
+        return
+    venv = os.path.join(tmp, ".venv-frameworks", "bin")
+    os.makedirs(venv)
+    with open(os.path.join(venv, "python"), "w") as f:
+        f.write(f'#!/bin/sh\nexec "{py}" "$@"\n')
+    os.chmod(os.path.join(venv, "python"), 0o755)
+
+
+def check_default_model(tmp, build):
+    """The model the recipe trained replaces data/default_model.txt of the
+    folder (not the checkout's) and predicts with grape predict -m."""
+    model = os.path.join(tmp, "data", "default_model.txt")
+    if os.path.islink(model) or not os.path.exists(model):
+        fail("the default model's recipe wrote no data/default_model.txt of its own")
+    p = subprocess.run([os.path.join(build, "tools", "grape"), "predict", "-m", model, "--csv",
+                        os.path.join(tmp, "data", "neusight-subset", "softmax.csv.gz")],
+                       capture_output=True, text=True, timeout=60)
+    rows = p.stdout.split("\n")
+    if p.returncode != 0 or "predicted_ms" not in rows[0] or len(rows) < 3:
+        fail("grape predict -m with the recipe's model", p)
+
+
 def check_recipe(a):
     doc, heading, holds = RECIPES[a.recipe]
     doc = os.path.join(a.source, "docs", doc)
@@ -212,6 +282,16 @@ def check_recipe(a):
             return 77
         if os.geteuid() == 0:  # as the recipe says
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    if a.recipe == "neusight":
+        py = torch_python(a)
+        try:
+            found = subprocess.run([py, "-c", "import torch"], capture_output=True).returncode == 0
+        except OSError:
+            found = False
+        if not found:
+            print(f"skipped: no importable torch at {py} (scripts/setup-deps --frameworks "
+                  "installs it, or set GRAPE_TORCH_PYTHON)")
+            return 77
     if a.recipe == "neusight-data":
         url = re.search(r"git clone (\S+)", " ".join(cmds[0])).group(1)
         try:
@@ -225,16 +305,29 @@ def check_recipe(a):
     printed = []
     with tempfile.TemporaryDirectory() as tmp:
         os.symlink(a.build, os.path.join(tmp, "build"))
-        os.symlink(os.path.join(a.source, "data"), os.path.join(tmp, "data"))
+        if a.recipe == "default-model":
+            # The recipe writes data/default_model.txt: the folder's own, never
+            # the checkout's.
+            os.mkdir(os.path.join(tmp, "data"))
+            for name in os.listdir(os.path.join(a.source, "data")):
+                if name != "default_model.txt":
+                    os.symlink(os.path.join(a.source, "data", name), os.path.join(tmp, "data", name))
+        else:
+            os.symlink(os.path.join(a.source, "data"), os.path.join(tmp, "data"))
         os.symlink(os.path.join(a.source, "bench"), os.path.join(tmp, "bench"))
         for name, prog in (("my_program", a.job), ("my_mpi_program", a.job_mpi)):
             if prog != "-":
                 os.symlink(prog, os.path.join(tmp, name))
-        if a.recipe in SUBSET_AS_FULL:
+        if a.full_data:
+            os.makedirs(os.path.join(tmp, "neusight"))
+            os.symlink(os.path.abspath(a.full_data), os.path.join(tmp, "neusight", "train"))
+        elif a.recipe in SUBSET_AS_FULL:
             for gz in glob.glob(os.path.join(a.source, "data", "neusight-subset", "*.csv.gz")):
                 op = os.path.join(tmp, "neusight", "train", os.path.basename(gz)[:-len(".csv.gz")])
                 os.makedirs(op)
                 os.symlink(gz, os.path.join(op, "subset.csv.gz"))
+        if a.recipe in ("neusight", "real-rows"):
+            lay_out_neusight_test(tmp, a.source, py if a.recipe == "neusight" else None)
         for line in lines:
             p = subprocess.run(["bash", "-c", "set -o pipefail; " + line], capture_output=True,
                                text=True, env=env, cwd=tmp,
@@ -253,6 +346,21 @@ def check_recipe(a):
             check_slurm_outputs(tmp)
         if a.recipe == "neusight-data":
             check_neusight_data(tmp)
+        if a.recipe == "default-model":
+            check_default_model(tmp, a.build)
+            committed = os.path.join(a.source, "data", "default_model.txt")
+            if a.full_data and open(committed, "rb").read() != open(
+                    os.path.join(tmp, "data", "default_model.txt"), "rb").read():
+                fail(f"the model trained on {a.full_data} is not the committed {committed}: "
+                     "regenerate it as docs/predictor.md says")
+        if a.recipe == "eval":
+            for f in ("shapes.csv", "families.csv"):
+                if not os.path.getsize(os.path.join(tmp, "grape-eval", f)):
+                    fail(f"bench/predict/eval.sh left grape-eval/{f} empty")
+            if (os.path.exists(os.path.join(a.build, "examples", "decode"))
+                    and not re.search(r"^## run level: .*\n\n.*predicted on", "\n".join(printed), re.M)):
+                fail("bench/predict/eval.sh printed no run-level prediction of decode:\n"
+                     + "\n".join(printed)[-2000:])
         for r in PRINTS.get(a.recipe, []):
             if not re.search(r, "\n".join(printed), re.M):
                 fail(f"{os.path.basename(doc)} '{heading}': nothing printed matches {r}:\n"
@@ -277,7 +385,13 @@ def main():
                     help="run a recipe of docs/ instead of the README's commands")
     ap.add_argument("--job", default="-", help="the program the multi-rank recipes name")
     ap.add_argument("--job-mpi", default="-", help="the MPI program the mpirun recipe names")
+    ap.add_argument("--full-data", help="the full NeuSight set for neusight/train, in place of "
+                    "the subset (the default model's must then equal data/default_model.txt)")
     a = ap.parse_args()
+    if a.full_data and not os.path.isdir(a.full_data):
+        print(f"skipped: no full data set at {a.full_data} (docs/predictor.md: The full "
+              "NeuSight data set)")
+        return 77
     if any(x and not x.endswith("libgrape.so") for x in a.preload.split(":")):
         print("skipped: a sanitizer build (the README's LD_PRELOAD line needs the normal build)")
         return 77

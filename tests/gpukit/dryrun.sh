@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # dryrun.sh - the GPU kit's CI checks (tests/gpukit/meson.build).
 #   dryrun.sh syntax                    bash -n on the scripts, Python compiles, pyflakes
-#   dryrun.sh dryrun BUILD plain|sanitized   bench/gpu/run.sh --sim on BUILD, then the results
-#                                       must hold a row for every check and no fail or error;
-#                                       again with a stand-in for workloads.py (no torch here),
-#                                       and with a planted digest mismatch that must fail
+#   dryrun.sh dryrun BUILD plain|sanitized [kit|fake]   (kit: the first run below; fake: the
+#                                       other two; both when not given)
+#                                       bench/gpu/run.sh --sim --quick on BUILD, then the
+#                                       results must hold a row for every check and no fail or
+#                                       error; again with a stand-in for workloads.py (no torch
+#                                       here), and with a planted digest mismatch that must fail
+#                                       (these two skip costs and concurrency, which the first
+#                                       run covers and which are most of its time)
 set -u
 KIT=$(cd "$(dirname "$0")/../../bench/gpu" && pwd)
 case "${1:-}" in
@@ -33,12 +37,17 @@ dryrun)
   W=$(mktemp -d "${TMPDIR:-/tmp}/gpukit-dry.XXXXXX")
   trap 'rm -rf "$W"' EXIT
   HERE=$(cd "$(dirname "$0")" && pwd)
-  # dry NAME EXPECT [ENV=V...]: a dry run; EXPECT ok = no fail/error rows and rc 0,
-  # EXPECT fail = at least one fail row and rc 1 (the kit must report what breaks)
+  # dry NAME EXPECT [ENV=V...] [-- RUN.SH ARGS...]: a dry run (--quick: the same steps
+  # with fewer iterations, so that the test stays short on a busy machine);
+  # EXPECT ok = no fail/error rows and rc 0, EXPECT fail = at least one fail row and
+  # rc 1 (the kit must report what breaks)
   dry() {
-    local name=$1 expect=$2; shift 2
+    local name=$1 expect=$2 envs=(); shift 2
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+    [ $# -gt 0 ] && shift
     echo "--- dry run '$name' (expect $expect)"
-    env "$@" GPUKIT_WORK="$W/$name" OUT="$W/$name/out" bash "$KIT/run.sh" --sim --build "$BUILD"
+    env "${envs[@]}" GPUKIT_WORK="$W/$name" OUT="$W/$name/out" \
+      bash "$KIT/run.sh" --sim --quick --build "$BUILD" "$@"
     python3 - "$W/$name/out" "$?" "$expect" <<'PY'
 import glob, json, sys
 out, rc, expect = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -61,11 +70,14 @@ elif not any(r["status"] == "fail" for r in bad) or rc != 1:
 print("dry run ok:", doc["counts"])
 PY
   }
-  dry plain ok || exit 1
+  part=${4:-both}
+  if [ "$part" != fake ]; then dry plain ok || exit 1; fi
+  [ "$part" = kit ] && exit 0
   # through kit.py's torch paths with a stand-in for workloads.py
-  dry fake ok GPUKIT_FAKE_WORKLOADS="$HERE/fake_workloads.py" || exit 1
+  dry fake ok GPUKIT_FAKE_WORKLOADS="$HERE/fake_workloads.py" -- --skip costs,concurrency || exit 1
   if [ -e "$BUILD/interpose/libgrape.so" ]; then
-    dry planted fail GPUKIT_FAKE_WORKLOADS="$HERE/fake_workloads.py" FAKE_DIGEST_BAD=1 || exit 1
+    dry planted fail GPUKIT_FAKE_WORKLOADS="$HERE/fake_workloads.py" FAKE_DIGEST_BAD=1 \
+      -- --skip costs,concurrency || exit 1
   fi
   ;;
 *) echo "usage: dryrun.sh syntax | dryrun BUILD plain|sanitized" >&2; exit 2 ;;
