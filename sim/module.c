@@ -505,12 +505,7 @@ SIM_EXPORT CUresult cuLibraryLoadData(CUlibrary* lib, const void* code, CUjit_op
                                       void** jv, unsigned int nj, CUlibraryOption* lo,
                                       void** lv, unsigned int nl) {
   SIM_COUNT(cuLibraryLoadData);
-  (void)jo;
-  (void)jv;
-  (void)nj;
-  (void)lo;
-  (void)lv;
-  (void)nl;
+  (void)jo, (void)jv, (void)nj, (void)lo, (void)lv, (void)nl;   /* no JIT; every load is eager */
   if (lib == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   return module_load(code, 0, 1, (sim_module_t**)lib);
@@ -520,12 +515,7 @@ SIM_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary* lib, const char* path, CUji
                                           void** jv, unsigned int nj, CUlibraryOption* lo,
                                           void** lv, unsigned int nl) {
   SIM_COUNT(cuLibraryLoadFromFile);
-  (void)jo;
-  (void)jv;
-  (void)nj;
-  (void)lo;
-  (void)lv;
-  (void)nl;
+  (void)jo, (void)jv, (void)nj, (void)lo, (void)lv, (void)nl;   /* no JIT; every load is eager */
   return module_load_file(path, 1, (sim_module_t**)lib);
 }
 
