@@ -34,7 +34,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_torch_examples import find_python  # noqa: E402
+from check_torch_examples import find_python, python_path  # noqa: E402
 
 
 def fail(msg, p=None):
@@ -147,14 +147,6 @@ def shown_line(line):
         else:
             parts.append(re.escape(tok))
     return re.compile("".join(parts))
-
-
-def torch_python(a):
-    """The Python the torch_* tests would use, where they look for it, whether or
-    not its torch is a CUDA build (NeuSight's script needs only an importable
-    torch; find_python also asks for a CUDA build)."""
-    venv = os.environ.get("GRAPE_FRAMEWORKS_VENV") or os.path.join(a.source, ".venv-frameworks")
-    return os.environ.get("GRAPE_TORCH_PYTHON") or os.path.join(venv, "bin", "python")
 
 
 def torchrun_for(a, recipe):
@@ -283,7 +275,7 @@ def check_recipe(a):
         if os.geteuid() == 0:  # as the recipe says
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     if a.recipe == "neusight":
-        py = torch_python(a)
+        py = python_path(a.source)[0]   # any importable torch: a CUDA build is not needed
         try:
             found = subprocess.run([py, "-c", "import torch"], capture_output=True).returncode == 0
         except OSError:

@@ -65,13 +65,19 @@ def install_failure(venv):
     return "; ".join(x.strip() for x in lines if x.strip())
 
 
+def python_path(source):
+    """Where the torch Python is looked for: $GRAPE_TORCH_PYTHON, else the
+    environment setup-deps --frameworks makes ($GRAPE_FRAMEWORKS_VENV, else
+    .venv-frameworks/). (python, that environment)"""
+    venv = os.environ.get("GRAPE_FRAMEWORKS_VENV") or os.path.join(source, ".venv-frameworks")
+    return os.environ.get("GRAPE_TORCH_PYTHON") or os.path.join(venv, "bin", "python"), venv
+
+
 def find_python(source):
     """The torch Python and why there is none (None, reason): the one of
-    $GRAPE_TORCH_PYTHON, else of the environment setup-deps --frameworks makes
-    ($GRAPE_FRAMEWORKS_VENV, else .venv-frameworks/), citing the reason its
-    install failed if it did."""
-    venv = os.environ.get("GRAPE_FRAMEWORKS_VENV") or os.path.join(source, ".venv-frameworks")
-    py = os.environ.get("GRAPE_TORCH_PYTHON") or os.path.join(venv, "bin", "python")
+    python_path, citing the reason its environment's install failed if it
+    did."""
+    py, venv = python_path(source)
     where = "GRAPE_TORCH_PYTHON" if os.environ.get("GRAPE_TORCH_PYTHON") else py
     failed = "" if os.environ.get("GRAPE_TORCH_PYTHON") else install_failure(venv)
     if failed:
