@@ -35,6 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/grow.h"
+
 /* ---- Body binding ---- */
 
 static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -445,15 +447,13 @@ static CUresult module_load_file(const char* path, int is_library, sim_module_t*
   uint8_t* buf = NULL;
   size_t size = 0, cap = 0;
   for (;;) {
-    if (size == cap) {
-      uint8_t* grown = realloc(buf, cap = cap ? 2 * cap : 1 << 16);
-      if (grown == NULL) {
-        free(buf);
-        fclose(f);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-      }
-      buf = grown;
+    uint8_t* grown = grape__grow(buf, &cap, size + 1, 1, 1 << 16);
+    if (grown == NULL) {
+      free(buf);
+      fclose(f);
+      return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    buf = grown;
     size_t n = fread(buf + size, 1, cap - size, f);
     size += n;
     if (n == 0)
