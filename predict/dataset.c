@@ -6,7 +6,7 @@
  * (cheap), so nothing GPU-specific is cached. Rows of the simulated
  * device are counted and left out unless the caller accepts them.
  */
-#include "predict/train.h"
+#include "predict/rows.h"
 
 #include <errno.h>
 #include <math.h>

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 
 #include "predict/model.h"
-#include "predict/train.h"
+#include "predict/rows.h"
 
 int grape__resid_alloc(grape__resid_t* r, size_t n) {
   r->n = 0;

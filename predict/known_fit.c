@@ -21,7 +21,8 @@
 #include "predict/interval_fit.h"
 #include "predict/kernel.h"
 #include "predict/model.h"
-#include "predict/train.h"
+#include "predict/rows.h"
+#include "predict/known_fit.h"
 
 #define MIN_ROWS GRAPE__MIN_ROWS
 #define MIN_KNOWN 100       /* rows a (GPU, class) needs for a learned regime */
