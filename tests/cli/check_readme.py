@@ -99,6 +99,7 @@ RECIPES = {
     "chunk-phase": ("docs/frameworks.md", "#### A step that never synchronises", "chunk_phase"),
     "concurrency": ("docs/concurrency.md", "## Measured on the simulated device",
                     r"bench/graph/concurrency\.py"),
+    "bench-shim": ("docs/performance.md", "## Shim overhead per launch (bench/shim)", "bench-shim"),
     "prefill": ("docs/concurrency.md", "### The showcase: prefill, where concurrency pays",
                 "bench-prefill"),
     "grid": ("docs/graph-mode.md", "### The grid under the profiles", r"bench/graph/grid\.py"),
@@ -136,6 +137,8 @@ PRINTS = {
     "report-api": [r"^grape: mode graph: \d+ kernel launches", r"^name,calls,"],
     "chunk-phase": [r"^chunk_phase: 200 steps of 31 kernels, no sync"],
     "concurrency": [r"^\| 60 \| safe \| [\d.]+ "],
+    "bench-shim": [r"^\| route \| config \| instructions/launch \|",
+                   r"^\| driver \| graph \| \d+ \| [+-]\d+ \|"],
     "prefill": [r"^End to end, --iters", r"^\| \w+ \| safe \| [\d.]+ "],
     "grid": [],
     "kernels-eval": [r"^per-kernel MAPE %", r"^all +[\d.]+ \("],
@@ -158,13 +161,13 @@ SUBSET_AS_FULL = ("cv-extrapolate", "cv-extrapolate-75", "cv-shapes", "default-m
                   "neusight", "neusight-full", "real-rows")
 # Recipes that take minutes to hours, run as meson benchmarks
 # (meson test --benchmark): a line's time limit in seconds.
-LONG = {"concurrency": 1800, "prefill": 1800, "grid": 3600, "neusight-full": 3600,
+LONG = {"bench-shim": 1800, "concurrency": 1800, "prefill": 1800, "grid": 3600, "neusight-full": 3600,
         "fuzz-cubin": 1800, "fuzz-trace": 1800, "demo": 3600}
 # Recipes run in a copy of the checkout (they build in it, or write into
 # tests/), not in an empty folder of links.
 IN_A_COPY = ("demo", "fuzz-cubin", "fuzz-trace")
 # Recipes run on nvcc's examples (build/examples/), skipped without them.
-ON_EXAMPLES = ("predictor", "sim", "nvtx", "report-api", "concurrency", "prefill", "grid", "trace-format",
+ON_EXAMPLES = ("predictor", "sim", "bench-shim", "nvtx", "report-api", "concurrency", "prefill", "grid", "trace-format",
                "demo")
 # Files a recipe must leave in its folder.
 WRITES = {"sim": ["report.json"], "chunk-phase": ["r.json"],
