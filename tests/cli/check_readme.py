@@ -68,7 +68,8 @@ def using_it(readme):
 # report), whose every line must be
 # printed by the commands: "..." stands for anything (what varies from run to
 # run: pids, host times), runs of spaces for any.
-# name: (doc, section heading, text the command paragraph holds)
+# name: (doc in the checkout, section heading, a regex the paragraph of
+# commands matches)
 RECIPES = {
     "torchrun": ("docs/multi-rank.md", "### torchrun", "--nproc-per-node"),
     "torchrun-debian": ("docs/multi-rank.md", "### torchrun", "--nproc_per_node"),
@@ -162,14 +163,14 @@ SUBSET_AS_FULL = ("cv-extrapolate", "cv-extrapolate-75", "cv-shapes", "default-m
                   "neusight", "neusight-full", "real-rows")
 # Recipes that take minutes to hours, run as meson benchmarks
 # (meson test --benchmark): a line's time limit in seconds.
-LONG = {"bench-shim": 1800, "concurrency": 1800, "prefill": 1800, "grid": 3600, "neusight-full": 3600,
-        "fuzz-cubin": 1800, "fuzz-trace": 1800, "demo": 3600}
+LONG = {"bench-shim": 1800, "concurrency": 1800, "prefill": 1800, "grid": 3600,
+        "neusight-full": 3600, "fuzz-cubin": 1800, "fuzz-trace": 1800, "demo": 3600}
 # Recipes run in a copy of the checkout (they build in it, or write into
 # tests/), not in an empty folder of links.
 IN_A_COPY = ("demo", "fuzz-cubin", "fuzz-trace")
 # Recipes run on nvcc's examples (build/examples/), skipped without them.
-ON_EXAMPLES = ("predictor", "sim", "bench-shim", "nvtx", "report-api", "concurrency", "prefill", "grid", "trace-format",
-               "demo")
+ON_EXAMPLES = ("predictor", "sim", "bench-shim", "nvtx", "report-api", "concurrency", "prefill",
+               "grid", "trace-format", "demo")
 # Files a recipe must leave in its folder.
 WRITES = {"sim": ["report.json"], "chunk-phase": ["r.json"],
           "trace-format": ["timings.csv", "timed.grape", "paths.json", "timeline.json"]}
