@@ -234,6 +234,12 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--all-rows", action="store_true", help="no large-shape filter")
     a = ap.parse_args()
+    # Checked before minutes of training, not after them.
+    missing = [os.path.join(a.test, cls + ".csv") for cls in a.classes.split(",")
+               if not os.path.isfile(os.path.join(a.test, cls + ".csv"))]
+    if missing:
+        sys.exit(f"neusight.py: no {', '.join(missing)}: --test names NeuSight's "
+                 "scripts/asplos/data/dataset/test (docs/predictor.md)")
 
     torch.set_num_threads(a.threads)
     os.makedirs(a.out, exist_ok=True)

@@ -2,11 +2,13 @@
 """check_readme.py --readme README.md --build BUILD --source SOURCE [--preload P]:
 every command of the README's "Using it" section runs as written.
 check_readme.py --recipe NAME --build BUILD --source SOURCE [--job P] [--job-mpi P]:
-the same for a recipe of docs/ (RECIPES below: torchrun, mpirun, Slurm,
-predictor.md's loop, its cross-validation lines, the full data set's
-download, the default model's training, bench/predict/eval.sh and
-bench/predict/neusight.py), with the output the doc shows (or, where it
-shows none, PRINTS).
+the same for another paragraph of commands of README.md or docs/ (RECIPES
+below: torchrun, mpirun, Slurm, predictor.md's loop, its cross-validation
+lines, the full data set's download, the default model's training, the
+bench scripts, the fuzz recipes, ...), with the output the doc shows (or,
+where it shows none, PRINTS). The long ones (LONG) are meson benchmarks;
+check_doc_commands.py checks that every command of the docs is run here or
+listed in NOT_RUN with why not.
 
 The section's first code block is read from the README itself (so the README
 cannot rot), and each line is run in order by bash in an empty folder that
@@ -66,28 +68,52 @@ def using_it(readme):
 # report), whose every line must be
 # printed by the commands: "..." stands for anything (what varies from run to
 # run: pids, host times), runs of spaces for any.
-# name: (doc, section heading, text the command paragraph holds)
+# name: (doc in the checkout, section heading, a regex the paragraph of
+# commands matches)
 RECIPES = {
-    "torchrun": ("multi-rank.md", "### torchrun", "--nproc-per-node"),
-    "torchrun-debian": ("multi-rank.md", "### torchrun", "--nproc_per_node"),
-    "mpirun": ("multi-rank.md", "### mpirun (Open MPI)", "mpirun"),
-    "predictor": ("predictor.md", "## The loop: replayed timings → training → predictions",
+    "torchrun": ("docs/multi-rank.md", "### torchrun", "--nproc-per-node"),
+    "torchrun-debian": ("docs/multi-rank.md", "### torchrun", "--nproc_per_node"),
+    "mpirun": ("docs/multi-rank.md", "### mpirun (Open MPI)", "mpirun"),
+    "predictor": ("docs/predictor.md", "## The loop: replayed timings → training → predictions",
                   "grape replay"),
-    "slurm": ("multi-rank.md", "### A job started without grape run (Slurm)", "sbatch"),
-    "cv-extrapolate": ("predictor.md", "### Beyond the training range (`grape train --cv "
+    "slurm": ("docs/multi-rank.md", "### A job started without grape run (Slurm)", "sbatch"),
+    "cv-extrapolate": ("docs/predictor.md", "### Beyond the training range (`grape train --cv "
                        "extrapolate`)", "the 50% split"),
-    "cv-extrapolate-75": ("predictor.md", "### Beyond the training range (`grape train --cv "
-                          "extrapolate`)", "GRAPE_CV_SPLIT=0.75"),
-    "cv-shapes": ("predictor.md", "### Shapes like real models: alignment and shape families "
+    "cv-extrapolate-75": ("docs/predictor.md", "### Beyond the training range (`grape train --cv "
+                          "extrapolate`)", r"GRAPE_CV_SPLIT=0\.75"),
+    "cv-shapes": ("docs/predictor.md", "### Shapes like real models: alignment and shape families "
                   "(`--cv-families`)", "--cv-shapes"),
-    "neusight-data": ("predictor.md", "## The full NeuSight data set", "git clone"),
-    "default-model": ("predictor.md", "## Model file and the default model",
-                      "-o data/default_model.txt"),
-    "eval": ("predictor.md", "### End to end (`bench/predict/eval.sh`)", "eval.sh"),
-    "neusight": ("predictor.md", "### Against NeuSight itself (`bench/predict/neusight.py`)",
+    "neusight-data": ("docs/predictor.md", "## The full NeuSight data set", "git clone"),
+    "default-model": ("docs/predictor.md", "## Model file and the default model",
+                      r"-o data/default_model\.txt"),
+    "eval": ("docs/predictor.md", "### End to end (`bench/predict/eval.sh`)", r"eval\.sh"),
+    "neusight": ("docs/predictor.md", "### Against NeuSight itself (`bench/predict/neusight.py`)",
                  "--epochs"),
-    "real-rows": ("predictor.md", "### Against NeuSight itself (`bench/predict/neusight.py`)",
-                  "real_rows.py"),
+    "neusight-full": ("docs/predictor.md", "### Against NeuSight itself (`bench/predict/neusight.py`)",
+                      r"neusight\.py --test \S+$"),
+    "real-rows": ("docs/predictor.md", "### Against NeuSight itself (`bench/predict/neusight.py`)",
+                  r"real_rows\.py"),
+    "demo": ("README.md", "## Quick start", r"^scripts/demo"),
+    "torch-quick-start": ("README.md", "## Quick start", r"train_mlp\.py"),
+    "nvtx": ("docs/configuration.md", "## NVTX ranges", "NVTX_INJECTION64_PATH"),
+    "report-api": ("docs/configuration.md", "## `grape report`", "--table api"),
+    "chunk-phase": ("docs/frameworks.md", "#### A step that never synchronises", "chunk_phase"),
+    "concurrency": ("docs/concurrency.md", "## Measured on the simulated device",
+                    r"bench/graph/concurrency\.py"),
+    "bench-shim": ("docs/performance.md", "## Shim overhead per launch (bench/shim)", "bench-shim"),
+    "prefill": ("docs/concurrency.md", "### The showcase: prefill, where concurrency pays",
+                "bench-prefill"),
+    "grid": ("docs/graph-mode.md", "### The grid under the profiles", r"bench/graph/grid\.py"),
+    "kernels-eval": ("docs/predictor.md", "### Public kernel-level timings (`bench/kernels/`)",
+                     r"bench/kernels/eval\.py"),
+    "sim": ("docs/sim.md", "# The simulated device", "build/examples/dynrnn"),
+    "cuda-api": ("docs/sim.md", "## The API surface", r"cuda_api\.py --runtime"),
+    "calibration": ("docs/sim.md", "## The device model and its calibration",
+                    r"bench/gpu/concurrency\.cu"),
+    "fuzz-cubin": ("docs/testing.md", "## Fuzzing (cubin/)", "fuzz_fatbin"),
+    "fuzz-trace": ("docs/testing.md", "### Fuzzing (the trace reader)", "fuzz_trace"),
+    "trace-format": ("docs/trace-format.md", "# The trace format (`GRAPE_TRACE`)",
+                     r"grape inspect run"),
 }
 # What a recipe whose doc shows no output must print instead (regexes searched).
 PRINTS = {
@@ -103,6 +129,28 @@ PRINTS = {
     "neusight": [r"^\| softmax \| [\d.]+ / [\d.]+ \([\d.]+×\), \d+ rows \| .* 3 epochs, ",
                  r"^\| ln \| [\d.]+ / [\d.]+ .* 3 epochs, ", r"^\| class \| GPU \| grape / NeuSight MAPE % \|",
                  r"^\| softmax \| (known|known-extrapolated|transfer) \| \d+ \| [\d.]+ \|"],
+    "neusight-full": [r"^\| %s \| [\d.]+ / [\d.]+ .* 100 epochs, " % c
+                      for c in ("bmm", "linear", "elem", "softmax", "ln")],
+    "demo": [r"^decode: \d+ batches", r"^grape: mode graph: \d+ kernel launches",
+             r"^grape: predicted on NVIDIA H100"],
+    "torch-quick-start": [r"^trained 200 steps", r"^grape: mode graph: \d+ kernel launches"],
+    "nvtx": [r'"nvtx":\{"clock":"simulated","ranges":\[\{"name":"batch","style":"PushPop"'],
+    "report-api": [r"^grape: mode graph: \d+ kernel launches", r"^name,calls,"],
+    "chunk-phase": [r"^chunk_phase: 200 steps of 31 kernels, no sync"],
+    "concurrency": [r"^\| 60 \| safe \| [\d.]+ "],
+    "bench-shim": [r"^\| route \| config \| instructions/launch \|",
+                   r"^\| driver \| graph \| \d+ \| [+-]\d+ \|"],
+    "prefill": [r"^End to end, --iters", r"^\| \w+ \| safe \| [\d.]+ "],
+    "grid": [r"^Checksums and kernels executed identical in all \d+ regimes\.",
+             r"^decode: \d+ of \d+ regimes more than 2% slower than eager"],
+    "kernels-eval": [r"^per-kernel MAPE %", r"^all +[\d.]+ \("],
+    "sim": [r"^dynrnn: \d+ iterations", r"^mlp_train: 30 steps", r"^moe: 3 batches, \d+ steps, \d+ GEMMs"],
+    "cuda-api": [r"^cudaError_t cudaDeviceSynchronize\(void\)$",
+                 r"^cuArray3DCreate 3020 - cuArray3DCreate_v2$", r'"name": "cuArray3DCreate"'],
+    "calibration": [r'^\{"set":"moe_E2_T16_N4096_K4096"'],
+    "fuzz-cubin": [r"^Done \d+ runs in \d+ second"],
+    "fuzz-trace": [r"^Done \d+ runs in \d+ second"],
+    "trace-format": [r"^trace of \S+/beam \(pid \d+", r"^grape: replayed \d+ of \d+ paths"],
     # Both runs' tables: the default model's and the pooled one's.
     "real-rows": [r"^\| class \| GPUs \| regime \| half \|(.|\n)*^\| class \| GPUs \| regime \| half \|",
                   r"^\| bmm \| training \| known \| [01] \| \d+ \| [\d.]+ \| [\d.]+ \|"],
@@ -111,7 +159,39 @@ PRINTS = {
 # evaluations run on the full data set, neusight/train/OP/, minutes each; the
 # test lays the repository's subset out there instead
 # (neusight/train/OP/subset.csv.gz), which docs/predictor.md says.
-SUBSET_AS_FULL = ("cv-extrapolate", "cv-extrapolate-75", "cv-shapes", "default-model", "eval", "neusight", "real-rows")
+SUBSET_AS_FULL = ("cv-extrapolate", "cv-extrapolate-75", "cv-shapes", "default-model", "eval",
+                  "neusight", "neusight-full", "real-rows")
+# Recipes that take minutes to hours, run as meson benchmarks
+# (meson test --benchmark): a line's time limit in seconds.
+LONG = {"bench-shim": 1800, "concurrency": 1800, "prefill": 1800, "grid": 3600,
+        "neusight-full": 3600, "fuzz-cubin": 1800, "fuzz-trace": 1800, "demo": 3600}
+# Recipes run in a copy of the checkout (they build in it, or write into
+# tests/), not in an empty folder of links.
+IN_A_COPY = ("demo", "fuzz-cubin", "fuzz-trace")
+# Recipes run on nvcc's examples (build/examples/), skipped without them.
+ON_EXAMPLES = ("predictor", "sim", "bench-shim", "nvtx", "report-api", "concurrency", "prefill",
+               "grid", "trace-format", "demo")
+# Files a recipe must leave in its folder.
+WRITES = {"sim": ["report.json"], "chunk-phase": ["r.json"],
+          "trace-format": ["timings.csv", "timed.grape", "paths.json", "timeline.json"]}
+# Commands of the docs that no test runs, and why (a recipe skips them in
+# its paragraph; check_doc_commands.py lists them with this reason).
+NOT_RUN = {
+    "scripts/setup-deps --frameworks": "downloads PyTorch's 3 GB from PyPI (.ci/run runs it; "
+    "setup_frameworks_failed checks its failure)",
+    "scripts/test": "the whole suite in two builds (.ci/run runs it)",
+    "meson setup build && ninja -C build": "the build every test runs from",
+    "meson test -C build --suite torch": "the torch_* tests themselves",
+    "apt-get install chromium": "installs a system package (as root)",
+    "CATAPULT_DIR=/path/to/catapult meson test -C build trace_viewer_decode":
+        "the test trace_viewer_decode itself, given the reader's Catapult checkout",
+    "python3 bench/under_load.py build-asan --suite all --skip-quiet":
+        "the whole suite of build-asan under load, twice (about an hour; by hand)",
+    "python3 bench/under_load.py build --suite all --skip-quiet":
+        "the whole suite under load, twice (by hand)",
+    "python3 bench/under_load.py build-tsan --suite threads":
+        "the threads suite of build-tsan under load (by hand)",
+}
 # NeuSight's held-out test folder as neusight.py reads it (CLASS.csv and the
 # GPUs' spec files), made for the "neusight" recipe of the subset's rows.
 NEUSIGHT_TEST = os.path.join("NeuSight", "scripts", "asplos", "data", "dataset", "test")
@@ -119,21 +199,77 @@ NEUSIGHT_TEST_CLASSES = {"bmm": ["bmm"], "linear": ["linear"], "elem": ["add", "
                          "softmax": ["softmax"], "ln": ["ln"]}
 
 
-def section_paragraphs(doc, heading):
-    """The paragraphs of the indented code of DOC's section HEADING."""
-    text = open(doc).read()
-    level = len(heading.split(" ")[0])
-    m = re.search("^" + re.escape(heading) + r"\n(.*?)(?=^#{1,%d} |\Z)" % level, text, re.S | re.M)
-    if not m:
-        fail(f"{doc} has no '{heading}' section")
-    paragraphs, cur = [], []
-    for line in m.group(1).split("\n") + [""]:
-        if line.startswith("    "):
+def code_blocks(text):
+    """The code blocks of markdown TEXT: (first line number, lines, the
+    fence's language or None). An indented block starts after a blank line
+    (four spaces after a line of text continue it, as in a list item) and
+    runs while its lines are indented; a fenced one runs between ``` lines."""
+    blocks, cur, start, fence, blank = [], [], 0, None, True
+    for n, line in enumerate(text.split("\n") + [""], 1):
+        if fence is not None:
+            if line.startswith("```"):
+                blocks.append((start, cur, fence))
+                cur, fence = [], None
+            else:
+                cur.append(line)
+        elif line.startswith("```"):
+            fence, start = line[3:].strip(), n + 1
+        elif line.startswith("    ") and (cur or blank):
+            if not cur:
+                start = n
             cur.append(line[4:])
         elif cur:
-            paragraphs.append(cur)
+            blocks.append((start, cur, None))
             cur = []
-    return paragraphs
+        blank = not line.strip()
+    return blocks
+
+
+def section_paragraphs(doc, heading):
+    """The paragraphs of the indented code of DOC's section HEADING (up to
+    the next heading)."""
+    text = open(doc).read()
+    m = re.search("^" + re.escape(heading) + r"\n(.*?)(?=^#+ |\Z)", text, re.S | re.M)
+    if not m:
+        fail(f"{doc} has no '{heading}' section")
+    return [lines for _, lines, fence in code_blocks(m.group(1)) if fence is None]
+
+
+def command_of(line):
+    """LINE as a command: its trailing comment and extra spaces dropped."""
+    return " ".join(re.sub(r"\s#\s.*$", "", line).split())
+
+
+def recipe_paragraph(source, recipe):
+    """RECIPE's doc, its section's paragraphs and its paragraph of commands."""
+    doc, heading, holds = RECIPES[recipe]
+    doc = os.path.join(source, doc)
+    paragraphs = section_paragraphs(doc, heading)
+    output = [p for p in paragraphs if re.match(r"grape:|mode \w+: ", p[0])]
+    cmds = [p for p in paragraphs if p not in output and re.search(holds, " ".join(p))]
+    return doc, output, cmds
+
+
+def logical_lines(paragraph):
+    """The commands of PARAGRAPH: lines ending in a backslash joined with the next."""
+    return [l for l in "\n".join(paragraph).replace("\\\n", " ").split("\n") if l.strip()]
+
+
+def copy_checkout(source, dest):
+    """The checkout's files (tracked, and new ones git does not ignore) copied
+    to DEST; False without git."""
+    try:
+        names = subprocess.run(["git", "-C", source, "ls-files", "-z", "--cached", "--others",
+                                "--exclude-standard"], capture_output=True, check=True,
+                               timeout=60).stdout.decode().split("\0")
+    except (OSError, subprocess.SubprocessError):
+        return False
+    for name in filter(None, names):
+        src = os.path.join(source, name)
+        if os.path.isfile(src):
+            os.makedirs(os.path.dirname(os.path.join(dest, name)), exist_ok=True)
+            shutil.copy2(src, os.path.join(dest, name))
+    return True
 
 
 def shown_line(line):
@@ -201,9 +337,34 @@ def check_neusight_data(tmp):
             fail(f"{m} is not the upstream {op}/{gpu} gzipped")
 
 
-def lay_out_neusight_test(tmp, source, py):
-    """A stand-in for NeuSight's test folder (its layout, the subset's rows, the
-    GPUs' spec files) and, given PY, .venv-frameworks/bin/python running it."""
+def lay_out_checkout(tmp, a):
+    """TMP as a checkout with its build: `build` a link to the build tree, and
+    links to the checkout's own files and folders (data/'s, for the default
+    model's recipe, which writes data/default_model.txt of its own)."""
+    os.symlink(a.build, os.path.join(tmp, "build"))
+    if a.recipe == "default-model":
+        os.mkdir(os.path.join(tmp, "data"))
+        for name in os.listdir(os.path.join(a.source, "data")):
+            if name != "default_model.txt":
+                os.symlink(os.path.join(a.source, "data", name), os.path.join(tmp, "data", name))
+    for name in os.listdir(a.source):
+        if not (name.startswith((".", "build")) or name in ("neusight", "NeuSight")
+                or os.path.lexists(os.path.join(tmp, name))):
+            os.symlink(os.path.join(a.source, name), os.path.join(tmp, name))
+
+
+def venv_python(tmp, py):
+    """.venv-frameworks/bin/python of TMP running PY, as setup-deps --frameworks makes it."""
+    venv = os.path.join(tmp, ".venv-frameworks", "bin")
+    os.makedirs(venv)
+    with open(os.path.join(venv, "python"), "w") as f:
+        f.write(f'#!/bin/sh\nexec "{py}" "$@"\n')
+    os.chmod(os.path.join(venv, "python"), 0o755)
+
+
+def lay_out_neusight_test(tmp, source):
+    """A stand-in for NeuSight's test folder: its layout, the subset's rows,
+    the GPUs' spec files."""
     test = os.path.join(tmp, NEUSIGHT_TEST)
     shutil.copytree(os.path.join(source, "data", "neusight-subset", "devices"),
                     os.path.join(test, "device_configs"))
@@ -214,13 +375,6 @@ def lay_out_neusight_test(tmp, source, py):
                                "rt") as f:
                     lines = f.read().splitlines(True)
                 out.writelines(lines if i == 0 else lines[1:])
-    if not py:
-        return
-    venv = os.path.join(tmp, ".venv-frameworks", "bin")
-    os.makedirs(venv)
-    with open(os.path.join(venv, "python"), "w") as f:
-        f.write(f'#!/bin/sh\nexec "{py}" "$@"\n')
-    os.chmod(os.path.join(venv, "python"), 0o755)
 
 
 def check_default_model(tmp, build):
@@ -238,12 +392,9 @@ def check_default_model(tmp, build):
 
 
 def check_recipe(a):
-    doc, heading, holds = RECIPES[a.recipe]
-    doc = os.path.join(a.source, "docs", doc)
-    paragraphs = section_paragraphs(doc, heading)
-    output = [p for p in paragraphs if re.match(r"grape:|mode \w+: ", p[0])]
+    heading, holds = RECIPES[a.recipe][1:]
+    doc, output, cmds = recipe_paragraph(a.source, a.recipe)
     shown = [l for p in output for l in p if l.strip() and l.strip() != "..."]
-    cmds = [p for p in paragraphs if p not in output and holds in " ".join(p)]
     if len(cmds) != 1 or not (shown or a.recipe in PRINTS):
         fail(f"{doc} '{heading}': want one paragraph of commands holding {holds} and its output, "
              f"got {cmds} and {shown}")
@@ -252,7 +403,7 @@ def check_recipe(a):
     if any("<<" in l or re.fullmatch(r"\w+=\S+", l) for l in cmds[0]):
         lines = ["set -e\n" + "\n".join(cmds[0])]
     else:
-        lines = [l for l in "\n".join(cmds[0]).replace("\\\n", " ").split("\n") if l.strip()]
+        lines = [l for l in logical_lines(cmds[0]) if command_of(l) not in NOT_RUN]
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("GRAPE_", "SIMCU_")) and k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
     # The documented setup: grape on PATH (as installed), the launcher's own.
@@ -274,7 +425,22 @@ def check_recipe(a):
             return 77
         if os.geteuid() == 0:  # as the recipe says
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    if a.recipe == "neusight":
+    if a.recipe in ON_EXAMPLES and not os.path.exists(os.path.join(a.build, "examples", "beam")):
+        print("skipped: the recipe runs nvcc's examples (build/examples/), not built here")
+        return 77
+    needs = {"chunk-phase": os.path.join(a.build, "tests", "interpose", "chunk_phase"),
+             "calibration": shutil.which("nvcc"), "fuzz-cubin": shutil.which("clang"),
+             "fuzz-trace": shutil.which("clang"), "cuda-api": "/usr/local/cuda/include/cuda.h"}
+    if a.recipe in needs and not (needs[a.recipe] and os.path.exists(needs[a.recipe])):
+        print(f"skipped: the recipe needs {needs[a.recipe] or 'nvcc or clang on PATH'}")
+        return 77
+    py = None
+    if a.recipe == "torch-quick-start":
+        py, why = find_python(a.source)   # PyTorch's CUDA build, as the torch_* tests
+        if py is None:
+            print(f"skipped: {why}")
+            return 77
+    if a.recipe in ("neusight", "neusight-full"):
         py = python_path(a.source)[0]   # any importable torch: a CUDA build is not needed
         try:
             found = subprocess.run([py, "-c", "import torch"], capture_output=True).returncode == 0
@@ -296,17 +462,14 @@ def check_recipe(a):
     errors = [shown_line(l) for l in shown if "error:" in l]
     printed = []
     with tempfile.TemporaryDirectory() as tmp:
-        os.symlink(a.build, os.path.join(tmp, "build"))
-        if a.recipe == "default-model":
-            # The recipe writes data/default_model.txt: the folder's own, never
-            # the checkout's.
-            os.mkdir(os.path.join(tmp, "data"))
-            for name in os.listdir(os.path.join(a.source, "data")):
-                if name != "default_model.txt":
-                    os.symlink(os.path.join(a.source, "data", name), os.path.join(tmp, "data", name))
+        if a.recipe in IN_A_COPY:
+            if not copy_checkout(a.source, tmp):
+                print(f"skipped: {a.source} is not a git checkout (the recipe runs in a copy of one)")
+                return 77
         else:
-            os.symlink(os.path.join(a.source, "data"), os.path.join(tmp, "data"))
-        os.symlink(os.path.join(a.source, "bench"), os.path.join(tmp, "bench"))
+            lay_out_checkout(tmp, a)
+        if py:
+            venv_python(tmp, py)
         for name, prog in (("my_program", a.job), ("my_mpi_program", a.job_mpi)):
             if prog != "-":
                 os.symlink(prog, os.path.join(tmp, name))
@@ -318,12 +481,12 @@ def check_recipe(a):
                 op = os.path.join(tmp, "neusight", "train", os.path.basename(gz)[:-len(".csv.gz")])
                 os.makedirs(op)
                 os.symlink(gz, os.path.join(op, "subset.csv.gz"))
-        if a.recipe in ("neusight", "real-rows"):
-            lay_out_neusight_test(tmp, a.source, py if a.recipe == "neusight" else None)
+        if a.recipe in ("neusight", "neusight-full", "real-rows"):
+            lay_out_neusight_test(tmp, a.source)
         for line in lines:
             p = subprocess.run(["bash", "-c", "set -o pipefail; " + line], capture_output=True,
                                text=True, env=env, cwd=tmp,
-                               timeout=900 if a.recipe == "neusight-data" else 120)
+                               timeout=LONG.get(a.recipe, 900 if a.recipe == "neusight-data" else 120))
             out = (p.stdout + p.stderr).split("\n")
             printed += [o.strip() for o in out]
             if p.returncode != 0 and not any(r.fullmatch(o.strip()) for r in errors for o in out):
@@ -334,6 +497,9 @@ def check_recipe(a):
                 for rank in (0, 1):
                     if not os.path.exists(os.path.join(tmp, pattern.replace("%r", str(rank)))):
                         fail(f"{line}: wrote no {pattern} for rank {rank}", p)
+        missing = [f for f in WRITES.get(a.recipe, []) if not os.path.exists(os.path.join(tmp, f))]
+        if missing:
+            fail(f"{os.path.basename(doc)} '{heading}': the commands wrote no {', '.join(missing)}")
         if a.recipe == "slurm":
             check_slurm_outputs(tmp)
         if a.recipe == "neusight-data":
@@ -387,13 +553,11 @@ def main():
     if any(x and not x.endswith("libgrape.so") for x in a.preload.split(":")):
         print("skipped: a sanitizer build (the README's LD_PRELOAD line needs the normal build)")
         return 77
-    if a.recipe and a.recipe != "predictor":
+    if a.recipe:
         return check_recipe(a)
     if not os.path.exists(os.path.join(a.build, "examples", "beam")):
         print("skipped: the README's examples need nvcc")
         return 77
-    if a.recipe:
-        return check_recipe(a)
     lines = using_it(a.readme)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("GRAPE_", "SIMCU_")) and k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
