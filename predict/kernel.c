@@ -47,6 +47,17 @@ const char* grape_kclass_name(grape_kclass_t c) {
 }
 
 static grape_kclass_t classify_lower(const char* n) {
+  /* Not the math but the passes around it, named like the kernels they
+   * serve: the transforms of non-fused Winograd and FFT convolutions (whose
+   * GEMM is a kernel of its own) and the reductions that sum a split-K
+   * GEMM's partial tiles (cuBLAS's splitKreduce_kernel, CUTLASS's
+   * ReduceSplitK, xmma's ..._execute_split_k_kernel_...) stream memory once:
+   * a convolution's or GEMM's time overprices them 4-20x
+   * (docs/predictor.md, "Public kernel-level timings"). */
+  if (has(n, "winograd_nonfused") || has(n, "winogradtiles") || has(n, "fft2d_") ||
+      has(n, "fft1d_") || has(n, "reducesplitk") || has(n, "splitkreduce") ||
+      has(n, "split_k_kernel"))
+    return GRAPE_KC_OTHER;
   /* Convolutions before GEMMs: cuDNN's are often named "...sgemm..." too.
    * Not every cuDNN kernel is one: layout transforms, offset tables and
    * batch norm are not (a convolution's time, op-level in the training

@@ -66,8 +66,13 @@ void grape__features(const grape__kprep_t* p, const grape_gpu_spec_t* g, int lau
     x[4 + j] = log1p(tau[j] / t);
   /* x[8], x[9]: grape__stack(). x[10..19]: the same times "_tn": GEMMs in
    * that layout (nn.Linear's in PyTorch, with a bias epilogue, split-K on
-   * long reductions and another launch path) get their own fit. */
-  double tn = p->layout == 3;
+   * long reductions and another launch path) get their own fit, with op
+   * dims only. From the launch alone (no K), a fit of its own learns the
+   * training sweep's reduction lengths (NeuSight's nn.Linear rows: median
+   * K 2,056; its batched GEMMs': 133), not the kernel: in a training step
+   * backward's nn and nt GEMMs run the long reductions (docs/predictor.md,
+   * "Public kernel-level timings"). */
+  double tn = p->layout == 3 && !launch_only;
   for (int j = 0; j < 8; j++)
     x[10 + j] = tn * x[j];
   /* nn.Linear GEMMs only (the same terms on the batched GEMMs did worse

@@ -36,6 +36,26 @@ Test(predict, kernel_names_classify) {
       {"cask_cudnn_infer::computeBOffsetsKernel(cask_cudnn_infer::ComputeBOffsetsParams)",
        GRAPE_KC_OTHER},
       {"ampere_gcgemm_64x64_nt", GRAPE_KC_CONV},
+      /* ...nor are the transforms of a non-fused Winograd or FFT convolution
+       * or the reduction of a split-K GEMM's partial tiles. */
+      {"void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>"
+       "(cudnn::winograd_nonfused::WinogradDataParams<float, float>)", GRAPE_KC_OTHER},
+      {"void cudnn::winograd::generateWinogradTilesKernel<0, float, float>"
+       "(cudnn::winograd::GenerateWinogradTilesParams<float, float>)", GRAPE_KC_OTHER},
+      {"void fft2d_r2c_32x32<float, false, 0u, false>(float2*, float const*, int, int, int, int, "
+       "int, int, int, int, int, cudnn::reduced_divisor, bool, int2, int, int)", GRAPE_KC_OTHER},
+      {"void splitKreduce_kernel<float, float, float, float, true, false, false>"
+       "(cublasSplitKParams<float>, float const*, float const*, float*, float const*, "
+       "float const*, float const*, float const*, float*, void*, long, float*, int*)",
+       GRAPE_KC_OTHER},
+      {"void cutlass_cudnn_train::Kernel<cutlass_cudnn_train::reduction::kernel::ReduceSplitK<"
+       "cutlass_cudnn_train::MatrixShape<4, 128>, cutlass_cudnn_train::epilogue::thread::"
+       "LinearCombination<float, 4, float, float> > >", GRAPE_KC_OTHER},
+      {"sm80_xmma_wgrad_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x16_"
+       "stage4_warpsize2x2x1_g1_tensor16x8x8_execute_split_k_kernel_cudnn_train", GRAPE_KC_OTHER},
+      {"sm80_xmma_wgrad_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x16_"
+       "stage4_warpsize2x2x1_g1_tensor16x8x8_execute_kernel_cudnn_train", GRAPE_KC_GEMM},
+      {"cudnn_infer_volta_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1", GRAPE_KC_CONV},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
     cr_expect_eq(grape_kernel_classify(cases[i].name, GRAPE_OP_UNKNOWN), cases[i].cls, "%s -> %s",

@@ -150,6 +150,39 @@ Test(predict, training_is_deterministic_and_round_trips) {
   grape_dataset_free(d);
 }
 
+/* From its launch alone a GEMM's layout says nothing of its reduction
+ * length, so `_tn` and `_nn` launches share one fit (trained here on bmm's
+ * `_nn` rows and nn.Linear's `_tn` ones); with op dims `_tn` keeps its own. */
+Test(predict, launch_only_gemms_share_one_fit_across_layouts) {
+  grape_dataset_t* d;
+  grape_load_stats_t st = {0};
+  cr_assert_eq(grape_dataset_new(&d), 0);
+  cr_assert_eq(grape_dataset_add_file(d, SUBSET_DIR "/bmm.csv.gz", NULL, &st, NULL, 0), 0);
+  cr_assert_eq(grape_dataset_add_file(d, SUBSET_DIR "/linear.csv.gz", NULL, &st, NULL, 0), 0);
+  grape_model_t* m;
+  cr_assert_eq(grape_model_train(d, &m), 0);
+  const grape_gpu_spec_t* h100 = grape_gpu_find("H100");
+  grape_kernel_desc_t tn = {.name = "volta_sgemm_128x64_tn", .grid = {74, 16, 1},
+                            .block = {128, 1, 1}, .regs = -1};
+  grape_kernel_desc_t nn = tn;
+  nn.name = "volta_sgemm_128x64_nn";
+  grape_prediction_t a, b;
+  grape_predict_kernel(m, h100, &tn, &a);
+  grape_predict_kernel(m, h100, &nn, &b);
+  cr_expect_eq(a.regime, GRAPE_REGIME_TRANSFER);
+  cr_expect(a.harness_ms == b.harness_ms && a.ms == b.ms, "_tn %g (%g) ms, _nn %g (%g) ms",
+            a.ms, a.harness_ms, b.ms, b.harness_ms);
+  tn = gemm(2048, 1024, 4096);
+  nn = tn;
+  tn.name = "volta_sgemm_128x64_tn";
+  nn.name = "volta_sgemm_128x64_nn";
+  grape_predict_kernel(m, h100, &tn, &a);
+  grape_predict_kernel(m, h100, &nn, &b);
+  cr_expect_neq(a.harness_ms, b.harness_ms, "with dims, _tn has its own fit");
+  grape_model_free(m);
+  grape_dataset_free(d);
+}
+
 /* The rows a cross-validation held out, all groups together. */
 static double cv_n(const grape_cv_t* cv) {
   grape_cv_cell_t all;
