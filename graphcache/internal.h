@@ -361,6 +361,11 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
 /* Node updates a replay of r's ops (k's) would need in k's segments now, or
  * -1 when one has no executable. */
 long grape__gc_region_diff(grape_gc_t* c, const gkey_t* k, const grape_region_t* r);
+/* A key whose replays did not pay ran r's ops eagerly: each of its
+ * segments counts r's parameter set as if it had replayed, so that a set
+ * that recurs (a step counter's values, ping-pong buffers) earns its own
+ * executable while the key waits for its re-check, which then finds it. */
+void grape__gc_region_sets(grape_gc_t* c, const gkey_t* k, const grape_region_t* r);
 
 /* The device times of k's segments' last launches, where finished, join
  * their averages. */

@@ -514,8 +514,8 @@ static exec_t* best_variant(const grape_gc_t* c, seg_t* seg, const grape_region_
  * instantiation ended waiting for such builds: beam's default-profile grid
  * lost 11 more regimes). A set that never recurs (a counter that
  * only grows) never earns one. */
-static int set_earns_graph(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t d,
-                           uint64_t* set) {
+static int set_earns_graph(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from,
+                           uint32_t d, uint64_t* set) {
   if (c->cfg.variants < 2 || seg->n > SET_MAX_OPS || seg->nvar >= MAX_VARIANTS)
     return 0;   /* (one executable a path asked for) */
   if (seg->queued > 0)
@@ -525,7 +525,7 @@ static int set_earns_graph(grape_gc_t* c, seg_t* seg, const grape_region_t* r, u
   int free_build = grape__gc_builds_free(c) && !c->policy->laying_out(c, seg);
   if (seg->sets == NULL && (seg->sets = calloc(SET_SLOTS, sizeof(*seg->sets))) == NULL)
     return 0;
-  uint64_t h = seg_set(seg, r, r->cursor.sub, set);
+  uint64_t h = seg_set(seg, r, from, set);
   double cost = (double)d * grape__gc_cost(c, GRAPE_GC_COST_UPDATE);
   for (int i = 0; i < SET_SLOTS; i++) {
     set_seen_t* s = &seg->sets[i];
@@ -621,7 +621,7 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
    * sizes). Inline, it is built once the updates of far replays have cost
    * three builds (rent, then buy); by the builder, at once. */
   int far = d * 2 > seg->n;
-  if (d > 0 && gen == 0 && set_earns_graph(c, seg, r, d, &set)) {
+  if (d > 0 && gen == 0 && set_earns_graph(c, seg, r, r->cursor.sub, d, &set)) {
     far = 0;
     seg_build_variant(c, seg, r, NULL, 0, 1, &e, &d);
   }
@@ -690,6 +690,22 @@ long grape__gc_region_diff(grape_gc_t* c, const gkey_t* k, const grape_region_t*
     total += d;
   }
   return m > 0 ? total : -1;
+}
+
+void grape__gc_region_sets(grape_gc_t* c, const gkey_t* k, const grape_region_t* r) {
+  seg_t* segs[MAX_CUTS];
+  uint32_t from[MAX_CUTS];
+  grape_gc_node_t* end[MAX_CUTS];
+  int m = grape__gc_key_segments(k, segs, from, end);
+  for (int j = 0; j < m; j++) {
+    uint32_t d;
+    uint64_t set = 0;
+    if (segs[j] == NULL || segs[j]->failed ||
+        best_variant(c, segs[j], r, from[j], 0, &d, &set) == NULL)
+      continue;
+    if (d > 0 && set_earns_graph(c, segs[j], r, from[j], d, &set))
+      (void)seg_build_as(c, segs[j], r, from[j], k->ctx, NULL, 0, 1);
+  }
 }
 
 /* ---- Cuts: a key's segments ---- */

@@ -14,7 +14,7 @@
 
 /* ---- The fake driver ---- */
 
-static uint64_t fake_now, eager_op_ns, graph_launch_ns, host_op_ns;
+static uint64_t fake_now, eager_op_ns, graph_launch_ns, host_op_ns, update_op_ns;
 static uint64_t fake_clock(void) { return fake_now; }
 
 /* The program's clock, and the builder thread's own (a helper's, as the sim
@@ -129,6 +129,7 @@ static int f_update(void* self, void* exec, void* node, const grape_gc_op_t* op)
   cr_assert(i >= 0 && i < e->n, "a node of another graph");
   cr_assert_eq(e->ops[i].kind, op->kind, "a node updated to another kind");
   dev.updates++;
+  fake_now += update_op_ns;
   e->ops[i] = fop(op);
   return 0;
 }
@@ -307,7 +308,7 @@ static void setup_with(grape_gc_config_t cfg) {
   memset(&region, 0, sizeof(region));
   nissued = eager_launches = 0;
   fake_now = 1;
-  eager_op_ns = graph_launch_ns = host_op_ns = dev_op_ns = 0;
+  eager_op_ns = graph_launch_ns = host_op_ns = dev_op_ns = update_op_ns = 0;
   builder_now = build_cost_ns = 0;
   builder_instantiates = timers_read = timers_live = 0;
   cache_timed = cfg.now != NULL;
@@ -888,6 +889,49 @@ Test(cache, a_builder_thread_builds_and_the_graph_is_used_once_built_on_its_cloc
   cr_expect_eq(st.builds_async, 1);
   cr_expect_eq(st.graphs_built, 1);
   cr_expect_gt(st.build_waits, 0, "deterministic: the program waited for the builder");
+}
+
+/* dynrnn's step: two kernels whose step counter changes every time, so a
+ * replay updates both nodes, and with updates at 1500 ns a replay (2500 +
+ * 2 x 1500) costs more than two launches (4000). While the counter only
+ * grows the key stops being held. Then it cycles (t = 0..15, each
+ * sequence): counted while the key runs eagerly, each value earns an
+ * executable of its own (the builder builds at no cost to the program), the
+ * re-checks find replays without updates, and the key is held again,
+ * replaying every value without an update. */
+static void issue_step(uint32_t v) {
+  pop_t step[2] = {{1, 4, v}, {2, 4, v + 1}};
+  issue_all(step, 2);
+}
+
+Test(cache, a_key_that_stopped_paying_for_its_updates_comes_back_with_an_executable_per_value) {
+  grape_gc_config_t cfg = config();
+  cfg.update_ns = 1500;
+  start_builder(cfg);
+  build_cost_ns = 10000;   /* an instantiation costs the builder 10 us */
+  host_op_ns = 1000;       /* the program: 1 us of its own work per op */
+  eager_op_ns = 2000;      /* measured as configured */
+  graph_launch_ns = 2500;
+  update_op_ns = 1500;
+  for (int it = 0; it < 60; it++)
+    issue_step(1000 + (uint32_t)it);
+  grape_gc_path_t top;
+  cr_assert_eq(grape_gc_top(cache, &top, 1), 1);
+  cr_expect_not_null(strstr(top.why, "cost more than eager"), "not held: %s", top.why);
+  for (int it = 0; it < 400; it++)
+    issue_step((uint32_t)(it % 16));
+  grape_gc_stats_t st = stats();
+  uint64_t updates = st.node_updates, hits = st.graph_hits;
+  for (int it = 400; it < 432; it++)
+    issue_step((uint32_t)(it % 16));
+  stop_builder();
+  expect_device_ran_what_was_issued();
+  st = stats();
+  cr_expect_geq(st.set_graphs, 12, "executables per value (%lu)", (unsigned long)st.set_graphs);
+  cr_expect_eq(st.graph_hits - hits, 32, "held again: every sighting replayed (%lu)",
+               (unsigned long)(st.graph_hits - hits));
+  cr_expect_eq(st.node_updates, updates, "without an update (%lu)",
+               (unsigned long)(st.node_updates - updates));
 }
 
 Test(cache, a_stopped_cache_drops_queued_builds) {
