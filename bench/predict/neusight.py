@@ -230,7 +230,8 @@ def main():
     ap.add_argument("--classes", default="bmm,linear,elem,softmax,ln")
     ap.add_argument("--epochs", type=int, default=100, help="NeuSight's 100 by default")
     ap.add_argument("--minutes", type=float, default=0, help="per-class training bound (0: none)")
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2,
+                    help="torch's CPU threads (2: the figures of docs/predictor.md)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--all-rows", action="store_true", help="no large-shape filter")
     a = ap.parse_args()
