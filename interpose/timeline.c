@@ -364,6 +364,26 @@ void grape__timeline_each(grape_tl_each_fn* fn, void* arg) {
       fn(&slots[i].op, slots[i].f, arg);
 }
 
+int grape__timeline_memops(grape_tl_mstat_t out[2][GRAPE_TRACE_DIR_HTOH + 1]) {
+  memset(out, 0, 2 * sizeof(*out));
+  if (slots == NULL)
+    return 0;
+  grape__timeline_close();
+  uint64_t n = claimed < cap ? claimed : cap;
+  for (uint64_t i = 0; i < n; i++) {
+    const grape_trace_tl_op_t* op = &slots[i].op;
+    uint32_t kind = __atomic_load_n(&op->kind, __ATOMIC_ACQUIRE);
+    if ((kind != GRAPE_TRACE_OP_MEMCPY && kind != GRAPE_TRACE_OP_MEMSET) ||
+        op->dev_start == GRAPE_TRACE_TL_UNKNOWN || op->how == GRAPE_TRACE_TL_HELD)
+      continue;
+    grape_tl_mstat_t* m = &out[kind == GRAPE_TRACE_OP_MEMSET][kind == GRAPE_TRACE_OP_MEMSET ? 0 : op->dir];
+    m->count++;
+    m->bytes += op->what;
+    m->ns += op->dev_end - op->dev_start;
+  }
+  return 1;
+}
+
 void grape__timeline_reset_child(void) {
   __atomic_store_n(&grape__timeline_on, 0, __ATOMIC_RELAXED);
   pthread_mutex_init(&seq_lock, NULL);

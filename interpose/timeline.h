@@ -74,6 +74,16 @@ void grape__timeline_each(grape_tl_each_fn* fn, void* arg);
 /* Calls left out (past GRAPE_TIMELINE_MAX_MB), the clock's name and origin. */
 void grape__timeline_meta(uint64_t* dropped, const char** clock, uint64_t* origin);
 
+/* The copies and memsets the timeline measured on the device (eager ones
+ * and the shim's one-op submissions; not those inside graph launches, which
+ * are timed as a whole), by kind and direction: [0][GRAPE_TRACE_DIR_*] the
+ * copies (0: direction not known), [1][0] the memsets. Resolves the events
+ * first (grape__timeline_close). @return 0 when there is no timeline. */
+typedef struct grape_tl_mstat_s {
+  uint64_t count, bytes, ns;
+} grape_tl_mstat_t;
+int grape__timeline_memops(grape_tl_mstat_t out[2][GRAPE_TRACE_DIR_HTOH + 1]);
+
 /* A fork child records nothing (its parent's events are not its own). */
 void grape__timeline_reset_child(void);
 

@@ -136,6 +136,65 @@ def case_names(a):
               f"with their shape or direction; {on_legacy} on the legacy default stream")
 
 
+def memops_of(obj):
+    return {(m["kind"], m["dir"]): (m["count"], m["bytes"]) for m in obj["memops"]}
+
+
+def case_memtable(a):
+    """The memory-operation table as measured: the report's "measured" (the
+    timeline's events) counts every copy, synchronous and 2-D ones too, by
+    kind and direction as the simulated device does; and a report without
+    the sim's "device_times" (a GPU's) gets its `grape report` table from it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        rep = os.path.join(tmp, "r.json")
+        traced(a, tmp, "t.grape", GRAPE_MODE="observe", GRAPE_REPORT=rep)
+        r = json.load(open(rep))
+        got, sim = memops_of(r["measured"]), memops_of(r["device_times"])
+        want = {("memcpy", "DtoD"): (2 * ROUNDS, 8 * ROUNDS), ("memcpy", "DtoH"): (3, 24),
+                ("memcpy", "HtoD"): (1, 16), ("memset", "device"): (4 * ROUNDS, 16 * ROUNDS)}
+        if got != want or sim != want:
+            fail(f"measured memory operations {got}, simulated {sim}; want {want}")
+        gpu = os.path.join(tmp, "gpu")
+        os.mkdir(gpu)
+        r["device_times"] = None   # as a run on a GPU writes it
+        json.dump(r, open(os.path.join(gpu, "r.json"), "w"))
+        p = grape(a, ["report", "--csv", "--table", "memops", os.path.join(gpu, "r.json")], tmp)
+        rows = {tuple(line.split(",")[:4]) for line in p.stdout.splitlines()[1:]}
+        wrows = {(k, d, str(c), str(b)) for (k, d), (c, b) in want.items()}
+        if p.returncode != 0 or rows != wrows:
+            fail(f"grape report's memops table of a GPU's report: {sorted(rows)}, want {sorted(wrows)}", p)
+        p = grape(a, ["report", os.path.join(gpu, "r.json")], tmp)
+        if "memory operations (measured" not in p.stdout + p.stderr:
+            fail("the table must say its times were measured", p)
+        print(f"measured and simulated tables agree: {sorted(got.items())}")
+
+
+def case_api_every(a):
+    """The API table times every call when statistics or a timeline are
+    asked for (grape run --stats, GRAPE_TIMELINE), and one in 16 otherwise."""
+    with tempfile.TemporaryDirectory() as tmp:
+        def api(args, **env):
+            rep = os.path.join(tmp, f"r{len(os.listdir(tmp))}.json")   # a report is never overwritten
+            p = grape(a, ["run"] + args + ["--device", "sim", "--", a.prog, str(ROUNDS)], tmp,
+                      GRAPE_REPORT=rep, **env)
+            if p.returncode != 0:
+                fail(f"grape run {args}", p)
+            at = json.load(open(rep))["api_times"]
+            return at["sampled_every"], at["calls"]["cuLaunchKernel"], p
+        every, k, p = api(["--stats"])
+        if every != 1 or k["timed"] != k["calls"] or k["calls"] != KERNELS:
+            fail(f"--stats: sampled every {every}, cuLaunchKernel {k}: want every call timed")
+        if "every call timed" not in p.stderr:
+            fail("--stats's API table must say that every call was timed", p)
+        every, k, _ = api([], GRAPE_TRACE=os.path.join(tmp, "t.grape"), GRAPE_TIMELINE="1")
+        if every != 1 or k["timed"] != k["calls"]:
+            fail(f"GRAPE_TIMELINE: sampled every {every}, cuLaunchKernel {k}: want every call timed")
+        every, k, _ = api([])
+        if every != 16 or not 0 < k["timed"] < k["calls"]:
+            fail(f"by default: sampled every {every}, cuLaunchKernel {k}: want one call in 16 timed")
+        print(f"--stats and GRAPE_TIMELINE: {KERNELS} of {KERNELS} launches timed; by default {k['timed']}")
+
+
 def case_merge(a):
     """Two ranks in one file, each its own process named by its rank."""
     with tempfile.TemporaryDirectory() as tmp:
