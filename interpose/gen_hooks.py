@@ -36,7 +36,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import cuda_api  # noqa: E402
 
 KINDS = {"sync_stream": "SYNC_STREAM", "wait_stream": "WAIT_STREAM", "sync_all": "SYNC_ALL",
-         "wait_all": "WAIT_ALL", "report": "REPORT", "custom": "CUSTOM", "manual": "MANUAL"}
+         "wait_all": "WAIT_ALL", "report": "REPORT", "custom": "CUSTOM", "manual": "MANUAL",
+         "copy_all": "COPY_ALL", "copy_stream": "COPY_STREAM"}
+# What an older ABI of a name gets when its class needs code written for the
+# newest one's parameters (a hand-written hook, a copy's description).
+OLDER_ABI = {"custom": "sync_all", "copy_all": "wait_all", "copy_stream": "sync_stream"}
 STREAM_TYPES = {"CUstream", "cudaStream_t"}
 
 
@@ -117,8 +121,8 @@ def driver_rows(api, rules, classes, symbols, unclassified):
         if cls in ("harmless", "interop") or p["symbol"] in seen:
             continue
         seen.add(p["symbol"])
-        if cls == "custom" and p["version"] != newest[(p["name"], p["variant"])]:
-            cls = "sync_all"   # an older ABI: no hand-written hook for it
+        if cls in OLDER_ABI and p["version"] != newest[(p["name"], p["variant"])]:
+            cls = OLDER_ABI[cls]   # an older ABI: no hand-written code for it
         kind, ptds, stream = row_fields(p, cls, named, p["name"])
         if not p["params"]:
             rows.append(f'GRAPE_DRV0(CUresult, {p["symbol"]}, {base_of(p["symbol"])}, "{p["name"]}", '

@@ -205,7 +205,7 @@ static int d_exec_update(void* self, void* exec, void* node, const grape_gc_op_t
 
 static int d_exec_launch(void* self, void* exec, void* stream) {
   (void)self;
-  GRAPE_TL_START(tl);
+  GRAPE_TL_START(tl, -1);
   if (!GRAPE_TL_ON(tl))
     return grape__rg.launch(exec, stream);
   grape__tl_dev_begin(&tl, stream, 0);   /* (nothing when the call is not recorded) */
@@ -219,7 +219,7 @@ static int submit_op(const grape_gc_op_t* op, void* stream);
 /* One held op submitted eagerly (recorded in the timeline with its own events). */
 static int d_submit(void* self, const grape_gc_op_t* op, void* stream) {
   (void)self;
-  GRAPE_TL_START(tl);
+  GRAPE_TL_START(tl, -1);
   if (!GRAPE_TL_ON(tl))
     return submit_op(op, stream);
   grape__tl_dev_begin(&tl, stream, 0);

@@ -18,6 +18,7 @@
 
 #include "internal.h"
 #include "allocmap.h"
+#include "copies.h"
 #include "funcinfo.h"
 #include "graph.h"
 #include "launch.h"
@@ -161,7 +162,7 @@ static inline void grape__image_unloaded(const void* image) {
     (void)route;                                                                           \
     GRAPE_COUNT(api_calls[h]);                                                             \
     grape_memop_t m = memop;                                                               \
-    GRAPE_TL_START(tl_);                                                                   \
+    GRAPE_TL_START(tl_, h);                                                                   \
     if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_memop(&m)) {                        \
       if (GRAPE_TL_ON(tl_))                                                                \
         grape__tl_memop_end(&tl_, &m, 1, 1);                                               \
@@ -350,6 +351,30 @@ static inline void grape__alloc_freed(uintptr_t p) {
       return fname##_timed(real);                                                             \
     return body_##name(ROUTE, real);                                                          \
   }
+
+/* A copy the shim does not hold (COPY_ALL: synchronous, as WAIT_ALL;
+ * COPY_STREAM: asynchronous, as SYNC_STREAM): the generic body, and on the
+ * timeline its bytes and direction (copies.h: grape__copy_<base>) and its
+ * device times on its stream (the default stream for a synchronous one). */
+#define GRAPE_GEN_BODY_COPY(K, ret, name, base, ptds, stream, params, args)                \
+  static inline __attribute__((always_inline)) ret body_##name(grape_route_t route, pfn_##name real, GRAPE_UNPAREN params) { \
+    (void)route;                                                                         \
+    GRAPE_COUNT(api_calls[GRAPE_HOOK_##name]);                                           \
+    GRAPE_BEFORE_##K(ptds, stream);                                                      \
+    GRAPE_TL_START(tl_, GRAPE_HOOK_##name);                                              \
+    if (GRAPE_TL_ON(tl_))                                                                \
+      grape__tl_dev_begin(&tl_, (const void*)(stream), ptds);                            \
+    ret r;                                                                               \
+    GRAPE_NO_REENTRY(r = real args);                                                     \
+    if (GRAPE_TL_ON(tl_)) {                                                              \
+      grape_copy_t c_ = grape__copy_##base args;                                         \
+      grape__tl_copy_end(&tl_, (const void*)(stream), ptds, c_.bytes, c_.dir, r == 0);   \
+    }                                                                                    \
+    GRAPE_AFTER_##K(ptds, stream, r);                                                    \
+    return GRAPE_RESULT_##K(r);                                                          \
+  }
+#define GRAPE_GEN_BODY_COPY_ALL(...) GRAPE_GEN_BODY_COPY(WAIT_ALL, __VA_ARGS__)
+#define GRAPE_GEN_BODY_COPY_STREAM(...) GRAPE_GEN_BODY_COPY(SYNC_STREAM, __VA_ARGS__)
 
 #define GRAPE_GEN_BODY_PLAIN(...) GRAPE_GEN_BODY_GENERIC(PLAIN, __VA_ARGS__)
 #define GRAPE_GEN_BODY_SYNC_ALL(...) GRAPE_GEN_BODY_GENERIC(SYNC_ALL, __VA_ARGS__)

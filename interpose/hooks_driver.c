@@ -95,7 +95,7 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernel(grape_
   (void)h;   /* the caller checked grape__active() */
   grape_launch_t l = {f, GRAPE_FN_FUNCTION, {gx, gy, gz}, {bx, by, bz}, shm, s, ptds,
                       params, extra, 0, NULL, 0};
-  GRAPE_TL_START(tl_);
+  GRAPE_TL_START(tl_, h);
   if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l)) {
     if (GRAPE_TL_ON(tl_))
       grape__tl_launch_end(&tl_, &l, 1, 1);
@@ -126,7 +126,7 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchCooperativeKe
    * region leaves its known path here. */
   grape_launch_t l = {f, GRAPE_FN_FUNCTION, {gx, gy, gz}, {bx, by, bz}, shm, s, ptds,
                       params, NULL, GRAPE_SIG_COOPERATIVE, NULL, 0};
-  GRAPE_TL_START(tl_);
+  GRAPE_TL_START(tl_, h);
   if (grape__mode == GRAPE_MODE_GRAPH)
     grape__hold_launch(route, &l);
   CUresult r;
@@ -153,7 +153,7 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grap
   for (unsigned i = 0; c->attrs && i < c->numAttrs; i++)
     if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative)
       l.flags |= GRAPE_SIG_COOPERATIVE;
-  GRAPE_TL_START(tl_);
+  GRAPE_TL_START(tl_, h);
   if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l)) {
     if (GRAPE_TL_ON(tl_))
       grape__tl_launch_end(&tl_, &l, 1, 1);
@@ -336,6 +336,8 @@ static inline CUresult hook_cuProfilerStop(pfn_cuProfilerStop real) {
 #define GRAPE_GEN_DRV_SYNC_ALL GRAPE_GEN_DRV_ENTRIES
 #define GRAPE_GEN_DRV_SYNC_STREAM GRAPE_GEN_DRV_ENTRIES
 #define GRAPE_GEN_DRV_WAIT_ALL GRAPE_GEN_DRV_ENTRIES
+#define GRAPE_GEN_DRV_COPY_ALL GRAPE_GEN_DRV_ENTRIES
+#define GRAPE_GEN_DRV_COPY_STREAM GRAPE_GEN_DRV_ENTRIES
 #define GRAPE_GEN_DRV_WAIT_STREAM GRAPE_GEN_DRV_ENTRIES
 #define GRAPE_GEN_DRV_REPORT GRAPE_GEN_DRV_ENTRIES
 #define GRAPE_GEN_DRV_MANUAL(ret, name, params, args)

@@ -35,7 +35,7 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernel(g
   (void)h;
   grape_launch_t l = {func, GRAPE_FN_RUNTIME, {g.x, g.y, g.z}, {b.x, b.y, b.z}, (uint32_t)shm,
                       s, ptds, args, NULL, 0, NULL, 0};
-  GRAPE_TL_START(tl_);
+  GRAPE_TL_START(tl_, h);
   if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l)) {
     if (GRAPE_TL_ON(tl_))
       grape__tl_launch_end(&tl_, &l, 1, 1);
@@ -69,7 +69,7 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernelEx
   for (unsigned i = 0; c->attrs && i < c->numAttrs; i++)
     if (c->attrs[i].id == cudaLaunchAttributeCooperative && c->attrs[i].val.cooperative)
       l.flags |= GRAPE_SIG_COOPERATIVE;
-  GRAPE_TL_START(tl_);
+  GRAPE_TL_START(tl_, h);
   if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l)) {
     if (GRAPE_TL_ON(tl_))
       grape__tl_launch_end(&tl_, &l, 1, 1);
@@ -97,7 +97,7 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchCooperat
   (void)h;
   grape_launch_t l = {func, GRAPE_FN_RUNTIME, {g.x, g.y, g.z}, {b.x, b.y, b.z}, (uint32_t)shm,
                       s, ptds, args, NULL, GRAPE_SIG_COOPERATIVE, NULL, 0};
-  GRAPE_TL_START(tl_);
+  GRAPE_TL_START(tl_, h);
   if (grape__mode == GRAPE_MODE_GRAPH)
     grape__hold_launch(route, &l);
   cudaError_t r;
@@ -176,9 +176,7 @@ GRAPE_FREE_HOOK(cudaError_t, cudaHostUnregister, (void* p), (p), grape__flush_al
 
 /* True when both ends are device memory the shim knows of (cudaMemcpyDefault). */
 static int both_device(const void* dst, const void* src) {
-  grape_alloc_t a;
-  return grape__alloc_find((uint64_t)(uintptr_t)dst, &a) == 0 && a.kind <= GRAPE_ALLOC_MAPPED &&
-         grape__alloc_find((uint64_t)(uintptr_t)src, &a) == 0 && a.kind <= GRAPE_ALLOC_MAPPED;
+  return grape__is_device_mem(dst) && grape__is_device_mem(src);
 }
 
 static inline cudaError_t hook_cudaMemcpyAsync(grape_route_t route, grape_hook_t h, int ptds,
@@ -193,7 +191,7 @@ static inline cudaError_t hook_cudaMemcpyAsync(grape_route_t route, grape_hook_t
   grape_memop_t m = grape__memcpy_op((uintptr_t)dst, (uintptr_t)src, n, s, ptds);
   if (!d2d)
     grape__flush_stream_of(s, ptds);
-  GRAPE_TL_START(tl_);
+  GRAPE_TL_START(tl_, h);
   if (d2d && grape__mode == GRAPE_MODE_GRAPH && grape__hold_memop(&m)) {
     if (GRAPE_TL_ON(tl_))
       grape__tl_memop_end(&tl_, &m, 1, 1);
@@ -204,7 +202,8 @@ static inline cudaError_t hook_cudaMemcpyAsync(grape_route_t route, grape_hook_t
     grape__tl_dev_begin(&tl_, s, ptds);
   GRAPE_NO_REENTRY(r = real(dst, src, n, kind, s));
   if (GRAPE_TL_ON(tl_))
-    grape__tl_copy_end(&tl_, s, ptds, n, r == cudaSuccess);
+    grape__tl_copy_end(&tl_, s, ptds, n, d2d ? GRAPE_TRACE_DIR_DTOD : grape__copy_dir_rt(dst, src, kind),
+                       r == cudaSuccess);
   if (d2d && r == cudaSuccess)
     GRAPE_NO_REENTRY(grape__on_memop(&m));
   if (!d2d)
@@ -263,6 +262,8 @@ static inline cudaError_t hook_cudaProfilerStop(pfn_cudaProfilerStop real) {
 #define GRAPE_GEN_RT_SYNC_ALL GRAPE_GEN_RT_ENTRY
 #define GRAPE_GEN_RT_SYNC_STREAM GRAPE_GEN_RT_ENTRY
 #define GRAPE_GEN_RT_WAIT_ALL GRAPE_GEN_RT_ENTRY
+#define GRAPE_GEN_RT_COPY_ALL GRAPE_GEN_RT_ENTRY
+#define GRAPE_GEN_RT_COPY_STREAM GRAPE_GEN_RT_ENTRY
 #define GRAPE_GEN_RT_WAIT_STREAM GRAPE_GEN_RT_ENTRY
 #define GRAPE_GEN_RT_REPORT GRAPE_GEN_RT_ENTRY
 #define GRAPE_GEN_RT_MANUAL(name, params, args)

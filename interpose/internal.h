@@ -90,11 +90,16 @@ static inline __attribute__((always_inline)) void grape__bump(long* c) {
  * around the whole hook (the shim's own work included, as the program sees
  * it) on the run's clock: the simulated host clock on the sim, else
  * CLOCK_MONOTONIC through the vDSO (no syscall). The other calls pay a
- * counter and a branch. Which clock the run has is found once the driver is
+ * counter and a branch. Every call is timed instead, as nsys does, when the
+ * user asks for statistics (GRAPE_API_TIMES=every, which `grape run --stats`
+ * sets) or a timeline (GRAPE_TIMELINE): grape__api_sample_mask is then 0. Which clock the run has is found once the driver is
  * loaded, by the first timed call after that (grape__api_clock_ready):
  * calls before it are counted, not timed, so that wall and simulated
  * nanoseconds never mix. */
 #define GRAPE_API_SAMPLE 16
+/* A call is timed when its number & this is 0: GRAPE_API_SAMPLE - 1, or 0
+ * (every call). Set once at init, before any hook runs. */
+extern int grape__api_sample_mask;
 /* Threads: stored once (release, under a mutex) by the thread that finds the clock, loaded
  * (acquire) by a sampled call; one that misses the store takes the mutex and sees it. */
 extern int grape__api_clock_on;
@@ -114,7 +119,7 @@ static inline __attribute__((always_inline)) int grape__api_sample(int h) {
     return 1;
   long n = __atomic_load_n(&c->api_seen[h], __ATOMIC_RELAXED);
   __atomic_store_n(&c->api_seen[h], n + 1, __ATOMIC_RELAXED);
-  return (n & (GRAPE_API_SAMPLE - 1)) == 0;
+  return (n & __atomic_load_n(&grape__api_sample_mask, __ATOMIC_RELAXED)) == 0;
 }
 
 /* The out-of-line start of a call grape__api_sample sent here: counts a

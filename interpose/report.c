@@ -39,6 +39,7 @@
 #include "interrupt.h"
 #include "outfile.h"
 #include "trace.h"
+#include "timeline.h"
 
 /* The report's text, in a memory stream (open_memstream), so that the JSON
  * string writer of util/ writes into it as into any file. */
@@ -314,9 +315,10 @@ static void put_bound(buf_t* b, const char* name, double v) {
 }
 
 /* "api_times": each hooked symbol's calls and the host time of those timed
- * (one in GRAPE_API_SAMPLE, internal.h), on the run's clock. */
+ * (one in GRAPE_API_SAMPLE, or every one: internal.h), on the run's clock. */
 static void put_api_times(buf_t* b, const grape_counters_t* cnt) {
-  put(b, "\"api_times\":{\"sampled_every\":%d,\"clock\":\"%s\",\"calls\":{", GRAPE_API_SAMPLE,
+  put(b, "\"api_times\":{\"sampled_every\":%d,\"clock\":\"%s\",\"calls\":{",
+      __atomic_load_n(&grape__api_sample_mask, __ATOMIC_RELAXED) + 1,
       grape__clock_simulated() ? "simulated" : "monotonic");
   int first = 1;
   for (int h = 0; h < GRAPE_HOOK_COUNT; h++) {
@@ -344,6 +346,29 @@ static void put_device_times(buf_t* b) {
   }
   put(b, "\"device_times\":{\"source\":\"simulated\",%s,", sim + 1);
   free(sim);
+}
+
+/* "measured": the copies and memsets the timeline (GRAPE_TIMELINE) measured
+ * with events, on any device, as the sim's table names them: the memory
+ * table of a run on a GPU, where "device_times" is null. */
+static void put_measured(buf_t* b) {
+  static const char* const dirs[] = {"unknown", "HtoD", "DtoH", "DtoD", "HtoH"};
+  grape_tl_mstat_t m[2][GRAPE_TRACE_DIR_HTOH + 1];
+  if (!grape__timeline_memops(m))
+    return;
+  put(b, "\"measured\":{\"source\":\"timeline\",\"memops\":[");
+  int first = 1;
+  for (int kind = 0; kind < 2; kind++)
+    for (int d = 0; d <= GRAPE_TRACE_DIR_HTOH; d++) {
+      if (m[kind][d].count == 0)
+        continue;
+      put(b, "%s{\"kind\":\"%s\",\"dir\":\"%s\",\"count\":%llu,\"bytes\":%llu,\"ns\":%llu}",
+          first ? "" : ",", kind ? "memset" : "memcpy", kind ? "device" : dirs[d],
+          (unsigned long long)m[kind][d].count, (unsigned long long)m[kind][d].bytes,
+          (unsigned long long)m[kind][d].ns);
+      first = 0;
+    }
+  put(b, "]},");
 }
 
 /* The GPU GRAPE_PREDICT_GPU names, or NULL (unset, or unknown: warned once). */
@@ -723,6 +748,7 @@ char* grape__report_json(void) {
   put(&b, "},");
   put_api_times(&b, &cnt);
   put_device_times(&b);
+  put_measured(&b);
   grape__nvtx_report(b.f);
   long ranges_opened;
   if (grape__capture_ranges(&ranges_opened))   /* the tables then cover the ranges only */

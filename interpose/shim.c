@@ -38,6 +38,7 @@ int grape__state = GRAPE_STATE_UNINIT;
 int grape__mode = GRAPE_MODE_OBSERVE;
 __thread int grape__depth __attribute__((tls_model("initial-exec")));
 int grape__captures;
+int grape__api_sample_mask = GRAPE_API_SAMPLE - 1;
 
 /* ---- Per-thread counters (internal.h) ---- */
 
@@ -72,7 +73,7 @@ int grape__api_begin(int h, uint64_t* t0) {
     grape_counters_t* c = grape__counters_mine();
     long n = __atomic_load_n(&c->api_seen[h], __ATOMIC_RELAXED);
     __atomic_store_n(&c->api_seen[h], n + 1, __ATOMIC_RELAXED);
-    if (n & (GRAPE_API_SAMPLE - 1))
+    if (n & __atomic_load_n(&grape__api_sample_mask, __ATOMIC_RELAXED))
       return 0;
   }
   if (__atomic_load_n(&grape__capture_closed, __ATOMIC_RELAXED))
@@ -196,6 +197,9 @@ static void do_init(void) {
   grape__capture_init();
   if (mode != GRAPE_MODE_OFF)
     grape__timeline_init();
+  /* Statistics or a timeline asked for: every API call timed, not a sample. */
+  if (grape__option_get(grape_option_api_times) == 1 || grape__timeline_on)
+    __atomic_store_n(&grape__api_sample_mask, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&grape__state, mode == GRAPE_MODE_OFF ? GRAPE_STATE_OFF : GRAPE_STATE_ON,
                    __ATOMIC_RELEASE);
 }

@@ -105,7 +105,7 @@ void grape__timeline_init(void) {
     return;
   }
   long mb = grape__option_get(grape_option_timeline_max_mb);
-  cap = ((uint64_t)mb << 20) / 72;   /* 72 bytes a record in the file */
+  cap = ((uint64_t)mb << 20) / 108;   /* 108 bytes a record in the file (TLIN and TLAR) */
   delay_ns = (uint64_t)grape__option_get(grape_option_timeline_delay_ms) * 1000000u;
   duration_ns = (uint64_t)grape__option_get(grape_option_timeline_duration_ms) * 1000000u;
   if (cap > UINT32_MAX)
@@ -148,7 +148,7 @@ static void setup(void) {
   atexit(grape__timeline_close);
 }
 
-void grape__tl_start(grape_tl_call_t* c) {
+void grape__tl_start(grape_tl_call_t* c, int api) {
   c->slot = NULL;
   c->on = 1;
   pthread_once(&setup_once, setup);
@@ -171,6 +171,7 @@ void grape__tl_start(grape_tl_call_t* c) {
   s->op.host_start = t;
   s->op.dev_start = s->op.dev_end = GRAPE_TRACE_TL_UNKNOWN;
   s->op.range = grape__nvtx_innermost();
+  s->op.api = (uint32_t)(api + 1);   /* a hook row until the trace names it (trace.c) */
   c->slot = s;
 }
 
@@ -271,26 +272,37 @@ static void finish(grape_tl_call_t* c, uint32_t kind, uint32_t how, uint64_t str
 void grape__tl_launch_end(grape_tl_call_t* c, const grape_launch_t* l, int ok, int held) {
   slot_t* s = c->slot;
   const grape_func_t* f = s != NULL ? grape__func_get(l->fn, (grape_handle_kind_t)l->kind) : NULL;
-  if (s != NULL)
+  if (s != NULL) {
     s->f = f;
+    memcpy(s->op.grid, l->grid, sizeof(s->op.grid));
+    memcpy(s->op.block, l->block, sizeof(s->op.block));
+    s->op.shmem = l->shmem;
+  }
   finish(c, GRAPE_TRACE_OP_KERNEL, held ? GRAPE_TRACE_TL_HELD : GRAPE_TRACE_TL_EAGER,
          grape__stream_key(l->stream, l->ptds), l->stream, l->ptds, f ? f->id : 0, ok);
 }
 
 void grape__tl_memop_end(grape_tl_call_t* c, const grape_memop_t* m, int ok, int held) {
   uint64_t bytes = m->kind == GRAPE_OP_MEMSET ? m->p.set.count * m->p.set.esize : m->p.cpy.bytes;
+  if (c->slot != NULL && m->kind != GRAPE_OP_MEMSET)   /* a region's copies are device to device */
+    ((slot_t*)c->slot)->op.dir = GRAPE_TRACE_DIR_DTOD;
   finish(c, m->kind == GRAPE_OP_MEMSET ? GRAPE_TRACE_OP_MEMSET : GRAPE_TRACE_OP_MEMCPY,
          held ? GRAPE_TRACE_TL_HELD : GRAPE_TRACE_TL_EAGER, grape__stream_key(m->stream, m->ptds),
          m->stream, m->ptds, bytes, ok);
 }
 
-void grape__tl_copy_end(grape_tl_call_t* c, const void* stream, int ptds, uint64_t bytes, int ok) {
+void grape__tl_copy_end(grape_tl_call_t* c, const void* stream, int ptds, uint64_t bytes,
+                        uint32_t dir, int ok) {
+  if (c->slot != NULL)
+    ((slot_t*)c->slot)->op.dir = dir;
   finish(c, GRAPE_TRACE_OP_MEMCPY, GRAPE_TRACE_TL_EAGER, grape__stream_key(stream, ptds), stream,
          ptds, bytes, ok);
 }
 
 void grape__tl_submit_end(grape_tl_call_t* c, uint32_t kind, uint64_t what, const void* stream,
                           int ok) {
+  if (c->slot != NULL && kind == GRAPE_TRACE_OP_MEMCPY)   /* a region's copies are device to device */
+    ((slot_t*)c->slot)->op.dir = GRAPE_TRACE_DIR_DTOD;
   finish(c, kind, GRAPE_TRACE_TL_SUBMIT, grape__stream_key(stream, 0), stream, 0, what, ok);
 }
 
@@ -350,6 +362,26 @@ void grape__timeline_each(grape_tl_each_fn* fn, void* arg) {
   for (uint64_t i = 0; i < n; i++)
     if (__atomic_load_n(&slots[i].op.kind, __ATOMIC_ACQUIRE) != 0)
       fn(&slots[i].op, slots[i].f, arg);
+}
+
+int grape__timeline_memops(grape_tl_mstat_t out[2][GRAPE_TRACE_DIR_HTOH + 1]) {
+  memset(out, 0, 2 * sizeof(*out));
+  if (slots == NULL)
+    return 0;
+  grape__timeline_close();
+  uint64_t n = claimed < cap ? claimed : cap;
+  for (uint64_t i = 0; i < n; i++) {
+    const grape_trace_tl_op_t* op = &slots[i].op;
+    uint32_t kind = __atomic_load_n(&op->kind, __ATOMIC_ACQUIRE);
+    if ((kind != GRAPE_TRACE_OP_MEMCPY && kind != GRAPE_TRACE_OP_MEMSET) ||
+        op->dev_start == GRAPE_TRACE_TL_UNKNOWN || op->how == GRAPE_TRACE_TL_HELD)
+      continue;
+    grape_tl_mstat_t* m = &out[kind == GRAPE_TRACE_OP_MEMSET][kind == GRAPE_TRACE_OP_MEMSET ? 0 : op->dir];
+    m->count++;
+    m->bytes += op->what;
+    m->ns += op->dev_end - op->dev_start;
+  }
+  return 1;
 }
 
 void grape__timeline_reset_child(void) {

@@ -33,9 +33,11 @@ typedef struct grape_tl_call_s {
 /* Reads the options once (at init). */
 void grape__timeline_init(void);
 
-/* The call starts now: claims a slot and reads the clock, when inside the
- * capture window (GRAPE_TIMELINE_DELAY_MS, GRAPE_TIMELINE_DURATION_MS). */
-void grape__tl_start(grape_tl_call_t* c);
+/* The call of hook row api (the entry point the program called; -1 for the
+ * shim's own submissions) starts now: claims a slot and reads the clock, when
+ * inside the capture window (GRAPE_TIMELINE_DELAY_MS,
+ * GRAPE_TIMELINE_DURATION_MS). */
+void grape__tl_start(grape_tl_call_t* c, int api);
 
 /* For NVTX ranges: the timeline's clock now (*t, ns after its origin) and the
  * calling thread's number; *rec_ok says whether records are kept now (the
@@ -50,8 +52,10 @@ void grape__tl_dev_begin(grape_tl_call_t* c, const void* stream, int ptds);
  * failed call gives its slot up. */
 void grape__tl_launch_end(grape_tl_call_t* c, const grape_launch_t* l, int ok, int held);
 void grape__tl_memop_end(grape_tl_call_t* c, const grape_memop_t* m, int ok, int held);
-/* A copy that is no op of a region (it touches host memory). */
-void grape__tl_copy_end(grape_tl_call_t* c, const void* stream, int ptds, uint64_t bytes, int ok);
+/* A copy that is no op of a region (it touches host memory, or is
+ * synchronous), of bytes in direction dir (GRAPE_TRACE_DIR_*). */
+void grape__tl_copy_end(grape_tl_call_t* c, const void* stream, int ptds, uint64_t bytes,
+                        uint32_t dir, int ok);
 
 /* The shim submits held work on stream (a handle of the driver's): a graph of
  * nops ops (kind GRAPE_TRACE_TL_GRAPH, what = nops), or one op (a kernel's
@@ -70,15 +74,25 @@ void grape__timeline_each(grape_tl_each_fn* fn, void* arg);
 /* Calls left out (past GRAPE_TIMELINE_MAX_MB), the clock's name and origin. */
 void grape__timeline_meta(uint64_t* dropped, const char** clock, uint64_t* origin);
 
+/* The copies and memsets the timeline measured on the device (eager ones
+ * and the shim's one-op submissions; not those inside graph launches, which
+ * are timed as a whole), by kind and direction: [0][GRAPE_TRACE_DIR_*] the
+ * copies (0: direction not known), [1][0] the memsets. Resolves the events
+ * first (grape__timeline_close). @return 0 when there is no timeline. */
+typedef struct grape_tl_mstat_s {
+  uint64_t count, bytes, ns;
+} grape_tl_mstat_t;
+int grape__timeline_memops(grape_tl_mstat_t out[2][GRAPE_TRACE_DIR_HTOH + 1]);
+
 /* A fork child records nothing (its parent's events are not its own). */
 void grape__timeline_reset_child(void);
 
-/* The hooks' shorthand: a call c starts (one load and branch when the
- * timeline is off), and whether it is being recorded. */
-#define GRAPE_TL_START(c)                            \
+/* The hooks' shorthand: a call c of hook row api starts (one load and
+ * branch when the timeline is off), and whether it is being recorded. */
+#define GRAPE_TL_START(c, api)                       \
   grape_tl_call_t c = {NULL, 0};                     \
   if (__builtin_expect(grape__timeline_on, 0))       \
-  grape__tl_start(&c)
+  grape__tl_start(&c, api)
 #define GRAPE_TL_ON(c) __builtin_expect((c).on, 0)
 
 #endif

@@ -380,6 +380,9 @@ typedef struct tl_glue_s {
   glue_t* g;
   grape_trace_tl_op_t* ops;
   size_t n, cap;
+  uint32_t api_of_row[GRAPE_HOOK_COUNT];   /* 1 + the row's index in apis; 0: not yet named */
+  const char* apis[GRAPE_HOOK_COUNT];
+  uint32_t napis;
 } tl_glue_t;
 
 static void count_tl(const grape_trace_tl_op_t* op, const grape_func_t* f, void* arg) {
@@ -399,6 +402,16 @@ static void take_tl(const grape_trace_tl_op_t* op, const grape_func_t* f, void* 
   if (op->kind == GRAPE_TRACE_OP_KERNEL && f != NULL) {
     o->what = f->id;
     o->func = func_index(tg->g, f->id);
+  }
+  /* The hook row that recorded it (1 + row) becomes its entry point's name. */
+  o->api = 0;
+  if (op->api >= 1 && op->api <= GRAPE_HOOK_COUNT) {
+    uint32_t row = op->api - 1;
+    if (tg->api_of_row[row] == 0) {
+      tg->apis[tg->napis++] = grape__hooks[row].name;
+      tg->api_of_row[row] = tg->napis;
+    }
+    o->api = tg->api_of_row[row];
   }
 }
 
@@ -431,22 +444,28 @@ static int add_timeline(glue_t* g) {
   if (!__atomic_load_n(&grape__timeline_on, __ATOMIC_RELAXED))
     return 0;
   grape__timeline_close();
-  tl_glue_t tg = {g, NULL, 0, 0};
-  grape__timeline_each(count_tl, &tg);
-  tg.ops = malloc((tg.cap + 1) * sizeof(*tg.ops));
-  grape_trace_tl_op_t* tmp = malloc((tg.cap + 1) * sizeof(*tmp));
-  if (tg.ops == NULL || tmp == NULL) {
-    free(tg.ops);
+  tl_glue_t* tg = calloc(1, sizeof(*tg));   /* (its name tables are too big for the stack) */
+  if (tg == NULL)
+    return -ENOMEM;
+  tg->g = g;
+  grape__timeline_each(count_tl, tg);
+  tg->ops = malloc((tg->cap + 1) * sizeof(*tg->ops));
+  grape_trace_tl_op_t* tmp = malloc((tg->cap + 1) * sizeof(*tmp));
+  if (tg->ops == NULL || tmp == NULL) {
+    free(tg->ops);
     free(tmp);
+    free(tg);
     return -ENOMEM;
   }
-  grape__timeline_each(take_tl, &tg);
-  tl_sort(tg.ops, tmp, tg.n);   /* across threads, slots are claimed in no clock's order */
+  grape__timeline_each(take_tl, tg);
+  tl_sort(tg->ops, tmp, tg->n);   /* across threads, slots are claimed in no clock's order */
   free(tmp);
   grape_trace_timeline_t tl;
   grape__timeline_meta(&tl.dropped, &tl.clock, &tl.origin_ns);
-  tl.count = (uint32_t)tg.n;
-  tl.ops = tg.ops;
+  tl.count = (uint32_t)tg->n;
+  tl.ops = tg->ops;
+  tl.napis = tg->napis;
+  tl.apis = tg->apis;
   int rc = grape_trace_set_timeline(g->t, &tl);
   if (rc == -EINVAL)
     grape_log_warn("GRAPE_TIMELINE: a record was inconsistent; no timeline in the trace");
@@ -456,7 +475,8 @@ static int add_timeline(glue_t* g) {
     grape_trace_set_nvtx(g->t, NULL);
     rc = 0;
   }
-  free(tg.ops);
+  free(tg->ops);
+  free(tg);
   if (tl.dropped > 0)
     grape_log_warn("GRAPE_TIMELINE: %llu calls left out past GRAPE_TIMELINE_MAX_MB",
                    (unsigned long long)tl.dropped);

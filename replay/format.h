@@ -6,7 +6,7 @@
  * checksum) and its payload; the checksum is XXH3-64 of the payload seeded
  * with XXH3-64 of the first 16 header bytes, so a flipped bit in the type or
  * length is caught as surely as one in the payload. Sections come in a fixed
- * order (HEAD, IMAG*, FUNC, ALOC, PATH*, GRPH?, TIME?, TLIN?, NVTX?, END), so every index a
+ * order (HEAD, IMAG*, FUNC, ALOC, PATH*, GRPH?, TIME?, TLIN?, TLAR?, NVTX?, END), so every index a
  * record holds points backwards and is checked as it is read: one pass. An
  * unknown section is skipped unless its REQUIRED flag is set. All integers
  * are little-endian, doubles are IEEE-754 bit patterns, strings are a u32
@@ -36,6 +36,7 @@ enum {
   SEC_GRPH = TRACE_TYPE('G', 'R', 'P', 'H'),
   SEC_TIME = TRACE_TYPE('T', 'I', 'M', 'E'),
   SEC_TLIN = TRACE_TYPE('T', 'L', 'I', 'N'),
+  SEC_TLAR = TRACE_TYPE('T', 'L', 'A', 'R'),
   SEC_NVTX = TRACE_TYPE('N', 'V', 'T', 'X'),
   SEC_END = TRACE_TYPE('E', 'N', 'D', ' '),
 };
@@ -53,6 +54,7 @@ enum {
 #define REC_TIMES 28u       /* path, iters, path_ms, nops, string length */
 #define REC_TL_HEAD 24u     /* clock string length, origin, dropped, count */
 #define REC_TL_OP 72u       /* kind, how, func, thread, stream, what, 4 times, seq */
+#define REC_TL_ARGS 36u     /* api, dir, grid, block, shmem */
 #define REC_NVTX_RANGE 32u  /* kind, name, thread, parent, start, end */
 
 /* ---- The model ---- */

@@ -432,6 +432,8 @@ static int read_times(rd_t* r, grape_trace_t* t) {
 
 static int read_timeline(rd_t* r, grape_trace_t* t) {
   grape_trace_timeline_t tl;
+  tl.napis = 0;   /* named by the TLAR section, if any */
+  tl.apis = NULL;
   char* clock = NULL;
   TRY(rdstr(r, &clock, "clock name"));
   int e = rd64(r, &tl.origin_ns, "origin");
@@ -457,6 +459,11 @@ static int read_timeline(rd_t* r, grape_trace_t* t) {
     op->dev_end = get_u64(at + 56);
     op->seq = get_u64(at + 64);
     op->range = 0;   /* named by the NVTX section, if any */
+    op->api = 0;   /* and by the TLAR section, if any: */
+    op->dir = GRAPE_TRACE_DIR_NONE;
+    memset(op->grid, 0, sizeof(op->grid));
+    memset(op->block, 0, sizeof(op->block));
+    op->shmem = 0;
     const char* why = grape_trace_tl_op_check(t, op);
     if (why != NULL)
       e = fail(r, "timeline record %u: %s", i, why);
@@ -472,6 +479,55 @@ static int read_timeline(rd_t* r, grape_trace_t* t) {
   }
   free(ops);
   free(clock);
+  return e;
+}
+
+/* The TLAR section: the entry points the timeline's calls name, and each
+ * record's entry point, copy direction and launch shape. */
+static int read_tl_args(rd_t* r, grape_trace_t* t) {
+  const grape_trace_timeline_t* old = t->tl;
+  grape_trace_timeline_t tl = *old;
+  char** names = NULL;
+  grape_trace_tl_op_t* ops = NULL;
+  uint32_t nops = 0;
+  int e = rd_count(r, &tl.napis, 4, "timeline entry points");
+  if (e == 0 && (names = calloc((size_t)tl.napis + 1, sizeof(*names))) == NULL)
+    e = -ENOMEM;
+  for (uint32_t i = 0; i < tl.napis && e == 0; i++)
+    e = rdstr(r, &names[i], "entry point name");
+  if (e == 0)
+    e = rd_count(r, &nops, REC_TL_ARGS, "timeline records' arguments");
+  if (e == 0 && nops != old->count)
+    e = fail(r, "arguments of %u timeline records, the timeline has %u", nops, old->count);
+  if (e == 0 && (ops = malloc(((size_t)nops + 1) * sizeof(*ops))) == NULL)
+    e = -ENOMEM;
+  for (uint32_t i = 0; i < nops && e == 0; i++) {
+    const uint8_t* at = r->p;
+    ops[i] = old->ops[i];
+    ops[i].api = get_u32(at);
+    ops[i].dir = get_u32(at + 4);
+    for (int k = 0; k < 3; k++) {
+      ops[i].grid[k] = get_u32(at + 8 + 4 * k);
+      ops[i].block[k] = get_u32(at + 20 + 4 * k);
+    }
+    ops[i].shmem = get_u32(at + 32);
+    const char* why = grape_trace_tl_op_check(t, &ops[i]);
+    if (why != NULL)
+      e = fail(r, "timeline record %u: %s", i, why);
+    else if (ops[i].api > tl.napis)
+      e = fail(r, "timeline record %u: entry point %u of %u", i, ops[i].api, tl.napis);
+    else
+      r->p += REC_TL_ARGS;
+  }
+  if (e == 0) {
+    tl.ops = ops;
+    tl.apis = (const char* const*)names;
+    e = grape_trace_set_timeline(t, &tl);
+  }
+  for (uint32_t i = 0; names != NULL && i < tl.napis; i++)
+    free(names[i]);
+  free(names);
+  free(ops);
   return e;
 }
 
@@ -537,7 +593,7 @@ static int read_nvtx(rd_t* r, grape_trace_t* t) {
 /* ---- The file ---- */
 
 /* Order of the known sections: each may follow only those of a lower stage. */
-enum { ST_NONE, ST_HEAD, ST_FUNC, ST_ALOC, ST_PATH, ST_GRPH, ST_TIME, ST_TLIN, ST_NVTX, ST_END };
+enum { ST_NONE, ST_HEAD, ST_FUNC, ST_ALOC, ST_PATH, ST_GRPH, ST_TIME, ST_TLIN, ST_TLAR, ST_NVTX, ST_END };
 
 static int parse(rd_t* r, grape_trace_t* t) {
   r->p = r->base;
@@ -590,7 +646,8 @@ static int parse(rd_t* r, grape_trace_t* t) {
     case SEC_GRPH: next = stage == ST_ALOC || stage == ST_PATH ? ST_GRPH : -1; break;
     case SEC_TIME: next = stage >= ST_ALOC && stage <= ST_GRPH ? ST_TIME : -1; break;
     case SEC_TLIN: next = stage >= ST_ALOC && stage <= ST_TIME ? ST_TLIN : -1; break;
-    case SEC_NVTX: next = stage == ST_TLIN ? ST_NVTX : -1; break;
+    case SEC_TLAR: next = stage == ST_TLIN ? ST_TLAR : -1; break;
+    case SEC_NVTX: next = stage == ST_TLIN || stage == ST_TLAR ? ST_NVTX : -1; break;
     case SEC_END: next = stage >= ST_ALOC ? ST_END : -1; break;
     default:
       if (stage == ST_NONE)
@@ -603,7 +660,7 @@ static int parse(rd_t* r, grape_trace_t* t) {
     if (next < 0)
       return fail(r, stage == ST_NONE ? "the first section must be HEAD"
                                       : "section out of order (HEAD, IMAG..., FUNC, ALOC, "
-                                        "PATH..., GRPH, TIME, TLIN, NVTX, END)");
+                                        "PATH..., GRPH, TIME, TLIN, TLAR, NVTX, END)");
     stage = next;
     switch (type) {
     case SEC_HEAD: e = read_head(r, t); break;
@@ -614,6 +671,7 @@ static int parse(rd_t* r, grape_trace_t* t) {
     case SEC_GRPH: e = read_graphs(r, t); break;
     case SEC_TIME: e = read_times(r, t); break;
     case SEC_TLIN: e = read_timeline(r, t); break;
+    case SEC_TLAR: e = read_tl_args(r, t); break;
     case SEC_NVTX: e = read_nvtx(r, t); break;
     default: break;
     }

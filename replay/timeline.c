@@ -19,7 +19,11 @@
  * NVTX section) go on a row per thread above its calls, nested as the
  * program pushed them (start/end ranges, which need not nest, on a row of
  * their own; marks as instant events), and every call and its device work
- * name the innermost range they ran in ("nvtx" in their args). */
+ * name the innermost range they ran in ("nvtx" in their args). As nsys
+ * shows them: a call is named after the entry point the program called
+ * (cuLaunchKernel, cudaMemcpyAsync; its kernel in the args), a copy's work
+ * after its direction ("memcpy HtoD", with its bytes), and a kernel's carries
+ * its grid, block, shared memory and registers. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -183,7 +187,7 @@ oom:
 /* The slice [start, end) on track tid, moved to start where the previous one
  * ended if it would overlap it. Writes its middle into *at (half ns). */
 static void slice(FILE* out, proc_t* p, uint32_t tid, int64_t start, int64_t end, const char* name,
-                  const char* cat, const char* args, const char* nvtx,
+                  const char* cat, const char* args, const char* kernel, const char* nvtx,
                   grape_trace_export_stats_t* st, int64_t* at) {
   track_t* tr = track_of(p, tid);
   if (start < tr->end) {
@@ -204,6 +208,10 @@ static void slice(FILE* out, proc_t* p, uint32_t tid, int64_t start, int64_t end
   grape__json_put_str(out, name);
   fprintf(out, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%lld,\"tid\":%u,\"ts\":%s,\"dur\":%s,"
                "\"args\":{%s", cat, p->pid, tid, ts, dur, args);
+  if (kernel != NULL) {   /* a call's kernel, as nsys's API row names it */
+    fprintf(out, ",\"kernel\":");
+    grape__json_put_str(out, kernel);
+  }
   if (nvtx != NULL) {
     fprintf(out, ",\"nvtx\":");
     grape__json_put_str(out, nvtx);
@@ -236,38 +244,76 @@ static void flow(FILE* out, const proc_t* p, size_t id, uint32_t from_tid, int64
   st->flows++;
 }
 
-/* What a record is called: the kernel's short name, "memset", "memcpy", or
- * a graph's size; for a held op the shim submitted, the call it ran for. */
+/* A copy's direction as nsys names it ("HtoD"), or NULL when not known. */
+static const char* dir_name(uint32_t dir) {
+  static const char* const names[] = {NULL, "HtoD", "DtoH", "DtoD", "HtoH"};
+  return dir <= GRAPE_TRACE_DIR_HTOH ? names[dir] : NULL;
+}
+
+/* The record a submission of one held op ran for (its kernel's name and
+ * launch shape are the held call's), else the record itself. */
+static const grape_trace_tl_op_t* origin_of(const proc_t* p, uint32_t i) {
+  const grape_trace_tl_op_t* op = &p->tl->ops[i];
+  return op->how == GRAPE_TRACE_TL_SUBMIT && p->ran_for[i] != GRAPE_TRACE_NONE
+             ? &p->tl->ops[p->ran_for[i]] : op;
+}
+
+/* What a record's work is called: the kernel's short name, "memset",
+ * "memcpy HtoD" (its direction, as nsys's "Memcpy HtoD"), or a graph's size;
+ * for a held op the shim submitted, the call it ran for. */
 static void name_of(const proc_t* p, uint32_t i, char* out, size_t cap) {
   const grape_trace_tl_op_t* op = &p->tl->ops[i];
   if (op->kind == GRAPE_TRACE_TL_GRAPH) {
     snprintf(out, cap, "graph (%" PRIu64 " ops)", op->what);
     return;
   }
-  if (op->kind == GRAPE_TRACE_OP_KERNEL && op->how == GRAPE_TRACE_TL_SUBMIT &&
-      p->ran_for[i] != GRAPE_TRACE_NONE) {
-    name_of(p, p->ran_for[i], out, cap);
-    return;
-  }
-  if (op->kind == GRAPE_TRACE_OP_KERNEL && op->func != GRAPE_TRACE_NONE)
-    grape_trace_short_name(grape_trace_func(p->t, op->func)->name, out, cap);
+  const grape_trace_tl_op_t* o = op->kind == GRAPE_TRACE_OP_KERNEL ? origin_of(p, i) : op;
+  if (o->kind == GRAPE_TRACE_OP_KERNEL && o->func != GRAPE_TRACE_NONE)
+    grape_trace_short_name(grape_trace_func(p->t, o->func)->name, out, cap);
+  else if (op->kind == GRAPE_TRACE_OP_MEMCPY && dir_name(op->dir) != NULL)
+    snprintf(out, cap, "memcpy %s", dir_name(op->dir));
   else
     snprintf(out, cap, "%s", grape_trace_op_kind_name(op->kind));
 }
 
-static void args_of(const proc_t* p, const grape_trace_tl_op_t* op, char* out, size_t cap) {
+/* The entry point the program called, or NULL (the shim's own submissions,
+ * or a trace written before calls were named). */
+static const char* api_name(const proc_t* p, const grape_trace_tl_op_t* op) {
+  return op->api >= 1 && op->api <= p->tl->napis ? p->tl->apis[op->api - 1] : NULL;
+}
+
+/* A record's args, as nsys shows them: how it ran, its stream; a copy's or
+ * memset's bytes (and a copy's direction); a kernel's grid, block, shared
+ * memory and registers; a graph's ops. */
+static void args_of(const proc_t* p, uint32_t i, char* out, size_t cap) {
   static const char* const how[] = {"", "eager", "held", "submitted by grape"};
-  int n = snprintf(out, cap, "\"how\":\"%s\",\"stream\":\"0x%" PRIx64 "\"", how[op->how],
-                   op->stream);
+  const grape_trace_tl_op_t* op = &p->tl->ops[i];
+  size_t n = (size_t)snprintf(out, cap, "\"how\":\"%s\",\"stream\":\"0x%" PRIx64 "\"",
+                              how[op->how], op->stream);
+#define ARG(...) (n += n < cap ? (size_t)snprintf(out + n, cap - n, __VA_ARGS__) : 0)
   if (op->kind == GRAPE_TRACE_OP_MEMSET || op->kind == GRAPE_TRACE_OP_MEMCPY)
-    n += snprintf(out + n, cap - (size_t)n, ",\"bytes\":%" PRIu64, op->what);
+    ARG(",\"bytes\":%" PRIu64, op->what);
+  if (op->kind == GRAPE_TRACE_OP_MEMCPY && dir_name(op->dir) != NULL)
+    ARG(",\"dir\":\"%s\"", dir_name(op->dir));
   else if (op->kind == GRAPE_TRACE_TL_GRAPH)
-    n += snprintf(out + n, cap - (size_t)n, ",\"ops\":%" PRIu64, op->what);
+    ARG(",\"ops\":%" PRIu64, op->what);
+  const grape_trace_tl_op_t* o = origin_of(p, i);
+  if (op->kind == GRAPE_TRACE_OP_KERNEL && o->block[0] != 0) {
+    ARG(",\"grid\":\"[%u,%u,%u]\",\"block\":\"[%u,%u,%u]\",\"shared_mem_dynamic\":%u",
+        o->grid[0], o->grid[1], o->grid[2], o->block[0], o->block[1], o->block[2], o->shmem);
+    if (o->func != GRAPE_TRACE_NONE) {
+      const grape_trace_func_t* f = grape_trace_func(p->t, o->func);
+      ARG(",\"shared_mem_static\":%u", f->static_smem);
+      if (f->registers >= 0)
+        ARG(",\"registers_per_thread\":%d", (int)f->registers);
+    }
+  }
   if (op->how == GRAPE_TRACE_TL_SUBMIT) {   /* when grape submitted it, on the host */
     char us[32];
     grape__us_text((int64_t)op->host_start + p->shift, us, sizeof(us));
-    snprintf(out + n, cap - (size_t)n, ",\"submitted_at_us\":%s", us);
+    ARG(",\"submitted_at_us\":%s", us);
   }
+#undef ARG
 }
 
 /* The innermost NVTX range a record ran in, or NULL. */
@@ -366,7 +412,7 @@ static int by_dev_start(const void* a, const void* b, void* arg) {
 
 static int proc_events(FILE* out, proc_t* p, size_t* flow_id, grape_trace_export_stats_t* st) {
   const grape_trace_timeline_t* tl = p->tl;
-  char name[300], args[200];
+  char name[300], args[400];
   /* Device slices first (a held call's arrow points at a later record's), in
    * device order: a submission made inside a call (a flush) ran before the
    * call's own work though it started later on the host. */
@@ -382,27 +428,35 @@ static int proc_events(FILE* out, proc_t* p, size_t* flow_id, grape_trace_export
     uint32_t i = order[k];
     const grape_trace_tl_op_t* op = &tl->ops[i];
     name_of(p, i, name, sizeof(name));
-    args_of(p, op, args, sizeof(args));
+    args_of(p, i, args, sizeof(args));
     const char* cat = op->kind == GRAPE_TRACE_TL_GRAPH ? "graph"
                       : op->kind == GRAPE_TRACE_OP_KERNEL ? "kernel" : "memory";
     slice(out, p, stream_tid(p, op->stream), (int64_t)op->dev_start + p->shift,
-          (int64_t)op->dev_end + p->shift, name, cat, args, range_name(p, op), st, &p->dev_at[i]);
+          (int64_t)op->dev_end + p->shift, name, cat, args, NULL, range_name(p, op), st,
+          &p->dev_at[i]);
   }
   for (uint32_t i = 0; i < tl->count; i++) {
     const grape_trace_tl_op_t* op = &tl->ops[i];
-    name_of(p, i, name, sizeof(name));
+    /* A program's call is named after the entry point it called, as nsys's
+     * CUDA API row does (its kernel in the args); the shim's submissions,
+     * and calls of traces that predate the names, after their work. */
+    char work[300];
+    name_of(p, i, work, sizeof(work));
+    const char* api = api_name(p, op);
+    snprintf(name, sizeof(name), "%s", api != NULL ? api : work);
     if (op->how == GRAPE_TRACE_TL_HELD)
       strncat(name, " (held)", sizeof(name) - strlen(name) - 1);
     if (op->how == GRAPE_TRACE_TL_SUBMIT)
       snprintf(name + strlen(name), sizeof(name) - strlen(name), " %s",
                op->kind == GRAPE_TRACE_TL_GRAPH ? "launched" : "submitted");
-    args_of(p, op, args, sizeof(args));
+    args_of(p, i, args, sizeof(args));
     const char* cat = op->how == GRAPE_TRACE_TL_HELD ? "held"
                       : op->how == GRAPE_TRACE_TL_SUBMIT ? "grape" : "api";
     int64_t at;
     uint32_t tid = host_tid(op);
     slice(out, p, tid, (int64_t)op->host_start + p->shift, (int64_t)op->host_end + p->shift, name,
-          cat, args, range_name(p, op), st, &at);
+          cat, args, api != NULL && op->kind == GRAPE_TRACE_OP_KERNEL ? work : NULL,
+          range_name(p, op), st, &at);
     /* The arrow to the device work: its own, or the submission's that ran it. */
     uint32_t dev = op->how == GRAPE_TRACE_TL_HELD ? p->ran_in[i] : i;
     if (dev != GRAPE_TRACE_NONE && p->dev_at[dev] >= 0)

@@ -396,6 +396,8 @@ const char* grape_trace_tl_op_check(const grape_trace_t* t, const grape_trace_tl
     return "a held call with device times (its work runs in a later submission)";
   if (op->how == GRAPE_TRACE_TL_EAGER && op->seq != 0)
     return "an eager call with a held-op number";
+  if (op->dir > GRAPE_TRACE_DIR_HTOH || (op->dir != GRAPE_TRACE_DIR_NONE && op->kind != GRAPE_TRACE_OP_MEMCPY))
+    return "an unknown copy direction, or a direction on an op that is no copy";
   return NULL;
 }
 
@@ -404,22 +406,42 @@ int grape_trace_set_timeline(grape_trace_t* t, const grape_trace_timeline_t* tl)
   if (tl != NULL) {
     if (tl->count && tl->ops == NULL)
       return -EINVAL;
+    if (tl->napis && tl->apis == NULL)
+      return -EINVAL;
     for (uint32_t i = 0; i < tl->count; i++)
       if (grape_trace_tl_op_check(t, &tl->ops[i]) != NULL ||
+          tl->ops[i].api > tl->napis ||
           (i > 0 && tl->ops[i].host_start < tl->ops[i - 1].host_start))
         return -EINVAL;
+    /* One allocation: the header, the records, the api name pointers, then
+     * the clock's name and the api names. */
     const char* clock = tl->clock ? tl->clock : "";
     size_t n = strlen(clock) + 1, ops = (size_t)tl->count * sizeof(*tl->ops);
-    box = malloc(sizeof(*box) + ops + n);
+    size_t ptrs = (size_t)tl->napis * sizeof(char*);
+    for (uint32_t i = 0; i < tl->napis; i++)
+      n += strlen(tl->apis[i] ? tl->apis[i] : "") + 1;
+    box = malloc(sizeof(*box) + ops + ptrs + n);
     if (box == NULL)
       return -ENOMEM;
     *box = *tl;
     grape_trace_tl_op_t* o = (grape_trace_tl_op_t*)(void*)(box + 1);
     if (ops)
       memcpy(o, tl->ops, ops);
-    memcpy((char*)o + ops, clock, n);
+    const char** names = (const char**)(void*)((char*)o + ops);
+    char* at = (char*)names + ptrs;
+    size_t len = strlen(clock) + 1;
+    memcpy(at, clock, len);
+    box->clock = at;
+    at += len;
+    for (uint32_t i = 0; i < tl->napis; i++) {
+      const char* a = tl->apis[i] ? tl->apis[i] : "";
+      len = strlen(a) + 1;
+      memcpy(at, a, len);
+      names[i] = at;
+      at += len;
+    }
     box->ops = o;
-    box->clock = (const char*)o + ops;
+    box->apis = tl->napis ? names : NULL;
   }
   free(t->tl);
   t->tl = box;

@@ -63,6 +63,9 @@ static uint64_t timeline_size(const grape_trace_t* t) {
     return 0;
   uint64_t n = TRACE_SECTION_HEADER + REC_TL_HEAD + strlen(t->tl->clock) +
                (uint64_t)t->tl->count * REC_TL_OP;
+  n += TRACE_SECTION_HEADER + 4 + 4 + (uint64_t)t->tl->count * REC_TL_ARGS;   /* TLAR */
+  for (uint32_t i = 0; i < t->tl->napis; i++)
+    n += 4 + strlen(t->tl->apis[i]);
   if (t->nvtx != NULL) {   /* the NVTX section goes with it */
     n += TRACE_SECTION_HEADER + 4 + 4 + 8 + 4 + (uint64_t)t->nvtx->count * REC_NVTX_RANGE +
          4 * (uint64_t)t->tl->count;
@@ -382,6 +385,23 @@ int grape_trace_encode(const grape_trace_t* t, uint64_t max_bytes, uint8_t** buf
       w64(&o, op->dev_start);
       w64(&o, op->dev_end);
       w64(&o, op->seq);
+    }
+    end(&o);
+    /* Optional beside it (older readers skip it): what each call was. */
+    begin(&o, SEC_TLAR, 0);
+    w32(&o, tl->napis);
+    for (uint32_t i = 0; i < tl->napis; i++)
+      wstr(&o, tl->apis[i]);
+    w32(&o, tl->count);
+    for (uint32_t i = 0; i < tl->count; i++) {
+      const grape_trace_tl_op_t* op = &tl->ops[i];
+      w32(&o, op->api);
+      w32(&o, op->dir);
+      for (int k = 0; k < 3; k++)
+        w32(&o, op->grid[k]);
+      for (int k = 0; k < 3; k++)
+        w32(&o, op->block[k]);
+      w32(&o, op->shmem);
     }
     end(&o);
   }

@@ -63,7 +63,8 @@ static void usage(FILE* to) {
           "  --sort KEY          order of the kernel table: time (default), calls, name, predicted\n"
           "  --kernels-csv FILE  write the whole kernel table as CSV\n"
           "  --stats             add the tables of 'grape report': CUDA API calls with their\n"
-          "                      host time, memory operations, paths, NVTX ranges\n"
+          "                      host time (every call timed: GRAPE_API_TIMES=every), memory\n"
+          "                      operations, paths, NVTX ranges\n"
           "  --capture-range R   GRAPE_CAPTURE: cudaProfilerApi records the timeline and the\n"
           "                      statistics only between cudaProfilerStart and\n"
           "                      cudaProfilerStop (as nsys --capture-range); none (default)\n"
@@ -523,6 +524,10 @@ int cmd_run(int argc, char** argv) {
     setenv("GRAPE_LOG", log, 1);
   if (predict_gpu)
     setenv("GRAPE_PREDICT_GPU", predict_gpu, 1);
+  /* The API table of --stats times every call, not a sample (a value the
+   * user set is kept). */
+  if (stats && getenv("GRAPE_API_TIMES") == NULL)
+    setenv("GRAPE_API_TIMES", "every", 1);
 
   double base_ms = -1, base_wall = 0, wall = 0;
   int base_sim = 0;

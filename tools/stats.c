@@ -6,9 +6,11 @@
  * DESIGN: every number comes from the reports themselves (the shim's
  * "api_times", its "device_times" or, for a process whose report lacks
  * them, its SIMCU_REPORT; "top_paths"), so a report read again later gives
- * the same tables. API host times are sampled by the shim (one call in
- * api_times.sampled_every per symbol and thread): a total is each process's
- * mean timed call times its calls, and the table says so. */
+ * the same tables. API host times are sampled by the shim by default (one
+ * call in api_times.sampled_every per symbol and thread): a total is each
+ * process's mean timed call times its calls, and the table says so; with
+ * GRAPE_API_TIMES=every (grape run --stats, GRAPE_TIMELINE) every call is
+ * timed and the totals are exact. */
 #include "stats.h"
 
 #include <stdlib.h>
@@ -67,7 +69,8 @@ static const char* api_build(const summary_t* s, rows_t* t, double* every) {
     if (calls == NULL || calls->kind != GRAPE_JSON_OBJ)
       continue;
     clock = grape__json_str(grape__json_get(at, "clock"));
-    *every = num(at, "sampled_every");
+    if (num(at, "sampled_every") > *every)   /* one sampled report makes the table sampled */
+      *every = num(at, "sampled_every");
     for (const grape_json_t* c = calls->child; c; c = c->next) {
       arow_t* r = arow(t, c->key);
       if (r == NULL)
@@ -96,8 +99,13 @@ static void api_print(const summary_t* s, FILE* to, const char* prefix) {
     double total = 0;
     for (size_t i = 0; i < t.n; i++)
       total += t.v[i].est_ns;
-    fprintf(to, "%sCUDA API calls (%s host time, the shim's work included; 1 call in %.0f timed, "
-                "totals estimated from them):\n", prefix, clock, every);
+    if (every <= 1)
+      fprintf(to, "%sCUDA API calls (%s host time, the shim's work included; every call timed):\n",
+              prefix, clock);
+    else
+      fprintf(to, "%sCUDA API calls (%s host time, the shim's work included; 1 call in %.0f timed, "
+                  "totals estimated from them: GRAPE_API_TIMES=every times all):\n", prefix, clock,
+              every);
     fprintf(to, "%s  %7s %11s %9s %10s %10s %10s  name\n", prefix, "time(%)", "total(ms)", "calls",
             "avg(us)", "min(us)", "max(us)");
     for (size_t i = 0; i < t.n; i++) {
@@ -153,6 +161,14 @@ static int covered(const summary_t* s, const grape_json_t* sim) {
   return 0;
 }
 
+/* Whether a report's process has a SIMCU_REPORT (whose table then stands for it). */
+static int has_sim(const summary_t* s, const grape_json_t* rep) {
+  for (size_t i = 0; i < s->nsim; i++)
+    if (num(s->sim[i], "pid") == num(rep, "pid"))
+      return 1;
+  return 0;
+}
+
 static void mem_add(mrow_t* v, size_t* n, size_t cap, const grape_json_t* from) {
   const grape_json_t* ms = grape__json_get(from, "memops");
   for (const grape_json_t* m = ms ? ms->child : NULL; m; m = m->next) {
@@ -183,13 +199,21 @@ static int mrow_by_time(const void* a, const void* b) {
   return c ? c : strcmp(x->dir, y->dir);
 }
 
-/* @return rows in v (cap 16: two kinds, five directions). */
-static size_t mem_build(const summary_t* s, mrow_t* v, size_t cap) {
+/* @return rows in v (cap 16: two kinds, five directions). *measured: set
+ * when some rows come from a report's timeline ("measured": a GPU's, whose
+ * report has no "device_times") rather than the simulated device. */
+static size_t mem_build(const summary_t* s, mrow_t* v, size_t cap, int* measured) {
   size_t n = 0;
+  *measured = 0;
   for (size_t i = 0; i < s->n; i++) {
     const grape_json_t* d = grape__json_get(s->rep[i], "device_times");
-    if (d != NULL && d->kind == GRAPE_JSON_OBJ)
+    const grape_json_t* m = grape__json_get(s->rep[i], "measured");
+    if (d != NULL && d->kind == GRAPE_JSON_OBJ) {
       mem_add(v, &n, cap, d);
+    } else if (m != NULL && m->kind == GRAPE_JSON_OBJ && !has_sim(s, s->rep[i])) {
+      mem_add(v, &n, cap, m);
+      *measured = 1;
+    }
   }
   for (size_t i = 0; i < s->nsim; i++)
     if (!covered(s, s->sim[i]))
@@ -201,13 +225,15 @@ static size_t mem_build(const summary_t* s, mrow_t* v, size_t cap) {
 
 static void mem_print(const summary_t* s, FILE* to, const char* prefix) {
   mrow_t v[16];
-  size_t n = mem_build(s, v, 16);
+  int measured;
+  size_t n = mem_build(s, v, 16, &measured);
   if (n == 0)
     return;
   double total = 0;
   for (size_t i = 0; i < n; i++)
     total += v[i].ns;
-  fprintf(to, "%smemory operations (simulated device time):\n", prefix);
+  fprintf(to, "%smemory operations (%s device time):\n", prefix,
+          measured ? "measured (GRAPE_TIMELINE's events; not inside graph launches)" : "simulated");
   fprintf(to, "%s  %7s %11s %9s %12s %10s  operation\n", prefix, "time(%)", "total(ms)", "count",
           "total(MB)", "avg(us)");
   for (size_t i = 0; i < n; i++)
@@ -218,7 +244,8 @@ static void mem_print(const summary_t* s, FILE* to, const char* prefix) {
 
 static int mem_csv(const summary_t* s, FILE* to) {
   mrow_t v[16];
-  size_t n = mem_build(s, v, 16);
+  int measured;
+  size_t n = mem_build(s, v, 16, &measured);
   fprintf(to, "kind,dir,count,bytes,total_ms,avg_us\n");
   for (size_t i = 0; i < n; i++)
     fprintf(to, "%s,%s,%.0f,%.0f,%.6f,%.3f\n", v[i].kind, v[i].dir, v[i].count, v[i].bytes,

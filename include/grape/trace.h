@@ -47,7 +47,8 @@ extern "C" {
 #endif
 
 /* Bumped whenever a public struct below changes layout. */
-#define GRAPE_TRACE_API_VERSION 2   /* 2: grape_trace_tl_op_t.range, the NVTX ranges */
+#define GRAPE_TRACE_API_VERSION 3   /* 2: grape_trace_tl_op_t.range, the NVTX ranges;
+                                       3: its api, dir, grid, block, shmem */
 /* Version written in a trace file's header; newer files are refused. */
 #define GRAPE_TRACE_FORMAT_VERSION 1
 
@@ -193,6 +194,16 @@ enum { GRAPE_TRACE_TL_EAGER = 1, GRAPE_TRACE_TL_HELD = 2, GRAPE_TRACE_TL_SUBMIT 
 /* A device time that was not measured. */
 #define GRAPE_TRACE_TL_UNKNOWN UINT64_MAX
 
+/* A copy's direction, as nsys names it ("Memcpy HtoD"): where its source and
+ * destination lie (device: device, managed or mapped memory). */
+enum {
+  GRAPE_TRACE_DIR_NONE = 0,   /* not a copy, or not known */
+  GRAPE_TRACE_DIR_HTOD = 1,
+  GRAPE_TRACE_DIR_DTOH = 2,
+  GRAPE_TRACE_DIR_DTOD = 3,
+  GRAPE_TRACE_DIR_HTOH = 4,
+};
+
 typedef struct grape_trace_tl_op_s {
   uint32_t kind;               /* GRAPE_TRACE_OP_* or GRAPE_TRACE_TL_GRAPH */
   uint32_t how;                /* GRAPE_TRACE_TL_* */
@@ -210,6 +221,12 @@ typedef struct grape_trace_tl_op_s {
   uint32_t range;              /* NVTX: the innermost push/pop range open on its thread at
                                   the call, as 1 + its index in grape_trace_nvtx's ranges;
                                   0 when none (or the trace has no NVTX section) */
+  uint32_t api;                /* the entry point the program called (cudaLaunchKernel,
+                                  cuMemcpyHtoD_v2, ...) as 1 + its index in the timeline's
+                                  apis; 0 for the shim's own submissions, or when not known */
+  uint32_t dir;                /* a copy: GRAPE_TRACE_DIR_*; else GRAPE_TRACE_DIR_NONE */
+  uint32_t grid[3], block[3];  /* a kernel: its launch's grid and block; else zeros */
+  uint32_t shmem;              /* a kernel: its launch's dynamic shared memory, bytes */
 } grape_trace_tl_op_t;
 
 typedef struct grape_trace_timeline_s {
@@ -218,6 +235,8 @@ typedef struct grape_trace_timeline_s {
   uint64_t dropped;            /* ops left out: past GRAPE_TIMELINE_MAX_MB */
   uint32_t count;
   const grape_trace_tl_op_t* ops;  /* by host_start, non-decreasing */
+  uint32_t napis;
+  const char* const* apis;     /* the entry points records name (their api), each once */
 } grape_trace_timeline_t;
 
 /* ---- NVTX ranges (with the timeline): the program's annotations ---- */

@@ -115,8 +115,8 @@ def case_nvtx(a, tmp):
     for key, sl in got["tracks"].items():
         if names[key].endswith(": CUDA calls"):
             for s in sl:
-                if s["cat"] in ("api", "held") and s["name"].startswith("an_"):
-                    calls[(s["args"].get("nvtx"), s["name"].split()[0])] += 1
+                if s["cat"] in ("api", "held") and s["args"].get("kernel", "").startswith("an_"):
+                    calls[(s["args"].get("nvtx"), s["args"]["kernel"])] += 1
     expect("kernel calls by the range their slice names", dict(calls),
            {("attn", "an_add"): 6, ("mlp", "an_twice"): 3, ("step", "an_twice"): 3, (None, "an_add"): 1})
     # The checker refuses ranges that overlap without nesting, and a mark on an unnamed row.
@@ -145,7 +145,7 @@ def timeline_kernels(a, tmp, trace):
     n = collections.Counter()
     for key, sl in got["tracks"].items():
         if got["names"][key].endswith(": CUDA calls"):
-            n.update(s["name"].split()[0] for s in sl if s["name"].startswith("an_"))
+            n.update(s["args"]["kernel"] for s in sl if s["args"].get("kernel", "").startswith("an_"))
     return dict(n)
 
 

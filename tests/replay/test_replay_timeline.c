@@ -17,11 +17,15 @@
 static grape_trace_t* with_timeline(void) {
   grape_trace_t* t = trace_sample();
   grape_trace_tl_op_t ops[3] = {
-    {GRAPE_TRACE_OP_KERNEL, GRAPE_TRACE_TL_EAGER, 0, 1, 0x5000, grape_trace_func(t, 0)->id, 10, 20, 15, 40, 0, 0},
-    {GRAPE_TRACE_OP_MEMSET, GRAPE_TRACE_TL_HELD, GRAPE_TRACE_NONE, 1, 0x5000, 256, 30, 31, U, U, 7, 0},
-    {GRAPE_TRACE_TL_GRAPH, GRAPE_TRACE_TL_SUBMIT, GRAPE_TRACE_NONE, 2, 0x5000, 1, 50, 60, 55, 70, 7, 0},
+    {GRAPE_TRACE_OP_KERNEL, GRAPE_TRACE_TL_EAGER, 0, 1, 0x5000, grape_trace_func(t, 0)->id, 10, 20, 15, 40, 0, 0,
+     1, GRAPE_TRACE_DIR_NONE, {4, 2, 1}, {128, 1, 1}, 512},
+    {GRAPE_TRACE_OP_MEMSET, GRAPE_TRACE_TL_HELD, GRAPE_TRACE_NONE, 1, 0x5000, 256, 30, 31, U, U, 7, 0,
+     2, GRAPE_TRACE_DIR_NONE, {0, 0, 0}, {0, 0, 0}, 0},
+    {GRAPE_TRACE_TL_GRAPH, GRAPE_TRACE_TL_SUBMIT, GRAPE_TRACE_NONE, 2, 0x5000, 1, 50, 60, 55, 70, 7, 0,
+     0, GRAPE_TRACE_DIR_NONE, {0, 0, 0}, {0, 0, 0}, 0},
   };
-  grape_trace_timeline_t tl = {"simulated", 1234, 5, 3, ops};
+  static const char* const apis[] = {"cuLaunchKernel", "cudaMemsetAsync"};
+  grape_trace_timeline_t tl = {"simulated", 1234, 5, 3, ops, 2, apis};
   cr_assert_eq(grape_trace_set_timeline(t, &tl), 0);
   return t;
 }
@@ -75,6 +79,13 @@ Test(replay_timeline, round_trip_and_optional) {
   cr_expect_eq(tl->ops[1].dev_start, U);
   cr_expect_eq(tl->ops[2].what, 1);
   cr_expect_eq(tl->ops[2].seq, 7);
+  /* What each call was (the TLAR section): its entry point and launch shape. */
+  cr_assert_eq(tl->napis, 2);
+  cr_expect_str_eq(tl->apis[tl->ops[0].api - 1], "cuLaunchKernel");
+  cr_expect_str_eq(tl->apis[tl->ops[1].api - 1], "cudaMemsetAsync");
+  cr_expect_eq(tl->ops[2].api, 0);
+  cr_expect(tl->ops[0].grid[0] == 4 && tl->ops[0].grid[1] == 2 && tl->ops[0].block[0] == 128 &&
+            tl->ops[0].shmem == 512, "the launch's shape was lost");
   uint8_t* b2 = encode(r, &len2);
   cr_assert(len == len2 && memcmp(b, b2, len) == 0, "write -> read -> write changed the bytes");
   /* Optional: REQUIRED clear, so a reader that does not know it skips it. */
@@ -83,10 +94,25 @@ Test(replay_timeline, round_trip_and_optional) {
   cr_expect_eq(get_u32(b + s + 4) & SEC_REQUIRED, 0);
   put_u32(b + s, TRACE_TYPE('Z', 'Z', 'Z', 'Z'));   /* what an older reader sees */
   reseal(b, s);
+  size_t sa = section(b, len, SEC_TLAR);   /* (newer than TLIN: unknown to it too) */
+  put_u32(b + sa, TRACE_TYPE('Z', 'Z', 'Z', 'X'));
+  reseal(b, sa);
   grape_trace_free(r);
   cr_assert_eq(grape_trace_load_mem(b, len, &r, err, sizeof(err)), 0, "%s", err);
   cr_expect_null(grape_trace_timeline(r));
   cr_expect_eq(grape_trace_path_count(r), 2);
+  grape_trace_free(r);
+  /* TLAR is optional too: a reader that skips it has the records, unnamed. */
+  memcpy(b, b2, len);
+  s = section(b, len, SEC_TLAR);
+  cr_assert_neq(s, 0);
+  cr_expect_eq(get_u32(b + s + 4) & SEC_REQUIRED, 0);
+  put_u32(b + s, TRACE_TYPE('Z', 'Z', 'Z', 'Y'));
+  reseal(b, s);
+  cr_assert_eq(grape_trace_load_mem(b, len, &r, err, sizeof(err)), 0, "%s", err);
+  cr_assert_not_null(grape_trace_timeline(r));
+  cr_expect(grape_trace_timeline(r)->napis == 0 && grape_trace_timeline(r)->ops[0].api == 0 &&
+            grape_trace_timeline(r)->ops[0].grid[0] == 0, "records named without their TLAR");
   grape_trace_free(r);
   /* A trace without one has none, and no TLIN section. */
   grape_trace_t* plain = trace_sample();
@@ -117,6 +143,31 @@ static void bad_field(const uint8_t* b, size_t len, uint32_t i, size_t at, uint6
   cr_expect(strstr(err, want) != NULL && strstr(err, "TLIN") != NULL && strstr(err, "byte") != NULL,
             "message '%s' lacks '%s', the section or the offset", err, want);
   free(c);
+}
+
+/* A TLAR record's field at byte `at` set to v, re-sealed; refused with want. */
+static void bad_arg(const uint8_t* b, size_t len, uint32_t i, size_t at, uint32_t v, const char* want) {
+  uint8_t* c = malloc(len);
+  memcpy(c, b, len);
+  size_t s = section(c, len, SEC_TLAR);
+  size_t names = 4 + 4 + strlen("cuLaunchKernel") + 4 + strlen("cudaMemsetAsync");
+  put_u32(c + s + TRACE_SECTION_HEADER + names + 4 + (size_t)i * REC_TL_ARGS + at, v);
+  reseal(c, s);
+  char err[512];
+  cr_expect_neq(load_copy(c, len, err, sizeof(err)), 0, "accepted; wanted '%s'", want);
+  cr_expect(strstr(err, want) != NULL && strstr(err, "TLAR") != NULL, "message '%s' lacks '%s'",
+            err, want);
+  free(c);
+}
+
+Test(replay_timeline, args_damage_is_named) {
+  grape_trace_t* t = with_timeline();
+  size_t len;
+  uint8_t* b = encode(t, &len);
+  bad_arg(b, len, 0, 0, 3, "entry point 3 of 2");
+  bad_arg(b, len, 0, 4, GRAPE_TRACE_DIR_HTOD, "direction");   /* on a kernel */
+  free(b);
+  grape_trace_free(t);
 }
 
 Test(replay_timeline, damage_is_named) {
@@ -173,8 +224,8 @@ Test(replay_timeline, damage_is_named) {
 Test(replay_timeline, builder_checks_records) {
   grape_trace_t* t = trace_sample();
   grape_trace_tl_op_t op = {GRAPE_TRACE_OP_KERNEL, GRAPE_TRACE_TL_HELD, GRAPE_TRACE_NONE, 1, 1, 7,
-                            5, 6, 1, 2, 0, 0};   /* a held call with device times */
-  grape_trace_timeline_t tl = {"monotonic", 0, 0, 1, &op};
+                            5, 6, 1, 2, 0, 0, 0, 0, {1, 1, 1}, {1, 1, 1}, 0};   /* a held call with device times */
+  grape_trace_timeline_t tl = {"monotonic", 0, 0, 1, &op, 0, NULL};
   cr_expect_eq(grape_trace_set_timeline(t, &tl), -EINVAL);
   op.dev_start = op.dev_end = U;
   cr_expect_eq(grape_trace_set_timeline(t, &tl), 0);

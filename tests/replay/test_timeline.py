@@ -20,6 +20,10 @@ from grape_cli import fail, grape  # noqa: E402
 ROUNDS = 12
 KERNELS = 4 * ROUNDS          # two kernels on each of two streams a round
 MEMOPS = 6 * ROUNDS           # a memset and a device-to-device copy on each stream, 2 memsets
+# At the end, on the legacy default stream: (entry point, device slice, bytes).
+SYNC_COPIES = [("cuMemcpyDtoH_v2", "memcpy DtoH", 4), ("cuMemcpyDtoH_v2", "memcpy DtoH", 4),
+               ("cuMemcpyHtoD_v2", "memcpy HtoD", 16), ("cuMemcpy2D_v2", "memcpy DtoH", 16)]
+STREAMS = 3                   # two streams and the legacy default one
 
 
 def traced(a, tmp, name, rounds=ROUNDS, steady=False, **extra):
@@ -60,12 +64,13 @@ def case_streams(a):
         out, p = export(a, tmp, [trace])
         got = checked(out)
         eager, held = calls(got, "api"), calls(got, "held")
-        kernels = [s for s in eager + held if s["name"].split()[0] in ("ts_add", "ts_twice")]
-        if got["processes"] != 1 or got["streams"] != 2:
-            fail(f"{got['processes']} processes and {got['streams']} stream rows, want 1 and 2")
-        if len(kernels) != KERNELS or len(eager) + len(held) != KERNELS + MEMOPS:
+        kernels = [s for s in eager + held if s["args"].get("kernel") in ("ts_add", "ts_twice")]
+        if got["processes"] != 1 or got["streams"] != STREAMS:
+            fail(f"{got['processes']} processes and {got['streams']} stream rows, want 1 and {STREAMS}")
+        want = KERNELS + MEMOPS + len(SYNC_COPIES)
+        if len(kernels) != KERNELS or len(eager) + len(held) != want:
             fail(f"{len(kernels)} kernel calls of {len(eager) + len(held)} calls drawn, want "
-                 f"{KERNELS} of {KERNELS + MEMOPS}")
+                 f"{KERNELS} of {want}")
         if not held or not any(s["cat"] == "graph" for k, sl in got["tracks"].items() for s in sl):
             fail("graph mode held no call or launched no graph in the timeline")
         host = sum(len(sl) for k, sl in got["tracks"].items() if not got["names"][k].startswith("stream"))
@@ -83,14 +88,111 @@ def case_observe(a):
         trace, _ = traced(a, tmp, "t.grape", GRAPE_MODE="observe")
         got = checked(export(a, tmp, [trace])[0])
         eager = calls(got, "api")
-        # (The synchronous copies to the host at the end are not recorded:
-        # docs/trace-format.md, the timeline's limits.)
-        if calls(got, "held") or len(eager) != KERNELS + MEMOPS:
+        want = KERNELS + MEMOPS + len(SYNC_COPIES)   # the synchronous and 2-D copies too
+        if calls(got, "held") or len(eager) != want:
             fail(f"observe mode: {len(eager)} eager calls, {len(calls(got, 'held'))} held; want "
-                 f"{KERNELS + MEMOPS} and none")
+                 f"{want} and none")
         if got["flows"] != len(eager) or got["device_slices"] != len(eager):
             fail(f"{got['flows']} arrows and {got['device_slices']} device slices for "
                  f"{len(eager)} eager calls")
+
+
+def case_names(a):
+    """What nsys shows of each call and its work: a host slice is named after
+    the entry point the program called (its kernel in the args), a kernel's
+    device slice carries its grid, block and shared memory, a copy's its
+    direction and bytes; synchronous and 2-D copies are drawn on the legacy
+    default stream."""
+    with tempfile.TemporaryDirectory() as tmp:
+        trace, _ = traced(a, tmp, "t.grape", GRAPE_MODE="observe")
+        got = checked(export(a, tmp, [trace])[0])
+        host = calls(got, "api")
+        names = {s["name"] for s in host}
+        want = {"cuLaunchKernel", "cuMemsetD32Async", "cuMemcpyDtoDAsync_v2"} | \
+            {c[0] for c in SYNC_COPIES}
+        if names != want:
+            fail(f"host slices named {sorted(names)}, want the entry points {sorted(want)}")
+        launches = [s for s in host if s["name"] == "cuLaunchKernel"]
+        if len(launches) != KERNELS or {s["args"].get("kernel") for s in launches} != {"ts_add", "ts_twice"}:
+            fail(f"{len(launches)} cuLaunchKernel slices naming kernels "
+                 f"{sorted({str(s['args'].get('kernel')) for s in launches})}")
+        dev = [s for k, sl in got["tracks"].items() if got["names"][k].startswith("stream") for s in sl]
+        for s in dev:
+            if s["cat"] == "kernel" and (s["args"].get("grid") != "[2,1,1]" or
+                                         s["args"].get("block") != "[32,1,1]" or
+                                         s["args"].get("shared_mem_dynamic") != 0):
+                fail(f"a kernel slice without its launch's grid, block and shared memory: {s}")
+            if s["name"].startswith("memcpy") and s["name"] != "memcpy " + s["args"].get("dir", "?"):
+                fail(f"a copy slice that does not say its direction: {s}")
+        d2d = [s for s in dev if s["name"] == "memcpy DtoD"]
+        if len(d2d) != 2 * ROUNDS or any(s["args"]["bytes"] != 4 for s in d2d):
+            fail(f"{len(d2d)} device-to-device copies drawn, want {2 * ROUNDS} of 4 bytes")
+        legacy = [k for k, n in got["names"].items() if n == "stream (legacy default)"]
+        on_legacy = [(s["name"], s["args"].get("bytes")) for k in legacy for s in got["tracks"][k]]
+        if on_legacy != [(c[1], c[2]) for c in SYNC_COPIES]:
+            fail(f"the legacy default stream holds {on_legacy}, want the synchronous and 2-D copies "
+                 f"{[(c[1], c[2]) for c in SYNC_COPIES]}")
+        print(f"{len(host)} calls named after {len(names)} entry points; {len(dev)} device slices "
+              f"with their shape or direction; {on_legacy} on the legacy default stream")
+
+
+def memops_of(obj):
+    return {(m["kind"], m["dir"]): (m["count"], m["bytes"]) for m in obj["memops"]}
+
+
+def case_memtable(a):
+    """The memory-operation table as measured: the report's "measured" (the
+    timeline's events) counts every copy, synchronous and 2-D ones too, by
+    kind and direction as the simulated device does; and a report without
+    the sim's "device_times" (a GPU's) gets its `grape report` table from it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        rep = os.path.join(tmp, "r.json")
+        traced(a, tmp, "t.grape", GRAPE_MODE="observe", GRAPE_REPORT=rep)
+        r = json.load(open(rep))
+        got, sim = memops_of(r["measured"]), memops_of(r["device_times"])
+        want = {("memcpy", "DtoD"): (2 * ROUNDS, 8 * ROUNDS), ("memcpy", "DtoH"): (3, 24),
+                ("memcpy", "HtoD"): (1, 16), ("memset", "device"): (4 * ROUNDS, 16 * ROUNDS)}
+        if got != want or sim != want:
+            fail(f"measured memory operations {got}, simulated {sim}; want {want}")
+        gpu = os.path.join(tmp, "gpu")
+        os.mkdir(gpu)
+        r["device_times"] = None   # as a run on a GPU writes it
+        json.dump(r, open(os.path.join(gpu, "r.json"), "w"))
+        p = grape(a, ["report", "--csv", "--table", "memops", os.path.join(gpu, "r.json")], tmp)
+        rows = {tuple(line.split(",")[:4]) for line in p.stdout.splitlines()[1:]}
+        wrows = {(k, d, str(c), str(b)) for (k, d), (c, b) in want.items()}
+        if p.returncode != 0 or rows != wrows:
+            fail(f"grape report's memops table of a GPU's report: {sorted(rows)}, want {sorted(wrows)}", p)
+        p = grape(a, ["report", os.path.join(gpu, "r.json")], tmp)
+        if "memory operations (measured" not in p.stdout + p.stderr:
+            fail("the table must say its times were measured", p)
+        print(f"measured and simulated tables agree: {sorted(got.items())}")
+
+
+def case_api_every(a):
+    """The API table times every call when statistics or a timeline are
+    asked for (grape run --stats, GRAPE_TIMELINE), and one in 16 otherwise."""
+    with tempfile.TemporaryDirectory() as tmp:
+        def api(args, **env):
+            rep = os.path.join(tmp, f"r{len(os.listdir(tmp))}.json")   # a report is never overwritten
+            p = grape(a, ["run"] + args + ["--device", "sim", "--", a.prog, str(ROUNDS)], tmp,
+                      GRAPE_REPORT=rep, **env)
+            if p.returncode != 0:
+                fail(f"grape run {args}", p)
+            at = json.load(open(rep))["api_times"]
+            return at["sampled_every"], at["calls"]["cuLaunchKernel"], p
+        every, k, p = api(["--stats"])
+        if every != 1 or k["timed"] != k["calls"] or k["calls"] != KERNELS:
+            fail(f"--stats: sampled every {every}, cuLaunchKernel {k}: want every call timed")
+        if "every call timed" not in p.stderr:
+            fail("--stats's API table must say that every call was timed", p)
+        every, k, _ = api([], GRAPE_TRACE=os.path.join(tmp, "t.grape"), GRAPE_TIMELINE="1")
+        if every != 1 or k["timed"] != k["calls"]:
+            fail(f"GRAPE_TIMELINE: sampled every {every}, cuLaunchKernel {k}: want every call timed")
+        every, k, _ = api([])
+        if every != 16 or not 0 < k["timed"] < k["calls"]:
+            fail(f"by default: sampled every {every}, cuLaunchKernel {k}: want one call in 16 timed")
+        print(f"--stats and GRAPE_TIMELINE: {KERNELS} of {KERNELS} launches timed; by default {k['timed']}")
 
 
 def case_merge(a):
@@ -103,7 +205,7 @@ def case_merge(a):
         procs = [e for e in json.load(open(out))["traceEvents"] if e["name"] == "process_name"]
         names = sorted(e["args"]["name"].rsplit(", ", 1)[1] for e in procs)
         if got["processes"] != 2 or names != ["rank 0", "rank 1"] or \
-                len({e["pid"] for e in procs}) != 2 or got["streams"] != 4:
+                len({e["pid"] for e in procs}) != 2 or got["streams"] != 2 * STREAMS:
             fail(f"two ranks merged into {procs}, {got['streams']} stream rows")
 
 
@@ -120,7 +222,7 @@ def case_refusals(a):
         p = grape(a, ["export", "--chrome", "--by-path", t, t], tmp)
         if p.returncode != 2 or "one trace at a time" not in p.stderr:
             fail("--by-path with two traces", p)
-        # 1 MiB holds 16384 records: 2100 rounds make about 21,000 calls.
+        # 1 MiB holds 9709 records (108 bytes each): 2100 rounds make about 21,000 calls.
         big, run = traced(a, tmp, "big.grape", rounds=2100, GRAPE_TIMELINE_MAX_MB="1")
         if "left out past GRAPE_TIMELINE_MAX_MB" not in run.stderr:
             fail("a full timeline must warn at exit", run)
@@ -170,7 +272,8 @@ def case_window(a):
             # it; the call may have been moved a few ns by the 1-ns rule.)
             if work["args"]["submitted_at_us"] < call["ts"] - 0.02:
                 fail(f"held call {call} points at work grape submitted before it: {work}")
-            if not work["name"].startswith("graph") and work["name"] != call["name"].replace(" (held)", ""):
+            if not work["name"].startswith("graph") and work["name"] != call["args"].get("kernel", "memset") \
+                    and not work["name"].startswith("memcpy"):
                 fail(f"held call {call} points at another op's work {work}")
         print(f"window [2, 3) ms: {len(drawn)} of {total} calls, {paired} held calls paired")
 

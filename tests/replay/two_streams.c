@@ -4,6 +4,9 @@
  * memsets alone (a path without a kernel), the same rounds over and over so
  * that graph mode holds and replays them.
  *
+ * At the end, two synchronous copies to the host, one to the device and a 2-D
+ * copy back, on the legacy default stream.
+ *
  *   two_streams N          N rounds; prints "ok" when the result is right
  *   two_streams N steady   the same without the per-round waits for the
  *                          streams (the host never idles: a clock window
@@ -84,6 +87,27 @@ int main(int argc, char** argv) {
     CK(cuMemcpyDtoH(&got[k], x[k], 4));
   if (got[0] != 2 || got[1] != 4) {
     fprintf(stderr, "two_streams: got %d %d, want 2 4\n", got[0], got[1]);
+    return 1;
+  }
+  /* A synchronous copy to the device and a 2-D one back (2 rows of 8
+   * bytes), on the legacy default stream. */
+  int in[4] = {1, 2, 3, 4}, out[4] = {0, 0, 0, 0};
+  CUdeviceptr z;
+  CK(cuMemAlloc(&z, sizeof(in)));
+  CK(cuMemcpyHtoD(z, in, sizeof(in)));
+  CUDA_MEMCPY2D c;
+  memset(&c, 0, sizeof(c));
+  c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.srcDevice = z;
+  c.srcPitch = 8;
+  c.dstMemoryType = CU_MEMORYTYPE_HOST;
+  c.dstHost = out;
+  c.dstPitch = 8;
+  c.WidthInBytes = 8;
+  c.Height = 2;
+  CK(cuMemcpy2D(&c));
+  if (memcmp(in, out, sizeof(in)) != 0) {
+    fprintf(stderr, "two_streams: the 2-D copy back differs\n");
     return 1;
   }
   printf("ok\n");

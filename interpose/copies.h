@@ -1,0 +1,178 @@
+/* What a copy moves: its bytes and its direction (host to device, ...), from
+ * the arguments of each copy entry point that api.txt classes copy_all or
+ * copy_stream, for the timeline (GRAPE_TIMELINE), as nsys names a copy
+ * ("Memcpy HtoD"). One grape__copy_<base>(args) per hook row base.
+ *
+ * DESIGN: read only while the timeline records the call (after the real
+ * call, whose arguments are then known good). Where the caller does not say
+ * which side is which (cudaMemcpyDefault, unified addressing), the shim's
+ * allocation map does: device, stream-ordered, managed and mapped memory
+ * are the device's, anything else the host's. Arrays are device memory. */
+#ifndef GRAPE_INTERPOSE_COPIES_H
+#define GRAPE_INTERPOSE_COPIES_H
+
+#include <stdint.h>
+
+#include "allocmap.h"
+#include "cuda_types.h"
+#include "grape/trace.h"
+
+typedef struct grape_copy_s {
+  uint64_t bytes;
+  uint32_t dir;   /* GRAPE_TRACE_DIR_* */
+} grape_copy_t;
+
+/* Whether p lies in memory of the device (as the allocation map knows it). */
+static inline int grape__is_device_mem(const void* p) {
+  grape_alloc_t a;
+  return grape__alloc_find((uint64_t)(uintptr_t)p, &a) == 0 && a.kind <= GRAPE_ALLOC_MAPPED;
+}
+
+static inline uint32_t grape__copy_dir(int src_dev, int dst_dev) {
+  return src_dev ? (dst_dev ? GRAPE_TRACE_DIR_DTOD : GRAPE_TRACE_DIR_DTOH)
+                 : (dst_dev ? GRAPE_TRACE_DIR_HTOD : GRAPE_TRACE_DIR_HTOH);
+}
+
+/* The runtime's copy kind; cudaMemcpyDefault asks the allocation map. */
+static inline uint32_t grape__copy_dir_rt(const void* dst, const void* src, enum cudaMemcpyKind k) {
+  switch (k) {
+  case cudaMemcpyHostToHost: return GRAPE_TRACE_DIR_HTOH;
+  case cudaMemcpyHostToDevice: return GRAPE_TRACE_DIR_HTOD;
+  case cudaMemcpyDeviceToHost: return GRAPE_TRACE_DIR_DTOH;
+  case cudaMemcpyDeviceToDevice: return GRAPE_TRACE_DIR_DTOD;
+  default: return grape__copy_dir(grape__is_device_mem(src), grape__is_device_mem(dst));
+  }
+}
+
+/* A side of one of the driver's 2-D / 3-D copies. */
+static inline int grape__side_is_device(CUmemorytype t, CUdeviceptr dev) {
+  return t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_ARRAY ||
+         (t == CU_MEMORYTYPE_UNIFIED && grape__is_device_mem((const void*)(uintptr_t)dev));
+}
+
+static inline grape_copy_t grape__copy_2d(const CUDA_MEMCPY2D* p) {
+  if (p == NULL)
+    return (grape_copy_t){0, GRAPE_TRACE_DIR_NONE};
+  return (grape_copy_t){(uint64_t)p->WidthInBytes * p->Height,
+                        grape__copy_dir(grape__side_is_device(p->srcMemoryType, p->srcDevice),
+                                        grape__side_is_device(p->dstMemoryType, p->dstDevice))};
+}
+
+static inline grape_copy_t grape__copy_3d(const CUDA_MEMCPY3D* p) {
+  if (p == NULL)
+    return (grape_copy_t){0, GRAPE_TRACE_DIR_NONE};
+  return (grape_copy_t){(uint64_t)p->WidthInBytes * p->Height * p->Depth,
+                        grape__copy_dir(grape__side_is_device(p->srcMemoryType, p->srcDevice),
+                                        grape__side_is_device(p->dstMemoryType, p->dstDevice))};
+}
+
+static inline grape_copy_t grape__copy_rt3d(const struct cudaMemcpy3DParms* p) {
+  if (p == NULL)
+    return (grape_copy_t){0, GRAPE_TRACE_DIR_NONE};
+  uint32_t dir = p->kind != cudaMemcpyDefault
+                     ? grape__copy_dir_rt(NULL, NULL, p->kind)
+                     : grape__copy_dir(p->srcArray != NULL || grape__is_device_mem(p->srcPtr.ptr),
+                                       p->dstArray != NULL || grape__is_device_mem(p->dstPtr.ptr));
+  return (grape_copy_t){(uint64_t)p->extent.width * p->extent.height * p->extent.depth, dir};
+}
+
+/* ---- Driver rows ---- */
+
+static inline grape_copy_t grape__copy_cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  return (grape_copy_t){n, grape__copy_dir(grape__is_device_mem((const void*)(uintptr_t)src),
+                                           grape__is_device_mem((const void*)(uintptr_t)dst))};
+}
+static inline grape_copy_t grape__copy_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n,
+                                                     CUstream s) {
+  (void)s;
+  return grape__copy_cuMemcpy(dst, src, n);
+}
+static inline grape_copy_t grape__copy_cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
+  (void)dst, (void)src;
+  return (grape_copy_t){n, GRAPE_TRACE_DIR_HTOD};
+}
+static inline grape_copy_t grape__copy_cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src,
+                                                            size_t n, CUstream s) {
+  (void)s;
+  return grape__copy_cuMemcpyHtoD_v2(dst, src, n);
+}
+static inline grape_copy_t grape__copy_cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) {
+  (void)dst, (void)src;
+  return (grape_copy_t){n, GRAPE_TRACE_DIR_DTOH};
+}
+static inline grape_copy_t grape__copy_cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n,
+                                                            CUstream s) {
+  (void)s;
+  return grape__copy_cuMemcpyDtoH_v2(dst, src, n);
+}
+static inline grape_copy_t grape__copy_cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  (void)dst, (void)src;
+  return (grape_copy_t){n, GRAPE_TRACE_DIR_DTOD};
+}
+static inline grape_copy_t grape__copy_cuMemcpyPeer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src,
+                                                    CUcontext sc, size_t n) {
+  (void)dc, (void)sc;
+  return grape__copy_cuMemcpyDtoD_v2(dst, src, n);
+}
+static inline grape_copy_t grape__copy_cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dc,
+                                                         CUdeviceptr src, CUcontext sc, size_t n,
+                                                         CUstream s) {
+  (void)s;
+  return grape__copy_cuMemcpyPeer(dst, dc, src, sc, n);
+}
+static inline grape_copy_t grape__copy_cuMemcpy2D_v2(const CUDA_MEMCPY2D* p) {
+  return grape__copy_2d(p);
+}
+static inline grape_copy_t grape__copy_cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D* p) {
+  return grape__copy_2d(p);
+}
+static inline grape_copy_t grape__copy_cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* p, CUstream s) {
+  (void)s;
+  return grape__copy_2d(p);
+}
+static inline grape_copy_t grape__copy_cuMemcpy3D_v2(const CUDA_MEMCPY3D* p) {
+  return grape__copy_3d(p);
+}
+static inline grape_copy_t grape__copy_cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* p, CUstream s) {
+  (void)s;
+  return grape__copy_3d(p);
+}
+
+/* ---- Runtime rows ---- */
+
+static inline grape_copy_t grape__copy_cudaMemcpy(void* dst, const void* src, size_t n,
+                                                  enum cudaMemcpyKind k) {
+  return (grape_copy_t){n, grape__copy_dir_rt(dst, src, k)};
+}
+static inline grape_copy_t grape__copy_cudaMemcpy2D(void* dst, size_t dpitch, const void* src,
+                                                    size_t spitch, size_t width, size_t height,
+                                                    enum cudaMemcpyKind k) {
+  (void)dpitch, (void)spitch;
+  return (grape_copy_t){(uint64_t)width * height, grape__copy_dir_rt(dst, src, k)};
+}
+static inline grape_copy_t grape__copy_cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src,
+                                                         size_t spitch, size_t width, size_t height,
+                                                         enum cudaMemcpyKind k, cudaStream_t s) {
+  (void)s;
+  return grape__copy_cudaMemcpy2D(dst, dpitch, src, spitch, width, height, k);
+}
+static inline grape_copy_t grape__copy_cudaMemcpy3D(const struct cudaMemcpy3DParms* p) {
+  return grape__copy_rt3d(p);
+}
+static inline grape_copy_t grape__copy_cudaMemcpy3DAsync(const struct cudaMemcpy3DParms* p,
+                                                         cudaStream_t s) {
+  (void)s;
+  return grape__copy_rt3d(p);
+}
+static inline grape_copy_t grape__copy_cudaMemcpyPeer(void* dst, int dd, const void* src, int sd,
+                                                      size_t n) {
+  (void)dst, (void)dd, (void)src, (void)sd;
+  return (grape_copy_t){n, GRAPE_TRACE_DIR_DTOD};
+}
+static inline grape_copy_t grape__copy_cudaMemcpyPeerAsync(void* dst, int dd, const void* src,
+                                                           int sd, size_t n, cudaStream_t s) {
+  (void)s;
+  return grape__copy_cudaMemcpyPeer(dst, dd, src, sd, n);
+}
+
+#endif
