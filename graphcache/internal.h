@@ -133,6 +133,7 @@ struct grape_gc_key_s {
   uint64_t build_at;            /* K_WARM: `seen` before which it is not built */
   const char* conc_plan;        /* its segments' concurrency plan in words (conc.c), or NULL */
   grape_list_t paths;           /* its paths (path_t.in_key) */
+  path_t* last_path;            /* the one its last chunk took, or NULL */
   grape_list_t lru;             /* on c->key_lru: least recently seen first */
 };
 
