@@ -62,6 +62,8 @@ typedef struct grape_func_s {
   const void* handle;          /* the handle this info was created for (aliases share it) */
   int holes;                   /* the parameters leave alignment gaps (zeroed on capture) */
   int packed8;                 /* every parameter is 8 bytes, at offset 8 * i (pointers) */
+  int wide;                    /* parameters of 4 and 8 bytes whose 8-byte stores in ordinal
+                                  order cover the block, gaps included (funcinfo.c) */
   int coll;                    /* collective.h: GRAPE_COLL_* (0: not classified yet) */
 } grape_func_t;
 
@@ -127,6 +129,42 @@ static inline __attribute__((always_inline)) size_t grape__func_copy_params(
     /* The common case (pointers and 64-bit sizes): one load pair and a store each. */
     for (int i = 0; i < f->nparams; i++)
       __builtin_memcpy(o + 8 * (size_t)i, kernelParams[i], 8);
+    return f->param_bytes;
+  }
+  if (f->wide) {
+    /* Each parameter one 8-byte store, a 4-byte one zero-extended: the gap
+     * after it is cleared, or the next parameter overwrites it. */
+    int n = f->nparams;
+    const grape_func_param_t* pe = f->params + n;   /* counted from the end: */
+    void** ke = kernelParams + n;                    /* cases fall through in ordinal order */
+#define GRAPE_WIDE_PARAM(k)                          \
+  do {                                               \
+    uint64_t v_;                                     \
+    if (pe[-(k)].size == 8) {                        \
+      __builtin_memcpy(&v_, ke[-(k)], 8);            \
+    } else {                                         \
+      uint32_t w_;                                   \
+      __builtin_memcpy(&w_, ke[-(k)], 4);            \
+      v_ = w_;                                       \
+    }                                                \
+    __builtin_memcpy(o + pe[-(k)].offset, &v_, 8);   \
+  } while (0)
+    switch (n) {
+    default:
+      for (int k = n; k > 8; k--)
+        GRAPE_WIDE_PARAM(k);
+      /* fall through */
+    case 8: GRAPE_WIDE_PARAM(8); /* fall through */
+    case 7: GRAPE_WIDE_PARAM(7); /* fall through */
+    case 6: GRAPE_WIDE_PARAM(6); /* fall through */
+    case 5: GRAPE_WIDE_PARAM(5); /* fall through */
+    case 4: GRAPE_WIDE_PARAM(4); /* fall through */
+    case 3: GRAPE_WIDE_PARAM(3); /* fall through */
+    case 2: GRAPE_WIDE_PARAM(2); /* fall through */
+    case 1: GRAPE_WIDE_PARAM(1); /* fall through */
+    case 0: break;
+    }
+#undef GRAPE_WIDE_PARAM
     return f->param_bytes;
   }
   if (f->holes) {
