@@ -151,10 +151,10 @@ static inline __attribute__((always_inline)) size_t grape__func_copy_params(
       __builtin_memcpy(o + 8 * (size_t)i, kernelParams[i], 8);
     return f->param_bytes;
   }
-  int n = f->nparams;
-  const grape_func_param_t* pe = f->params + n;   /* parameter n - k is pe[-k], ke[-k] */
-  void** ke = kernelParams + n;
   if (f->wide) {
+    int n = f->nparams;
+    const grape_func_param_t* pe = f->params + n;   /* parameter n - k is pe[-k], ke[-k] */
+    void** ke = kernelParams + n;
     /* Each parameter one 8-byte store, a 4-byte one zero-extended: the gap
      * after it is cleared, or the next parameter (stored after it) overwrites
      * it. */
@@ -183,6 +183,9 @@ static inline __attribute__((always_inline)) size_t grape__func_copy_params(
   }
   /* 8- and 4-byte parameters (pointers, ints, floats) are one load and store
    * each; a call to memcpy per parameter would cost more than the whole path. */
+  int n = f->nparams;
+  const grape_func_param_t* pe = f->params + n;
+  void** ke = kernelParams + n;
 #define GRAPE_COPY_PARAM(k)                                  \
   do {                                                       \
     uint8_t* d_ = o + pe[-(k)].offset;                       \
