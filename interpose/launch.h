@@ -182,7 +182,7 @@ grape__launch_attrs(const grape_launch_t* l, uint8_t* dst, size_t n, size_t room
 }
 
 /* Bytes a launch's parameters take in the region (at least 64: room for the
- * constant-size clear in grape__func_copy_params). */
+ * constant-size clear and the widened stores of grape__func_copy_params). */
 static inline __attribute__((always_inline)) size_t
 grape__launch_room(const grape_func_t* f, const grape_launch_t* l, int extra_form) {
   size_t need = extra_form ? grape__extra_size(l->extra) : f != NULL && f->nparams >= 0 ? f->param_bytes : 0;
