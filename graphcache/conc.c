@@ -832,7 +832,7 @@ void grape__conc_assess(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   seg_t* segs[MAX_CUTS];
   uint32_t from[MAX_CUTS];
   grape_gc_node_t* end[MAX_CUTS];
-  int m = grape__gc_key_segments(k, segs, from, end);
+  int m = grape__gc_key_segments(c, k, segs, from, end);
   for (int j = 0; j < m; j++) {
     seg_t* seg = segs[j];
     if (seg == NULL || seg->timer == NULL || seg->nvar == 0 || seg->failed)

@@ -27,6 +27,7 @@ int grape_gc_create(const grape_gc_config_t* cfg, const grape_gc_driver_t* drv, 
     return -ENOMEM;
   size_t n = cfg->sz < sizeof(c->cfg) ? cfg->sz : sizeof(c->cfg);
   memcpy(&c->cfg, cfg, n);
+  c->cuts_gen = 1;   /* a new key's kept cuts (generation 0) are stale */
   if (c->cfg.variants < 1)
     c->cfg.variants = 1;
   if (c->cfg.variants > MAX_VARIANTS)
@@ -192,6 +193,7 @@ void grape_gc_drop_graphs(grape_gc_t* c) {
     seg_t* next = s->next;
     if (s->installed) {
       __atomic_store_n(&s->end->seg, NULL, __ATOMIC_RELEASE);
+      grape__gc_cuts_changed(c);
       s->installed = 0;
     }
     if (s->queued == 0)

@@ -107,6 +107,13 @@ struct grape_gc_key_s {
   seg_t* staged[MAX_CUTS];      /* segments being built for its next cuts */
   int nstaged;
   uint32_t nsegs;               /* segments it is replayed in (live) */
+  /* The cut nodes of its path (grape__gc_key_segments), kept while no cut
+   * anywhere changed (c->cuts_gen) and its node is the same: a chunk's end
+   * then walks no path of a thousand nodes. */
+  uint64_t cuts_gen;            /* c->cuts_gen then (0: never) */
+  const grape_gc_node_t* cuts_node;
+  int ncuts;                    /* -1: more than MAX_CUTS */
+  grape_gc_node_t* cut_end[MAX_CUTS];
   double upd_avg;               /* node updates per replay, moving average */
   double credit_ns;             /* inline builds: what replays would have saved since the last build */
   grape_op_dims_t* last_dims;   /* warming up: the last sighting's ops (what a replay */
@@ -133,6 +140,7 @@ struct grape_gc_key_s {
   uint64_t build_at;            /* K_WARM: `seen` before which it is not built */
   const char* conc_plan;        /* its segments' concurrency plan in words (conc.c), or NULL */
   grape_list_t paths;           /* its paths (path_t.in_key) */
+  path_t* last_path;            /* the one its last chunk took, or NULL */
   grape_list_t lru;             /* on c->key_lru: least recently seen first */
 };
 
@@ -179,6 +187,7 @@ struct grape_gc_s {
   grape_list_t exec_lru;        /* every executable (exec_t.lru): least recently used first */
   size_t nexecs;
   seg_t* segs;                  /* every segment not yet freed */
+  uint64_t cuts_gen;            /* bumped whenever a node's segment changes (from 1) */
   grape_gc_node_t** nodes;      /* every trie node (freed at destroy) */
   size_t nnodes, nodes_cap;
   gkey_t** staging;             /* keys with staged segments (NULL entries: free) */
@@ -360,16 +369,16 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
 
 /* Node updates a replay of r's ops (k's) would need in k's segments now, or
  * -1 when one has no executable. */
-long grape__gc_region_diff(grape_gc_t* c, const gkey_t* k, const grape_region_t* r);
+long grape__gc_region_diff(grape_gc_t* c, gkey_t* k, const grape_region_t* r);
 /* A key whose replays did not pay ran r's ops eagerly: each of its
  * segments counts r's parameter set as if it had replayed, so that a set
  * that recurs (a step counter's values, ping-pong buffers) earns its own
  * executable while the key waits for its re-check, which then finds it. */
-void grape__gc_region_sets(grape_gc_t* c, const gkey_t* k, const grape_region_t* r);
+void grape__gc_region_sets(grape_gc_t* c, gkey_t* k, const grape_region_t* r);
 
 /* The device times of k's segments' last launches, where finished, join
  * their averages. */
-void grape__gc_seg_timers_poll(grape_gc_t* c, const gkey_t* k);
+void grape__gc_seg_timers_poll(grape_gc_t* c, gkey_t* k);
 
 /* The program reached time t (a region's end): a builder waiting for it may
  * start. Under the lock. */
@@ -382,7 +391,12 @@ int grape__gc_seg_ready(grape_gc_t* c, seg_t* seg);
 /* The segments k is replayed in under the cuts installed now, into segs (at
  * most MAX_CUTS; NULL entries: missing or stale). @return how many, or -1
  * when k has more than MAX_CUTS. */
-int grape__gc_key_segments(const gkey_t* k, seg_t** segs, uint32_t* from, grape_gc_node_t** end);
+int grape__gc_key_segments(grape_gc_t* c, gkey_t* k, seg_t** segs, uint32_t* from, grape_gc_node_t** end);
+
+/* A node's segment was set or cleared: every key's kept cut nodes are stale. */
+static inline void grape__gc_cuts_changed(grape_gc_t* c) {
+  c->cuts_gen++;
+}
 
 /* Stages (queues or builds) the segments k needs under `cuts` (sorted
  * depths, the last k->nops), from region r's ops (which are k's); those

@@ -29,6 +29,8 @@ static uint64_t path_hash(const void* e) {
 }
 
 static void path_free(grape_gc_t* c, path_t* p) {
+  if (p->key->last_path == p)
+    p->key->last_path = NULL;
   grape__list_remove(&p->in_key);
   grape__table_remove(&c->paths, p, path_hash);
   grape__list_remove(&p->lru);
@@ -94,7 +96,11 @@ gkey_t* grape__gc_key_find_or_add(grape_gc_t* c, uint64_t fp, const grape_region
 }
 
 path_t* grape__gc_path_find_or_add(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
-  uint64_t fp = grape__fp_path(k->fp, r->ops.dims, r->ops.n);
+  /* A key's chunks mostly repeat its last path: comparing its dimensions
+   * costs less than hashing them, and gives the same fingerprint. */
+  path_t* last = k->last_path;
+  int same = last != NULL && memcmp(last->dims, r->ops.dims, r->ops.n * sizeof(*r->ops.dims)) == 0;
+  uint64_t fp = same ? last->fp : grape__fp_path(k->fp, r->ops.dims, r->ops.n);
   if (c->paths.len * 2 >= c->paths.cap && grape__table_grow(&c->paths, path_hash))
     return NULL;
   size_t mask = c->paths.cap - 1;
@@ -104,8 +110,9 @@ path_t* grape__gc_path_find_or_add(grape_gc_t* c, gkey_t* k, const grape_region_
       break;
     if (p->fp != fp)
       continue;
-    if (p->key == k && memcmp(p->dims, r->ops.dims, r->ops.n * sizeof(*r->ops.dims)) == 0)
-      return p;
+    if (p->key == k &&
+        ((same && p == last) || memcmp(p->dims, r->ops.dims, r->ops.n * sizeof(*r->ops.dims)) == 0))
+      return k->last_path = p;
     c->st.collisions++;   /* equal fingerprints, different ops: kept apart */
   }
   if ((long)c->paths.len >= max_paths(c) && !grape__list_empty(&c->path_lru)) {
@@ -134,7 +141,7 @@ path_t* grape__gc_path_find_or_add(grape_gc_t* c, gkey_t* k, const grape_region_
   grape__table_put(&c->paths, fp, p);
   c->st.paths++;
   grape__list_insert_tail(&c->path_lru, &p->lru);
-  return p;
+  return k->last_path = p;
 }
 
 /* ---- Staging list: keys whose next segments are being built ---- */

@@ -585,10 +585,19 @@ static void seg_timer_poll(grape_gc_t* c, seg_t* seg) {
   grape__avg_add(&seg->dev_ns, &seg->dev_n, (double)ns, 8);
 }
 
-void grape__gc_seg_timers_poll(grape_gc_t* c, const gkey_t* k) {
-  for (grape_gc_node_t* x = k->node; x != NULL && x->depth > 0; x = x->parent)
-    if (x->seg != NULL && x->seg->timer != NULL)
-      seg_timer_poll(c, x->seg);
+static int key_cuts(grape_gc_t* c, gkey_t* k);
+
+void grape__gc_seg_timers_poll(grape_gc_t* c, gkey_t* k) {
+  int m = key_cuts(c, k);
+  if (m < 0) {
+    for (grape_gc_node_t* x = k->node; x != NULL && x->depth > 0; x = x->parent)
+      if (x->seg != NULL && x->seg->timer != NULL)
+        seg_timer_poll(c, x->seg);
+    return;
+  }
+  for (int i = m - 1; i >= 0; i--)   /* (the path's order, from its end) */
+    if (k->cut_end[i]->seg != NULL && k->cut_end[i]->seg->timer != NULL)
+      seg_timer_poll(c, k->cut_end[i]->seg);
 }
 
 /* Another executable of seg for r's held range (of layout gen, pinned to
@@ -674,11 +683,11 @@ void grape__gc_submit_eager(grape_gc_t* c, const grape_region_t* r, uint32_t fro
   c->st.flushed[cause] += to - from;
 }
 
-long grape__gc_region_diff(grape_gc_t* c, const gkey_t* k, const grape_region_t* r) {
+long grape__gc_region_diff(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   seg_t* segs[MAX_CUTS];
   uint32_t from[MAX_CUTS];
   grape_gc_node_t* end[MAX_CUTS];
-  int m = grape__gc_key_segments(k, segs, from, end);
+  int m = grape__gc_key_segments(c, k, segs, from, end);
   long total = 0;
   for (int j = 0; j < m; j++) {
     uint32_t d;
@@ -692,11 +701,11 @@ long grape__gc_region_diff(grape_gc_t* c, const gkey_t* k, const grape_region_t*
   return m > 0 ? total : -1;
 }
 
-void grape__gc_region_sets(grape_gc_t* c, const gkey_t* k, const grape_region_t* r) {
+void grape__gc_region_sets(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   seg_t* segs[MAX_CUTS];
   uint32_t from[MAX_CUTS];
   grape_gc_node_t* end[MAX_CUTS];
-  int m = grape__gc_key_segments(k, segs, from, end);
+  int m = grape__gc_key_segments(c, k, segs, from, end);
   for (int j = 0; j < m; j++) {
     uint32_t d;
     uint64_t set = 0;
@@ -717,22 +726,33 @@ static void key_nodes(const gkey_t* k, grape_gc_node_t** path) {
     path[d - 1] = n;
 }
 
-int grape__gc_key_segments(const gkey_t* k, seg_t** segs, uint32_t* from, grape_gc_node_t** end) {
+/* k's cut nodes (its node's and every node above it with a segment), root
+ * first, kept on k until a cut changes. @return how many, or -1. */
+static int key_cuts(grape_gc_t* c, gkey_t* k) {
+  if (k->cuts_gen == c->cuts_gen && k->cuts_node == k->node)
+    return k->ncuts;
   int m = 0;
-  uint32_t last = 0;
   for (grape_gc_node_t* n = k->node; n != NULL && n->depth > 0; n = n->parent)
     if (n->seg != NULL || n == k->node)
       m++;
-  if (m > MAX_CUTS)
-    return -1;
-  int i = m;
-  for (grape_gc_node_t* n = k->node; n != NULL && n->depth > 0; n = n->parent)
-    if (n->seg != NULL || n == k->node) {
-      i--;
-      end[i] = n;
-      segs[i] = n->seg;
-    }
-  for (i = 0; i < m; i++) {
+  if (m <= MAX_CUTS) {
+    int i = m;
+    for (grape_gc_node_t* n = k->node; n != NULL && n->depth > 0; n = n->parent)
+      if (n->seg != NULL || n == k->node)
+        k->cut_end[--i] = n;
+  }
+  k->ncuts = m <= MAX_CUTS ? m : -1;
+  k->cuts_gen = c->cuts_gen;
+  k->cuts_node = k->node;
+  return k->ncuts;
+}
+
+int grape__gc_key_segments(grape_gc_t* c, gkey_t* k, seg_t** segs, uint32_t* from, grape_gc_node_t** end) {
+  int m = key_cuts(c, k);
+  uint32_t last = 0;
+  for (int i = 0; i < m; i++) {
+    end[i] = k->cut_end[i];
+    segs[i] = end[i]->seg;
     from[i] = last;
     if (segs[i] != NULL && segs[i]->from != last)
       segs[i] = NULL;   /* stale: made under other cuts */
@@ -790,6 +810,7 @@ static void seg_uninstall(grape_gc_t* c, grape_gc_node_t* x) {
   if (old == NULL)
     return;
   __atomic_store_n(&x->seg, NULL, __ATOMIC_RELEASE);
+  grape__gc_cuts_changed(c);
   old->installed = 0;
   c->st.segments -= old->nvar > 0;
   seg_maybe_free(c, old);
@@ -811,6 +832,7 @@ int grape__gc_install_staged(grape_gc_t* c, gkey_t* k) {
     s->installed = 1;
     c->st.segments += s->nvar > 0;
     __atomic_store_n(&s->end->seg, s, __ATOMIC_RELEASE);
+    grape__gc_cuts_changed(c);
     /* Cuts inside it go, unless another live key ends there (cuts that
      * merged segments). */
     for (grape_gc_node_t* x = s->end->parent; x != NULL && x->depth > s->from; x = x->parent)

@@ -152,7 +152,7 @@ static int stage_current(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   seg_t* segs[MAX_CUTS];
   uint32_t from[MAX_CUTS], cuts[MAX_CUTS];
   grape_gc_node_t* end[MAX_CUTS];
-  int m = grape__gc_key_segments(k, segs, from, end);
+  int m = grape__gc_key_segments(c, k, segs, from, end);
   if (m < 0)
     return -EINVAL;
   for (int j = 0; j < m; j++)
@@ -174,7 +174,7 @@ static void try_install(grape_gc_t* c, gkey_t* k) {
   seg_t* segs[MAX_CUTS];
   uint32_t from[MAX_CUTS];
   grape_gc_node_t* end[MAX_CUTS];
-  int m = grape__gc_key_segments(k, segs, from, end);
+  int m = grape__gc_key_segments(c, k, segs, from, end);
   int whole = m > 0;
   for (int j = 0; j < m; j++)
     whole &= segs[j] != NULL && segs[j]->nvar > 0;
@@ -261,7 +261,7 @@ static void assess(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   grape_gc_node_t* end[MAX_CUTS];
   double dev[MAX_CUTS], total = 0;
   grape__gc_seg_timers_poll(c, k);
-  int m = grape__gc_key_segments(k, segs, from, end);
+  int m = grape__gc_key_segments(c, k, segs, from, end);
   if (m <= 0)
     return;
   for (int j = 0; j < m; j++) {
@@ -508,7 +508,7 @@ static void account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
     seg_t* segs_[MAX_CUTS];
     uint32_t from[MAX_CUTS];
     grape_gc_node_t* end[MAX_CUTS];
-    int m = grape__gc_key_segments(k, segs_, from, end);
+    int m = grape__gc_key_segments(c, k, segs_, from, end);
     int whole = m > 0;
     int failed = 0;
     for (int j = 0; j < m; j++) {

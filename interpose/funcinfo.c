@@ -351,6 +351,18 @@ static void find_holes(grape_func_t* f) {
   }
   f->holes = sum != f->param_bytes;
   f->packed8 = packed8 && f->param_bytes == 8 * (uint32_t)f->nparams;
+  /* Widened: each parameter written as one 8-byte word in ordinal order (a
+   * 4-byte one zero-extended) covers the block, gaps included, and stays in
+   * the room the launch path reserves (max(param_bytes, 64)). */
+  uint32_t room = f->param_bytes > 64 ? f->param_bytes : 64, covered = 0, used = 0;
+  int wide = f->nparams >= 0;
+  for (int i = 0; i < f->nparams && wide; i++) {
+    uint32_t off = f->params[i].offset, size = f->params[i].size;
+    wide = (size == 4 || size == 8) && off >= used && off <= covered && off + 8 <= room;
+    used = off + size;
+    covered = off + 8;
+  }
+  f->wide = wide && covered >= f->param_bytes;
 }
 
 /* The driver function behind handle h into f->drv. A registered host stub is

@@ -62,6 +62,8 @@ typedef struct grape_func_s {
   const void* handle;          /* the handle this info was created for (aliases share it) */
   int holes;                   /* the parameters leave alignment gaps (zeroed on capture) */
   int packed8;                 /* every parameter is 8 bytes, at offset 8 * i (pointers) */
+  int wide;                    /* parameters of 4 and 8 bytes whose 8-byte stores in ordinal
+                                  order cover the block, gaps included (funcinfo.c) */
   int coll;                    /* collective.h: GRAPE_COLL_* (0: not classified yet) */
 } grape_func_t;
 
@@ -117,6 +119,26 @@ void grape__func_alias(const void* alias, grape_handle_kind_t kind, const void* 
  * @return its size, or 0 when absent or larger than cap. */
 size_t grape__capture_extra(void** extra, void* out, size_t cap);
 
+/* Runs P(k) for k = n down to 1, that is for parameter n - k in ordinal
+ * order: up to 8 unrolled (a switch that falls through), more in a loop
+ * first. */
+#define GRAPE_EACH_PARAM(n, P)                      \
+  switch (n) {                                      \
+  default:                                          \
+    for (int k_ = (n); k_ > 8; k_--)                \
+      P(k_);                                        \
+    __attribute__((fallthrough));                   \
+  case 8: P(8); __attribute__((fallthrough));       \
+  case 7: P(7); __attribute__((fallthrough));       \
+  case 6: P(6); __attribute__((fallthrough));       \
+  case 5: P(5); __attribute__((fallthrough));       \
+  case 4: P(4); __attribute__((fallthrough));       \
+  case 3: P(3); __attribute__((fallthrough));       \
+  case 2: P(2); __attribute__((fallthrough));       \
+  case 1: P(1); __attribute__((fallthrough));       \
+  case 0: break;                                    \
+  }
+
 /* Copies kernelParams into out following f's layout (f->nparams >= 0) and
  * returns f->param_bytes. out must hold max(f->param_bytes, 64) bytes: the
  * launch path reserves that, so nothing is checked here. Inlined into it. */
@@ -129,6 +151,29 @@ static inline __attribute__((always_inline)) size_t grape__func_copy_params(
       __builtin_memcpy(o + 8 * (size_t)i, kernelParams[i], 8);
     return f->param_bytes;
   }
+  if (f->wide) {
+    int n = f->nparams;
+    const grape_func_param_t* pe = f->params + n;   /* parameter n - k is pe[-k], ke[-k] */
+    void** ke = kernelParams + n;
+    /* Each parameter one 8-byte store, a 4-byte one zero-extended: the gap
+     * after it is cleared, or the next parameter (stored after it) overwrites
+     * it. */
+#define GRAPE_WIDE_PARAM(k)                          \
+  do {                                               \
+    uint64_t v_;                                     \
+    if (pe[-(k)].size == 8) {                        \
+      __builtin_memcpy(&v_, ke[-(k)], 8);            \
+    } else {                                         \
+      uint32_t w_;                                   \
+      __builtin_memcpy(&w_, ke[-(k)], 4);            \
+      v_ = w_;                                       \
+    }                                                \
+    __builtin_memcpy(o + pe[-(k)].offset, &v_, 8);   \
+  } while (0)
+    GRAPE_EACH_PARAM(n, GRAPE_WIDE_PARAM);
+#undef GRAPE_WIDE_PARAM
+    return f->param_bytes;
+  }
   if (f->holes) {
     /* Alignment gaps stay defined. A constant size compiles to a few stores. */
     if (f->param_bytes <= 64)
@@ -136,16 +181,16 @@ static inline __attribute__((always_inline)) size_t grape__func_copy_params(
     else
       memset(o, 0, f->param_bytes);
   }
-  const grape_func_param_t* p = f->params;
-  int n = f->nparams;
-  /* Up to 8 parameters unrolled (a switch that falls through), more in a loop:
-   * 8- and 4-byte parameters (pointers, ints, floats) are one load and store
+  /* 8- and 4-byte parameters (pointers, ints, floats) are one load and store
    * each; a call to memcpy per parameter would cost more than the whole path. */
-#define GRAPE_COPY_PARAM(i)                                  \
+  int n = f->nparams;
+  const grape_func_param_t* pe = f->params + n;
+  void** ke = kernelParams + n;
+#define GRAPE_COPY_PARAM(k)                                  \
   do {                                                       \
-    uint8_t* d_ = o + p[i].offset;                           \
-    const void* s_ = kernelParams[i];                        \
-    uint32_t z_ = p[i].size;                                 \
+    uint8_t* d_ = o + pe[-(k)].offset;                       \
+    const void* s_ = ke[-(k)];                               \
+    uint32_t z_ = pe[-(k)].size;                             \
     if (z_ == 8)                                             \
       __builtin_memcpy(d_, s_, 8);                           \
     else if (z_ == 4)                                        \
@@ -153,21 +198,7 @@ static inline __attribute__((always_inline)) size_t grape__func_copy_params(
     else                                                     \
       memcpy(d_, s_, z_);                                    \
   } while (0)
-  switch (n) {
-  default:
-    for (int i = 8; i < n; i++)
-      GRAPE_COPY_PARAM(i);
-    /* fall through */
-  case 8: GRAPE_COPY_PARAM(7); /* fall through */
-  case 7: GRAPE_COPY_PARAM(6); /* fall through */
-  case 6: GRAPE_COPY_PARAM(5); /* fall through */
-  case 5: GRAPE_COPY_PARAM(4); /* fall through */
-  case 4: GRAPE_COPY_PARAM(3); /* fall through */
-  case 3: GRAPE_COPY_PARAM(2); /* fall through */
-  case 2: GRAPE_COPY_PARAM(1); /* fall through */
-  case 1: GRAPE_COPY_PARAM(0); /* fall through */
-  case 0: break;
-  }
+  GRAPE_EACH_PARAM(n, GRAPE_COPY_PARAM);
 #undef GRAPE_COPY_PARAM
   return f->param_bytes;
 }

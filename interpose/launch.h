@@ -72,16 +72,20 @@ static inline __attribute__((always_inline)) int grape__chunk_done(grape_stream_
   uint32_t lim = grape__chunk_limit(), n = r->ops.n;
   if (__builtin_expect(n < lim / 2 || n < 2 || n >= lim || !s->phase_known, 1))
     return n >= lim;
+  if (s->phase_memo_n == n && s->phase_memo_gen == r->ops.gen)
+    return s->phase_memo;   /* asked again for the same op (ops only grow until a clear) */
+  s->phase_memo_n = n;
+  s->phase_memo_gen = r->ops.gen;
   if (!grape__gc_key_eq(&r->ops.keys[n - 1], &s->phase[1]) ||
       !grape__gc_key_eq(&r->ops.keys[n - 2], &s->phase[0]))
-    return 0;
+    return s->phase_memo = 0;
   uint32_t prev = s->phase_chunk == s->chunks ? s->phase_at : 0;
   if (prev == n)
-    return s->phase_end;   /* asked again for the same op */
+    return s->phase_memo = s->phase_end;   /* asked again for the same op */
   s->phase_at = n;
   s->phase_chunk = s->chunks;
   s->phase_end = prev != 0 && n + (n - prev) > lim;
-  return s->phase_end;
+  return s->phase_memo = s->phase_end;
 }
 
 /* s's chunk ends full: its last two ops mark the phase the next full one
@@ -178,7 +182,7 @@ grape__launch_attrs(const grape_launch_t* l, uint8_t* dst, size_t n, size_t room
 }
 
 /* Bytes a launch's parameters take in the region (at least 64: room for the
- * constant-size clear in grape__func_copy_params). */
+ * constant-size clear and the widened stores of grape__func_copy_params). */
 static inline __attribute__((always_inline)) size_t
 grape__launch_room(const grape_func_t* f, const grape_launch_t* l, int extra_form) {
   size_t need = extra_form ? grape__extra_size(l->extra) : f != NULL && f->nparams >= 0 ? f->param_bytes : 0;

@@ -82,6 +82,11 @@ typedef struct grape_stream_s {
   uint32_t phase_at;                  /* ops then */
   int phase_end;                      /* whether the chunk ends there */
   uint64_t phase_chunk;               /* in chunk number `chunks` this */
+  /* grape__chunk_done's last answer past half the chunk: a held op asks it
+   * after its push and the next op again before its own, at the same count. */
+  uint32_t phase_memo_gen;            /* region.ops.gen then (bumped when it clears) */
+  uint32_t phase_memo_n;              /* its ops then (>= 2: 0 never matches) */
+  int phase_memo;
   struct grape_stream_s* free_next;   /* on the free list */
 } grape_stream_t;
 

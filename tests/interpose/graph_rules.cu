@@ -38,6 +38,9 @@
 //              handle value, another kind) with hot paths again, three times
 //   prefix     two recurring paths, one the prefix of the other (prints nothing
 //              more: the test compares the report's path counts with observe mode)
+//   changes    a replayed path whose launches change in place: a 4-byte parameter
+//              before an alignment gap, a grid dimension, the function (each step's
+//              result tells whether the replay ran what was launched)
 #include <cuda_runtime.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -55,6 +58,13 @@ extern "C" __global__ void smem_set(int* p, int v) {
   extern __shared__ int sh[];
   sh[0] = v;
   *p = sh[0];
+}
+// out[blockIdx.x] = v * 1000 + w * 10 + u (+ 5 for put_alt): two adjacent
+// 4-byte parameters, a pointer, and a 4-byte one before the block's
+// alignment gap.
+extern "C" __global__ void put(int v, int w, int* out, int u) { out[blockIdx.x] = v * 1000 + w * 10 + u; }
+extern "C" __global__ void put_alt(int v, int w, int* out, int u) {
+  out[blockIdx.x] = v * 1000 + w * 10 + u + 5;
 }
 extern "C" __global__ void fault(int* p) { p[-(1 << 30)] = 0; }
 // Waits (up to about 3 s) for *flag == want; *out = 1 if it came, 0 if not.
@@ -80,6 +90,12 @@ SIMCU_KERNEL(smem_set) {
   int* sh = (int*)simcu_blk->shared;
   sh[0] = SIMCU_ARG(1, int);
   *SIMCU_ARG(0, int*) = sh[0];
+}
+SIMCU_KERNEL(put) {
+  SIMCU_ARG(2, int*)[simcu_blk->idx.x] = SIMCU_ARG(0, int) * 1000 + SIMCU_ARG(1, int) * 10 + SIMCU_ARG(3, int);
+}
+SIMCU_KERNEL(put_alt) {
+  SIMCU_ARG(2, int*)[simcu_blk->idx.x] = SIMCU_ARG(0, int) * 1000 + SIMCU_ARG(1, int) * 10 + SIMCU_ARG(3, int) + 5;
 }
 SIMCU_KERNEL(fault) {
   (void)simcu_args;
@@ -487,6 +503,34 @@ static void mode_prefix(void) {
   }
 }
 
+// Each step: out cleared, then put(v, w, out, u) on g blocks and put(v + 1,
+// w, out + 4, u) on one, synchronised and read back. v changes every other
+// step, g every third, w every fifth, u every fourth, and every seventh step
+// runs put_alt first: most steps replay the known path with one launch
+// changed in place.
+static void mode_changes(void) {
+  cudaStream_t s;
+  int* out;
+  int got[8];
+  CHECK(cudaStreamCreate(&s));
+  CHECK(cudaMalloc((void**)&out, sizeof(got)));
+  for (int i = 0; i < 8 * iters; i++) {
+    int v = i / 2, g = 1 + (i / 3) % 3, w = 1 + (i / 5) % 2, u = (i / 4) % 2, alt = i % 7 == 6;
+    CHECK(cudaMemsetAsync(out, 0, sizeof(got), s));
+    if (alt)
+      put_alt<<<g, 1, 0, s>>>(v, w, out, u);
+    else
+      put<<<g, 1, 0, s>>>(v, w, out, u);
+    put<<<1, 1, 0, s>>>(v + 1, w, out + 4, u);
+    CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaMemcpy(got, out, sizeof(got), cudaMemcpyDeviceToHost));
+    for (int b = 0; b < 4; b++)
+      EXPECT(got[b] == (b < g ? v * 1000 + w * 10 + u + 5 * alt : 0), "changes: step %d block %d read %d", i, b,
+             got[b]);
+    EXPECT(got[4] == (v + 1) * 1000 + w * 10 + u, "changes: step %d second launch read %d", i, got[4]);
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: graph_rules MODE [ITERS]\n");
@@ -530,6 +574,8 @@ int main(int argc, char** argv) {
     mode_reset();
   else if (!strcmp(m, "prefix"))
     mode_prefix();
+  else if (!strcmp(m, "changes"))
+    mode_changes();
   else
     return 2;
   CHECK(cudaDeviceSynchronize());

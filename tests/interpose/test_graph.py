@@ -70,6 +70,17 @@ def case_d2h_pageable(a):
         fail(f"copies into pageable memory reached the driver {sim.get('api_calls')} times, not 12", p)
 
 
+def case_changes(a):
+    """Launches that change in place on a replayed path (4-byte parameters
+    side by side and before an alignment gap, a grid dimension, the
+    function): each step's result
+    is checked by the program, and the report must show the replays and
+    their node updates."""
+    _, rep = rule(a, "changes")
+    if rep.get("node_updates", 0) == 0:
+        fail(f"changes: no node was updated, so no change was replayed: {rep}")
+
+
 def case_event(a):
     rule(a, "event")
 
