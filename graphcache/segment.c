@@ -709,6 +709,8 @@ void grape__gc_region_sets(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   for (int j = 0; j < m; j++) {
     uint32_t d;
     uint64_t set = 0;
+    if (segs[j] != NULL && segs[j]->queued > 0 && c->cfg.deterministic)
+      (void)grape__gc_seg_ready(c, segs[j]);   /* its builds as of now in simulated time */
     if (segs[j] == NULL || segs[j]->failed ||
         best_variant(c, segs[j], r, from[j], 0, &d, &set) == NULL)
       continue;
