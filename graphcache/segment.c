@@ -514,10 +514,15 @@ static exec_t* best_variant(const grape_gc_t* c, seg_t* seg, const grape_region_
  * instantiation ended waiting for such builds: beam's default-profile grid
  * lost 11 more regimes). A set that never recurs (a counter that
  * only grows) never earns one. */
+/* Whether seg may keep executables per parameter set at all. */
+static int sets_allowed(const grape_gc_t* c, const seg_t* seg) {
+  return c->cfg.variants >= 2 && seg->n <= SET_MAX_OPS;   /* (one executable a path asked for) */
+}
+
 static int set_earns_graph(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from,
                            uint32_t d, uint64_t* set) {
-  if (c->cfg.variants < 2 || seg->n > SET_MAX_OPS || seg->nvar >= MAX_VARIANTS)
-    return 0;   /* (one executable a path asked for) */
+  if (!sets_allowed(c, seg) || seg->nvar >= MAX_VARIANTS)
+    return 0;
   if (seg->queued > 0)
     return 0;   /* one build of it at a time: the builder's first builds go first */
   /* Where the policy lays segments out, its layouts need the builder: a set
@@ -683,6 +688,17 @@ void grape__gc_submit_eager(grape_gc_t* c, const grape_region_t* r, uint32_t fro
   c->st.flushed[cause] += to - from;
 }
 
+/* The chain variant of seg closest to r's ops from `from` (*d: the nodes it
+ * differs in), as of now in simulated time: in deterministic mode once the
+ * builds that could have ended by now have (the builder's real-time
+ * progress decides nothing). */
+static exec_t* variant_now(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from,
+                           uint32_t* d, uint64_t* set) {
+  if (seg->queued > 0 && c->cfg.deterministic)
+    (void)grape__gc_seg_ready(c, seg);
+  return best_variant(c, seg, r, from, 0, d, set);
+}
+
 long grape__gc_region_diff(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   seg_t* segs[MAX_CUTS];
   uint32_t from[MAX_CUTS];
@@ -691,10 +707,8 @@ long grape__gc_region_diff(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   long total = 0;
   for (int j = 0; j < m; j++) {
     uint32_t d;
-    if (segs[j] != NULL && segs[j]->queued > 0 && c->cfg.deterministic)
-      (void)grape__gc_seg_ready(c, segs[j]);   /* its variants as of now in simulated time */
     uint64_t set = 0;
-    if (segs[j] == NULL || best_variant(c, segs[j], r, from[j], 0, &d, &set) == NULL)
+    if (segs[j] == NULL || variant_now(c, segs[j], r, from[j], &d, &set) == NULL)
       return -1;
     total += d;
   }
@@ -702,6 +716,8 @@ long grape__gc_region_diff(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
 }
 
 void grape__gc_region_sets(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
+  if (!c->cfg.graphs || c->stopping)
+    return;
   seg_t* segs[MAX_CUTS];
   uint32_t from[MAX_CUTS];
   grape_gc_node_t* end[MAX_CUTS];
@@ -709,11 +725,9 @@ void grape__gc_region_sets(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   for (int j = 0; j < m; j++) {
     uint32_t d;
     uint64_t set = 0;
-    if (segs[j] != NULL && segs[j]->queued > 0 && c->cfg.deterministic)
-      (void)grape__gc_seg_ready(c, segs[j]);   /* its builds as of now in simulated time */
-    if (segs[j] == NULL || segs[j]->failed ||
-        best_variant(c, segs[j], r, from[j], 0, &d, &set) == NULL)
-      continue;
+    if (segs[j] == NULL || !sets_allowed(c, segs[j]) ||
+        variant_now(c, segs[j], r, from[j], &d, &set) == NULL || segs[j]->failed)
+      continue;   /* (failed is read after the wait: the builder may set it) */
     if (d > 0 && set_earns_graph(c, segs[j], r, from[j], d, &set))
       (void)seg_build_as(c, segs[j], r, from[j], k->ctx, NULL, 0, 1);
   }

@@ -534,15 +534,13 @@ static void account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
   case K_NOPAY:
     c->st.graph_misses++, k->misses++;
     stray_use(c, k, r->cursor.graphed);
-    if (c->cfg.graphs && !c->stopping)
-      grape__gc_region_sets(c, k, r);
+    grape__gc_region_sets(c, k, r);
     recheck(c, k, r);
     break;
   case K_SLOWER:
     c->st.graph_misses++, k->misses++;
     stray_use(c, k, r->cursor.graphed);
-    if (c->cfg.graphs && !c->stopping)
-      grape__gc_region_sets(c, k, r);
+    grape__gc_region_sets(c, k, r);
     if (k->seen >= k->recheck_at)
       grape__gc_make_live(c, k);
     break;
