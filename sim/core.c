@@ -492,21 +492,9 @@ SIM_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVer
 /* ---- Exit report ---- */
 
 static void write_report(void) {
-  const char* env = getenv("SIMCU_REPORT");
-  if (env == NULL || env[0] == '\0')
-    return;
-  /* "%p" becomes the process id, so programs that spawn others keep one file each. */
   char path[4096];
-  size_t k = 0;
-  for (const char* c = env; *c != '\0' && k + 24 < sizeof(path); c++) {
-    if (c[0] == '%' && c[1] == 'p') {
-      k += (size_t)snprintf(path + k, sizeof(path) - k, "%ld", (long)getpid());
-      c++;
-    } else {
-      path[k++] = *c;
-    }
-  }
-  path[k] = '\0';
+  if (!grape__sim_out_path("SIMCU_REPORT", path, sizeof(path)))
+    return;
   FILE* f = fopen(path, "w");
   if (f == NULL) {
     grape__sim_logf("cannot write SIMCU_REPORT file %s", path);
@@ -585,4 +573,5 @@ __attribute__((destructor)) static void sim_fini(void) {
   if (grape__sim.initialized)
     grape__sim_wait_all_timed(2000);
   write_report();
+  grape__sim_timeline_close();
 }

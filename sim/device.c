@@ -432,13 +432,14 @@ static uint64_t place_kernel(const dm_kernel_t* k) {
   return end;
 }
 
-/* Fixes op's times from ready on. */
-static void fix(sim_op_t* op, uint64_t ready) {
+/* Fixes the times of op (of stream s) from ready on. */
+static void fix(const struct CUstream_st* s, sim_op_t* op, uint64_t ready) {
   uint64_t end;
   if (op->w.kind == OP_KERNEL) {
     dm_kernel_t k;
     kernel_shape(&op->w, ready, &k);
     end = place_kernel(&k);
+    grape__sim_timeline_kernel(s->id, &op->w, ready, end);
     uint64_t now = grape__sim_host_now();
     if (nsegs > 64)
       prune(now > DM_KEEP_NS ? now - DM_KEEP_NS : 0);
@@ -464,7 +465,7 @@ static uint64_t earliest(const sim_op_t* op, uint64_t after) {
 }
 
 void grape__sim_dm_plan_locked(struct CUstream_st* s, sim_op_t* op) {
-  fix(op, earliest(op, s->plan_ns));
+  fix(s, op, earliest(op, s->plan_ns));
   if (op->plan_end > s->plan_ns)
     s->plan_ns = op->plan_end;
 }
@@ -483,7 +484,7 @@ void grape__sim_dm_plan_batch_locked(struct CUstream_st* s, sim_op_t** ops, int 
     /* No memory for the schedule: one after the other, as a chain. */
     for (int i = 0; i < n; i++)
       if (ops[i] != NULL) {
-        fix(ops[i], earliest(ops[i], last));
+        fix(s, ops[i], earliest(ops[i], last));
         last = ops[i]->plan_end;
       }
     goto join;
@@ -529,7 +530,7 @@ void grape__sim_dm_plan_batch_locked(struct CUstream_st* s, sim_op_t** ops, int 
     cand[at] = cand[--ncand];
     uint64_t end = pick_t;
     if (ops[pick] != NULL) {
-      fix(ops[pick], pick_t);
+      fix(s, ops[pick], pick_t);
       end = ops[pick]->plan_end;
     }
     if (end > last)
@@ -547,7 +548,7 @@ void grape__sim_dm_plan_batch_locked(struct CUstream_st* s, sim_op_t** ops, int 
   }
 join:
   if (join != NULL) {
-    fix(join, earliest(join, last));
+    fix(s, join, earliest(join, last));
     last = join->plan_end;
   }
   if (last > s->plan_ns)

@@ -414,6 +414,13 @@ CUresult grape__sim_check_init(void);
 CUresult grape__sim_need_ctx(void);   /* init done, a current context, no sticky fault */
 CUresult grape__sim_sticky(void);     /* the sticky fault, or CUDA_SUCCESS */
 void grape__sim_logf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The file env var `var` names, "%p" made the process id (state.c); 0: unset. */
+int grape__sim_out_path(const char* var, char* path, size_t cap);
+/* SIMCU_TIMELINE (timeline.c): kernel w of stream `stream` placed from ready
+ * to end (lock held); the file flushed at exit. */
+void grape__sim_timeline_kernel(unsigned long long stream, const sim_work_t* w, uint64_t ready,
+                                uint64_t end);
+void grape__sim_timeline_close(void);
 /* The calling thread's current context when it is the live primary context,
  * else NULL (none set, released, or destroyed by a reset). */
 struct CUctx_st* grape__sim_current_ctx(void);

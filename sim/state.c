@@ -1,7 +1,7 @@
 /* state.c: the simulated driver's process state and what every entry point
  * checks of it: initialisation, the primary context and each thread's
  * current one, the sticky device fault; the entry points' names (the
- * counters' keys) and the sim's log line.
+ * counters' keys), the sim's log line and its output files' names.
  *
  * DESIGN: the bottom of the driver: every other file reads this state and
  * calls these checks, and this file calls none of them. Contexts beyond the
@@ -13,6 +13,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 /* The primary context until the first reset (later ones are allocated). */
@@ -101,4 +102,23 @@ void grape__sim_fork_lock(pthread_mutex_t* m, int phase) {
     pthread_mutex_lock(m);
   else
     pthread_mutex_unlock(m);
+}
+
+/* The file named by env var `var` ("%p" becomes the process id, so programs
+ * that spawn others keep one file each) in path, or 0 when unset. */
+int grape__sim_out_path(const char* var, char* path, size_t cap) {
+  const char* env = getenv(var);
+  if (env == NULL || env[0] == '\0' || cap < 32)
+    return 0;
+  size_t k = 0;
+  for (const char* c = env; *c != '\0' && k + 24 < cap; c++) {
+    if (c[0] == '%' && c[1] == 'p') {
+      k += (size_t)snprintf(path + k, cap - k, "%ld", (long)getpid());
+      c++;
+    } else {
+      path[k++] = *c;
+    }
+  }
+  path[k] = '\0';
+  return 1;
 }

@@ -5,7 +5,8 @@
  * sequence), bandwidth-bound kernels share the memory bandwidth, graph nodes
  * without an edge between them run concurrently, SIMCU_GRAPH_ORDER runs a
  * graph's unordered nodes reversed or shuffled (a missed dependence changes
- * the result), and graph updates keep the topology.
+ * the result), graph updates keep the topology, and SIMCU_TIMELINE has each
+ * kernel's stream, span and blocks.
  *
  * k_cost's SIMCU_COST hook makes a launch cost exactly what its arguments
  * say (ns per block, bytes per launch), so times are computed, not guessed;
@@ -223,6 +224,41 @@ Test(sim_device, fewer_blocks_keep_a_persistent_kernel_in_one_wave) {
   uint64_t got = persistent_beside(target, (alone * SMS + target - 1) / target);
   double r = (double)got / (double)alone;
   cr_assert(r >= 1.05 && r <= 1.2, "with %u blocks: %.3fx", target, r);
+}
+
+/* ---- SIMCU_TIMELINE ---- */
+
+Test(sim_device, the_timeline_has_each_kernels_span) {
+  char path[] = "/tmp/sim_timeline_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert(fd >= 0);
+  close(fd);
+  setenv("SIMCU_TIMELINE", path, 1);
+  start();
+  /* Half the device each on two streams: they overlap, 10 us a block. */
+  CUstream s1 = stream(), s2 = stream();
+  cost_kernel(s1, SMS / 2, 10000, 0);
+  cost_kernel(s2, SMS / 2, 10000, 0);
+  OK(cuCtxSynchronize());
+  FILE* f = fopen(path, "r");
+  cr_assert(f != NULL);
+  unsigned long long st[2], ready[2], end[2], blocks[2];
+  int graph[2];
+  char name[2][64];
+  for (int i = 0; i < 2; i++)
+    cr_assert_eq(fscanf(f, "%llu %llu %llu %llu %d %63s", &st[i], &ready[i], &end[i], &blocks[i],
+                        &graph[i], name[i]),
+                 6, "kernel %d has no line of 6 fields", i);
+  fclose(f);
+  unlink(path);
+  for (int i = 0; i < 2; i++) {
+    cr_assert_eq(blocks[i], SMS / 2);
+    cr_assert_eq(graph[i], 0);
+    cr_assert_str_eq(name[i], "k_cost");
+    cr_assert_eq(end[i] - ready[i], D_DEVICE_KERNEL + 10000, "kernel %d: %llu ns", i, end[i] - ready[i]);
+  }
+  cr_assert_neq(st[0], st[1], "two streams, one id");
+  cr_assert(ready[1] < end[0], "half-device kernels on two streams did not overlap");
 }
 
 /* ---- Memory bandwidth ---- */
