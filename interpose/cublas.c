@@ -854,6 +854,7 @@ static int lt_target_begin(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, cublas
       pref_destroy(pref);
     if (!ok)
       goto fail;
+    grape__charge_work(SIMCU_WORK_SHIM_REQUERY, 1);   /* the library's time, on the target's clock */
     *requeried = res.algo;
   }
   pthread_mutex_lock(&go_lock);

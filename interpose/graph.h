@@ -68,7 +68,8 @@ static inline __attribute__((always_inline)) void grape__charge_op(void) {
 }
 /* n units of the shim's other work of that kind (SIMCU_WORK_SHIM_CHECK: one
  * op re-checked before a plan's replay; SIMCU_WORK_SHIM_TARGET: one GEMM's
- * SM-count target applied and restored), charged the same way. */
+ * SM-count target applied and restored; SIMCU_WORK_SHIM_REQUERY: a cuBLASLt
+ * heuristic query made for a targeted descriptor), charged the same way. */
 void grape__charge_work(int kind, uint32_t n);
 
 /* ---- The shim's own host time per op, measured ----

@@ -421,6 +421,8 @@ uint64_t grape__sim_host_work(int kind) {
     ns = grape__sim_costs[COST_SHIM_CHECK];
   else if (kind == SIMCU_WORK_SHIM_TARGET)
     ns = grape__sim_costs[COST_SHIM_TARGET];
+  else if (kind == SIMCU_WORK_SHIM_REQUERY)
+    ns = grape__sim_costs[COST_SHIM_REQUERY];
   else
     return 0;
   grape__sim_host_charge(ns);

@@ -67,7 +67,8 @@
   X(SHIM_OP, "shim_op", 0)                                                          \
   X(INSTANTIATE_LOCK, "instantiate_lock", 0)                                      \
   X(SHIM_CHECK, "shim_check", 0)                                                  \
-  X(SHIM_TARGET, "shim_target", 0)
+  X(SHIM_TARGET, "shim_target", 0)                                                \
+  X(SHIM_REQUERY, "shim_requery", 0)
 
 enum sim_cost_row_e {
 #define SIM_COST_ENUM(id, name, dflt) COST_##id,

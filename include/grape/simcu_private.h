@@ -29,9 +29,11 @@ enum simcu_work_e {
                                row "shim_op" (its host time shows in simulated time) */
   SIMCU_WORK_SHIM_CHECK = 3,   /* its work to re-check one op's footprints before a
                                   concurrent plan replays: row "shim_check" */
-  SIMCU_WORK_SHIM_TARGET = 4,  /* its work to apply and restore one GEMM's SM-count target
-                                  (a descriptor copy and an algorithm re-query): row
-                                  "shim_target" */
+  SIMCU_WORK_SHIM_TARGET = 4,  /* its own work to apply and restore one GEMM's SM-count
+                                  target (a handle's target read, set and restored, or a
+                                  descriptor copied): row "shim_target" */
+  SIMCU_WORK_SHIM_REQUERY = 5, /* a cuBLASLt heuristic query it makes for a targeted
+                                  descriptor (the library's time): row "shim_requery" */
 };
 
 typedef struct simcu_private_s {

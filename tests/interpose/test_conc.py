@@ -399,8 +399,18 @@ def case_go_lt(a):
     if checksum(p) != checksum(base):
         fail(f"prefill --small --lt in go mode: {checksum(p)} against {checksum(base)} without the shim", p)
     env = dict(lt, SIMCU_TIME_ONLY="1", GRAPE_COSTS="build=0,build_node=0", GRAPE_CONCURRENCY="go")
-    p, rep, _ = run(a, a.prefill, ["--iters", "40", "--len", "512", "--lt"], env=env)
+    with tempfile.TemporaryDirectory() as d:
+        # A target on this route costs the shim's own work (row shim_target)
+        # and the heuristic re-query it makes (row shim_requery); a legacy
+        # call's costs the first only (case_plancharge).
+        env["SIMCU_COSTS"] = os.path.join(d, "lt.costs")
+        with open(env["SIMCU_COSTS"], "w") as f:
+            f.write("shim_target 30011\nshim_requery 50021\n")
+        p, rep, _ = run(a, a.prefill, ["--iters", "40", "--len", "512", "--lt"], env=env)
     c = conc(rep)
+    if c["targets_costed"] < 1 or c["target_host_ns"] != (30011 + 50021) * c["targets_costed"]:
+        fail(f"--lt: {c['targets_costed']} targets cost {c['target_host_ns']} ns, not shim_target "
+             f"30011 + shim_requery 50021 each (the re-query not charged)", p)
     if c["targets_applied"] < 1 or c["go_plans_built"] < 1 or c["go_launches"] < 1:
         fail(f"--lt: no target reached cuBLASLt on a descriptor copy, no go plan, or no replay took "
              f"the targeted grids: {c}", p)
@@ -450,7 +460,7 @@ def case_plancharge(a):
         def costs(check, target):
             path = os.path.join(d, f"c{check}_{target}.costs")
             with open(path, "w") as f:
-                f.write(f"shim_check {check}\nshim_target {target}\n")
+                f.write(f"shim_check {check}\nshim_target {target}\nshim_requery 50021\n")
             return path
         base = {"GRAPE_CONCURRENCY": "safe", "GRAPE_COSTS": "build=0,build_node=0"}
         ends = set()
@@ -483,7 +493,8 @@ def case_plancharge(a):
         c = conc(rep)
         if c["targets_costed"] < 1 or c["target_host_ns"] != 30011 * c["targets_costed"]:
             fail(f"shim_target 30011 ns: {c['targets_costed']} targets cost {c['target_host_ns']} ns, "
-                 f"not the row's cost each (measured on another clock, or the call itself counted)", p)
+                 f"not the row's cost each (measured on another clock, the call itself counted, or "
+                 f"a legacy call charged the cuBLASLt re-query's row shim_requery)", p)
     print(f"plancharge: {c['targets_applied']} targets, plans re-checked at the row's cost, "
           f"one simulated end ({ends.pop()} ns)")
 
