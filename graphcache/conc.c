@@ -481,23 +481,41 @@ static void launched(grape_gc_t* c, seg_t* seg, uint32_t gen) {
  * earns: it is dropped. What it earns is the larger of the host time a
  * replay of its segment saves against launching its ops one by one (the
  * ledger's measure, at the costs the run measured) and the device time the
- * plan gains a launch (gain_ns): re-checking an op costs ~4% of the launch
- * a replay saves, so weighed against the host saving alone every plan
- * would go, those that gain a hundred us a launch included. */
+ * plan gains a launch against the chain (gain_ns): re-checking an op costs
+ * ~4% of the launch a replay saves, so weighed against the host saving
+ * alone every plan would go, those that gain a hundred us a launch
+ * included. */
+static double host_share(const grape_gc_t* c) {
+  return c->cfg.plan_host_share > 0 ? c->cfg.plan_host_share : HOST_SHARE;
+}
+
 static int dearer_than_share(const grape_gc_t* c, const seg_t* seg, double per, double gain_ns) {
   double saves = grape__gc_replay_saving(c, seg->n, 1, 0);
   if (gain_ns > saves)
     saves = gain_ns;
-  double share = c->cfg.plan_host_share > 0 ? c->cfg.plan_host_share : HOST_SHARE;
-  return share < 1 && per > share * saves;
+  return host_share(c) < 1 && per > host_share(c) * saves;
 }
 
-static int host_too_dear(grape_gc_t* c, const seg_t* seg, const conc_t* s, uint32_t targets,
-                         double gain_ns) {
-  double per = s->host_n > 0 ? s->host_ns : 0;
-  if (targets > 0 && c->conc != NULL)
-    per += targets * c->conc->hint_min_ns;
-  if (!dearer_than_share(c, seg, per, gain_ns))
+static int host_too_dear(grape_gc_t* c, const seg_t* seg, const conc_t* s, double gain_ns) {
+  if (!dearer_than_share(c, seg, s->host_n > 0 ? s->host_ns : 0, gain_ns))
+    return 0;
+  c->st.conc_host_dropped++;
+  return 1;
+}
+
+/* go: the go plan replaces its segment's safe plan, whose re-verification
+ * it shares. As a plan, its re-verification and targets are weighed as a
+ * safe plan's are, against what it earns over the chain (chain_gain_ns);
+ * and what it adds, its targets, against what it gains over the safe plan
+ * (go_gain_ns): weighing the re-verification the safe plan pays anyway
+ * against go's own gain alone dropped plans whose targets cost 1% of
+ * their gain. */
+static int go_too_dear(grape_gc_t* c, const seg_t* seg, const conc_t* s, double chain_gain_ns,
+                       double go_gain_ns) {
+  double targets = c->conc != NULL ? s->go_nt * c->conc->hint_min_ns : 0;
+  double per = (s->host_n > 0 ? s->host_ns : 0) + targets;
+  if (!dearer_than_share(c, seg, per, chain_gain_ns) &&
+      !(host_share(c) < 1 && targets > host_share(c) * go_gain_ns))
     return 0;
   c->st.conc_host_dropped++;
   return 1;
@@ -510,7 +528,8 @@ static void go_sample(grape_gc_t* c, seg_t* seg, conc_t* s, int w, double ns) {
   if (s->go_cnt[0] < TRIAL_SAMPLES || s->go_cnt[1] < TRIAL_SAMPLES)
     return;
   double safe = s->go_sum[0] / s->go_cnt[0], go = s->go_sum[1] / s->go_cnt[1];
-  if (go <= MEASURE_GAIN * safe && !host_too_dear(c, seg, s, s->go_nt, safe - go)) {
+  double chain = s->cnt[0] > 0 ? s->sum[0] / s->cnt[0] : safe;
+  if (go <= MEASURE_GAIN * safe && !go_too_dear(c, seg, s, chain - go, safe - go)) {
     s->go = GO_KEPT;
     s->go_backoffs = 0;
     c->st.go_kept++;
@@ -565,7 +584,7 @@ static int sampled(grape_gc_t* c, seg_t* seg, uint64_t ns) {
   s->cnt[w]++;
   if (s->cnt[0] >= TRIAL_SAMPLES && s->cnt[1] >= TRIAL_SAMPLES) {
     double chain = s->sum[0] / s->cnt[0], plan = s->sum[1] / s->cnt[1];
-    if (plan <= MEASURE_GAIN * chain && !host_too_dear(c, seg, s, 0, chain - plan)) {
+    if (plan <= MEASURE_GAIN * chain && !host_too_dear(c, seg, s, chain - plan)) {
       s->state = CS_KEPT;
       s->backoffs = 0;
       c->st.conc_kept++;
