@@ -12,6 +12,18 @@ simulated device under the sourced cost profiles: chain graphs
   device) under chain graphs (observe) and of safe mode's plans, their
   ratio, and the end-to-end ratio of the same short runs (warm-up and trials
   included).
+- go on the persistent-GEMM regions (--go-lens, T = 448 and 512 by default,
+  the chunk lengths at which the shared expert's gate|up GEMM is persistent):
+  every prompt one chunk of T tokens, --go-iters prompts, chain (observe),
+  safe and go, with the sim's kernel timeline (SIMCU_TIMELINE). A
+  persistent-GEMM region is the fork/join that holds the persistent GEMM:
+  the GEMMs between the program kernels before and after it (the 8 routed
+  experts' up projections and the shared expert's gate|up), from the time
+  the first could start to the end of the last. Their mean over the last
+  quarter of the prompts (steady state, the plans decided), go's speed-up
+  over safe there, and beside it go's measured gain on its whole segment
+  (go_gain_ns / go_timed_gain against the segment's safe plan), the
+  simulated ends, the plans and the host rule's drops.
 - Exact: --small sizes (bodies run) eager and in safe mode under the reversed
   graph order: the checksums must agree.
 
@@ -21,8 +33,10 @@ are free in the shim's cost model and happen on its builder thread, as in
 bench/graph/concurrency.py.
 
 usage: prefill.py --prog build/examples/prefill --simdir build/sim:build/sim/cublas
-                  --lib build/interpose/libgrape.so [--iters 30] [--lens 64 256 512]"""
+                  --lib build/interpose/libgrape.so [--iters 30] [--lens 64 256 512]
+                  [--go-lens 448 512] [--go-iters 40] [--go-only]"""
 import argparse
+import collections
 import sys
 
 import simrun
@@ -37,6 +51,57 @@ def env(profile, mode=None):
     return e
 
 
+def persistent_regions_ns(kernels):
+    """The spans (ns) of the fork/joins holding a persistent GEMM on the
+    program's stream (its most used one: a sampled check's private stream
+    is left out), in order: a fork/join is a maximal run of the sim's
+    cuBLAS kernels between two other kernels."""
+    main = collections.Counter(k.stream for k in kernels).most_common(1)[0][0]
+    spans, group = [], []
+    for k in kernels + [None]:
+        if k is not None and k.stream != main:
+            continue
+        if k is not None and k.name.startswith("simcublas_"):
+            group.append(k)
+            continue
+        if any(g.name.endswith("_persistent") for g in group):
+            spans.append(max(g.end for g in group) - min(g.ready for g in group))
+        group = []
+    return spans
+
+
+def steady_us(spans):
+    """The mean of the last quarter of spans, in us."""
+    tail = spans[len(spans) * 3 // 4:]
+    return sum(tail) / max(len(tail), 1) / 1e3
+
+
+def go_table(a):
+    """The go table (the module's docstring)."""
+    print(f"\ngo on the persistent-GEMM regions: one chunk of T tokens per prompt, --iters {a.go_iters}; "
+          "mean fork/join of the persistent GEMM over the last quarter of the prompts\n")
+    print("| profile | T | chain us | safe us | go us | go vs safe (region) | go vs safe (segment) "
+          "| end ms chain / safe / go | go built/kept/reverted | dropped (host) | checks |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for prof in PROFILES:
+        for t in a.go_lens:
+            args = ["--iters", a.go_iters, "--len", t]
+            runs = [simrun.run(a.prog, args, a.simdir, a.lib, "graph", env=env(prof, m), timeline=True)
+                    for m in ("observe", "safe", "go")]
+            us = [steady_us(persistent_regions_ns(r.timeline)) for r in runs]
+            sc, g = runs[1].grape["concurrency"], runs[2].grape["concurrency"]
+            seg = ""
+            if g.get("go_timed_gain") and sc["timed_plan"]:
+                safe_us = sc["device_ns_plan"] / sc["timed_plan"] / 1e3
+                gain_us = g["go_gain_ns"] / g["go_timed_gain"] / 1e3
+                seg = f"{safe_us / (safe_us - gain_us):.2f}x ({gain_us:.1f} us, {g['go_timed_gain']} timed)"
+            ends = " / ".join(f"{r.sim['sim_end_ns'] / 1e6:.2f}" for r in runs)
+            print(f"| {prof} | {t} | {us[0]:.1f} | {us[1]:.1f} | {us[2]:.1f} | {us[1] / us[2]:.2f}x | {seg} "
+                  f"| {ends} | {g.get('go_plans_built', 0)}/{g.get('go_plans_kept', 0)}/"
+                  f"{g.get('go_plans_reverted', 0)} | {sc.get('plans_dropped_host', 0)} / "
+                  f"{g.get('plans_dropped_host', 0)} | {g.get('numerics_checks', 0)} |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--prog", required=True)
@@ -45,7 +110,13 @@ def main():
     ap.add_argument("--iters", default="30")
     ap.add_argument("--lens", nargs="*", default=["64", "256", "512"])
     ap.add_argument("--small-iters", default="14")
+    ap.add_argument("--go-lens", nargs="*", default=["448", "512"])
+    ap.add_argument("--go-iters", default="40")
+    ap.add_argument("--go-only", action="store_true", help="only the go table")
     a = ap.parse_args()
+    if a.go_only:
+        go_table(a)
+        return
     bad = 0
 
     print(f"End to end, --iters {a.iters} (full size, timed only)\n")
@@ -89,6 +160,8 @@ def main():
                 go = f"{plan_us / (plan_us - gain_us):.2f}x ({g['go_timed_gain']} timed)"
             print(f"| {prof} | {t} | {chain_us:.1f} ({oc['timed_chain']}) | {plan} | {ratio} | {e2e:.3f}x "
                   f"| {g.get('go_plans_built', 0)}/{g.get('go_plans_kept', 0)}/{g.get('go_plans_reverted', 0)} | {go} |")
+
+    go_table(a)
 
     args = ["--small", "--iters", a.small_iters]
     want = simrun.run(a.prog, args, a.simdir).checksum

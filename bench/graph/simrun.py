@@ -14,16 +14,29 @@ import tempfile
 
 class Run:
     """stdout of the program, its SIMCU_REPORT (sim) and GRAPE_REPORT (grape,
-    None without the shim)."""
+    None without the shim), and with timeline=True the sim's kernel timeline
+    (SIMCU_TIMELINE: Kernel tuples in placement order, else None)."""
 
-    def __init__(self, stdout, stderr, sim, grape):
+    def __init__(self, stdout, stderr, sim, grape, timeline=None):
         self.stdout, self.stderr, self.sim, self.grape = stdout, stderr, sim, grape
+        self.timeline = timeline
 
     @property
     def checksum(self):
         """The last line the program printed (the examples' "checksum <hex>")."""
         lines = self.stdout.strip().splitlines()
         return lines[-1] if lines else ""
+
+
+class Kernel:
+    """One kernel of SIMCU_TIMELINE: its stream's id, when its dependencies
+    were met and when its last block ended (simulated ns), its blocks,
+    whether a graph node, its name."""
+
+    def __init__(self, line):
+        w = line.split(None, 5)
+        self.stream, self.ready, self.end, self.blocks = (int(x) for x in w[:4])
+        self.graph, self.name = w[4] == "1", w[5].strip() if len(w) > 5 else ""
 
 
 def profile_rows(profile):
@@ -57,17 +70,20 @@ def kernel_costs(kernel_ns, profile=None):
 
 
 def run(prog, args, simdir, lib=None, mode="eager", host_ns=0, costs=None, env=None,
-        check=True):
+        check=True, timeline=False):
     """Runs prog with args on the sim. mode "eager" runs it without the shim;
     any other mode preloads lib with GRAPE_MODE=mode (no other GRAPE_ variable
     is passed on: the shim's defaults apply unless env sets them). costs: the
-    text of a SIMCU_COSTS file, or None for the sim's defaults."""
+    text of a SIMCU_COSTS file, or None for the sim's defaults. timeline:
+    keep the sim's kernel timeline (Run.timeline)."""
     with tempfile.TemporaryDirectory() as d:
         e = dict(os.environ)
         for k in [k for k in e if k.startswith(("GRAPE_", "SIMCU_"))] + ["LD_PRELOAD"]:
             e.pop(k, None)
         e["SIMCU_HOST_NS"] = str(host_ns)
         e["SIMCU_REPORT"] = os.path.join(d, "sim.json")
+        if timeline:
+            e["SIMCU_TIMELINE"] = os.path.join(d, "timeline.txt")
         e["LD_LIBRARY_PATH"] = simdir + ":" + os.environ.get("LD_LIBRARY_PATH", "")
         if costs is not None:
             path = os.path.join(d, "costs.txt")
@@ -87,7 +103,11 @@ def run(prog, args, simdir, lib=None, mode="eager", host_ns=0, costs=None, env=N
         if mode != "eager":
             with open(os.path.join(d, "grape.json")) as f:
                 grape = json.load(f)
-        return Run(p.stdout, p.stderr, sim, grape)
+        kernels = None
+        if timeline:
+            with open(os.path.join(d, "timeline.txt")) as f:
+                kernels = [Kernel(line) for line in f if line.strip()]
+        return Run(p.stdout, p.stderr, sim, grape, kernels)
 
 
 def gap_closed(eager, run, bound):
