@@ -62,6 +62,10 @@
             ns) drop every plan at its verdict (plans_dropped_host, none
             kept); launches of 10 ms (a replay saves tens of ms) keep plans,
             none dropped
+  go_hostshare go's host cost (rule at 2%): prefill at T = 448 under default,
+            the go plan kept (its targets against its gain over safe, its
+            whole cost against its gain over the chain); with shim_target at
+            5 ms, dropped for its targets
   plancharge the plans' host cost on graph mode's clock: on the sim exactly
             the rows shim_check (per op re-checked) and shim_target (per
             target, the cuBLAS call itself not counted), the same simulated
@@ -446,6 +450,38 @@ def case_hostcost(a):
             print(f"hostcost: launch={launch} ns: {c['plans_built']} built, {c['plans_kept']} kept, "
                   f"{c['plans_dropped_host']} dropped for host cost "
                   f"({c['plan_host_ns'] / c['plan_host_launches']:.0f} ns a plan launch)")
+
+
+def case_go_hostshare(a):
+    # A go plan replaces its segment's safe plan and shares its
+    # re-verification: its targets are weighed against what it gains over
+    # the safe plan, its whole cost against what it earns over the chain.
+    # prefill at T = 448 under default: a go plan gains ~72 us a launch over
+    # safe for targets of ~0.1 us (kept at the rule's 2%), but its segment's
+    # re-check (~4 us) is more than 2% of 72 us, so weighed against go's own
+    # gain it was dropped; at shim_target 5 ms (more than 2% of any gain
+    # here) it is dropped for its targets.
+    if a.prefill in (None, "-"):
+        sys.exit(77)
+    base = {"SIMCU_TIME_ONLY": "1", "GRAPE_COSTS": "build=0,build_node=0", "GRAPE_CONCURRENCY": "go",
+            "GRAPE_PLAN_HOST_PCT": "2"}
+    args = ["--iters", "40", "--len", "448"]
+    p, rep, _ = run(a, a.prefill, args, env=dict(base, SIMCU_COSTS="default"))
+    c = conc(rep)
+    if c["go_plans_kept"] < 1:
+        fail(f"T = 448 under default: the go plan was not kept at the rule's 2% (its targets weighed "
+             f"with the re-verification the safe plan pays anyway?): {c}", p)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "dear.costs")
+        with open(path, "w") as f:
+            f.write("shim_target 5000000\n")
+        p, rep, _ = run(a, a.prefill, args, env=dict(base, SIMCU_COSTS=path))
+    c2 = conc(rep)
+    if c2["go_plans_kept"] != 0 or c2["go_plans_built"] < 1:
+        fail(f"shim_target 5 ms: the go plan was kept (or never built) though its targets cost more than "
+             f"2% of its gain: {c2}", p)
+    print(f"go_hostshare: kept at 2% ({c['go_gain_ns'] / max(c['go_timed_gain'], 1) / 1e3:.1f} us a launch "
+          f"over safe), dropped with dear targets")
 
 
 def case_plancharge(a):
