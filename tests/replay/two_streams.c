@@ -5,7 +5,9 @@
  * that graph mode holds and replays them.
  *
  * At the end, two synchronous copies to the host, one to the device and a 2-D
- * copy back, on the legacy default stream.
+ * copy back, on the legacy default stream; then a synchronous memset there,
+ * a 2-D one on the second stream (a form graph mode does not hold), and a
+ * copy back that checks them.
  *
  *   two_streams N          N rounds; prints "ok" when the result is right
  *   two_streams N steady   the same without the per-round waits for the
@@ -108,6 +110,16 @@ int main(int argc, char** argv) {
   CK(cuMemcpy2D(&c));
   if (memcmp(in, out, sizeof(in)) != 0) {
     fprintf(stderr, "two_streams: the 2-D copy back differs\n");
+    return 1;
+  }
+  /* 4 words of 5, then bytes 0-3 and 8-11 (2 rows of 4 at a pitch of 8) of 1. */
+  CK(cuMemsetD32(z, 5, 4));
+  CK(cuMemsetD2D8Async(z, 8, 1, 4, 2, s[1]));
+  CK(cuStreamSynchronize(s[1]));
+  CK(cuMemcpyDtoH(out, z, sizeof(out)));
+  if (out[0] != 0x01010101 || out[1] != 5 || out[2] != 0x01010101 || out[3] != 5) {
+    fprintf(stderr, "two_streams: the memsets wrote %#x %#x %#x %#x\n", out[0], out[1], out[2],
+            out[3]);
     return 1;
   }
   printf("ok\n");
