@@ -22,6 +22,7 @@
 #include "funcinfo.h"
 #include "graph.h"
 #include "launch.h"
+#include "owngraphs.h"
 #include "real.h"
 #include "streams.h"
 #include "timeline.h"
@@ -382,6 +383,27 @@ static inline void grape__alloc_freed(uintptr_t p) {
   GRAPE_GEN_BODY_XFER(WAIT_ALL, GRAPE_TRACE_OP_MEMSET, grape__set_, __VA_ARGS__)
 #define GRAPE_GEN_BODY_MEMSET_STREAM(...) \
   GRAPE_GEN_BODY_XFER(SYNC_STREAM, GRAPE_TRACE_OP_MEMSET, grape__set_, __VA_ARGS__)
+/* The program launches a graph of its own (GRAPH_STREAM, as SYNC_STREAM): on
+ * the timeline, one slice of its nodes (owngraphs.h: grape__launch_<base>). */
+#define GRAPE_GEN_BODY_GRAPH_STREAM(...) \
+  GRAPE_GEN_BODY_XFER(SYNC_STREAM, GRAPE_TRACE_TL_GRAPH, grape__launch_, __VA_ARGS__)
+
+/* The program instantiates a graph (GRAPH_MADE, as PLAIN; GRAPH_MADE_ALL, as
+ * SYNC_ALL): the executable's node count is kept for the timeline. */
+#define GRAPE_GEN_BODY_MADE(K, ret, name, base, ptds, stream, params, args)                 \
+  static inline __attribute__((always_inline)) ret body_##name(grape_route_t route, pfn_##name real, GRAPE_UNPAREN params) { \
+    (void)route;                                                                         \
+    GRAPE_COUNT(api_calls[GRAPE_HOOK_##name]);                                           \
+    GRAPE_BEFORE_##K(ptds, stream);                                                      \
+    ret r;                                                                               \
+    GRAPE_NO_REENTRY(r = real args);                                                     \
+    if (r == 0)                                                                          \
+      GRAPE_OWN_GRAPH_MADE args;                                                         \
+    GRAPE_AFTER_##K(ptds, stream, r);                                                    \
+    return GRAPE_RESULT_##K(r);                                                          \
+  }
+#define GRAPE_GEN_BODY_GRAPH_MADE(...) GRAPE_GEN_BODY_MADE(PLAIN, __VA_ARGS__)
+#define GRAPE_GEN_BODY_GRAPH_MADE_ALL(...) GRAPE_GEN_BODY_MADE(SYNC_ALL, __VA_ARGS__)
 
 #define GRAPE_GEN_BODY_PLAIN(...) GRAPE_GEN_BODY_GENERIC(PLAIN, __VA_ARGS__)
 #define GRAPE_GEN_BODY_SYNC_ALL(...) GRAPE_GEN_BODY_GENERIC(SYNC_ALL, __VA_ARGS__)

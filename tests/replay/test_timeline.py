@@ -23,10 +23,13 @@ MEMOPS = 6 * ROUNDS           # a memset and a device-to-device copy on each str
 # At the end, on the legacy default stream: (entry point, device slice, bytes).
 SYNC_COPIES = [("cuMemcpyDtoH_v2", "memcpy DtoH", 4), ("cuMemcpyDtoH_v2", "memcpy DtoH", 4),
                ("cuMemcpyHtoD_v2", "memcpy HtoD", 16), ("cuMemcpy2D_v2", "memcpy DtoH", 16),
-               ("cuMemsetD32_v2", "memset", 16), ("cuMemcpyDtoH_v2", "memcpy DtoH", 16)]
-# ... and between the last two, a 2-D memset on the second stream.
+               ("cuMemsetD32_v2", "memset", 16), ("cuMemcpyDtoH_v2", "memcpy DtoH", 16),
+               ("cuMemcpyDtoH_v2", "memcpy DtoH", 4)]
+# ... and between them, a 2-D memset on the second stream, and the launch of
+# the program's own graph of two kernels on the first.
 MEMSET_2D = ("cuMemsetD2D8Async", "memset", 8)
-END_CALLS = len(SYNC_COPIES) + 1
+OWN_GRAPH = ("cuGraphLaunch", "graph launch (2 nodes)")
+END_CALLS = len(SYNC_COPIES) + 2
 STREAMS = 3                   # two streams and the legacy default one
 
 
@@ -75,7 +78,7 @@ def case_streams(a):
         if len(kernels) != KERNELS or len(eager) + len(held) != want:
             fail(f"{len(kernels)} kernel calls of {len(eager) + len(held)} calls drawn, want "
                  f"{KERNELS} of {want}")
-        if not held or not any(s["cat"] == "graph" for k, sl in got["tracks"].items() for s in sl):
+        if not held or not any(s["name"].startswith("graph (") for k, sl in got["tracks"].items() for s in sl):
             fail("graph mode held no call or launched no graph in the timeline")
         host = sum(len(sl) for k, sl in got["tracks"].items() if not got["names"][k].startswith("stream"))
         if got["flows"] != host:
@@ -106,14 +109,15 @@ def case_names(a):
     the entry point the program called (its kernel in the args), a kernel's
     device slice carries its grid, block and shared memory, a copy's its
     direction and bytes, a memset's its bytes; synchronous copies and memsets
-    are drawn on the legacy default stream, a 2-D memset on its stream."""
+    are drawn on the legacy default stream, a 2-D memset and the program's own
+    graph launch (its nodes) on their streams."""
     with tempfile.TemporaryDirectory() as tmp:
         trace, _ = traced(a, tmp, "t.grape", GRAPE_MODE="observe")
         got = checked(export(a, tmp, [trace])[0])
         host = calls(got, "api")
         names = {s["name"] for s in host}
         want = {"cuLaunchKernel", "cuMemsetD32Async", "cuMemcpyDtoDAsync_v2"} | \
-            {c[0] for c in SYNC_COPIES} | {MEMSET_2D[0]}
+            {c[0] for c in SYNC_COPIES} | {MEMSET_2D[0], OWN_GRAPH[0]}
         if names != want:
             fail(f"host slices named {sorted(names)}, want the entry points {sorted(want)}")
         launches = [s for s in host if s["name"] == "cuLaunchKernel"]
@@ -140,6 +144,11 @@ def case_names(a):
                 if got["names"][k].startswith("stream 0x")]
         if (MEMSET_2D[1], MEMSET_2D[2]) not in last:
             fail(f"no stream ends with the 2-D memset {MEMSET_2D[1:]}: they end with {last}")
+        own = [s for s in dev if s["name"] == OWN_GRAPH[1]]
+        if len(own) != 1 or own[0]["cat"] != "graph" or own[0]["args"].get("nodes") != 2 or \
+                (OWN_GRAPH[1], None) not in last:
+            fail(f"the program's graph launch drawn as {own}, want one '{OWN_GRAPH[1]}' slice "
+                 f"(2 nodes) last on its stream, which ends with {last}")
         print(f"{len(host)} calls named after {len(names)} entry points; {len(dev)} device slices "
               f"with their shape or direction; {on_legacy} on the legacy default stream")
 
@@ -158,7 +167,7 @@ def case_memtable(a):
         traced(a, tmp, "t.grape", GRAPE_MODE="observe", GRAPE_REPORT=rep)
         r = json.load(open(rep))
         got, sim = memops_of(r["measured"]), memops_of(r["device_times"])
-        want = {("memcpy", "DtoD"): (2 * ROUNDS, 8 * ROUNDS), ("memcpy", "DtoH"): (4, 40),
+        want = {("memcpy", "DtoD"): (2 * ROUNDS, 8 * ROUNDS), ("memcpy", "DtoH"): (5, 44),
                 ("memcpy", "HtoD"): (1, 16), ("memset", "device"): (4 * ROUNDS + 2, 16 * ROUNDS + 24)}
         if got != want or sim != want:
             fail(f"measured memory operations {got}, simulated {sim}; want {want}")

@@ -7,7 +7,8 @@
  * At the end, two synchronous copies to the host, one to the device and a 2-D
  * copy back, on the legacy default stream; then a synchronous memset there,
  * a 2-D one on the second stream (a form graph mode does not hold), and a
- * copy back that checks them.
+ * copy back that checks them; last, a graph of the program's own (two
+ * kernels) launched on the first stream, and a copy back of its result.
  *
  *   two_streams N          N rounds; prints "ok" when the result is right
  *   two_streams N steady   the same without the per-round waits for the
@@ -122,6 +123,34 @@ int main(int argc, char** argv) {
             out[3]);
     return 1;
   }
+  CUgraph g;
+  CUgraphExec gx;
+  CUgraphNode nodes[2];
+  int four = 4;
+  void* g_add[] = {&z, &four};
+  void* g_twice[] = {&z};
+  CUDA_KERNEL_NODE_PARAMS kp;
+  memset(&kp, 0, sizeof(kp));
+  kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
+  kp.blockDimX = 32;
+  kp.blockDimY = kp.blockDimZ = 1;
+  CK(cuGraphCreate(&g, 0));
+  kp.func = add;
+  kp.kernelParams = g_add;
+  CK(cuGraphAddKernelNode(&nodes[0], g, NULL, 0, &kp));
+  kp.func = twice;
+  kp.kernelParams = g_twice;
+  CK(cuGraphAddKernelNode(&nodes[1], g, &nodes[0], 1, &kp));
+  CK(cuGraphInstantiate(&gx, g, 0));
+  CK(cuGraphLaunch(gx, s[0]));
+  CK(cuStreamSynchronize(s[0]));
+  CK(cuMemcpyDtoH(out, z, 4));
+  if (out[0] != (0x01010101 + 4) * 2) {
+    fprintf(stderr, "two_streams: the program's graph left %#x\n", out[0]);
+    return 1;
+  }
+  CK(cuGraphExecDestroy(gx));
+  CK(cuGraphDestroy(g));
   printf("ok\n");
   return 0;
 }
