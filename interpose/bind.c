@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "graph.h"
-#include "internal.h"
+#include "state.h"
 #include "log.h"
 #include "real.h"
 

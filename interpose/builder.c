@@ -4,7 +4,7 @@
 #include <pthread.h>
 #include <sched.h>
 
-#include "internal.h"
+#include "state.h"
 #include "log.h"
 #include "options.h"
 

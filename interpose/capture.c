@@ -5,7 +5,7 @@
 
 #include "cuda_types.h"
 #include "grape/simcu_private.h"
-#include "internal.h"
+#include "state.h"
 #include "log.h"
 #include "options.h"
 #include "real.h"

@@ -35,7 +35,7 @@
 #include "footprint.h"
 #include "graph.h"
 #include "hooks.h"
-#include "internal.h"
+#include "state.h"
 #include "options.h"
 #include "real.h"
 #include "streams.h"
@@ -112,9 +112,12 @@ static void* real_export(int row) {
 static int conc_mode = -1;
 
 /* True when this call gets a footprint: the shim is on, concurrency is not
- * off, and the thread is not inside another interposed call. */
+ * off, and the thread is not inside another interposed call. A GEMM called
+ * before the shim started (from another library's constructor, before the
+ * shim's) passes through: its kernels are then ops without a footprint,
+ * barriers like any kernel launched outside a known call. */
 static int footprints_on(void) {
-  if (!grape__active() || grape__call != NULL)
+  if (!grape__on() || grape__call != NULL)
     return 0;
   int m = __atomic_load_n(&conc_mode, __ATOMIC_RELAXED);
   if (m < 0) {
@@ -1026,7 +1029,7 @@ void* grape__cublas_dlsym(void* handle, const char* symbol, void* p) {
     (void)handle;
     return real_export(row) != NULL ? p : NULL;
   }
-  if (p == dlsym_of[row] || !grape__active())
+  if (p == dlsym_of[row] || !grape__on())   /* the dlsym override started the shim */
     return p;
   void* expected = NULL;
   if (!__atomic_compare_exchange_n(&real_fn[1][row], &expected, p, 0, __ATOMIC_RELAXED,

@@ -10,7 +10,7 @@
 #include "grape/cubin.h"
 #include "handles.h"
 #include "images.h"
-#include "internal.h"
+#include "state.h"
 #include "log.h"
 #include "real.h"
 #include "util/grow.h"

@@ -18,9 +18,9 @@
 
 #include "allocmap.h"
 #include "builder.h"
-#include "funcattrs.h"
+#include "clock.h"
 #include "grape/simcu_private.h"
-#include "internal.h"
+#include "state.h"
 #include "log.h"
 #include "options.h"
 #include "graph_driver.h"
@@ -96,24 +96,9 @@ static void costs_set(grape_gc_config_t* cfg) {
   }
 }
 
-/* ---- The clock replays are timed with ----
- * The simulated device's host clock when the driver is the sim (its private
- * export table, include/grape/simcu_private.h), so that graph mode decides in
- * the time the sim reports; else the monotonic clock. */
+/* ---- Timing graph mode's own work (graph.h) ---- */
 
 int grape__timed;
-static uint64_t (*sim_host_ns)(void);
-static char* (*sim_stats_json)(void);   /* the sim's statistics, for the exit report */
-int grape__api_clock_on;
-static void (*sim_handoff)(uint64_t);
-void (*grape__sim_work)(int);   /* set once in graph mode on the sim; read by any thread */
-
-static uint64_t monotonic_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 __thread unsigned grape__launch_tick __attribute__((tls_model("initial-exec")));
 int grape__launch_watch;
 
@@ -140,85 +125,9 @@ void grape__launch_time_end(uint64_t t0) {
     grape_gc_cost_sample(c, GRAPE_GC_COST_LAUNCH, (double)(t1 - t0), 1);
 }
 
-int grape__clock_simulated(void) {
-  return __atomic_load_n(&sim_host_ns, __ATOMIC_RELAXED) != NULL;
-}
-
-char* grape__sim_stats_json(void) {
-  char* (*f)(void) = __atomic_load_n(&sim_stats_json, __ATOMIC_RELAXED);
-  return f != NULL ? f() : NULL;
-}
-
-uint64_t grape__clock_ns(void) {
-  uint64_t (*f)(void) = __atomic_load_n(&sim_host_ns, __ATOMIC_RELAXED);
-  return f != NULL ? f() : monotonic_ns();
-}
-
-/* The sim's private table, looked up once the driver is loaded: by the
- * first timed API call after that, or when the path cache is made. A GPU's
- * driver does not know the id (and one not yet initialised answers an
- * error): the clock is then the monotonic one. Until the driver is loaded,
- * which clock the run will have is not known, and calls are not timed. */
-static const simcu_private_t* sim_table;
-static pthread_mutex_t clock_lock = PTHREAD_MUTEX_INITIALIZER;
-
-int grape__api_clock_ready(void) {
-  typedef CUresult (*get_table_t)(const void**, const CUuuid*);
-  int on;
-  pthread_mutex_lock(&clock_lock);
-  on = __atomic_load_n(&grape__api_clock_on, __ATOMIC_RELAXED);
-  get_table_t get_table = NULL;
-  if (!on)
-    GRAPE_NO_REENTRY(get_table = (get_table_t)grape__real_driver("cuGetExportTable"));
-  if (get_table != NULL) {
-    static const CUuuid id = {SIMCU_PRIVATE_UUID};
-    const void* table = NULL;
-    CUresult r;
-    GRAPE_NO_REENTRY(r = get_table(&table, &id));
-    if (r == CUDA_SUCCESS && table != NULL) {
-      const simcu_private_t* t = table;
-      sim_table = t;
-      if (t->size >= offsetof(simcu_private_t, host_ns) + sizeof(t->host_ns))
-        __atomic_store_n(&sim_host_ns, t->host_ns, __ATOMIC_RELAXED);
-      if (t->size >= offsetof(simcu_private_t, stats_json) + sizeof(t->stats_json))
-        __atomic_store_n(&sim_stats_json, t->stats_json, __ATOMIC_RELAXED);
-    }
-    __atomic_store_n(&grape__api_clock_on, 1, __ATOMIC_RELEASE);
-    on = 1;
-  }
-  pthread_mutex_unlock(&clock_lock);
-  return on;
-}
-
-/* The clock in every mode; the sim's host-work charges and the builder's
- * hand-over only in graph mode (graphs), so that observe mode's simulated
- * time stays the program's own. */
-static void clock_init(int graphs) {
-  grape__api_clock_ready();
-  const simcu_private_t* t = sim_table;
-  if (!graphs || t == NULL)
-    return;
-  if (t->size >= offsetof(simcu_private_t, host_handoff) + sizeof(t->host_handoff))
-    sim_handoff = t->host_handoff;
-  __atomic_store_n(&grape__sim_work, t->host_work, __ATOMIC_RELAXED);
-}
-
-void grape__charge_work(int kind, uint32_t n) {
-  void (*w)(int) = __atomic_load_n(&grape__sim_work, __ATOMIC_RELAXED);
-  for (uint32_t i = 0; w != NULL && i < n; i++)
-    w(kind);
-}
-
 /* The cache re-checked ops before a plan's replay (config checked). */
 static void plan_checked(uint32_t ops) {
   grape__charge_work(SIMCU_WORK_SHIM_CHECK, ops);
-}
-
-/* The builder takes up a build queued at t (the sim's clocks; a GPU's need
- * nothing). */
-static void builder_handoff(uint64_t t) {
-  if (sim_handoff != NULL)
-    sim_handoff(t);
 }
 
 static long option_at_least(grape_option_t o, long lo) {
@@ -252,17 +161,17 @@ grape_gc_t* grape__gc(void) {
       .now = graphs ? grape__clock_ns : NULL,
       .max_paths = option_at_least(grape_option_paths, 1),
       .wake = build_queued,
-      .handoff = builder_handoff,
+      .handoff = grape__sim_handoff,
       .checked = plan_checked,
       .concurrency = (int)grape__option_get(grape_option_concurrency),
       .plan_host_share = (double)grape__option_get(grape_option_plan_host_pct) / 100.0,
     };
     costs_set(&cfg);
-    clock_init(graphs);
+    grape__clock_init(graphs);
     if (graphs) {
       /* On the simulated device, decisions must not depend on how the OS ran
        * the builder: simulated time is then reproducible. */
-      cfg.deterministic = sim_host_ns != NULL;
+      cfg.deterministic = grape__clock_simulated();
       cfg.async_builds = grape__builder_start();
       cfg.cuts = 1;
     }
@@ -872,7 +781,6 @@ void grape__graphs_forget_image(const void* image) {
     free(fns);
   }
   grape__func_forget_image(image);
-  grape__func_attrs_forget();
 }
 
 void grape__graph_exit(void) {

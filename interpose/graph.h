@@ -20,9 +20,9 @@
 #ifndef GRAPE_INTERPOSE_GRAPH_H
 #define GRAPE_INTERPOSE_GRAPH_H
 
-#include "grape/simcu_private.h"
 #include <stdint.h>
 
+#include "clock.h"
 #include "cuda_types.h"
 #include "funcinfo.h"
 #include "graphcache/cache.h"
@@ -55,29 +55,12 @@ static inline __attribute__((always_inline)) int grape__hold_ready(grape_stream_
   return grape__hold_ready_slow(s);
 }
 
-/* ---- The shim's own host time on the sim ----
- * On the simulated device (graph mode), each op the shim records or holds
- * tells the sim that the shim did one op's work (SIMCU_WORK_SHIM_OP), which
- * the sim charges to the calling thread's clock at its row shim_op: the
- * shim's overhead shows in simulated time. Elsewhere nothing is called. */
-extern void (*grape__sim_work)(int);
-static inline __attribute__((always_inline)) void grape__charge_op(void) {
-  void (*w)(int) = __atomic_load_n(&grape__sim_work, __ATOMIC_RELAXED);
-  if (__builtin_expect(w != NULL, 0))
-    w(SIMCU_WORK_SHIM_OP);
-}
-/* n units of the shim's other work of that kind (SIMCU_WORK_SHIM_CHECK: one
- * op re-checked before a plan's replay; SIMCU_WORK_SHIM_TARGET: one GEMM's
- * SM-count target applied and restored), charged the same way. */
-void grape__charge_work(int kind, uint32_t n);
-
 /* ---- The shim's own host time per op, measured ----
  * One op in 32 a thread records or holds has that work timed (graph mode),
  * on the clock replays are timed with (on the sim it sees grape__charge_op):
  * the cache weighs what replays save against it (graphcache/ledger.c). */
 extern __thread unsigned grape__shim_tick __attribute__((tls_model("initial-exec")));
 extern int grape__timed;
-uint64_t grape__clock_ns(void);
 static inline __attribute__((always_inline)) uint64_t grape__shim_time_start(void) {
   if (__builtin_expect((++grape__shim_tick & 31) != 0, 1) ||
       !__atomic_load_n(&grape__timed, __ATOMIC_RELAXED))
@@ -123,7 +106,6 @@ const char* grape__stood_down(void);
 extern __thread unsigned grape__launch_tick __attribute__((tls_model("initial-exec")));
 extern int grape__timed;
 extern int grape__launch_watch;   /* launches still to time since a build was queued */
-uint64_t grape__clock_ns(void);
 static inline __attribute__((always_inline)) uint64_t grape__launch_time_start(void) {
   unsigned t = grape__launch_tick++;
   /* A thread's first 64, then 1 in 16; and every launch just after a build
@@ -138,13 +120,6 @@ static inline __attribute__((always_inline)) uint64_t grape__launch_time_start(v
 }
 void grape__launch_time_end(uint64_t t0);
 
-/* The simulated device's statistics (simcu_private.h: stats_json), a
- * malloc'd JSON object the caller frees; NULL on a GPU, or before the path
- * cache was made. */
-char* grape__sim_stats_json(void);
-/* 1 when grape__clock_ns is the simulated host clock. */
-int grape__clock_simulated(void);
-
 /* ---- Timing ---- */
 
 /* Graph mode times each chunk from its first op (graphcache/cache.h:
@@ -152,7 +127,6 @@ int grape__clock_simulated(void);
 /* Threads: stored (relaxed) once by the thread that makes the cache, loaded (relaxed) at each
  * chunk's first op: a thread that misses the store only leaves one chunk untimed. */
 extern int grape__timed;
-uint64_t grape__clock_ns(void);
 
 /* ---- Flush points ---- */
 
@@ -296,8 +270,7 @@ void grape__graphs_stop(const char* why);
 const char* grape__graphs_stopped(void);
 
 /* An image (module, library, fatbin) was unloaded: the executables that
- * launch its functions go, then its function infos and the remembered
- * function attributes (funcattrs.h). */
+ * launch its functions go, then its function infos. */
 void grape__graphs_forget_image(const void* image);
 
 /* Fork child: forgets the cache, the holding list and the watchdog. */

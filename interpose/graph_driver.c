@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "state.h"
 #include "log.h"
 #include "real.h"
 #include "timeline.h"

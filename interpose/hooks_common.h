@@ -16,14 +16,16 @@
 #ifndef GRAPE_INTERPOSE_HOOKS_COMMON_H
 #define GRAPE_INTERPOSE_HOOKS_COMMON_H
 
-#include "internal.h"
 #include "allocmap.h"
+#include "apitimes.h"
 #include "copies.h"
+#include "funcattrs.h"
 #include "funcinfo.h"
 #include "graph.h"
 #include "launch.h"
 #include "owngraphs.h"
 #include "real.h"
+#include "shim.h"
 #include "streams.h"
 #include "timeline.h"
 
@@ -150,6 +152,7 @@ static inline void grape__aliased(const void* h, grape_handle_kind_t kind, const
  * since the driver may hand their handle values out again. */
 static inline void grape__image_unloaded(const void* image) {
   GRAPE_NO_REENTRY(grape__graphs_forget_image(image));
+  grape__func_attrs_forget();
 }
 
 /* hook_<base> of an async memset or device-to-device copy, driver and
@@ -214,7 +217,7 @@ static inline void grape__alloc_freed(uintptr_t p) {
   }
 
 /* Returns the call `body` of row name, counted and, one call in
- * GRAPE_API_SAMPLE, timed (internal.h). For the manual entries; generated
+ * GRAPE_API_SAMPLE, timed (apitimes.h). For the manual entries; generated
  * ones use GRAPE_GEN_TIMED, which keeps the timed path out of line. */
 #define GRAPE_TIMED_BODY(ret, name, body)                                                    \
   do {                                                                                       \

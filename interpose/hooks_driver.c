@@ -414,8 +414,10 @@ GRAPE_EXPORT GRAPE_NO_SANITIZE void* dlsym(void* handle, const char* symbol) {
    * go further. */
   if (p == NULL || symbol[0] != 'c' || symbol[1] != 'u')
     return p;
-  if (symbol[2] == 'b')   /* cuBLAS's GEMMs (cublas.c) */
+  if (symbol[2] == 'b') {   /* cuBLAS's GEMMs (cublas.c) */
+    grape__init();
     return grape__cublas_dlsym(handle, symbol, p);
+  }
   if (!((symbol[2] >= 'A' && symbol[2] <= 'Z') || (symbol[2] == 'd' && symbol[3] == 'a')))
     return p;
   /* In the global scope the shim's own exports stand before CUDA's. Where no

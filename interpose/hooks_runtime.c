@@ -361,7 +361,7 @@ GRAPE_EXPORT void __cudaUnregisterFatBinary(void** handle) {
   }
   GRAPE_NO_REENTRY(real(handle));
   if (active)
-    GRAPE_NO_REENTRY(grape__graphs_forget_image(handle));
+    grape__image_unloaded(handle);
 }
 
 GRAPE_EXPORT void __cudaRegisterFunction(void** handle, const char* hostFun, char* deviceFun,

@@ -8,7 +8,7 @@
 
 #include "cuda_types.h"
 #include "handles.h"
-#include "internal.h"
+#include "state.h"
 #include "log.h"
 #include "real.h"
 

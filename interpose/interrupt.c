@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "state.h"
 #include "log.h"
 #include "report.h"
 #include "trace.h"
@@ -63,7 +63,7 @@ void grape__outputs_write(void) {
   }
   /* The trace first, so that the report can name the file it went to. */
   grape__trace_write();
-  grape__report_write();
+  grape__report_write(grape__interrupt_signal());
   __atomic_store_n(&outputs_state, 2, __ATOMIC_RELEASE);
 }
 

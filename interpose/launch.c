@@ -16,7 +16,7 @@
 #include "allocmap.h"
 #include "graphcache/fingerprint.h"
 #include "grape/report.h"
-#include "internal.h"
+#include "state.h"
 #include "options.h"
 
 #define ROUTE_NAME(r) #r,

@@ -29,7 +29,7 @@
 #include "nvtx.h"
 #include "cuda_types.h"
 #include "hooks.h"
-#include "internal.h"
+#include "state.h"
 #include "streams.h"
 
 typedef struct grape_launch_s {

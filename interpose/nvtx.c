@@ -1,4 +1,5 @@
-/* NVTX ranges (see nvtx.h for the design). */
+/* NVTX ranges: names, statistics, records (see nvtx.h for the design;
+ * NVTX's callbacks into them are nvtx_inject.c's). */
 #include "nvtx.h"
 
 #include <pthread.h>
@@ -9,51 +10,14 @@
 
 #include "capture.h"
 #include "funcinfo.h"
-#include "graph.h"
-#include "hooks.h"
-#include "internal.h"
+#include "clock.h"
+#include "state.h"
 #include "launch.h"
 #include "log.h"
 #include "timeline.h"
 #include "util/json_str.h"
 
 int grape__nvtx_on;
-
-/* ---- NVTX's ABI (nvtx3/nvtxDetail/nvtxTypes.h, nvToolsExt.h), mirrored:
- * including NVTX's header would define its API in this library. ---- */
-
-typedef const void* (*nvtx_get_export_table_t)(uint32_t id);
-typedef void (*nvtx_fn_t)(void);
-typedef struct nvtx_callbacks_s {
-  size_t struct_size;
-  int (*get_module_table)(int module, nvtx_fn_t*** table, unsigned* size);
-} nvtx_callbacks_t;
-enum { NVTX_ETID_CALLBACKS = 1 };
-enum { NVTX_MODULE_CORE = 1, NVTX_MODULE_CORE2 = 5 };
-enum {   /* NvtxCallbackIdCore */
-  CORE_MarkEx = 1, CORE_MarkA = 2, CORE_MarkW = 3, CORE_RangeStartEx = 4, CORE_RangeStartA = 5,
-  CORE_RangeStartW = 6, CORE_RangeEnd = 7, CORE_RangePushEx = 8, CORE_RangePushA = 9,
-  CORE_RangePushW = 10, CORE_RangePop = 11,
-};
-enum {   /* NvtxCallbackIdCore2 */
-  CORE2_DomainMarkEx = 1, CORE2_DomainRangeStartEx = 2, CORE2_DomainRangeEnd = 3,
-  CORE2_DomainRangePushEx = 4, CORE2_DomainRangePop = 5, CORE2_DomainRegisterStringA = 10,
-  CORE2_DomainRegisterStringW = 11,
-};
-enum { MSG_ASCII = 1, MSG_UNICODE = 2, MSG_REGISTERED = 3 };
-
-typedef struct nvtx_attr_s {   /* nvtxEventAttributes_v2 */
-  uint16_t version, size;
-  uint32_t category;
-  int32_t color_type;
-  uint32_t color;
-  int32_t payload_type, reserved0;
-  uint64_t payload;
-  int32_t message_type;
-  const void* message;
-} nvtx_attr_t;
-_Static_assert(offsetof(nvtx_attr_t, message) == 40 && sizeof(nvtx_attr_t) == 48,
-               "nvtxEventAttributes_v2's layout");
 
 /* ---- Names ---- */
 
@@ -97,9 +61,9 @@ static uint32_t intern_locked(const char* s) {
 static const char* message_text(int type, const void* msg, char* buf, size_t cap) {
   if (msg == NULL)
     return "(unnamed)";
-  if (type == MSG_ASCII || type == MSG_REGISTERED)
+  if (type == GRAPE_NVTX_MSG_ASCII || type == GRAPE_NVTX_MSG_REGISTERED)
     return msg;
-  if (type != MSG_UNICODE)
+  if (type != GRAPE_NVTX_MSG_UNICODE)
     return "(unnamed)";
   const wchar_t* w = msg;
   size_t n = 0;
@@ -109,7 +73,7 @@ static const char* message_text(int type, const void* msg, char* buf, size_t cap
   return buf;
 }
 
-static uint32_t intern(int type, const void* msg) {
+uint32_t grape__nvtx_name(int type, const void* msg) {
   char wide[NAME_LEN + 1], cut[NAME_LEN + 1];
   const char* s = message_text(type, msg, wide, sizeof(wide));
   if (strlen(s) > NAME_LEN) {
@@ -121,6 +85,13 @@ static uint32_t intern(int type, const void* msg) {
   uint32_t id = intern_locked(s);
   pthread_mutex_unlock(&lock);
   return id;
+}
+
+const char* grape__nvtx_name_text(uint32_t name) {
+  pthread_mutex_lock(&lock);
+  const char* s = names[name];
+  pthread_mutex_unlock(&lock);
+  return s;
 }
 
 /* ---- Statistics: per name and style (push/pop, start/end), and kernels by range ---- */
@@ -227,12 +198,12 @@ static uint64_t now(int* rec_ok, uint32_t* thread) {
   return grape__clock_ns();
 }
 
-static void push(uint32_t name) {
-  if (!grape__active())
-    return;
+int grape__nvtx_push(uint32_t name) {
+  if (!grape__on())
+    return (int)depth - 1;
   uint32_t d = depth++;
   if (d >= DEPTH_CAP)
-    return;
+    return (int)d;
   frame_t* f = &stack[d];
   f->name = name;
   f->rec = 0;
@@ -242,25 +213,27 @@ static void push(uint32_t name) {
   f->t0 = f->counted ? now(&rec_ok, &thread) : 0;
   if (f->counted && rec_ok)
     f->rec = record(GRAPE_TRACE_NVTX_PUSH, name, d > 0 ? stack[d - 1].rec : 0, f->t0 - 1, thread);
+  return (int)d;
 }
 
-static void pop(void) {
+int grape__nvtx_pop(void) {
   if (depth == 0)
-    return;   /* a pop without a push: NVTX answers -1, grape ignores it */
+    return -1;   /* a pop without a push: NVTX answers -1, grape ignores it */
   uint32_t d = --depth;
   if (d >= DEPTH_CAP)
-    return;
+    return (int)d;
   frame_t* f = &stack[d];
   if (!f->counted || f->t0 == 0)
-    return;
+    return (int)d;
   int rec_ok;
   uint32_t thread;
   uint64_t t = now(&rec_ok, &thread);
   if (t == 0)
-    return;
+    return (int)d;
   stat_add(0, f->name, t >= f->t0 ? t - f->t0 : 0);
   if (f->rec != 0)
     range_ends(f->rec, t);
+  return (int)d;
 }
 
 uint32_t grape__nvtx_innermost(void) {
@@ -292,9 +265,10 @@ void grape__nvtx_launch(const grape_launch_t* l) {
   pthread_mutex_unlock(&lock);
 }
 
-/* The time goes to the innermost range's record and every push/pop record
+/* A timeline kernel inside range (1 + its record) ran on the device for ns:
+ * the time goes to the innermost range's record and every push/pop record
  * it was pushed inside (its parents), as the calls do. */
-void grape__nvtx_kernel_time(uint32_t range, const grape_func_t* func, uint64_t ns) {
+static void kernel_time(uint32_t range, const grape_func_t* func, uint64_t ns) {
   if (ranges == NULL)
     return;
   pthread_mutex_lock(&lock);
@@ -323,8 +297,8 @@ typedef struct open_s {
 static open_t open_ranges[OPEN_CAP];
 static uint64_t next_id;
 
-static uint64_t range_start(uint32_t name) {
-  if (!grape__active())
+uint64_t grape__nvtx_start(uint32_t name) {
+  if (!grape__on())
     return 0;
   uint64_t id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
   if (__atomic_load_n(&grape__capture_closed, __ATOMIC_RELAXED))
@@ -347,8 +321,8 @@ static uint64_t range_start(uint32_t name) {
   return id;
 }
 
-static void range_end(uint64_t id) {
-  if (id == 0 || !grape__active())
+void grape__nvtx_end(uint64_t id) {
+  if (id == 0 || !grape__on())
     return;
   int rec_ok;
   uint32_t thread;
@@ -369,8 +343,8 @@ static void range_end(uint64_t id) {
     range_ends(o.rec, t);
 }
 
-static void mark(uint32_t name) {
-  if (!grape__active() || __atomic_load_n(&grape__capture_closed, __ATOMIC_RELAXED))
+void grape__nvtx_mark(uint32_t name) {
+  if (!grape__on() || __atomic_load_n(&grape__capture_closed, __ATOMIC_RELAXED))
     return;
   int rec_ok;
   uint32_t thread;
@@ -379,122 +353,24 @@ static void mark(uint32_t name) {
     record(GRAPE_TRACE_NVTX_MARK, name, grape__nvtx_innermost(), t - 1, thread);
 }
 
-/* ---- The callbacks NVTX calls ---- */
-
-static uint32_t attr_name(const nvtx_attr_t* a) {
-  return a != NULL ? intern(a->message_type, a->message) : intern(MSG_ASCII, NULL);
-}
-
-static int cb_push_a(const char* s) {
-  push(intern(MSG_ASCII, s));
-  return (int)depth - 1;
-}
-static int cb_push_w(const wchar_t* s) {
-  push(intern(MSG_UNICODE, s));
-  return (int)depth - 1;
-}
-static int cb_push_ex(const nvtx_attr_t* a) {
-  push(attr_name(a));
-  return (int)depth - 1;
-}
-static int cb_pop(void) {
-  if (depth == 0)
-    return -1;
-  pop();
-  return (int)depth;
-}
-static uint64_t cb_start_a(const char* s) { return range_start(intern(MSG_ASCII, s)); }
-static uint64_t cb_start_w(const wchar_t* s) { return range_start(intern(MSG_UNICODE, s)); }
-static uint64_t cb_start_ex(const nvtx_attr_t* a) { return range_start(attr_name(a)); }
-static void cb_end(uint64_t id) { range_end(id); }
-static void cb_mark_a(const char* s) { mark(intern(MSG_ASCII, s)); }
-static void cb_mark_w(const wchar_t* s) { mark(intern(MSG_UNICODE, s)); }
-static void cb_mark_ex(const nvtx_attr_t* a) { mark(attr_name(a)); }
-
-/* Domains share the thread's one stack: their pushes and pops pair up as the
- * default domain's do in any program that nests them properly. */
-static int cb_d_push(const void* dom, const nvtx_attr_t* a) {
-  (void)dom;
-  return cb_push_ex(a);
-}
-static int cb_d_pop(const void* dom) {
-  (void)dom;
-  return cb_pop();
-}
-static uint64_t cb_d_start(const void* dom, const nvtx_attr_t* a) {
-  (void)dom;
-  return cb_start_ex(a);
-}
-static void cb_d_end(const void* dom, uint64_t id) {
-  (void)dom;
-  range_end(id);
-}
-static void cb_d_mark(const void* dom, const nvtx_attr_t* a) {
-  (void)dom;
-  cb_mark_ex(a);
-}
-/* A registered string's handle is its interned name: a message of type
- * REGISTERED then reads as text. */
-static const void* cb_d_register_a(const void* dom, const char* s) {
-  (void)dom;
-  uint32_t id = intern(MSG_ASCII, s);
-  return names[id];
-}
-static const void* cb_d_register_w(const void* dom, const wchar_t* s) {
-  (void)dom;
-  uint32_t id = intern(MSG_UNICODE, s);
-  return names[id];
-}
-
-static void set_slot(nvtx_fn_t** table, unsigned size, unsigned id, nvtx_fn_t fn) {
-  if (id <= size && table[id] != NULL)
-    *table[id] = fn;
-}
-
-/* NVTX's entry point into an injection library: fills the callback tables.
- * @return 1 (success; 0 would make NVTX unload the library). */
-GRAPE_EXPORT int InitializeInjectionNvtx2(nvtx_get_export_table_t get_table) {
-  grape__init();
-  if (!grape__active() || get_table == NULL)
-    return 1;   /* off: NVTX's calls stay no-ops */
-  const nvtx_callbacks_t* cb = get_table(NVTX_ETID_CALLBACKS);
-  if (cb == NULL || cb->struct_size < sizeof(*cb) || cb->get_module_table == NULL)
-    return 1;
-  nvtx_fn_t** core = NULL;
-  unsigned n = 0;
-  if (cb->get_module_table(NVTX_MODULE_CORE, &core, &n) && core != NULL) {
-    set_slot(core, n, CORE_MarkEx, (nvtx_fn_t)cb_mark_ex);
-    set_slot(core, n, CORE_MarkA, (nvtx_fn_t)cb_mark_a);
-    set_slot(core, n, CORE_MarkW, (nvtx_fn_t)cb_mark_w);
-    set_slot(core, n, CORE_RangeStartEx, (nvtx_fn_t)cb_start_ex);
-    set_slot(core, n, CORE_RangeStartA, (nvtx_fn_t)cb_start_a);
-    set_slot(core, n, CORE_RangeStartW, (nvtx_fn_t)cb_start_w);
-    set_slot(core, n, CORE_RangeEnd, (nvtx_fn_t)cb_end);
-    set_slot(core, n, CORE_RangePushEx, (nvtx_fn_t)cb_push_ex);
-    set_slot(core, n, CORE_RangePushA, (nvtx_fn_t)cb_push_a);
-    set_slot(core, n, CORE_RangePushW, (nvtx_fn_t)cb_push_w);
-    set_slot(core, n, CORE_RangePop, (nvtx_fn_t)cb_pop);
-  }
-  nvtx_fn_t** core2 = NULL;
-  if (cb->get_module_table(NVTX_MODULE_CORE2, &core2, &n) && core2 != NULL) {
-    set_slot(core2, n, CORE2_DomainMarkEx, (nvtx_fn_t)cb_d_mark);
-    set_slot(core2, n, CORE2_DomainRangeStartEx, (nvtx_fn_t)cb_d_start);
-    set_slot(core2, n, CORE2_DomainRangeEnd, (nvtx_fn_t)cb_d_end);
-    set_slot(core2, n, CORE2_DomainRangePushEx, (nvtx_fn_t)cb_d_push);
-    set_slot(core2, n, CORE2_DomainRangePop, (nvtx_fn_t)cb_d_pop);
-    set_slot(core2, n, CORE2_DomainRegisterStringA, (nvtx_fn_t)cb_d_register_a);
-    set_slot(core2, n, CORE2_DomainRegisterStringW, (nvtx_fn_t)cb_d_register_w);
-  }
-  __atomic_store_n(&grape__nvtx_on, 1, __ATOMIC_RELEASE);
-  grape_log_info("NVTX: ranges recorded (NVTX_INJECTION64_PATH names libgrape.so)");
-  return 1;
-}
-
 /* ---- At exit ---- */
+
+static void kernel_time_of(const grape_trace_tl_op_t* op, const grape_func_t* f, void* arg) {
+  (void)arg;
+  if (op->kind == GRAPE_TRACE_OP_KERNEL && op->range != 0 && op->dev_start != GRAPE_TRACE_TL_UNKNOWN)
+    kernel_time(op->range, f, op->dev_end - op->dev_start);
+}
+
+static int kernel_times_taken;
 
 void grape__nvtx_report(FILE* f) {
   if (!__atomic_load_n(&grape__nvtx_on, __ATOMIC_ACQUIRE))
     return;
+  /* The kernels' device times are known once the timeline is closed. */
+  if (!__atomic_exchange_n(&kernel_times_taken, 1, __ATOMIC_ACQ_REL)) {
+    grape__timeline_close();
+    grape__timeline_each(kernel_time_of, NULL);
+  }
   pthread_mutex_lock(&lock);
   fprintf(f, "\"nvtx\":{\"clock\":\"%s\",\"ranges\":[",
           grape__clock_simulated() ? "simulated" : "monotonic");
@@ -574,4 +450,10 @@ void grape__nvtx_reset_child(void) {
   memset(krows, 0, sizeof(krows));
   memset(open_ranges, 0, sizeof(open_ranges));
   krows_dropped = ranges_dropped = 0;
+  kernel_times_taken = 0;
+}
+
+void grape__nvtx_turn_on(void) {
+  grape__timeline_range_source(grape__nvtx_innermost);
+  __atomic_store_n(&grape__nvtx_on, 1, __ATOMIC_RELEASE);
 }

@@ -17,7 +17,13 @@
  * (a string handle of nvtxDomainRegisterString is the interned name). A
  * program that never calls NVTX pays one load and branch per launch
  * (grape__nvtx_on); NVTX calls themselves take a mutex for the statistics,
- * which is fine for ranges around whole operations. */
+ * which is fine for ranges around whole operations.
+ *
+ * nvtx_inject.c is the entry point NVTX calls and the callbacks it installs;
+ * this file's functions keep the ranges. The kernels' device times reach the
+ * kernel-by-range rows from the closed timeline when the report is written:
+ * the timeline asks for the innermost range through the source that turning
+ * NVTX on registers, so that it never calls this file. */
 #ifndef GRAPE_INTERPOSE_NVTX_H
 #define GRAPE_INTERPOSE_NVTX_H
 
@@ -42,13 +48,27 @@ __attribute__((cold, noinline)) void grape__nvtx_launch(const struct grape_launc
   } while (0)
 
 /* The calling thread's innermost open push/pop range as a timeline record
- * (1 + its index in the NVTX section), or 0: for each timeline op. */
+ * (1 + its index in the NVTX section), or 0: the timeline's range source. */
 uint32_t grape__nvtx_innermost(void);
 
-/* A timeline kernel inside range (1 + index) ran on the device for ns: the
- * kernel-by-range rows of that range and of every range around it get the
- * time (at exit, timeline.c). */
-void grape__nvtx_kernel_time(uint32_t range, const grape_func_t* func, uint64_t ns);
+/* ---- For NVTX's callbacks (nvtx_inject.c), once the shim was started ---- */
+
+/* NVTX's message types (nvtxMessageType_t). */
+enum { GRAPE_NVTX_MSG_ASCII = 1, GRAPE_NVTX_MSG_UNICODE = 2, GRAPE_NVTX_MSG_REGISTERED = 3 };
+/* A message's name (interned once; ASCII as given, other wide characters as
+ * '?', a registered string as its name), and the name's text. */
+uint32_t grape__nvtx_name(int type, const void* msg);
+const char* grape__nvtx_name_text(uint32_t name);
+/* A push/pop range on the calling thread. @return its level (push), or the
+ * level left (pop; -1 for a pop without a push), as NVTX answers them. */
+int grape__nvtx_push(uint32_t name);
+int grape__nvtx_pop(void);
+/* A start/end range (any thread may end it): its id, 0 when not kept. */
+uint64_t grape__nvtx_start(uint32_t name);
+void grape__nvtx_end(uint64_t id);
+void grape__nvtx_mark(uint32_t name);
+/* NVTX's callbacks are installed: ranges are recorded from now on. */
+void grape__nvtx_turn_on(void);
 
 /* Writes "nvtx":{...}, into the report (nothing when NVTX was not used). */
 void grape__nvtx_report(FILE* f);

@@ -3,7 +3,7 @@
 
 #include <pthread.h>
 
-#include "internal.h"
+#include "state.h"
 #include "real.h"
 #include "timeline.h"
 

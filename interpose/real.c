@@ -16,7 +16,7 @@
 #include <dlfcn.h>
 #include <string.h>
 
-#include "internal.h"
+#include "state.h"
 #include "log.h"
 
 void* grape__real[GRAPE_SLOT_COUNT][GRAPE_HOOK_COUNT];

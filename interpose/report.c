@@ -24,7 +24,7 @@
 #include "grape/grape.h"
 #include "grape/predict.h"
 #include "grape/report.h"
-#include "internal.h"
+#include "state.h"
 #include "log.h"
 #include "capture.h"
 #include "nvtx.h"
@@ -36,7 +36,6 @@
 #include "bind.h"
 #include "builder.h"
 #include "util/write_all.h"
-#include "interrupt.h"
 #include "outfile.h"
 #include "trace.h"
 #include "timeline.h"
@@ -315,7 +314,7 @@ static void put_bound(buf_t* b, const char* name, double v) {
 }
 
 /* "api_times": each hooked symbol's calls and the host time of those timed
- * (one in GRAPE_API_SAMPLE, or every one: internal.h), on the run's clock. */
+ * (one in GRAPE_API_SAMPLE, or every one: apitimes.h), on the run's clock. */
 static void put_api_times(buf_t* b, const grape_counters_t* cnt) {
   put(b, "\"api_times\":{\"sampled_every\":%d,\"clock\":\"%s\",\"calls\":{",
       __atomic_load_n(&grape__api_sample_mask, __ATOMIC_RELAXED) + 1,
@@ -621,7 +620,7 @@ static void command_name(char* out, size_t cap) {
   out[n] = '\0';
 }
 
-char* grape__report_json(void) {
+char* grape__report_json(int sig) {
   buf_t b;
   if (buf_begin(&b) != 0)
     return NULL;
@@ -638,7 +637,6 @@ char* grape__report_json(void) {
   put(&b, ",\"command\":");
   grape__json_put_str(b.f, comm);
   put(&b, ",\"signal\":");
-  int sig = grape__interrupt_signal();
   if (sig > 0)
     put(&b, "\"SIG%s\"", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
   else
@@ -875,7 +873,7 @@ static int did_launch(void) {
   return n > 0;
 }
 
-int grape__report_write(void) {
+int grape__report_write(int sig) {
   const char* target = grape__option_str(grape_option_report);
   int to_user = target != NULL && *target != '\0';
   /* A name with %r asks for one report per rank: a process without a rank
@@ -887,7 +885,7 @@ int grape__report_write(void) {
   int to_run = run_copy_path(run_copy, sizeof(run_copy), "") == 0;
   if (!to_user && !to_run)
     return 0;
-  char* json = grape__report_json();
+  char* json = grape__report_json(sig);
   if (json == NULL) {
     grape_log_warn("out of memory: no exit report");
     return -ENOMEM;

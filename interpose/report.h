@@ -5,12 +5,13 @@
 #include <stddef.h>
 
 /* Formats the report into a malloc'd NUL-terminated string (caller frees);
- * NULL when out of memory. */
-char* grape__report_json(void);
+ * NULL when out of memory. sig: the signal that ended the process (named in
+ * the report), or 0. */
+char* grape__report_json(int sig);
 
 /* Writes the report where GRAPE_REPORT says ('stderr' or a path); nothing when
- * unset. @return 0 or a negative errno. */
-int grape__report_write(void);
+ * unset. sig as for grape__report_json. @return 0 or a negative errno. */
+int grape__report_write(int sig);
 
 /* In a fork child: leaves "<report path>.forked" beside where the child's
  * report will go, removed when the report is written, so that `grape run` can

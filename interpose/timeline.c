@@ -10,10 +10,8 @@
 #include "capture.h"
 #include "funcinfo.h"
 #include "grape/simcu_private.h"
-#include "graph.h"
-#include "internal.h"
+#include "state.h"
 #include "log.h"
-#include "nvtx.h"
 #include "options.h"
 #include "real.h"
 #include "streams.h"
@@ -96,6 +94,19 @@ static uint64_t since_origin(uint64_t t) {
   return t > origin ? t - origin : 0;
 }
 
+/* Threads: each stored once (release) by the part that registers it, loaded
+ * (acquire) by any thread that records or closes. */
+static uint32_t (*range_source)(void);
+static void (*before_close)(void);
+
+void grape__timeline_range_source(uint32_t (*innermost)(void)) {
+  __atomic_store_n(&range_source, innermost, __ATOMIC_RELEASE);
+}
+
+void grape__timeline_before_close(void (*flush)(void)) {
+  __atomic_store_n(&before_close, flush, __ATOMIC_RELEASE);
+}
+
 void grape__timeline_init(void) {
   if (!grape__option_get(grape_option_timeline))
     return;
@@ -170,7 +181,8 @@ void grape__tl_start(grape_tl_call_t* c, int api) {
   s->op.func = GRAPE_TRACE_NONE;
   s->op.host_start = t;
   s->op.dev_start = s->op.dev_end = GRAPE_TRACE_TL_UNKNOWN;
-  s->op.range = grape__nvtx_innermost();
+  uint32_t (*range_of)(void) = __atomic_load_n(&range_source, __ATOMIC_ACQUIRE);
+  s->op.range = range_of != NULL ? range_of() : 0;
   s->op.api = (uint32_t)(api + 1);   /* a hook row until the trace names it (trace.c) */
   c->slot = s;
 }
@@ -317,7 +329,9 @@ static uint64_t dev_time(CUevent e) {
 void grape__timeline_close(void) {
   if (slots == NULL || __atomic_load_n(&closed, __ATOMIC_ACQUIRE))
     return;
-  grape__graph_exit();   /* held work is submitted (and recorded) first */
+  void (*flush)(void) = __atomic_load_n(&before_close, __ATOMIC_ACQUIRE);
+  if (flush != NULL)
+    flush();   /* held work is submitted (and recorded) first */
   if (__atomic_exchange_n(&closed, 1, __ATOMIC_ACQ_REL))
     return;
   uint64_t n = claimed < cap ? claimed : cap;
@@ -336,8 +350,6 @@ void grape__timeline_close(void) {
           d >= 0) {
         s->op.dev_start = t0;
         s->op.dev_end = t0 + (uint64_t)((double)d * 1e6 + 0.5);
-        if (s->op.kind == GRAPE_TRACE_OP_KERNEL && s->op.range != 0)
-          grape__nvtx_kernel_time(s->op.range, s->f, s->op.dev_end - s->op.dev_start);
       }
     }
     ev_api.destroy(s->ev[0]);

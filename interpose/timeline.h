@@ -65,6 +65,13 @@ void grape__tl_copy_end(grape_tl_call_t* c, uint32_t kind, const void* stream, i
 void grape__tl_submit_end(grape_tl_call_t* c, uint32_t kind, uint64_t what, const void* stream,
                           int ok);
 
+/* The innermost NVTX range of the calling thread, asked of each record
+ * (NVTX registers it when it turns on; until then records name none). */
+void grape__timeline_range_source(uint32_t (*innermost)(void));
+/* Called as the timeline closes, before any event is resolved: what submits
+ * held work (graph mode's exit), so that it is recorded too. */
+void grape__timeline_before_close(void (*flush)(void));
+
 /* At exit, before the trace is written: resolves every event into device
  * times. Idempotent. */
 void grape__timeline_close(void);

@@ -34,7 +34,7 @@
 #include "grape/cubin.h"
 #include "grape/grape.h"
 #include "grape/trace.h"
-#include "internal.h"
+#include "state.h"
 #include "log.h"
 #include "nvtx.h"
 #include "outfile.h"

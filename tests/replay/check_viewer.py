@@ -3,8 +3,9 @@
 reads the Chrome export: Catapult's trace viewer (the one chrome://tracing
 is), in headless Chromium.
 
-The program (two_streams) runs under grape run with GRAPE_TIMELINE; `grape
-export --chrome` writes its timeline; Catapult's trace2html puts it and the
+The program (two_streams) runs twice under grape run with GRAPE_TIMELINE;
+`grape export --chrome` writes both timelines into one file (a process
+each, as a job's ranks get); Catapult's trace2html puts it and the
 viewer into one HTML file, to which viewer_probe.html is appended: on load it
 imports the embedded trace with the viewer's own importer, draws it in a
 timeline view and writes what it got into <pre id="grape-check">, which
@@ -89,16 +90,21 @@ def main():
     a = ap.parse_args()
     catapult, chromium = viewer_tools()
     with tempfile.TemporaryDirectory() as tmp:
-        p = grape(a, ["run", "--device", "sim", "--trace", "t.grape", "--", a.prog], tmp,
-                  GRAPE_TIMELINE="1")
-        if p.returncode != 0:
-            fail("the program under grape run", p)
-        p = grape(a, ["export", "--chrome", "t.grape", "-o", "tl.json"], tmp)
+        # Two runs merged into one file, as the ranks of a job are: a process
+        # each, both read by the viewer.
+        for t in ("t1.grape", "t2.grape"):
+            p = grape(a, ["run", "--device", "sim", "--trace", t, "--", a.prog], tmp,
+                      GRAPE_TIMELINE="1")
+            if p.returncode != 0:
+                fail("the program under grape run", p)
+        p = grape(a, ["export", "--chrome", "t1.grape", "t2.grape", "-o", "tl.json"], tmp)
         if p.returncode != 0:
             fail("grape export --chrome", p)
         path = os.path.join(tmp, "tl.json")
         with open(path) as f:
             doc = json.load(f)
+        if len({e["pid"] for e in doc["traceEvents"] if e["ph"] == "X"}) != 2:
+            fail("grape export --chrome of two traces did not give two processes")
         got = in_viewer(catapult, chromium, path, tmp)
         bad = problems(got, doc)
         if bad:

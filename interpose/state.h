@@ -1,11 +1,13 @@
 /* State shared by the shim's files: on/off, the re-entry guard, counters.
+ * Who may race on each is said beside it.
  *
  * DESIGN: the per-call test is one load of grape__state plus one thread-local
- * load (grape__depth). State moves UNINIT -> ON | OFF once (init), and ON -> OFF
+ * load (grape__depth); the entry points (shim.h's grape__active) also start
+ * the shim on their first call. State moves UNINIT -> ON | OFF once (init), and ON -> OFF
  * when an internal failure makes the shim fall back to passthrough for the rest
  * of the run. Counters are relaxed atomics: they are read once, at exit. */
-#ifndef GRAPE_INTERPOSE_INTERNAL_H
-#define GRAPE_INTERPOSE_INTERNAL_H
+#ifndef GRAPE_INTERPOSE_STATE_H
+#define GRAPE_INTERPOSE_STATE_H
 
 #include <stdint.h>
 
@@ -24,20 +26,14 @@ extern int grape__mode;   /* GRAPE_MODE_*, valid once state != UNINIT */
 /* Thread-local: the thread's own re-entry depth; no other thread touches it. */
 extern __thread int grape__depth __attribute__((tls_model("initial-exec")));
 
-/* Reads the options and sets grape__state. Touches libc only: never CUDA.
- * Safe to call from any thread, any number of times. @return the state. */
-__attribute__((cold, noinline)) int grape__init(void);
-
 /* Drops to passthrough for the rest of the run, logging why once. */
 void grape__disable(const char* why);
 
-/* True when a hook should do its work: the shim is on and this thread is not
- * already inside a hook (the runtime calling the driver from inside a wrapper). */
-static inline __attribute__((always_inline)) int grape__active(void) {
-  int s = __atomic_load_n(&grape__state, __ATOMIC_RELAXED);
-  if (__builtin_expect(s == GRAPE_STATE_UNINIT, 0))
-    s = grape__init();
-  return s == GRAPE_STATE_ON && grape__depth == 0;
+/* True when the shim is on and this thread is not already inside it. For
+ * code that runs only once the shim was started (the entry points call
+ * shim.h's grape__active, which starts it). */
+static inline __attribute__((always_inline)) int grape__on(void) {
+  return __atomic_load_n(&grape__state, __ATOMIC_RELAXED) == GRAPE_STATE_ON && grape__depth == 0;
 }
 
 /* Runs expr with the re-entry guard raised; saves and restores the previous depth. */
@@ -85,47 +81,12 @@ static inline __attribute__((always_inline)) void grape__bump(long* c) {
 /* Adds one to this thread's counter `field` (e.g. launches[route]). */
 #define GRAPE_COUNT(field) grape__bump(&grape__counters_mine()->field)
 
-/* ---- Host time per API call (the report's "api_times") ----
- * One call in GRAPE_API_SAMPLE of each hooked symbol, per thread, is timed
- * around the whole hook (the shim's own work included, as the program sees
- * it) on the run's clock: the simulated host clock on the sim, else
- * CLOCK_MONOTONIC through the vDSO (no syscall). The other calls pay a
- * counter and a branch. Every call is timed instead, as nsys does, when the
- * user asks for statistics (GRAPE_API_TIMES=every, which `grape run --stats`
- * sets) or a timeline (GRAPE_TIMELINE): grape__api_sample_mask is then 0. Which clock the run has is found once the driver is
- * loaded, by the first timed call after that (grape__api_clock_ready):
- * calls before it are counted, not timed, so that wall and simulated
- * nanoseconds never mix. */
+/* One call in GRAPE_API_SAMPLE of each hooked symbol is timed by default
+ * (apitimes.h). A call is timed when its number & grape__api_sample_mask is
+ * 0: GRAPE_API_SAMPLE - 1, or 0 (every call). Threads: set once at init,
+ * before any hook runs; read by every hook. */
 #define GRAPE_API_SAMPLE 16
-/* A call is timed when its number & this is 0: GRAPE_API_SAMPLE - 1, or 0
- * (every call). Set once at init, before any hook runs. */
 extern int grape__api_sample_mask;
-/* Threads: stored once (release, under a mutex) by the thread that finds the clock, loaded
- * (acquire) by a sampled call; one that misses the store takes the mutex and sees it. */
-extern int grape__api_clock_on;
-uint64_t grape__clock_ns(void);
-/* Finds the run's clock when the driver is loaded (any thread).
- * @return 1 when it is known. */
-__attribute__((cold, noinline)) int grape__api_clock_ready(void);
-/* A timed call of row h took t1 - t0 ns: into this thread's counters. */
-void grape__api_timed(grape_counters_t* c, int h, uint64_t t0);
-
-/* Counts a call of row h. @return 1 when the call goes out of line
- * (grape__api_begin): one to time, or the thread's first (not counted yet).
- * No call on this path: the hook around it stays a jump without a frame. */
-static inline __attribute__((always_inline)) int grape__api_sample(int h) {
-  grape_counters_t* c = grape__counters_tls;
-  if (__builtin_expect(c == NULL, 0))
-    return 1;
-  long n = __atomic_load_n(&c->api_seen[h], __ATOMIC_RELAXED);
-  __atomic_store_n(&c->api_seen[h], n + 1, __ATOMIC_RELAXED);
-  return (n & __atomic_load_n(&grape__api_sample_mask, __ATOMIC_RELAXED)) == 0;
-}
-
-/* The out-of-line start of a call grape__api_sample sent here: counts a
- * thread's first call, and starts the clock (*t0) when the call is to be
- * timed and the run's clock is known. @return 1 when timed. */
-__attribute__((cold, noinline)) int grape__api_begin(int h, uint64_t* t0);
 
 /* Every thread's counters added up into out (the report). */
 void grape__counters_sum(grape_counters_t* out);
@@ -142,7 +103,7 @@ extern int grape__captures;
  * captures): work that is then neither held nor taken as captured. */
 int grape__stream_capturing(const void* stream, int ptds);
 
-/* Resets all state for a fork child (called from the atfork handler). */
-void grape__reset_child(void);
+/* Forgets the counters and the captures for a fork child (the atfork handler). */
+void grape__state_reset_child(void);
 
 #endif
