@@ -140,6 +140,27 @@ static inline grape_copy_t grape__copy_cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* p
   return grape__copy_3d(p);
 }
 
+/* A batch of 1-D copies: all their bytes; their direction when every copy
+ * of the batch goes the same way (as the allocation map sees its sides),
+ * else not known. */
+static inline grape_copy_t grape__copy_batch(void* const* dsts, const void* const* srcs,
+                                             const size_t* sizes, size_t count) {
+  grape_copy_t c = {0, GRAPE_TRACE_DIR_NONE};
+  for (size_t i = 0; dsts != NULL && srcs != NULL && sizes != NULL && i < count; i++) {
+    uint32_t d = grape__copy_dir(grape__is_device_mem(srcs[i]), grape__is_device_mem(dsts[i]));
+    c.dir = i == 0 || c.dir == d ? d : GRAPE_TRACE_DIR_NONE;
+    c.bytes += sizes[i];
+  }
+  return c;
+}
+static inline grape_copy_t grape__copy_cuMemcpyBatchAsync_v2(CUdeviceptr* dsts, CUdeviceptr* srcs,
+                                                             size_t* sizes, size_t count,
+                                                             CUmemcpyAttributes* a, size_t* ai,
+                                                             size_t na, CUstream s) {
+  (void)a, (void)ai, (void)na, (void)s;
+  return grape__copy_batch((void* const*)dsts, (const void* const*)srcs, sizes, count);
+}
+
 /* ---- Runtime rows ---- */
 
 static inline grape_copy_t grape__copy_cudaMemcpy(void* dst, const void* src, size_t n,
@@ -175,6 +196,15 @@ static inline grape_copy_t grape__copy_cudaMemcpyPeerAsync(void* dst, int dd, co
                                                            int sd, size_t n, cudaStream_t s) {
   (void)s;
   return grape__copy_cudaMemcpyPeer(dst, dd, src, sd, n);
+}
+
+static inline grape_copy_t grape__copy_cudaMemcpyBatchAsync(void* const* dsts,
+                                                            const void* const* srcs,
+                                                            const size_t* sizes, size_t count,
+                                                            struct cudaMemcpyAttributes* a,
+                                                            size_t* ai, size_t na, cudaStream_t s) {
+  (void)a, (void)ai, (void)na, (void)s;
+  return grape__copy_batch(dsts, srcs, sizes, count);
 }
 
 /* ---- Memsets (the bytes written: elements of 1, 2 or 4 bytes) ---- */

@@ -29,7 +29,9 @@ SYNC_COPIES = [("cuMemcpyDtoH_v2", "memcpy DtoH", 4), ("cuMemcpyDtoH_v2", "memcp
 # the program's own graph of two kernels on the first.
 MEMSET_2D = ("cuMemsetD2D8Async", "memset", 8)
 OWN_GRAPH = ("cuGraphLaunch", "graph launch (2 nodes)")
-END_CALLS = len(SYNC_COPIES) + 2
+# ... and a batch of two copies to the device, 8 bytes each, on the second stream.
+BATCH = ("cuMemcpyBatchAsync_v2", "memcpy HtoD", 16)
+END_CALLS = len(SYNC_COPIES) + 3
 STREAMS = 3                   # two streams and the legacy default one
 
 
@@ -117,7 +119,7 @@ def case_names(a):
         host = calls(got, "api")
         names = {s["name"] for s in host}
         want = {"cuLaunchKernel", "cuMemsetD32Async", "cuMemcpyDtoDAsync_v2"} | \
-            {c[0] for c in SYNC_COPIES} | {MEMSET_2D[0], OWN_GRAPH[0]}
+            {c[0] for c in SYNC_COPIES} | {MEMSET_2D[0], OWN_GRAPH[0], BATCH[0]}
         if names != want:
             fail(f"host slices named {sorted(names)}, want the entry points {sorted(want)}")
         launches = [s for s in host if s["name"] == "cuLaunchKernel"]
@@ -142,8 +144,11 @@ def case_names(a):
                  f"and memsets {[(c[1], c[2]) for c in SYNC_COPIES]}")
         last = [(sl[-1]["name"], sl[-1]["args"].get("bytes")) for k, sl in got["tracks"].items()
                 if got["names"][k].startswith("stream 0x")]
-        if (MEMSET_2D[1], MEMSET_2D[2]) not in last:
-            fail(f"no stream ends with the 2-D memset {MEMSET_2D[1:]}: they end with {last}")
+        ends = [[(s["name"], s["args"].get("bytes")) for s in sl[-2:]] for k, sl in got["tracks"].items()
+                if got["names"][k].startswith("stream 0x")]
+        if [MEMSET_2D[1:], BATCH[1:]] not in ends:
+            fail(f"no stream ends with the 2-D memset {MEMSET_2D[1:]} and the batch of copies "
+                 f"{BATCH[1:]} (one slice): they end with {ends}")
         own = [s for s in dev if s["name"] == OWN_GRAPH[1]]
         if len(own) != 1 or own[0]["cat"] != "graph" or own[0]["args"].get("nodes") != 2 or \
                 (OWN_GRAPH[1], None) not in last:
@@ -168,9 +173,12 @@ def case_memtable(a):
         r = json.load(open(rep))
         got, sim = memops_of(r["measured"]), memops_of(r["device_times"])
         want = {("memcpy", "DtoD"): (2 * ROUNDS, 8 * ROUNDS), ("memcpy", "DtoH"): (5, 44),
-                ("memcpy", "HtoD"): (1, 16), ("memset", "device"): (4 * ROUNDS + 2, 16 * ROUNDS + 24)}
-        if got != want or sim != want:
-            fail(f"measured memory operations {got}, simulated {sim}; want {want}")
+                ("memcpy", "HtoD"): (2, 32), ("memset", "device"): (4 * ROUNDS + 2, 16 * ROUNDS + 24)}
+        # The batch is one record on the timeline, two copies on the device.
+        sim_want = dict(want)
+        sim_want[("memcpy", "HtoD")] = (3, 32)
+        if got != want or sim != sim_want:
+            fail(f"measured memory operations {got}, simulated {sim}; want {want} and {sim_want}")
         gpu = os.path.join(tmp, "gpu")
         os.mkdir(gpu)
         r["device_times"] = None   # as a run on a GPU writes it

@@ -7,8 +7,9 @@
  * At the end, two synchronous copies to the host, one to the device and a 2-D
  * copy back, on the legacy default stream; then a synchronous memset there,
  * a 2-D one on the second stream (a form graph mode does not hold), and a
- * copy back that checks them; last, a graph of the program's own (two
- * kernels) launched on the first stream, and a copy back of its result.
+ * copy back that checks them; a batch of two copies to the device on the
+ * second stream (cuMemcpyBatchAsync); last, a graph of the program's own
+ * (two kernels) launched on the first stream, and a copy back of its result.
  *
  *   two_streams N          N rounds; prints "ok" when the result is right
  *   two_streams N steady   the same without the per-round waits for the
@@ -123,6 +124,15 @@ int main(int argc, char** argv) {
             out[3]);
     return 1;
   }
+  /* z back to {1, 2, 3, 4}: two copies of 8 bytes in one batch. */
+  CUdeviceptr dsts[2] = {z, z + 8};
+  CUdeviceptr srcs[2] = {(CUdeviceptr)(uintptr_t)&in[0], (CUdeviceptr)(uintptr_t)&in[2]};
+  size_t sizes[2] = {8, 8}, attr_at = 0;
+  CUmemcpyAttributes attr;
+  memset(&attr, 0, sizeof(attr));
+  attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  CK(cuMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, &attr_at, 1, s[1]));
+  CK(cuStreamSynchronize(s[1]));
   CUgraph g;
   CUgraphExec gx;
   CUgraphNode nodes[2];
@@ -145,7 +155,7 @@ int main(int argc, char** argv) {
   CK(cuGraphLaunch(gx, s[0]));
   CK(cuStreamSynchronize(s[0]));
   CK(cuMemcpyDtoH(out, z, 4));
-  if (out[0] != (0x01010101 + 4) * 2) {
+  if (out[0] != (1 + 4) * 2) {
     fprintf(stderr, "two_streams: the program's graph left %#x\n", out[0]);
     return 1;
   }
