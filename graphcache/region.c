@@ -30,6 +30,9 @@ typedef struct bufs_s {
   uint32_t* grp;
   uint8_t* params;
   grape_foot_t* foot;
+  const struct grape_gc_node_s** held_at;
+  const grape_region_t* owner;   /* the region that gave them back */
+  uint32_t hw;
   uint32_t cap;
   size_t pcap, foot_cap;
 } bufs_t;
@@ -49,7 +52,7 @@ void grape__region_release(grape_region_t* r) {
   grape__region_clear(r);
   if (r->ops.cap == 0 && r->ops.pcap == 0)
     return;
-  bufs_t b = {r->ops.keys, r->ops.dims, r->ops.fns, r->ops.poff, r->ops.grp, r->ops.params, r->ops.foot, r->ops.cap, r->ops.pcap, r->ops.foot_cap};
+  bufs_t b = {r->ops.keys, r->ops.dims, r->ops.fns, r->ops.poff, r->ops.grp, r->ops.params, r->ops.foot, r->ops.held_at, r, r->ops.hw, r->ops.cap, r->ops.pcap, r->ops.foot_cap};
   pool_lock_take();
   int kept = npool < POOL;
   if (kept) { /* npool is stored atomically: grape__region_reserve peeks at it unlocked */
@@ -65,6 +68,7 @@ void grape__region_release(grape_region_t* r) {
     free(b.grp);
     free(b.params);
     free(b.foot);
+    free(b.held_at);
   }
   r->ops.keys = NULL;
   r->ops.dims = NULL;
@@ -73,6 +77,8 @@ void grape__region_release(grape_region_t* r) {
   r->ops.grp = NULL;
   r->ops.params = NULL;
   r->ops.foot = NULL;
+  r->ops.held_at = NULL;
+  r->ops.hw = 0;
   r->ops.cap = 0;
   r->ops.pcap = 0;
   r->ops.foot_cap = 0;
@@ -91,6 +97,10 @@ int grape__region_reserve(grape_region_t* r, size_t max_bytes) {
       r->ops.grp = b.grp;
       r->ops.params = b.params;
       r->ops.foot = b.foot;
+      r->ops.held_at = b.held_at;
+      /* The region's own last buffers (the pool is a stack: a stream that
+       * ends a chunk and starts the next gets them back) keep its slots. */
+      r->ops.hw = b.owner == r ? b.hw : 0;
       r->ops.cap = b.cap;
       r->ops.pcap = b.pcap;
       r->ops.foot_cap = b.foot_cap;
@@ -119,6 +129,10 @@ int grape__region_reserve(grape_region_t* r, size_t max_bytes) {
     if (g == NULL)
       return -ENOMEM;
     r->ops.grp = g;
+    void* h = grow(r->ops.held_at, ncap, sizeof(*r->ops.held_at));
+    if (h == NULL)
+      return -ENOMEM;
+    r->ops.held_at = h;
     r->ops.cap = ncap;   /* only once every array has the new size */
   }
   if (r->ops.plen + max_bytes > r->ops.pcap) {
@@ -152,6 +166,12 @@ uint32_t grape__region_add_foot(grape_region_t* r, const grape_foot_t* f) {
   return r->ops.nfoot;
 }
 
+void grape__region_held_restamp(grape_region_t* r, uint32_t stamp) {
+  for (uint32_t i = 0; i < r->ops.hw; i++)
+    r->ops.held_at[i] = NULL;
+  r->ops.held_stamp = stamp;
+}
+
 void grape__region_free(grape_region_t* r) {
   free(r->ops.keys);
   free(r->ops.dims);
@@ -160,5 +180,6 @@ void grape__region_free(grape_region_t* r) {
   free(r->ops.params);
   free(r->ops.grp);
   free(r->ops.foot);
+  free(r->ops.held_at);
   *r = (grape_region_t){0};
 }

@@ -62,6 +62,14 @@ typedef struct grape_region_ops_s {
   uint32_t nfoot;
   size_t foot_cap;
   uint32_t gen;
+  /* In-place recording: a slot keeps its op after a clear, so a chunk that
+   * repeats the last one finds each op already there and need not write it
+   * (grape__region_slot_again). Slots below `hw` hold an op of some earlier
+   * chunk in these buffers; held_at[i] is the trie node op i was held at
+   * (NULL: not held), for a launch checked against its function's limits
+   * under `held_stamp` (the shim's count of limit changes). */
+  const struct grape_gc_node_s** held_at;
+  uint32_t hw, held_stamp;
 } grape_region_ops_t;
 
 /* Graph mode (graphcache/entry.c): while `node` is not NULL the ops so far
@@ -135,7 +143,56 @@ grape__region_push_placed(grape_region_t* r, const grape_op_key_t* key, const gr
   o->plen += n;
   o->n = i + 1;
   o->grp[i] = 0;
+  o->held_at[i] = NULL;
+  if (i >= o->hw)
+    o->hw = i + 1;
   return i;
+}
+
+/* The trie node at which the slot of the next op was held in an earlier
+ * chunk when it holds exactly this op (key, dims, function, parameters at
+ * the next offset, footprint tag 0), so that recording the op needs only its
+ * parameter bytes written over the slot's (grape__region_take_slot); NULL
+ * otherwise. Every reader of the ops then reads this op from the slot, as if
+ * it had been pushed. */
+static inline __attribute__((always_inline)) const struct grape_gc_node_s*
+grape__region_slot_again(const grape_region_t* r, const grape_op_key_t* key,
+                         const grape_op_dims_t* dims, const void* fn) {
+  const grape_region_ops_t* o = &r->ops;
+  uint32_t i = o->n;
+  if (i >= o->hw)
+    return NULL;
+  uint64_t a[4], b[4], c[4], d[4];
+  _Static_assert(sizeof(grape_op_key_t) == sizeof(a) && sizeof(grape_op_dims_t) == sizeof(c),
+                 "a key and dims are four words each, no padding");
+  __builtin_memcpy(a, &o->keys[i], sizeof(a));
+  __builtin_memcpy(b, key, sizeof(b));
+  __builtin_memcpy(c, &o->dims[i], sizeof(c));
+  __builtin_memcpy(d, dims, sizeof(d));
+  if (((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (c[0] ^ d[0]) |
+       (c[1] ^ d[1]) | (c[2] ^ d[2]) | (c[3] ^ d[3])) != 0 ||
+      o->fns[i] != fn || o->poff[i] != o->plen || o->grp[i] != 0)
+    return NULL;
+  return o->held_at[i];
+}
+
+/* Takes the next slot as it is (grape__region_slot_again), its n parameter
+ * bytes written at grape__region_next_params(r). */
+static inline __attribute__((always_inline)) void grape__region_take_slot(grape_region_t* r,
+                                                                          size_t n) {
+  r->ops.plen += n;
+  r->ops.n++;
+}
+
+/* Marks op i, just pushed, held at trie node at under stamp (held_at);
+ * a new stamp forgets what the slots' earlier ops were held at. */
+void grape__region_held_restamp(grape_region_t* r, uint32_t stamp);
+static inline __attribute__((always_inline)) void
+grape__region_mark_held(grape_region_t* r, uint32_t i, const struct grape_gc_node_s* at,
+                        uint32_t stamp) {
+  if (__builtin_expect(r->ops.held_stamp != stamp, 0))
+    grape__region_held_restamp(r, stamp);
+  r->ops.held_at[i] = at;
 }
 
 /* Appends one op, copying its n parameter bytes (params may be NULL when n

@@ -1,7 +1,9 @@
 /* What a copy moves: its bytes and its direction (host to device, ...), from
  * the arguments of each copy entry point that api.txt classes copy_all or
  * copy_stream, for the timeline (GRAPE_TIMELINE), as nsys names a copy
- * ("Memcpy HtoD"). One grape__copy_<base>(args) per hook row base.
+ * ("Memcpy HtoD"). One grape__copy_<base>(args) per hook row base; and the
+ * bytes a memset writes, one grape__set_<base>(args) per memset_all or
+ * memset_stream row (its direction NONE).
  *
  * DESIGN: read only while the timeline records the call (after the real
  * call, whose arguments are then known good). Where the caller does not say
@@ -138,6 +140,27 @@ static inline grape_copy_t grape__copy_cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* p
   return grape__copy_3d(p);
 }
 
+/* A batch of 1-D copies: all their bytes; their direction when every copy
+ * of the batch goes the same way (as the allocation map sees its sides),
+ * else not known. */
+static inline grape_copy_t grape__copy_batch(void* const* dsts, const void* const* srcs,
+                                             const size_t* sizes, size_t count) {
+  grape_copy_t c = {0, GRAPE_TRACE_DIR_NONE};
+  for (size_t i = 0; dsts != NULL && srcs != NULL && sizes != NULL && i < count; i++) {
+    uint32_t d = grape__copy_dir(grape__is_device_mem(srcs[i]), grape__is_device_mem(dsts[i]));
+    c.dir = i == 0 || c.dir == d ? d : GRAPE_TRACE_DIR_NONE;
+    c.bytes += sizes[i];
+  }
+  return c;
+}
+static inline grape_copy_t grape__copy_cuMemcpyBatchAsync_v2(CUdeviceptr* dsts, CUdeviceptr* srcs,
+                                                             size_t* sizes, size_t count,
+                                                             CUmemcpyAttributes* a, size_t* ai,
+                                                             size_t na, CUstream s) {
+  (void)a, (void)ai, (void)na, (void)s;
+  return grape__copy_batch((void* const*)dsts, (const void* const*)srcs, sizes, count);
+}
+
 /* ---- Runtime rows ---- */
 
 static inline grape_copy_t grape__copy_cudaMemcpy(void* dst, const void* src, size_t n,
@@ -173,6 +196,90 @@ static inline grape_copy_t grape__copy_cudaMemcpyPeerAsync(void* dst, int dd, co
                                                            int sd, size_t n, cudaStream_t s) {
   (void)s;
   return grape__copy_cudaMemcpyPeer(dst, dd, src, sd, n);
+}
+
+static inline grape_copy_t grape__copy_cudaMemcpyBatchAsync(void* const* dsts,
+                                                            const void* const* srcs,
+                                                            const size_t* sizes, size_t count,
+                                                            struct cudaMemcpyAttributes* a,
+                                                            size_t* ai, size_t na, cudaStream_t s) {
+  (void)a, (void)ai, (void)na, (void)s;
+  return grape__copy_batch(dsts, srcs, sizes, count);
+}
+
+/* ---- Memsets (the bytes written: elements of 1, 2 or 4 bytes) ---- */
+
+static inline grape_copy_t grape__set_bytes(uint64_t bytes) {
+  return (grape_copy_t){bytes, GRAPE_TRACE_DIR_NONE};
+}
+static inline grape_copy_t grape__set_cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
+  (void)d, (void)v;
+  return grape__set_bytes(n);
+}
+static inline grape_copy_t grape__set_cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n) {
+  (void)d, (void)v;
+  return grape__set_bytes((uint64_t)n * 2);
+}
+static inline grape_copy_t grape__set_cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n) {
+  (void)d, (void)v;
+  return grape__set_bytes((uint64_t)n * 4);
+}
+static inline grape_copy_t grape__set_cuMemsetD2D8_v2(CUdeviceptr d, size_t pitch, unsigned char v,
+                                                      size_t w, size_t h) {
+  (void)d, (void)pitch, (void)v;
+  return grape__set_bytes((uint64_t)w * h);
+}
+static inline grape_copy_t grape__set_cuMemsetD2D16_v2(CUdeviceptr d, size_t pitch,
+                                                       unsigned short v, size_t w, size_t h) {
+  (void)d, (void)pitch, (void)v;
+  return grape__set_bytes((uint64_t)w * h * 2);
+}
+static inline grape_copy_t grape__set_cuMemsetD2D32_v2(CUdeviceptr d, size_t pitch, unsigned int v,
+                                                       size_t w, size_t h) {
+  (void)d, (void)pitch, (void)v;
+  return grape__set_bytes((uint64_t)w * h * 4);
+}
+static inline grape_copy_t grape__set_cuMemsetD2D8Async(CUdeviceptr d, size_t pitch,
+                                                        unsigned char v, size_t w, size_t h,
+                                                        CUstream s) {
+  (void)s;
+  return grape__set_cuMemsetD2D8_v2(d, pitch, v, w, h);
+}
+static inline grape_copy_t grape__set_cuMemsetD2D16Async(CUdeviceptr d, size_t pitch,
+                                                         unsigned short v, size_t w, size_t h,
+                                                         CUstream s) {
+  (void)s;
+  return grape__set_cuMemsetD2D16_v2(d, pitch, v, w, h);
+}
+static inline grape_copy_t grape__set_cuMemsetD2D32Async(CUdeviceptr d, size_t pitch,
+                                                         unsigned int v, size_t w, size_t h,
+                                                         CUstream s) {
+  (void)s;
+  return grape__set_cuMemsetD2D32_v2(d, pitch, v, w, h);
+}
+static inline grape_copy_t grape__set_cudaMemset(void* p, int v, size_t n) {
+  (void)p, (void)v;
+  return grape__set_bytes(n);
+}
+static inline grape_copy_t grape__set_cudaMemset2D(void* p, size_t pitch, int v, size_t w,
+                                                   size_t h) {
+  (void)p, (void)pitch, (void)v;
+  return grape__set_bytes((uint64_t)w * h);
+}
+static inline grape_copy_t grape__set_cudaMemset2DAsync(void* p, size_t pitch, int v, size_t w,
+                                                        size_t h, cudaStream_t s) {
+  (void)s;
+  return grape__set_cudaMemset2D(p, pitch, v, w, h);
+}
+static inline grape_copy_t grape__set_cudaMemset3D(struct cudaPitchedPtr p, int v,
+                                                   struct cudaExtent e) {
+  (void)p, (void)v;
+  return grape__set_bytes((uint64_t)e.width * e.height * e.depth);
+}
+static inline grape_copy_t grape__set_cudaMemset3DAsync(struct cudaPitchedPtr p, int v,
+                                                        struct cudaExtent e, cudaStream_t s) {
+  (void)s;
+  return grape__set_cudaMemset3D(p, v, e);
 }
 
 #endif

@@ -37,10 +37,14 @@ import cuda_api  # noqa: E402
 
 KINDS = {"sync_stream": "SYNC_STREAM", "wait_stream": "WAIT_STREAM", "sync_all": "SYNC_ALL",
          "wait_all": "WAIT_ALL", "report": "REPORT", "custom": "CUSTOM", "manual": "MANUAL",
-         "copy_all": "COPY_ALL", "copy_stream": "COPY_STREAM"}
+         "copy_all": "COPY_ALL", "copy_stream": "COPY_STREAM",
+         "memset_all": "MEMSET_ALL", "memset_stream": "MEMSET_STREAM",
+         "graph_stream": "GRAPH_STREAM", "graph_made": "GRAPH_MADE",
+         "graph_made_all": "GRAPH_MADE_ALL"}
 # What an older ABI of a name gets when its class needs code written for the
 # newest one's parameters (a hand-written hook, a copy's description).
-OLDER_ABI = {"custom": "sync_all", "copy_all": "wait_all", "copy_stream": "sync_stream"}
+OLDER_ABI = {"custom": "sync_all", "copy_all": "wait_all", "copy_stream": "sync_stream",
+             "memset_all": "wait_all", "memset_stream": "sync_stream", "graph_stream": "sync_stream"}
 STREAM_TYPES = {"CUstream", "cudaStream_t"}
 
 

@@ -23,6 +23,7 @@
 #include "funcinfo.h"
 #include "graph.h"
 #include "launch.h"
+#include "owngraphs.h"
 #include "real.h"
 #include "shim.h"
 #include "streams.h"
@@ -355,11 +356,12 @@ static inline void grape__alloc_freed(uintptr_t p) {
     return body_##name(ROUTE, real);                                                          \
   }
 
-/* A copy the shim does not hold (COPY_ALL: synchronous, as WAIT_ALL;
- * COPY_STREAM: asynchronous, as SYNC_STREAM): the generic body, and on the
- * timeline its bytes and direction (copies.h: grape__copy_<base>) and its
- * device times on its stream (the default stream for a synchronous one). */
-#define GRAPE_GEN_BODY_COPY(K, ret, name, base, ptds, stream, params, args)                \
+/* A copy or memset the shim does not hold (COPY_ALL, MEMSET_ALL: synchronous,
+ * as WAIT_ALL; COPY_STREAM, MEMSET_STREAM: asynchronous, as SYNC_STREAM): the
+ * generic body, and on the timeline an op of kind OP (GRAPE_TRACE_OP_*) with
+ * its bytes and direction (copies.h: DESC<base>) and its device times on its
+ * stream (the default stream for a synchronous one). */
+#define GRAPE_GEN_BODY_XFER(K, OP, DESC, ret, name, base, ptds, stream, params, args)       \
   static inline __attribute__((always_inline)) ret body_##name(grape_route_t route, pfn_##name real, GRAPE_UNPAREN params) { \
     (void)route;                                                                         \
     GRAPE_COUNT(api_calls[GRAPE_HOOK_##name]);                                           \
@@ -370,14 +372,41 @@ static inline void grape__alloc_freed(uintptr_t p) {
     ret r;                                                                               \
     GRAPE_NO_REENTRY(r = real args);                                                     \
     if (GRAPE_TL_ON(tl_)) {                                                              \
-      grape_copy_t c_ = grape__copy_##base args;                                         \
-      grape__tl_copy_end(&tl_, (const void*)(stream), ptds, c_.bytes, c_.dir, r == 0);   \
+      grape_copy_t c_ = DESC##base args;                                                 \
+      grape__tl_copy_end(&tl_, OP, (const void*)(stream), ptds, c_.bytes, c_.dir, r == 0); \
     }                                                                                    \
     GRAPE_AFTER_##K(ptds, stream, r);                                                    \
     return GRAPE_RESULT_##K(r);                                                          \
   }
-#define GRAPE_GEN_BODY_COPY_ALL(...) GRAPE_GEN_BODY_COPY(WAIT_ALL, __VA_ARGS__)
-#define GRAPE_GEN_BODY_COPY_STREAM(...) GRAPE_GEN_BODY_COPY(SYNC_STREAM, __VA_ARGS__)
+#define GRAPE_GEN_BODY_COPY_ALL(...) \
+  GRAPE_GEN_BODY_XFER(WAIT_ALL, GRAPE_TRACE_OP_MEMCPY, grape__copy_, __VA_ARGS__)
+#define GRAPE_GEN_BODY_COPY_STREAM(...) \
+  GRAPE_GEN_BODY_XFER(SYNC_STREAM, GRAPE_TRACE_OP_MEMCPY, grape__copy_, __VA_ARGS__)
+#define GRAPE_GEN_BODY_MEMSET_ALL(...) \
+  GRAPE_GEN_BODY_XFER(WAIT_ALL, GRAPE_TRACE_OP_MEMSET, grape__set_, __VA_ARGS__)
+#define GRAPE_GEN_BODY_MEMSET_STREAM(...) \
+  GRAPE_GEN_BODY_XFER(SYNC_STREAM, GRAPE_TRACE_OP_MEMSET, grape__set_, __VA_ARGS__)
+/* The program launches a graph of its own (GRAPH_STREAM, as SYNC_STREAM): on
+ * the timeline, one slice of its nodes (owngraphs.h: grape__launch_<base>). */
+#define GRAPE_GEN_BODY_GRAPH_STREAM(...) \
+  GRAPE_GEN_BODY_XFER(SYNC_STREAM, GRAPE_TRACE_TL_GRAPH, grape__launch_, __VA_ARGS__)
+
+/* The program instantiates a graph (GRAPH_MADE, as PLAIN; GRAPH_MADE_ALL, as
+ * SYNC_ALL): the executable's node count is kept for the timeline. */
+#define GRAPE_GEN_BODY_MADE(K, ret, name, base, ptds, stream, params, args)                 \
+  static inline __attribute__((always_inline)) ret body_##name(grape_route_t route, pfn_##name real, GRAPE_UNPAREN params) { \
+    (void)route;                                                                         \
+    GRAPE_COUNT(api_calls[GRAPE_HOOK_##name]);                                           \
+    GRAPE_BEFORE_##K(ptds, stream);                                                      \
+    ret r;                                                                               \
+    GRAPE_NO_REENTRY(r = real args);                                                     \
+    if (r == 0)                                                                          \
+      GRAPE_OWN_GRAPH_MADE args;                                                         \
+    GRAPE_AFTER_##K(ptds, stream, r);                                                    \
+    return GRAPE_RESULT_##K(r);                                                          \
+  }
+#define GRAPE_GEN_BODY_GRAPH_MADE(...) GRAPE_GEN_BODY_MADE(PLAIN, __VA_ARGS__)
+#define GRAPE_GEN_BODY_GRAPH_MADE_ALL(...) GRAPE_GEN_BODY_MADE(SYNC_ALL, __VA_ARGS__)
 
 #define GRAPE_GEN_BODY_PLAIN(...) GRAPE_GEN_BODY_GENERIC(PLAIN, __VA_ARGS__)
 #define GRAPE_GEN_BODY_SYNC_ALL(...) GRAPE_GEN_BODY_GENERIC(SYNC_ALL, __VA_ARGS__)

@@ -202,7 +202,8 @@ static inline cudaError_t hook_cudaMemcpyAsync(grape_route_t route, grape_hook_t
     grape__tl_dev_begin(&tl_, s, ptds);
   GRAPE_NO_REENTRY(r = real(dst, src, n, kind, s));
   if (GRAPE_TL_ON(tl_))
-    grape__tl_copy_end(&tl_, s, ptds, n, d2d ? GRAPE_TRACE_DIR_DTOD : grape__copy_dir_rt(dst, src, kind),
+    grape__tl_copy_end(&tl_, GRAPE_TRACE_OP_MEMCPY, s, ptds, n,
+                       d2d ? GRAPE_TRACE_DIR_DTOD : grape__copy_dir_rt(dst, src, kind),
                        r == cudaSuccess);
   if (d2d && r == cudaSuccess)
     GRAPE_NO_REENTRY(grape__on_memop(&m));
@@ -264,6 +265,11 @@ static inline cudaError_t hook_cudaProfilerStop(pfn_cudaProfilerStop real) {
 #define GRAPE_GEN_RT_WAIT_ALL GRAPE_GEN_RT_ENTRY
 #define GRAPE_GEN_RT_COPY_ALL GRAPE_GEN_RT_ENTRY
 #define GRAPE_GEN_RT_COPY_STREAM GRAPE_GEN_RT_ENTRY
+#define GRAPE_GEN_RT_MEMSET_ALL GRAPE_GEN_RT_ENTRY
+#define GRAPE_GEN_RT_MEMSET_STREAM GRAPE_GEN_RT_ENTRY
+#define GRAPE_GEN_RT_GRAPH_STREAM GRAPE_GEN_RT_ENTRY
+#define GRAPE_GEN_RT_GRAPH_MADE GRAPE_GEN_RT_ENTRY
+#define GRAPE_GEN_RT_GRAPH_MADE_ALL GRAPE_GEN_RT_ENTRY
 #define GRAPE_GEN_RT_WAIT_STREAM GRAPE_GEN_RT_ENTRY
 #define GRAPE_GEN_RT_REPORT GRAPE_GEN_RT_ENTRY
 #define GRAPE_GEN_RT_MANUAL(name, params, args)

@@ -286,32 +286,58 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
   if (__builtin_expect(s == NULL || !grape__may_hold(s), 0))
     return 0;
   int extra_form = l->extra != NULL && l->params == NULL;
-  /* (A cooperative launch is a barrier: it never gets here.) */
-  int eligible = f != NULL && f->drv != NULL && (extra_form || f->nparams >= 0) &&
-                 grape__attrs_node_safe(l);
   size_t room = grape__launch_room(f, l, extra_form);
   if (grape__lock_room(s, room) != 0)
     return 0;
   grape_region_t* r = &s->region;
   grape__hold_check_first(s);
   if (r->cursor.node != NULL) {
+    const grape_gc_node_t* nx;
+    grape_op_key_t k;
+    grape_op_dims_t d = {{l->grid[0], l->grid[1], l->grid[2]},
+                         {l->block[0], l->block[1], l->block[2]}, l->shmem, 0};
+    uint8_t* dst = grape__region_next_params(r);
+    size_t n;
+    uint32_t stamp = __atomic_load_n(&grape__limits_epoch, __ATOMIC_RELAXED);
+    /* The op this slot held in an earlier chunk, at a child of the cursor:
+     * it is the trie's next node, the launch was checked against the same
+     * limits, and only its parameter bytes are written over the slot's (a
+     * held slot's function is f->drv, never NULL, and a launch without
+     * attributes needs no attribute check). */
+    int plain = !extra_form && l->attrs_bytes == 0 && f != NULL && f->nparams >= 0;
+    if (__builtin_expect(plain, 1)) {
+      n = grape__launch_params(f, l, 0, dst, room);
+      grape__launch_key(f, l, (uint32_t)n, 0, &k);
+      if (__builtin_expect(r->ops.held_stamp == stamp && grape__call == NULL &&
+                               __atomic_load_n(&f->lim_state, __ATOMIC_ACQUIRE) == 1, 1)) {
+        nx = grape__region_slot_again(r, &k, &d, f->drv);
+        if (__builtin_expect(nx != NULL && nx->parent == r->cursor.node &&
+                                 __atomic_load_n(&nx->live, __ATOMIC_RELAXED) != 0, 1)) {
+          grape__region_take_slot(r, n);
+          goto held;
+        }
+      }
+    }
+    /* (A cooperative launch is a barrier: it never gets here.) */
+    int eligible = f != NULL && f->drv != NULL && (extra_form || f->nparams >= 0) &&
+                   grape__attrs_node_safe(l);
     if (__builtin_expect(!eligible || !grape__launch_fits(f, l->grid, l->block, l->shmem), 0)) {
       grape__diverge(s, GRAPE_GC_INVALID_LAUNCH);
       goto eager;
     }
-    grape_op_key_t k;
-    uint8_t* dst = grape__region_next_params(r);
-    size_t n = grape__launch_params(f, l, extra_form, dst, room);
-    grape__launch_key(f, l, (uint32_t)n, extra_form ? GRAPE_SIG_EXTRA : 0, &k);
-    grape__launch_attrs(l, dst, n, room, &k);
-    const grape_gc_node_t* nx = grape_gc_step(r->cursor.node, &k);
+    if (!plain) {
+      n = grape__launch_params(f, l, extra_form, dst, room);
+      grape__launch_key(f, l, (uint32_t)n, extra_form ? GRAPE_SIG_EXTRA : 0, &k);
+      grape__launch_attrs(l, dst, n, room, &k);
+    }
+    nx = grape_gc_step(r->cursor.node, &k);
     if (nx == NULL) {
       grape__diverge(s, GRAPE_GC_DIVERGENCE);
       goto eager;
     }
-    grape_op_dims_t d = {{l->grid[0], l->grid[1], l->grid[2]},
-                         {l->block[0], l->block[1], l->block[2]}, l->shmem, 0};
     grape__record_op(r, &k, &d, f->drv, n + k.attrs_bytes);
+    grape__region_mark_held(r, r->ops.n - 1, nx, stamp);
+  held:
     GRAPE_COUNT(launches[route]);
     GRAPE_NVTX_LAUNCH(l);
     grape__charge_op();

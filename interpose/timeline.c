@@ -303,11 +303,11 @@ void grape__tl_memop_end(grape_tl_call_t* c, const grape_memop_t* m, int ok, int
          m->stream, m->ptds, bytes, ok);
 }
 
-void grape__tl_copy_end(grape_tl_call_t* c, const void* stream, int ptds, uint64_t bytes,
-                        uint32_t dir, int ok) {
-  if (c->slot != NULL)
+void grape__tl_copy_end(grape_tl_call_t* c, uint32_t kind, const void* stream, int ptds,
+                        uint64_t bytes, uint32_t dir, int ok) {
+  if (c->slot != NULL && kind == GRAPE_TRACE_OP_MEMCPY)
     ((slot_t*)c->slot)->op.dir = dir;
-  finish(c, GRAPE_TRACE_OP_MEMCPY, GRAPE_TRACE_TL_EAGER, grape__stream_key(stream, ptds), stream,
+  finish(c, kind, GRAPE_TRACE_TL_EAGER, grape__stream_key(stream, ptds), stream,
          ptds, bytes, ok);
 }
 

@@ -52,10 +52,12 @@ void grape__tl_dev_begin(grape_tl_call_t* c, const void* stream, int ptds);
  * failed call gives its slot up. */
 void grape__tl_launch_end(grape_tl_call_t* c, const grape_launch_t* l, int ok, int held);
 void grape__tl_memop_end(grape_tl_call_t* c, const grape_memop_t* m, int ok, int held);
-/* A copy that is no op of a region (it touches host memory, or is
- * synchronous), of bytes in direction dir (GRAPE_TRACE_DIR_*). */
-void grape__tl_copy_end(grape_tl_call_t* c, const void* stream, int ptds, uint64_t bytes,
-                        uint32_t dir, int ok);
+/* A copy or memset (kind GRAPE_TRACE_OP_MEMCPY or _MEMSET) that is no op of
+ * a region (it touches host memory or an array, is synchronous, or is of a
+ * form graph mode does not hold), of bytes; a copy's direction dir
+ * (GRAPE_TRACE_DIR_*; a memset's is NONE). */
+void grape__tl_copy_end(grape_tl_call_t* c, uint32_t kind, const void* stream, int ptds,
+                        uint64_t bytes, uint32_t dir, int ok);
 
 /* The shim submits held work on stream (a handle of the driver's): a graph of
  * nops ops (kind GRAPE_TRACE_TL_GRAPH, what = nops), or one op (a kernel's

@@ -164,6 +164,16 @@ void grape__stack(const grape_model_t* m, int c, const grape__roof_t* r, double*
   x[19] = x[10] * x[9];
 }
 
+/* No kernel beats peak FLOP/s (bandwidth is no hard bound: L2 residency
+ * lifts it; nor are a convolution's direct FLOPs: Winograd and FFT need
+ * fewer): neither the transfer regime's fit nor a known GPU's correction of
+ * it, which beyond the GPU's rows can price a kernel it never ran faster
+ * than the GPU computes (docs/predictor.md, *End to end*). NaN gives the
+ * bound. */
+static double no_faster_than_peak(int c, const grape__roof_t* r, double t) {
+  return c != GRAPE_KC_CONV && !(t >= r->tc) ? r->tc : t;
+}
+
 double grape__predict(const grape_model_t* m, grape_method_t method, const grape__kprep_t* p,
                       const grape_gpu_spec_t* g) {
   double x[GRAPE__NFEAT];
@@ -207,13 +217,9 @@ double grape__predict_x(const grape_model_t* m, grape_method_t method, const gra
     break;
   }
   }
-  /* No kernel beats peak FLOP/s (bandwidth is no hard bound: L2 residency
-   * lifts it; nor are a convolution's direct FLOPs: Winograd and FFT need
-   * fewer). A kernel
-   * never takes less than a microsecond; a NaN from a broken model file must
-   * not leak out either. */
-  if (c != GRAPE_KC_CONV && !(t >= r.tc))
-    t = r.tc;
+  /* A kernel never takes less than a microsecond; a NaN from a broken model
+   * file must not leak out either. */
+  t = no_faster_than_peak(c, &r, t);
   return t >= 1e-3 ? t : 1e-3;
 }
 
@@ -354,8 +360,7 @@ static double extrapolate(const grape_model_t* m, int c, const grape__kprep_t* p
   for (int i = 0; i < GRAPE__NFEAT; i++)
     s += m->xw[c][i] * x[i];
   double tx = exp(fmin(fmax(s, -12), 14));
-  if (c != GRAPE_KC_CONV && !(tx >= r->tc))
-    tx = r->tc;
+  tx = no_faster_than_peak(c, r, tx);
   double b = 1 - exp(-2 * d);
   double t = exp((1 - b) * log(t0) + b * log(fmax(tx, 1e-3)));
   return t >= 1e-3 ? t : 1e-3;
@@ -407,7 +412,8 @@ void grape__predict_full(const grape_model_t* m, const grape__kprep_t* p,
       float xf[GRAPE__NGF];
       grape__gpu_features(p, x, &r, t0, xf);
       double cr = fmin(fmax(grape__boost_eval(ks->trees, ks->ntrees, xf), -8), 8);
-      ms = grape__known_time(ks, t0, tx, cr, grape__span_distance(p, &ks->x));
+      ms = no_faster_than_peak(c, &r,
+                               grape__known_time(ks, t0, tx, cr, grape__span_distance(p, &ks->x)));
     }
     out->ms = ms;
     out->regime = GRAPE_REGIME_TRANSFER;
@@ -428,7 +434,7 @@ void grape__predict_full(const grape_model_t* m, const grape__kprep_t* p,
    * damaged model file must not give an infinite time. */
   double cr = fmin(fmax(grape__boost_eval(k->trees, k->ntrees, xf), -8), 8);
   double dk = grape__span_distance(p, &k->x);
-  out->ms = grape__known_time(k, t0, tx, cr, dk);
+  out->ms = no_faster_than_peak(c, &r, grape__known_time(k, t0, tx, cr, dk));
   out->regime = dk > 0 ? GRAPE_REGIME_KNOWN_EXTRAPOLATED : GRAPE_REGIME_KNOWN;
   interval(out, k->iv, grape__known_bin(p, out->ms, kg->hfloor[c], k->high_ms), m->level, &k->x, dk);
   grape__kernel_time(m, kg, c, launch, g, T, out);

@@ -259,10 +259,18 @@ static const grape_trace_tl_op_t* origin_of(const proc_t* p, uint32_t i) {
 }
 
 /* What a record's work is called: the kernel's short name, "memset",
- * "memcpy HtoD" (its direction, as nsys's "Memcpy HtoD"), or a graph's size;
+ * "memcpy HtoD" (its direction, as nsys's "Memcpy HtoD"), or a graph's size
+ * (grape's "graph (K ops)", the program's "graph launch (N nodes)");
  * for a held op the shim submitted, the call it ran for. */
 static void name_of(const proc_t* p, uint32_t i, char* out, size_t cap) {
   const grape_trace_tl_op_t* op = &p->tl->ops[i];
+  if (op->kind == GRAPE_TRACE_TL_GRAPH && op->how == GRAPE_TRACE_TL_EAGER) {
+    if (op->what > 0)   /* the program's own graph */
+      snprintf(out, cap, "graph launch (%" PRIu64 " nodes)", op->what);
+    else
+      snprintf(out, cap, "graph launch");
+    return;
+  }
   if (op->kind == GRAPE_TRACE_TL_GRAPH) {
     snprintf(out, cap, "graph (%" PRIu64 " ops)", op->what);
     return;
@@ -284,7 +292,7 @@ static const char* api_name(const proc_t* p, const grape_trace_tl_op_t* op) {
 
 /* A record's args, as nsys shows them: how it ran, its stream; a copy's or
  * memset's bytes (and a copy's direction); a kernel's grid, block, shared
- * memory and registers; a graph's ops. */
+ * memory and registers; a graph's ops (grape's) or nodes (the program's). */
 static void args_of(const proc_t* p, uint32_t i, char* out, size_t cap) {
   static const char* const how[] = {"", "eager", "held", "submitted by grape"};
   const grape_trace_tl_op_t* op = &p->tl->ops[i];
@@ -295,6 +303,8 @@ static void args_of(const proc_t* p, uint32_t i, char* out, size_t cap) {
     ARG(",\"bytes\":%" PRIu64, op->what);
   if (op->kind == GRAPE_TRACE_OP_MEMCPY && dir_name(op->dir) != NULL)
     ARG(",\"dir\":\"%s\"", dir_name(op->dir));
+  else if (op->kind == GRAPE_TRACE_TL_GRAPH && op->how == GRAPE_TRACE_TL_EAGER)
+    ARG(",\"nodes\":%" PRIu64, op->what);
   else if (op->kind == GRAPE_TRACE_TL_GRAPH)
     ARG(",\"ops\":%" PRIu64, op->what);
   const grape_trace_tl_op_t* o = origin_of(p, i);

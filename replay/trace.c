@@ -380,8 +380,9 @@ const char* grape_trace_tl_op_check(const grape_trace_t* t, const grape_trace_tl
     return "unknown kind";
   if (op->how < GRAPE_TRACE_TL_EAGER || op->how > GRAPE_TRACE_TL_SUBMIT)
     return "unknown way of running (eager, held, submitted)";
-  if (op->kind == GRAPE_TRACE_TL_GRAPH && (op->how != GRAPE_TRACE_TL_SUBMIT || op->what == 0))
-    return "a graph launch that is not the shim's submission of held ops";
+  if (op->kind == GRAPE_TRACE_TL_GRAPH && (op->how == GRAPE_TRACE_TL_HELD ||
+                                           (op->how == GRAPE_TRACE_TL_SUBMIT && op->what == 0)))
+    return "a graph launch held, or the shim's of no held ops";
   if (op->func != GRAPE_TRACE_NONE &&
       (op->kind != GRAPE_TRACE_OP_KERNEL || op->func >= t->nfuncs || t->funcs[op->func].r.id != op->what))
     return "function index out of range, on an op that is no kernel, or not the op's function";

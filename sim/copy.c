@@ -1,7 +1,8 @@
 /* copy.c: the copies of the simulated driver: 1-D (cuMemcpy, cuMemcpyHtoD,
  * DtoH, DtoD), 2-D and 3-D (cuMemcpy2D, cuMemcpy2DUnaligned, cuMemcpy3D) and
  * peer copies (cuMemcpyPeer, cuMemcpy3DPeer), each with its Async, _ptds and
- * _ptsz forms; and the work of a graph's memcpy node.
+ * _ptsz forms; batched 1-D copies (cuMemcpyBatchAsync); and the work of a
+ * graph's memcpy node.
  *
  * DESIGN: every form becomes one description of a strided copy (a box of
  * WidthInBytes x Height x Depth bytes, each side with its own origin, row
@@ -249,6 +250,35 @@ static CUresult peer3d(const CUDA_MEMCPY3D_PEER* p, CUstream h, int async, int p
   box_t b = {p->WidthInBytes, p->Height, p->Depth};
   return box_copy(&src, &dst, &b, h, async, ptds);
 }
+
+/* ---- Batched copies (cuMemcpyBatchAsync, CUDA 13's form) ---- */
+
+/* Checked as CUDA documents: three arrays of count copies, numAttrs (1 to
+ * count) attributes whose first index is 0 and whose indices rise below
+ * count, each with a source access order; never the legacy NULL stream.
+ * Each copy is then one 1-D copy op on the stream (any memory types), in the
+ * batch's order, which CUDA leaves free; every order honours the stream's. */
+static CUresult batch1d(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
+                        CUmemcpyAttributes* attrs, size_t* idxs, size_t nattrs, CUstream h,
+                        int ptds) {
+  if (count == 0 || dsts == NULL || srcs == NULL || sizes == NULL || attrs == NULL ||
+      idxs == NULL || nattrs == 0 || nattrs > count || h == CU_STREAM_LEGACY ||
+      (h == NULL && !ptds))
+    return CUDA_ERROR_INVALID_VALUE;
+  for (size_t k = 0; k < nattrs; k++)
+    if ((k == 0 ? idxs[k] != 0 : idxs[k] <= idxs[k - 1]) || idxs[k] >= count ||
+        attrs[k].srcAccessOrder < CU_MEMCPY_SRC_ACCESS_ORDER_STREAM ||
+        attrs[k].srcAccessOrder > CU_MEMCPY_SRC_ACCESS_ORDER_ANY)
+      return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; i++)
+    SIM_TRY(copy1d(P(dsts[i]), ANY, P(srcs[i]), ANY, sizes[i], h, 1, ptds));
+  return CUDA_SUCCESS;
+}
+
+SIM_TWINS(cuMemcpyBatchAsync_v2, _ptsz,
+          (CUdeviceptr* d, CUdeviceptr* s, size_t* n, size_t count, CUmemcpyAttributes* a,
+           size_t* ai, size_t na, CUstream st),
+          batch1d, d, s, n, count, a, ai, na, st)
 
 SIM_TWINS(cuMemcpy3DPeer, _ptds, (const CUDA_MEMCPY3D_PEER* p), peer3d, p, NULL, 0)
 SIM_TWINS(cuMemcpy3DPeerAsync, _ptsz, (const CUDA_MEMCPY3D_PEER* p, CUstream s), peer3d, p, s, 1)

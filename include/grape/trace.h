@@ -181,8 +181,9 @@ typedef struct grape_trace_path_s {
 
 /* ---- The timeline (GRAPE_TIMELINE): every op in the order it was issued ---- */
 
-/* What a timeline record is: an op kind (GRAPE_TRACE_OP_*), or a graph the
- * shim launched in graph mode. */
+/* What a timeline record is: an op kind (GRAPE_TRACE_OP_*), or a graph
+ * launch: the shim's in graph mode (how SUBMIT, what: the held ops it ran),
+ * or the program's own graph (how EAGER, what: its nodes, 0 when not known). */
 enum { GRAPE_TRACE_TL_GRAPH = 4 };
 
 /* How the op went: the program's call reached the driver at once (eager);
@@ -211,7 +212,8 @@ typedef struct grape_trace_tl_op_s {
   uint32_t thread;             /* host thread, numbered from 1 in order of first call */
   uint64_t stream;             /* the shim's stream key: the handle, 1 for the legacy
                                   stream, a per-thread value for a per-thread default one */
-  uint64_t what;               /* kernel: function id; memset/copy: bytes; graph: held ops it ran */
+  uint64_t what;               /* kernel: function id; memset/copy: bytes; graph: held ops it
+                                  ran (the shim's), or its nodes (the program's; 0 unknown) */
   uint64_t host_start, host_end;   /* the call on the host, ns after the timeline's origin */
   uint64_t dev_start, dev_end;     /* on the device, same clock; GRAPE_TRACE_TL_UNKNOWN
                                       when not measured (held calls) */

@@ -93,6 +93,8 @@ RECIPES = {
                       r"neusight\.py --test \S+$"),
     "real-rows": ("docs/predictor.md", "### Against NeuSight itself (`bench/predict/neusight.py`)",
                   r"real_rows\.py"),
+    "e2e": ("docs/predictor.md", "### End to end: whole models against public measurements "
+            "(`bench/predict/e2e.py`)", r"e2e\.py"),
     "demo": ("README.md", "## Quick start", r"^scripts/demo"),
     "torch-quick-start": ("README.md", "## Quick start", r"train_mlp\.py"),
     "nvtx": ("docs/configuration.md", "## NVTX ranges", "NVTX_INJECTION64_PATH"),
@@ -151,6 +153,9 @@ PRINTS = {
     "fuzz-cubin": [r"^Done \d+ runs in \d+ second"],
     "fuzz-trace": [r"^Done \d+ runs in \d+ second"],
     "trace-format": [r"^trace of \S+/beam \(pid \d+", r"^grape: replayed \d+ of \d+ paths"],
+    # The one run of data/neusight-e2e, and its summary.
+    "e2e": [r"^\| Tesla V100-PCIE-32GB \| GPT2-Large \| 4 \| 36 \| 728\.8 \| [\d.]+ \([\d.]+\) \| 3\.8 \| 5\.4 \|",
+            r"^\| training GPUs \| 1 \| [\d.]+ \|"],
     # Both runs' tables: the default model's and the pooled one's.
     "real-rows": [r"^\| class \| GPUs \| regime \| half \|(.|\n)*^\| class \| GPUs \| regime \| half \|",
                   r"^\| bmm \| training \| known \| [01] \| \d+ \| [\d.]+ \| [\d.]+ \|"],
@@ -160,7 +165,7 @@ PRINTS = {
 # test lays the repository's subset out there instead
 # (neusight/train/OP/subset.csv.gz), which docs/predictor.md says.
 SUBSET_AS_FULL = ("cv-extrapolate", "cv-extrapolate-75", "cv-shapes", "default-model", "eval",
-                  "neusight", "neusight-full", "real-rows")
+                  "neusight", "neusight-full", "real-rows", "e2e")
 # Recipes that take minutes to hours, run as meson benchmarks
 # (meson test --benchmark): a line's time limit in seconds.
 LONG = {"bench-shim": 1800, "concurrency": 1800, "prefill": 1800, "grid": 3600,
@@ -481,8 +486,13 @@ def check_recipe(a):
                 op = os.path.join(tmp, "neusight", "train", os.path.basename(gz)[:-len(".csv.gz")])
                 os.makedirs(op)
                 os.symlink(gz, os.path.join(op, "subset.csv.gz"))
-        if a.recipe in ("neusight", "neusight-full", "real-rows"):
+        if a.recipe in ("neusight", "neusight-full", "real-rows", "e2e"):
             lay_out_neusight_test(tmp, a.source)
+        if a.recipe == "e2e":
+            # One run's model-level measurement and operator graph, in place
+            # of NeuSight's label/, results/ and summary/ folders.
+            shutil.copytree(os.path.join(a.source, "data", "neusight-e2e", "scripts"),
+                            os.path.join(tmp, "NeuSight", "scripts"), dirs_exist_ok=True)
         for line in lines:
             p = subprocess.run(["bash", "-c", "set -o pipefail; " + line], capture_output=True,
                                text=True, env=env, cwd=tmp,

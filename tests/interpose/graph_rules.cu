@@ -39,7 +39,8 @@
 //   prefix     two recurring paths, one the prefix of the other (prints nothing
 //              more: the test compares the report's path counts with observe mode)
 //   changes    a replayed path whose launches change in place: a 4-byte parameter
-//              before an alignment gap, a grid dimension, the function (each step's
+//              before an alignment gap, a grid dimension, the function, a block
+//              dimension, the dynamic shared memory, the stream (each step's
 //              result tells whether the replay ran what was launched)
 #include <cuda_runtime.h>
 #include <pthread.h>
@@ -65,6 +66,13 @@ extern "C" __global__ void smem_set(int* p, int v) {
 extern "C" __global__ void put(int v, int w, int* out, int u) { out[blockIdx.x] = v * 1000 + w * 10 + u; }
 extern "C" __global__ void put_alt(int v, int w, int* out, int u) {
   out[blockIdx.x] = v * 1000 + w * 10 + u + 5;
+}
+// out[0] = v * 1000 + blockDim.x * 10 + (dynamic shared bytes) / 16.
+extern "C" __global__ void put_shape(int v, int* out) {
+  unsigned dyn;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+  if (threadIdx.x == 0)
+    out[0] = v * 1000 + blockDim.x * 10 + dyn / 16;
 }
 extern "C" __global__ void fault(int* p) { p[-(1 << 30)] = 0; }
 // Waits (up to about 3 s) for *flag == want; *out = 1 if it came, 0 if not.
@@ -96,6 +104,9 @@ SIMCU_KERNEL(put) {
 }
 SIMCU_KERNEL(put_alt) {
   SIMCU_ARG(2, int*)[simcu_blk->idx.x] = SIMCU_ARG(0, int) * 1000 + SIMCU_ARG(1, int) * 10 + SIMCU_ARG(3, int) + 5;
+}
+SIMCU_KERNEL(put_shape) {
+  *SIMCU_ARG(1, int*) = SIMCU_ARG(0, int) * 1000 + (int)simcu_blk->block.x * 10 + (int)(simcu_blk->shared_bytes / 16);
 }
 SIMCU_KERNEL(fault) {
   (void)simcu_args;
@@ -507,7 +518,10 @@ static void mode_prefix(void) {
 // w, out + 4, u) on one, synchronised and read back. v changes every other
 // step, g every third, w every fifth, u every fourth, and every seventh step
 // runs put_alt first: most steps replay the known path with one launch
-// changed in place.
+// changed in place. Then put_shape(v, out + 5) with a block of 32 or 64
+// threads (every sixth step) and 0, 16 or 32 bytes of dynamic shared memory
+// (every fifth); every ninth step the second put goes to the legacy stream
+// instead (ordered after the memset, read after the copy's implicit wait).
 static void mode_changes(void) {
   cudaStream_t s;
   int* out;
@@ -521,13 +535,16 @@ static void mode_changes(void) {
       put_alt<<<g, 1, 0, s>>>(v, w, out, u);
     else
       put<<<g, 1, 0, s>>>(v, w, out, u);
-    put<<<1, 1, 0, s>>>(v + 1, w, out + 4, u);
+    int blk = 32 * (1 + (i / 6) % 2), sh = 16 * ((i / 5) % 3), moved = i % 9 == 8;
+    put<<<1, 1, 0, moved ? (cudaStream_t)0 : s>>>(v + 1, w, out + 4, u);
+    put_shape<<<1, blk, sh, s>>>(v, out + 5);
     CHECK(cudaStreamSynchronize(s));
     CHECK(cudaMemcpy(got, out, sizeof(got), cudaMemcpyDeviceToHost));
     for (int b = 0; b < 4; b++)
       EXPECT(got[b] == (b < g ? v * 1000 + w * 10 + u + 5 * alt : 0), "changes: step %d block %d read %d", i, b,
              got[b]);
     EXPECT(got[4] == (v + 1) * 1000 + w * 10 + u, "changes: step %d second launch read %d", i, got[4]);
+    EXPECT(got[5] == v * 1000 + blk * 10 + sh / 16, "changes: step %d shape launch read %d", i, got[5]);
   }
 }
 

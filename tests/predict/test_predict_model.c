@@ -664,6 +664,61 @@ Test(predict, known_correction_is_kept_beyond_the_rows) {
   grape_model_free(m);
 }
 
+/* No prediction beats the GPU's peak FLOP/s, a known GPU's correction
+ * included: beyond its rows the P4's trees priced an 8192 x 1024 x 1024
+ * nn.Linear of sgemm_128x128x8_NT_vec, a kernel its rows never ran, at
+ * 6.7 TFLOP/s against its 5.7 (BERT-Large's projections, measured at
+ * 2.7). GEMMs of real models' shapes and the kernels the training GPUs run
+ * them with, on every known GPU and an unseen one of a known GPU's compute
+ * capability (the same-chip rule's trees): none below FLOPs / peak, and
+ * some whose correction alone would be. Fails with the bound on the
+ * transfer fit only. */
+Test(predict, known_correction_never_beats_peak_flops) {
+  grape_model_t* m;
+  cr_assert_eq(grape_model_load_default(&m), 0);
+  static const char* const names[] = {"sgemm_128x128x8_NT_vec", "maxwell_sgemm_128x64_tn",
+                                      "volta_sgemm_128x128_tn", "ampere_sgemm_128x64_tn",
+                                      "turing_sgemm_128x64_nn"};
+  static const double sizes[] = {512, 1024, 2048, 4096, 8192, 16384, 65536};
+  const char* gpus[16];
+  size_t ng = 0;
+  for (size_t i = 0; i < grape_model_known_count(m) && ng < 15; i++)
+    gpus[ng++] = grape_model_known_gpu(m, i);
+  gpus[ng++] = "NVIDIA A100 80GB PCIe";
+  int below = 0, n = 0;
+  for (size_t gi = 0; gi < ng; gi++) {
+    const grape_gpu_spec_t* g = grape_gpu_find(gpus[gi]);
+    cr_assert(g != NULL, "%s", gpus[gi]);
+    for (size_t ni = 0; ni < sizeof(names) / sizeof(names[0]); ni++)
+      for (size_t a = 0; a < sizeof(sizes) / sizeof(sizes[0]); a++)
+        for (size_t b = 0; b < 4; b++) {
+          double M = sizes[a], N = sizes[b + 1], K = sizes[(a + b) % 4 + 1];
+          grape_kernel_desc_t k = {.name = names[ni], .grid = {(unsigned)(M / 128), (unsigned)(N / 128), 1},
+                                   .block = {256, 1, 1}, .regs = -1, .op = GRAPE_OP_GEMM,
+                                   .dims = {1, M, N, K}};
+          grape__kprep_t p;
+          grape__kernel_prep(&k, &p);
+          double x[GRAPE__NFEAT], t0, d;
+          grape__roof_t r;
+          double tx = grape__predict_transfer(m, &p, g, x, &r, &t0, &d);
+          const grape__known_class_t* kc = grape__known_class(m, g, GRAPE_KC_GEMM, 0);
+          if (kc != NULL) {
+            float xf[GRAPE__NGF];
+            grape__gpu_features(&p, x, &r, t0, xf);
+            double cr = fmin(fmax(grape__boost_eval(kc->trees, kc->ntrees, xf), -8), 8);
+            below += grape__known_time(kc, t0, tx, cr, grape__span_distance(&p, &kc->x)) < r.tc;
+          }
+          grape_prediction_t out;
+          grape__predict_full(m, &p, g, &out);
+          cr_expect(out.harness_ms >= r.tc * (1 - 1e-12), "%s %s %gx%gx%g: %g ms, peak's %g ms",
+                    g->name, names[ni], M, N, K, out.harness_ms, r.tc);
+          n++;
+        }
+  }
+  cr_expect(below > 0, "no correction below the peak's time in %d GEMMs: the test checks nothing", n);
+  grape_model_free(m);
+}
+
 /* The known regime's interval of softmax and layer norm is two (the
  * classes' floor rule): one for kernels the harness's floor hides, whose
  * error is the floor's few percent, and one for kernels above it, whose

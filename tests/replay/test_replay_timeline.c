@@ -160,6 +160,33 @@ static void bad_arg(const uint8_t* b, size_t len, uint32_t i, size_t at, uint32_
   free(c);
 }
 
+/* The program's own graph launch: an eager graph record, its nodes in what
+ * (0 when the shim did not see the graph instantiated), read back as written. */
+Test(replay_timeline, programs_graph_launch) {
+  grape_trace_t* t = trace_sample();
+  grape_trace_tl_op_t ops[2] = {
+    {GRAPE_TRACE_TL_GRAPH, GRAPE_TRACE_TL_EAGER, GRAPE_TRACE_NONE, 1, 0x5000, 3, 10, 20, 15, 40, 0, 0,
+     1, GRAPE_TRACE_DIR_NONE, {0, 0, 0}, {0, 0, 0}, 0},
+    {GRAPE_TRACE_TL_GRAPH, GRAPE_TRACE_TL_EAGER, GRAPE_TRACE_NONE, 1, 0x5000, 0, 30, 31, 41, 50, 0, 0,
+     1, GRAPE_TRACE_DIR_NONE, {0, 0, 0}, {0, 0, 0}, 0},
+  };
+  static const char* const apis[] = {"cuGraphLaunch"};
+  grape_trace_timeline_t tl = {"simulated", 0, 0, 2, ops, 1, apis};
+  cr_assert_eq(grape_trace_set_timeline(t, &tl), 0);
+  size_t len;
+  uint8_t* b = encode(t, &len);
+  grape_trace_t* r;
+  char err[512];
+  cr_assert_eq(grape_trace_load_mem(b, len, &r, err, sizeof(err)), 0, "%s", err);
+  const grape_trace_timeline_t* got = grape_trace_timeline(r);
+  cr_assert(got != NULL && got->count == 2);
+  cr_expect(got->ops[0].kind == GRAPE_TRACE_TL_GRAPH && got->ops[0].how == GRAPE_TRACE_TL_EAGER &&
+            got->ops[0].what == 3 && got->ops[1].what == 0, "the program's graph launches changed");
+  grape_trace_free(r);
+  free(b);
+  grape_trace_free(t);
+}
+
 Test(replay_timeline, args_damage_is_named) {
   grape_trace_t* t = with_timeline();
   size_t len;
@@ -176,7 +203,7 @@ Test(replay_timeline, damage_is_named) {
   uint8_t* b = encode(t, &len);
   bad_field(b, len, 0, 0, 9, 0, "unknown kind");
   bad_field(b, len, 0, 4, 0, 0, "unknown way");
-  bad_field(b, len, 0, 0, GRAPE_TRACE_TL_GRAPH, 0, "graph launch");
+  bad_field(b, len, 1, 0, GRAPE_TRACE_TL_GRAPH, 0, "graph launch");   /* a held one */
   bad_field(b, len, 0, 8, 99, 0, "function index");
   bad_field(b, len, 0, 24, 0x1234, 1, "function index");   /* not the function's id */
   bad_field(b, len, 1, 8, 0, 0, "no kernel");

@@ -22,7 +22,16 @@ KERNELS = 4 * ROUNDS          # two kernels on each of two streams a round
 MEMOPS = 6 * ROUNDS           # a memset and a device-to-device copy on each stream, 2 memsets
 # At the end, on the legacy default stream: (entry point, device slice, bytes).
 SYNC_COPIES = [("cuMemcpyDtoH_v2", "memcpy DtoH", 4), ("cuMemcpyDtoH_v2", "memcpy DtoH", 4),
-               ("cuMemcpyHtoD_v2", "memcpy HtoD", 16), ("cuMemcpy2D_v2", "memcpy DtoH", 16)]
+               ("cuMemcpyHtoD_v2", "memcpy HtoD", 16), ("cuMemcpy2D_v2", "memcpy DtoH", 16),
+               ("cuMemsetD32_v2", "memset", 16), ("cuMemcpyDtoH_v2", "memcpy DtoH", 16),
+               ("cuMemcpyDtoH_v2", "memcpy DtoH", 4)]
+# ... and between them, a 2-D memset on the second stream, and the launch of
+# the program's own graph of two kernels on the first.
+MEMSET_2D = ("cuMemsetD2D8Async", "memset", 8)
+OWN_GRAPH = ("cuGraphLaunch", "graph launch (2 nodes)")
+# ... and a batch of two copies to the device, 8 bytes each, on the second stream.
+BATCH = ("cuMemcpyBatchAsync_v2", "memcpy HtoD", 16)
+END_CALLS = len(SYNC_COPIES) + 3
 STREAMS = 3                   # two streams and the legacy default one
 
 
@@ -67,11 +76,11 @@ def case_streams(a):
         kernels = [s for s in eager + held if s["args"].get("kernel") in ("ts_add", "ts_twice")]
         if got["processes"] != 1 or got["streams"] != STREAMS:
             fail(f"{got['processes']} processes and {got['streams']} stream rows, want 1 and {STREAMS}")
-        want = KERNELS + MEMOPS + len(SYNC_COPIES)
+        want = KERNELS + MEMOPS + END_CALLS
         if len(kernels) != KERNELS or len(eager) + len(held) != want:
             fail(f"{len(kernels)} kernel calls of {len(eager) + len(held)} calls drawn, want "
                  f"{KERNELS} of {want}")
-        if not held or not any(s["cat"] == "graph" for k, sl in got["tracks"].items() for s in sl):
+        if not held or not any(s["name"].startswith("graph (") for k, sl in got["tracks"].items() for s in sl):
             fail("graph mode held no call or launched no graph in the timeline")
         host = sum(len(sl) for k, sl in got["tracks"].items() if not got["names"][k].startswith("stream"))
         if got["flows"] != host:
@@ -88,7 +97,7 @@ def case_observe(a):
         trace, _ = traced(a, tmp, "t.grape", GRAPE_MODE="observe")
         got = checked(export(a, tmp, [trace])[0])
         eager = calls(got, "api")
-        want = KERNELS + MEMOPS + len(SYNC_COPIES)   # the synchronous and 2-D copies too
+        want = KERNELS + MEMOPS + END_CALLS   # the synchronous and 2-D copies and memsets too
         if calls(got, "held") or len(eager) != want:
             fail(f"observe mode: {len(eager)} eager calls, {len(calls(got, 'held'))} held; want "
                  f"{want} and none")
@@ -101,15 +110,16 @@ def case_names(a):
     """What nsys shows of each call and its work: a host slice is named after
     the entry point the program called (its kernel in the args), a kernel's
     device slice carries its grid, block and shared memory, a copy's its
-    direction and bytes; synchronous and 2-D copies are drawn on the legacy
-    default stream."""
+    direction and bytes, a memset's its bytes; synchronous copies and memsets
+    are drawn on the legacy default stream, a 2-D memset and the program's own
+    graph launch (its nodes) on their streams."""
     with tempfile.TemporaryDirectory() as tmp:
         trace, _ = traced(a, tmp, "t.grape", GRAPE_MODE="observe")
         got = checked(export(a, tmp, [trace])[0])
         host = calls(got, "api")
         names = {s["name"] for s in host}
         want = {"cuLaunchKernel", "cuMemsetD32Async", "cuMemcpyDtoDAsync_v2"} | \
-            {c[0] for c in SYNC_COPIES}
+            {c[0] for c in SYNC_COPIES} | {MEMSET_2D[0], OWN_GRAPH[0], BATCH[0]}
         if names != want:
             fail(f"host slices named {sorted(names)}, want the entry points {sorted(want)}")
         launches = [s for s in host if s["name"] == "cuLaunchKernel"]
@@ -131,7 +141,19 @@ def case_names(a):
         on_legacy = [(s["name"], s["args"].get("bytes")) for k in legacy for s in got["tracks"][k]]
         if on_legacy != [(c[1], c[2]) for c in SYNC_COPIES]:
             fail(f"the legacy default stream holds {on_legacy}, want the synchronous and 2-D copies "
-                 f"{[(c[1], c[2]) for c in SYNC_COPIES]}")
+                 f"and memsets {[(c[1], c[2]) for c in SYNC_COPIES]}")
+        last = [(sl[-1]["name"], sl[-1]["args"].get("bytes")) for k, sl in got["tracks"].items()
+                if got["names"][k].startswith("stream 0x")]
+        ends = [[(s["name"], s["args"].get("bytes")) for s in sl[-2:]] for k, sl in got["tracks"].items()
+                if got["names"][k].startswith("stream 0x")]
+        if [MEMSET_2D[1:], BATCH[1:]] not in ends:
+            fail(f"no stream ends with the 2-D memset {MEMSET_2D[1:]} and the batch of copies "
+                 f"{BATCH[1:]} (one slice): they end with {ends}")
+        own = [s for s in dev if s["name"] == OWN_GRAPH[1]]
+        if len(own) != 1 or own[0]["cat"] != "graph" or own[0]["args"].get("nodes") != 2 or \
+                (OWN_GRAPH[1], None) not in last:
+            fail(f"the program's graph launch drawn as {own}, want one '{OWN_GRAPH[1]}' slice "
+                 f"(2 nodes) last on its stream, which ends with {last}")
         print(f"{len(host)} calls named after {len(names)} entry points; {len(dev)} device slices "
               f"with their shape or direction; {on_legacy} on the legacy default stream")
 
@@ -142,7 +164,7 @@ def memops_of(obj):
 
 def case_memtable(a):
     """The memory-operation table as measured: the report's "measured" (the
-    timeline's events) counts every copy, synchronous and 2-D ones too, by
+    timeline's events) counts every copy and memset, synchronous and 2-D ones too, by
     kind and direction as the simulated device does; and a report without
     the sim's "device_times" (a GPU's) gets its `grape report` table from it."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -150,10 +172,13 @@ def case_memtable(a):
         traced(a, tmp, "t.grape", GRAPE_MODE="observe", GRAPE_REPORT=rep)
         r = json.load(open(rep))
         got, sim = memops_of(r["measured"]), memops_of(r["device_times"])
-        want = {("memcpy", "DtoD"): (2 * ROUNDS, 8 * ROUNDS), ("memcpy", "DtoH"): (3, 24),
-                ("memcpy", "HtoD"): (1, 16), ("memset", "device"): (4 * ROUNDS, 16 * ROUNDS)}
-        if got != want or sim != want:
-            fail(f"measured memory operations {got}, simulated {sim}; want {want}")
+        want = {("memcpy", "DtoD"): (2 * ROUNDS, 8 * ROUNDS), ("memcpy", "DtoH"): (5, 44),
+                ("memcpy", "HtoD"): (2, 32), ("memset", "device"): (4 * ROUNDS + 2, 16 * ROUNDS + 24)}
+        # The batch is one record on the timeline, two copies on the device.
+        sim_want = dict(want)
+        sim_want[("memcpy", "HtoD")] = (3, 32)
+        if got != want or sim != sim_want:
+            fail(f"measured memory operations {got}, simulated {sim}; want {want} and {sim_want}")
         gpu = os.path.join(tmp, "gpu")
         os.mkdir(gpu)
         r["device_times"] = None   # as a run on a GPU writes it

@@ -5,7 +5,11 @@
  * that graph mode holds and replays them.
  *
  * At the end, two synchronous copies to the host, one to the device and a 2-D
- * copy back, on the legacy default stream.
+ * copy back, on the legacy default stream; then a synchronous memset there,
+ * a 2-D one on the second stream (a form graph mode does not hold), and a
+ * copy back that checks them; a batch of two copies to the device on the
+ * second stream (cuMemcpyBatchAsync); last, a graph of the program's own
+ * (two kernels) launched on the first stream, and a copy back of its result.
  *
  *   two_streams N          N rounds; prints "ok" when the result is right
  *   two_streams N steady   the same without the per-round waits for the
@@ -110,6 +114,53 @@ int main(int argc, char** argv) {
     fprintf(stderr, "two_streams: the 2-D copy back differs\n");
     return 1;
   }
+  /* 4 words of 5, then bytes 0-3 and 8-11 (2 rows of 4 at a pitch of 8) of 1. */
+  CK(cuMemsetD32(z, 5, 4));
+  CK(cuMemsetD2D8Async(z, 8, 1, 4, 2, s[1]));
+  CK(cuStreamSynchronize(s[1]));
+  CK(cuMemcpyDtoH(out, z, sizeof(out)));
+  if (out[0] != 0x01010101 || out[1] != 5 || out[2] != 0x01010101 || out[3] != 5) {
+    fprintf(stderr, "two_streams: the memsets wrote %#x %#x %#x %#x\n", out[0], out[1], out[2],
+            out[3]);
+    return 1;
+  }
+  /* z back to {1, 2, 3, 4}: two copies of 8 bytes in one batch. */
+  CUdeviceptr dsts[2] = {z, z + 8};
+  CUdeviceptr srcs[2] = {(CUdeviceptr)(uintptr_t)&in[0], (CUdeviceptr)(uintptr_t)&in[2]};
+  size_t sizes[2] = {8, 8}, attr_at = 0;
+  CUmemcpyAttributes attr;
+  memset(&attr, 0, sizeof(attr));
+  attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  CK(cuMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, &attr_at, 1, s[1]));
+  CK(cuStreamSynchronize(s[1]));
+  CUgraph g;
+  CUgraphExec gx;
+  CUgraphNode nodes[2];
+  int four = 4;
+  void* g_add[] = {&z, &four};
+  void* g_twice[] = {&z};
+  CUDA_KERNEL_NODE_PARAMS kp;
+  memset(&kp, 0, sizeof(kp));
+  kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
+  kp.blockDimX = 32;
+  kp.blockDimY = kp.blockDimZ = 1;
+  CK(cuGraphCreate(&g, 0));
+  kp.func = add;
+  kp.kernelParams = g_add;
+  CK(cuGraphAddKernelNode(&nodes[0], g, NULL, 0, &kp));
+  kp.func = twice;
+  kp.kernelParams = g_twice;
+  CK(cuGraphAddKernelNode(&nodes[1], g, &nodes[0], 1, &kp));
+  CK(cuGraphInstantiate(&gx, g, 0));
+  CK(cuGraphLaunch(gx, s[0]));
+  CK(cuStreamSynchronize(s[0]));
+  CK(cuMemcpyDtoH(out, z, 4));
+  if (out[0] != (1 + 4) * 2) {
+    fprintf(stderr, "two_streams: the program's graph left %#x\n", out[0]);
+    return 1;
+  }
+  CK(cuGraphExecDestroy(gx));
+  CK(cuGraphDestroy(g));
   printf("ok\n");
   return 0;
 }
