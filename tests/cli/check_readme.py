@@ -105,6 +105,8 @@ RECIPES = {
     "bench-shim": ("docs/performance.md", "## Shim overhead per launch (bench/shim)", "bench-shim"),
     "prefill": ("docs/concurrency.md", "### The showcase: prefill, where concurrency pays",
                 "bench-prefill"),
+    "prefill-go": ("docs/concurrency.md", "### go mode on the showcase (measured on the sim)",
+                   r"--go-only"),
     "grid": ("docs/graph-mode.md", "### The grid under the profiles", r"bench/graph/grid\.py"),
     "kernels-eval": ("docs/predictor.md", "### Public kernel-level timings (`bench/kernels/`)",
                      r"bench/kernels/eval\.py"),
@@ -143,6 +145,8 @@ PRINTS = {
     "bench-shim": [r"^\| route \| config \| instructions/launch \|",
                    r"^\| driver \| graph \| \d+ \| [+-]\d+ \|"],
     "prefill": [r"^End to end, --iters", r"^\| \w+ \| safe \| [\d.]+ "],
+    "prefill-go": [r"^go on the persistent-GEMM regions",
+                   r"^\| (default|fair) \| \d+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+x \|"],
     "grid": [r"^Checksums and kernels executed identical in all \d+ regimes\.",
              r"^decode: \d+ of \d+ regimes more than 2% slower than eager"],
     "kernels-eval": [r"^per-kernel MAPE %", r"^all +[\d.]+ \("],
@@ -168,13 +172,13 @@ SUBSET_AS_FULL = ("cv-extrapolate", "cv-extrapolate-75", "cv-shapes", "default-m
                   "neusight", "neusight-full", "real-rows", "e2e")
 # Recipes that take minutes to hours, run as meson benchmarks
 # (meson test --benchmark): a line's time limit in seconds.
-LONG = {"bench-shim": 1800, "concurrency": 1800, "prefill": 1800, "grid": 3600,
+LONG = {"bench-shim": 1800, "concurrency": 1800, "prefill": 1800, "prefill-go": 1800, "grid": 3600,
         "neusight-full": 3600, "fuzz-cubin": 1800, "fuzz-trace": 1800, "demo": 3600}
 # Recipes run in a copy of the checkout (they build in it, or write into
 # tests/), not in an empty folder of links.
 IN_A_COPY = ("demo", "fuzz-cubin", "fuzz-trace")
 # Recipes run on nvcc's examples (build/examples/), skipped without them.
-ON_EXAMPLES = ("predictor", "sim", "bench-shim", "nvtx", "report-api", "concurrency", "prefill",
+ON_EXAMPLES = ("predictor", "sim", "bench-shim", "nvtx", "report-api", "concurrency", "prefill", "prefill-go",
                "grid", "trace-format", "demo")
 # Files a recipe must leave in its folder.
 WRITES = {"sim": ["report.json"], "chunk-phase": ["r.json"],
