@@ -205,16 +205,21 @@ static inline void grape__alloc_freed(uintptr_t p) {
     (void)route;                                                                         \
     return hook_##base(route, GRAPE_HOOK_##name, ptds, (pfn_##base)(void*)real, GRAPE_UNPAREN args); \
   }
-#define GRAPE_GEN_BODY_GENERIC(K, ret, name, base, ptds, stream, params, args)            \
+/* The generated body of kind K: counted, K's work before and after the real
+ * call, and on_ok run when the call succeeded. */
+#define GRAPE_GEN_BODY_CALL(K, on_ok, ret, name, base, ptds, stream, params, args)         \
   static inline __attribute__((always_inline)) ret body_##name(grape_route_t route, pfn_##name real, GRAPE_UNPAREN params) { \
     (void)route;                                                                         \
     GRAPE_COUNT(api_calls[GRAPE_HOOK_##name]);                                           \
     GRAPE_BEFORE_##K(ptds, stream);                                                      \
     ret r;                                                                               \
     GRAPE_NO_REENTRY(r = real args);                                                     \
+    if (r == 0)                                                                          \
+      on_ok;                                                                             \
     GRAPE_AFTER_##K(ptds, stream, r);                                                    \
     return GRAPE_RESULT_##K(r);                                                          \
   }
+#define GRAPE_GEN_BODY_GENERIC(K, ...) GRAPE_GEN_BODY_CALL(K, (void)0, __VA_ARGS__)
 
 /* Returns the call `body` of row name, counted and, one call in
  * GRAPE_API_SAMPLE, timed (apitimes.h). For the manual entries; generated
@@ -393,18 +398,8 @@ static inline void grape__alloc_freed(uintptr_t p) {
 
 /* The program instantiates a graph (GRAPH_MADE, as PLAIN; GRAPH_MADE_ALL, as
  * SYNC_ALL): the executable's node count is kept for the timeline. */
-#define GRAPE_GEN_BODY_MADE(K, ret, name, base, ptds, stream, params, args)                 \
-  static inline __attribute__((always_inline)) ret body_##name(grape_route_t route, pfn_##name real, GRAPE_UNPAREN params) { \
-    (void)route;                                                                         \
-    GRAPE_COUNT(api_calls[GRAPE_HOOK_##name]);                                           \
-    GRAPE_BEFORE_##K(ptds, stream);                                                      \
-    ret r;                                                                               \
-    GRAPE_NO_REENTRY(r = real args);                                                     \
-    if (r == 0)                                                                          \
-      GRAPE_OWN_GRAPH_MADE args;                                                         \
-    GRAPE_AFTER_##K(ptds, stream, r);                                                    \
-    return GRAPE_RESULT_##K(r);                                                          \
-  }
+#define GRAPE_GEN_BODY_MADE(K, ret, name, base, ptds, stream, params, args) \
+  GRAPE_GEN_BODY_CALL(K, GRAPE_OWN_GRAPH_MADE args, ret, name, base, ptds, stream, params, args)
 #define GRAPE_GEN_BODY_GRAPH_MADE(...) GRAPE_GEN_BODY_MADE(PLAIN, __VA_ARGS__)
 #define GRAPE_GEN_BODY_GRAPH_MADE_ALL(...) GRAPE_GEN_BODY_MADE(SYNC_ALL, __VA_ARGS__)
 
