@@ -27,6 +27,8 @@
 
 enum {
   GRAPE_SIG_CUKERNEL = 1u << 2,   /* the op's function is a CUkernel, not a CUfunction */
+  GRAPE_SIG_TO_HOST = 1u << 3,    /* a copy into page-locked host memory (else device to
+                                     device): asynchronous for the host like a kernel */
 };
 
 typedef struct grape_memset_params_s {

@@ -128,7 +128,8 @@ static void memop_sig(const grape_memop_t* m, grape_op_key_t* k, grape_op_dims_t
   uint64_t bytes = m->kind == GRAPE_OP_MEMSET ? m->p.set.count * m->p.set.esize : m->p.cpy.bytes;
   *k = (grape_op_key_t){.kind = (uint32_t)m->kind,
                         .param_bytes = (uint32_t)sizeof(grape_memset_params_t),
-                        .func = m->kind == GRAPE_OP_MEMSET ? m->p.set.esize : 0};
+                        .func = m->kind == GRAPE_OP_MEMSET ? m->p.set.esize : 0,
+                        .flags = m->flags};
   _Static_assert(sizeof(grape_memset_params_t) == sizeof(grape_memcpy_params_t),
                  "memsets and copies share one parameter block size");
   *d = (grape_op_dims_t){{(uint32_t)bytes, (uint32_t)(bytes >> 32), 0}, {0, 0, 0}, 0, 0};
@@ -138,6 +139,16 @@ static void memop_sig(const grape_memop_t* m, grape_op_key_t* k, grape_op_dims_t
 static int range_known(uint64_t addr, uint64_t n) {
   grape_alloc_t a;
   return grape__alloc_find(addr, &a) == 0 && n <= a.start + a.size - addr;
+}
+
+int grape__copy_to_pinned(uint64_t dst, uint64_t src, uint64_t n) {
+  grape_alloc_t a;
+  if (n == 0 || grape__alloc_find(src, &a) != 0 || a.kind > GRAPE_ALLOC_MAPPED ||
+      n > a.start + a.size - src)
+    return 0;
+  return grape__alloc_find(dst, &a) == 0 &&
+         (a.kind == GRAPE_ALLOC_HOST_PINNED || a.kind == GRAPE_ALLOC_HOST_REGISTERED) &&
+         n <= a.start + a.size - dst;
 }
 
 /* True when the driver would take memop m: only such a memop is held, since a

@@ -422,6 +422,7 @@ static inline __attribute__((always_inline)) void grape__record_launch(grape_rou
 
 typedef struct grape_memop_s {
   int kind;                             /* GRAPE_OP_MEMSET or GRAPE_OP_MEMCPY */
+  uint32_t flags;                       /* GRAPE_SIG_TO_HOST for a copy into pinned memory */
   union {
     grape_memset_params_t set;
     grape_memcpy_params_t cpy;
@@ -453,6 +454,21 @@ static inline grape_memop_t grape__memcpy_op(uint64_t dst, uint64_t src, uint64_
   m.p.cpy = (grape_memcpy_params_t){dst, src, n};
   return m;
 }
+
+/* The memop of an async copy of n bytes from device memory into page-locked
+ * host memory (cudaMallocHost, cudaHostRegister): the host may read it only
+ * after a sync, so it is an op of the region like a kernel. */
+static inline grape_memop_t grape__memcpy_to_host_op(uint64_t dst, uint64_t src, uint64_t n,
+                                                     const void* s, int ptds) {
+  grape_memop_t m = grape__memcpy_op(dst, src, n, s, ptds);
+  m.flags = GRAPE_SIG_TO_HOST;
+  return m;
+}
+
+/* True when a copy of n bytes from src into dst may be an op of the region:
+ * src is device memory the shim knows and [dst, dst + n) page-locked host
+ * memory it knows (a copy into pageable memory returns only once done). */
+int grape__copy_to_pinned(uint64_t dst, uint64_t src, uint64_t n);
 
 /* Holds memop m (graph mode). @return 1 when held. */
 int grape__hold_memop(const grape_memop_t* m);
