@@ -73,7 +73,8 @@
             is at least 1.15x faster than safe on the persistent-GEMM
             fork/joins (the sim's kernel timeline, their mean over the last
             quarter of the prompts, as bench/graph/prefill.py --go-only
-            measures): go judges a target's predicted gain on the fork/join
+            measures), and no held op flushed by the watchdog during the
+            sampled numerics check (also in go): go judges a target's predicted gain on the fork/join
             it changes, not the whole segment, and looks at a safe plan too
             dear for its host cost alone
   plancharge the plans' host cost on graph mode's clock: on the sim exactly
@@ -365,6 +366,16 @@ def case_prefill_pays(a):
             fail(f"grape report has no concurrency line {want!r}", p)
 
 
+def watchdog_quiet(rep, p):
+    # The sampled check is the shim's own bounded work on the holding thread
+    # (it waits for its private stream only): the watchdog (GRAPE_FLUSH_US,
+    # real time) must not take it for a spin and flush the held ops, which
+    # made go's simulated time depend on how long the check ran.
+    if rep["held_ops_flushed_eager"]["watchdog"] != 0:
+        fail(f"go mode: {rep['held_ops_flushed_eager']['watchdog']} held ops flushed by the watchdog "
+             f"(during the sampled numerics check?)", p)
+
+
 def case_go(a):
     if a.prefill in (None, "-"):
         sys.exit(77)
@@ -380,6 +391,7 @@ def case_go(a):
         fail(f"the go plan was never decided: {c}", p)
     if c["numerics_checks"] < 1 or "numerics_max_rel_diff" not in c:
         fail(f"no sampled numerics check: {c}", p)
+    watchdog_quiet(rep, p)
     if a.grape not in (None, "-"):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "r.json")
@@ -534,6 +546,8 @@ def case_go_regions(a):
                            "GRAPE_BUILDER": "thread"}   # as the benchmark runs (inline builds cut
                                                         # the chunk elsewhere)
                     p, rep, _ = run(a, a.prefill, ["--iters", "40", "--len", t], env=env)
+                    if mode == "go":
+                        watchdog_quiet(rep, p)
                     with open(tl) as f:
                         kernels = [simrun.Kernel(line) for line in f if line.strip()]
                 us.append(prefill.steady_us(prefill.persistent_regions_ns(kernels)))
