@@ -299,7 +299,12 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
   if (__builtin_expect(s == NULL || !grape__may_hold(s), 0))
     return 0;
   int extra_form = l->extra != NULL && l->params == NULL;
-  size_t room = grape__launch_room(f, l, extra_form);
+  /* kernelParams with a known layout and no attributes: the in-place form
+   * below, whose room and copy need no other test. */
+  int plain = !extra_form && l->attrs_bytes == 0 && f != NULL && f->nparams >= 0 &&
+              l->params != NULL;
+  size_t room = plain ? (f->param_bytes < 64 ? 64 : f->param_bytes)   /* grape__launch_room's */
+                      : grape__launch_room(f, l, extra_form);
   if (grape__lock_room(s, room) != 0)
     return 0;
   grape_region_t* r = &s->region;
@@ -317,9 +322,8 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
      * limits, and only its parameter bytes are written over the slot's (a
      * held slot's function is f->drv, never NULL, and a launch without
      * attributes needs no attribute check). */
-    int plain = !extra_form && l->attrs_bytes == 0 && f != NULL && f->nparams >= 0;
     if (__builtin_expect(plain, 1)) {
-      n = grape__launch_params(f, l, 0, dst, room);
+      n = grape__func_copy_params(f, l->params, dst);
       grape__launch_key(f, l, (uint32_t)n, 0, &k);
       if (__builtin_expect(r->ops.held_stamp == stamp && grape__call == NULL &&
                                __atomic_load_n(&f->lim_state, __ATOMIC_ACQUIRE) == 1, 1)) {
