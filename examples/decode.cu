@@ -44,9 +44,10 @@
 // step only the nodes whose launch dimensions or parameters changed updated
 // (cudaGraphExecKernelNodeSetParams: attn_scores' block every step, every
 // node when the batch shrinks), then one graph launch. The nodes of the next
-// step are updated while the device runs this one, as if no sequence ended
-// (an update affects later launches only, not the one in flight); after the
-// sync only what the batch's shrinking changed is updated again. Same kernels, same
+// step are updated while the device runs this one, for the batch less the
+// sequences that reach their length limit (an update affects later launches
+// only, not the one in flight); after the sync only what an end token changed
+// is updated again. Same kernels, same
 // checksum; plain CUDA runtime API, so it runs on a GPU too. It launches no
 // kernel with <<<>>>, so the sim charges it no framework work per op
 // (SIMCU_HOST_NS): like a framework that replays its graphs and skips its
@@ -487,15 +488,25 @@ int main(int argc, char** argv) {
         CHECK(cudaMemcpyAsync(h_out, out, rows.n * sizeof(int32_t), cudaMemcpyDeviceToHost, s));
       pool_put(&P, out);
       if (by_hand) {
-        // The next step's nodes, updated while the device runs this one (its
-        // batch as now: what ends at this step is updated after the sync).
-        int next = P.next;
-        uint64_t sig = P.sig;
-        P.next = 0;
-        step(&P, &M, &rows, t + 1, &L);
-        H.next = 0;
-        P.next = next;
-        P.sig = sig;
+        // The next step's nodes, updated while the device runs this one. The
+        // host knows which sequences reach their length limit at this step,
+        // so the next batch is taken without them; one that samples its end
+        // token is only seen after the sync, which updates again what it
+        // changed.
+        dec_rows_t ahead;
+        memset(&ahead, 0, sizeof(ahead));
+        for (int r = 0; r < rows.n; r++)
+          if (t + 1 < maxlen[rows.slot[r]])
+            ahead.slot[ahead.n++] = rows.slot[r];
+        if (ahead.n > 0) {
+          int next = P.next;
+          uint64_t sig = P.sig;
+          P.next = 0;
+          step(&P, &M, &ahead, t + 1, &L);
+          H.next = 0;
+          P.next = next;
+          P.sig = sig;
+        }
       }
       CHECK(cudaStreamSynchronize(s));
       pool_release(&P);

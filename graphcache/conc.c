@@ -64,6 +64,8 @@ struct conc_s {
   uint64_t retry_at;         /* seg->launches when to look again */
   uint32_t backoffs;         /* reverts and fruitless looks: the wait doubles */
   int reverted;              /* a candidate of it was measured no faster */
+  int held;                  /* go: the candidate measured faster but too dear for its host
+                                cost alone, kept only while a go plan may pay for it */
   /* go mode (GO_*): a plan whose GEMMs carry SM-count targets, tried
    * against the kept safe plan (state CS_KEPT) and kept only when measured
    * faster than it. */
@@ -281,6 +283,19 @@ static void drop_gen(grape_gc_t* c, seg_t* seg, uint32_t gen) {
       grape__gc_exec_drop(c, seg->var[i]);
 }
 
+static void drop_candidate(grape_gc_t* c, seg_t* seg, conc_t* s, int measured);
+
+/* go: a safe plan held for go (held) goes with the go plan that did not pay
+ * for it: dropped for its host cost, as its verdict would have. */
+static void go_unhold(grape_gc_t* c, seg_t* seg, conc_t* s) {
+  if (!s->held)
+    return;
+  s->held = 0;
+  c->st.conc_host_dropped++;
+  c->st.conc_reverted++;
+  drop_candidate(c, seg, s, 1);
+}
+
 /* The go plan's executables and targets go; looked at again later. */
 static void go_drop(grape_gc_t* c, seg_t* seg, conc_t* s, int measured) {
   go_publish(seg, s, 0);
@@ -296,6 +311,7 @@ static void go_drop(grape_gc_t* c, seg_t* seg, conc_t* s, int measured) {
   if (measured)
     s->go_tried |= (uint64_t)1 << s->go_bit;   /* the next look tries another */
   s->go_retry_at = grape__backoff(seg->launches, RETRY_LAUNCHES, &s->go_backoffs);
+  go_unhold(c, seg, s);
 }
 
 /* The candidate's executables go; the segment is looked at again later. */
@@ -449,7 +465,7 @@ static uint32_t pick(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_
   }
   if (s->state == CS_KEPT) {
     uint32_t g = go_pick(c, seg, s, r, from);
-    if (g != 0)
+    if (g != 0 || s->state != CS_KEPT)   /* a held safe plan goes with its lost go plan */
       return g;
   }
   if (!plan_valid_timed(c, s, 0, &s->plan, r, from)) {
@@ -533,6 +549,10 @@ static void go_sample(grape_gc_t* c, seg_t* seg, conc_t* s, int w, double ns) {
     s->go = GO_KEPT;
     s->go_backoffs = 0;
     c->st.go_kept++;
+    if (s->held) {   /* the go plan pays for the safe plan it stands on */
+      s->held = 0;
+      c->st.conc_kept++;
+    }
     go_publish(seg, s, 1);
     seg->dev_ns = go;
     seg->dev_n = s->go_cnt[1];
@@ -584,10 +604,19 @@ static int sampled(grape_gc_t* c, seg_t* seg, uint64_t ns) {
   s->cnt[w]++;
   if (s->cnt[0] >= TRIAL_SAMPLES && s->cnt[1] >= TRIAL_SAMPLES) {
     double chain = s->sum[0] / s->cnt[0], plan = s->sum[1] / s->cnt[1];
-    if (plan <= MEASURE_GAIN * chain && !host_too_dear(c, seg, s, chain - plan)) {
+    int faster = plan <= MEASURE_GAIN * chain;
+    /* go: a plan faster on the device but too dear for what it alone
+     * earns is held while go looks at it: a go plan that gains more may
+     * pay for both (weighed at its own verdict, go_too_dear). */
+    int hold = faster && c->cfg.concurrency >= GRAPE_GC_CONC_GO &&
+               dearer_than_share(c, seg, s->host_n > 0 ? s->host_ns : 0, chain - plan);
+    if (hold || (faster && !host_too_dear(c, seg, s, chain - plan))) {
       s->state = CS_KEPT;
       s->backoffs = 0;
-      c->st.conc_kept++;
+      s->held = hold;
+      c->st.conc_kept += !hold;
+      if (hold)
+        s->go_retry_at = 0;   /* go looks at it now */
       seg->dev_ns = plan;   /* cuts.c's cuts see the plan that replays now */
       seg->dev_n = s->cnt[1];
       return 0;
@@ -690,6 +719,60 @@ out:
   s->retry_at = grape__backoff(seg->launches, RETRY_LAUNCHES, &s->backoffs);
 }
 
+/* go: tops = ops with the candidates (cand) asked for S SMs each. */
+static void go_retarget(const grape_dag_op_t* ops, grape_dag_op_t* tops, uint32_t n,
+                        const uint32_t* cand, uint32_t S) {
+  memcpy(tops, ops, (size_t)n * sizeof(*ops));
+  for (uint32_t i = 0; i < n; i++)
+    if (cand[i]) {
+      uint32_t per = ops[i].per_sm ? ops[i].per_sm : 1;
+      tops[i].blocks = S * per;
+      /* Its tiles shared out over fewer blocks: rounds of a tile each
+       * (when its tiles are known), else its work spread evenly. */
+      double b0 = ops[i].blocks, b1 = tops[i].blocks, t = ops[i].tiles;
+      tops[i].work_ns = t > b0 ? ops[i].work_ns * ceil(t / b1) / ceil(t / b0)
+                               : ops[i].work_ns * b0 / b1;
+    }
+}
+
+/* The estimate of plan kind `like` (its kind and lanes) made over ops
+ * [lo, hi) alone, or INFINITY. */
+static double stage_estimate(const grape_dag_op_t* ops, uint32_t lo, uint32_t hi,
+                             const grape_plan_t* like, uint32_t sms) {
+  grape_plan_t p;
+  if (hi <= lo || grape__plan_make(ops + lo, hi - lo, like->kind, like->lanes, &p) != 0)
+    return INFINITY;
+  double e = grape__plan_estimate(&p, ops + lo, sms);
+  grape__plan_free(&p);
+  return e;
+}
+
+/* go: whether the go plan (plan, on the targeted ops tops) is predicted
+ * PREDICT_GAIN or faster than the safe plan (safe, on ops) on the regions a
+ * target changes: each stage between the barriers around a targeted GEMM
+ * (GOLDYLOC's fork/join; a barrier orders everything on either side, so a
+ * stage's makespan is its own), summed. Judged on the whole segment, the
+ * same gain was diluted by the segment's other stages, which a target does
+ * not touch: 11 us of a 250 us segment is 4.4%, under the bar, for a
+ * fork/join made ~1.25x faster. */
+static int go_region_gains(const grape_dag_op_t* ops, const grape_dag_op_t* tops, uint32_t n,
+                           const uint32_t* cand, const grape_plan_t* safe, const grape_plan_t* plan,
+                           uint32_t sms) {
+  double was = 0, now = 0;
+  for (uint32_t i = 0, hi = 0; i < n; i++) {
+    if (!cand[i] || i < hi)
+      continue;   /* not targeted, or its stage is counted */
+    uint32_t lo = i;
+    while (lo > 0 && !ops[lo - 1].barrier)
+      lo--;
+    for (hi = i + 1; hi < n && !ops[hi].barrier; hi++)
+      ;
+    was += stage_estimate(ops, lo, hi, safe, sms);
+    now += stage_estimate(tops, lo, hi, plan, sms);
+  }
+  return isfinite(was) && now <= PREDICT_GAIN * was;
+}
+
 /* go: the SM-count target and plan for seg, whose safe plan is kept, from
  * ops [from, from + seg->n) of r. A GEMM whose blocks fill the device in one
  * wave (a persistent kernel, one block per SM) and that has an independent
@@ -703,8 +786,9 @@ out:
  * Candidates: that fewest S and the sixteenths of the device above it, each
  * with the full branches and 2 and 4 lanes, estimated against the kept safe
  * plan; the best not yet measured no faster (go_tried) is built when
- * predicted PREDICT_GAIN or faster, so a revert moves the next look on to
- * the next candidate. */
+ * predicted PREDICT_GAIN or faster on the fork/join it changes
+ * (go_region_gains) and faster on the segment; a revert moves the next
+ * look on to the next candidate. */
 static void go_look(grape_gc_t* c, seg_t* seg, conc_t* s, const grape_region_t* r, uint32_t from,
                     void* ctx) {
   uint32_t n = seg->n;
@@ -770,17 +854,7 @@ static void go_look(grape_gc_t* c, seg_t* seg, conc_t* s, const grape_region_t* 
     uint32_t S = q == 1 ? floor_s : sms * q / 16;
     if (S >= sms || (q == 1 && floor_s <= 1) || (q > 1 && S <= floor_s))
       continue;
-    memcpy(tops, ops, (size_t)n * sizeof(*ops));
-    for (uint32_t i = 0; i < n; i++)
-      if (cand[i]) {
-        uint32_t per = ops[i].per_sm ? ops[i].per_sm : 1;
-        tops[i].blocks = S * per;
-        /* Its tiles shared out over fewer blocks: rounds of a tile each
-         * (when its tiles are known), else its work spread evenly. */
-        double b0 = ops[i].blocks, b1 = tops[i].blocks, t = ops[i].tiles;
-        tops[i].work_ns = t > b0 ? ops[i].work_ns * ceil(t / b1) / ceil(t / b0)
-                                 : ops[i].work_ns * b0 / b1;
-      }
+    go_retarget(ops, tops, n, cand, S);
     for (int k = 0; k < nk; k++) {
       /* Fewer lanes, then fewer SMs, win ties. */
       uint32_t bit = (uint32_t)k * 16 + q;
@@ -795,7 +869,10 @@ static void go_look(grape_gc_t* c, seg_t* seg, conc_t* s, const grape_region_t* 
       }
     }
   }
-  if (best_k < 0 || best_est > PREDICT_GAIN * s->go_est_safe)
+  if (best_k < 0 || best_est >= s->go_est_safe)
+    goto out;
+  go_retarget(ops, tops, n, cand, best_s);
+  if (!go_region_gains(ops, tops, n, cand, &s->plan, &kinds[best_k], sms))
     goto out;
   s->go_target = calloc(n, sizeof(*s->go_target));
   s->go_blocks = calloc(n, sizeof(*s->go_blocks));
@@ -838,6 +915,7 @@ out:
   free(tops);
   free(cand);
   s->go_retry_at = grape__backoff(seg->launches, RETRY_LAUNCHES, &s->go_backoffs);
+  go_unhold(c, seg, s);   /* no go plan to pay for it */
 }
 
 static const char* plan_words(const gkey_t* k);

@@ -647,6 +647,11 @@ void grape__limits_forget(const void* handle) {
 static pthread_mutex_t wd_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wd_cv = PTHREAD_COND_INITIALIZER;
 static int wd_started;
+static int own_work;   /* threads in the shim's own bounded work (grape__own_work) */
+
+void grape__own_work(int on) {
+  __atomic_add_fetch(&own_work, on ? 1 : -1, __ATOMIC_RELEASE);
+}
 
 /* The holding thread's state and CPU time (ns), from /proc: 'R' running or
  * waiting for a CPU, 'S'/'D' blocked, ...; 0 when the thread is gone or
@@ -693,7 +698,8 @@ static int holder_descheduled(grape_stream_t* s, long us) {
 
 /* One look: streams that held ops and got no new op since the last look are
  * flushed, under the context their ops were issued in, unless their holder
- * is only waiting for a CPU (for at most 1000 looks in a row). */
+ * is only waiting for a CPU or a thread is in the shim's own bounded work
+ * (for at most 1000 looks in a row). */
 static void watchdog_look(long us) {
   grape_stream_t* list[256];
   size_t n = holders(list, 256, -1);
@@ -705,7 +711,8 @@ static void watchdog_look(long us) {
                s->region.ops.n == s->wd_nops && s->chunks == s->wd_chunks;
     if (!idle)
       s->wd_waits = 0;
-    else if (s->wd_waits < 1000 && holder_descheduled(s, us))
+    else if (s->wd_waits < 1000 &&
+             (__atomic_load_n(&own_work, __ATOMIC_ACQUIRE) > 0 || holder_descheduled(s, us)))
       s->wd_waits++;
     else
       grape__flush_held_locked(s, GRAPE_GC_WATCHDOG);

@@ -12,7 +12,8 @@ LB is the eager run's; the graph-mode run's must be the same (it is a
 property of the program), else the table says so.
 
 usage: anchors.py --examples DIR --simdir DIR --lib LIBGRAPE [--quick] [--jobs J]
-                  [--profile default|fair|pessimistic] [--host-ns 0,2000]
+                  [--profile default|fair|pessimistic|FILE] [--host-ns 0,2000]
+                  [--shim-env NAME=VALUE ...]
 (ninja -C build bench-graph-anchors)"""
 import argparse
 import concurrent.futures
@@ -28,11 +29,13 @@ HAND = "--graphs-by-hand"
 
 
 def measure(job):
-    examples, simdir, lib, prog, args, host_ns, mode, profile = job
+    examples, simdir, lib, prog, args, host_ns, mode, profile, shim_env = job
     hand = mode == "hand"
+    env = dict(shim_env) if mode == "graph" else {}
+    if profile:
+        env["SIMCU_COSTS"] = profile
     r = simrun.run(os.path.join(examples, prog), args + ([HAND] if hand else []), simdir, lib,
-                   "eager" if hand else mode, host_ns,
-                   env={"SIMCU_COSTS": profile} if profile else None)
+                   "eager" if hand else mode, host_ns, env=env)
     return (prog, tuple(args), host_ns, mode), {
         "end": r.sim["sim_end_ns"], "lb": r.sim["lower_bound_ns"],
         "busy": r.sim["device_busy_ns"], "checksum": r.checksum,
@@ -55,10 +58,16 @@ def main():
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--quick", action="store_true", help="decode, 1 batch (a smoke test)")
     ap.add_argument("--profile", default="",
-                    help="the sim's cost profile (SIMCU_COSTS: default, fair, pessimistic); "
-                         "none: the sim's built-in table")
+                    help="the sim's cost profile (SIMCU_COSTS: default, fair, pessimistic, or "
+                         "a cost file); none: the sim's built-in table")
     ap.add_argument("--host-ns", default="", help="comma-separated SIMCU_HOST_NS values")
+    ap.add_argument("--shim-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="a GRAPE_ variable for the graph-mode runs (repeatable; the shim's "
+                         "defaults apply otherwise)")
     a = ap.parse_args()
+    shim_env = tuple(tuple(kv.split("=", 1)) for kv in a.shim_env)
+    if any(len(kv) != 2 or not kv[0].startswith("GRAPE_") for kv in shim_env):
+        ap.error("--shim-env wants GRAPE_NAME=VALUE")
     runs = [("decode", ["--iters", "1"])] if a.quick else RUNS
     hosts = [0, 5000] if a.quick else HOST_NS
     if a.host_ns:
@@ -67,7 +76,8 @@ def main():
     for prog, args in runs + ([] if a.quick else [("decode", ["--iters", "16"])]):
         for h in hosts:
             for mode in ["eager", "graph"] + (["hand"] if prog == "decode" else []):
-                jobs.append((a.examples, a.simdir, a.lib, prog, args, h, mode, a.profile))
+                jobs.append((a.examples, a.simdir, a.lib, prog, args, h, mode, a.profile,
+                             shim_env))
     with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, a.jobs)) as ex:
         res = dict(ex.map(measure, jobs))
 

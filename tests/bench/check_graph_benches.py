@@ -18,6 +18,28 @@ def fail(msg, out=""):
     sys.exit(1)
 
 
+def grape_ms(table):
+    """The grape column of the quick anchors' first row (decode --iters 1, HOST_NS 0)."""
+    m = re.search(r"^\| `decode --iters 1` \| 0 \| [\d.]+ \| ([\d.]+) \|", table, re.M)
+    if m is None:
+        fail("anchors.py printed no row for decode --iters 1 at HOST_NS 0", table)
+    return float(m.group(1))
+
+
+def check_shim_env(a, cmd, graph_ms):
+    """--shim-env reaches the graph-mode runs: with GRAPE_MODE=observe nothing
+    is replayed, so grape ends later than in graph mode."""
+    p = subprocess.run([sys.executable, os.path.join(a.bench, cmd[0])] + cmd[1:] +
+                       ["--host-ns", "0", "--shim-env", "GRAPE_MODE=observe"],
+                       capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        fail(f"{cmd[0]} --shim-env exited with {p.returncode}", p.stdout + p.stderr)
+    observe_ms = grape_ms(p.stdout)
+    if observe_ms <= graph_ms:
+        fail(f"--shim-env GRAPE_MODE=observe: grape {observe_ms} ms, not above graph mode's "
+             f"{graph_ms} ms: the variable did not reach the shim", p.stdout)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("which", choices=["grid", "anchors", "soak"])
@@ -50,6 +72,8 @@ def main():
             fail(f"{cmd[0]} printed no {w!r}", out)
     if "**Problems:**" in p.stdout or "changed the result" in p.stdout:
         fail(f"{cmd[0]} found results that differ", out)
+    if a.which == "anchors":
+        check_shim_env(a, cmd, grape_ms(p.stdout))
     # The shim did run in graph mode: it replayed something.
     # (the grid: its hits over all regimes of an example, not only the worst's)
     hits = [int(h) for h in re.findall(r"(\d+) (?:graph )?hits", p.stdout.replace(",", ""))]

@@ -65,7 +65,18 @@
   go_hostshare go's host cost (rule at 2%): prefill at T = 448 under default,
             the go plan kept (its targets against its gain over safe, its
             whole cost against its gain over the chain); with shim_target at
-            5 ms, dropped for its targets
+            5 ms, dropped for its targets. At T = 512 a safe plan that safe
+            mode drops for its host cost is kept under go, whose plan on it
+            pays for both
+  go_regions the issue's go target on the showcase: at T = 448 and 512 under
+            default and fair, with the host-cost rule at its default 2%, go
+            is at least 1.15x faster than safe on the persistent-GEMM
+            fork/joins (the sim's kernel timeline, their mean over the last
+            quarter of the prompts, as bench/graph/prefill.py --go-only
+            measures), and no held op flushed by the watchdog during the
+            sampled numerics check (also in go): go judges a target's predicted gain on the fork/join
+            it changes, not the whole segment, and looks at a safe plan too
+            dear for its host cost alone
   plancharge the plans' host cost on graph mode's clock: on the sim exactly
             the rows shim_check (per op re-checked) and shim_target (per
             target, the cuBLAS call itself not counted), the same simulated
@@ -86,6 +97,11 @@ import sys
 import tempfile
 
 from simenv import sim_env
+
+# The showcase's region yardstick is the benchmark's (bench/graph/prefill.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "graph"))
+import prefill  # noqa: E402
+import simrun  # noqa: E402
 STEPS = 12   # conc_spin.cu's steps
 
 
@@ -350,6 +366,16 @@ def case_prefill_pays(a):
             fail(f"grape report has no concurrency line {want!r}", p)
 
 
+def watchdog_quiet(rep, p):
+    # The sampled check is the shim's own bounded work on the holding thread
+    # (it waits for its private stream only): the watchdog (GRAPE_FLUSH_US,
+    # real time) must not take it for a spin and flush the held ops, which
+    # made go's simulated time depend on how long the check ran.
+    if rep["held_ops_flushed_eager"]["watchdog"] != 0:
+        fail(f"go mode: {rep['held_ops_flushed_eager']['watchdog']} held ops flushed by the watchdog "
+             f"(during the sampled numerics check?)", p)
+
+
 def case_go(a):
     if a.prefill in (None, "-"):
         sys.exit(77)
@@ -365,6 +391,7 @@ def case_go(a):
         fail(f"the go plan was never decided: {c}", p)
     if c["numerics_checks"] < 1 or "numerics_max_rel_diff" not in c:
         fail(f"no sampled numerics check: {c}", p)
+    watchdog_quiet(rep, p)
     if a.grape not in (None, "-"):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "r.json")
@@ -480,8 +507,54 @@ def case_go_hostshare(a):
     if c2["go_plans_kept"] != 0 or c2["go_plans_built"] < 1:
         fail(f"shim_target 5 ms: the go plan was kept (or never built) though its targets cost more than "
              f"2% of its gain: {c2}", p)
+    # At T = 512 (builder thread, as the benchmark runs) one segment's safe
+    # plan gains too little over its chain for its re-checks: safe mode
+    # drops it. go holds it while a go plan may pay for both, which one
+    # does: kept, nothing dropped.
+    args = ["--iters", "40", "--len", "512"]
+    runs = {m: conc(run(a, a.prefill, args, env=dict(base, GRAPE_CONCURRENCY=m, SIMCU_COSTS="default",
+                                                       GRAPE_BUILDER="thread"))[1])
+            for m in ("safe", "go")}
+    if runs["safe"]["plans_dropped_host"] < 1:
+        fail(f"T = 512 under default: safe mode dropped no plan for its host cost, so nothing was "
+             f"tested: {runs['safe']}")
+    if runs["go"]["plans_dropped_host"] != 0 or runs["go"]["plans_kept"] <= runs["safe"]["plans_kept"]:
+        fail(f"T = 512 under default: the safe plan too dear alone was dropped in go mode too, though "
+             f"a go plan on it pays for both: {runs['go']}")
     print(f"go_hostshare: kept at 2% ({c['go_gain_ns'] / max(c['go_timed_gain'], 1) / 1e3:.1f} us a launch "
-          f"over safe), dropped with dear targets")
+          f"over safe), dropped with dear targets; at T = 512 {runs['safe']['plans_dropped_host']} safe plan "
+          f"too dear alone kept under go")
+
+
+def case_go_regions(a):
+    # Each of the showcase's 4 layers has a fork/join holding the persistent
+    # gate|up GEMM; graph mode's segments (about a layer) hold it among
+    # other stages, so judged on the segment a target's gain (~11 us of
+    # ~250 us) stayed under the 5% bar and only 1 of 4 regions got a go
+    # plan under fair (1.05x); under default at T = 512 the safe plan of a
+    # segment was dropped for its host cost, so go never looked (1.00x).
+    if a.prefill in (None, "-"):
+        sys.exit(77)
+    for prof in ("default", "fair"):
+        for t in ("448", "512"):
+            us = []
+            for mode in ("safe", "go"):
+                with tempfile.TemporaryDirectory() as d:
+                    tl = os.path.join(d, "timeline.txt")
+                    env = {"SIMCU_TIME_ONLY": "1", "SIMCU_COSTS": prof, "GRAPE_COSTS": "build=0,build_node=0",
+                           "GRAPE_CONCURRENCY": mode, "GRAPE_PLAN_HOST_PCT": "2", "SIMCU_TIMELINE": tl,
+                           "GRAPE_BUILDER": "thread"}   # as the benchmark runs (inline builds cut
+                                                        # the chunk elsewhere)
+                    p, rep, _ = run(a, a.prefill, ["--iters", "40", "--len", t], env=env)
+                    if mode == "go":
+                        watchdog_quiet(rep, p)
+                    with open(tl) as f:
+                        kernels = [simrun.Kernel(line) for line in f if line.strip()]
+                us.append(prefill.steady_us(prefill.persistent_regions_ns(kernels)))
+            if us[0] < 1.15 * us[1]:
+                fail(f"{prof}, T = {t}: go's persistent-GEMM fork/joins {us[1]:.1f} us against safe's "
+                     f"{us[0]:.1f} ({us[0] / us[1]:.3f}x, under 1.15x): {conc(rep)}", p)
+            print(f"go_regions: {prof}, T = {t}: safe {us[0]:.1f} us, go {us[1]:.1f} us ({us[0] / us[1]:.3f}x)")
 
 
 def case_plancharge(a):

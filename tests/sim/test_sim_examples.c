@@ -332,8 +332,9 @@ typedef struct dec_ref_s {
   long launches, steps, batches;
   /* What a graph of one step updates from step to step (--graphs-by-hand):
    * kernel nodes and the token copy (when the number of rows changes). While
-   * a step runs, the next step's nodes are updated as if its rows stayed (the
-   * 6 attn_scores, whose block grows); after the sync, what the rows changed
+   * a step runs, the next step's nodes are updated for its rows less those
+   * that reach their length limit (the 6 attn_scores, whose block grows, and
+   * all 100 when rows end); after the sync, what the rows changed from that
    * (the 32 nodes that take the row -> slot map when it changes, all 100 when
    * the number of rows does; at a new batch, the 6 attn_scores too when its
    * first step is not one past the last). */
@@ -394,10 +395,24 @@ static int32_t dec_ref_token(const int32_t* W, int32_t (*kv)[DEC_B][DEC_L][DEC_T
   return dec_sample(logits, seed, t);
 }
 
+/* Kernel nodes updated from a step of n rows (row -> slot map live) at
+ * position t to one of n2 rows at t2: all when the number of rows changes,
+ * those that take the map when it changes, else the attn_scores nodes when
+ * the position does. */
+static long dec_ref_updates(int n, const int* live, int t, int n2, const int* live2, int t2) {
+  int rows_kernels = 1 + 5 * DEC_L + 1;   /* embed, rope..attn_pv per layer, sample */
+  if (n2 != n)
+    return DEC_KERNELS_PER_STEP;
+  if (memcmp(live, live2, n * sizeof(int)) != 0)
+    return rows_kernels;
+  return t2 != t ? DEC_L : 0;
+}
+
 static dec_ref_t decode_ref(int iters) {
   static int32_t W[DEC_W_TOTAL], kv[2][DEC_B][DEC_L][DEC_T][DEC_D];
   dec_ref_t r = {EX_FNV_INIT, 0, 0, 0, 0, 0};
-  int prev_n = 0, prev_t = 0, prev_live[DEC_B] = {0};
+  /* What the kernel nodes hold now: rows, row -> slot map, position. */
+  int node_n = 0, node_t = 0, node_live[DEC_B] = {0}, launched_n = 0;
   dec_weights(W);
   memset(kv, 0, sizeof(kv));
   for (int it = 0; it < iters; it++) {
@@ -407,22 +422,26 @@ static dec_ref_t decode_ref(int iters) {
       live[b] = b;
     for (int t = 0; n > 0; t++) {
       if (r.steps > 0) {
-        /* Against the nodes as the last step's pre-update left them: its rows,
-         * position prev_t + 1. */
-        int rows_kernels = 1 + 5 * DEC_L + 1;   /* embed, rope..attn_pv per layer, sample */
-        if (n != prev_n) {
-          r.node_updates += DEC_KERNELS_PER_STEP;
-          r.copy_updates++;
-        } else if (memcmp(live, prev_live, n * sizeof(int)) != 0) {
-          r.node_updates += rows_kernels;
-        } else if (t != prev_t + 1) {
-          r.node_updates += DEC_L;
-        }
+        r.node_updates += dec_ref_updates(node_n, node_live, node_t, n, live, t);
+        r.copy_updates += n != launched_n;
       }
-      r.node_updates += DEC_L;   /* the pre-update of the next step */
-      prev_t = t;
-      prev_n = n;
-      memcpy(prev_live, live, n * sizeof(int));
+      launched_n = n;
+      /* The pre-update of the next step, while this one runs: its rows less
+       * those at their length limit, position t + 1. */
+      int ahead[DEC_B], ahead_n = 0;
+      for (int i = 0; i < n; i++)
+        if (t + 1 < maxlen[live[i]])
+          ahead[ahead_n++] = live[i];
+      if (ahead_n > 0) {
+        r.node_updates += dec_ref_updates(n, live, t, ahead_n, ahead, t + 1);
+        node_n = ahead_n;
+        memcpy(node_live, ahead, ahead_n * sizeof(int));
+        node_t = t + 1;
+      } else {
+        node_n = n;
+        memcpy(node_live, live, n * sizeof(int));
+        node_t = t;
+      }
       for (int i = 0; i < n; i++)
         tok[live[i]] = dec_ref_token(W, kv, live[i], tok[live[i]], (uint32_t)sseed[live[i]], t);
       /* The host sees the new tokens of the live sequences, in slot order. */
