@@ -334,6 +334,61 @@ static int starts_with(const char* s, const char* prefix) {
   return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+/* Whether a section holds variables of the program's: __device__ ones
+ * (.nv.global, NOBITS; .nv.global.init, with initial bytes) or __constant__
+ * ones (.nv.constantN, N > 0: bank 0 holds the kernels' parameters). */
+static int is_variable_section(const char* name) {
+  if (strcmp(name, ".nv.global") == 0 || strcmp(name, ".nv.global.init") == 0)
+    return 1;
+  return starts_with(name, ".nv.constant") && name[12] >= '1' && name[12] <= '9' &&
+         (name[13] == '\0' || (name[13] >= '0' && name[13] <= '9' && name[14] == '\0'));
+}
+
+/* The image's variables: the OBJECT symbols of its variable sections, with
+ * their initial bytes where the section has them. */
+static int parse_variables(cubin_ctx_t* c, size_t shstrndx, size_t symsec, Elf_Data* sd,
+                           size_t nsyms, grape_image_t* img) {
+  const GElf_Shdr* ssh = &c->sh[symsec];
+  size_t cap = 0;
+  for (size_t s = 0; s < nsyms; s++) {
+    GElf_Sym sym;
+    if (gelf_getsym(sd, (int)s, &sym) == NULL || GELF_ST_TYPE(sym.st_info) != STT_OBJECT ||
+        sym.st_size == 0 || sym.st_shndx == 0 || sym.st_shndx >= c->shnum)
+      continue;
+    const GElf_Shdr* sec = &c->sh[sym.st_shndx];
+    const char* secname = elf_strptr(c->elf, shstrndx, sec->sh_name);
+    if (secname == NULL || !is_variable_section(secname))
+      continue;
+    const char* name = elf_strptr(c->elf, ssh->sh_link, sym.st_name);
+    if (name == NULL || name[0] == '\0' || sym.st_value > sec->sh_size ||
+        sym.st_size > sec->sh_size - sym.st_value) {
+      grape__cubin_errf(c->err, "cubin: variable symbol %zu lies outside its section %s", s,
+                        secname);
+      return -EINVAL;
+    }
+    grape_global_t* gs = grape__grow(img->globals, &cap, img->nglobals + 1, sizeof(*gs), 8);
+    if (gs == NULL)
+      goto oom;
+    img->globals = gs;
+    grape_global_t* g = &img->globals[img->nglobals++];
+    memset(g, 0, sizeof(*g));
+    g->size = sym.st_size;
+    g->name = strdup(name);
+    if (g->name == NULL)
+      goto oom;
+    if (sec->sh_type != SHT_NOBITS) {   /* bounded in pass 1 */
+      g->init = malloc(sym.st_size);
+      if (g->init == NULL)
+        goto oom;
+      memcpy(g->init, c->data + sec->sh_offset + sym.st_value, sym.st_size);
+    }
+  }
+  return 0;
+oom:
+  grape__cubin_errf(c->err, "out of memory");
+  return -ENOMEM;
+}
+
 int grape_cubin_parse(grape_image_t* img, grape_cubin_err_t* err) {
   cubin_ctx_t c = {0};
   int32_t *info_of = NULL, *shared_of = NULL, *kern_of_sym = NULL;
@@ -345,6 +400,8 @@ int grape_cubin_parse(grape_image_t* img, grape_cubin_err_t* err) {
   }
   img->kernels = NULL;
   img->nkernels = 0;
+  img->globals = NULL;
+  img->nglobals = 0;
   rc = check_header(img, err);
   if (rc)
     return rc;
@@ -437,6 +494,9 @@ int grape_cubin_parse(grape_image_t* img, grape_cubin_err_t* err) {
     rc = -ENOMEM;
     goto out;
   }
+  rc = parse_variables(&c, shstrndx, symsec, sd, nsyms, img);
+  if (rc)
+    goto out;
   for (size_t s = 0; s < nsyms; s++) {
     GElf_Sym sym;
     kern_of_sym[s] = -1;

@@ -1,6 +1,7 @@
 /* PTX text: the target arch, the kernels (.entry) it defines and their
  * parameter layouts, computed from the .param declarations the way ptxas
- * lays them out (each parameter aligned to its .align or element size).
+ * lays them out (each parameter aligned to its .align or element size), and
+ * its module-scope variables (.global, .const: name, size, initial bytes).
  *
  * DESIGN: a single forward scan over bounded text; a PTX image that is not
  * text (control bytes) or has no .version directive is rejected, so a binary
@@ -170,6 +171,203 @@ static int parse_params(scan_t* s, grape_kernel_t* k) {
   return 0;
 }
 
+/* ---- Variables (.global / .const at module scope) ---- */
+
+/* The value of an initialiser's element: a decimal or 0x integer (a sign
+ * before it is the caller's), or a float's bits as PTX writes them (0fXXXXXXXX,
+ * 0dXXXXXXXXXXXXXXXX); 0 if it is none of those. */
+static int tok_value(const char* t, size_t n, uint64_t* v) {
+  int base = 10;
+  size_t i = 0, max = 20;
+  if (n > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X' || t[1] == 'f' || t[1] == 'd')) {
+    base = 16;
+    max = t[1] == 'f' ? 8 : 16;
+    i = 2;
+    if (n - i != max && t[1] != 'x' && t[1] != 'X')
+      return 0;
+  }
+  if (i == n || n - i > max)
+    return 0;
+  uint64_t x = 0;
+  for (; i < n; i++) {
+    int d = isdigit((unsigned char)t[i]) ? t[i] - '0'
+            : base == 16 && isxdigit((unsigned char)t[i]) ? (tolower((unsigned char)t[i]) - 'a' + 10)
+                                                           : -1;
+    if (d < 0)
+      return 0;
+    x = x * (uint64_t)base + (uint64_t)d;
+  }
+  *v = x;
+  return 1;
+}
+
+/* Reads "= value" or "= { ... }" (nested braces flattened) into init, count
+ * elements of esize bytes at most. 0, or -1 where an element is not a number
+ * (an address, say): the variable is then left out, never given wrong bytes. */
+static int parse_init(scan_t* s, uint8_t* init, uint32_t esize, uint64_t count, uint64_t* got) {
+  const char* t;
+  size_t n;
+  int depth = 0, neg = 0;
+  *got = 0;
+  for (;;) {
+    n = token(s, &t);
+    if (n == 0)
+      return -1;
+    if (tok_is(t, n, "{")) {
+      depth++;
+    } else if (tok_is(t, n, "}")) {
+      if (--depth < 0)
+        return -1;
+    } else if (tok_is(t, n, ",")) {
+    } else if (tok_is(t, n, "-")) {
+      neg = 1;
+    } else if (tok_is(t, n, ";")) {
+      return depth == 0 ? 0 : -1;
+    } else {
+      uint64_t v;
+      if (!tok_value(t, n, &v) || *got >= count)
+        return -1;
+      if (neg)
+        v = (uint64_t)0 - v;
+      neg = 0;
+      if (init != NULL)
+        for (uint32_t b = 0; b < esize; b++)   /* little-endian, as the device */
+          init[*got * esize + b] = (uint8_t)(v >> (8 * b));
+      (*got)++;
+    }
+  }
+}
+
+/* Whether the declaration at p starts its line, after the linkage
+ * directives that may precede it (.visible, .weak, .common): not the state
+ * space of a pointer parameter (".ptr .global") or of an instruction. */
+static int starts_declaration(const char* text, const char* p) {
+  const char* q = p;
+  while (q > text && q[-1] != '\n' && q[-1] != ';' && q[-1] != '}')
+    q--;
+  scan_t s = {q, p};
+  const char* t;
+  size_t n;
+  while ((n = token(&s, &t)) != 0)
+    if (!tok_is(t, n, ".visible") && !tok_is(t, n, ".weak") && !tok_is(t, n, ".common"))
+      return 0;
+  return 1;
+}
+
+/* Parses the declaration after ".global" / ".const" into g: its size and its
+ * initial bytes. 1: a variable; 0: none to keep (no storage, or an
+ * initialiser it cannot read); -ENOMEM. */
+static int parse_variable(scan_t* s, grape_global_t* g) {
+  const char* t;
+  size_t n;
+  uint32_t esize = 0, lanes = 1;
+  for (;;) {
+    n = token(s, &t);
+    if (n == 0)
+      return 0;
+    if (tok_is(t, n, ".align")) {
+      (void)token(s, &t);
+    } else if (tok_is(t, n, ".v2") || tok_is(t, n, ".v4")) {
+      lanes = (uint32_t)(t[2] - '0');
+    } else if (t[0] == '.') {
+      uint32_t sz = type_size(t, n);
+      if (sz)
+        esize = sz;
+    } else {
+      break;   /* the name */
+    }
+  }
+  if (esize == 0 || !ident_char(*t) || *t == '.')
+    return 0;
+  const char* name = t;
+  size_t name_n = n;
+  uint64_t count = lanes;
+  int open_dim = 0;
+  for (;;) {
+    n = token(s, &t);
+    if (!tok_is(t, n, "["))
+      break;
+    n = token(s, &t);
+    if (tok_is(t, n, "]")) {
+      open_dim = 1;   /* [] : its length is the initialiser's */
+      continue;
+    }
+    long c = tok_num(t, n);
+    if (c <= 0 || count > (1ull << 40) / (uint64_t)c)
+      return 0;
+    count *= (uint64_t)c;
+    n = token(s, &t);
+    if (!tok_is(t, n, "]"))
+      return 0;
+  }
+  uint64_t got = 0;
+  if (tok_is(t, n, "=")) {
+    const char* at = s->p;
+    if (open_dim) {   /* first pass: count the elements */
+      if (parse_init(s, NULL, esize, UINT64_MAX, &got) != 0 || got == 0)
+        return 0;
+      count *= got;
+      s->p = at;
+    }
+    g->init = calloc(count, esize);
+    if (g->init == NULL)
+      return -ENOMEM;
+    if (parse_init(s, g->init, esize, count, &got) != 0) {
+      free(g->init);
+      g->init = NULL;
+      return 0;
+    }
+  } else if (!tok_is(t, n, ";") || open_dim) {
+    return 0;
+  }
+  g->size = count * esize;
+  g->name = strndup(name, name_n);
+  if (g->name == NULL) {
+    free(g->init);
+    g->init = NULL;
+    return -ENOMEM;
+  }
+  return 1;
+}
+
+/* Every module-scope ".global" and ".const" variable of the text, in order
+ * (an ".extern" one has no storage here and is not a declaration this
+ * accepts). */
+static int parse_variables(const char* text, const char* end, grape_image_t* img) {
+  static const char* const spaces[] = {".global", ".const"};
+  size_t cap = 0;
+  for (int sp = 0; sp < 2; sp++) {
+    size_t len = strlen(spaces[sp]);
+    const char* p = text;
+    while ((p = memmem(p, (size_t)(end - p), spaces[sp], len)) != NULL) {
+      const char* after = p + len;
+      int word = (p == text || isspace((unsigned char)p[-1])) && after < end &&
+                 isspace((unsigned char)*after);
+      const char* at = p;
+      p = after;
+      if (!word || !starts_declaration(text, at))
+        continue;
+      grape_global_t g = {0};
+      scan_t s = {after, end};
+      int rc = parse_variable(&s, &g);
+      if (rc < 0)
+        return rc;
+      p = s.p > p ? s.p : p;
+      if (rc == 0)
+        continue;
+      grape_global_t* gs = grape__grow(img->globals, &cap, img->nglobals + 1, sizeof(*gs), 8);
+      if (gs == NULL) {
+        free(g.name);
+        free(g.init);
+        return -ENOMEM;
+      }
+      img->globals = gs;
+      img->globals[img->nglobals++] = g;
+    }
+  }
+  return 0;
+}
+
 /* PTX puts .version first (after comments); a payload without it in its first
  * bytes is not PTX. Only that prefix is checked for control bytes: a full scan
  * would cost more than the rest of the parse on large libraries. */
@@ -254,6 +452,11 @@ int grape__ptx_parse(grape_image_t* img, grape_cubin_err_t* err) {
       goto fail;
     }
     p = s.p;
+  }
+  rc = parse_variables(text, end, img);
+  if (rc) {
+    grape__cubin_errf(err, "out of memory");
+    goto fail;
   }
   return 0;
 fail:

@@ -91,6 +91,13 @@ void grape__image_clear(grape_image_t* img) {
   free(img->kernels);
   img->kernels = NULL;
   img->nkernels = 0;
+  for (uint32_t g = 0; g < img->nglobals; g++) {
+    free(img->globals[g].name);
+    free(img->globals[g].init);
+  }
+  free(img->globals);
+  img->globals = NULL;
+  img->nglobals = 0;
 }
 
 void grape_image_release(grape_image_t* img) {

@@ -140,6 +140,43 @@ static inline grape_copy_t grape__copy_cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* p
   return grape__copy_3d(p);
 }
 
+/* The 1-D copies with a (1-D) CUDA array, which is device memory. */
+static inline grape_copy_t grape__copy_cuMemcpyHtoA_v2(CUarray dst, size_t off, const void* src,
+                                                       size_t n) {
+  (void)dst, (void)off, (void)src;
+  return (grape_copy_t){n, GRAPE_TRACE_DIR_HTOD};
+}
+static inline grape_copy_t grape__copy_cuMemcpyHtoAAsync_v2(CUarray dst, size_t off,
+                                                            const void* src, size_t n, CUstream s) {
+  (void)s;
+  return grape__copy_cuMemcpyHtoA_v2(dst, off, src, n);
+}
+static inline grape_copy_t grape__copy_cuMemcpyAtoH_v2(void* dst, CUarray src, size_t off,
+                                                       size_t n) {
+  (void)dst, (void)src, (void)off;
+  return (grape_copy_t){n, GRAPE_TRACE_DIR_DTOH};
+}
+static inline grape_copy_t grape__copy_cuMemcpyAtoHAsync_v2(void* dst, CUarray src, size_t off,
+                                                            size_t n, CUstream s) {
+  (void)s;
+  return grape__copy_cuMemcpyAtoH_v2(dst, src, off, n);
+}
+static inline grape_copy_t grape__copy_cuMemcpyDtoA_v2(CUarray dst, size_t off, CUdeviceptr src,
+                                                       size_t n) {
+  (void)dst, (void)off, (void)src;
+  return (grape_copy_t){n, GRAPE_TRACE_DIR_DTOD};
+}
+static inline grape_copy_t grape__copy_cuMemcpyAtoD_v2(CUdeviceptr dst, CUarray src, size_t off,
+                                                       size_t n) {
+  (void)dst, (void)src, (void)off;
+  return (grape_copy_t){n, GRAPE_TRACE_DIR_DTOD};
+}
+static inline grape_copy_t grape__copy_cuMemcpyAtoA_v2(CUarray dst, size_t doff, CUarray src,
+                                                       size_t soff, size_t n) {
+  (void)dst, (void)doff, (void)src, (void)soff;
+  return (grape_copy_t){n, GRAPE_TRACE_DIR_DTOD};
+}
+
 /* A batch of 1-D copies: all their bytes; their direction when every copy
  * of the batch goes the same way (as the allocation map sees its sides),
  * else not known. */
@@ -205,6 +242,119 @@ static inline grape_copy_t grape__copy_cudaMemcpyBatchAsync(void* const* dsts,
                                                             size_t* ai, size_t na, cudaStream_t s) {
   (void)a, (void)ai, (void)na, (void)s;
   return grape__copy_batch(dsts, srcs, sizes, count);
+}
+
+/* Copies into device memory that the call names (an array, a variable)
+ * from p, and out of it into p: the kind says where p lies,
+ * cudaMemcpyDefault the allocation map. */
+static inline uint32_t grape__copy_dir_into_device(const void* p, enum cudaMemcpyKind k) {
+  return k == cudaMemcpyDefault ? grape__copy_dir(grape__is_device_mem(p), 1)
+                                : grape__copy_dir_rt(NULL, NULL, k);
+}
+static inline uint32_t grape__copy_dir_out_of_device(const void* p, enum cudaMemcpyKind k) {
+  return k == cudaMemcpyDefault ? grape__copy_dir(1, grape__is_device_mem(p))
+                                : grape__copy_dir_rt(NULL, NULL, k);
+}
+
+static inline grape_copy_t grape__copy_cudaMemcpy2DToArray(cudaArray_t dst, size_t wo, size_t ho,
+                                                           const void* src, size_t spitch,
+                                                           size_t width, size_t height,
+                                                           enum cudaMemcpyKind k) {
+  (void)dst, (void)wo, (void)ho, (void)spitch;
+  return (grape_copy_t){(uint64_t)width * height, grape__copy_dir_into_device(src, k)};
+}
+static inline grape_copy_t grape__copy_cudaMemcpy2DToArrayAsync(cudaArray_t dst, size_t wo,
+                                                                size_t ho, const void* src,
+                                                                size_t spitch, size_t width,
+                                                                size_t height,
+                                                                enum cudaMemcpyKind k,
+                                                                cudaStream_t s) {
+  (void)s;
+  return grape__copy_cudaMemcpy2DToArray(dst, wo, ho, src, spitch, width, height, k);
+}
+static inline grape_copy_t grape__copy_cudaMemcpy2DFromArray(void* dst, size_t dpitch,
+                                                             cudaArray_const_t src, size_t wo,
+                                                             size_t ho, size_t width,
+                                                             size_t height,
+                                                             enum cudaMemcpyKind k) {
+  (void)dpitch, (void)src, (void)wo, (void)ho;
+  return (grape_copy_t){(uint64_t)width * height, grape__copy_dir_out_of_device(dst, k)};
+}
+static inline grape_copy_t grape__copy_cudaMemcpy2DFromArrayAsync(void* dst, size_t dpitch,
+                                                                  cudaArray_const_t src, size_t wo,
+                                                                  size_t ho, size_t width,
+                                                                  size_t height,
+                                                                  enum cudaMemcpyKind k,
+                                                                  cudaStream_t s) {
+  (void)s;
+  return grape__copy_cudaMemcpy2DFromArray(dst, dpitch, src, wo, ho, width, height, k);
+}
+static inline grape_copy_t grape__copy_cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t dwo,
+                                                                size_t dho, cudaArray_const_t src,
+                                                                size_t swo, size_t sho,
+                                                                size_t width, size_t height,
+                                                                enum cudaMemcpyKind k) {
+  (void)dst, (void)dwo, (void)dho, (void)src, (void)swo, (void)sho, (void)k;
+  return (grape_copy_t){(uint64_t)width * height, GRAPE_TRACE_DIR_DTOD};
+}
+static inline grape_copy_t grape__copy_cudaMemcpyToArray(cudaArray_t dst, size_t wo, size_t ho,
+                                                         const void* src, size_t n,
+                                                         enum cudaMemcpyKind k) {
+  (void)dst, (void)wo, (void)ho;
+  return (grape_copy_t){n, grape__copy_dir_into_device(src, k)};
+}
+static inline grape_copy_t grape__copy_cudaMemcpyToArrayAsync(cudaArray_t dst, size_t wo,
+                                                              size_t ho, const void* src, size_t n,
+                                                              enum cudaMemcpyKind k,
+                                                              cudaStream_t s) {
+  (void)s;
+  return grape__copy_cudaMemcpyToArray(dst, wo, ho, src, n, k);
+}
+static inline grape_copy_t grape__copy_cudaMemcpyFromArray(void* dst, cudaArray_const_t src,
+                                                           size_t wo, size_t ho, size_t n,
+                                                           enum cudaMemcpyKind k) {
+  (void)src, (void)wo, (void)ho;
+  return (grape_copy_t){n, grape__copy_dir_out_of_device(dst, k)};
+}
+static inline grape_copy_t grape__copy_cudaMemcpyFromArrayAsync(void* dst, cudaArray_const_t src,
+                                                                size_t wo, size_t ho, size_t n,
+                                                                enum cudaMemcpyKind k,
+                                                                cudaStream_t s) {
+  (void)s;
+  return grape__copy_cudaMemcpyFromArray(dst, src, wo, ho, n, k);
+}
+static inline grape_copy_t grape__copy_cudaMemcpyArrayToArray(cudaArray_t dst, size_t dwo,
+                                                              size_t dho, cudaArray_const_t src,
+                                                              size_t swo, size_t sho, size_t n,
+                                                              enum cudaMemcpyKind k) {
+  (void)dst, (void)dwo, (void)dho, (void)src, (void)swo, (void)sho, (void)k;
+  return (grape_copy_t){n, GRAPE_TRACE_DIR_DTOD};
+}
+static inline grape_copy_t grape__copy_cudaMemcpyToSymbol(const void* symbol, const void* src,
+                                                          size_t n, size_t off,
+                                                          enum cudaMemcpyKind k) {
+  (void)symbol, (void)off;
+  return (grape_copy_t){n, grape__copy_dir_into_device(src, k)};
+}
+static inline grape_copy_t grape__copy_cudaMemcpyToSymbolAsync(const void* symbol, const void* src,
+                                                               size_t n, size_t off,
+                                                               enum cudaMemcpyKind k,
+                                                               cudaStream_t s) {
+  (void)s;
+  return grape__copy_cudaMemcpyToSymbol(symbol, src, n, off, k);
+}
+static inline grape_copy_t grape__copy_cudaMemcpyFromSymbol(void* dst, const void* symbol,
+                                                            size_t n, size_t off,
+                                                            enum cudaMemcpyKind k) {
+  (void)symbol, (void)off;
+  return (grape_copy_t){n, grape__copy_dir_out_of_device(dst, k)};
+}
+static inline grape_copy_t grape__copy_cudaMemcpyFromSymbolAsync(void* dst, const void* symbol,
+                                                                 size_t n, size_t off,
+                                                                 enum cudaMemcpyKind k,
+                                                                 cudaStream_t s) {
+  (void)s;
+  return grape__copy_cudaMemcpyFromSymbol(dst, symbol, n, off, k);
 }
 
 /* ---- Memsets (the bytes written: elements of 1, 2 or 4 bytes) ---- */

@@ -1,5 +1,5 @@
 /* copy.c: the copies of the simulated driver: 1-D (cuMemcpy, cuMemcpyHtoD,
- * DtoH, DtoD), 2-D and 3-D (cuMemcpy2D, cuMemcpy2DUnaligned, cuMemcpy3D) and
+ * DtoH, DtoD, and with 1-D arrays HtoA, AtoH, DtoA, AtoD, AtoA), 2-D and 3-D (cuMemcpy2D, cuMemcpy2DUnaligned, cuMemcpy3D) and
  * peer copies (cuMemcpyPeer, cuMemcpy3DPeer), each with its Async, _ptds and
  * _ptsz forms; batched 1-D copies (cuMemcpyBatchAsync); and the work of a
  * graph's memcpy node.
@@ -16,8 +16,11 @@
  * memory is synchronous, as documented; copies touching pinned memory are
  * truly asynchronous, so a program that forgets to synchronise sees stale
  * data; and pageable memory cannot be captured. Device sides must lie inside
- * one allocation, checked over the whole box. Arrays are not simulated (no
- * cuArrayCreate), so an ARRAY side is CUDA_ERROR_INVALID_VALUE.
+ * one allocation, checked over the whole box. An ARRAY side is the box of
+ * the array's packed elements (array.c): its origin and width in whole
+ * elements, inside the array; the 1-D forms (cuMemcpyHtoA, AtoH, DtoA, AtoD,
+ * AtoA) take 1-D arrays only, as CUDA documents, at byte offsets and counts
+ * of whole elements.
  *
  * Peer copies: the sim has one device and one context, so a peer copy is a
  * device-to-device copy between the primary context and itself.
@@ -37,16 +40,33 @@ typedef struct side_s {
   char* start;             /* first byte of the box */
   int is_dev;              /* inside a device allocation */
   int pageable;            /* host memory the sim did not pin or register */
+  CUarray array;           /* CU_MEMORYTYPE_ARRAY */
 } side_t;
 
 typedef struct box_s {
   size_t width, height, depth;
 } box_t;
 
+/* An array side: whole elements, inside the array. */
+static CUresult array_side(side_t* s, const box_t* b) {
+  sim_array_box_t a;
+  SIM_TRY(grape__sim_array_box(s->array, &a));
+  if (s->x % a.esize != 0 || b->width % a.esize != 0 || s->x > a.row ||
+      b->width > a.row - s->x || s->y > a.rows || b->height > a.rows - s->y ||
+      s->z > a.slices || b->depth > a.slices - s->z)
+    return CUDA_ERROR_INVALID_VALUE;
+  s->pitch = a.row;
+  s->height = a.rows;
+  s->start = (char*)(uintptr_t)(a.mem + s->z * a.row * a.rows + s->y * a.row + s->x);
+  s->is_dev = 1;
+  s->pageable = 0;
+  return CUDA_SUCCESS;
+}
+
 /* Resolves one side of a copy and checks it against the box. */
 static CUresult side_resolve(side_t* s, const box_t* b) {
   if (s->type == CU_MEMORYTYPE_ARRAY)
-    return CUDA_ERROR_INVALID_VALUE;   /* no arrays in the sim */
+    return array_side(s, b);
   if (s->type != CU_MEMORYTYPE_HOST && s->type != CU_MEMORYTYPE_DEVICE &&
       s->type != CU_MEMORYTYPE_UNIFIED)
     return CUDA_ERROR_INVALID_VALUE;
@@ -139,8 +159,8 @@ static CUresult box_copy(side_t* src, side_t* dst, const box_t* b, CUstream h, i
  * whatever the pointer is, as cuMemcpy[Async] takes it). */
 static CUresult copy1d(void* dst, CUmemorytype dt, const void* src, CUmemorytype st, size_t n,
                        CUstream h, int async, int ptds) {
-  side_t s = {st, src, (CUdeviceptr)(uintptr_t)src, 0, 0, 0, 0, 0, NULL, 0, 0};
-  side_t d = {dt, dst, (CUdeviceptr)(uintptr_t)dst, 0, 0, 0, 0, 0, NULL, 0, 0};
+  side_t s = {st, src, (CUdeviceptr)(uintptr_t)src, 0, 0, 0, 0, 0, NULL, 0, 0, NULL};
+  side_t d = {dt, dst, (CUdeviceptr)(uintptr_t)dst, 0, 0, 0, 0, 0, NULL, 0, 0, NULL};
   box_t b = {n, 1, 1};
   return box_copy(&s, &d, &b, h, async, ptds);
 }
@@ -167,24 +187,77 @@ SIM_TWINS(cuMemcpyDtoHAsync_v2, _ptsz, (void* d, CUdeviceptr s, size_t n, CUstre
 SIM_TWINS(cuMemcpyDtoDAsync_v2, _ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st),
           copy1d, P(d), DEV, P(s), DEV, n, st, 1)
 
+/* ---- 1-D copies to and from 1-D arrays ---- */
+
+/* One side of a 1-D array copy: a 1-D array at a byte offset, or memory of
+ * the given type. */
+static side_t array_at(CUarray a, size_t off) {
+  return (side_t){CU_MEMORYTYPE_ARRAY, NULL, 0, off, 0, 0, 0, 0, NULL, 0, 0, a};
+}
+static side_t memory_at(CUmemorytype t, const void* p) {
+  return (side_t){t, p, (CUdeviceptr)(uintptr_t)p, 0, 0, 0, 0, 0, NULL, 0, 0, NULL};
+}
+
+static CUresult array_1d(CUarray a) {
+  sim_array_box_t box;
+  SIM_TRY(grape__sim_array_box(a, &box));
+  return box.one_dim ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* AtoA: "the elements must be the same size". */
+static CUresult same_elements(CUarray a, CUarray b) {
+  sim_array_box_t x, y;
+  SIM_TRY(grape__sim_array_box(a, &x));
+  SIM_TRY(grape__sim_array_box(b, &y));
+  return x.esize == y.esize ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult copy_array1d(side_t src, side_t dst, size_t n, CUstream h, int async, int ptds) {
+  SIM_TRY(grape__sim_check_init());
+  if (src.type == CU_MEMORYTYPE_ARRAY)
+    SIM_TRY(array_1d(src.array));
+  if (dst.type == CU_MEMORYTYPE_ARRAY)
+    SIM_TRY(array_1d(dst.array));
+  if (src.type == CU_MEMORYTYPE_ARRAY && dst.type == CU_MEMORYTYPE_ARRAY)
+    SIM_TRY(same_elements(src.array, dst.array));
+  box_t b = {n, 1, 1};
+  return box_copy(&src, &dst, &b, h, async, ptds);
+}
+
+SIM_TWINS(cuMemcpyHtoA_v2, _ptds, (CUarray d, size_t off, const void* s, size_t n), copy_array1d,
+          memory_at(HOST, s), array_at(d, off), n, NULL, 0)
+SIM_TWINS(cuMemcpyAtoH_v2, _ptds, (void* d, CUarray s, size_t off, size_t n), copy_array1d,
+          array_at(s, off), memory_at(HOST, d), n, NULL, 0)
+SIM_TWINS(cuMemcpyDtoA_v2, _ptds, (CUarray d, size_t off, CUdeviceptr s, size_t n), copy_array1d,
+          memory_at(DEV, P(s)), array_at(d, off), n, NULL, 0)
+SIM_TWINS(cuMemcpyAtoD_v2, _ptds, (CUdeviceptr d, CUarray s, size_t off, size_t n), copy_array1d,
+          array_at(s, off), memory_at(DEV, P(d)), n, NULL, 0)
+SIM_TWINS(cuMemcpyAtoA_v2, _ptds, (CUarray d, size_t doff, CUarray s, size_t soff, size_t n),
+          copy_array1d, array_at(s, soff), array_at(d, doff), n, NULL, 0)
+SIM_TWINS(cuMemcpyHtoAAsync_v2, _ptsz,
+          (CUarray d, size_t off, const void* s, size_t n, CUstream st), copy_array1d,
+          memory_at(HOST, s), array_at(d, off), n, st, 1)
+SIM_TWINS(cuMemcpyAtoHAsync_v2, _ptsz, (void* d, CUarray s, size_t off, size_t n, CUstream st),
+          copy_array1d, array_at(s, off), memory_at(HOST, d), n, st, 1)
+
 /* ---- CUDA_MEMCPY2D / CUDA_MEMCPY3D ---- */
 
 static CUresult copy2d(const CUDA_MEMCPY2D* p, CUstream h, int async, int ptds) {
   if (p == NULL)
     return CUDA_ERROR_INVALID_VALUE;
   side_t src = {p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, 0,
-                p->srcPitch, 0, NULL, 0, 0};
+                p->srcPitch, 0, NULL, 0, 0, p->srcArray};
   side_t dst = {p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, 0,
-                p->dstPitch, 0, NULL, 0, 0};
+                p->dstPitch, 0, NULL, 0, 0, p->dstArray};
   box_t b = {p->WidthInBytes, p->Height, 1};
   return box_copy(&src, &dst, &b, h, async, ptds);
 }
 
 static void sides3d(const CUDA_MEMCPY3D* p, side_t* src, side_t* dst, box_t* b) {
   *src = (side_t){p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, p->srcZ,
-                  p->srcPitch, p->srcHeight, NULL, 0, 0};
+                  p->srcPitch, p->srcHeight, NULL, 0, 0, p->srcArray};
   *dst = (side_t){p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, p->dstZ,
-                  p->dstPitch, p->dstHeight, NULL, 0, 0};
+                  p->dstPitch, p->dstHeight, NULL, 0, 0, p->dstArray};
   *b = (box_t){p->WidthInBytes, p->Height, p->Depth};
 }
 
@@ -244,9 +317,9 @@ static CUresult peer3d(const CUDA_MEMCPY3D_PEER* p, CUstream h, int async, int p
     return CUDA_ERROR_INVALID_VALUE;
   SIM_TRY(check_peer_ctx(p->dstContext, p->srcContext));
   side_t src = {p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, p->srcZ,
-                p->srcPitch, p->srcHeight, NULL, 0, 0};
+                p->srcPitch, p->srcHeight, NULL, 0, 0, p->srcArray};
   side_t dst = {p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, p->dstZ,
-                p->dstPitch, p->dstHeight, NULL, 0, 0};
+                p->dstPitch, p->dstHeight, NULL, 0, 0, p->dstArray};
   box_t b = {p->WidthInBytes, p->Height, p->Depth};
   return box_copy(&src, &dst, &b, h, async, ptds);
 }

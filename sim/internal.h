@@ -95,6 +95,7 @@ void grape__sim_enter(int sym);
 
 enum sim_kind_e {
   K_STREAM = 1, K_EVENT, K_MODULE, K_FUNC, K_GRAPH, K_NODE, K_EXEC, K_POOL, K_CTX, K_VMEM,
+  K_ARRAY,
 };
 
 typedef struct sim_module_s sim_module_t;
@@ -122,11 +123,20 @@ struct CUfunc_st {               /* also serves as CUkernel: a CUkernel may be p
   struct CUfunc_st* free_next;   /* unloaded, waiting for reuse */
 };
 
+/* A variable of a module's image in device memory (cuModuleGetGlobal). */
+typedef struct sim_var_s {
+  const char* name;              /* the image's (fb) */
+  CUdeviceptr dptr;
+  size_t size;
+} sim_var_t;
+
 struct sim_module_s {
   grape_fatbin_t* fb;
   int is_library;
   uint32_t nfuncs;
   struct CUfunc_st** funcs;
+  uint32_t nvars;
+  sim_var_t* vars;               /* allocated and initialised at load, freed at unload */
   struct sim_module_s* free_next;   /* unloaded, waiting for reuse */
 };
 
@@ -447,6 +457,17 @@ void* grape__sim_reg_new(size_t size, int kind);
 int grape__sim_dev_range(CUdeviceptr p, size_t n);   /* 1 if [p, p+n) lies in one device allocation */
 int grape__sim_host_range(const void* p, size_t n);  /* 1 if pinned/registered host memory */
 CUresult grape__sim_free_now(CUdeviceptr p);
+CUresult grape__sim_dev_alloc(CUdeviceptr* out, size_t n);   /* as cuMemAlloc, no checks */
+
+/* array.c: where a CUDA array's elements lie (packed: rows of row bytes,
+ * rows per slice, slices). */
+typedef struct sim_array_box_s {
+  CUdeviceptr mem;
+  unsigned esize;          /* bytes per element */
+  size_t row, rows, slices;
+  int one_dim;             /* a 1-D array (Height and Depth 0) */
+} sim_array_box_t;
+CUresult grape__sim_array_box(CUarray a, sim_array_box_t* out);
 
 /* stream.c */
 CUresult grape__sim_stream(CUstream h, int ptds, struct CUstream_st** out);

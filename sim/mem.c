@@ -150,6 +150,10 @@ out:
 
 static CUresult arena_return(uintptr_t base, size_t size);
 
+CUresult grape__sim_dev_alloc(CUdeviceptr* out, size_t n) {
+  return dev_alloc(out, n, 0);
+}
+
 CUresult grape__sim_free_now(CUdeviceptr p) {
   CUresult r = CUDA_SUCCESS;
   pthread_mutex_lock(&mem_lock);

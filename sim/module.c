@@ -2,7 +2,8 @@
  * and kernels, CPU-body binding, and the kernel launch entry points.
  *
  * DESIGN: an image (fatbin wrapper, fatbin, cubin or PTX) is parsed by cubin/
- * and the entry for sm_90 selected; every kernel in it becomes a CUfunction
+ * and the entry for sm_90 selected; its variables (__device__, __constant__)
+ * get device memory with their initial bytes; every kernel in it becomes a CUfunction
  * that knows its parameter layout, which is what lets a launch copy its
  * arguments at call time (the caller's kernelParams die when it returns,
  * while the work runs later on the stream's worker). A CUkernel is the same
@@ -290,6 +291,11 @@ static void module_free(sim_module_t* m) {
     func_free(m->funcs[i]);
   }
   free(m->funcs);
+  for (uint32_t i = 0; i < m->nvars; i++)
+    (void)grape__sim_free_now(m->vars[i].dptr);
+  free(m->vars);
+  m->vars = NULL;
+  m->nvars = 0;
   if (m->fb != NULL)
     grape_fatbin_free(m->fb);
   m->funcs = NULL;
@@ -305,6 +311,29 @@ static CUresult load_ready(int is_library) {
   if (!is_library)
     SIM_TRY(grape__sim_ctx_error());
   return grape__sim_sticky();
+}
+
+/* The image's variables in device memory, with their initial bytes (zero
+ * where the image gives none), as a module load places them. */
+static CUresult module_vars(sim_module_t* m, const grape_image_t* img) {
+  if (img->nglobals == 0)
+    return CUDA_SUCCESS;
+  m->vars = calloc(img->nglobals, sizeof(*m->vars));
+  if (m->vars == NULL)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  for (uint32_t i = 0; i < img->nglobals; i++) {
+    const grape_global_t* g = &img->globals[i];
+    sim_var_t* v = &m->vars[m->nvars];
+    SIM_TRY(grape__sim_dev_alloc(&v->dptr, g->size));
+    m->nvars++;
+    v->name = g->name;
+    v->size = g->size;
+    if (g->init != NULL)
+      memcpy((void*)(uintptr_t)v->dptr, g->init, g->size);
+    else
+      memset((void*)(uintptr_t)v->dptr, 0, g->size);
+  }
+  return CUDA_SUCCESS;
 }
 
 static CUresult module_load(const void* image, size_t size, int is_library, sim_module_t** out) {
@@ -360,6 +389,11 @@ static CUresult module_load(const void* image, size_t size, int is_library, sim_
     f->cuda_api_version = k->cuda_api_version;
     if (!f->params_known)
       params_from_body(f);
+  }
+  CUresult r = module_vars(m, img);
+  if (r != CUDA_SUCCESS) {
+    module_free(m);
+    return r;
   }
   if (grape__sim_reg_add(m, K_MODULE) != 0) {
     module_free(m);
@@ -527,6 +561,37 @@ SIM_EXPORT CUresult cuLibraryUnload(CUlibrary lib) {
 SIM_EXPORT CUresult cuLibraryGetKernel(CUkernel* k, CUlibrary lib, const char* name) {
   SIM_COUNT(cuLibraryGetKernel);
   return module_get((sim_module_t*)lib, name, (struct CUfunc_st**)k);
+}
+
+/* cuModuleGetGlobal / cuLibraryGetGlobal: the variable's address and size,
+ * each optional. */
+static CUresult module_global(CUdeviceptr* dptr, size_t* bytes, sim_module_t* m, const char* name) {
+  SIM_TRY(grape__sim_check_init());
+  if (name == NULL)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!grape__sim_reg_has(m, K_MODULE))
+    return CUDA_ERROR_INVALID_HANDLE;
+  for (uint32_t i = 0; i < m->nvars; i++)
+    if (strcmp(m->vars[i].name, name) == 0) {
+      if (dptr != NULL)
+        *dptr = m->vars[i].dptr;
+      if (bytes != NULL)
+        *bytes = m->vars[i].size;
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+SIM_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmodule mod,
+                                         const char* name) {
+  SIM_COUNT(cuModuleGetGlobal_v2);
+  return module_global(dptr, bytes, (sim_module_t*)mod, name);
+}
+
+SIM_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary lib,
+                                       const char* name) {
+  SIM_COUNT(cuLibraryGetGlobal);
+  return module_global(dptr, bytes, (sim_module_t*)lib, name);
 }
 
 SIM_EXPORT CUresult cuLibraryGetModule(CUmodule* mod, CUlibrary lib) {

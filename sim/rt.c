@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "util/grow.h"
+
 struct grape__rt_drv_s grape__rt_drv;
 PFN_cuGetProcAddress_v12000 grape__rt_get_proc;
 CUcontext grape__rt_primary_ctx;
@@ -217,6 +219,32 @@ typedef struct kfunc_s {
 static kfunc_t* kfuncs;
 static size_t nkfuncs, capkfuncs;
 
+/* ---- Device variables ----
+ *
+ * nvcc registers each __device__ / __constant__ variable with the address of
+ * its host shadow (the `symbol` programs pass), its device name and size.
+ * The variable itself is the fatbin's library's (cuLibraryGetGlobal), found
+ * at first use and kept. */
+
+typedef struct dvar_s {
+  const void* host;          /* the host shadow: the symbol */
+  char* name;                /* device name */
+  fatbin_t* fb;
+  size_t size;               /* as registered */
+  CUdeviceptr dptr;          /* 0 until found */
+} dvar_t;
+
+static dvar_t* dvars;
+static size_t ndvars, capdvars;
+
+static dvar_t* dvar_of(const void* host) {
+  for (size_t i = 0; i < ndvars; i++)
+    if (dvars[i].host == host)
+      return &dvars[i];
+  return NULL;
+}
+
+
 RT_API void** __cudaRegisterFatBinary(void* wrapper) {
   fatbin_t* fb = calloc(1, sizeof(*fb));
   if (fb == NULL)
@@ -246,6 +274,14 @@ RT_API void __cudaUnregisterFatBinary(void** handle) {
     free(kfuncs);
     kfuncs = NULL;
     capkfuncs = 0;
+  }
+  for (size_t i = 0; i < ndvars;) {
+    if (dvars[i].fb == fb) {
+      free(dvars[i].name);
+      dvars[i] = dvars[--ndvars];
+    } else {
+      i++;
+    }
   }
   pthread_mutex_unlock(&reg_lock);
   /* The library stays loaded: the driver may be shutting down at this point. */
@@ -282,15 +318,18 @@ out:
 RT_API void __cudaRegisterVar(void** handle, char* hostVar, char* deviceAddress,
                               const char* deviceName, int ext, size_t size, int constant,
                               int global) {
-  /* __device__ variables are not simulated: device code never runs here. */
-  (void)handle;
-  (void)hostVar;
   (void)deviceAddress;
-  (void)deviceName;
   (void)ext;
-  (void)size;
   (void)constant;
   (void)global;
+  pthread_mutex_lock(&reg_lock);
+  dvar_t* nv = grape__grow(dvars, &capdvars, ndvars + 1, sizeof(*nv), 16);
+  char* name = nv != NULL ? strdup(deviceName) : NULL;
+  if (nv != NULL)
+    dvars = nv;
+  if (name != NULL)
+    dvars[ndvars++] = (dvar_t){hostVar, name, (fatbin_t*)handle, size, 0};
+  pthread_mutex_unlock(&reg_lock);
 }
 
 /* CUDA 13's runtime exports three more entry points of nvcc's plumbing that
@@ -298,7 +337,7 @@ RT_API void __cudaRegisterVar(void** handle, char* hostVar, char* deviceAddress,
  * a program linked against them loads. Their parameter counts are those of
  * NVIDIA's exports. The two registrations attach device-side data to a
  * fatbin's module, which the sim has no use for (device code never runs
- * here), like __cudaRegisterVar; NVIDIA's __cudaGetProcAddress returns 0
+ * here); NVIDIA's __cudaGetProcAddress returns 0
  * whatever it is asked. */
 RT_API void __cudaRegisterHostVar(void** handle, void* a1, void* a2, void* a3) {
   (void)handle;
@@ -345,9 +384,42 @@ static kfunc_t* kfunc_of(const void* host) {
   return NULL;
 }
 
-/* Finds the kernel of a host stub, loading its fatbin on first use. The
- * driver is called with reg_lock released (see "Fork"); two threads that
- * load one fatbin at once keep the first library and unload the other. */
+/* The library of a registered fatbin, loaded on first use. The driver is
+ * called with reg_lock released (see "Fork"); two threads that load one
+ * fatbin at once keep the first library and unload the other. Called without
+ * reg_lock; fb stays registered meanwhile (the program unregisters its
+ * fatbins at exit only). */
+static cudaError_t fatbin_library(fatbin_t* fb, CUlibrary* out) {
+  pthread_mutex_lock(&reg_lock);
+  CUlibrary lib = fb->lib;
+  int failed = fb->failed;
+  pthread_mutex_unlock(&reg_lock);
+  if (failed)
+    return cudaErrorInvalidKernelImage;
+  if (lib == NULL) {
+    CUlibrary mine = NULL;
+    CUresult r = drv.LibraryLoadData(&mine, fb->wrapper, NULL, NULL, 0, NULL, NULL, 0);
+    pthread_mutex_lock(&reg_lock);
+    if (r != CUDA_SUCCESS) {
+      fb->failed = fb->lib == NULL;
+      pthread_mutex_unlock(&reg_lock);
+      return r == CUDA_ERROR_NO_BINARY_FOR_GPU ? cudaErrorNoKernelImageForDevice
+                                               : cudaErrorInvalidKernelImage;
+    }
+    if (fb->lib == NULL) {
+      fb->lib = mine;
+      mine = NULL;
+    }
+    lib = fb->lib;
+    pthread_mutex_unlock(&reg_lock);
+    if (mine != NULL)
+      (void)drv.LibraryUnload(mine);   /* another thread loaded it first */
+  }
+  *out = lib;
+  return cudaSuccess;
+}
+
+/* Finds the kernel of a host stub, loading its fatbin on first use. */
 static cudaError_t lookup_kernel(const void* host, CUkernel* out) {
   cudaError_t e = grape__rt_enter();
   if (e != cudaSuccess)
@@ -364,30 +436,15 @@ static cudaError_t lookup_kernel(const void* host, CUkernel* out) {
     return cudaErrorInvalidDeviceFunction;
   }
   fatbin_t* fb = kf->fb;
-  CUlibrary lib = fb->lib;
   char* name = strdup(kf->name);
   pthread_mutex_unlock(&reg_lock);
   if (name == NULL)
     return cudaErrorMemoryAllocation;
-  if (lib == NULL) {
-    CUlibrary mine = NULL;
-    CUresult r = drv.LibraryLoadData(&mine, fb->wrapper, NULL, NULL, 0, NULL, NULL, 0);
-    pthread_mutex_lock(&reg_lock);
-    if (r != CUDA_SUCCESS) {
-      fb->failed = fb->lib == NULL;
-      pthread_mutex_unlock(&reg_lock);
-      free(name);
-      return r == CUDA_ERROR_NO_BINARY_FOR_GPU ? cudaErrorNoKernelImageForDevice
-                                               : cudaErrorInvalidKernelImage;
-    }
-    if (fb->lib == NULL) {
-      fb->lib = mine;
-      mine = NULL;
-    }
-    lib = fb->lib;
-    pthread_mutex_unlock(&reg_lock);
-    if (mine != NULL)
-      (void)drv.LibraryUnload(mine);   /* another thread loaded it first */
+  CUlibrary lib;
+  e = fatbin_library(fb, &lib);
+  if (e != cudaSuccess) {
+    free(name);
+    return e;
   }
   CUkernel k;
   CUresult r = drv.LibraryGetKernel(&k, lib, name);
@@ -400,6 +457,42 @@ static cudaError_t lookup_kernel(const void* host, CUkernel* out) {
     kf->k = k;
   pthread_mutex_unlock(&reg_lock);
   *out = k;
+  return cudaSuccess;
+}
+
+cudaError_t grape__rt_symbol(const void* symbol, CUdeviceptr* dptr, size_t* size) {
+  RT_TRY(grape__rt_enter());
+  pthread_mutex_lock(&reg_lock);
+  dvar_t* v = symbol != NULL ? dvar_of(symbol) : NULL;
+  if (v == NULL) {
+    pthread_mutex_unlock(&reg_lock);
+    return grape__rt_err(cudaErrorInvalidSymbol);
+  }
+  fatbin_t* fb = v->fb;
+  CUdeviceptr p = v->dptr;
+  size_t n = v->size;
+  char* name = p == 0 ? strdup(v->name) : NULL;
+  pthread_mutex_unlock(&reg_lock);
+  if (p == 0) {
+    if (name == NULL)
+      return grape__rt_err(cudaErrorMemoryAllocation);
+    CUlibrary lib;
+    cudaError_t e = fatbin_library(fb, &lib);
+    size_t got = 0;
+    CUresult r = e == cudaSuccess ? drv.LibraryGetGlobal(&p, &got, lib, name) : CUDA_SUCCESS;
+    free(name);
+    if (e != cudaSuccess)
+      return grape__rt_err(e);
+    if (r != CUDA_SUCCESS)
+      return grape__rt_err(cudaErrorInvalidSymbol);
+    pthread_mutex_lock(&reg_lock);
+    v = dvar_of(symbol);
+    if (v != NULL)
+      v->dptr = p;
+    pthread_mutex_unlock(&reg_lock);
+  }
+  *dptr = p;
+  *size = n;
   return cudaSuccess;
 }
 

@@ -93,6 +93,10 @@
   D(LibraryLoadData, "cuLibraryLoadData", PFN_cuLibraryLoadData_v12000, 12000, 0)                   \
   D(LibraryUnload, "cuLibraryUnload", PFN_cuLibraryUnload_v12000, 12000, 0)                         \
   D(LibraryGetKernel, "cuLibraryGetKernel", PFN_cuLibraryGetKernel_v12000, 12000, 0)                \
+  D(LibraryGetGlobal, "cuLibraryGetGlobal", PFN_cuLibraryGetGlobal_v12000, 12000, 0)                \
+  D(Array3DCreate, "cuArray3DCreate", PFN_cuArray3DCreate_v3020, 3020, 0)                           \
+  D(Array3DGetDescriptor, "cuArray3DGetDescriptor", PFN_cuArray3DGetDescriptor_v3020, 3020, 0)      \
+  D(ArrayDestroy, "cuArrayDestroy", PFN_cuArrayDestroy_v2000, 2000, 0)                              \
   D(LibraryGetKernelCount, "cuLibraryGetKernelCount", PFN_cuLibraryGetKernelCount_v12040, 12040, 0) \
   D(KernelGetName, "cuKernelGetName", PFN_cuKernelGetName_v12030, 12030, 0)                         \
   D(KernelGetAttribute, "cuKernelGetAttribute", PFN_cuKernelGetAttribute_v12000, 12000, 0)          \
@@ -130,6 +134,7 @@
   D(MemcpyAsync, "cuMemcpyAsync", PFN_cuMemcpyAsync_v4000, 4000, 0)                                 \
   D(Memcpy2D, "cuMemcpy2D", PFN_cuMemcpy2D_v3020, 3020, 0)                                          \
   D(Memcpy2DAsync, "cuMemcpy2DAsync", PFN_cuMemcpy2DAsync_v3020, 3020, 0)                           \
+  D(MemcpyBatchAsync, "cuMemcpyBatchAsync", PFN_cuMemcpyBatchAsync_v13000, 13000, 0)                \
   D(Memcpy3D, "cuMemcpy3D", PFN_cuMemcpy3D_v3020, 3020, 0)                                          \
   D(Memcpy3DAsync, "cuMemcpy3DAsync", PFN_cuMemcpy3DAsync_v3020, 3020, 0)                           \
   D(MemcpyPeer, "cuMemcpyPeer", PFN_cuMemcpyPeer_v4000, 4000, 0)                                    \
@@ -170,6 +175,7 @@
   D(pt_MemcpyAsync, "cuMemcpyAsync", PFN_cuMemcpyAsync_v7000_ptsz, 7000, 1)                         \
   D(pt_Memcpy2D, "cuMemcpy2D", PFN_cuMemcpy2D_v7000_ptds, 7000, 1)                                  \
   D(pt_Memcpy2DAsync, "cuMemcpy2DAsync", PFN_cuMemcpy2DAsync_v7000_ptsz, 7000, 1)                   \
+  D(pt_MemcpyBatchAsync, "cuMemcpyBatchAsync", PFN_cuMemcpyBatchAsync_v13000_ptsz, 13000, 1)        \
   D(pt_Memcpy3D, "cuMemcpy3D", PFN_cuMemcpy3D_v7000_ptds, 7000, 1)                                  \
   D(pt_Memcpy3DAsync, "cuMemcpy3DAsync", PFN_cuMemcpy3DAsync_v7000_ptsz, 7000, 1)                   \
   D(pt_MemcpyPeer, "cuMemcpyPeer", PFN_cuMemcpyPeer_v7000_ptds, 7000, 1)                            \
@@ -245,9 +251,23 @@ cudaError_t grape__rt_resolve_func(const void* func, CUfunction* out);
 /* The host stub registered for a driver function, or the function itself. */
 const void* grape__rt_host_of(CUfunction f);
 
-/* A cudaMemcpy3D parameter block as the driver's (rt_mem.c); arrays are not
- * simulated and give cudaErrorInvalidValue. */
+/* A cudaMemcpy3D parameter block as the driver's (rt_mem.c); an array's
+ * positions and extent are in elements, which need its descriptor (a driver
+ * call). */
 cudaError_t grape__rt_copy3d_params(const struct cudaMemcpy3DParms* p, CUDA_MEMCPY3D* c);
+
+/* The bytes of one element of a CUDA array (rt_array.c). */
+cudaError_t grape__rt_array_esize(cudaArray_const_t a, size_t* out);
+
+/* A 1-D copy of n bytes by the runtime's copy kind, as cudaMemcpy[Async]
+ * does it (rt_mem.c); pt: the per-thread default stream's form. */
+cudaError_t grape__rt_memcpy(void* dst, const void* src, size_t n, enum cudaMemcpyKind kind,
+                             cudaStream_t s, int async, int pt);
+
+/* The device variable registered with host shadow `symbol` (rt.c): its
+ * address (found in its fatbin's library at first use) and size;
+ * cudaErrorInvalidSymbol for an address nvcc did not register. */
+cudaError_t grape__rt_symbol(const void* symbol, CUdeviceptr* dptr, size_t* size);
 
 /* Returns expr's error, recorded, from the calling entry point when it fails. */
 #define RT_TRY(expr)                                                               \

@@ -187,9 +187,8 @@ RT_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* a, con
   return cudaSuccess;
 }
 
-static cudaError_t memcpy_any(void* dst, const void* src, size_t n, enum cudaMemcpyKind kind,
-                              cudaStream_t s, int async, int pt) {
-  RT_ENTER();
+cudaError_t grape__rt_memcpy(void* dst, const void* src, size_t n, enum cudaMemcpyKind kind,
+                             cudaStream_t s, int async, int pt) {
   CUdeviceptr d = (CUdeviceptr)(uintptr_t)dst, sp = (CUdeviceptr)(uintptr_t)src;
   if (!async) {
     switch (kind) {
@@ -211,6 +210,12 @@ static cudaError_t memcpy_any(void* dst, const void* src, size_t n, enum cudaMem
   default: return grape__rt_err(cudaErrorInvalidMemcpyDirection);
   }
   return pt ? RT_CALL(pt_MemcpyAsync, d, sp, n, s) : RT_CALL(MemcpyAsync, d, sp, n, s);
+}
+
+static cudaError_t memcpy_any(void* dst, const void* src, size_t n, enum cudaMemcpyKind kind,
+                              cudaStream_t s, int async, int pt) {
+  RT_ENTER();
+  return grape__rt_memcpy(dst, src, n, kind, s, async, pt);
 }
 
 RT_API cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, enum cudaMemcpyKind k) {
@@ -327,8 +332,8 @@ static int kind_types(enum cudaMemcpyKind k, CUmemorytype* src, CUmemorytype* ds
 
 /* The box of a 3-D copy from the runtime's parameters p (cudaMemcpy3DParms or
  * cudaMemcpy3DPeerParms: the same fields) into the driver's c (CUDA_MEMCPY3D
- * or CUDA_MEMCPY3D_PEER): both sides and the extent (in bytes: no array takes
- * part). */
+ * or CUDA_MEMCPY3D_PEER): both sides and the extent, in bytes
+ * (grape__rt_copy3d_params turns an array's elements into bytes). */
 #define COPY_BOX(c, p)                                                             \
   do {                                                                             \
     BOX_SIDE(c, src, (p)->srcPos, (p)->srcPtr);                                    \
@@ -377,11 +382,31 @@ RT_API cudaError_t cudaMemcpy2DAsync_ptsz(void* dst, size_t dpitch, const void* 
   return copy2d(dst, dpitch, src, spitch, width, height, k, s, 1, 1);
 }
 
+/* An array side of a 3-D copy: positions in its elements (esize bytes). */
+static cudaError_t array_side(CUDA_MEMCPY3D* c, int is_src, cudaArray_const_t a,
+                              struct cudaPos pos, size_t* esize) {
+  RT_TRY(grape__rt_array_esize(a, esize));
+  if (is_src) {
+    c->srcMemoryType = CU_MEMORYTYPE_ARRAY;
+    c->srcArray = (CUarray)(uintptr_t)a;
+    c->srcXInBytes = pos.x * *esize;
+    c->srcY = pos.y;
+    c->srcZ = pos.z;
+  } else {
+    c->dstMemoryType = CU_MEMORYTYPE_ARRAY;
+    c->dstArray = (CUarray)(uintptr_t)a;
+    c->dstXInBytes = pos.x * *esize;
+    c->dstY = pos.y;
+    c->dstZ = pos.z;
+  }
+  return cudaSuccess;
+}
+
+/* A side given by an array replaces the pointer side the kind names; the
+ * extent is then in the array's elements (the source's when both are). */
 cudaError_t grape__rt_copy3d_params(const struct cudaMemcpy3DParms* p, CUDA_MEMCPY3D* c) {
   if (p == NULL)
     return cudaErrorInvalidValue;
-  if (p->srcArray != NULL || p->dstArray != NULL)
-    return cudaErrorInvalidValue;   /* arrays are not simulated */
   CUmemorytype st, dt;
   if (kind_types(p->kind, &st, &dt) != 0)
     return cudaErrorInvalidMemcpyDirection;
@@ -389,6 +414,15 @@ cudaError_t grape__rt_copy3d_params(const struct cudaMemcpy3DParms* p, CUDA_MEMC
   COPY_SIDE(c, src, st, p->srcPtr.ptr);
   COPY_SIDE(c, dst, dt, p->dstPtr.ptr);
   COPY_BOX(c, p);
+  size_t esize = 0, desize = 0;
+  if (p->dstArray != NULL)
+    RT_TRY(array_side(c, 0, p->dstArray, p->dstPos, &desize));
+  if (p->srcArray != NULL)
+    RT_TRY(array_side(c, 1, p->srcArray, p->srcPos, &esize));
+  if (esize == 0)
+    esize = desize;
+  if (esize != 0)
+    c->WidthInBytes = p->extent.width * esize;
   return cudaSuccess;
 }
 
@@ -411,6 +445,35 @@ RT_API cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms* p, cudaStre
 }
 RT_API cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms* p, cudaStream_t s) {
   return copy3d(p, s, 1, 1);
+}
+
+/* A batch of 1-D copies: the driver's cuMemcpyBatchAsync checks the
+ * arguments and submits each copy (the attribute structures agree field for
+ * field and value for value). */
+_Static_assert(sizeof(struct cudaMemcpyAttributes) == sizeof(CUmemcpyAttributes),
+               "cudaMemcpyAttributes is CUmemcpyAttributes");
+static cudaError_t copy_batch(void* const* dsts, const void* const* srcs, const size_t* sizes,
+                              size_t count, struct cudaMemcpyAttributes* attrs, size_t* idxs,
+                              size_t nattrs, cudaStream_t s, int pt) {
+  RT_ENTER();
+  CUresult r = RT_PT(pt, MemcpyBatchAsync)((CUdeviceptr*)(uintptr_t)dsts,
+                                           (CUdeviceptr*)(uintptr_t)srcs,
+                                           (size_t*)(uintptr_t)sizes, count,
+                                           (CUmemcpyAttributes*)attrs, idxs, nattrs, s);
+  return grape__rt_err(grape__rt_map(r));
+}
+
+RT_API cudaError_t cudaMemcpyBatchAsync(void* const* dsts, const void* const* srcs,
+                                        const size_t* sizes, size_t count,
+                                        struct cudaMemcpyAttributes* attrs, size_t* idxs,
+                                        size_t nattrs, cudaStream_t s) {
+  return copy_batch(dsts, srcs, sizes, count, attrs, idxs, nattrs, s, 0);
+}
+RT_API cudaError_t cudaMemcpyBatchAsync_ptsz(void* const* dsts, const void* const* srcs,
+                                             const size_t* sizes, size_t count,
+                                             struct cudaMemcpyAttributes* attrs, size_t* idxs,
+                                             size_t nattrs, cudaStream_t s) {
+  return copy_batch(dsts, srcs, sizes, count, attrs, idxs, nattrs, s, 1);
 }
 
 /* Peer copies: device 0 is the only device, so both sides are device 0 and

@@ -55,6 +55,15 @@ typedef struct grape_kernel_s {
   int cuda_api_version;       /* EIATTR_CUDA_API_VERSION; -1 unknown */
 } grape_kernel_t;
 
+/* A variable of device memory the image defines (__device__ / __constant__:
+ * PTX .global / .const at module scope, cubin objects of .nv.global* and
+ * .nv.constantN, N > 0), which cuModuleGetGlobal finds by name. */
+typedef struct grape_global_s {
+  char* name;        /* mangled name (owned) */
+  uint64_t size;     /* bytes */
+  uint8_t* init;     /* its initial bytes (owned), or NULL: zero */
+} grape_global_t;
+
 /* One entry of a fatbin (or a bare cubin / PTX given on its own). */
 typedef struct grape_image_s {
   grape_image_kind_t kind;
@@ -67,6 +76,8 @@ typedef struct grape_image_s {
   char variant;                      /* 'a' arch-specific (sm_90a), 'f' family (sm_100f), else 0 */
   uint64_t flags;                    /* fatbin entry flags as stored (0 for a bare cubin/PTX) */
   size_t offset;                     /* entry header offset in the parsed input; 0 for bare images */
+  uint32_t nglobals;                 /* variables of device memory the image defines */
+  grape_global_t* globals;
 } grape_image_t;
 
 /* An ordered set of images: one or more fatbin containers, a cubin, or PTX. */

@@ -42,3 +42,9 @@ __global__ void __launch_bounds__(SMEM_THREADS) k_smem(float* a) {
 }
 
 extern "C" __global__ void k_noparams(void) {}
+
+// Variables of device memory (cuModuleGetGlobal's): zeroed, initialised,
+// constant; kept in the image though no kernel reads them.
+__device__ int layout_counter[4];
+__device__ int layout_inited[2] = {7, 9};
+__constant__ float layout_cf[3] = {1.f, 2.f, 3.f};

@@ -181,6 +181,39 @@ Test(cubin, attributes) {
   }
 }
 
+/* __device__ and __constant__ variables, from the cubin's symbols and, for
+ * the PTX, from its .global / .const declarations: the same names, sizes
+ * and initial bytes either way. */
+static void check_variables(const grape_image_t* img, const char* what) {
+  static const int32_t inited[2] = {7, 9};
+  static const float cf[3] = {1.f, 2.f, 3.f};
+  int seen = 0;
+  for (uint32_t i = 0; i < img->nglobals; i++) {
+    const grape_global_t* g = &img->globals[i];
+    if (strcmp(g->name, "layout_counter") == 0) {
+      cr_expect(g->size == 16 && g->init == NULL, "%s: layout_counter %llu bytes", what,
+                (unsigned long long)g->size);
+      seen |= 1;
+    } else if (strcmp(g->name, "layout_inited") == 0) {
+      cr_expect(g->size == 8 && g->init != NULL && memcmp(g->init, inited, 8) == 0,
+                "%s: layout_inited", what);
+      seen |= 2;
+    } else if (strcmp(g->name, "layout_cf") == 0) {
+      cr_expect(g->size == 12 && g->init != NULL && memcmp(g->init, cf, 12) == 0,
+                "%s: layout_cf", what);
+      seen |= 4;
+    }
+  }
+  cr_expect_eq(seen, 7, "%s: variables found %#x of 0x7 (%u in all)", what, seen, img->nglobals);
+}
+
+Test(cubin, variables) {
+  grape_fatbin_t* fb = load_file("kernels_default.fatbin");
+  check_variables(find_image(fb, GRAPE_IMAGE_ELF, 90), "sm_90 cubin");
+  check_variables(find_image(fb, GRAPE_IMAGE_PTX, 90), "sm_90 PTX");
+  grape_fatbin_free(fb);
+}
+
 /* Reads a whole nvcc output, NUL-terminated. */
 static uint8_t* slurp(const char* name, size_t* size) {
   return slurp_in(KDIR, name, size, 1);

@@ -306,3 +306,46 @@ Test(cubin, ptx_ptr_align_is_pointee_alignment) {
   cr_expect_eq(grape_fatbin_image(fb, 0)->arch, 90);
   grape_fatbin_free(fb);
 }
+
+/* Module-scope variables of PTX (__device__ is .global, __constant__ .const):
+ * size from type, vector lanes and dimensions, initial bytes from the
+ * initialiser (integers, PTX's float bits, nested braces, [] sized by it);
+ * a pointer parameter's ".global", an .extern declaration and an initialiser
+ * of addresses (which the sim cannot give) are none. */
+Test(cubin, ptx_variables) {
+  static const char ptx[] =
+      ".version 8.0\n.target sm_90\n.address_size 64\n"
+      ".extern .global .align 4 .u32 elsewhere;\n"
+      ".visible .global .align 4 .b8 counter[16];\n"
+      ".global .align 4 .u32 inited[2] = {7, -1};\n"
+      ".visible .const .align 4 .f32 cf[3] = {0f3F800000, 0f40000000, 0f40400000};\n"
+      ".global .align 8 .v2 .u32 pairs[2][3];\n"
+      ".global .align 2 .u16 open[] = {{1, 2}, {3}};\n"
+      ".global .align 8 .u64 where = generic(counter);\n"
+      ".visible .entry k(\n"
+      ".param .u64 .ptr .global .align 16 k_param_0\n"
+      ")\n{\n ld.global.u32 %r1, [counter];\n ret;\n}\n";
+  grape_fatbin_t* fb;
+  grape_cubin_err_t err;
+  cr_assert_eq(grape_image_load(ptx, 0, &fb, &err), 0, "%s", err.msg);
+  const grape_image_t* img = grape_fatbin_image(fb, 0);
+  static const struct { const char* name; uint64_t size; } want[] = {
+      {"counter", 16}, {"inited", 8}, {"pairs", 48}, {"open", 6}, {"cf", 12}};
+  cr_assert_eq(img->nglobals, 5);
+  for (uint32_t i = 0; i < 5; i++)
+    cr_expect(strcmp(img->globals[i].name, want[i].name) == 0 && img->globals[i].size == want[i].size,
+              "variable %u: %s of %llu bytes, want %s of %llu", i, img->globals[i].name,
+              (unsigned long long)img->globals[i].size, want[i].name,
+              (unsigned long long)want[i].size);
+  cr_expect_null(img->globals[0].init);
+  int32_t iv[2];
+  memcpy(iv, img->globals[1].init, 8);
+  cr_expect(iv[0] == 7 && iv[1] == -1, "inited = {%d, %d}", iv[0], iv[1]);
+  uint16_t ov[3];
+  memcpy(ov, img->globals[3].init, 6);
+  cr_expect(ov[0] == 1 && ov[1] == 2 && ov[2] == 3, "open = {%u, %u, %u}", ov[0], ov[1], ov[2]);
+  float fv[3];
+  memcpy(fv, img->globals[4].init, 12);
+  cr_expect(fv[0] == 1.0f && fv[1] == 2.0f && fv[2] == 3.0f, "cf = {%g, %g, %g}", fv[0], fv[1], fv[2]);
+  grape_fatbin_free(fb);
+}

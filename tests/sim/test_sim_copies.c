@@ -79,7 +79,7 @@ Test(copies, checks_pitch_range_and_memory_type) {
   c.dstDevice = (CUdeviceptr)(uintptr_t)h;   /* host memory named as device memory */
   cr_assert_eq(cuMemcpy2D(&c), CUDA_ERROR_INVALID_VALUE);
   c.dstDevice = d;
-  c.dstMemoryType = CU_MEMORYTYPE_ARRAY;   /* arrays are not simulated */
+  c.dstMemoryType = CU_MEMORYTYPE_ARRAY;   /* an array side without an array */
   cr_assert_eq(cuMemcpy2D(&c), CUDA_ERROR_INVALID_VALUE);
   c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
   c.Height = 0;

@@ -77,20 +77,22 @@ int main(int argc, char** argv) {
   CHECK(p == dlsym(RTLD_DEFAULT, "cuGraphInstantiate_v2"), "cuGraphInstantiate at 11000");
 
   /* An entry point that is not simulated: a stub that says so, once. */
-  typedef CUresult (*array_create_fn)(CUarray*, const CUDA_ARRAY_DESCRIPTOR*);
-  array_create_fn create = (array_create_fn)lookup("cuArrayCreate", 13000, 0, &r, &st);
-  CHECK(r == CUDA_SUCCESS && create != NULL, "cuArrayCreate does not resolve");
+  typedef CUresult (*mipmap_create_fn)(CUmipmappedArray*, const CUDA_ARRAY3D_DESCRIPTOR*,
+                                       unsigned);
+  mipmap_create_fn create =
+      (mipmap_create_fn)lookup("cuMipmappedArrayCreate", 13000, 0, &r, &st);
+  CHECK(r == CUDA_SUCCESS && create != NULL, "cuMipmappedArrayCreate does not resolve");
   if (create != NULL) {
-    CUarray a;
-    CUDA_ARRAY_DESCRIPTOR d = {16, 16, CU_AD_FORMAT_FLOAT, 1};
+    CUmipmappedArray a;
+    CUDA_ARRAY3D_DESCRIPTOR d = {16, 16, 0, CU_AD_FORMAT_FLOAT, 1, 0};
     int cap = errcap_begin();
-    CUresult r1 = create(&a, &d), r2 = create(&a, &d);
+    CUresult r1 = create(&a, &d, 2), r2 = create(&a, &d, 2);
     char* text = errcap_end(cap);
     CHECK(r1 == CUDA_ERROR_NOT_SUPPORTED && r2 == CUDA_ERROR_NOT_SUPPORTED,
-          "cuArrayCreate_v2: %d, %d", r1, r2);
-    CHECK(errcap_count(text, "simcu: cuArrayCreate_v2 is not simulated") == 1 &&
+          "cuMipmappedArrayCreate: %d, %d", r1, r2);
+    CHECK(errcap_count(text, "simcu: cuMipmappedArrayCreate is not simulated") == 1 &&
               errcap_count(text, "\n") == 1,
-          "cuArrayCreate_v2 printed: %s", text);
+          "cuMipmappedArrayCreate printed: %s", text);
     free(text);
   }
   if (failures == 0)

@@ -186,9 +186,9 @@ Test(rt_api, copies_and_memsets_in_three_dimensions) {
   cr_assert_eq(one[0][0][0], src[1][2][1]);
   cr_assert_eq(one[1][1][1], src[2][3][2]);
   cr_assert_eq(one[0][0][1], 0xEE, "inside the memset box");
-  /* Arrays are not simulated. */
+  /* An array side that names no array. */
   p.srcArray = (cudaArray_t)&one;
-  cr_assert_eq(cudaMemcpy3D(&p), cudaErrorInvalidValue);
+  cr_assert_eq(cudaMemcpy3D(&p), cudaErrorInvalidResourceHandle);
   /* A graph memcpy node holds a 3-D box too. */
   cudaGraph_t g;
   cudaGraphNode_t n;

@@ -504,16 +504,16 @@ Test(sim_time, a_3d_copy_is_one_copy_of_all_its_bytes) {
  * class row, and a cost file may name one. */
 Test(sim_time, an_entry_point_the_sim_does_not_serve_is_costed_too) {
   char path[] = "/tmp/simcu-costs-XXXXXX";
-  use_cost_file(path, "cuArrayDestroy 4321\n");
+  use_cost_file(path, "cuMipmappedArrayDestroy 4321\n");
   start();
   unlink(path);
   uint64_t t = sim->host_ns();
-  cr_assert_eq(cuArrayDestroy(NULL), CUDA_ERROR_NOT_SUPPORTED);
+  cr_assert_eq(cuMipmappedArrayDestroy(NULL), CUDA_ERROR_NOT_SUPPORTED);
   cr_assert_eq(sim->host_ns() - t, 4321);
-  CUarray a;
-  CUDA_ARRAY_DESCRIPTOR desc = {16, 16, CU_AD_FORMAT_FLOAT, 1};
+  CUmipmappedArray a;
+  CUDA_ARRAY3D_DESCRIPTOR desc = {16, 16, 0, CU_AD_FORMAT_FLOAT, 1, 0};
   t = sim->host_ns();
-  cr_assert_eq(cuArrayCreate(&a, &desc), CUDA_ERROR_NOT_SUPPORTED);
+  cr_assert_eq(cuMipmappedArrayCreate(&a, &desc, 2), CUDA_ERROR_NOT_SUPPORTED);
   cr_assert_eq(sim->host_ns() - t, (uint64_t)D_CALL);
 }
 

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Copies with CUDA arrays and device variables on the timeline, through the
+driver and through the runtime (array_copies.c), and the runtime's forms of
+copies, memsets, batches and graph launches; and graph mode's results with
+such copies between the kernels it holds.
+
+Each copy is drawn on the stream it ran on (synchronous ones on the legacy
+default stream) as "memcpy <direction>" with its bytes, the direction by
+the memory types (an array or a variable is device memory), and its call on
+the host row, named after the entry point, with an arrow to it.
+
+usage: test_array_timeline.py CASE --grape GRAPE --prog ARRAY_COPIES --preload PRELOAD --simdir DIR"""
+import argparse
+import collections
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_timeline  # noqa: E402
+from grape_cli import fail, grape  # noqa: E402
+
+ROUNDS = 6
+CAPTURED = 2   # the runtime's kernels captured into the program's graph: no work of their own
+# (entry point, device slice, bytes, on the legacy default stream, calls)
+DRIVER = [("cuMemcpyDtoA_v2", "memcpy DtoD", 16, True, ROUNDS),
+          ("cuMemcpy2DAsync_v2", "memcpy DtoD", 16, False, ROUNDS),
+          ("cuMemcpyAtoD_v2", "memcpy DtoD", 16, True, ROUNDS),
+          ("cuMemcpyDtoH_v2", "memcpy DtoH", 16, True, 2 * ROUNDS),
+          ("cuMemcpyHtoA_v2", "memcpy HtoD", 16, True, 1),
+          ("cuMemcpyAtoH_v2", "memcpy DtoH", 16, True, 1),
+          ("cuMemcpyAtoHAsync_v2", "memcpy DtoH", 16, False, 1),
+          ("cuMemcpy3D_v2", "memcpy DtoH", 32, True, 1),
+          ("cuMemsetD32Async", "memset", 16, False, ROUNDS)]
+RUNTIME = [("cudaMemcpyToSymbol", "memcpy DtoD", 16, True, ROUNDS),
+           ("cudaMemcpy2DToArrayAsync", "memcpy DtoD", 16, False, ROUNDS),
+           ("cudaMemcpyFromSymbol", "memcpy DtoD", 16, True, ROUNDS),
+           ("cudaMemcpy", "memcpy DtoH", 16, True, 2 * ROUNDS + 2),
+           ("cudaMemcpy2DFromArray", "memcpy DtoH", 32, True, 1),
+           ("cudaMemsetAsync", "memset", 16, False, ROUNDS),
+           ("cudaMemset", "memset", 16, True, 1),
+           ("cudaMemset2DAsync", "memset", 8, False, 1),
+           ("cudaMemset3D", "memset", 4, True, 1),
+           ("cudaMemcpyBatchAsync", "memcpy HtoD", 16, False, 1),
+           ("cudaGraphLaunch", "graph launch (2 nodes)", None, False, 1),
+           ("cudaLaunchKernel", "", None, False, 4 * ROUNDS + CAPTURED)]
+
+
+def run(a, tmp, mode, rounds=ROUNDS, **env):
+    p = grape(a, ["run", "--device", "sim", "--", a.prog, mode, str(rounds)], tmp, **env)
+    if p.returncode != 0 or "ok" not in p.stdout:
+        fail(f"array_copies {mode} under grape run", p)
+    return p
+
+
+def timeline(a, tmp, mode, **env):
+    trace = os.path.join(tmp, mode + ".grape")
+    run(a, tmp, mode, GRAPE_TRACE=trace, GRAPE_TIMELINE="1", **env)
+    out = os.path.join(tmp, mode + ".json")
+    p = grape(a, ["export", "--chrome", trace, "-o", out], tmp)
+    if p.returncode != 0:
+        fail("grape export --chrome", p)
+    try:
+        return check_timeline.check(json.load(open(out)))
+    except check_timeline.Broken as e:
+        fail(f"{out}: {e}")
+
+
+def host_calls(got):
+    return [s for k, sl in got["tracks"].items() if got["names"][k].endswith("CUDA calls")
+            for s in sl if s["cat"] in ("api", "held")]
+
+
+def device(got, legacy):
+    return [s for k, sl in got["tracks"].items()
+            if got["names"][k].startswith("stream") and
+            (got["names"][k] == "stream (legacy default)") == legacy for s in sl]
+
+
+def check_forms(a, mode, want, captured=0):
+    """Observe mode: each entry point's calls on the host row, and as many
+    device slices of its kind, bytes and direction on the stream it names."""
+    with tempfile.TemporaryDirectory() as tmp:
+        got = timeline(a, tmp, mode, GRAPE_MODE="observe")
+        calls = collections.Counter(s["name"] for s in host_calls(got))
+        slices = {legacy: collections.Counter((s["name"], s["args"].get("bytes")) for s in device(got, legacy))
+                  for legacy in (True, False)}
+        for entry, name, nbytes, legacy, n in want:
+            if calls[entry] != n:
+                fail(f"{entry}: {calls[entry]} calls on the host row, want {n} (all calls: {dict(calls)})")
+        for legacy in (True, False):
+            expect = collections.Counter()
+            for entry, name, nbytes, on_legacy, n in want:
+                if on_legacy == legacy and name:
+                    expect[(name, nbytes)] += n
+            have = collections.Counter({k: v for k, v in slices[legacy].items()
+                                        if k[0].startswith(("memcpy", "memset", "graph launch"))})
+            where = "the legacy default stream" if legacy else "the program's stream"
+            if have != expect:
+                fail(f"{where} holds {dict(have)}, want {dict(expect)}")
+        dev = device(got, True) + device(got, False)
+        for s in dev:
+            if s["name"].startswith("memcpy") and s["name"] != "memcpy " + s["args"].get("dir", "?"):
+                fail(f"a copy slice that does not say its direction: {s}")
+        if got["flows"] != len(host_calls(got)) - captured:
+            fail(f"{got['flows']} arrows for {len(host_calls(got))} calls, {captured} of them "
+                 "captured: each other call has one")
+        print(f"{mode}: {sum(calls.values())} calls, {len(dev)} device slices, each form as wanted")
+
+
+def case_driver(a):
+    check_forms(a, "driver", DRIVER)
+
+
+def case_runtime(a):
+    check_forms(a, "runtime", RUNTIME, CAPTURED)
+
+
+def case_graph_mode(a):
+    """Graph mode, with graphs free to build (so that it replays at once),
+    holds the kernels between the array and variable copies and gives the
+    results of a run without the shim, through the driver and the runtime."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for mode in ("driver", "runtime"):
+            plain = run(a, tmp, mode, rounds=12, GRAPE_MODE="off").stdout
+            got = timeline(a, tmp, mode, GRAPE_COSTS="build=0,build_node=0")
+            held = [s for s in host_calls(got) if s["cat"] == "held"]
+            graphs = [s for sl in got["tracks"].values() for s in sl if s["name"].startswith("graph (")]
+            if not held or not graphs:
+                fail(f"{mode}: graph mode held {len(held)} calls and launched {len(graphs)} graphs")
+            p = run(a, tmp, mode, rounds=12, GRAPE_COSTS="build=0,build_node=0")
+            if p.stdout != plain:
+                fail(f"{mode}: graph mode printed {p.stdout!r}, without the shim {plain!r}", p)
+            print(f"{mode}: {len(held)} calls held, {len(graphs)} graph launches, {plain.split()[1]} as without the shim")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("--grape", required=True)
+    ap.add_argument("--prog", required=True)
+    ap.add_argument("--preload", default="")
+    ap.add_argument("--simdir", required=True)
+    a = ap.parse_args()
+    globals()["case_" + a.case](a)
+
+
+if __name__ == "__main__":
+    main()
