@@ -228,14 +228,15 @@ void grape_gc_destroy(grape_gc_t* c, int with_driver);
 const grape_gc_node_t* grape_gc_root(const grape_gc_t* c);
 
 /* Keys are equal when their 32 bytes are (no padding): four word compares
- * without a branch each, on the launch path's trie step and phase check. */
-_Static_assert(sizeof(grape_op_key_t) == 4 * sizeof(uint64_t), "an op key is four words, no padding");
+ * without a branch each, on the launch path's trie step and phase check
+ * (word loads: a whole-struct copy goes through vector registers and the
+ * stack). */
 static inline __attribute__((always_inline)) int grape__gc_key_eq(const grape_op_key_t* a,
                                                                   const grape_op_key_t* b) {
-  uint64_t x[4], y[4];
-  __builtin_memcpy(x, a, sizeof(x));
-  __builtin_memcpy(y, b, sizeof(y));
-  return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0;
+  const uint8_t* x = (const uint8_t*)a;
+  const uint8_t* y = (const uint8_t*)b;
+  return ((grape__word(x, 0) ^ grape__word(y, 0)) | (grape__word(x, 1) ^ grape__word(y, 1)) |
+          (grape__word(x, 2) ^ grape__word(y, 2)) | (grape__word(x, 3) ^ grape__word(y, 3))) == 0;
 }
 
 /* The child of cur reached by an op with key k on a path of a live key, or

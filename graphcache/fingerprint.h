@@ -45,6 +45,26 @@ typedef struct grape_op_dims_s {
   uint32_t zero;          /* always 0 */
 } grape_op_dims_t;
 
+/* Word i (8 bytes, unaligned) of p, and the word whose low half is lo: a key
+ * or dims compared word by word (cache.h, region.h). */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "a word's low half comes first");
+_Static_assert(offsetof(grape_op_key_t, param_bytes) == 4 && offsetof(grape_op_key_t, func) == 8 &&
+                   offsetof(grape_op_key_t, flags) == 16 &&
+                   offsetof(grape_op_key_t, attrs_bytes) == 20 &&
+                   offsetof(grape_op_key_t, attrs) == 24 && sizeof(grape_op_key_t) == 32,
+               "an op key is four words: kind|param_bytes, func, flags|attrs_bytes, attrs");
+_Static_assert(offsetof(grape_op_dims_t, block) == 12 && offsetof(grape_op_dims_t, shmem) == 24 &&
+                   offsetof(grape_op_dims_t, zero) == 28 && sizeof(grape_op_dims_t) == 32,
+               "dims are four words: grid 0-1, grid 2|block 0, block 1-2, shmem|zero");
+static inline __attribute__((always_inline)) uint64_t grape__word(const uint8_t* p, size_t i) {
+  uint64_t v;
+  __builtin_memcpy(&v, p + 8 * i, sizeof(v));
+  return v;
+}
+static inline __attribute__((always_inline)) uint64_t grape__pair32(uint32_t lo, uint32_t hi) {
+  return (uint64_t)lo | (uint64_t)hi << 32;
+}
+
 /* One op's whole signature: the element of a path. */
 typedef struct grape_op_sig_s {
   grape_op_key_t key;

@@ -99,6 +99,7 @@ enum key_state_e {
 struct grape_gc_key_s {
   uint64_t fp;
   uint32_t nops;
+  uint32_t nkernels;            /* of them kernels (what a graph's gap saving applies to) */
   grape_op_key_t* keys;
   uint64_t seen, hits, misses;
   int state;

@@ -88,6 +88,8 @@ gkey_t* grape__gc_key_find_or_add(grape_gc_t* c, uint64_t fp, const grape_region
   }
   k->fp = fp;
   k->nops = r->ops.n;
+  for (uint32_t i = 0; i < r->ops.n; i++)
+    k->nkernels += r->ops.keys[i].kind == GRAPE_OP_KERNEL;
   grape__list_init(&k->paths);
   grape__table_put(&c->keys, fp, k);
   c->st.graph_keys++;

@@ -27,6 +27,8 @@
 
 enum {
   GRAPE_SIG_CUKERNEL = 1u << 2,   /* the op's function is a CUkernel, not a CUfunction */
+  GRAPE_SIG_TO_HOST = 1u << 3,    /* a copy into page-locked host memory (else device to
+                                     device): asynchronous for the host like a kernel */
 };
 
 typedef struct grape_memset_params_s {
@@ -162,16 +164,19 @@ grape__region_slot_again(const grape_region_t* r, const grape_op_key_t* key,
   uint32_t i = o->n;
   if (i >= o->hw)
     return NULL;
-  uint64_t a[4], b[4], c[4], d[4];
-  _Static_assert(sizeof(grape_op_key_t) == sizeof(a) && sizeof(grape_op_dims_t) == sizeof(c),
-                 "a key and dims are four words each, no padding");
-  __builtin_memcpy(a, &o->keys[i], sizeof(a));
-  __builtin_memcpy(b, key, sizeof(b));
-  __builtin_memcpy(c, &o->dims[i], sizeof(c));
-  __builtin_memcpy(d, dims, sizeof(d));
-  if (((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (c[0] ^ d[0]) |
-       (c[1] ^ d[1]) | (c[2] ^ d[2]) | (c[3] ^ d[3])) != 0 ||
-      o->fns[i] != fn || o->poff[i] != o->plen || o->grp[i] != 0)
+  /* Word by word against the fields, so that a caller's key and dims stay
+   * in registers (built from scalars, never stored to be compared). */
+  const uint8_t* sk = (const uint8_t*)&o->keys[i];
+  const uint8_t* sd = (const uint8_t*)&o->dims[i];
+  uint64_t diff = (grape__word(sk, 0) ^ grape__pair32(key->kind, key->param_bytes)) |
+                  (grape__word(sk, 1) ^ key->func) |
+                  (grape__word(sk, 2) ^ grape__pair32(key->flags, key->attrs_bytes)) |
+                  (grape__word(sk, 3) ^ key->attrs) |
+                  (grape__word(sd, 0) ^ grape__pair32(dims->grid[0], dims->grid[1])) |
+                  (grape__word(sd, 1) ^ grape__pair32(dims->grid[2], dims->block[0])) |
+                  (grape__word(sd, 2) ^ grape__pair32(dims->block[1], dims->block[2])) |
+                  (grape__word(sd, 3) ^ grape__pair32(dims->shmem, dims->zero));
+  if (diff != 0 || o->fns[i] != fn || o->poff[i] != o->plen || o->grp[i] != 0)
     return NULL;
   return o->held_at[i];
 }

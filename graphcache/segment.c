@@ -634,7 +634,7 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
    * others for the parameter sets they hold (ping-pong buffers, batch
    * sizes). Inline, it is built once the updates of far replays have cost
    * three builds (rent, then buy); by the builder, at once. */
-  int far = d * 2 > seg->n;
+  int far = d * 2 >= seg->n;
   if (d > 0 && gen == 0 && set_earns_graph(c, seg, r, r->cursor.sub, d, &set)) {
     far = 0;
     seg_build_variant(c, seg, r, NULL, 0, 1, &e, &d);

@@ -138,7 +138,7 @@ static int stage_first(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
     least.seg_dev_ns = &lo;
     grape__cuts_best(&least, cuts, &f_old, &f_lo);
     if (f_lo >= 0.99 * grape__cuts_eager_end(k->nops, k->host_eager_ns, grape__gc_cost(c, GRAPE_GC_COST_LAUNCH),
-                                             lo + k->nops * c->cfg.gap_ns))
+                                             lo + k->nkernels * c->cfg.gap_ns))
       return -EAGAIN;
   }
   int n = grape__cuts_best(&in, cuts, &f_old, &f_new);
@@ -280,7 +280,7 @@ static void assess(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
   int n = grape__cuts_best(&in, out, &f_old, &f_new);
   if (k->host_eager_n > 0 &&
       f_new >= 0.99 * grape__cuts_eager_end(k->nops, k->host_eager_ns, grape__gc_cost(c, GRAPE_GC_COST_LAUNCH),
-                                            total + k->nops * c->cfg.gap_ns)) {
+                                            total + k->nkernels * c->cfg.gap_ns)) {
     slower_for_now(c, k);
     return;
   }

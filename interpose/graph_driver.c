@@ -42,6 +42,7 @@ int grape__graph_real_resolve(void) {
       REAL_ROW(node_set_attr, "cuGraphKernelNodeSetAttribute"),
       REAL_ROW(memset8, "cuMemsetD8Async"),          REAL_ROW(memset16, "cuMemsetD16Async"),
       REAL_ROW(memset32, "cuMemsetD32Async"),        REAL_ROW(memcpy_dtod, "cuMemcpyDtoDAsync_v2"),
+      REAL_ROW(memcpy_dtoh, "cuMemcpyDtoHAsync_v2"),
       REAL_ROW(ctx_get, "cuCtxGetCurrent"),          REAL_ROW(ctx_set, "cuCtxSetCurrent"),
       REAL_ROW(ctx_device, "cuCtxGetDevice"),        REAL_ROW(stream_flags, "cuStreamGetFlags"),
       REAL_ROW(stream_ctx, "cuStreamGetCtx"),        REAL_ROW(device_count, "cuDeviceGetCount"),
@@ -113,8 +114,13 @@ static CUDA_MEMCPY3D memcpy_args(const grape_gc_op_t* op) {
   memset(&c, 0, sizeof(c));
   c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
   c.srcDevice = m.src;
-  c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-  c.dstDevice = m.dst;
+  if (op->flags & GRAPE_SIG_TO_HOST) {
+    c.dstMemoryType = CU_MEMORYTYPE_HOST;
+    c.dstHost = (void*)(uintptr_t)m.dst;
+  } else {
+    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.dstDevice = m.dst;
+  }
   c.WidthInBytes = m.bytes;
   c.Height = 1;
   c.Depth = 1;
@@ -270,6 +276,8 @@ static int submit_op(const grape_gc_op_t* op, void* stream) {
   default: {
     grape_memcpy_params_t m;
     memcpy(&m, op->params, sizeof(m));
+    if (op->flags & GRAPE_SIG_TO_HOST)
+      return grape__rg.memcpy_dtoh((void*)(uintptr_t)m.dst, m.src, m.bytes, stream);
     return grape__rg.memcpy_dtod(m.dst, m.src, m.bytes, stream);
   }
   }

@@ -38,6 +38,7 @@ typedef struct grape_real_graph_s {
   CUresult (*memset16)(CUdeviceptr, unsigned short, size_t, CUstream);
   CUresult (*memset32)(CUdeviceptr, unsigned int, size_t, CUstream);
   CUresult (*memcpy_dtod)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*memcpy_dtoh)(void*, CUdeviceptr, size_t, CUstream);
   CUresult (*ctx_get)(CUcontext*);
   CUresult (*ctx_set)(CUcontext);
   CUresult (*ctx_device)(CUdevice*);

@@ -183,6 +183,32 @@ static inline void grape__image_unloaded(const void* image) {
     return GRAPE_SEEN(r);                                                                  \
   }
 
+/* The rest of a copy hook's body, driver and runtime alike, once it knows
+ * whether the copy is an op of the region (`op`: memop m, held in graph
+ * mode) or a point where the host sees results (it ends the region first);
+ * `dir` is its direction on the timeline, `call` the real call. */
+#define GRAPE_COPY_HOOK_REST(ret, op, m, dir, call)                                        \
+  if (!(op))                                                                               \
+    grape__flush_stream_of((m).stream, (m).ptds);                                          \
+  GRAPE_TL_START(tl_, h);                                                                  \
+  if ((op) && grape__mode == GRAPE_MODE_GRAPH && grape__hold_memop(&(m))) {                \
+    if (GRAPE_TL_ON(tl_))                                                                  \
+      grape__tl_memop_end(&tl_, &(m), 1, 1);                                               \
+    return (ret)0;                                                                         \
+  }                                                                                        \
+  ret r;                                                                                   \
+  if (GRAPE_TL_ON(tl_))                                                                    \
+    grape__tl_dev_begin(&tl_, (m).stream, (m).ptds);                                       \
+  GRAPE_NO_REENTRY(r = call);                                                              \
+  if (GRAPE_TL_ON(tl_))                                                                    \
+    grape__tl_copy_end(&tl_, GRAPE_TRACE_OP_MEMCPY, (m).stream, (m).ptds, (m).p.cpy.bytes, \
+                       dir, r == 0);                                                       \
+  if ((op) && r == 0)                                                                      \
+    GRAPE_NO_REENTRY(grape__on_memop(&(m)));                                               \
+  if (!(op))                                                                               \
+    GRAPE_COUNT(submissions);                                                              \
+  return GRAPE_SEEN(r);
+
 /* Allocation and free hooks, driver and runtime alike: `flush` is what the
  * call needs first (GRAPE_NOTHING; grape__flush_all() for a free that
  * synchronises implicitly; grape__flush_stream_of(s, ptds) for a

@@ -303,6 +303,20 @@ GRAPE_MEMOP_HOOK(CUresult, cuMemsetD32Async, (CUdeviceptr d, unsigned int v, siz
 GRAPE_MEMOP_HOOK(CUresult, cuMemcpyDtoDAsync_v2, (CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s),
                  (d, src, n, s), grape__memcpy_op(d, src, n, s, ptds))
 
+/* A copy into page-locked host memory is an op of the region (launch.h,
+ * grape__copy_to_pinned); into pageable memory it ends the region, as it
+ * returns only once done. */
+static inline CUresult hook_cuMemcpyDtoHAsync_v2(grape_route_t route, grape_hook_t h, int ptds,
+                                                 pfn_cuMemcpyDtoHAsync_v2 real, void* dst,
+                                                 CUdeviceptr src, size_t n, CUstream s) {
+  (void)route;
+  GRAPE_COUNT(api_calls[h]);
+  int op = grape__copy_to_pinned((uintptr_t)dst, src, n);
+  grape_memop_t m = grape__memcpy_to_host_op((uintptr_t)dst, src, n, s, ptds);
+  GRAPE_COPY_HOOK_REST(CUresult, op, m,
+                       GRAPE_TRACE_DIR_DTOH, real(dst, src, n, s))
+}
+
 /* ---- Profiler control: capture ranges (GRAPE_CAPTURE, capture.c) ---- */
 
 static inline CUresult hook_cuProfilerStart(pfn_cuProfilerStart real) {

@@ -185,31 +185,17 @@ static inline cudaError_t hook_cudaMemcpyAsync(grape_route_t route, grape_hook_t
                                                enum cudaMemcpyKind kind, cudaStream_t s) {
   (void)route;
   GRAPE_COUNT(api_calls[h]);
-  /* A device-to-device copy is an op of the region; one that touches host
+  /* A device-to-device copy, or one from device memory into page-locked
+   * host memory, is an op of the region; any other copy that touches host
    * memory is a point where the host sees results: it ends the region. */
   int d2d = kind == cudaMemcpyDeviceToDevice || (kind == cudaMemcpyDefault && both_device(dst, src));
-  grape_memop_t m = grape__memcpy_op((uintptr_t)dst, (uintptr_t)src, n, s, ptds);
-  if (!d2d)
-    grape__flush_stream_of(s, ptds);
-  GRAPE_TL_START(tl_, h);
-  if (d2d && grape__mode == GRAPE_MODE_GRAPH && grape__hold_memop(&m)) {
-    if (GRAPE_TL_ON(tl_))
-      grape__tl_memop_end(&tl_, &m, 1, 1);
-    return cudaSuccess;
-  }
-  cudaError_t r;
-  if (GRAPE_TL_ON(tl_))
-    grape__tl_dev_begin(&tl_, s, ptds);
-  GRAPE_NO_REENTRY(r = real(dst, src, n, kind, s));
-  if (GRAPE_TL_ON(tl_))
-    grape__tl_copy_end(&tl_, GRAPE_TRACE_OP_MEMCPY, s, ptds, n,
+  int to_pinned = !d2d && (kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDefault) &&
+                  grape__copy_to_pinned((uintptr_t)dst, (uintptr_t)src, n);
+  grape_memop_t m = to_pinned ? grape__memcpy_to_host_op((uintptr_t)dst, (uintptr_t)src, n, s, ptds)
+                              : grape__memcpy_op((uintptr_t)dst, (uintptr_t)src, n, s, ptds);
+  GRAPE_COPY_HOOK_REST(cudaError_t, d2d || to_pinned, m,
                        d2d ? GRAPE_TRACE_DIR_DTOD : grape__copy_dir_rt(dst, src, kind),
-                       r == cudaSuccess);
-  if (d2d && r == cudaSuccess)
-    GRAPE_NO_REENTRY(grape__on_memop(&m));
-  if (!d2d)
-    GRAPE_COUNT(submissions);
-  return GRAPE_SEEN(r);
+                       real(dst, src, n, kind, s))
 }
 
 GRAPE_MEMOP_HOOK(cudaError_t, cudaMemsetAsync, (void* p, int v, size_t n, cudaStream_t s), (p, v, n, s),

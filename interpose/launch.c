@@ -110,6 +110,37 @@ void grape__diverge(grape_stream_t* s, grape_gc_cause_t cause) {
   grape__flush_held_locked(s, cause);
 }
 
+const grape_gc_node_t* grape__hold_walk(grape_stream_t* s, grape_func_t* f,
+                                        const grape_launch_t* l, int extra_form, int plain,
+                                        uint8_t* dst, size_t room, uint32_t stamp, size_t* n) {
+  grape_region_t* r = &s->region;
+  grape_op_dims_t d = {{l->grid[0], l->grid[1], l->grid[2]},
+                       {l->block[0], l->block[1], l->block[2]}, l->shmem, 0};
+  /* (A cooperative launch is a barrier: it never gets here.) */
+  int eligible = f != NULL && f->drv != NULL && (extra_form || f->nparams >= 0) &&
+                 grape__attrs_node_safe(l);
+  if (__builtin_expect(!eligible || !grape__launch_fits(f, l->grid, l->block, l->shmem), 0)) {
+    grape__diverge(s, GRAPE_GC_INVALID_LAUNCH);
+    return NULL;
+  }
+  grape_op_key_t k;
+  if (plain) {
+    grape__launch_key(f, l, (uint32_t)*n, 0, &k);
+  } else {
+    *n = grape__launch_params(f, l, extra_form, dst, room);
+    grape__launch_key(f, l, (uint32_t)*n, extra_form ? GRAPE_SIG_EXTRA : 0, &k);
+    grape__launch_attrs(l, dst, *n, room, &k);
+  }
+  const grape_gc_node_t* nx = grape_gc_step(r->cursor.node, &k);
+  if (nx == NULL) {
+    grape__diverge(s, GRAPE_GC_DIVERGENCE);
+    return NULL;
+  }
+  grape__record_op(r, &k, &d, f->drv, *n + k.attrs_bytes);
+  grape__region_mark_held(r, r->ops.n - 1, nx, stamp);
+  return nx;
+}
+
 int grape__barrier_begin(grape_stream_t* s, size_t room) {
   grape__end_locked(s);   /* gives the buffers back: room is reserved again */
   return grape__room_slow(s, room);
@@ -128,7 +159,8 @@ static void memop_sig(const grape_memop_t* m, grape_op_key_t* k, grape_op_dims_t
   uint64_t bytes = m->kind == GRAPE_OP_MEMSET ? m->p.set.count * m->p.set.esize : m->p.cpy.bytes;
   *k = (grape_op_key_t){.kind = (uint32_t)m->kind,
                         .param_bytes = (uint32_t)sizeof(grape_memset_params_t),
-                        .func = m->kind == GRAPE_OP_MEMSET ? m->p.set.esize : 0};
+                        .func = m->kind == GRAPE_OP_MEMSET ? m->p.set.esize : 0,
+                        .flags = m->flags};
   _Static_assert(sizeof(grape_memset_params_t) == sizeof(grape_memcpy_params_t),
                  "memsets and copies share one parameter block size");
   *d = (grape_op_dims_t){{(uint32_t)bytes, (uint32_t)(bytes >> 32), 0}, {0, 0, 0}, 0, 0};
@@ -138,6 +170,16 @@ static void memop_sig(const grape_memop_t* m, grape_op_key_t* k, grape_op_dims_t
 static int range_known(uint64_t addr, uint64_t n) {
   grape_alloc_t a;
   return grape__alloc_find(addr, &a) == 0 && n <= a.start + a.size - addr;
+}
+
+int grape__copy_to_pinned(uint64_t dst, uint64_t src, uint64_t n) {
+  grape_alloc_t a;
+  if (n == 0 || grape__alloc_find(src, &a) != 0 || a.kind > GRAPE_ALLOC_MAPPED ||
+      n > a.start + a.size - src)
+    return 0;
+  return grape__alloc_find(dst, &a) == 0 &&
+         (a.kind == GRAPE_ALLOC_HOST_PINNED || a.kind == GRAPE_ALLOC_HOST_REGISTERED) &&
+         n <= a.start + a.size - dst;
 }
 
 /* True when the driver would take memop m: only such a memop is held, since a

@@ -70,7 +70,7 @@ static inline __attribute__((always_inline)) uint32_t grape__chunk_limit(void) {
 static inline __attribute__((always_inline)) int grape__chunk_done(grape_stream_t* s) {
   const grape_region_t* r = &s->region;
   uint32_t lim = grape__chunk_limit(), n = r->ops.n;
-  if (__builtin_expect(n < lim / 2 || n < 2 || n >= lim || !s->phase_known, 1))
+  if (__builtin_expect(n < s->phase_from || n >= lim, 1))
     return n >= lim;
   if (s->phase_memo_n == n && s->phase_memo_gen == r->ops.gen)
     return s->phase_memo;   /* asked again for the same op (ops only grow until a clear) */
@@ -96,6 +96,8 @@ static inline void grape__chunk_phase_note(grape_stream_t* s) {
     s->phase[0] = r->ops.keys[r->ops.n - 2];
     s->phase[1] = r->ops.keys[r->ops.n - 1];
     s->phase_known = 1;
+    uint32_t half = grape__chunk_limit() / 2;
+    s->phase_from = half < 2 ? 2 : half;   /* one compare on grape__chunk_done's fast path */
   }
 }
 
@@ -265,6 +267,17 @@ static inline __attribute__((always_inline)) void grape__hold_check_first(grape_
 int grape__barrier_begin(grape_stream_t* s, size_t room);
 void grape__barrier_end(grape_stream_t* s, int cooperative);
 
+/* The held launch that found no slot to take in place (grape__hold_launch,
+ * s locked, its cursor on a path): checked, its parameters (unless plain:
+ * already at dst) and key made, one step down the trie, recorded as held.
+ * Out of line, so that the in-place path keeps its registers.
+ * @return the trie node it was held at (*n its parameter bytes), or NULL:
+ * the region left its known path (grape__diverge) and the launch goes to the
+ * driver. */
+const grape_gc_node_t* grape__hold_walk(grape_stream_t* s, grape_func_t* f,
+                                        const grape_launch_t* l, int extra_form, int plain,
+                                        uint8_t* dst, size_t room, uint32_t stamp, size_t* n);
+
 /* Tries to hold launch l (graph mode). @return 1 when it was held (recorded,
  * not submitted: the hook returns success), 0 when it goes to the driver. */
 static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_t route,
@@ -286,7 +299,12 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
   if (__builtin_expect(s == NULL || !grape__may_hold(s), 0))
     return 0;
   int extra_form = l->extra != NULL && l->params == NULL;
-  size_t room = grape__launch_room(f, l, extra_form);
+  /* kernelParams with a known layout and no attributes: the in-place form
+   * below, whose room and copy need no other test. */
+  int plain = !extra_form && l->attrs_bytes == 0 && f != NULL && f->nparams >= 0 &&
+              l->params != NULL;
+  size_t room = plain ? (f->param_bytes < 64 ? 64 : f->param_bytes)   /* grape__launch_room's */
+                      : grape__launch_room(f, l, extra_form);
   if (grape__lock_room(s, room) != 0)
     return 0;
   grape_region_t* r = &s->region;
@@ -304,9 +322,8 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
      * limits, and only its parameter bytes are written over the slot's (a
      * held slot's function is f->drv, never NULL, and a launch without
      * attributes needs no attribute check). */
-    int plain = !extra_form && l->attrs_bytes == 0 && f != NULL && f->nparams >= 0;
     if (__builtin_expect(plain, 1)) {
-      n = grape__launch_params(f, l, 0, dst, room);
+      n = grape__func_copy_params(f, l->params, dst);
       grape__launch_key(f, l, (uint32_t)n, 0, &k);
       if (__builtin_expect(r->ops.held_stamp == stamp && grape__call == NULL &&
                                __atomic_load_n(&f->lim_state, __ATOMIC_ACQUIRE) == 1, 1)) {
@@ -318,25 +335,9 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
         }
       }
     }
-    /* (A cooperative launch is a barrier: it never gets here.) */
-    int eligible = f != NULL && f->drv != NULL && (extra_form || f->nparams >= 0) &&
-                   grape__attrs_node_safe(l);
-    if (__builtin_expect(!eligible || !grape__launch_fits(f, l->grid, l->block, l->shmem), 0)) {
-      grape__diverge(s, GRAPE_GC_INVALID_LAUNCH);
+    nx = grape__hold_walk(s, f, l, extra_form, plain, dst, room, stamp, &n);
+    if (nx == NULL)
       goto eager;
-    }
-    if (!plain) {
-      n = grape__launch_params(f, l, extra_form, dst, room);
-      grape__launch_key(f, l, (uint32_t)n, extra_form ? GRAPE_SIG_EXTRA : 0, &k);
-      grape__launch_attrs(l, dst, n, room, &k);
-    }
-    nx = grape_gc_step(r->cursor.node, &k);
-    if (nx == NULL) {
-      grape__diverge(s, GRAPE_GC_DIVERGENCE);
-      goto eager;
-    }
-    grape__record_op(r, &k, &d, f->drv, n + k.attrs_bytes);
-    grape__region_mark_held(r, r->ops.n - 1, nx, stamp);
   held:
     GRAPE_COUNT(launches[route]);
     GRAPE_NVTX_LAUNCH(l);
@@ -422,6 +423,7 @@ static inline __attribute__((always_inline)) void grape__record_launch(grape_rou
 
 typedef struct grape_memop_s {
   int kind;                             /* GRAPE_OP_MEMSET or GRAPE_OP_MEMCPY */
+  uint32_t flags;                       /* GRAPE_SIG_TO_HOST for a copy into pinned memory */
   union {
     grape_memset_params_t set;
     grape_memcpy_params_t cpy;
@@ -453,6 +455,21 @@ static inline grape_memop_t grape__memcpy_op(uint64_t dst, uint64_t src, uint64_
   m.p.cpy = (grape_memcpy_params_t){dst, src, n};
   return m;
 }
+
+/* The memop of an async copy of n bytes from device memory into page-locked
+ * host memory (cudaMallocHost, cudaHostRegister): the host may read it only
+ * after a sync, so it is an op of the region like a kernel. */
+static inline grape_memop_t grape__memcpy_to_host_op(uint64_t dst, uint64_t src, uint64_t n,
+                                                     const void* s, int ptds) {
+  grape_memop_t m = grape__memcpy_op(dst, src, n, s, ptds);
+  m.flags = GRAPE_SIG_TO_HOST;
+  return m;
+}
+
+/* True when a copy of n bytes from src into dst may be an op of the region:
+ * src is device memory the shim knows and [dst, dst + n) page-locked host
+ * memory it knows (a copy into pageable memory returns only once done). */
+int grape__copy_to_pinned(uint64_t dst, uint64_t src, uint64_t n);
 
 /* Holds memop m (graph mode). @return 1 when held. */
 int grape__hold_memop(const grape_memop_t* m);

@@ -122,6 +122,7 @@ static grape_stream_t* slot_new(uintptr_t key) {
   s->ctx = NULL;
   s->holder = NULL;
   s->phase_known = 0;
+  s->phase_from = UINT32_MAX;
   s->phase_memo_n = 0;
   s->free_next = NULL;
   return s;

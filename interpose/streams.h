@@ -79,6 +79,8 @@ typedef struct grape_stream_s {
    * its step. Under the stream's lock. */
   grape_op_key_t phase[2];
   int phase_known;
+  uint32_t phase_from;                /* ops from which a chunk may end at the phase: half the
+                                         chunk (at least 2) once known, else UINT32_MAX */
   uint32_t phase_at;                  /* ops then */
   int phase_end;                      /* whether the chunk ends there */
   uint64_t phase_chunk;               /* in chunk number `chunks` this */

@@ -296,8 +296,8 @@ void grape__tl_launch_end(grape_tl_call_t* c, const grape_launch_t* l, int ok, i
 
 void grape__tl_memop_end(grape_tl_call_t* c, const grape_memop_t* m, int ok, int held) {
   uint64_t bytes = m->kind == GRAPE_OP_MEMSET ? m->p.set.count * m->p.set.esize : m->p.cpy.bytes;
-  if (c->slot != NULL && m->kind != GRAPE_OP_MEMSET)   /* a region's copies are device to device */
-    ((slot_t*)c->slot)->op.dir = GRAPE_TRACE_DIR_DTOD;
+  if (c->slot != NULL && m->kind != GRAPE_OP_MEMSET)   /* a region's copies end in device or pinned memory */
+    ((slot_t*)c->slot)->op.dir = m->flags & GRAPE_SIG_TO_HOST ? GRAPE_TRACE_DIR_DTOH : GRAPE_TRACE_DIR_DTOD;
   finish(c, m->kind == GRAPE_OP_MEMSET ? GRAPE_TRACE_OP_MEMSET : GRAPE_TRACE_OP_MEMCPY,
          held ? GRAPE_TRACE_TL_HELD : GRAPE_TRACE_TL_EAGER, grape__stream_key(m->stream, m->ptds),
          m->stream, m->ptds, bytes, ok);

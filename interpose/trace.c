@@ -354,7 +354,10 @@ static int add_path(glue_t* g, const grape_gc_path_t* v, scratch_t* s) {
     op->params = v->params ? v->params + v->poff[i] : NULL;
     op->attrs = op->params ? op->params + op->param_bytes : NULL;
     op->ptrs = w;
-    for (uint32_t off = 0; g->nhist && off + 8 <= op->param_bytes; off += 8) {
+    /* Pointer words of kernels only: a memset's or copy's are replayed on
+     * scratch buffers (and nptr has no room for them). */
+    for (uint32_t off = 0; key->kind == GRAPE_OP_KERNEL && g->nhist && off + 8 <= op->param_bytes;
+         off += 8) {
       uint64_t word;
       memcpy(&word, op->params + off, 8);
       const grape_alloc_life_t* h = word ? find_alloc(g, word, v->stamp) : NULL;

@@ -43,6 +43,8 @@ typedef struct engine_s {
   uint8_t* alloc_host;         /* per allocation: allocated with cuMemAllocHost */
   CUdeviceptr scratch[2];
   size_t scratch_bytes;
+  void* scratch_host;          /* page-locked: where copies to the host go */
+  size_t scratch_host_bytes;
   CUevent* events;             /* n + 1 for the longest path */
   CUevent path_ev[2];
   size_t nevents;
@@ -303,6 +305,21 @@ static const char* path_ready(engine_t* e, const grape_trace_path_t* p, char* wh
         }
         e->scratch_bytes = (size_t)op->sig_func;
       }
+      if (op->kind == GRAPE_TRACE_OP_MEMCPY && (op->flags & GRAPE_TRACE_OP_TO_HOST) &&
+          op->sig_func > e->scratch_host_bytes) {
+        if (e->scratch_host)
+          e->d.cuMemFreeHost(e->scratch_host);
+        e->scratch_host = NULL;
+        e->scratch_host_bytes = 0;
+        CUresult rc = e->d.cuMemAllocHost(&e->scratch_host, (size_t)op->sig_func);
+        if (rc != CUDA_SUCCESS) {
+          e->scratch_host = NULL;
+          snprintf(why, cap, "op %u: no page-locked scratch buffer of %llu bytes: %s", j,
+                   (unsigned long long)op->sig_func, cu_err(e, rc));
+          return why;
+        }
+        e->scratch_host_bytes = (size_t)op->sig_func;
+      }
       continue;
     }
     const grape_trace_func_t* f = op->func == GRAPE_TRACE_NONE ? NULL : grape_trace_func(e->t, op->func);
@@ -348,8 +365,13 @@ static CUresult add_op(engine_t* e, CUgraph g, const grape_trace_op_t* op, CUgra
     memset(&cp, 0, sizeof(cp));
     cp.srcMemoryType = CU_MEMORYTYPE_DEVICE;
     cp.srcDevice = e->scratch[0];
-    cp.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    cp.dstDevice = e->scratch[1];
+    if (op->flags & GRAPE_TRACE_OP_TO_HOST) {
+      cp.dstMemoryType = CU_MEMORYTYPE_HOST;
+      cp.dstHost = e->scratch_host;
+    } else {
+      cp.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+      cp.dstDevice = e->scratch[1];
+    }
     cp.WidthInBytes = (size_t)op->sig_func;
     cp.Height = 1;
     cp.Depth = 1;
@@ -549,6 +571,8 @@ static void teardown(engine_t* e) {
     if (e->scratch[k])
       e->d.cuMemFree(e->scratch[k]);
   }
+  if (e->scratch_host)
+    e->d.cuMemFreeHost(e->scratch_host);
   for (size_t a = 0; e->bases && a < grape_trace_alloc_count(e->t); a++) {
     if (e->bases[a] == 0)
       continue;

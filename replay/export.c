@@ -75,7 +75,10 @@ const char* grape_trace_alloc_kind_name(uint32_t k) {
 static void json_op(FILE* out, const grape_trace_t* t, const grape_trace_op_t* op) {
   fprintf(out, "{\"kind\":\"%s\"", grape_trace_op_kind_name(op->kind));
   if (op->kind != GRAPE_TRACE_OP_KERNEL) {
-    fprintf(out, ",\"bytes\":%" PRIu64 "}", op->sig_func);
+    fprintf(out, ",\"bytes\":%" PRIu64, op->sig_func);
+    if (op->kind == GRAPE_TRACE_OP_MEMCPY)
+      fprintf(out, ",\"to_host\":%s", op->flags & GRAPE_TRACE_OP_TO_HOST ? "true" : "false");
+    fputc('}', out);
     return;
   }
   const char* mangled = op->func == GRAPE_TRACE_NONE ? "" : grape_trace_func(t, op->func)->name;

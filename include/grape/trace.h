@@ -135,6 +135,10 @@ typedef struct grape_trace_ptr_s {
 /* Op kinds, as in graphcache's grape_op_kind_t. */
 enum { GRAPE_TRACE_OP_KERNEL = 1, GRAPE_TRACE_OP_MEMSET = 2, GRAPE_TRACE_OP_MEMCPY = 3 };
 
+/* A memcpy op's flag: its destination was page-locked host memory (else
+ * device memory). */
+#define GRAPE_TRACE_OP_TO_HOST 8u
+
 /* One op of a path: the shim's op signature, plus the representative
  * parameters of a kernel. */
 typedef struct grape_trace_op_s {
@@ -144,7 +148,8 @@ typedef struct grape_trace_op_s {
   uint32_t grid[3];            /* memset: value width in bytes in grid[0] */
   uint32_t block[3];
   uint32_t shmem;              /* dynamic shared memory, bytes */
-  uint32_t flags;              /* the shim's GRAPE_SIG_* (1 cooperative, 2 'extra' parameters) */
+  uint32_t flags;              /* the shim's GRAPE_SIG_* (1 cooperative, 2 'extra' parameters,
+                                  4 a CUkernel; memcpy: GRAPE_TRACE_OP_TO_HOST) */
   uint64_t attrs_hash;         /* hash of the launch attributes, 0 when none */
   uint32_t param_bytes;
   uint32_t attr_bytes;         /* launch attributes as captured (CUlaunchAttribute[]) */

@@ -399,6 +399,20 @@ Test(cache, ping_pong_parameters_need_no_updates_with_two_variants) {
   cr_expect_eq(st.graph_hits, 10);
 }
 
+Test(cache, a_ping_pong_pair_in_half_of_the_ops_gets_its_own_variant) {
+  /* Two of four ops swap buffers every step (a pinned copy after them does
+   * not): half the segment differs from the other parameter set, enough
+   * for a variant of its own. */
+  for (int it = 0; it < 12; it++) {
+    pop_t step[4] = {{1, 4, (uint32_t)(it % 2)}, {2, 4, 9}, {3, 4, (uint32_t)(it % 2) + 5}, {4, 4, 7}};
+    issue_all(step, 4);
+  }
+  expect_device_ran_what_was_issued();
+  grape_gc_stats_t st = stats();
+  cr_expect_eq(st.graphs_built, 2);
+  cr_expect_eq(st.node_updates, 0, "each parameter set has its own executable");
+}
+
 Test(cache, one_variant_updates_the_nodes_that_differ) {
   grape_gc_config_t cfg = config();
   cfg.variants = 1;

@@ -13,6 +13,7 @@
 //
 // usage: graph_rules MODE [ITERS]
 //   d2h        kernels, then a device-to-host copy of their result into pinned memory
+//              (an op of the region: held, a node of the graph), then a sync
 //   d2h_pageable  kernels, then a copy of their result into pageable memory, read
 //              at once with no sync (such a copy returns only once done)
 //   event      kernels on A, an event record, a wait on B, a kernel on B that reads

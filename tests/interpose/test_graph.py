@@ -57,7 +57,16 @@ def rule(a, mode, args=(), expect_hits=True, env=None):
 
 
 def case_d2h(a):
-    rule(a, "d2h")
+    """A copy into pinned memory before the sync is an op of the region: it
+    goes into the graph as a memcpy node, and most copies never reach the
+    driver as calls. The program reads each step's copied value after the
+    sync (builds free, simenv.py): the sync waits for the graph's copy."""
+    p, rep = rule(a, "d2h")
+    _, _, sim = run(a, ["d2h"])
+    calls = sim.get("api_calls", {})
+    if calls.get("cuGraphAddMemcpyNode", 0) == 0 or calls.get("cuMemcpyDtoHAsync_v2", 0) >= 12 - rep["graph_hits"] + 1:
+        fail(f"the device-to-host copy was not replayed in the graphs: {rep['graph_hits']} hits, "
+             f"sim calls {calls}", p)
 
 
 def case_d2h_pageable(a):

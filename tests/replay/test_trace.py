@@ -123,8 +123,12 @@ def case_example(a):
                 if o["kind"] == "kernel" and (o["kernel"] is None or o["pointers"] < 1):
                     fail(f"kernel op without function or pointer words: {o}")
         if a.name == "beam":
-            shapes = {tuple(o["name"] for o in p["ops"]): p["count"] for p in t["paths"]}
-            want = {("score", "topk", "reorder"): 75, ("score", "penalize", "topk", "reorder"): 10}
+            # Each step's copy of its result into pinned memory is an op of the path.
+            shapes = {tuple(o["name"] if o["kind"] == "kernel" else
+                            o["kind"] + (" to host" if o.get("to_host") else "") for o in p["ops"]): p["count"]
+                      for p in t["paths"]}
+            want = {("score", "topk", "reorder", "memcpy to host"): 75,
+                    ("score", "penalize", "topk", "reorder", "memcpy to host"): 10}
             if shapes != want:
                 fail(f"beam's paths {shapes}, documented {want}")
         # The text summary too.
