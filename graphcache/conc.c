@@ -66,6 +66,7 @@ struct conc_s {
   int reverted;              /* a candidate of it was measured no faster */
   int held;                  /* go: the candidate measured faster but too dear for its host
                                 cost alone, kept only while a go plan may pay for it */
+  int go_may;                /* go: the candidate has a GEMM go may target (go_targetable) */
   /* go mode (GO_*): a plan whose GEMMs carry SM-count targets, tried
    * against the kept safe plan (state CS_KEPT) and kept only when measured
    * faster than it. */
@@ -607,8 +608,10 @@ static int sampled(grape_gc_t* c, seg_t* seg, uint64_t ns) {
     int faster = plan <= MEASURE_GAIN * chain;
     /* go: a plan faster on the device but too dear for what it alone
      * earns is held while go looks at it: a go plan that gains more may
-     * pay for both (weighed at its own verdict, go_too_dear). */
-    int hold = faster && c->cfg.concurrency >= GRAPE_GC_CONC_GO &&
+     * pay for both (weighed at its own verdict, go_too_dear). Only where
+     * go has a GEMM to target (go_may): else it is dropped at once, as in
+     * safe mode, not replayed at its host cost until go finds nothing. */
+    int hold = faster && c->cfg.concurrency >= GRAPE_GC_CONC_GO && s->go_may &&
                dearer_than_share(c, seg, s->host_n > 0 ? s->host_ns : 0, chain - plan);
     if (hold || (faster && !host_too_dear(c, seg, s, chain - plan))) {
       s->state = CS_KEPT;
@@ -649,6 +652,31 @@ static int independent_gemms(const grape_plan_t* p, const grape_dag_op_t* ops) {
   return 0;
 }
 
+/* go: marks in cand (zeroed, n entries) the ops an SM-count target may be
+ * given: a GEMM's first kernel filling the device in one wave, with a GEMM
+ * it is independent of (branches: the segment's branches plan, whose pairs
+ * are its independent ops). @return how many. */
+static uint32_t go_targetable(const grape_dag_op_t* ops, const grape_plan_t* branches, uint32_t sms,
+                              uint32_t* cand) {
+  uint32_t nt = 0;
+  if (sms < 16)
+    return 0;
+  for (uint32_t k = 0; k < branches->npairs; k++) {
+    uint32_t a = branches->pairs[2 * k], b = branches->pairs[2 * k + 1];
+    if (ops[a].math == GRAPE_MATH_NONE || ops[b].math == GRAPE_MATH_NONE)
+      continue;
+    for (int j = 0; j < 2; j++) {
+      uint32_t i = j ? b : a;
+      if (ops[i].kind == GRAPE_OP_KERNEL && !cand[i] &&
+          ops[i].blocks == sms * (ops[i].per_sm ? ops[i].per_sm : 1)) {
+        cand[i] = 1;
+        nt++;
+      }
+    }
+  }
+  return nt;
+}
+
 /* Plans seg from ops [from, from + seg->n) of r: builds the best candidate
  * when predicted PREDICT_GAIN or faster. */
 static void look(grape_gc_t* c, seg_t* seg, conc_t* s, const grape_region_t* r, uint32_t from,
@@ -672,6 +700,11 @@ static void look(grape_gc_t* c, seg_t* seg, conc_t* s, const grape_region_t* r, 
       grape_gc_op_t op = grape__gc_op_view(r, from + i);
       ops[i].per_sm = occupancy(c, &op, &sms);
     }
+  if (c->cfg.concurrency >= GRAPE_GC_CONC_GO) {
+    uint32_t* cand = calloc((size_t)n + 1, sizeof(*cand));
+    s->go_may = cand != NULL && go_targetable(ops, &best, sms, cand) > 0;
+    free(cand);
+  }
   grape__dag_model(ops, n, sms, seg->dev_ns);
   s->est_chain = 0;
   for (uint32_t i = 0; i < n; i++)
@@ -812,22 +845,7 @@ static void go_look(grape_gc_t* c, seg_t* seg, conc_t* s, const grape_region_t* 
   grape__dag_model(ops, n, sms, s->cnt[0] > 0 ? s->sum[0] / s->cnt[0] : seg->dev_ns);
   if (grape__plan_make(ops, n, GRAPE_PLAN_BRANCHES, 0, &kinds[0]) != 0)
     goto out;
-  /* Targetable: a GEMM's first kernel filling the device in one wave, with
-   * a GEMM it is independent of. */
-  uint32_t nt = 0;
-  for (uint32_t k = 0; k < kinds[0].npairs; k++) {
-    uint32_t a = kinds[0].pairs[2 * k], b = kinds[0].pairs[2 * k + 1];
-    if (ops[a].math == GRAPE_MATH_NONE || ops[b].math == GRAPE_MATH_NONE)
-      continue;
-    for (int j = 0; j < 2; j++) {
-      uint32_t i = j ? b : a;
-      if (ops[i].kind == GRAPE_OP_KERNEL && !cand[i] &&
-          ops[i].blocks == sms * (ops[i].per_sm ? ops[i].per_sm : 1)) {
-        cand[i] = 1;
-        nt++;
-      }
-    }
-  }
+  uint32_t nt = go_targetable(ops, &kinds[0], sms, cand);
   if (nt == 0)
     goto out;
   s->go_est_safe = grape__plan_estimate(&s->plan, ops, sms);
