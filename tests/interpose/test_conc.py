@@ -65,9 +65,7 @@
   go_hostshare go's host cost (rule at 2%): prefill at T = 448 under default,
             the go plan kept (its targets against its gain over safe, its
             whole cost against its gain over the chain); with shim_target at
-            5 ms, dropped for its targets. At T = 512 a safe plan that safe
-            mode drops for its host cost is kept under go, whose plan on it
-            pays for both
+            5 ms, dropped for its targets
   go_regions the issue's go target on the showcase: at T = 448 and 512 under
             default and fair, with the host-cost rule at its default 2%, go
             is at least 1.15x faster than safe on the persistent-GEMM
@@ -512,23 +510,14 @@ def case_go_hostshare(a):
     if c2["go_plans_kept"] != 0 or c2["go_plans_built"] < 1:
         fail(f"shim_target 5 ms: the go plan was kept (or never built) though its targets cost more than "
              f"2% of its gain: {c2}", p)
-    # At T = 512 (builder thread, as the benchmark runs) one segment's safe
-    # plan gains too little over its chain for its re-checks: safe mode
-    # drops it. go holds it while a go plan may pay for both, which one
-    # does: kept, nothing dropped.
-    args = ["--iters", "40", "--len", "512"]
-    runs = {m: conc(run(a, a.prefill, args, env=dict(base, GRAPE_CONCURRENCY=m, SIMCU_COSTS="default",
-                                                       GRAPE_BUILDER="thread"))[1])
-            for m in ("safe", "go")}
-    if runs["safe"]["plans_dropped_host"] < 1:
-        fail(f"T = 512 under default: safe mode dropped no plan for its host cost, so nothing was "
-             f"tested: {runs['safe']}")
-    if runs["go"]["plans_dropped_host"] != 0 or runs["go"]["plans_kept"] <= runs["safe"]["plans_kept"]:
-        fail(f"T = 512 under default: the safe plan too dear alone was dropped in go mode too, though "
-             f"a go plan on it pays for both: {runs['go']}")
+    # What go does with a safe plan too dear for its host cost alone (held
+    # while a go plan may pay for both) is not tested here: since a
+    # region-ending copy is an op of the region, safe mode drops no plan of
+    # prefill that go then keeps (T = 384-640 under default and fair);
+    # conc_go_moe tests that go drops such a plan where no GEMM can be
+    # targeted.
     print(f"go_hostshare: kept at 2% ({c['go_gain_ns'] / max(c['go_timed_gain'], 1) / 1e3:.1f} us a launch "
-          f"over safe), dropped with dear targets; at T = 512 {runs['safe']['plans_dropped_host']} safe plan "
-          f"too dear alone kept under go")
+          f"over safe), dropped with dear targets")
 
 
 def case_go_regions(a):
