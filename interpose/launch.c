@@ -166,20 +166,23 @@ static void memop_sig(const grape_memop_t* m, grape_op_key_t* k, grape_op_dims_t
   *d = (grape_op_dims_t){{(uint32_t)bytes, (uint32_t)(bytes >> 32), 0}, {0, 0, 0}, 0, 0};
 }
 
-/* True when [addr, addr + n) lies inside one allocation the shim knows. */
+/* True when [addr, addr + n) lies inside one allocation the shim knows,
+ * which *a then is. */
+static int range_in(uint64_t addr, uint64_t n, grape_alloc_t* a) {
+  return grape__alloc_find(addr, a) == 0 && n <= a->start + a->size - addr;
+}
+
 static int range_known(uint64_t addr, uint64_t n) {
   grape_alloc_t a;
-  return grape__alloc_find(addr, &a) == 0 && n <= a.start + a.size - addr;
+  return range_in(addr, n, &a);
 }
 
 int grape__copy_to_pinned(uint64_t dst, uint64_t src, uint64_t n) {
   grape_alloc_t a;
-  if (n == 0 || grape__alloc_find(src, &a) != 0 || a.kind > GRAPE_ALLOC_MAPPED ||
-      n > a.start + a.size - src)
+  if (n == 0 || !range_in(src, n, &a) || a.kind > GRAPE_ALLOC_MAPPED)
     return 0;
-  return grape__alloc_find(dst, &a) == 0 &&
-         (a.kind == GRAPE_ALLOC_HOST_PINNED || a.kind == GRAPE_ALLOC_HOST_REGISTERED) &&
-         n <= a.start + a.size - dst;
+  return range_in(dst, n, &a) &&
+         (a.kind == GRAPE_ALLOC_HOST_PINNED || a.kind == GRAPE_ALLOC_HOST_REGISTERED);
 }
 
 /* True when the driver would take memop m: only such a memop is held, since a

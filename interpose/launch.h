@@ -183,13 +183,18 @@ grape__launch_attrs(const grape_launch_t* l, uint8_t* dst, size_t n, size_t room
   }
 }
 
-/* Bytes a launch's parameters take in the region (at least 64: room for the
- * constant-size clear and the widened stores of grape__func_copy_params). */
+/* Room in the region for need bytes of a launch's parameters: at least 64,
+ * for the constant-size clear and the widened stores of
+ * grape__func_copy_params. */
+static inline __attribute__((always_inline)) size_t grape__room_for(size_t need) {
+  return need < 64 ? 64 : need;
+}
+
+/* Bytes a launch's parameters take in the region (grape__room_for). */
 static inline __attribute__((always_inline)) size_t
 grape__launch_room(const grape_func_t* f, const grape_launch_t* l, int extra_form) {
   size_t need = extra_form ? grape__extra_size(l->extra) : f != NULL && f->nparams >= 0 ? f->param_bytes : 0;
-  need += l->attrs_bytes;
-  return need < 64 ? 64 : need;
+  return grape__room_for(need + l->attrs_bytes);
 }
 
 /* Copies a launch's parameters to dst (room from grape__launch_room).
@@ -303,8 +308,7 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
    * below, whose room and copy need no other test. */
   int plain = !extra_form && l->attrs_bytes == 0 && f != NULL && f->nparams >= 0 &&
               l->params != NULL;
-  size_t room = plain ? (f->param_bytes < 64 ? 64 : f->param_bytes)   /* grape__launch_room's */
-                      : grape__launch_room(f, l, extra_form);
+  size_t room = plain ? grape__room_for(f->param_bytes) : grape__launch_room(f, l, extra_form);
   if (grape__lock_room(s, room) != 0)
     return 0;
   grape_region_t* r = &s->region;
