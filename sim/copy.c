@@ -1,8 +1,8 @@
 /* copy.c: the copies of the simulated driver: 1-D (cuMemcpy, cuMemcpyHtoD,
  * DtoH, DtoD, and with 1-D arrays HtoA, AtoH, DtoA, AtoD, AtoA), 2-D and 3-D (cuMemcpy2D, cuMemcpy2DUnaligned, cuMemcpy3D) and
  * peer copies (cuMemcpyPeer, cuMemcpy3DPeer), each with its Async, _ptds and
- * _ptsz forms; batched 1-D copies (cuMemcpyBatchAsync); and the work of a
- * graph's memcpy node.
+ * _ptsz forms; batched 1-D and 3-D copies (cuMemcpyBatchAsync,
+ * cuMemcpy3DBatchAsync); and the work of a graph's memcpy node.
  *
  * DESIGN: every form becomes one description of a strided copy (a box of
  * WidthInBytes x Height x Depth bytes, each side with its own origin, row
@@ -113,9 +113,11 @@ static void box_work(const side_t* src, const side_t* dst, const box_t* b, sim_w
                             : (dst->is_dev ? SIM_DIR_HTOD : SIM_DIR_HTOH);
 }
 
-/* Submits a resolved copy with the rules described at the top. */
-static CUresult box_copy(side_t* src, side_t* dst, const box_t* b, CUstream h, int async,
-                         int ptds) {
+/* Submits a copy with the rules described at the top; read_now: the source
+ * is read at the call even when it is not pageable (a batch's
+ * CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL). */
+static CUresult box_copy_read(side_t* src, side_t* dst, const box_t* b, CUstream h, int async,
+                              int read_now, int ptds) {
   SIM_TRY(grape__sim_check_init());
   if (b->width == 0 || b->height == 0 || b->depth == 0)
     return CUDA_SUCCESS;
@@ -132,7 +134,7 @@ static CUresult box_copy(side_t* src, side_t* dst, const box_t* b, CUstream h, i
   pthread_mutex_unlock(&grape__sim.lock);
   if (capturing && (src->pageable || dst->pageable))
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  if (!capturing && async && src->pageable) {
+  if (!capturing && async && (src->pageable || read_now)) {
     /* Pageable source: CUDA stages it before returning; the snapshot is packed. */
     size_t row = b->width, slice = row * b->height;
     char* snap = malloc(slice * b->depth);
@@ -151,6 +153,11 @@ static CUresult box_copy(side_t* src, side_t* dst, const box_t* b, CUstream h, i
   if (r == CUDA_SUCCESS && !capturing && (!async || dst->pageable))
     r = grape__sim_wait_stream(s);
   return r;
+}
+
+static CUresult box_copy(side_t* src, side_t* dst, const box_t* b, CUstream h, int async,
+                         int ptds) {
+  return box_copy_read(src, dst, b, h, async, 0, ptds);
 }
 
 /* ---- 1-D copies ---- */
@@ -352,6 +359,108 @@ SIM_TWINS(cuMemcpyBatchAsync_v2, _ptsz,
           (CUdeviceptr* d, CUdeviceptr* s, size_t* n, size_t count, CUmemcpyAttributes* a,
            size_t* ai, size_t na, CUstream st),
           batch1d, d, s, n, count, a, ai, na, st)
+
+/* ---- Batched 3-D copies (cuMemcpy3DBatchAsync, CUDA 13's form) ---- */
+
+/* One operand of a batched 3-D copy as a side; *esize: an array's element
+ * size (0 for a pointer, whose element is the other side's or a byte). */
+static CUresult operand_side(const CUmemcpy3DOperand* o, side_t* s, unsigned* esize) {
+  memset(s, 0, sizeof(*s));
+  if (o->type == CU_MEMCPY_OPERAND_TYPE_ARRAY) {
+    sim_array_box_t a;
+    SIM_TRY(grape__sim_array_box(o->op.array.array, &a));
+    s->type = CU_MEMORYTYPE_ARRAY;
+    s->array = o->op.array.array;
+    s->x = o->op.array.offset.x;   /* in elements until the op's element size is known */
+    s->y = o->op.array.offset.y;
+    s->z = o->op.array.offset.z;
+    *esize = a.esize;
+    return CUDA_SUCCESS;
+  }
+  if (o->type != CU_MEMCPY_OPERAND_TYPE_POINTER)
+    return CUDA_ERROR_INVALID_VALUE;
+  s->type = CU_MEMORYTYPE_UNIFIED;   /* any pointer: device, host, managed */
+  s->host = (const void*)(uintptr_t)o->op.ptr.ptr;
+  s->dev = o->op.ptr.ptr;
+  s->pitch = o->op.ptr.rowLength;    /* in elements until then too; 0: packed */
+  s->height = o->op.ptr.layerHeight;
+  *esize = 0;
+  return CUDA_SUCCESS;
+}
+
+/* A side in bytes once the op's element size e is known. */
+static void operand_bytes(side_t* s, const CUextent3D* ext, unsigned e) {
+  if (s->type == CU_MEMORYTYPE_ARRAY) {
+    s->x *= e;
+    return;
+  }
+  s->pitch = (s->pitch ? s->pitch : ext->width) * e;
+  s->height = s->height ? s->height : ext->height;
+}
+
+/* One op as two sides and a box in bytes, checked as CUDA documents: a
+ * known operand type, no zero extent, a row length and layer height of 0
+ * (packed) or at least the extent's, a valid source access order, known
+ * flags, arrays of one element size; the element is the array's (a byte
+ * between two pointers). The sides are not yet resolved. */
+static CUresult batch_op(const CUDA_MEMCPY3D_BATCH_OP* op, side_t* src, side_t* dst, box_t* b) {
+  const CUextent3D* e = &op->extent;
+  if (e->width == 0 || e->height == 0 || e->depth == 0 ||
+      op->srcAccessOrder < CU_MEMCPY_SRC_ACCESS_ORDER_STREAM ||
+      op->srcAccessOrder > CU_MEMCPY_SRC_ACCESS_ORDER_ANY ||
+      (op->flags & ~(unsigned)CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE) != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  unsigned se, de;
+  SIM_TRY(operand_side(&op->src, src, &se));
+  SIM_TRY(operand_side(&op->dst, dst, &de));
+  if (se != 0 && de != 0 && se != de)
+    return CUDA_ERROR_INVALID_VALUE;
+  unsigned esize = se ? se : de ? de : 1;
+  const side_t* ptrs[2] = {src, dst};
+  for (int i = 0; i < 2; i++)
+    if (ptrs[i]->type != CU_MEMORYTYPE_ARRAY &&
+        ((ptrs[i]->pitch != 0 && ptrs[i]->pitch < e->width) ||
+         (ptrs[i]->height != 0 && ptrs[i]->height < e->height)))
+      return CUDA_ERROR_INVALID_VALUE;
+  if (e->width > SIZE_MAX / esize)
+    return CUDA_ERROR_INVALID_VALUE;
+  operand_bytes(src, e, esize);
+  operand_bytes(dst, e, esize);
+  *b = (box_t){e->width * esize, e->height, e->depth};
+  return CUDA_SUCCESS;
+}
+
+/* Checked as CUDA documents (numOps copies, flags 0, never the legacy NULL
+ * stream, each op as batch_op says), every op resolved before any is
+ * submitted, so a bad op leaves the stream untouched. Each op is then one
+ * strided copy op on the stream, in the batch's order (CUDA leaves it free;
+ * every order honours the stream's); a source to be read during the call is
+ * read at the call. */
+static CUresult batch3d(size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags,
+                        CUstream h, int ptds) {
+  SIM_TRY(grape__sim_check_init());
+  if (n == 0 || ops == NULL || flags != 0 || h == CU_STREAM_LEGACY || (h == NULL && !ptds))
+    return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < n; i++) {
+    side_t src, dst;
+    box_t b;
+    SIM_TRY(batch_op(&ops[i], &src, &dst, &b));
+    SIM_TRY(side_resolve(&src, &b));
+    SIM_TRY(side_resolve(&dst, &b));
+  }
+  for (size_t i = 0; i < n; i++) {
+    side_t src, dst;
+    box_t b;
+    SIM_TRY(batch_op(&ops[i], &src, &dst, &b));
+    int now = ops[i].srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL;
+    SIM_TRY(box_copy_read(&src, &dst, &b, h, 1, now, ptds));
+  }
+  return CUDA_SUCCESS;
+}
+
+SIM_TWINS(cuMemcpy3DBatchAsync_v2, _ptsz,
+          (size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags, CUstream st), batch3d,
+          n, ops, flags, st)
 
 SIM_TWINS(cuMemcpy3DPeer, _ptds, (const CUDA_MEMCPY3D_PEER* p), peer3d, p, NULL, 0)
 SIM_TWINS(cuMemcpy3DPeerAsync, _ptsz, (const CUDA_MEMCPY3D_PEER* p, CUstream s), peer3d, p, s, 1)

@@ -135,6 +135,7 @@
   D(Memcpy2D, "cuMemcpy2D", PFN_cuMemcpy2D_v3020, 3020, 0)                                          \
   D(Memcpy2DAsync, "cuMemcpy2DAsync", PFN_cuMemcpy2DAsync_v3020, 3020, 0)                           \
   D(MemcpyBatchAsync, "cuMemcpyBatchAsync", PFN_cuMemcpyBatchAsync_v13000, 13000, 0)                \
+  D(Memcpy3DBatchAsync, "cuMemcpy3DBatchAsync", PFN_cuMemcpy3DBatchAsync_v13000, 13000, 0)          \
   D(Memcpy3D, "cuMemcpy3D", PFN_cuMemcpy3D_v3020, 3020, 0)                                          \
   D(Memcpy3DAsync, "cuMemcpy3DAsync", PFN_cuMemcpy3DAsync_v3020, 3020, 0)                           \
   D(MemcpyPeer, "cuMemcpyPeer", PFN_cuMemcpyPeer_v4000, 4000, 0)                                    \
@@ -176,6 +177,7 @@
   D(pt_Memcpy2D, "cuMemcpy2D", PFN_cuMemcpy2D_v7000_ptds, 7000, 1)                                  \
   D(pt_Memcpy2DAsync, "cuMemcpy2DAsync", PFN_cuMemcpy2DAsync_v7000_ptsz, 7000, 1)                   \
   D(pt_MemcpyBatchAsync, "cuMemcpyBatchAsync", PFN_cuMemcpyBatchAsync_v13000_ptsz, 13000, 1)        \
+  D(pt_Memcpy3DBatchAsync, "cuMemcpy3DBatchAsync", PFN_cuMemcpy3DBatchAsync_v13000_ptsz, 13000, 1)  \
   D(pt_Memcpy3D, "cuMemcpy3D", PFN_cuMemcpy3D_v7000_ptds, 7000, 1)                                  \
   D(pt_Memcpy3DAsync, "cuMemcpy3DAsync", PFN_cuMemcpy3DAsync_v7000_ptsz, 7000, 1)                   \
   D(pt_MemcpyPeer, "cuMemcpyPeer", PFN_cuMemcpyPeer_v7000_ptds, 7000, 1)                            \

@@ -11,6 +11,8 @@
  */
 #include "rt_internal.h"
 
+#include <stddef.h>
+
 /* ---- Memory ---- */
 
 RT_API cudaError_t cudaMalloc(void** p, size_t n) {
@@ -474,6 +476,37 @@ RT_API cudaError_t cudaMemcpyBatchAsync_ptsz(void* const* dsts, const void* cons
                                              struct cudaMemcpyAttributes* attrs, size_t* idxs,
                                              size_t nattrs, cudaStream_t s) {
   return copy_batch(dsts, srcs, sizes, count, attrs, idxs, nattrs, s, 1);
+}
+
+/* A batch of 3-D copies: the driver's cuMemcpy3DBatchAsync checks and
+ * submits them (an op's structures agree field for field and value for
+ * value with the driver's, and a cudaArray_t is a CUarray). */
+_Static_assert(sizeof(struct cudaMemcpy3DBatchOp) == sizeof(CUDA_MEMCPY3D_BATCH_OP) &&
+                   offsetof(struct cudaMemcpy3DBatchOp, extent) ==
+                       offsetof(CUDA_MEMCPY3D_BATCH_OP, extent) &&
+                   offsetof(struct cudaMemcpy3DBatchOp, srcAccessOrder) ==
+                       offsetof(CUDA_MEMCPY3D_BATCH_OP, srcAccessOrder) &&
+                   offsetof(struct cudaMemcpy3DOperand, op.ptr.layerHeight) ==
+                       offsetof(CUmemcpy3DOperand, op.ptr.layerHeight) &&
+                   offsetof(struct cudaMemcpy3DOperand, op.array.offset.z) ==
+                       offsetof(CUmemcpy3DOperand, op.array.offset.z) &&
+                   (int)cudaMemcpyOperandTypeArray == (int)CU_MEMCPY_OPERAND_TYPE_ARRAY &&
+                   (int)cudaMemcpySrcAccessOrderAny == (int)CU_MEMCPY_SRC_ACCESS_ORDER_ANY,
+               "cudaMemcpy3DBatchOp is CUDA_MEMCPY3D_BATCH_OP");
+static cudaError_t copy_batch3d(size_t n, struct cudaMemcpy3DBatchOp* ops,
+                                unsigned long long flags, cudaStream_t s, int pt) {
+  RT_ENTER();
+  CUresult r = RT_PT(pt, Memcpy3DBatchAsync)(n, (CUDA_MEMCPY3D_BATCH_OP*)ops, flags, s);
+  return grape__rt_err(grape__rt_map(r));
+}
+
+RT_API cudaError_t cudaMemcpy3DBatchAsync(size_t n, struct cudaMemcpy3DBatchOp* ops,
+                                          unsigned long long flags, cudaStream_t s) {
+  return copy_batch3d(n, ops, flags, s, 0);
+}
+RT_API cudaError_t cudaMemcpy3DBatchAsync_ptsz(size_t n, struct cudaMemcpy3DBatchOp* ops,
+                                               unsigned long long flags, cudaStream_t s) {
+  return copy_batch3d(n, ops, flags, s, 1);
 }
 
 /* Peer copies: device 0 is the only device, so both sides are device 0 and

@@ -2,10 +2,13 @@
  * API: cuArrayCreate / cuArray3DCreate and their descriptors, copies with an
  * ARRAY side (cuMemcpy2D/3D[Async], the 1-D cuMemcpyHtoA / AtoH / DtoA /
  * AtoD / AtoA and their Async forms), captured array copies, and
- * cuModuleGetGlobal / cuLibraryGetGlobal over an image's .global variables;
- * each with the errors CUDA documents for bad arguments. */
+ * cuModuleGetGlobal / cuLibraryGetGlobal over an image's .global variables,
+ * and batches of 3-D copies between arrays and pointers
+ * (cuMemcpy3DBatchAsync); each with the errors CUDA documents for bad
+ * arguments. */
 #include <cuda.h>
 #include <criterion/criterion.h>
+#include <semaphore.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -241,6 +244,160 @@ Test(arrays, a_captured_array_copy_is_one_node) {
   OK(cuMemcpyAtoH(out, a, 0, sizeof(out)));
   cr_assert(memcmp(in, out, sizeof(in)) == 0, "the graph left %d %d %d %d", out[0], out[1], out[2],
             out[3]);
+}
+
+/* An operand of a 3-D batch: a pointer (row length, layer height) or an
+ * array at an offset, in elements. */
+static CUmemcpy3DOperand ptr_op(const void* p, size_t row, size_t layer) {
+  CUmemcpy3DOperand o;
+  memset(&o, 0, sizeof(o));
+  o.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+  o.op.ptr.ptr = (CUdeviceptr)(uintptr_t)p;
+  o.op.ptr.rowLength = row;
+  o.op.ptr.layerHeight = layer;
+  return o;
+}
+static CUmemcpy3DOperand array_op(CUarray a, size_t x, size_t y, size_t z) {
+  CUmemcpy3DOperand o;
+  memset(&o, 0, sizeof(o));
+  o.type = CU_MEMCPY_OPERAND_TYPE_ARRAY;
+  o.op.array.array = a;
+  o.op.array.offset = (CUoffset3D){x, y, z};
+  return o;
+}
+static CUDA_MEMCPY3D_BATCH_OP batch_op(CUmemcpy3DOperand src, CUmemcpy3DOperand dst, size_t w,
+                                       size_t h, size_t d) {
+  CUDA_MEMCPY3D_BATCH_OP op;
+  memset(&op, 0, sizeof(op));
+  op.src = src;
+  op.dst = dst;
+  op.extent = (CUextent3D){w, h, d};
+  op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  return op;
+}
+
+Test(arrays, batched_3d_copies_between_arrays_and_pointers) {
+  CUarray a = make2d(4, 3, CU_AD_FORMAT_SIGNED_INT32, 1);
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr d;
+  OK(cuMemAlloc(&d, 64));
+  OK(cuMemsetD8(d, 0, 64));
+  /* Rows of 6 ints (2 rows) into the array's rows 1-2 (elements of 4
+   * bytes), and a box of 4 bytes x 2 rows x 2 layers out of a host buffer of
+   * rows of 8 bytes and layers of 3 rows into d, packed (bytes: the
+   * element between two pointers). */
+  int rows[2][6] = {{1, 2, 3, 4, 0, 0}, {5, 6, 7, 8, 0, 0}};
+  unsigned char box[2][3][8];
+  for (int i = 0; i < 48; i++)
+    ((unsigned char*)box)[i] = (unsigned char)i;
+  CUDA_MEMCPY3D_BATCH_OP in[2] = {batch_op(ptr_op(rows, 6, 0), array_op(a, 0, 1, 0), 4, 2, 1),
+                                  batch_op(ptr_op(box, 8, 3), ptr_op((void*)(uintptr_t)d, 0, 0),
+                                           4, 2, 2)};
+  OK(cuMemcpy3DBatchAsync(2, in, 0, s));
+  /* Then, as another batch (a batch's copies are not ordered), 2 x 2
+   * elements at (1, 1) out of the array and d's 16 bytes to the host. */
+  int out[2][2] = {{0, 0}, {0, 0}};
+  unsigned char packed[16] = {0};
+  CUDA_MEMCPY3D_BATCH_OP back[2] = {batch_op(array_op(a, 1, 1, 0), ptr_op(out, 0, 0), 2, 2, 1),
+                                    batch_op(ptr_op((void*)(uintptr_t)d, 0, 0), ptr_op(packed, 0, 0),
+                                             16, 1, 1)};
+  back[1].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_ANY;
+  OK(cuMemcpy3DBatchAsync(2, back, 0, s));
+  OK(cuStreamSynchronize(s));
+  cr_assert(out[0][0] == 2 && out[0][1] == 3 && out[1][0] == 6 && out[1][1] == 7,
+            "the array gave %d %d %d %d", out[0][0], out[0][1], out[1][0], out[1][1]);
+  unsigned char want[16] = {0, 1, 2, 3, 8, 9, 10, 11, 24, 25, 26, 27, 32, 33, 34, 35};
+  cr_assert(memcmp(packed, want, 16) == 0, "the box packed as %u %u %u %u ... %u", packed[0],
+            packed[4], packed[8], packed[12], packed[15]);
+
+  /* What CUDA refuses, each leaving the stream untouched (the first op of
+   * the batch is good): flags, the legacy and NULL streams, no ops, a zero
+   * extent, a row length or layer height below the extent, an unknown
+   * operand type, access order or op flag, arrays of other element sizes, a
+   * box past the array, a destroyed array. */
+  int zero[4] = {0, 0, 0, 0};
+  CUDA_MEMCPY3D_BATCH_OP bad[2] = {batch_op(ptr_op(zero, 0, 0), ptr_op((void*)(uintptr_t)d, 0, 0),
+                                            16, 1, 1),
+                                   batch_op(ptr_op(rows, 6, 0), array_op(a, 0, 0, 0), 4, 2, 1)};
+  OK(cuMemcpy3DBatchAsync(2, bad, 0, s));   /* good as it stands */
+  OK(cuMemcpyHtoD(d, box, 16));
+  cr_assert_eq(cuMemcpy3DBatchAsync(2, bad, 1, s), CUDA_ERROR_INVALID_VALUE);
+  cr_assert_eq(cuMemcpy3DBatchAsync(2, bad, 0, CU_STREAM_LEGACY), CUDA_ERROR_INVALID_VALUE);
+  cr_assert_eq(cuMemcpy3DBatchAsync(2, bad, 0, NULL), CUDA_ERROR_INVALID_VALUE);
+  cr_assert_eq(cuMemcpy3DBatchAsync(0, bad, 0, s), CUDA_ERROR_INVALID_VALUE);
+  cr_assert_eq(cuMemcpy3DBatchAsync(2, NULL, 0, s), CUDA_ERROR_INVALID_VALUE);
+  CUDA_MEMCPY3D_BATCH_OP good = bad[1];
+  CUarray wide = make2d(4, 3, CU_AD_FORMAT_SIGNED_INT32, 2);
+  CUarray gone = make2d(4, 3, CU_AD_FORMAT_SIGNED_INT32, 1);
+  OK(cuArrayDestroy(gone));
+  for (int k = 0; k < 12; k++) {
+    bad[1] = good;
+    switch (k) {
+    case 0: bad[1].extent.depth = 0; break;
+    case 1: bad[1].src.op.ptr.rowLength = 3; break;
+    case 2: bad[1] = batch_op(ptr_op(box, 8, 1), ptr_op(packed, 0, 0), 4, 2, 2); break;
+    case 3: bad[1].dst.type = (CUmemcpy3DOperandType)3; break;
+    case 4: bad[1].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_INVALID; break;
+    case 5: bad[1].flags = 2; break;
+    case 6: bad[1] = batch_op(array_op(wide, 0, 0, 0), array_op(a, 0, 0, 0), 1, 1, 1); break;
+    case 7: bad[1].dst.op.array.offset.y = 2; break;
+    case 8: bad[1].dst.op.array.array = gone; break;
+    case 9: bad[1].extent.width = 5; break;
+    /* as short even where one row or one layer would not reach past it */
+    case 10: bad[1] = batch_op(ptr_op(rows, 3, 0), array_op(a, 0, 0, 0), 4, 1, 1); break;
+    case 11: bad[1] = batch_op(ptr_op(rows, 6, 1), array_op(a, 0, 0, 0), 4, 2, 1); break;
+    }
+    CUresult r = cuMemcpy3DBatchAsync(2, bad, 0, s);
+    cr_assert(r == CUDA_ERROR_INVALID_VALUE || (k == 8 && r == CUDA_ERROR_INVALID_HANDLE),
+              "case %d: %d", k, r);
+  }
+  OK(cuStreamSynchronize(s));
+  unsigned char now[16];
+  OK(cuMemcpyDtoH(now, d, 16));
+  cr_assert(memcmp(now, box, 16) == 0, "a refused batch ran its first op");
+}
+
+/* A gate: host work that blocks its stream until opened. */
+static sem_t gate;
+static void wait_gate(void* p) {
+  (void)p;
+  sem_wait(&gate);
+}
+
+Test(arrays, a_batch_source_read_during_the_call_is_read_at_the_call) {
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  int *src, out[2][4];
+  OK(cuMemAllocHost((void**)&src, 16));   /* pinned: otherwise copied at the call anyway */
+  CUarray a = make2d(4, 2, CU_AD_FORMAT_SIGNED_INT32, 1);
+  sem_init(&gate, 0, 0);
+  OK(cuLaunchHostFunc(s, wait_gate, NULL));
+  for (int i = 0; i < 4; i++)
+    src[i] = 10 + i;
+  /* Row 0 read during the call, row 1 in stream order: the stream is held
+   * back until after the source changes. */
+  CUDA_MEMCPY3D_BATCH_OP ops[2] = {batch_op(ptr_op(src, 0, 0), array_op(a, 0, 0, 0), 4, 1, 1),
+                                   batch_op(ptr_op(src, 0, 0), array_op(a, 0, 1, 0), 4, 1, 1)};
+  ops[0].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL;
+  OK(cuMemcpy3DBatchAsync(2, ops, 0, s));
+  for (int i = 0; i < 4; i++)
+    src[i] = 20 + i;
+  sem_post(&gate);
+  OK(cuStreamSynchronize(s));
+  CUDA_MEMCPY2D c;
+  memset(&c, 0, sizeof(c));
+  c.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+  c.srcArray = a;
+  c.dstMemoryType = CU_MEMORYTYPE_HOST;
+  c.dstHost = out;
+  c.dstPitch = 16;
+  c.WidthInBytes = 16;
+  c.Height = 2;
+  OK(cuMemcpy2D(&c));
+  cr_assert(out[0][0] == 10 && out[0][3] == 13 && out[1][0] == 20 && out[1][3] == 23,
+            "rows %d..%d and %d..%d", out[0][0], out[0][3], out[1][0], out[1][3]);
+  OK(cuMemFreeHost(src));
 }
 
 static const char vars_ptx[] =

@@ -3,7 +3,8 @@
  * cudaArrayGetInfo, the copies that name an array (2-D, 3-D, the deprecated
  * linear ones), cudaMemcpyToSymbol / FromSymbol / GetSymbolAddress / Size
  * over variables registered as nvcc's code registers them, and
- * cudaMemcpyBatchAsync; each with CUDA's errors for bad arguments. */
+ * cudaMemcpyBatchAsync and cudaMemcpy3DBatchAsync; each with CUDA's errors
+ * for bad arguments. */
 #include <criterion/criterion.h>
 #include <cuda_runtime_api.h>
 #include <stdint.h>
@@ -206,4 +207,47 @@ Test(rt_arrays, batched_copies) {
   cr_assert_eq(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, &at, 0, s), cudaErrorInvalidValue);
   attr.srcAccessOrder = cudaMemcpySrcAccessOrderInvalid;
   cr_assert_eq(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, &at, 1, s), cudaErrorInvalidValue);
+}
+
+Test(rt_arrays, batched_3d_copies) {
+  struct cudaChannelFormatDesc f = cudaCreateChannelDesc(32, 0, 0, 0, cudaChannelFormatKindSigned);
+  cudaArray_t a;
+  OK(cudaMallocArray(&a, &f, 4, 2, 0));
+  int* d;
+  OK(cudaMalloc((void**)&d, 16));
+  cudaStream_t s;
+  OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  /* Two rows of 4 elements (of 4 bytes) from rows of 5 on the host into
+   * the array, and 8 bytes into d; then the array's second row back. */
+  int rows[2][5] = {{1, 2, 3, 4, 0}, {5, 6, 7, 8, 0}}, out[4] = {0, 0, 0, 0}, back[2] = {0, 0};
+  struct cudaMemcpy3DBatchOp ops[2];
+  memset(ops, 0, sizeof(ops));
+  ops[0].src.type = cudaMemcpyOperandTypePointer;
+  ops[0].src.op.ptr.ptr = rows;
+  ops[0].src.op.ptr.rowLength = 5;
+  ops[0].dst.type = cudaMemcpyOperandTypeArray;
+  ops[0].dst.op.array.array = a;
+  ops[0].extent = (struct cudaExtent){4, 2, 1};
+  ops[1].src.type = cudaMemcpyOperandTypePointer;
+  ops[1].src.op.ptr.ptr = &rows[1][2];
+  ops[1].dst.type = cudaMemcpyOperandTypePointer;
+  ops[1].dst.op.ptr.ptr = d;
+  ops[1].extent = (struct cudaExtent){8, 1, 1};
+  ops[0].srcAccessOrder = ops[1].srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  OK(cudaMemcpy3DBatchAsync(2, ops, 0, s));
+  OK(cudaStreamSynchronize(s));
+  OK(cudaMemcpy2DFromArray(out, 16, a, 0, 1, 16, 1, cudaMemcpyDeviceToHost));
+  OK(cudaMemcpy(back, d, 8, cudaMemcpyDeviceToHost));
+  cr_assert(out[0] == 5 && out[3] == 8 && back[0] == 7 && back[1] == 8,
+            "the batch left %d %d and %d %d", out[0], out[3], back[0], back[1]);
+  /* What CUDA refuses: the legacy stream, flags, an invalid order, a row
+   * length below the width. */
+  cr_assert_eq(cudaMemcpy3DBatchAsync(2, ops, 0, cudaStreamLegacy), cudaErrorInvalidValue);
+  cr_assert_eq(cudaMemcpy3DBatchAsync(2, ops, 1, s), cudaErrorInvalidValue);
+  ops[1].srcAccessOrder = cudaMemcpySrcAccessOrderInvalid;
+  cr_assert_eq(cudaMemcpy3DBatchAsync(2, ops, 0, s), cudaErrorInvalidValue);
+  ops[1].srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  ops[0].src.op.ptr.rowLength = 3;
+  cr_assert_eq(cudaMemcpy3DBatchAsync(2, ops, 0, s), cudaErrorInvalidValue);
+  cr_assert_eq(cudaGetLastError(), cudaErrorInvalidValue);
 }
