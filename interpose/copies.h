@@ -198,6 +198,20 @@ static inline grape_copy_t grape__copy_cuMemcpyBatchAsync_v2(CUdeviceptr* dsts, 
   return grape__copy_batch((void* const*)dsts, (const void* const*)srcs, sizes, count);
 }
 
+/* A batch of 3-D copies: all their bytes (an op's extent counts elements of
+ * its array operand's size, or bytes between two pointers; an array of a
+ * format other than the plain integer and float ones counts none); their
+ * direction when every op goes the same way, else not known (copies.c: the
+ * element sizes are the driver's). */
+grape_copy_t grape__copy_batch3d(const CUDA_MEMCPY3D_BATCH_OP* ops, size_t n);
+static inline grape_copy_t grape__copy_cuMemcpy3DBatchAsync_v2(size_t n,
+                                                               CUDA_MEMCPY3D_BATCH_OP* ops,
+                                                               unsigned long long flags,
+                                                               CUstream s) {
+  (void)flags, (void)s;
+  return grape__copy_batch3d(ops, n);
+}
+
 /* ---- Runtime rows ---- */
 
 static inline grape_copy_t grape__copy_cudaMemcpy(void* dst, const void* src, size_t n,
@@ -242,6 +256,16 @@ static inline grape_copy_t grape__copy_cudaMemcpyBatchAsync(void* const* dsts,
                                                             size_t* ai, size_t na, cudaStream_t s) {
   (void)a, (void)ai, (void)na, (void)s;
   return grape__copy_batch(dsts, srcs, sizes, count);
+}
+
+/* The operands and extent of cudaMemcpy3DBatchOp are the driver's, field
+ * for field (the sim's runtime checks it), and a cudaArray_t is a CUarray. */
+static inline grape_copy_t grape__copy_cudaMemcpy3DBatchAsync(size_t n,
+                                                              struct cudaMemcpy3DBatchOp* ops,
+                                                              unsigned long long flags,
+                                                              cudaStream_t s) {
+  (void)flags, (void)s;
+  return grape__copy_batch3d((const CUDA_MEMCPY3D_BATCH_OP*)ops, n);
 }
 
 /* Copies into device memory that the call names (an array, a variable)
