@@ -161,6 +161,13 @@ struct path_s {
 };
 
 
+/* How urgent a job is, most urgent first: a build without which a key
+ * cannot replay at all (its first graphs, or a segment another key's cuts
+ * took from it: the key runs eagerly until it ends); a build that improves
+ * a key replaying already (new cuts, a recurring set's executable, a
+ * policy's layout); an executable to destroy. */
+enum { JOB_NEEDED = 0, JOB_BETTER, JOB_RETIRE };
+
 /* A build the builder thread will do: a copy of the segment's ops. */
 struct job_s {
   seg_t* seg;                   /* the segment to build, or NULL: a job that destroys `retire` */
@@ -171,6 +178,8 @@ struct job_s {
   void* layout;                 /* the policy's layout to build (a copy it owns), or NULL: a chain */
   uint32_t gen;                 /* its generation */
   int pin;                      /* a recurring set's executable (exec_t.pinned) */
+  int urgency;                  /* JOB_NEEDED, JOB_BETTER or JOB_RETIRE: the builder takes
+                                   the most urgent job due first */
   job_t* next;
 };
 
