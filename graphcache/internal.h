@@ -76,6 +76,8 @@ struct grape_gc_seg_s {
   int npinned;                  /* variants built for recurring sets */
   void* timer;                  /* the driver's timer its graphs record, or NULL */
   int timed;                    /* a launch since the last read of the timer */
+  int timed_shared;             /* ... made while the device ran the shim's own work too
+                                   (grape_gc_device_shared): its time is no sample */
   double dev_ns;                /* device time of one launch, moving average */
   uint32_t dev_n;               /* samples in it */
   uint64_t launches;
@@ -228,6 +230,7 @@ struct grape_gc_s {
   _Atomic uint64_t queued_async;
   _Atomic uint32_t stalled_launches;
   _Atomic int builds_stall;
+  _Atomic int device_shared;    /* grape_gc_device_shared's count (any thread) */
   /* The ledger (ledger.c): under the lock, but build_cost_ns (added by the
    * thread that built, any) and stood_down (set once under the lock, read by
    * any thread without it). */

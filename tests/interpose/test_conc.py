@@ -41,7 +41,7 @@
             Then with SIMCU_TARGET_SLOWDOWN=3 (the sim's targeted kernels three
             times slower per tile) the go plan is measured slower and
             reverted, its targets withdrawn, and the run ends within 10% of
-            safe mode (its trial and the numerics check's wait)
+            safe mode (its trial)
   go_lt     go mode on the prefill showcase issued through cublasLtMatmul as
             PyTorch issues it (--lt: a descriptor per call, the heuristic's
             algorithm; CUBLASLT_WORKSPACE_SIZE=0, PyTorch's knob, so split-K
@@ -75,6 +75,19 @@
             sampled numerics check (also in go): go judges a target's predicted gain on the fork/join
             it changes, not the whole segment, and looks at a safe plan too
             dear for its host cost alone
+  go_e2e    go end to end on the showcase's hashed lengths (prefill --iters
+            30, full size, timed only, the builder thread and the host-cost
+            rule at 2% as bench/graph/prefill.py runs them) under default
+            and fair: go ends no
+            later than safe. Its sampled numerics checks (one per shape and
+            target) are queued on a private stream and compared once done,
+            never waited for (a check that waited cost go 3.0% / 5.6%
+            against safe), and the segments launched while one runs are not
+            timed (a go plan on trial beside a check's GEMMs was reverted).
+            The checks are all compared by the exit (numerics_checks >= 1),
+            and in these timed-only runs, whose GEMM bodies do not run, they
+            report no difference (the sampled outputs are zeroed first, not
+            the allocator's leftovers)
   go_moe    moe (--iters 20, the fair profile, the shim's default costs, the
             host-cost rule at 2%): safe mode drops a plan for its host cost;
             go, with no GEMM there to target, drops it as safe does, not
@@ -414,9 +427,8 @@ def case_go(a):
     if c["go_plans_kept"] != 0 or c["go_plans_reverted"] < 1:
         fail(f"go (slow targets): a slower go plan was kept, or none reverted: {c}", p)
     ratio = s_go["sim_end_ns"] / s_safe["sim_end_ns"]
-    # Its trial (4 slow launches, ~1 ms) and the one sampled numerics check
-    # (it waits for the busy device: ~2 ms on the sim) cost the run; nothing
-    # more (docs/concurrency.md).
+    # Its trial (4 slow launches, ~1 ms) costs the run; nothing more
+    # (docs/concurrency.md).
     if ratio > 1.10:
         fail(f"go (slow targets) ended at {ratio:.4f} of safe mode's time (over 10%)", p)
     print(f"go: {c['go_plans_built']} built, {c['go_plans_reverted']} reverted under slow targets; "
@@ -518,6 +530,32 @@ def case_go_hostshare(a):
     # targeted.
     print(f"go_hostshare: kept at 2% ({c['go_gain_ns'] / max(c['go_timed_gain'], 1) / 1e3:.1f} us a launch "
           f"over safe), dropped with dear targets")
+
+
+def case_go_e2e(a):
+    if a.prefill in (None, "-"):
+        sys.exit(77)
+    for prof in ("default", "fair"):
+        ends = {}
+        for mode in ("safe", "go"):
+            env = {"GRAPE_CONCURRENCY": mode, "SIMCU_TIME_ONLY": "1", "SIMCU_COSTS": prof,
+                   "GRAPE_COSTS": "build=0,build_node=0", "GRAPE_PLAN_HOST_PCT": "2",
+                   "GRAPE_BUILDER": "thread"}   # as bench/graph/prefill.py runs it
+            p, rep, sim = run(a, a.prefill, ["--iters", "30"], env=env)
+            ends[mode] = sim["sim_end_ns"]
+        c = conc(rep)
+        if c["go_plans_kept"] < 1:
+            fail(f"{prof}: no go plan kept, so nothing was measured: {c}", p)
+        if c["numerics_checks"] < 1:
+            fail(f"{prof}: the sampled numerics checks were not compared by the exit: {c}", p)
+        if c["numerics_max_rel_diff"] != 0:
+            fail(f"{prof}: a difference of {c['numerics_max_rel_diff']} where no GEMM body ran "
+                 f"(the check read memory its GEMMs never wrote): {c}", p)
+        if ends["go"] > ends["safe"]:
+            fail(f"{prof}: go ended at {ends['go']} ns, after safe mode's {ends['safe']} "
+                 f"({ends['go'] / ends['safe']:.4f}x): does its numerics check wait for the device?", p)
+        print(f"go_e2e {prof}: safe {ends['safe'] / 1e6:.3f} ms, go {ends['go'] / 1e6:.3f} "
+              f"({ends['safe'] / ends['go']:.3f}x), {c['numerics_checks']} checks")
 
 
 def case_go_regions(a):
