@@ -359,7 +359,7 @@ static int seg_build_as(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint
 
 int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from,
                         void* ctx, const void* layout, uint32_t gen) {
-  return seg_build_as(c, seg, r, from, ctx, layout, gen, 0, JOB_BETTER);
+  return seg_build_as(c, seg, r, from, ctx, layout, gen, 0, JOB_LAYOUT);
 }
 
 /* A build of seg queued already becomes as urgent as `urgency`. */
