@@ -92,6 +92,36 @@ void grape__gc_exec_free(grape_gc_t* c, exec_t* e, int with_driver) {
 
 /* Queues job j for the builder thread, stamped now: jobs are done in the
  * order they were queued. */
+/* The job to run now in place of j (taken from the queue's head): the
+ * first of the most urgent jobs queued by `start` (in deterministic mode
+ * every job queued by then is in the queue: the program's clock has passed
+ * it), j itself when none is more urgent. j goes back to the head if
+ * another is taken. Under the lock. */
+static job_t* job_most_urgent(grape_gc_t* c, job_t* j, uint64_t start) {
+  job_t *best = NULL, *best_prev = NULL;
+  int least = j->urgency;
+  for (job_t *x = c->jobs, *prev = NULL; x != NULL; prev = x, x = x->next)
+    if (x->urgency < least && (!c->cfg.deterministic || x->t_queued <= start)) {
+      best = x;
+      best_prev = prev;
+      least = x->urgency;
+    }
+  if (best == NULL)
+    return j;
+  if (best_prev != NULL)
+    best_prev->next = best->next;
+  else
+    c->jobs = best->next;
+  if (c->jobs_tail == best)
+    c->jobs_tail = best_prev;
+  j->next = c->jobs;
+  c->jobs = j;
+  if (c->jobs_tail == NULL)
+    c->jobs_tail = j;
+  best->next = NULL;
+  return best;
+}
+
 static void job_queue(grape_gc_t* c, job_t* j) {
   j->t_queued = grape__gc_now(c);
   if (c->jobs_tail != NULL)
@@ -271,9 +301,10 @@ void grape__gc_seg_free(grape_gc_t* c, seg_t* seg, int with_driver) {
   free(seg);
 }
 
-/* grape__gc_seg_build, of an executable pinned to its parameter set or not. */
+/* grape__gc_seg_build, of an executable pinned to its parameter set or not,
+ * queued with the urgency given (JOB_*). */
 static int seg_build_as(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from,
-                        void* ctx, const void* layout, uint32_t gen, int pin) {
+                        void* ctx, const void* layout, uint32_t gen, int pin, int urgency) {
   if (!c->cfg.async_builds) {
     int err;
     uint64_t t0 = grape__gc_now(c);
@@ -301,6 +332,7 @@ static int seg_build_as(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint
   }
   j->gen = gen;
   j->pin = pin;
+  j->urgency = urgency;
   atomic_fetch_add_explicit(&c->queued_async, 1, memory_order_relaxed);
   for (uint32_t i = 0; i < seg->n; i++) {
     uint32_t at = from + i;
@@ -318,19 +350,23 @@ static int seg_build_as(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint
   j->seg = seg;
   j->ctx = ctx;
   seg->queued++;
-  /* In order, layouts too: a key still running eagerly gains more from its
-   * first graph than a replaying key from another layout. */
+  /* Queued in order; the builder takes the most urgent first
+   * (job_most_urgent): a key still running eagerly gains more from its
+   * first graph than a replaying key from another layout or set. */
   job_queue(c, j);
   return 0;
 }
 
 int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from,
                         void* ctx, const void* layout, uint32_t gen) {
-  return seg_build_as(c, seg, r, from, ctx, layout, gen, 0);
+  return seg_build_as(c, seg, r, from, ctx, layout, gen, 0, JOB_LAYOUT);
 }
 
-static int seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from, void* ctx) {
-  return grape__gc_seg_build(c, seg, r, from, ctx, NULL, 0);
+/* A build of seg queued already becomes as urgent as `urgency`. */
+static void seg_hasten(grape_gc_t* c, const seg_t* seg, int urgency) {
+  for (job_t* j = c->jobs; j != NULL; j = j->next)
+    if (j->seg == seg && j->urgency > urgency)
+      j->urgency = urgency;
 }
 
 /* A segment that is neither installed nor staged nor being built goes. */
@@ -357,6 +393,7 @@ int grape_gc_build_pending(grape_gc_t* c) {
     pthread_cond_wait(&c->built, &c->lock);
   }
   c->builder_wait_until = 0;
+  j = job_most_urgent(c, j, start);
   int stopping = c->stopping;
   pthread_mutex_unlock(&c->lock);
   if (j->retire != NULL) {
@@ -585,6 +622,8 @@ static void seg_timer_poll(grape_gc_t* c, seg_t* seg) {
   if (!seg->timed || c->drv.timer_read(c->drv.self, seg->timer, &ns) != 0)
     return;
   seg->timed = 0;
+  if (seg->timed_shared)
+    return;   /* the device also ran the shim's own work: no measure of this layout */
   if (!c->policy->sampled(c, seg, ns))
     return;   /* a layout on trial, not the one replaying now */
   grape__avg_add(&seg->dev_ns, &seg->dev_n, (double)ns, 8);
@@ -610,11 +649,16 @@ void grape__gc_seg_timers_poll(grape_gc_t* c, gkey_t* k) {
  * (*e, with no updates). */
 static void seg_build_variant(grape_gc_t* c, seg_t* seg, const grape_region_t* r, const void* layout,
                               uint32_t gen, int pin, exec_t** e, uint32_t* d) {
-  if (seg_build_as(c, seg, r, r->cursor.sub, r->cursor.ctx, layout, gen, pin) == 0 &&
+  if (seg_build_as(c, seg, r, r->cursor.sub, r->cursor.ctx, layout, gen, pin, JOB_BETTER) == 0 &&
       !c->cfg.async_builds) {
     *e = seg->var[seg->nvar - 1];
     *d = 0;
   }
+}
+
+void grape_gc_device_shared(grape_gc_t* c, int on) {
+  if (c != NULL)
+    atomic_fetch_add_explicit(&c->device_shared, on ? 1 : -1, memory_order_relaxed);
 }
 
 __thread uint32_t grape_gc_launch_ops;
@@ -664,6 +708,7 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
   if (t0 != 0 && e->ready_at <= t0)   /* (a launch that waited for its build is no sample) */
     grape_gc_cost_sample(c, GRAPE_GC_COST_GRAPH_LAUNCH, (double)(grape__gc_now(c) - t0), 1);
   seg->timed = seg->timer != NULL;
+  seg->timed_shared = atomic_load_explicit(&c->device_shared, memory_order_relaxed) > 0;
   c->policy->launched(c, seg, gen);
   lru_touch(c, e);
   seg->launches++;
@@ -729,7 +774,7 @@ void grape__gc_region_sets(grape_gc_t* c, gkey_t* k, const grape_region_t* r) {
         variant_now(c, segs[j], r, from[j], &d, &set) == NULL || segs[j]->failed)
       continue;   /* (failed is read after the wait: the builder may set it) */
     if (d > 0 && set_earns_graph(c, segs[j], r, from[j], d, &set))
-      (void)seg_build_as(c, segs[j], r, from[j], k->ctx, NULL, 0, 1);
+      (void)seg_build_as(c, segs[j], r, from[j], k->ctx, NULL, 0, 1, JOB_BETTER);
   }
 }
 
@@ -790,11 +835,16 @@ int grape__gc_stage(grape_gc_t* c, gkey_t* k, const grape_region_t* r, const uin
                     int ncuts) {
   grape_gc_node_t* path[k->nops];
   key_nodes(k, path);
+  /* A live key replays under its cuts until these are built; any other
+   * runs eagerly until then. */
+  int urgency = k->state == K_LIVE ? JOB_BETTER : JOB_NEEDED;
   uint32_t from = 0;
   for (int j = 0; j < ncuts; j++) {
     grape_gc_node_t* end = path[cuts[j] - 1];
     seg_t* cur = end->seg;
     if (cur != NULL && cur->from == from && !cur->failed && (cur->nvar > 0 || cur->queued > 0)) {
+      if (cur->nvar == 0)
+        seg_hasten(c, cur, urgency);
       from = cuts[j];
       continue;   /* installed and usable (or being rebuilt): reused */
     }
@@ -811,9 +861,11 @@ int grape__gc_stage(grape_gc_t* c, gkey_t* k, const grape_region_t* r, const uin
       s->stagers++;
     }
     if (s->nvar == 0 && s->queued == 0 && !s->failed) {
-      int rc = seg_build(c, s, r, from, k->ctx);
+      int rc = seg_build_as(c, s, r, from, k->ctx, NULL, 0, 0, urgency);
       if (rc != 0)
         return rc;
+    } else if (s->queued > 0) {
+      seg_hasten(c, s, urgency);
     }
     from = cuts[j];
   }

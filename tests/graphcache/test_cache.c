@@ -961,6 +961,53 @@ Test(cache, a_stopped_cache_drops_queued_builds) {
   cr_expect_eq(dev.instantiates, 0);
 }
 
+/* Jobs waiting for the builder (none runs here: the test builds them). */
+static int jobs_queued(void) {
+  int n = 0;
+  for (const job_t* j = cache->jobs; j != NULL; j = j->next)
+    n++;
+  return n;
+}
+
+/* moe's keys, at a busy builder: a key waiting for its first graph runs
+ * eagerly until it is built, while a replaying key's new executables only
+ * spare it updates. The builder takes the first kind first, whatever the
+ * order of the queue. */
+Test(cache, a_key_waiting_for_its_first_graph_is_built_before_another_key_s_variants) {
+  grape_gc_config_t cfg = config();
+  cfg.async_builds = 1;   /* a builder builds (this test calls it) */
+  restart_with(cfg);
+  pop_t a0[2] = {{1, 4, 0}, {2, 4, 1}};
+  issue_all(a0, 2);
+  issue_all(a0, 2);   /* the warm-up: its first build is queued */
+  while (grape_gc_build_pending(cache))
+    ;
+  issue_all(a0, 2);   /* goes live */
+  issue_all(a0, 2);
+  cr_assert_eq(stats().graph_hits, 1, "the first key replays");
+  /* Parameter sets the first key's executable does not hold: variants
+   * of it are queued for the builder. */
+  for (uint32_t v = 10; v < 40; v += 10) {
+    pop_t a[2] = {{1, 4, v}, {2, 4, v + 1}};
+    issue_all(a, 2);
+  }
+  int before = jobs_queued();
+  cr_assert_gt(before, 0, "variants of the replaying key are queued");
+  pop_t b[2] = {{3, 4, 0}, {4, 4, 1}};
+  issue_all(b, 2);
+  issue_all(b, 2);   /* the second key's warm-up: queued behind them */
+  cr_assert_eq(jobs_queued(), before + 1);
+  uint64_t built = stats().graphs_built;
+  cr_assert_eq(grape_gc_build_pending(cache), 1, "one build");
+  cr_expect_eq(stats().graphs_built, built + 1);
+  issue_all(b, 2);   /* its graph is there: it goes live */
+  uint64_t hits = stats().graph_hits;
+  issue_all(b, 2);
+  cr_expect_eq(stats().graph_hits, hits + 1, "the second key replays after one build");
+  grape_gc_stop(cache);
+  expect_device_ran_what_was_issued();
+}
+
 /* ---- Plans ---- */
 
 Test(cache, plan_cuts_where_the_device_can_run_while_the_host_issues) {
