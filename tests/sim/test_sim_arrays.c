@@ -321,6 +321,7 @@ Test(arrays, batched_3d_copies_between_arrays_and_pointers) {
                                             16, 1, 1),
                                    batch_op(ptr_op(rows, 6, 0), array_op(a, 0, 0, 0), 4, 2, 1)};
   OK(cuMemcpy3DBatchAsync(2, bad, 0, s));   /* good as it stands */
+  OK(cuStreamSynchronize(s));                /* s does not wait for the legacy stream */
   OK(cuMemcpyHtoD(d, box, 16));
   cr_assert_eq(cuMemcpy3DBatchAsync(2, bad, 1, s), CUDA_ERROR_INVALID_VALUE);
   cr_assert_eq(cuMemcpy3DBatchAsync(2, bad, 0, CU_STREAM_LEGACY), CUDA_ERROR_INVALID_VALUE);
