@@ -246,7 +246,7 @@ def case_decisions(a):
         sys.exit(77)
     with tempfile.TemporaryDirectory() as d:
         rep = os.path.join(d, "r.json")
-        p = grape(a, ["--device", "sim", "--report", rep, "--", a.moe, "--iters", "10"],
+        p = grape(a, ["--device", "sim", "--report", rep, "--", a.moe, "--iters", "20"],
                   env={"GRAPE_CONCURRENCY": "safe"})
         if p.returncode != 0:
             fail("moe failed", p)
