@@ -217,6 +217,12 @@ typedef struct grape_gc_node_s {
  * plans gain. Any thread. */
 void grape_gc_hint_cost(grape_gc_t* c, double ns, uint32_t n);
 
+/* The device runs work of the caller's own beside the program's from now
+ * (on = 1) until the matching on = 0 (counted; go's sampled numerics
+ * check): the segments launched in between are not timed, since their
+ * device times would hold that work's share of the device too. Any thread. */
+void grape_gc_device_shared(grape_gc_t* c, int on);
+
 int grape_gc_create(const grape_gc_config_t* cfg, const grape_gc_driver_t* drv, grape_gc_t** out);
 
 /* Frees the cache. with_driver: destroy the executables through the driver

@@ -359,7 +359,7 @@ static int seg_build_as(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint
 
 int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from,
                         void* ctx, const void* layout, uint32_t gen) {
-  return seg_build_as(c, seg, r, from, ctx, layout, gen, 0, JOB_BETTER);
+  return seg_build_as(c, seg, r, from, ctx, layout, gen, 0, JOB_LAYOUT);
 }
 
 /* A build of seg queued already becomes as urgent as `urgency`. */
@@ -622,6 +622,8 @@ static void seg_timer_poll(grape_gc_t* c, seg_t* seg) {
   if (!seg->timed || c->drv.timer_read(c->drv.self, seg->timer, &ns) != 0)
     return;
   seg->timed = 0;
+  if (seg->timed_shared)
+    return;   /* the device also ran the shim's own work: no measure of this layout */
   if (!c->policy->sampled(c, seg, ns))
     return;   /* a layout on trial, not the one replaying now */
   grape__avg_add(&seg->dev_ns, &seg->dev_n, (double)ns, 8);
@@ -652,6 +654,11 @@ static void seg_build_variant(grape_gc_t* c, seg_t* seg, const grape_region_t* r
     *e = seg->var[seg->nvar - 1];
     *d = 0;
   }
+}
+
+void grape_gc_device_shared(grape_gc_t* c, int on) {
+  if (c != NULL)
+    atomic_fetch_add_explicit(&c->device_shared, on ? 1 : -1, memory_order_relaxed);
 }
 
 __thread uint32_t grape_gc_launch_ops;
@@ -701,6 +708,7 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
   if (t0 != 0 && e->ready_at <= t0)   /* (a launch that waited for its build is no sample) */
     grape_gc_cost_sample(c, GRAPE_GC_COST_GRAPH_LAUNCH, (double)(grape__gc_now(c) - t0), 1);
   seg->timed = seg->timer != NULL;
+  seg->timed_shared = atomic_load_explicit(&c->device_shared, memory_order_relaxed) > 0;
   c->policy->launched(c, seg, gen);
   lru_touch(c, e);
   seg->launches++;

@@ -41,7 +41,7 @@
             Then with SIMCU_TARGET_SLOWDOWN=3 (the sim's targeted kernels three
             times slower per tile) the go plan is measured slower and
             reverted, its targets withdrawn, and the run ends within 10% of
-            safe mode (its trial and the numerics check's wait)
+            safe mode (its trial)
   go_lt     go mode on the prefill showcase issued through cublasLtMatmul as
             PyTorch issues it (--lt: a descriptor per call, the heuristic's
             algorithm; CUBLASLT_WORKSPACE_SIZE=0, PyTorch's knob, so split-K
@@ -75,11 +75,28 @@
             sampled numerics check (also in go): go judges a target's predicted gain on the fork/join
             it changes, not the whole segment, and looks at a safe plan too
             dear for its host cost alone
+  go_e2e    go end to end on the showcase's hashed lengths (prefill --iters
+            30, full size, timed only, the builder thread and the host-cost
+            rule at 2% as bench/graph/prefill.py runs them) under default
+            and fair: go ends no
+            later than safe. Its sampled numerics checks (one per shape and
+            target) are queued on a private stream and compared once done,
+            never waited for (a check that waited cost go 3.0% / 5.6%
+            against safe), and the segments launched while one runs are not
+            timed (a go plan on trial beside a check's GEMMs was reverted).
+            The checks are all compared by the exit (numerics_checks >= 1),
+            and in these timed-only runs, whose GEMM bodies do not run, they
+            report no difference (the sampled outputs are zeroed first, not
+            the allocator's leftovers)
   go_moe    moe (--iters 20, the fair profile, the shim's default costs, the
             host-cost rule at 2%): safe mode drops a plan for its host cost;
             go, with no GEMM there to target, drops it as safe does, not
             held and replayed until go finds nothing: go ends when safe
             does, with the same plan launches, and within 1% of the chain
+  moe_chain moe as a user runs it (builder thread, host-cost rule at 2%):
+            safe mode within 1% of chain graphs at --iters 20 under default
+            and --iters 60 under fair (the builder takes a key's lost
+            segment before sets and recuts, and those before plans)
   plancharge the plans' host cost on graph mode's clock: on the sim exactly
             the rows shim_check (per op re-checked) and shim_target (per
             target, the cuBLAS call itself not counted), the same simulated
@@ -414,9 +431,8 @@ def case_go(a):
     if c["go_plans_kept"] != 0 or c["go_plans_reverted"] < 1:
         fail(f"go (slow targets): a slower go plan was kept, or none reverted: {c}", p)
     ratio = s_go["sim_end_ns"] / s_safe["sim_end_ns"]
-    # Its trial (4 slow launches, ~1 ms) and the one sampled numerics check
-    # (it waits for the busy device: ~2 ms on the sim) cost the run; nothing
-    # more (docs/concurrency.md).
+    # Its trial (4 slow launches, ~1 ms) costs the run; nothing more
+    # (docs/concurrency.md).
     if ratio > 1.10:
         fail(f"go (slow targets) ended at {ratio:.4f} of safe mode's time (over 10%)", p)
     print(f"go: {c['go_plans_built']} built, {c['go_plans_reverted']} reverted under slow targets; "
@@ -520,6 +536,32 @@ def case_go_hostshare(a):
           f"over safe), dropped with dear targets")
 
 
+def case_go_e2e(a):
+    if a.prefill in (None, "-"):
+        sys.exit(77)
+    for prof in ("default", "fair"):
+        ends = {}
+        for mode in ("safe", "go"):
+            env = {"GRAPE_CONCURRENCY": mode, "SIMCU_TIME_ONLY": "1", "SIMCU_COSTS": prof,
+                   "GRAPE_COSTS": "build=0,build_node=0", "GRAPE_PLAN_HOST_PCT": "2",
+                   "GRAPE_BUILDER": "thread"}   # as bench/graph/prefill.py runs it
+            p, rep, sim = run(a, a.prefill, ["--iters", "30"], env=env)
+            ends[mode] = sim["sim_end_ns"]
+        c = conc(rep)
+        if c["go_plans_kept"] < 1:
+            fail(f"{prof}: no go plan kept, so nothing was measured: {c}", p)
+        if c["numerics_checks"] < 1:
+            fail(f"{prof}: the sampled numerics checks were not compared by the exit: {c}", p)
+        if c["numerics_max_rel_diff"] != 0:
+            fail(f"{prof}: a difference of {c['numerics_max_rel_diff']} where no GEMM body ran "
+                 f"(the check read memory its GEMMs never wrote): {c}", p)
+        if ends["go"] > ends["safe"]:
+            fail(f"{prof}: go ended at {ends['go']} ns, after safe mode's {ends['safe']} "
+                 f"({ends['go'] / ends['safe']:.4f}x): does its numerics check wait for the device?", p)
+        print(f"go_e2e {prof}: safe {ends['safe'] / 1e6:.3f} ms, go {ends['go'] / 1e6:.3f} "
+              f"({ends['safe'] / ends['go']:.3f}x), {c['numerics_checks']} checks")
+
+
 def case_go_regions(a):
     # Each of the showcase's 4 layers has a fork/join holding the persistent
     # gate|up GEMM; graph mode's segments (about a layer) hold it among
@@ -575,6 +617,32 @@ def case_go_moe(a):
         fail(f"go {ends['go']} ns against the chain's {ends['off']} ({ends['off'] / ends['go']:.3f}x)")
     print(f"go_moe: chain {ends['off'] / 1e6:.3f} ms, safe {ends['safe'] / 1e6:.3f}, go {ends['go'] / 1e6:.3f} "
           f"({ends['off'] / ends['go']:.3f}x)")
+
+
+def case_moe_chain(a):
+    # moe's keys share their first ops and take cuts from one another; the
+    # key that lost one runs eagerly until the builder rebuilds its segment.
+    # Behind sets, recuts and plans taken in order, safe mode's few plans
+    # decided which keys lost how many steps (0.972x of the chain, default,
+    # --iters 20); with plans queued beside sets, moe --iters 60 under fair
+    # ended 1.04% behind the chain (plans of rare segments never tried).
+    if a.moe in (None, "-"):
+        sys.exit(77)
+    for prof, iters in (("default", "20"), ("fair", "60")):
+        ends = {}
+        for mode in ("observe", "safe"):
+            env = {"SIMCU_COSTS": prof, "GRAPE_PLAN_HOST_PCT": "2", "GRAPE_BUILDER": "thread",
+                   "GRAPE_CONCURRENCY": mode}
+            p, rep, sim = run(a, a.moe, ["--iters", iters], env=env)
+            ends[mode] = sim["sim_end_ns"]
+        if conc(rep)["plans_built"] < 1:
+            fail(f"{prof}: safe mode built no plan, so nothing was tested: {conc(rep)}", p)
+        ratio = ends["observe"] / ends["safe"]
+        if ratio < 0.99:
+            fail(f"moe --iters {iters} ({prof}): safe {ends['safe']} ns against the chain's "
+                 f"{ends['observe']} ({ratio:.4f}x, more than 1% slower)", p)
+        print(f"moe_chain {prof} --iters {iters}: chain {ends['observe'] / 1e6:.3f} ms, "
+              f"safe {ends['safe'] / 1e6:.3f} ({ratio:.4f}x)")
 
 
 def case_plancharge(a):
