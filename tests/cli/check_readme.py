@@ -186,8 +186,8 @@ WRITES = {"sim": ["report.json"], "chunk-phase": ["r.json"],
 # Commands of the docs that no test runs, and why (a recipe skips them in
 # its paragraph; check_doc_commands.py lists them with this reason).
 NOT_RUN = {
-    "scripts/setup-deps --frameworks": "downloads PyTorch's 3 GB from PyPI (.ci/run runs it, with --viewer; "
-    "setup_frameworks_failed checks its failure)",
+    "scripts/setup-deps --frameworks": "downloads PyTorch's 3 GB from PyPI (.ci/run runs it, "
+    "with --viewer; setup_frameworks_failed checks its failure)",
     "scripts/test": "the whole suite in two builds (.ci/run runs it)",
     "meson setup build && ninja -C build": "the build every test runs from",
     "meson test -C build --suite torch": "the torch_* tests themselves",
