@@ -186,14 +186,16 @@ WRITES = {"sim": ["report.json"], "chunk-phase": ["r.json"],
 # Commands of the docs that no test runs, and why (a recipe skips them in
 # its paragraph; check_doc_commands.py lists them with this reason).
 NOT_RUN = {
-    "scripts/setup-deps --frameworks": "downloads PyTorch's 3 GB from PyPI (.ci/run runs it; "
-    "setup_frameworks_failed checks its failure)",
+    "scripts/setup-deps --frameworks": "downloads PyTorch's 3 GB from PyPI (.ci/run runs it, "
+    "with --viewer; setup_frameworks_failed checks its failure)",
     "scripts/test": "the whole suite in two builds (.ci/run runs it)",
     "meson setup build && ninja -C build": "the build every test runs from",
     "meson test -C build --suite torch": "the torch_* tests themselves",
-    "apt-get install chromium": "installs a system package (as root)",
-    "CATAPULT_DIR=/path/to/catapult meson test -C build trace_viewer_decode":
-        "the test trace_viewer_decode itself, given the reader's Catapult checkout",
+    "scripts/setup-deps --frameworks --viewer": "downloads PyTorch's 3 GB from PyPI and installs "
+    "chromium (.ci/run runs it; setup_frameworks_failed and setup_viewer_failed check its failures)",
+    "scripts/setup-deps --viewer": "installs chromium (as root) and fetches Catapult from GitHub "
+    "(.ci/run runs it; setup_viewer_failed checks its failure)",
+    "meson test -C build timeline_viewer trace_viewer_decode": "the viewer tests themselves",
     "python3 bench/under_load.py build-asan --suite all --skip-quiet":
         "the whole suite of build-asan under load, twice (about an hour; by hand)",
     "python3 bench/under_load.py build --suite all --skip-quiet":

@@ -14,10 +14,13 @@ error and no import warning, with every slice, flow arrow and process of the
 file. Then a copy broken twice (an arrow's end dropped; a slice made an end
 without a begin) must fail those checks: the check can fail.
 
-Skips (77) without Chromium (Debian's `chromium` package) or without
-Catapult: CATAPULT_DIR names a checkout of
-github.com/catapult-project/catapult (its tracing/bin/trace2html). in_viewer()
-also serves test_trace.py's viewer case (the per-path view).
+Catapult (github.com/catapult-project/catapult, its tracing/bin/trace2html)
+is looked for in CATAPULT_DIR, else in .deps/catapult/ of the checkout, where
+`scripts/setup-deps --viewer` fetches it (and installs Debian's `chromium`).
+Skips (77) without Chromium or without Catapult, saying how to get them and
+citing why setup-deps failed to, where it noted that
+(.deps/viewer-install-failed.txt). in_viewer() also serves test_trace.py's
+viewer case (the per-path view).
 """
 import argparse
 import json
@@ -32,18 +35,33 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from grape_cli import fail, grape  # noqa: E402
 
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "viewer_probe.html")
+# What scripts/setup-deps --viewer fetches, and where it notes a failure.
+DEPS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                    ".deps")
+GET = "scripts/setup-deps --viewer"
+
+
+def install_failure():
+    """Why scripts/setup-deps --viewer last failed (its note, one line), or ''."""
+    try:
+        lines = open(os.path.join(DEPS, "viewer-install-failed.txt")).read().split("\n")
+    except OSError:
+        return ""
+    return "; the viewer install failed: " + "; ".join(x.strip() for x in lines if x.strip())
 
 
 def viewer_tools():
-    """(Catapult's folder, Chromium), or exits 77 saying which is missing."""
+    """(Catapult's folder, Chromium), or exits 77 saying which is missing and
+    how to get it."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
-        print("skipped: no Chromium (apt-get install chromium)")
+        print(f"skipped: no Chromium ({GET} installs Debian's chromium){install_failure()}")
         sys.exit(77)
-    catapult = os.environ.get("CATAPULT_DIR", "")
-    if not catapult or not os.path.exists(os.path.join(catapult, "tracing", "bin", "trace2html")):
-        print("skipped: no Catapult trace viewer (set CATAPULT_DIR to a checkout of "
-              "github.com/catapult-project/catapult)")
+    catapult = os.environ.get("CATAPULT_DIR") or os.path.join(DEPS, "catapult")
+    if not os.path.exists(os.path.join(catapult, "tracing", "bin", "trace2html")):
+        where = (f"named by CATAPULT_DIR; unset, the tests use what {GET} fetches"
+                 if os.environ.get("CATAPULT_DIR") else f"{GET} fetches it there")
+        print(f"skipped: no Catapult trace viewer in {catapult} ({where}){install_failure()}")
         sys.exit(77)
     return catapult, chromium
 

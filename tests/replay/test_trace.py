@@ -300,9 +300,10 @@ def case_pipeline(a):
 def case_viewer(a):
     """The export loaded in a real trace viewer: Catapult's (trace2html, the
     viewer of chrome://tracing) in headless Chromium, which must import every
-    slice and nest none, and name the process once with its pid. Needs a
-    Catapult checkout in CATAPULT_DIR and chromium; skips otherwise (neither
-    pip nor apt ships Catapult: docs/testing.md). check_viewer.py runs it."""
+    slice and nest none, and name the process once with its pid. Needs
+    chromium and Catapult (what `scripts/setup-deps --viewer` installs, or a
+    checkout in CATAPULT_DIR); skips otherwise, saying so. check_viewer.py
+    runs it."""
     catapult, chromium = check_viewer.viewer_tools()
     need_examples(a, a.name)
     with tempfile.TemporaryDirectory() as tmp:
