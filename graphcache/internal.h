@@ -183,8 +183,7 @@ struct job_s {
   void* layout;                 /* the policy's layout to build (a copy it owns), or NULL: a chain */
   uint32_t gen;                 /* its generation */
   int pin;                      /* a recurring set's executable (exec_t.pinned) */
-  int urgency;                  /* JOB_NEEDED, JOB_BETTER or JOB_RETIRE: the builder takes
-                                   the most urgent job due first */
+  int urgency;                  /* JOB_*: the builder takes the most urgent job due first */
   job_t* next;
 };
 

@@ -90,8 +90,6 @@ void grape__gc_exec_free(grape_gc_t* c, exec_t* e, int with_driver) {
   exec_free(&c->drv, e, with_driver);
 }
 
-/* Queues job j for the builder thread, stamped now: jobs are done in the
- * order they were queued. */
 /* The job to run now in place of j (taken from the queue's head): the
  * first of the most urgent jobs queued by `start` (in deterministic mode
  * every job queued by then is in the queue: the program's clock has passed
@@ -122,6 +120,8 @@ static job_t* job_most_urgent(grape_gc_t* c, job_t* j, uint64_t start) {
   return best;
 }
 
+/* Queues job j for the builder thread, stamped now: in the order queued,
+ * which the builder follows among jobs of the same urgency. */
 static void job_queue(grape_gc_t* c, job_t* j) {
   j->t_queued = grape__gc_now(c);
   if (c->jobs_tail != NULL)
