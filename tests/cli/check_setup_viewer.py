@@ -25,11 +25,7 @@ import subprocess
 import sys
 import tempfile
 
-
-def fail(msg, p=None):
-    if p is not None:
-        msg += f"\nexit {p.returncode}\nstdout:\n{p.stdout[-2000:]}\nstderr:\n{p.stderr[-3000:]}"
-    sys.exit("FAIL: " + msg)
+from check_setup_frameworks import fail  # noqa: E402 (its twin, for setup-deps --frameworks)
 
 
 def main():
