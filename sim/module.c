@@ -114,22 +114,32 @@ static void load_extra_libs(void) {
   free(copy);
 }
 
-typedef struct find_s {
-  const char* sym;
-  void* found;
-} find_t;
+/* The names of the loaded objects, copied while dl_iterate_phdr holds the
+ * loader's lock: they are opened only after it returns, since a dlopen
+ * inside the callback nests the loader's locks (a sanitizer's dlopen and
+ * dlclose hooks take their own lock around them: two threads then wait on
+ * each other). */
+typedef struct objects_s {
+  char** names;
+  size_t n, cap;
+} objects_t;
 
-static int find_in_object(struct dl_phdr_info* info, size_t size, void* arg) {
+static int note_object(struct dl_phdr_info* info, size_t size, void* arg) {
   (void)size;
-  find_t* f = arg;
-  if (f->found != NULL || info->dlpi_name == NULL || info->dlpi_name[0] == '\0')
+  objects_t* o = arg;
+  if (info->dlpi_name == NULL || info->dlpi_name[0] == '\0')
     return 0;
-  void* h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-  if (h == NULL)
-    return 0;
-  f->found = dlsym(h, f->sym);
-  dlclose(h);
-  return f->found != NULL;
+  if (o->n == o->cap) {
+    char** n = grape__grow(o->names, &o->cap, o->n + 1, sizeof(char*), 16);
+    if (n == NULL)
+      return 1;
+    o->names = n;
+  }
+  char* name = strdup(info->dlpi_name);
+  if (name == NULL)
+    return 1;
+  o->names[o->n++] = name;
+  return 0;
 }
 
 static void* find_symbol(const char* sym) {
@@ -142,9 +152,18 @@ static void* find_symbol(const char* sym) {
     p = dlsym(extra_libs[i], sym);
   if (p != NULL)
     return p;
-  find_t f = {sym, NULL};
-  dl_iterate_phdr(find_in_object, &f);
-  return f.found;
+  objects_t o = {NULL, 0, 0};
+  dl_iterate_phdr(note_object, &o);
+  for (size_t i = 0; i < o.n; i++) {
+    void* h = p == NULL ? dlopen(o.names[i], RTLD_LAZY | RTLD_NOLOAD) : NULL;
+    if (h != NULL) {
+      p = dlsym(h, sym);
+      dlclose(h);
+    }
+    free(o.names[i]);
+  }
+  free(o.names);
+  return p;
 }
 
 static void* find_prefixed(const char* prefix, const char* name) {
