@@ -40,6 +40,7 @@
 #include "options.h"
 #include "real.h"
 #include "streams.h"
+#include "util/list.h"
 
 /* In C, cublas_api.h declares no __half forms: they take the same 16 bits. */
 typedef uint16_t cb_half;
@@ -677,19 +678,23 @@ typedef struct pending_s {
   size_t cols;                  /* D's first and last columns read back, each */
   int m, n, k, ldc, ctype, t;
   grape_gc_t* gc;               /* the cache told its device is shared (or NULL) */
-  struct pending_s* next;
+  grape_list_t link;            /* on go_pending, go_spare or a poll's own list */
 } pending_t;
-static pending_t* go_pending;   /* checks in flight (go_lock) */
-static pending_t* go_spare;     /* finished checks whose host block is kept (go_lock) */
+/* Both under go_lock. go_in_flight counts go_pending's checks: written under
+ * go_lock, read without it (atomics) by a call that only asks whether a
+ * poll may find anything. */
+static grape_list_t go_pending = GRAPE_LIST_INIT(go_pending);   /* checks in flight */
+static grape_list_t go_spare = GRAPE_LIST_INIT(go_spare);       /* finished checks, host block kept */
+static int go_in_flight;
 static pid_t go_pid;            /* the process the checks' streams belong to */
 
 /* A check's host block of at least `bytes` (a kept one, or new), in *p. */
 static int host_block(pending_t* p, size_t bytes) {
   pthread_mutex_lock(&go_lock);
-  for (pending_t** q = &go_spare; *q != NULL; q = &(*q)->next)
-    if ((*q)->host_bytes >= bytes) {
-      pending_t* kept = *q;
-      *q = kept->next;
+  for (grape_list_t* q = grape__list_first(&go_spare); q != &go_spare; q = q->next)
+    if (GRAPE_LIST_DATA(q, pending_t, link)->host_bytes >= bytes) {
+      pending_t* kept = GRAPE_LIST_DATA(q, pending_t, link);
+      grape__list_remove(q);
       p->host = kept->host;
       p->host_bytes = kept->host_bytes;
       free(kept);
@@ -715,8 +720,7 @@ static void check_release(pending_t* p) {
     return;
   }
   pthread_mutex_lock(&go_lock);
-  p->next = go_spare;
-  go_spare = p;
+  grape__list_insert_head(&go_spare, &p->link);
   pthread_mutex_unlock(&go_lock);
 }
 
@@ -752,22 +756,23 @@ static void check_compare(const pending_t* p) {
 /* The checks in flight whose streams are done (all of them, waiting, with
  * wait set) compared and released. */
 static void go_checks_poll(int wait) {
-  if (__atomic_load_n(&go_pending, __ATOMIC_RELAXED) == NULL || getpid() != go_pid)
+  if (__atomic_load_n(&go_in_flight, __ATOMIC_RELAXED) == 0 || getpid() != go_pid)
     return;
+  /* Taken out whole: the driver is asked without the lock held. */
+  grape_list_t all = GRAPE_LIST_INIT(all), left = GRAPE_LIST_INIT(left);
   pthread_mutex_lock(&go_lock);
-  pending_t* all = go_pending;
-  go_pending = NULL;
+  grape__list_move_all(&go_pending, &all);
+  __atomic_store_n(&go_in_flight, 0, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&go_lock);
-  int saved_depth = grape__depth;
+  int saved_depth = grape__depth, kept = 0;
   grape__depth = saved_depth + 1;   /* every hook passes straight through */
-  pending_t* left = NULL;
-  while (all != NULL) {
-    pending_t* p = all;
-    all = p->next;
+  while (!grape__list_empty(&all)) {
+    pending_t* p = GRAPE_LIST_DATA(grape__list_first(&all), pending_t, link);
+    grape__list_remove(&p->link);
     cudaError_t e = wait ? rt.stream_sync(p->priv) : rt.stream_query(p->priv);
     if (e == cudaErrorNotReady) {
-      p->next = left;
-      left = p;
+      grape__list_insert_tail(&left, &p->link);
+      kept++;
       continue;
     }
     if (e == cudaSuccess)
@@ -776,13 +781,10 @@ static void go_checks_poll(int wait) {
     check_release(p);
   }
   grape__depth = saved_depth;
-  if (left != NULL) {
+  if (kept > 0) {
     pthread_mutex_lock(&go_lock);
-    pending_t* tail = left;
-    while (tail->next != NULL)
-      tail = tail->next;
-    tail->next = go_pending;
-    go_pending = left;
+    grape__list_move_all(&left, &go_pending);
+    __atomic_store_n(&go_in_flight, go_in_flight + kept, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&go_lock);
   }
 }
@@ -889,8 +891,8 @@ static void go_check_legacy(const legacy_t* g, int t) {
     p->gc = grape__gc_peek();
     grape_gc_device_shared(p->gc, 1);
     pthread_mutex_lock(&go_lock);
-    p->next = go_pending;
-    go_pending = p;
+    grape__list_insert_head(&go_pending, &p->link);
+    __atomic_store_n(&go_in_flight, go_in_flight + 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&go_lock);
   } else {
     check_release(p);
@@ -905,7 +907,7 @@ static int legacy_target_begin(const legacy_t* g, int* saved, double* t0) {
     return 0;
   *t0 = target_clock();
   go_fns();
-  if (__atomic_load_n(&go_pending, __ATOMIC_RELAXED) != NULL) {
+  if (__atomic_load_n(&go_in_flight, __ATOMIC_RELAXED) != 0) {
     double c0 = target_clock();
     grape__own_work(1);
     go_checks_poll(0);

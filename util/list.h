@@ -86,4 +86,16 @@ static inline void grape__list_move_tail(grape_list_t* head, grape_list_t* e) {
   }
 }
 
+/* Appends every element of `from` to the tail of `to`, in order, and leaves
+ * `from` empty (a whole list taken out from under a lock, or put back). */
+static inline void grape__list_move_all(grape_list_t* from, grape_list_t* to) {
+  if (grape__list_empty(from))
+    return;
+  from->next->prev = to->prev;
+  to->prev->next = from->next;
+  from->prev->next = to;
+  to->prev = from->prev;
+  grape__list_init(from);
+}
+
 #endif

@@ -58,6 +58,29 @@ Test(list, move_tail_makes_least_recently_used_order) {
   expect_order(&lru, (int[]){1, 0, 2}, 3);
 }
 
+Test(list, move_all_appends_in_order_and_empties_the_source) {
+  grape_list_t to, from;
+  grape__list_init(&to);
+  grape__list_init(&from);
+  item_t it[5] = {{0, {0}}, {1, {0}}, {2, {0}}, {3, {0}}, {4, {0}}};
+  grape__list_move_all(&from, &to);   /* both empty: nothing moves */
+  cr_expect(grape__list_empty(&to) && grape__list_empty(&from));
+  for (int i = 0; i < 3; i++)
+    grape__list_insert_tail(&from, &it[i].link);
+  grape__list_move_all(&from, &to);   /* into an empty list */
+  cr_expect(grape__list_empty(&from));
+  expect_order(&to, (int[]){0, 1, 2}, 3);
+  grape__list_insert_tail(&from, &it[3].link);
+  grape__list_insert_tail(&from, &it[4].link);
+  grape__list_move_all(&from, &to);   /* behind what is there */
+  cr_expect(grape__list_empty(&from));
+  expect_order(&to, (int[]){0, 1, 2, 3, 4}, 5);
+  grape__list_remove(&it[4].link);   /* the links are whole both ways */
+  grape__list_insert_tail(&from, &it[4].link);
+  expect_order(&to, (int[]){0, 1, 2, 3}, 4);
+  expect_order(&from, (int[]){4}, 1);
+}
+
 Test(hash_mix, moves_high_bits_into_low_bits) {
   cr_expect_eq(grape__hash_mix(0), 0);
   /* Pointers 4 KiB apart differ in their low 12 bits after mixing. */
