@@ -13,7 +13,7 @@ property of the program), else the table says so.
 
 usage: anchors.py --examples DIR --simdir DIR --lib LIBGRAPE [--quick] [--jobs J]
                   [--profile default|fair|pessimistic|FILE] [--host-ns 0,2000]
-                  [--shim-env NAME=VALUE ...]
+                  [--cost ROW=NS ...] [--shim-env NAME=VALUE ...]
 (ninja -C build bench-graph-anchors)"""
 import argparse
 import concurrent.futures
@@ -29,13 +29,18 @@ HAND = "--graphs-by-hand"
 
 
 def measure(job):
-    examples, simdir, lib, prog, args, host_ns, mode, profile, shim_env = job
+    examples, simdir, lib, prog, args, host_ns, mode, profile, rows, shim_env = job
     hand = mode == "hand"
     env = dict(shim_env) if mode == "graph" else {}
-    if profile:
+    costs = None
+    if rows:   # the profile's rows with --cost's on top, as one cost file
+        table = simrun.profile_rows(profile)
+        table.update(rows)
+        costs = "".join(f"{k} {v}\n" for k, v in table.items())
+    elif profile:
         env["SIMCU_COSTS"] = profile
     r = simrun.run(os.path.join(examples, prog), args + ([HAND] if hand else []), simdir, lib,
-                   "eager" if hand else mode, host_ns, env=env)
+                   "eager" if hand else mode, host_ns, costs=costs, env=env)
     return (prog, tuple(args), host_ns, mode), {
         "end": r.sim["sim_end_ns"], "lb": r.sim["lower_bound_ns"],
         "busy": r.sim["device_busy_ns"], "checksum": r.checksum,
@@ -61,6 +66,10 @@ def main():
                     help="the sim's cost profile (SIMCU_COSTS: default, fair, pessimistic, or "
                          "a cost file); none: the sim's built-in table")
     ap.add_argument("--host-ns", default="", help="comma-separated SIMCU_HOST_NS values")
+    ap.add_argument("--cost", action="append", default=[], type=simrun.pair, metavar="ROW=NS",
+                    help="a row of the sim's cost table set for every run, after the profile "
+                         "(e.g. graph_exec_set_params=0: node updates free, a bound on what "
+                         "fewer updates could gain); repeatable")
     ap.add_argument("--shim-env", action="append", default=[], metavar="NAME=VALUE",
                     help="a GRAPE_ variable for the graph-mode runs (repeatable; the shim's "
                          "defaults apply otherwise)")
@@ -77,7 +86,7 @@ def main():
         for h in hosts:
             for mode in ["eager", "graph"] + (["hand"] if prog == "decode" else []):
                 jobs.append((a.examples, a.simdir, a.lib, prog, args, h, mode, a.profile,
-                             shim_env))
+                             tuple((k, int(v)) for k, v in a.cost), shim_env))
     with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, a.jobs)) as ex:
         res = dict(ex.map(measure, jobs))
 

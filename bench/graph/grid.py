@@ -139,14 +139,6 @@ def tables(results):
     return "\n".join(out), len(bad)
 
 
-def pair(text):
-    """NAME=VALUE of --cost and --shim-env."""
-    name, eq, value = text.partition("=")
-    if not eq or not name:
-        raise argparse.ArgumentTypeError(f"want NAME=VALUE, not {text!r}")
-    return name, value
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--examples")
@@ -160,11 +152,11 @@ def main():
     ap.add_argument("--profile", default="",
                     help="the sim's cost profile under the kernel durations (sim/costs/: "
                          "default, fair, pessimistic); none: the sim's built-in table")
-    ap.add_argument("--cost", action="append", default=[], type=pair, metavar="ROW=NS",
+    ap.add_argument("--cost", action="append", default=[], type=simrun.pair, metavar="ROW=NS",
                     help="a row of the sim's cost table set for both runs, after the profile "
                          "and the kernel duration (e.g. shim_op=0: the shim's own host time "
                          "left out); repeatable")
-    ap.add_argument("--shim-env", action="append", default=[], type=pair, metavar="NAME=VALUE",
+    ap.add_argument("--shim-env", action="append", default=[], type=simrun.pair, metavar="NAME=VALUE",
                     help="a GRAPE_ variable for the graph-mode runs (e.g. "
                          "GRAPE_WARMUP=1000000000: nothing built, the recording alone); repeatable")
     a = ap.parse_args()

@@ -6,6 +6,7 @@ returns what it printed and both exit reports.
 The sim's time is deterministic, so one run per figure is enough: a figure
 differs between two runs only if the program or the shim behaves differently.
 Every run gets its own temporary folder, so runs may go on side by side."""
+import argparse
 import json
 import os
 import subprocess
@@ -40,18 +41,27 @@ class Kernel:
 
 
 def profile_rows(profile):
-    """The rows of a cost profile of sim/costs/ ("" or None: none, the sim's
-    built-in table) as {name: ns}."""
+    """The rows of a cost profile of sim/costs/, named or a cost file's path
+    ("" or None: none, the sim's built-in table), as {name: ns}."""
     rows = {}
     if profile:
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sim",
-                            "costs", profile + ".costs")
+        path = profile if os.sep in profile else os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), "..", "..", "sim", "costs",
+            profile + ".costs")
         with open(path) as f:
             for line in f:
                 words = line.split("#", 1)[0].split()
                 if len(words) == 2:
                     rows[words[0]] = int(words[1])
     return rows
+
+
+def pair(text):
+    """NAME=VALUE of a bench's --cost and --shim-env."""
+    name, eq, value = text.partition("=")
+    if not eq or not name:
+        raise argparse.ArgumentTypeError(f"want NAME=VALUE, not {text!r}")
+    return name, value
 
 
 def kernel_costs(kernel_ns, profile=None):

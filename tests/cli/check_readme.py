@@ -108,6 +108,8 @@ RECIPES = {
     "prefill-go": ("docs/concurrency.md", "### go mode on the showcase (measured on the sim)",
                    r"--go-only"),
     "grid": ("docs/graph-mode.md", "### The grid under the profiles", r"bench/graph/grid\.py"),
+    "anchor-bounds": ("docs/graph-mode.md", "### Under the sourced profiles",
+                      r"bench/graph/anchors\.py .*--cost"),
     "kernels-eval": ("docs/predictor.md", "### Public kernel-level timings (`bench/kernels/`)",
                      r"bench/kernels/eval\.py"),
     "sim": ("docs/sim.md", "# The simulated device", "build/examples/dynrnn"),
@@ -147,6 +149,8 @@ PRINTS = {
     "prefill": [r"^End to end, --iters", r"^\| \w+ \| safe \| [\d.]+ "],
     "prefill-go": [r"^go on the persistent-GEMM regions",
                    r"^\| (default|fair) \| \d+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+x \|"],
+    "anchor-bounds": [r"^\| `beam --iters 50` \| 2000 \| [\d.]+ \| [\d.]+ \| — \| [\d.]+ \| [\d.]+ \| \d+% \|",
+                      r"^\| `decode` \| 8000 \| "],
     "grid": [r"^Checksums and kernels executed identical in all \d+ regimes\.",
              r"^decode: \d+ of \d+ regimes more than 2% slower than eager"],
     "kernels-eval": [r"^per-kernel MAPE %", r"^all +[\d.]+ \("],
@@ -178,7 +182,7 @@ LONG = {"bench-shim": 1800, "concurrency": 1800, "prefill": 1800, "prefill-go": 
 # tests/), not in an empty folder of links.
 IN_A_COPY = ("demo", "fuzz-cubin", "fuzz-trace")
 # Recipes run on nvcc's examples (build/examples/), skipped without them.
-ON_EXAMPLES = ("predictor", "sim", "bench-shim", "nvtx", "report-api", "concurrency", "prefill", "prefill-go",
+ON_EXAMPLES = ("predictor", "sim", "anchor-bounds", "bench-shim", "nvtx", "report-api", "concurrency", "prefill", "prefill-go",
                "grid", "trace-format", "demo")
 # Files a recipe must leave in its folder.
 WRITES = {"sim": ["report.json"], "chunk-phase": ["r.json"],

@@ -329,6 +329,29 @@ def case_stand_down(a):
              f"(no shim: {sim0['sim_end_ns']}, stood down at op {led['stood_down_at_op']})", p)
 
 
+def case_lock_stall(a):
+    """Builds on the builder thread that hold the driver's lock against the
+    program's calls (the sim's instantiate_lock row, pessimistic's dear
+    instantiation): the shim sees its calls stalled and stops taking builds
+    for free ("stalls_program"), though the program's calls that wait for a
+    build's lock are mostly syncs and launches of segments just built (never
+    samples): one stalled launch of this run is all there is to see. The
+    output stays the same."""
+    env = starved_env({"GRAPE_BUILDER": "thread", "SIMCU_COSTS": "pessimistic"})
+    base, _, _ = run(a, a.args, preload=False, env={"SIMCU_COSTS": "pessimistic"})
+    p, rep, sim = run(a, a.args, env=env)
+    if p.stdout != base.stdout:
+        fail(f"the run changed:\n{base.stdout}", p)
+    b = rep["builder"]
+    if not b["where"].startswith("on a builder thread") or b["built_on_thread"] == 0:
+        fail(f"no build on the builder thread, so no stall to see: {b}", p)
+    if not b["stalls_program"]:
+        fail(f"builds holding the driver's lock were not seen stalling the program: {b}", p)
+    if p.stderr.count("measured stalled while the builder thread built") != 1:
+        fail("the stall was not said exactly once", p)
+    print(f"lock_stall: {b}")
+
+
 def starved_env(extra=None):
     """The shim's own choices: default costs and builder (not the harness's
     forced inline builds)."""
