@@ -211,6 +211,14 @@ static inline grape_copy_t grape__copy_cuMemcpy3DBatchAsync_v2(size_t n,
   (void)flags, (void)s;
   return grape__copy_batch3d(ops, n);
 }
+/* CUDA 12.8's form (the unversioned symbol): the same with the index of a
+ * failing op, which a recorded (successful) call leaves unset. */
+static inline grape_copy_t grape__copy_cuMemcpy3DBatchAsync(size_t n, CUDA_MEMCPY3D_BATCH_OP* ops,
+                                                            size_t* fail, unsigned long long flags,
+                                                            CUstream s) {
+  (void)fail;
+  return grape__copy_cuMemcpy3DBatchAsync_v2(n, ops, flags, s);
+}
 
 /* ---- Runtime rows ---- */
 

@@ -19,7 +19,10 @@ base is the symbol without its _ptsz/_ptds suffix (a symbol and its
 per-thread twin share one hand-written hook). A `custom` class applies to
 the newest ABI of each variant; an older ABI of the same name (cuMemAlloc
 with 32-bit sizes) gets SYNC_ALL, which needs no hand-written code. `manual`
-(functions written out whole) applies to every ABI.
+(functions written out whole) applies to every ABI. A line whose pattern
+names one ABI, NAME@VERSION (cuMemcpy3DBatchAsync@12080), classes that ABI
+before the name's lines, and its class is kept even for an older ABI: the
+line promises the code for that ABI's parameters (copies.h).
 
 --unclassified lists header functions no line of api.txt matched (they get
 SYNC_ALL); --classes-json writes {"driver": {gpa name: class},
@@ -67,6 +70,11 @@ def classify(rules, name):
         if fnmatch.fnmatchcase(name, pat):
             return cls, stream
     return None, None
+
+
+def classify_abi(rules, p):
+    """The class and stream argument a NAME@VERSION line gives driver ABI p, or Nones."""
+    return classify([r for r in rules if "@" in r[0]], f'{p["name"]}@{p["version"]}')
 
 
 def stream_arg(f, named, where):
@@ -121,11 +129,15 @@ def driver_rows(api, rules, classes, symbols, unclassified):
     seen = set()
     for p in procs:
         cls, named = class_of(rules, p["name"], classes, unclassified)
+        abi_cls, abi_named = classify_abi(rules, p)
+        if abi_cls is not None:
+            cls, named = abi_cls, abi_named
         symbols[p["symbol"]] = cls
         if cls in ("harmless", "interop") or p["symbol"] in seen:
             continue
         seen.add(p["symbol"])
-        if cls in OLDER_ABI and p["version"] != newest[(p["name"], p["variant"])]:
+        if (abi_cls is None and cls in OLDER_ABI and
+                p["version"] != newest[(p["name"], p["variant"])]):
             cls = OLDER_ABI[cls]   # an older ABI: no hand-written code for it
         kind, ptds, stream = row_fields(p, cls, named, p["name"])
         if not p["params"]:
@@ -135,6 +147,10 @@ def driver_rows(api, rules, classes, symbols, unclassified):
         params, args = params_of(p)
         rows.append(f'GRAPE_DRV(CUresult, {p["symbol"]}, {base_of(p["symbol"])}, "{p["name"]}", '
                     f'{p["version"]}, {ptds}, {kind}, {stream},\n          {params},\n          {args})')
+    abis = {f'{p["name"]}@{p["version"]}' for p in procs}
+    for pat, cls, stream, n in rules:
+        if "@" in pat and not fnmatch.filter(abis, pat):
+            sys.exit(f"api.txt:{n}: {pat} names no ABI of the driver's headers")
     return rows
 
 

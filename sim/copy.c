@@ -360,7 +360,7 @@ SIM_TWINS(cuMemcpyBatchAsync_v2, _ptsz,
            size_t* ai, size_t na, CUstream st),
           batch1d, d, s, n, count, a, ai, na, st)
 
-/* ---- Batched 3-D copies (cuMemcpy3DBatchAsync, CUDA 13's form) ---- */
+/* ---- Batched 3-D copies (cuMemcpy3DBatchAsync: CUDA 13's form and 12.8's) ---- */
 
 /* One operand of a batched 3-D copy as a side; *esize: an array's element
  * size (0 for a pointer, whose element is the other side's or a byte). */
@@ -430,37 +430,55 @@ static CUresult batch_op(const CUDA_MEMCPY3D_BATCH_OP* op, side_t* src, side_t* 
   return CUDA_SUCCESS;
 }
 
+/* One op checked and its sides resolved: whether it can be submitted. */
+static CUresult batch_op_resolve(const CUDA_MEMCPY3D_BATCH_OP* op) {
+  side_t src, dst;
+  box_t b;
+  SIM_TRY(batch_op(op, &src, &dst, &b));
+  SIM_TRY(side_resolve(&src, &b));
+  return side_resolve(&dst, &b);
+}
+
 /* Checked as CUDA documents (numOps copies, flags 0, never the legacy NULL
  * stream, each op as batch_op says), every op resolved before any is
  * submitted, so a bad op leaves the stream untouched. Each op is then one
  * strided copy op on the stream, in the batch's order (CUDA leaves it free;
  * every order honours the stream's); a source to be read during the call is
- * read at the call. */
-static CUresult batch3d(size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags,
-                        CUstream h, int ptds) {
-  SIM_TRY(grape__sim_check_init());
-  if (n == 0 || ops == NULL || flags != 0 || h == CU_STREAM_LEGACY || (h == NULL && !ptds))
-    return CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; i < n; i++) {
+ * read at the call. fail (CUDA 12.8's form; NULL for 13's): on an error, the
+ * index of the op it pertains to, or SIZE_MAX when it pertains to none; on
+ * success CUDA says nothing of it, so it is left alone. */
+static CUresult batch3d(size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail,
+                        unsigned long long flags, CUstream h, int ptds) {
+  size_t at = SIZE_MAX;
+  CUresult r = grape__sim_check_init();
+  if (r == CUDA_SUCCESS && (n == 0 || ops == NULL || flags != 0 || h == CU_STREAM_LEGACY ||
+                            (h == NULL && !ptds)))
+    r = CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++)
+    if ((r = batch_op_resolve(&ops[i])) != CUDA_SUCCESS)
+      at = i;
+  for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++) {
     side_t src, dst;
     box_t b;
-    SIM_TRY(batch_op(&ops[i], &src, &dst, &b));
-    SIM_TRY(side_resolve(&src, &b));
-    SIM_TRY(side_resolve(&dst, &b));
-  }
-  for (size_t i = 0; i < n; i++) {
-    side_t src, dst;
-    box_t b;
-    SIM_TRY(batch_op(&ops[i], &src, &dst, &b));
     int now = ops[i].srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL;
-    SIM_TRY(box_copy_read(&src, &dst, &b, h, 1, now, ptds));
+    if ((r = batch_op(&ops[i], &src, &dst, &b)) != CUDA_SUCCESS ||
+        (r = box_copy_read(&src, &dst, &b, h, 1, now, ptds)) != CUDA_SUCCESS)
+      at = i;
   }
-  return CUDA_SUCCESS;
+  if (r != CUDA_SUCCESS && fail != NULL)
+    *fail = at;
+  return r;
 }
 
+/* CUDA 13's form, and 12.8's with the failing op's index (the unversioned
+ * symbols, which cuGetProcAddress returns below version 13000). */
 SIM_TWINS(cuMemcpy3DBatchAsync_v2, _ptsz,
           (size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags, CUstream st), batch3d,
-          n, ops, flags, st)
+          n, ops, NULL, flags, st)
+SIM_TWINS(cuMemcpy3DBatchAsync, _ptsz,
+          (size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail, unsigned long long flags,
+           CUstream st),
+          batch3d, n, ops, fail, flags, st)
 
 SIM_TWINS(cuMemcpy3DPeer, _ptds, (const CUDA_MEMCPY3D_PEER* p), peer3d, p, NULL, 0)
 SIM_TWINS(cuMemcpy3DPeerAsync, _ptsz, (const CUDA_MEMCPY3D_PEER* p, CUstream s), peer3d, p, s, 1)

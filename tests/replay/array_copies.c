@@ -8,7 +8,9 @@
  *       kernels (mirror() says what each computes), each ended by a copy
  *       or a sync: x into a 1-D array (cuMemcpyDtoA, synchronous), the
  *       array into y (cuMemcpyAtoD), x into a 2-D array's second row
- *       (cuMemcpy2DAsync) and that row into z (cuMemcpy2DAsync); each
+ *       (cuMemcpy2DAsync) and that row into z (CUDA 12.8's cuMemcpy3DBatchAsync,
+ *       with its failing index, through cuGetProcAddress at version 12080,
+ *       as a 12.8 runtime reaches it: a batch of one op); each
  *       region's kernels write what the copy after them reads or read what
  *       it overwrites, and two kernels follow every copy in the region it
  *       would fall in were it not ending one. At the end cuMemcpyHtoA,
@@ -26,6 +28,7 @@
  *
  * Prints the checksum of every round's values and "ok" when each is right. */
 #include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,8 +134,8 @@ static int driver(int rounds) {
   CUDA_ARRAY_DESCRIPTOR d2 = {4, 2, CU_AD_FORMAT_SIGNED_INT32, 1};
   CK(cuArrayCreate(&a1, &d1));
   CK(cuArrayCreate(&a2, &d2));
-  /* x into the 2-D array's second row, and that row into z. */
-  CUDA_MEMCPY2D to2d, from2d;
+  /* x into the 2-D array's second row, and that row into z (12.8's batch). */
+  CUDA_MEMCPY2D to2d;
   memset(&to2d, 0, sizeof(to2d));
   to2d.srcMemoryType = CU_MEMORYTYPE_DEVICE;
   to2d.srcDevice = x;
@@ -142,15 +145,18 @@ static int driver(int rounds) {
   to2d.dstY = 1;
   to2d.WidthInBytes = 16;
   to2d.Height = 1;
+  PFN_cuMemcpy3DBatchAsync_v12080 batch128;
+  CK(cuGetProcAddress("cuMemcpy3DBatchAsync", (void**)&batch128, 12080, 0, NULL));
+  CUDA_MEMCPY3D_BATCH_OP from2d;
   memset(&from2d, 0, sizeof(from2d));
-  from2d.srcMemoryType = CU_MEMORYTYPE_ARRAY;
-  from2d.srcArray = a2;
-  from2d.srcY = 1;
-  from2d.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-  from2d.dstDevice = z;
-  from2d.dstPitch = 16;
-  from2d.WidthInBytes = 16;
-  from2d.Height = 1;
+  from2d.src.type = CU_MEMCPY_OPERAND_TYPE_ARRAY;
+  from2d.src.op.array.array = a2;
+  from2d.src.op.array.offset = (CUoffset3D){0, 1, 0};
+  from2d.dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+  from2d.dst.op.ptr.ptr = z;
+  from2d.extent = (CUextent3D){4, 1, 1};
+  from2d.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  size_t fail_idx;
   CK(cuMemsetD32Async(y, 0, 4, s));
   CK(cuMemsetD32Async(z, 0, 4, s));
   long sum = 0;
@@ -178,7 +184,7 @@ static int driver(int rounds) {
     CK(cuMemcpy2DAsync(&to2d, s));
     CK(cuLaunchKernel(acc, 1, 1, 1, 32, 1, 1, 0, s, a_acc_yz, NULL));   /* the last z */
     CK(cuLaunchKernel(add, 1, 1, 1, 32, 1, 1, 0, s, a_add_y, NULL));
-    CK(cuMemcpy2DAsync(&from2d, s));
+    CK(batch128(1, &from2d, &fail_idx, 0, s));
     CK(cuLaunchKernel(twice, 1, 1, 1, 32, 1, 1, 0, s, a_twice_z, NULL));
     CK(cuLaunchKernel(add, 1, 1, 1, 32, 1, 1, 0, s, a_add_z, NULL));
     CK(cuStreamSynchronize(s));

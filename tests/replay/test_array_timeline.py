@@ -4,6 +4,10 @@ driver and through the runtime (array_copies.c), and the runtime's forms of
 copies, memsets, batches and graph launches; and graph mode's results with
 such copies between the kernels it holds.
 
+CUDA 12.8's form of the 3-D batch (with its failing index), which a 12.8
+runtime reaches through cuGetProcAddress at version 12080, is drawn and
+ends graph mode's region as 13's does.
+
 Each copy is drawn on the stream it ran on (synchronous ones on the legacy
 default stream) as "memcpy <direction>" with its bytes, the direction by
 the memory types (an array or a variable is device memory), and its call on
@@ -25,7 +29,8 @@ ROUNDS = 6
 CAPTURED = 2   # the runtime's kernels captured into the program's graph: no work of their own
 # (entry point, device slice, bytes, on the legacy default stream, calls)
 DRIVER = [("cuMemcpyDtoA_v2", "memcpy DtoD", 16, True, ROUNDS),
-          ("cuMemcpy2DAsync_v2", "memcpy DtoD", 16, False, 2 * ROUNDS),
+          ("cuMemcpy2DAsync_v2", "memcpy DtoD", 16, False, ROUNDS),
+          ("cuMemcpy3DBatchAsync", "memcpy DtoD", 16, False, ROUNDS),   # 12.8's, by cuGetProcAddress
           ("cuMemcpyAtoD_v2", "memcpy DtoD", 16, True, ROUNDS),
           ("cuMemcpyDtoH_v2", "memcpy DtoH", 16, True, 3 * ROUNDS + 2),
           ("cuMemcpyHtoA_v2", "memcpy HtoD", 16, True, 1),

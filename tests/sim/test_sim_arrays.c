@@ -4,10 +4,13 @@
  * AtoD / AtoA and their Async forms), captured array copies, and
  * cuModuleGetGlobal / cuLibraryGetGlobal over an image's .global variables,
  * and batches of 3-D copies between arrays and pointers
- * (cuMemcpy3DBatchAsync); each with the errors CUDA documents for bad
+ * (cuMemcpy3DBatchAsync, CUDA 13's form and 12.8's with its failing
+ * index); each with the errors CUDA documents for bad
  * arguments. */
 #include <cuda.h>
 #include <criterion/criterion.h>
+#include <cudaTypedefs.h>
+#include <dlfcn.h>
 #include <semaphore.h>
 #include <stdint.h>
 #include <string.h>
@@ -357,6 +360,75 @@ Test(arrays, batched_3d_copies_between_arrays_and_pointers) {
   unsigned char now[16];
   OK(cuMemcpyDtoH(now, d, 16));
   cr_assert(memcmp(now, box, 16) == 0, "a refused batch ran its first op");
+}
+
+/* CUDA 12.8's form of the batch (the unversioned symbols, with a failing
+ * index), as a 12.8 program or runtime reaches it: cuGetProcAddress below
+ * version 13000 (13's form from 13000), and the exports. */
+Test(arrays, cuda_12_8_batch_copies_and_names_the_failing_op) {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  cr_assert_not_null(h);
+  void* p;
+  CUdriverProcAddressQueryResult st;
+  OK(cuGetProcAddress_v2("cuMemcpy3DBatchAsync", &p, 12080, 0, &st));
+  PFN_cuMemcpy3DBatchAsync_v12080 f = (PFN_cuMemcpy3DBatchAsync_v12080)p;
+  cr_assert(p != NULL && p == dlsym(h, "cuMemcpy3DBatchAsync"), "12080 gave %p", p);
+  OK(cuGetProcAddress_v2("cuMemcpy3DBatchAsync", &p, 12090, 0, &st));
+  cr_assert_eq(p, (void*)f);
+  OK(cuGetProcAddress_v2("cuMemcpy3DBatchAsync", &p, 12080,
+                         CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
+  PFN_cuMemcpy3DBatchAsync_v12080_ptsz fpt = (PFN_cuMemcpy3DBatchAsync_v12080_ptsz)p;
+  cr_assert(p != NULL && p == dlsym(h, "cuMemcpy3DBatchAsync_ptsz"));
+  OK(cuGetProcAddress_v2("cuMemcpy3DBatchAsync", &p, 13000, 0, &st));
+  cr_assert_eq(p, dlsym(h, "cuMemcpy3DBatchAsync_v2"));
+
+  CUarray a = make2d(4, 3, CU_AD_FORMAT_SIGNED_INT32, 1);
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr d;
+  OK(cuMemAlloc(&d, 16));
+  int rows[2][4] = {{1, 2, 3, 4}, {5, 6, 7, 8}}, out[3][4], back[4];
+  memset(out, 0, sizeof(out));
+  CUDA_MEMCPY3D_BATCH_OP ops[3] = {
+      batch_op(ptr_op(rows, 0, 0), array_op(a, 0, 1, 0), 4, 2, 1),
+      batch_op(ptr_op(rows[1], 0, 0), ptr_op((void*)(uintptr_t)d, 0, 0), 16, 1, 1),
+      batch_op(ptr_op(rows, 0, 0), array_op(a, 0, 0, 0), 4, 1, 1)};
+  size_t fail = 77;
+  OK(f(3, ops, &fail, 0, s));
+  OK(cuStreamSynchronize(s));
+  CUDA_MEMCPY3D_BATCH_OP get[2] = {batch_op(array_op(a, 0, 0, 0), ptr_op(out, 0, 0), 4, 3, 1),
+                                   batch_op(ptr_op((void*)(uintptr_t)d, 0, 0), ptr_op(back, 0, 0),
+                                            16, 1, 1)};
+  OK(fpt(2, get, &fail, 0, s));
+  OK(cuStreamSynchronize(s));
+  cr_assert(out[0][0] == 1 && out[1][0] == 1 && out[2][3] == 8 && back[0] == 5 && back[3] == 8,
+            "the array gave %d %d %d, d %d %d", out[0][0], out[1][0], out[2][3], back[0], back[3]);
+
+  /* A bad op (a zero extent, then a destroyed array) is named by its index
+   * through either variant, and nothing of the batch runs; an error of the
+   * whole call (flags, the legacy stream, no ops) names none: SIZE_MAX. */
+  OK(cuMemsetD8(d, 0, 16));
+  CUarray gone = make2d(4, 3, CU_AD_FORMAT_SIGNED_INT32, 1);
+  OK(cuArrayDestroy(gone));
+  ops[1].extent.depth = 0;
+  cr_assert_eq(f(3, ops, &fail, 0, s), CUDA_ERROR_INVALID_VALUE);
+  cr_assert_eq(fail, 1);
+  ops[1].extent.depth = 1;
+  ops[2].dst.op.array.array = gone;
+  fail = 0;
+  cr_assert_neq(fpt(3, ops, &fail, 0, s), CUDA_SUCCESS);
+  cr_assert_eq(fail, 2);
+  CUresult r[3] = {f(3, ops, &fail, 1, s), CUDA_SUCCESS, CUDA_SUCCESS};
+  cr_assert(r[0] == CUDA_ERROR_INVALID_VALUE && fail == SIZE_MAX, "flags: %d, %zu", r[0], fail);
+  fail = 0;
+  r[1] = f(3, ops, &fail, 0, CU_STREAM_LEGACY);
+  cr_assert(r[1] == CUDA_ERROR_INVALID_VALUE && fail == SIZE_MAX, "legacy: %d, %zu", r[1], fail);
+  fail = 0;
+  r[2] = f(0, ops, &fail, 0, s);
+  cr_assert(r[2] == CUDA_ERROR_INVALID_VALUE && fail == SIZE_MAX, "none: %d, %zu", r[2], fail);
+  OK(cuStreamSynchronize(s));
+  OK(cuMemcpyDtoH(back, d, 16));
+  cr_assert(back[0] == 0 && back[3] == 0, "a refused batch ran its op 1");
 }
 
 /* A gate: host work that blocks its stream until opened. */
