@@ -331,34 +331,65 @@ static CUresult peer3d(const CUDA_MEMCPY3D_PEER* p, CUstream h, int async, int p
   return box_copy(&src, &dst, &b, h, async, ptds);
 }
 
-/* ---- Batched copies (cuMemcpyBatchAsync, CUDA 13's form) ---- */
+/* ---- Batched copies (cuMemcpyBatchAsync: CUDA 13's form and 12.8's) ---- */
+
+/* One copy of a batch checked as copy1d will submit it (any memory types):
+ * whether it can be submitted. */
+static CUresult batch1d_resolve(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  side_t s = memory_at(ANY, P(src)), d = memory_at(ANY, P(dst));
+  box_t b = {n, 1, 1};
+  if (n == 0)
+    return CUDA_SUCCESS;   /* box_copy_read submits nothing for it */
+  SIM_TRY(side_resolve(&s, &b));
+  return side_resolve(&d, &b);
+}
 
 /* Checked as CUDA documents: three arrays of count copies, numAttrs (1 to
  * count) attributes whose first index is 0 and whose indices rise below
  * count, each with a source access order; never the legacy NULL stream.
- * Each copy is then one 1-D copy op on the stream (any memory types), in the
- * batch's order, which CUDA leaves free; every order honours the stream's. */
+ * Every copy is checked before any is submitted, so a bad copy leaves the
+ * stream untouched. Each copy is then one 1-D copy op on the stream (any
+ * memory types), in the batch's order, which CUDA leaves free; every order
+ * honours the stream's. fail (CUDA 12.8's form; NULL for 13's): on an
+ * error, the index of the copy it pertains to, or SIZE_MAX when it pertains
+ * to none (an attribute describes a run of copies, not one); on success
+ * CUDA says nothing of it, so it is left alone. */
 static CUresult batch1d(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
-                        CUmemcpyAttributes* attrs, size_t* idxs, size_t nattrs, CUstream h,
-                        int ptds) {
-  if (count == 0 || dsts == NULL || srcs == NULL || sizes == NULL || attrs == NULL ||
-      idxs == NULL || nattrs == 0 || nattrs > count || h == CU_STREAM_LEGACY ||
-      (h == NULL && !ptds))
-    return CUDA_ERROR_INVALID_VALUE;
-  for (size_t k = 0; k < nattrs; k++)
+                        CUmemcpyAttributes* attrs, size_t* idxs, size_t nattrs, size_t* fail,
+                        CUstream h, int ptds) {
+  size_t at = SIZE_MAX;
+  CUresult r = grape__sim_check_init();
+  if (r == CUDA_SUCCESS &&
+      (count == 0 || dsts == NULL || srcs == NULL || sizes == NULL || attrs == NULL ||
+       idxs == NULL || nattrs == 0 || nattrs > count || h == CU_STREAM_LEGACY ||
+       (h == NULL && !ptds)))
+    r = CUDA_ERROR_INVALID_VALUE;
+  for (size_t k = 0; r == CUDA_SUCCESS && k < nattrs; k++)
     if ((k == 0 ? idxs[k] != 0 : idxs[k] <= idxs[k - 1]) || idxs[k] >= count ||
         attrs[k].srcAccessOrder < CU_MEMCPY_SRC_ACCESS_ORDER_STREAM ||
         attrs[k].srcAccessOrder > CU_MEMCPY_SRC_ACCESS_ORDER_ANY)
-      return CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; i < count; i++)
-    SIM_TRY(copy1d(P(dsts[i]), ANY, P(srcs[i]), ANY, sizes[i], h, 1, ptds));
-  return CUDA_SUCCESS;
+      r = CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++)
+    if ((r = batch1d_resolve(dsts[i], srcs[i], sizes[i])) != CUDA_SUCCESS)
+      at = i;
+  for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++)
+    if ((r = copy1d(P(dsts[i]), ANY, P(srcs[i]), ANY, sizes[i], h, 1, ptds)) != CUDA_SUCCESS)
+      at = i;
+  if (r != CUDA_SUCCESS && fail != NULL)
+    *fail = at;
+  return r;
 }
 
+/* CUDA 13's form, and 12.8's with the failing copy's index (the unversioned
+ * symbols, which cuGetProcAddress returns below version 13000). */
 SIM_TWINS(cuMemcpyBatchAsync_v2, _ptsz,
           (CUdeviceptr* d, CUdeviceptr* s, size_t* n, size_t count, CUmemcpyAttributes* a,
            size_t* ai, size_t na, CUstream st),
-          batch1d, d, s, n, count, a, ai, na, st)
+          batch1d, d, s, n, count, a, ai, na, NULL, st)
+SIM_TWINS(cuMemcpyBatchAsync, _ptsz,
+          (CUdeviceptr* d, CUdeviceptr* s, size_t* n, size_t count, CUmemcpyAttributes* a,
+           size_t* ai, size_t na, size_t* fail, CUstream st),
+          batch1d, d, s, n, count, a, ai, na, fail, st)
 
 /* ---- Batched 3-D copies (cuMemcpy3DBatchAsync: CUDA 13's form and 12.8's) ---- */
 

@@ -1,9 +1,12 @@
 /* Tests of the sim's 2-D, 3-D and peer copies through the driver API
  * (cuMemcpy2D/3D[Async], cuMemcpyPeer, cuMemcpy3DPeer) and its 2-D memsets:
  * strided boxes with offsets on both sides, memory types, range and pitch
- * checks, pageable snapshots, capture. */
+ * checks, pageable snapshots, capture; and CUDA 12.8's form of the batch of
+ * 1-D copies (cuMemcpyBatchAsync with its failing index). */
 #include <cuda.h>
 #include <criterion/criterion.h>
+#include <cudaTypedefs.h>
+#include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -204,4 +207,70 @@ Test(copies, memsets_of_2d_boxes) {
   cr_assert_eq(out[2][3], 1);
   cr_assert_eq(out[3][1], 0);
   cr_assert_eq(out[3][2], 1);
+}
+
+/* CUDA 12.8's form of the 1-D batch (the unversioned symbols, with a failing
+ * index), as a 12.8 program or runtime reaches it: cuGetProcAddress below
+ * version 13000 (13's form from 13000), and the exports. */
+Test(copies, cuda_12_8_1d_batch_copies_and_names_the_failing_copy) {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  cr_assert_not_null(h);
+  void* p;
+  CUdriverProcAddressQueryResult st;
+  OK(cuGetProcAddress_v2("cuMemcpyBatchAsync", &p, 12080, 0, &st));
+  PFN_cuMemcpyBatchAsync_v12080 f = (PFN_cuMemcpyBatchAsync_v12080)p;
+  cr_assert(p != NULL && p == dlsym(h, "cuMemcpyBatchAsync"), "12080 gave %p", p);
+  OK(cuGetProcAddress_v2("cuMemcpyBatchAsync", &p, 12090, 0, &st));
+  cr_assert_eq(p, (void*)f);
+  OK(cuGetProcAddress_v2("cuMemcpyBatchAsync", &p, 12080,
+                         CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
+  PFN_cuMemcpyBatchAsync_v12080_ptsz fpt = (PFN_cuMemcpyBatchAsync_v12080_ptsz)p;
+  cr_assert(p != NULL && p == dlsym(h, "cuMemcpyBatchAsync_ptsz"));
+  OK(cuGetProcAddress_v2("cuMemcpyBatchAsync", &p, 13000, 0, &st));
+  cr_assert_eq(p, dlsym(h, "cuMemcpyBatchAsync_v2"));
+
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr d;
+  OK(cuMemAlloc(&d, 16));
+  int in[4] = {1, 2, 3, 4}, out[4] = {0, 0, 0, 0};
+  CUdeviceptr dsts[3] = {d, d + 8, d}, srcs[3] = {(CUdeviceptr)(uintptr_t)&in[2],
+                                                  (CUdeviceptr)(uintptr_t)&in[0], 0};
+  size_t sizes[3] = {8, 8, 8}, at[2] = {0, 1}, fail = 77;
+  CUmemcpyAttributes attr[2];
+  memset(attr, 0, sizeof(attr));
+  attr[0].srcAccessOrder = attr[1].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  OK(f(dsts, srcs, sizes, 2, attr, at, 1, &fail, s));
+  OK(cuStreamSynchronize(s));
+  CUdeviceptr back_dst = (CUdeviceptr)(uintptr_t)out;
+  OK(fpt(&back_dst, &d, (size_t[]){16}, 1, attr, at, 1, &fail, s));
+  OK(cuStreamSynchronize(s));
+  cr_assert(out[0] == 3 && out[1] == 4 && out[2] == 1 && out[3] == 2 && fail == 77,
+            "the batch gave %d %d %d %d, failIdx %zu", out[0], out[1], out[2], out[3], fail);
+
+  /* A bad copy (a NULL source, in the middle, then at the end) is named by
+   * its index through either variant, and nothing of the batch runs; an
+   * error of the whole call (the legacy stream, no copies, an attribute,
+   * which describes a run of copies) names none: SIZE_MAX. */
+  OK(cuMemsetD8(d, 0, 16));
+  srcs[1] = 0;
+  cr_assert_eq(f(dsts, srcs, sizes, 3, attr, at, 2, &fail, s), CUDA_ERROR_INVALID_VALUE);
+  cr_assert_eq(fail, 1);
+  srcs[1] = (CUdeviceptr)(uintptr_t)&in[0];
+  fail = 0;
+  cr_assert_eq(fpt(dsts, srcs, sizes, 3, attr, at, 2, &fail, s), CUDA_ERROR_INVALID_VALUE);
+  cr_assert_eq(fail, 2);
+  CUresult r[3];
+  r[0] = f(dsts, srcs, sizes, 2, attr, at, 1, &fail, CU_STREAM_LEGACY);
+  cr_assert(r[0] == CUDA_ERROR_INVALID_VALUE && fail == SIZE_MAX, "legacy: %d, %zu", r[0], fail);
+  fail = 0;
+  r[1] = f(dsts, srcs, sizes, 0, attr, at, 1, &fail, s);
+  cr_assert(r[1] == CUDA_ERROR_INVALID_VALUE && fail == SIZE_MAX, "none: %d, %zu", r[1], fail);
+  fail = 0;
+  attr[1].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_INVALID;
+  r[2] = f(dsts, srcs, sizes, 2, attr, at, 2, &fail, s);
+  cr_assert(r[2] == CUDA_ERROR_INVALID_VALUE && fail == SIZE_MAX, "attr: %d, %zu", r[2], fail);
+  OK(cuStreamSynchronize(s));
+  OK(cuMemcpyDtoH(out, d, 16));
+  cr_assert(out[0] == 0 && out[2] == 0, "a refused batch ran its copy 0 or 1");
 }
