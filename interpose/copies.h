@@ -197,6 +197,15 @@ static inline grape_copy_t grape__copy_cuMemcpyBatchAsync_v2(CUdeviceptr* dsts, 
   (void)a, (void)ai, (void)na, (void)s;
   return grape__copy_batch((void* const*)dsts, (const void* const*)srcs, sizes, count);
 }
+/* CUDA 12.8's form (the unversioned symbol): the same with the index of a
+ * failing copy, which a recorded (successful) call leaves unset. */
+static inline grape_copy_t grape__copy_cuMemcpyBatchAsync(CUdeviceptr* dsts, CUdeviceptr* srcs,
+                                                          size_t* sizes, size_t count,
+                                                          CUmemcpyAttributes* a, size_t* ai,
+                                                          size_t na, size_t* fail, CUstream s) {
+  (void)fail;
+  return grape__copy_cuMemcpyBatchAsync_v2(dsts, srcs, sizes, count, a, ai, na, s);
+}
 
 /* A batch of 3-D copies: all their bytes (an op's extent counts elements of
  * its array operand's size, or bytes between two pointers; an array of a
