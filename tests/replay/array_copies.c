@@ -13,7 +13,10 @@
  *       as a 12.8 runtime reaches it: a batch of one op); each
  *       region's kernels write what the copy after them reads or read what
  *       it overwrites, and two kernels follow every copy in the region it
- *       would fall in were it not ending one. At the end cuMemcpyHtoA,
+ *       would fall in were it not ending one; then a sixth: z, once the
+ *       fifth region's kernels wrote it, into t in two halves (CUDA
+ *       12.8's cuMemcpyBatchAsync, reached the same way), and two kernels
+ *       on t (doubled, plus v). At the end cuMemcpyHtoA,
  *       cuMemcpyAtoH, cuMemcpyAtoHAsync on the stream, a 3-D copy out of
  *       the 2-D array (cuMemcpy3D) and a 3-D batch of an array-to-pointer
  *       and a pointer-to-pointer op (cuMemcpy3DBatchAsync).
@@ -117,7 +120,7 @@ static int driver(int rounds) {
   CUmodule m;
   CUfunction add, twice, acc;
   CUstream s;
-  CUdeviceptr x, y, z;
+  CUdeviceptr x, y, z, t;
   CK(cuInit(0));
   CK(cuDevicePrimaryCtxRetain(&ctx, 0));
   CK(cuCtxSetCurrent(ctx));
@@ -129,6 +132,7 @@ static int driver(int rounds) {
   CK(cuMemAlloc(&x, 16));
   CK(cuMemAlloc(&y, 16));
   CK(cuMemAlloc(&z, 16));
+  CK(cuMemAlloc(&t, 16));
   CUarray a1, a2;
   CUDA_ARRAY_DESCRIPTOR d1 = {4, 0, CU_AD_FORMAT_SIGNED_INT32, 1};
   CUDA_ARRAY_DESCRIPTOR d2 = {4, 2, CU_AD_FORMAT_SIGNED_INT32, 1};
@@ -157,12 +161,22 @@ static int driver(int rounds) {
   from2d.extent = (CUextent3D){4, 1, 1};
   from2d.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
   size_t fail_idx;
+  /* z into t, in halves (12.8's 1-D batch). */
+  PFN_cuMemcpyBatchAsync_v12080 batch1d128;
+  CK(cuGetProcAddress("cuMemcpyBatchAsync", (void**)&batch1d128, 12080, 0, NULL));
+  CUdeviceptr tdsts[2] = {t, t + 8}, tsrcs[2] = {z, z + 8};
+  size_t tsizes[2] = {8, 8}, tattr_at = 0;
+  CUmemcpyAttributes tattr;
+  memset(&tattr, 0, sizeof(tattr));
+  tattr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
   CK(cuMemsetD32Async(y, 0, 4, s));
   CK(cuMemsetD32Async(z, 0, 4, s));
   long sum = 0;
-  int hx[4], hy[4], hz[4], w[3][4] = {{0}};
+  int hx[4], hy[4], hz[4], ht[4], w[3][4] = {{0}};
   for (int r = 0; r < rounds; r++) {
     int v = r + 1, hundred = 100;
+    void* a_twice_t[] = {&t};
+    void* a_add_t[] = {&t, &v};
     void* a_add[] = {&x, &v};
     void* a_hundred[] = {&x, &hundred};
     void* a_twice[] = {&x};
@@ -187,12 +201,22 @@ static int driver(int rounds) {
     CK(batch128(1, &from2d, &fail_idx, 0, s));
     CK(cuLaunchKernel(twice, 1, 1, 1, 32, 1, 1, 0, s, a_twice_z, NULL));
     CK(cuLaunchKernel(add, 1, 1, 1, 32, 1, 1, 0, s, a_add_z, NULL));
+    CK(batch1d128(tdsts, tsrcs, tsizes, 2, &tattr, &tattr_at, 1, &fail_idx, s));
+    CK(cuLaunchKernel(twice, 1, 1, 1, 32, 1, 1, 0, s, a_twice_t, NULL));
+    CK(cuLaunchKernel(add, 1, 1, 1, 32, 1, 1, 0, s, a_add_t, NULL));
     CK(cuStreamSynchronize(s));
     CK(cuMemcpyDtoH(hx, x, 16));
     CK(cuMemcpyDtoH(hy, y, 16));
     CK(cuMemcpyDtoH(hz, z, 16));
+    CK(cuMemcpyDtoH(ht, t, 16));
     if (check(r, hx, hy, hz, w, &sum))
       return 1;
+    for (int i = 0; i < 4; i++)
+      if (ht[i] != 2 * hz[i] + v + i) {
+        fprintf(stderr, "array_copies: round %d element %d: t %d, want %d\n", r, i, ht[i],
+                2 * hz[i] + v + i);
+        return 1;
+      }
   }
   int in[4] = {9, 8, 7, 6}, out[4], out3[2][4];
   CK(cuMemcpyHtoA(a1, 0, in, 16));

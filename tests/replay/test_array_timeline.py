@@ -4,9 +4,9 @@ driver and through the runtime (array_copies.c), and the runtime's forms of
 copies, memsets, batches and graph launches; and graph mode's results with
 such copies between the kernels it holds.
 
-CUDA 12.8's form of the 3-D batch (with its failing index), which a 12.8
-runtime reaches through cuGetProcAddress at version 12080, is drawn and
-ends graph mode's region as 13's does.
+CUDA 12.8's forms of the 3-D and 1-D batches (with their failing index),
+which a 12.8 runtime reaches through cuGetProcAddress at version 12080, are
+drawn and end graph mode's region as 13's do.
 
 Each copy is drawn on the stream it ran on (synchronous ones on the legacy
 default stream) as "memcpy <direction>" with its bytes, the direction by
@@ -31,8 +31,9 @@ CAPTURED = 2   # the runtime's kernels captured into the program's graph: no wor
 DRIVER = [("cuMemcpyDtoA_v2", "memcpy DtoD", 16, True, ROUNDS),
           ("cuMemcpy2DAsync_v2", "memcpy DtoD", 16, False, ROUNDS),
           ("cuMemcpy3DBatchAsync", "memcpy DtoD", 16, False, ROUNDS),   # 12.8's, by cuGetProcAddress
+          ("cuMemcpyBatchAsync", "memcpy DtoD", 8 + 8, False, ROUNDS),   # 12.8's, by cuGetProcAddress
           ("cuMemcpyAtoD_v2", "memcpy DtoD", 16, True, ROUNDS),
-          ("cuMemcpyDtoH_v2", "memcpy DtoH", 16, True, 3 * ROUNDS + 2),
+          ("cuMemcpyDtoH_v2", "memcpy DtoH", 16, True, 4 * ROUNDS + 2),
           ("cuMemcpyHtoA_v2", "memcpy HtoD", 16, True, 1),
           ("cuMemcpyAtoH_v2", "memcpy DtoH", 16, True, 1),
           ("cuMemcpyAtoHAsync_v2", "memcpy DtoH", 16, False, 1),
