@@ -366,21 +366,10 @@ Test(arrays, batched_3d_copies_between_arrays_and_pointers) {
  * index), as a 12.8 program or runtime reaches it: cuGetProcAddress below
  * version 13000 (13's form from 13000), and the exports. */
 Test(arrays, cuda_12_8_batch_copies_and_names_the_failing_op) {
-  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  cr_assert_not_null(h);
-  void* p;
-  CUdriverProcAddressQueryResult st;
-  OK(cuGetProcAddress_v2("cuMemcpy3DBatchAsync", &p, 12080, 0, &st));
-  PFN_cuMemcpy3DBatchAsync_v12080 f = (PFN_cuMemcpy3DBatchAsync_v12080)p;
-  cr_assert(p != NULL && p == dlsym(h, "cuMemcpy3DBatchAsync"), "12080 gave %p", p);
-  OK(cuGetProcAddress_v2("cuMemcpy3DBatchAsync", &p, 12090, 0, &st));
-  cr_assert_eq(p, (void*)f);
-  OK(cuGetProcAddress_v2("cuMemcpy3DBatchAsync", &p, 12080,
-                         CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
-  PFN_cuMemcpy3DBatchAsync_v12080_ptsz fpt = (PFN_cuMemcpy3DBatchAsync_v12080_ptsz)p;
-  cr_assert(p != NULL && p == dlsym(h, "cuMemcpy3DBatchAsync_ptsz"));
-  OK(cuGetProcAddress_v2("cuMemcpy3DBatchAsync", &p, 13000, 0, &st));
-  cr_assert_eq(p, dlsym(h, "cuMemcpy3DBatchAsync_v2"));
+  void *pf, *ppt;
+  drv_form_12_8("cuMemcpy3DBatchAsync", &pf, &ppt);
+  PFN_cuMemcpy3DBatchAsync_v12080 f = (PFN_cuMemcpy3DBatchAsync_v12080)pf;
+  PFN_cuMemcpy3DBatchAsync_v12080_ptsz fpt = (PFN_cuMemcpy3DBatchAsync_v12080_ptsz)ppt;
 
   CUarray a = make2d(4, 3, CU_AD_FORMAT_SIGNED_INT32, 1);
   CUstream s;

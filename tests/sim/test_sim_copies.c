@@ -213,21 +213,10 @@ Test(copies, memsets_of_2d_boxes) {
  * index), as a 12.8 program or runtime reaches it: cuGetProcAddress below
  * version 13000 (13's form from 13000), and the exports. */
 Test(copies, cuda_12_8_1d_batch_copies_and_names_the_failing_copy) {
-  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  cr_assert_not_null(h);
-  void* p;
-  CUdriverProcAddressQueryResult st;
-  OK(cuGetProcAddress_v2("cuMemcpyBatchAsync", &p, 12080, 0, &st));
-  PFN_cuMemcpyBatchAsync_v12080 f = (PFN_cuMemcpyBatchAsync_v12080)p;
-  cr_assert(p != NULL && p == dlsym(h, "cuMemcpyBatchAsync"), "12080 gave %p", p);
-  OK(cuGetProcAddress_v2("cuMemcpyBatchAsync", &p, 12090, 0, &st));
-  cr_assert_eq(p, (void*)f);
-  OK(cuGetProcAddress_v2("cuMemcpyBatchAsync", &p, 12080,
-                         CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
-  PFN_cuMemcpyBatchAsync_v12080_ptsz fpt = (PFN_cuMemcpyBatchAsync_v12080_ptsz)p;
-  cr_assert(p != NULL && p == dlsym(h, "cuMemcpyBatchAsync_ptsz"));
-  OK(cuGetProcAddress_v2("cuMemcpyBatchAsync", &p, 13000, 0, &st));
-  cr_assert_eq(p, dlsym(h, "cuMemcpyBatchAsync_v2"));
+  void *pf, *ppt;
+  drv_form_12_8("cuMemcpyBatchAsync", &pf, &ppt);
+  PFN_cuMemcpyBatchAsync_v12080 f = (PFN_cuMemcpyBatchAsync_v12080)pf;
+  PFN_cuMemcpyBatchAsync_v12080_ptsz fpt = (PFN_cuMemcpyBatchAsync_v12080_ptsz)ppt;
 
   CUstream s;
   OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
