@@ -91,15 +91,18 @@ void grape__gc_exec_free(grape_gc_t* c, exec_t* e, int with_driver) {
 }
 
 /* The job to run now in place of j (taken from the queue's head): the
- * first of the most urgent jobs queued by `start` (in deterministic mode
- * every job queued by then is in the queue: the program's clock has passed
- * it), j itself when none is more urgent. j goes back to the head if
- * another is taken. Under the lock. */
+ * first of the most urgent jobs queued before `start`, j itself when none is
+ * more urgent. j goes back to the head if another is taken. Under the lock.
+ * In deterministic mode every job queued before `start` is in the queue
+ * (the program's clock has reached it, and it queues in its own order); one
+ * queued at `start` itself may be or not, as the OS ran the program and the
+ * builder (the program reports its clock, then queues at the same moment):
+ * it waits for the next pick, so that simulated time never depends on it. */
 static job_t* job_most_urgent(grape_gc_t* c, job_t* j, uint64_t start) {
   job_t *best = NULL, *best_prev = NULL;
   int least = j->urgency;
   for (job_t *x = c->jobs, *prev = NULL; x != NULL; prev = x, x = x->next)
-    if (x->urgency < least && (!c->cfg.deterministic || x->t_queued <= start)) {
+    if (x->urgency < least && (!c->cfg.deterministic || x->t_queued < start)) {
       best = x;
       best_prev = prev;
       least = x->urgency;
