@@ -183,7 +183,10 @@ struct job_s {
   void* layout;                 /* the policy's layout to build (a copy it owns), or NULL: a chain */
   uint32_t gen;                 /* its generation */
   int pin;                      /* a recurring set's executable (exec_t.pinned) */
-  int urgency;                  /* JOB_*: the builder takes the most urgent job due first */
+  int urgency;                  /* JOB_* when queued: the builder takes the most urgent job due first */
+  uint64_t hastened[JOB_RETIRE];  /* when seg_hasten made it as urgent as each more urgent
+                                     JOB_* (0: never): the builder's pick counts only what
+                                     happened before its start (urgency_at) */
   job_t* next;
 };
 

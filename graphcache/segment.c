@@ -90,6 +90,17 @@ void grape__gc_exec_free(grape_gc_t* c, exec_t* e, int with_driver) {
   exec_free(&c->drv, e, with_driver);
 }
 
+/* How urgent j is at simulated moment `start`: as queued, or as a hasten
+ * made it. In deterministic mode only a hasten before `start` counts: one
+ * at or after it may have happened yet or not, as the OS ran the program
+ * and the builder. */
+static int urgency_at(const grape_gc_t* c, const job_t* j, uint64_t start) {
+  for (int u = 0; u < j->urgency; u++)
+    if (j->hastened[u] != 0 && (!c->cfg.deterministic || j->hastened[u] < start))
+      return u;
+  return j->urgency;
+}
+
 /* The job to run now in place of j (taken from the queue's head): the
  * first of the most urgent jobs queued before `start`, j itself when none is
  * more urgent. j goes back to the head if another is taken. Under the lock.
@@ -100,13 +111,15 @@ void grape__gc_exec_free(grape_gc_t* c, exec_t* e, int with_driver) {
  * it waits for the next pick, so that simulated time never depends on it. */
 static job_t* job_most_urgent(grape_gc_t* c, job_t* j, uint64_t start) {
   job_t *best = NULL, *best_prev = NULL;
-  int least = j->urgency;
-  for (job_t *x = c->jobs, *prev = NULL; x != NULL; prev = x, x = x->next)
-    if (x->urgency < least && (!c->cfg.deterministic || x->t_queued < start)) {
+  int least = urgency_at(c, j, start);
+  for (job_t *x = c->jobs, *prev = NULL; x != NULL; prev = x, x = x->next) {
+    int u = urgency_at(c, x, start);
+    if (u < least && (!c->cfg.deterministic || x->t_queued < start)) {
       best = x;
       best_prev = prev;
-      least = x->urgency;
+      least = u;
     }
+  }
   if (best == NULL)
     return j;
   if (best_prev != NULL)
@@ -365,11 +378,13 @@ int grape__gc_seg_build(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint
   return seg_build_as(c, seg, r, from, ctx, layout, gen, 0, JOB_LAYOUT);
 }
 
-/* A build of seg queued already becomes as urgent as `urgency`. */
+/* A build of seg queued already becomes as urgent as `urgency` from now
+ * (the program's clock) on. */
 static void seg_hasten(grape_gc_t* c, const seg_t* seg, int urgency) {
+  uint64_t now = grape__gc_now(c);
   for (job_t* j = c->jobs; j != NULL; j = j->next)
-    if (j->seg == seg && j->urgency > urgency)
-      j->urgency = urgency;
+    if (j->seg == seg && j->urgency > urgency && j->hastened[urgency] == 0)
+      j->hastened[urgency] = now > 0 ? now : 1;
 }
 
 /* A segment that is neither installed nor staged nor being built goes. */
