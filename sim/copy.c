@@ -353,7 +353,9 @@ static CUresult batch1d_resolve(CUdeviceptr dst, CUdeviceptr src, size_t n) {
  * honours the stream's. fail (CUDA 12.8's form; NULL for 13's): on an
  * error, the index of the copy it pertains to, or SIZE_MAX when it pertains
  * to none (an attribute describes a run of copies, not one); on success
- * CUDA says nothing of it, so it is left alone. */
+ * CUDA says nothing of it, so it is left alone. A copy whose attribute says
+ * CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL reads its source at the call,
+ * whatever memory it is in (a pageable source always is). */
 static CUresult batch1d(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
                         CUmemcpyAttributes* attrs, size_t* idxs, size_t nattrs, size_t* fail,
                         CUstream h, int ptds) {
@@ -372,9 +374,16 @@ static CUresult batch1d(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, siz
   for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++)
     if ((r = batch1d_resolve(dsts[i], srcs[i], sizes[i])) != CUDA_SUCCESS)
       at = i;
-  for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++)
-    if ((r = copy1d(P(dsts[i]), ANY, P(srcs[i]), ANY, sizes[i], h, 1, ptds)) != CUDA_SUCCESS)
+  for (size_t i = 0, k = 0; r == CUDA_SUCCESS && i < count; i++) {
+    while (k + 1 < nattrs && idxs[k + 1] <= i)
+      k++;   /* attribute k describes copies idxs[k] .. idxs[k + 1] - 1 */
+    side_t src = {ANY, P(srcs[i]), srcs[i], 0, 0, 0, 0, 0, NULL, 0, 0, NULL};
+    side_t dst = {ANY, P(dsts[i]), dsts[i], 0, 0, 0, 0, 0, NULL, 0, 0, NULL};
+    box_t b = {sizes[i], 1, 1};
+    int now = attrs[k].srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL;
+    if ((r = box_copy_read(&src, &dst, &b, h, 1, now, ptds)) != CUDA_SUCCESS)
       at = i;
+  }
   if (r != CUDA_SUCCESS && fail != NULL)
     *fail = at;
   return r;
