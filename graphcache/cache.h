@@ -351,6 +351,9 @@ typedef struct grape_gc_stats_s {
   uint64_t set_graphs;                 /* ... for a recurring parameter set (a step
                                           counter's values): replayed without updates */
   uint64_t build_waits;                /* deterministic mode: waits for a build */
+  uint64_t exit_wait_ns;               /* how long grape_gc_stop waited for the builds in
+                                          progress (the program's clock; on the sim, how
+                                          far the builder's ran past the program's end) */
   uint64_t deferred;                   /* first builds put off: predicted no faster */
   /* Concurrency plans (conc.c) */
   uint64_t conc_planned;               /* candidate plans built (predicted >= 5% faster) */

@@ -233,6 +233,7 @@ void grape_gc_drop_functions(grape_gc_t* c, void* const* fns, size_t n) {
 }
 
 void grape_gc_stop(grape_gc_t* c) {
+  uint64_t t0 = grape__gc_now(c);
   pthread_mutex_lock(&c->lock);
   if (c->cfg.deterministic && c->cfg.async_builds) {
     /* The builds begun by the program's last report of its progress (the
@@ -254,6 +255,14 @@ void grape_gc_stop(grape_gc_t* c) {
   pthread_mutex_lock(&c->lock);
   while (c->building)
     pthread_cond_wait(&c->built, &c->lock);
+  /* What the exit waited for: on the sim the program's clock does not move
+   * while it waits, and the builder's own shows how far its builds ran past
+   * the program's end (which the run's end includes); elsewhere, the time the
+   * waits took. */
+  uint64_t end = c->cfg.deterministic ? c->builder_clock : grape__gc_now(c);
+  if (c->cfg.deterministic && c->prog_now > t0)
+    t0 = c->prog_now;
+  c->st.exit_wait_ns = end > t0 ? end - t0 : 0;
   pthread_mutex_unlock(&c->lock);
 }
 

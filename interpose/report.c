@@ -713,10 +713,10 @@ char* grape__report_json(int sig) {
   put(&b, "\"builder\":{\"where\":");
   grape__json_put_str(b.f, grape__builder_why());
   put(&b, ",\"built_on_thread\":%llu,\"waits\":%llu,\"deferred\":%llu,\"stalls_program\":%s,"
-      "\"for_recurring_sets\":%llu},",
+      "\"for_recurring_sets\":%llu,\"exit_wait_ns\":%llu},",
       (unsigned long long)st.builds_async, (unsigned long long)st.build_waits,
       (unsigned long long)st.deferred, st.builds_stall ? "true" : "false",
-      (unsigned long long)st.set_graphs);
+      (unsigned long long)st.set_graphs, (unsigned long long)st.exit_wait_ns);
   put(&b, "\"costs\":{");
   for (int k = 0; k < GRAPE_GC_COST__COUNT; k++)
     put(&b, "%s\"%s\":{\"ns\":%.0f,\"samples\":%llu}", k ? "," : "", cost_names[k],

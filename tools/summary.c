@@ -844,6 +844,10 @@ void summary_print(const summary_t* s, const summary_opts_t* o) {
                 ? "; its builds were measured stalling the program's thread, so graphs were "
                   "built only once eager runs had earned them"
                 : "");
+    double wait = num(b, "exit_wait_ns");
+    if (wait >= 1000)
+      fprintf(to, "%sthe exit waited %.3f ms for the graph builds in progress (a build cannot be "
+                  "stopped halfway)\n", o->prefix, wait / 1e6);
     break;   /* one line: the first process that did CUDA work */
   }
   for (size_t i = 0; i < s->n; i++) {

@@ -14,7 +14,9 @@
  *    "launches_by_route":{<route>: N, ...},
  *    "held_ops_flushed_eager":{<cause>: N, ...},
  *    "builder":{"where":"on a builder thread: ..."|"inline, on the program's thread: ...",
- *      "built_on_thread":N,"waits":N,"deferred":N,"stalls_program":true|false},
+ *      "built_on_thread":N,"waits":N,"deferred":N,"stalls_program":true|false,
+ *      "for_recurring_sets":N,"exit_wait_ns":N} (exit_wait_ns: how long the program's exit
+ *      waited for the builds in progress, which cannot be stopped halfway),
  *    "costs":{"launch"|"graph_launch"|"update"|"build_node"|"shim_op":{"ns":X,"samples":N}}
  *      (what graph mode weighed: measured in the run where it has samples, else GRAPE_COSTS;
  *      shim_op: the shim's own host time per op it records or holds),

@@ -352,6 +352,43 @@ def case_lock_stall(a):
     print(f"lock_stall: {b}")
 
 
+def case_exit_wait(a):
+    """A short run whose exit waits for a build in progress (builds forced at
+    the warm-up, on the builder thread, instantiating 200 us a node on the
+    sim: none is done before the run ends): the report's
+    builder.exit_wait_ns is how far the builder's clock ran past the
+    program's exit, so the run's end less it is the end of the same run
+    that builds nothing; grape report says it in one line."""
+    with tempfile.TemporaryDirectory() as d:
+        costs = os.path.join(d, "slow_builds.costs")
+        with open(costs, "w") as f:
+            f.write("instantiate_node 200000\n")
+        env = {"GRAPE_BUILDER": "thread", "SIMCU_COSTS": costs}
+        p, rep, sim = run(a, a.args, env=env)
+        _, rep0, sim0 = run(a, a.args, env=dict(env, GRAPE_WARMUP="1000000000"))
+        b = rep["builder"]
+        if b["built_on_thread"] == 0 or rep["graph_hits"] != 0:
+            fail(f"want builds that end after the program, none replayed: {b}, "
+                 f"{rep['graph_hits']} hits", p)
+        if rep0["graphs_built"] != 0 or rep0["builder"]["exit_wait_ns"] != 0:
+            fail(f"the run that builds nothing: {rep0['builder']}")
+        # The program's end less the wait is the other run's end, within the
+        # few driver calls that queueing builds makes (0.2 us on the sim).
+        wait = b["exit_wait_ns"]
+        rest = sim0["sim_end_ns"] - (sim["sim_end_ns"] - wait)
+        if wait <= 0 or abs(rest) > 2000:
+            fail(f"exit_wait_ns {wait}: the run ended at {sim['sim_end_ns']} ns, the same run "
+                 f"building nothing at {sim0['sim_end_ns']}", p)
+        with open(os.path.join(d, "grape.json"), "w") as f:
+            json.dump(rep, f)
+        s = subprocess.run([a.grape, "report", os.path.join(d, "grape.json")],
+                           capture_output=True, text=True, timeout=60)
+        line = f"the exit waited {wait / 1e6:.3f} ms for the graph builds in progress"
+        if s.returncode != 0 or line not in s.stdout:
+            fail(f"grape report does not say '{line}':\n{s.stdout}\n{s.stderr}")
+        print(f"exit_wait: {wait} ns of {sim['sim_end_ns']}")
+
+
 def starved_env(extra=None):
     """The shim's own choices: default costs and builder (not the harness's
     forced inline builds)."""
@@ -634,6 +671,7 @@ def main():
     ap.add_argument("--simdir", required=True)
     ap.add_argument("--prog", required=True)
     ap.add_argument("--collide", default="")
+    ap.add_argument("--grape", default="grape", help="the grape CLI (case exit_wait)")
     ap.add_argument("--faster", action="store_true")
     ap.add_argument("--args", default="", help="the program's arguments, space-separated (case time)")
     a = ap.parse_args()
