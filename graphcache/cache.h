@@ -149,6 +149,8 @@ typedef struct grape_gc_config_s {
   void (*wake)(void);            /* told when a build is queued (async_builds) */
   void (*handoff)(uint64_t t);   /* called on the builder's thread before a build that was
                                     queued at time t (now()); NULL: nothing */
+  void (*built)(uint64_t end);   /* called on the builder's thread after each build it made,
+                                    with now() (handoff before it); NULL: nothing */
   void (*checked)(uint32_t ops); /* the cache re-checked ops' footprints before a plan's
                                     replay: where the shim's own work is charged to now()'s
                                     clock (the sim), charges it; NULL: now() sees it */
@@ -163,6 +165,12 @@ typedef struct grape_gc_config_s {
   double plan_host_share;        /* a concurrency plan whose host cost a launch reaches this
                                     share of what a replay of its segment saves is dropped
                                     (conc.c; 0: the default, 2%; >= 1: never) */
+  double build_share;            /* a builder thread's build of estimated cost B starts only
+                                    once the process has run B / build_share, so that a run
+                                    that ends during it waits at most that share of its
+                                    length (segment.c; 0: no such wait) */
+  uint64_t run_age_ns;           /* how long the process had run when the cache was made
+                                    (0: the run counts from then) */
 } grape_gc_config_t;
 
 /* The costs graph mode weighs (config launch_ns ... build_node_ns) that the

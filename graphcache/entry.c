@@ -49,6 +49,8 @@ int grape_gc_create(const grape_gc_config_t* cfg, const grape_gc_driver_t* drv, 
   pthread_mutex_init(&c->lock, NULL);
   pthread_cond_init(&c->built, NULL);
   grape__gc_costs_init(c);
+  uint64_t now = grape__gc_now(c);
+  c->t_start = now > c->cfg.run_age_ns ? now - c->cfg.run_age_ns : 0;
   *out = c;
   return 0;
 }

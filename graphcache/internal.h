@@ -217,6 +217,7 @@ struct grape_gc_s {
    * (prog_now, the latest now() of a region's end) has reached that start:
    * a build can then never be in the past of what the program does. */
   uint64_t prog_now, builder_clock;
+  uint64_t t_start;             /* the run's start on now()'s clock (config.build_share) */
   uint64_t builder_wait_until;  /* the start the builder waits for (0: not waiting) */
   grape_gc_stats_t st;
   int noted_build, noted_launch;

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/grow.h"
 #include "util/hash_mix.h"
@@ -387,6 +388,43 @@ static void seg_hasten(grape_gc_t* c, const seg_t* seg, int urgency) {
       j->hastened[urgency] = now > 0 ? now : 1;
 }
 
+/* The earliest moment (the program's clock) at which job j may start: a
+ * build of estimated cost B once the process has run B / build_share. A run
+ * that ends while a build is in progress waits for it at exit (a build
+ * cannot be stopped halfway), so that wait is at most that share of the run
+ * however soon it ends. The estimate is the shim's first guess until a
+ * build has been measured. Under the lock. */
+static uint64_t build_gate(const grape_gc_t* c, const job_t* j) {
+  if (j->retire != NULL || c->cfg.build_share <= 0 || c->cfg.now == NULL)
+    return 0;
+  double ns = grape__gc_build_ns(c, j->seg->n) / c->cfg.build_share;
+  return c->t_start + (ns < 1e18 ? (uint64_t)ns : (uint64_t)1e18);
+}
+
+/* The builder waits (under the lock) until the program's clock reaches
+ * `start`, or the cache stops. Deterministic mode: until a region's end
+ * reports that moment (prog_now), so that a build never starts in the past
+ * of what the program does; else the clock itself, in real time. */
+static void builder_wait(grape_gc_t* c, uint64_t start) {
+  if (c->cfg.deterministic) {
+    while (!c->stopping && c->prog_now < start) {
+      c->builder_wait_until = start;
+      pthread_cond_broadcast(&c->built);   /* a program thread waiting for it may go on */
+      pthread_cond_wait(&c->built, &c->lock);
+    }
+    c->builder_wait_until = 0;
+    return;
+  }
+  for (uint64_t now = grape__gc_now(c); !c->stopping && now < start; now = grape__gc_now(c)) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t ns = (uint64_t)ts.tv_nsec + (start - now);
+    ts.tv_sec += (time_t)(ns / 1000000000u);
+    ts.tv_nsec = (long)(ns % 1000000000u);
+    pthread_cond_timedwait(&c->built, &c->lock, &ts);
+  }
+}
+
 /* A segment that is neither installed nor staged nor being built goes. */
 static void seg_maybe_free(grape_gc_t* c, seg_t* seg) {
   if (!seg->installed && seg->queued == 0 && seg->stagers == 0)
@@ -405,13 +443,18 @@ int grape_gc_build_pending(grape_gc_t* c) {
     c->jobs_tail = NULL;
   c->building++;
   uint64_t start = j->t_queued > c->builder_clock ? j->t_queued : c->builder_clock;
-  while (c->cfg.deterministic && !c->stopping && c->prog_now < start) {
-    c->builder_wait_until = start;
-    pthread_cond_broadcast(&c->built);   /* a program thread waiting for it may go on */
-    pthread_cond_wait(&c->built, &c->lock);
+  for (;;) {
+    uint64_t gate = build_gate(c, j);
+    if (gate > start)
+      start = gate;
+    builder_wait(c, start);
+    job_t* best = job_most_urgent(c, j, start);
+    if (best == j || build_gate(c, best) <= start) {
+      j = best;
+      break;
+    }
+    j = best;   /* more urgent, and due later: waited for in its turn */
   }
-  c->builder_wait_until = 0;
-  j = job_most_urgent(c, j, start);
   int stopping = c->stopping;
   pthread_mutex_unlock(&c->lock);
   if (j->retire != NULL) {
@@ -437,6 +480,8 @@ int grape_gc_build_pending(grape_gc_t* c) {
       c->cfg.handoff(start);
     uint64_t t0 = grape__gc_now(c);
     e = exec_make(&c->drv, c->policy, &j->region, 0, j->seg->n, j->seg->timer, j->layout, &err);
+    if (c->cfg.built != NULL)
+      c->cfg.built(grape__gc_now(c));
     if (e != NULL) {
       e->ready_at = grape__gc_now(c);
       e->gen = j->gen;

@@ -3,7 +3,10 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "real.h"
 #include "state.h"
@@ -32,6 +35,35 @@ char* grape__sim_stats_json(void) {
 uint64_t grape__clock_ns(void) {
   uint64_t (*f)(void) = __atomic_load_n(&sim_host_ns, __ATOMIC_RELAXED);
   return f != NULL ? f() : monotonic_ns();
+}
+
+/* How long the process has run: on the sim, its clock (which starts with
+ * the process); else the boot clock less the process's start time
+ * (/proc/self/stat), 0 when that cannot be read. */
+uint64_t grape__clock_age_ns(void) {
+  if (grape__clock_simulated())
+    return grape__clock_ns();
+  FILE* f = fopen("/proc/self/stat", "r");
+  if (f == NULL)
+    return 0;
+  char buf[1024];
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char* p = strrchr(buf, ')');   /* the command's name may hold spaces */
+  unsigned long long start = 0;
+  /* Fields 3 to 22 after the name: the 20th is the start, in clock ticks
+   * since boot. */
+  if (p == NULL || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+                                 "%*d %*d %*d %*d %llu", &start) != 1)
+    return 0;
+  long hz = sysconf(_SC_CLK_TCK);
+  struct timespec ts;
+  if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) != 0)
+    return 0;
+  uint64_t boot = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  uint64_t began = (uint64_t)start * (1000000000u / (uint64_t)hz);
+  return boot > began ? boot - began : 0;
 }
 
 /* The sim's private table, looked up once the driver is loaded. A GPU's

@@ -51,6 +51,9 @@ static inline __attribute__((always_inline)) void grape__charge_op(void) {
  * heuristic query made for a targeted descriptor), charged the same way. */
 void grape__charge_work(int kind, uint32_t n);
 
+/* How long the process has run, in ns (0: not known). Any thread. */
+uint64_t grape__clock_age_ns(void);
+
 /* The builder takes up a build queued at t (the sim's clocks; a GPU's need
  * nothing). */
 void grape__sim_handoff(uint64_t t);

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "graphcache/cache.h"
 
@@ -946,6 +947,91 @@ Test(cache, a_key_that_stopped_paying_for_its_updates_comes_back_with_an_executa
                (unsigned long)(st.graph_hits - hits));
   cr_expect_eq(st.node_updates, updates, "without an update (%lu)",
                (unsigned long)(st.node_updates - updates));
+}
+
+/* A build starts only once the run has lasted its estimated cost over
+ * build_share (here 40 us / 10%: 400 us of the program's clock), so that an
+ * exit, which waits for a build in progress, slows a short run by at most
+ * that share. Before then the key runs eagerly; a run that ends sooner
+ * waits for no build at all. */
+static void issue_until(const pop_t* step, int n, uint64_t t) {
+  while (fake_now < t)
+    issue_all(step, n);
+}
+
+Test(cache, a_build_waits_until_the_run_has_lasted_its_cost_over_its_share) {
+  grape_gc_config_t cfg = config();
+  cfg.build_ns = 0;
+  cfg.build_node_ns = 10000;   /* estimated: 40 us for the 4-op key */
+  cfg.build_share = 0.1;
+  start_builder(cfg);
+  build_cost_ns = 10000;   /* an instantiation costs the builder 10 us */
+  host_op_ns = 1000;       /* the program: 1 us of its own work per op */
+  pop_t step[4] = {{1, 4, 3}, {2, 4, 3}, {3, 4, 3}, {4, 4, 3}};
+  issue_until(step, 4, 390000);
+  cr_expect_eq(builder_instantiates, 0, "no build began before 400 us (now %lu)",
+               (unsigned long)fake_now);
+  cr_expect_eq(stats().graph_hits, 0);
+  issue_until(step, 4, 440000);
+  stop_builder();
+  expect_device_ran_what_was_issued();
+  cr_expect_eq(builder_instantiates, 1, "built once the run had lasted 400 us");
+  cr_expect_gt(stats().graph_hits, 0, "and replayed after it");
+}
+
+Test(cache, a_run_that_ends_before_a_build_may_start_waits_for_none) {
+  grape_gc_config_t cfg = config();
+  cfg.build_ns = 0;
+  cfg.build_node_ns = 10000;
+  cfg.build_share = 0.1;
+  start_builder(cfg);
+  build_cost_ns = 10000;
+  host_op_ns = 1000;
+  pop_t step[4] = {{1, 4, 3}, {2, 4, 3}, {3, 4, 3}, {4, 4, 3}};
+  issue_until(step, 4, 100000);
+  stop_builder();   /* the exit */
+  expect_device_ran_what_was_issued();
+  cr_expect_eq(builder_instantiates, 0, "the queued build was dropped, never begun");
+  cr_expect_eq(builder_now, 0, "the builder's clock never moved");
+}
+
+/* The same on a GPU, where the builder does not follow the program's
+ * clock (not deterministic): it waits in real time until the clock, which
+ * every thread reads alike, reaches the build's moment. The program's clock
+ * is published to the builder after each region. */
+static uint64_t wall_now;
+static uint64_t wall_clock(void) {
+  return on_builder ? __atomic_load_n(&wall_now, __ATOMIC_ACQUIRE) : fake_now;
+}
+
+Test(cache, a_build_waits_for_its_moment_in_real_time_off_the_sim) {
+  grape_gc_config_t cfg = config();
+  cfg.build_ns = 0;
+  cfg.build_node_ns = 10000;   /* estimated: 40 us for the 4-op key, so 400 us at 10% */
+  cfg.build_share = 0.1;
+  cfg.now = wall_clock;
+  cfg.async_builds = 1;
+  restart_with(cfg);
+  builder_quit = 0;
+  cr_assert_eq(pthread_create(&builder, NULL, builder_main, NULL), 0);
+  host_op_ns = 1000;
+  pop_t step[4] = {{1, 4, 3}, {2, 4, 3}, {3, 4, 3}, {4, 4, 3}};
+  while (fake_now < 390000) {
+    issue_all(step, 4);
+    __atomic_store_n(&wall_now, fake_now, __ATOMIC_RELEASE);
+  }
+  struct timespec pause = {0, 20 * 1000 * 1000};
+  nanosleep(&pause, NULL);   /* a builder not held back would have built by now */
+  cr_expect_eq(stats().builds_async, 0, "built before the run had lasted 400 us");
+  while (fake_now < 440000) {
+    issue_all(step, 4);
+    __atomic_store_n(&wall_now, fake_now, __ATOMIC_RELEASE);
+  }
+  for (int i = 0; i < 2000 && stats().builds_async == 0; i++)
+    nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+  cr_expect_eq(stats().builds_async, 1, "built once the run had lasted 400 us");
+  stop_builder();
+  expect_device_ran_what_was_issued();
 }
 
 Test(cache, a_stopped_cache_drops_queued_builds) {
