@@ -41,11 +41,11 @@ import time
 
 # Small arguments: each case stays well under 30 s on a loaded 2-core machine.
 ARGS = {
-    "train_mlp": ["--steps", "24"],
+    "train_mlp": ["--steps", "48"],
     "decode": [],                       # 8 sequences, at most 48 steps
     "cuda_graph": ["--replays", "12"],
 }
-DONE = {"train_mlp": "trained 24 steps", "decode": "decoded ", "cuda_graph": "replayed it 12 times"}
+DONE = {"train_mlp": "trained 48 steps", "decode": "decoded ", "cuda_graph": "replayed it 12 times"}
 REPLAYS = {"cuda_graph": 12}   # the program's own graph replays
 
 
