@@ -222,24 +222,14 @@ static int d_exec_launch(void* self, void* exec, void* stream) {
 
 static int submit_op(const grape_gc_op_t* op, void* stream);
 
-/* A held kernel submitted eagerly, timed as the program's own launches are
- * (graph.h): a build holding the driver's lock stalls these too. */
-static int submit_timed(const grape_gc_op_t* op, void* stream) {
-  uint64_t t0 = op->kind == GRAPE_OP_KERNEL ? grape__launch_time_start() : 0;
-  int r = submit_op(op, stream);
-  if (t0 != 0)
-    grape__launch_time_end(t0);
-  return r;
-}
-
 /* One held op submitted eagerly (recorded in the timeline with its own events). */
 static int d_submit(void* self, const grape_gc_op_t* op, void* stream) {
   (void)self;
   GRAPE_TL_START(tl, -1);
   if (!GRAPE_TL_ON(tl))
-    return submit_timed(op, stream);
+    return submit_op(op, stream);
   grape__tl_dev_begin(&tl, stream, 0);
-  int r = submit_timed(op, stream);
+  int r = submit_op(op, stream);
   /* A kernel is named by the held call it ran for (the export pairs them);
    * a memset or copy by its bytes. */
   uint64_t what = op->kind == GRAPE_OP_KERNEL
