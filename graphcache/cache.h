@@ -146,11 +146,12 @@ typedef struct grape_gc_config_s {
                                     pointer word named); NULL: 0 */
   long max_paths;                /* paths (and keys) kept; least recently seen out (0: 1<<20) */
   int async_builds;              /* a builder thread calls grape_gc_build_pending */
-  void (*wake)(void);            /* told when a build is queued (async_builds) */
+  void (*wake)(uint64_t until);  /* told when a build is queued (async_builds), with the
+                                    moment (now()) by which the builds queued so far are
+                                    estimated done, one after another, each from its earliest
+                                    start (config.build_share) */
   void (*handoff)(uint64_t t);   /* called on the builder's thread before a build that was
                                     queued at time t (now()); NULL: nothing */
-  void (*built)(uint64_t end);   /* called on the builder's thread after each build it made,
-                                    with now() (handoff before it); NULL: nothing */
   void (*checked)(uint32_t ops); /* the cache re-checked ops' footprints before a plan's
                                     replay: where the shim's own work is charged to now()'s
                                     clock (the sim), charges it; NULL: now() sees it */

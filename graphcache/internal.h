@@ -218,6 +218,7 @@ struct grape_gc_s {
    * a build can then never be in the past of what the program does. */
   uint64_t prog_now, builder_clock;
   uint64_t t_start;             /* the run's start on now()'s clock (config.build_share) */
+  uint64_t builds_until;        /* when the builds queued so far are estimated done (wake) */
   uint64_t builder_wait_until;  /* the start the builder waits for (0: not waiting) */
   grape_gc_stats_t st;
   int noted_build, noted_launch;

@@ -139,6 +139,8 @@ static job_t* job_most_urgent(grape_gc_t* c, job_t* j, uint64_t start) {
 
 /* Queues job j for the builder thread, stamped now: in the order queued,
  * which the builder follows among jobs of the same urgency. */
+static uint64_t build_gate(const grape_gc_t* c, const job_t* j);
+
 static void job_queue(grape_gc_t* c, job_t* j) {
   j->t_queued = grape__gc_now(c);
   if (c->jobs_tail != NULL)
@@ -146,8 +148,20 @@ static void job_queue(grape_gc_t* c, job_t* j) {
   else
     c->jobs = j;
   c->jobs_tail = j;
+  /* When the builder is estimated done with it, behind the builds before it:
+   * the program's launches until then are timed (a build holding the
+   * driver's lock stalls them). Reckoned here, on the program's thread, so
+   * that which launches are timed never depends on how the OS ran the
+   * builder. */
+  uint64_t from = j->t_queued, gate = build_gate(c, j);
+  if (gate > from)
+    from = gate;
+  if (c->builds_until > from)
+    from = c->builds_until;
+  double est = j->retire != NULL ? 0 : grape__gc_build_ns(c, j->seg->n);
+  c->builds_until = from + (est < 1e15 ? (uint64_t)est : (uint64_t)1e15);
   if (c->cfg.wake != NULL)
-    c->cfg.wake();
+    c->cfg.wake(c->builds_until);
 }
 
 /* Destroys e, or queues its destruction for the builder thread (in order
@@ -480,8 +494,6 @@ int grape_gc_build_pending(grape_gc_t* c) {
       c->cfg.handoff(start);
     uint64_t t0 = grape__gc_now(c);
     e = exec_make(&c->drv, c->policy, &j->region, 0, j->seg->n, j->seg->timer, j->layout, &err);
-    if (c->cfg.built != NULL)
-      c->cfg.built(grape__gc_now(c));
     if (e != NULL) {
       e->ready_at = grape__gc_now(c);
       e->gen = j->gen;

@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,29 +104,18 @@ int grape__launch_watch;
 uint64_t grape__build_until;
 
 /* A build was queued: the builder is woken, and the launches that follow are
- * timed (a build that holds the driver's lock stalls them). */
-static void build_queued(void) {
+ * timed until the builds queued so far are estimated done (a build that
+ * holds the driver's lock stalls them; a build may start long after it was
+ * queued: GRAPE_BUILD_WAIT_PCT). */
+static void build_queued(uint64_t until) {
   __atomic_store_n(&grape__launch_watch, 64, __ATOMIC_RELAXED);
+  __atomic_store_n(&grape__build_until, until != 0 ? until : 1, __ATOMIC_RELAXED);
   grape__builder_wake();
-}
-
-/* The builder takes up a build queued at t (on the sim, its clock goes
- * there) and ends it at `end`: every launch made before then by the clock is
- * timed, since a build may start long after it was queued
- * (GRAPE_BUILD_WAIT_PCT) and hold the driver's lock all along. On the sim
- * the clock is simulated: the builder is done in real time long before the
- * program's clock reaches the build's end. */
-static void build_starts(uint64_t t) {
-  __atomic_store_n(&grape__build_until, UINT64_MAX, __ATOMIC_RELAXED);
-  grape__sim_handoff(t);
-}
-static void build_done(uint64_t end) {
-  __atomic_store_n(&grape__build_until, end != 0 ? end : 1, __ATOMIC_RELAXED);
 }
 
 uint64_t grape__launch_time_watched(void) {
   uint64_t now = grape__clock_ns(), until = __atomic_load_n(&grape__build_until, __ATOMIC_RELAXED);
-  if (until != 0 && until != UINT64_MAX && now >= until)
+  if (until != 0 && now >= until)
     __atomic_compare_exchange_n(&grape__build_until, &until, 0, 0, __ATOMIC_RELAXED,
                                 __ATOMIC_RELAXED);   /* past the build's end */
   return now;
@@ -185,8 +173,7 @@ grape_gc_t* grape__gc(void) {
       .now = graphs ? grape__clock_ns : NULL,
       .max_paths = option_at_least(grape_option_paths, 1),
       .wake = build_queued,
-      .handoff = build_starts,
-      .built = build_done,
+      .handoff = grape__sim_handoff,
       .checked = plan_checked,
       .concurrency = (int)grape__option_get(grape_option_concurrency),
       .plan_host_share = (double)grape__option_get(grape_option_plan_host_pct) / 100.0,

@@ -106,16 +106,17 @@ const char* grape__stood_down(void);
 extern __thread unsigned grape__launch_tick __attribute__((tls_model("initial-exec")));
 extern int grape__timed;
 extern int grape__launch_watch;   /* launches still to time since a build was queued */
-/* Threads: written by the builder thread as it starts (UINT64_MAX) and ends
- * (its end, by the clock) a build, and cleared by the launch that finds the
- * clock past it; read by every launch. Nonzero: every launch is timed. */
+/* Threads: written by the thread that queues a build (when the builds queued
+ * so far are estimated done, by the clock) and cleared by the launch that
+ * finds the clock past it; read by every launch. Nonzero: every launch is
+ * timed. */
 extern uint64_t grape__build_until;
 uint64_t grape__launch_time_watched(void);
 static inline __attribute__((always_inline)) uint64_t grape__launch_time_start(void) {
   unsigned t = grape__launch_tick++;
   /* A thread's first 64, then 1 in 16; every launch just after a build was
-   * queued, and every launch while one is built, by the clock (builds that
-   * stall the program show there: costs.c). */
+   * queued, and every launch until the builds queued are estimated done, by
+   * the clock (builds that stall the program show there: costs.c). */
   if (__builtin_expect(t >= 64 && (t & 15) != 0, 1) &&
       (__builtin_expect(__atomic_load_n(&grape__launch_watch, __ATOMIC_RELAXED) <= 0, 1) ||
        __atomic_sub_fetch(&grape__launch_watch, 1, __ATOMIC_RELAXED) < 0) &&
