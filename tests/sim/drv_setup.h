@@ -11,6 +11,7 @@
 #include <criterion/criterion.h>
 #include <cuda.h>
 #include <dlfcn.h>
+#include <semaphore.h>
 #include <stdio.h>
 
 #include "sim_test.h"
@@ -41,6 +42,26 @@ static inline void drv_form_12_8(const char* name, void** f, void** fpt) {
   OK(cuGetProcAddress_v2(name, &p, 13000, 0, &st));
   snprintf(sym, sizeof sym, "%s_v2", name);
   cr_assert_eq(p, dlsym(h, sym), "%s at 13000", name);
+}
+
+/* A gate: host work that holds stream s back until drv_gate_open, so that a
+ * test can change what the stream's queued work reads, or look at the stream
+ * while its work is pending. One gate at a time: each close is opened before
+ * the next. */
+static inline sem_t* drv_gate_sem(void) {
+  static sem_t gate;
+  return &gate;
+}
+static inline void drv_gate_wait(void* p) {
+  (void)p;
+  sem_wait(drv_gate_sem());
+}
+static inline void drv_gate_close(CUstream s) {
+  sem_init(drv_gate_sem(), 0, 0);
+  OK(cuLaunchHostFunc(s, drv_gate_wait, NULL));
+}
+static inline void drv_gate_open(void) {
+  sem_post(drv_gate_sem());
 }
 
 #endif

@@ -11,7 +11,6 @@
 #include <criterion/criterion.h>
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
-#include <semaphore.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -420,21 +419,13 @@ Test(arrays, cuda_12_8_batch_copies_and_names_the_failing_op) {
   cr_assert(back[0] == 0 && back[3] == 0, "a refused batch ran its op 1");
 }
 
-/* A gate: host work that blocks its stream until opened. */
-static sem_t gate;
-static void wait_gate(void* p) {
-  (void)p;
-  sem_wait(&gate);
-}
-
 Test(arrays, a_batch_source_read_during_the_call_is_read_at_the_call) {
   CUstream s;
   OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   int *src, out[2][4];
   OK(cuMemAllocHost((void**)&src, 16));   /* pinned: otherwise copied at the call anyway */
   CUarray a = make2d(4, 2, CU_AD_FORMAT_SIGNED_INT32, 1);
-  sem_init(&gate, 0, 0);
-  OK(cuLaunchHostFunc(s, wait_gate, NULL));
+  drv_gate_close(s);
   for (int i = 0; i < 4; i++)
     src[i] = 10 + i;
   /* Row 0 read during the call, row 1 in stream order: the stream is held
@@ -445,7 +436,7 @@ Test(arrays, a_batch_source_read_during_the_call_is_read_at_the_call) {
   OK(cuMemcpy3DBatchAsync(2, ops, 0, s));
   for (int i = 0; i < 4; i++)
     src[i] = 20 + i;
-  sem_post(&gate);
+  drv_gate_open();
   OK(cuStreamSynchronize(s));
   CUDA_MEMCPY2D c;
   memset(&c, 0, sizeof(c));

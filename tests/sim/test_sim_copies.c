@@ -7,7 +7,6 @@
 #include <criterion/criterion.h>
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
-#include <semaphore.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -265,13 +264,6 @@ Test(copies, cuda_12_8_1d_batch_copies_and_names_the_failing_copy) {
   cr_assert(out[0] == 0 && out[2] == 0, "a refused batch ran its copy 0 or 1");
 }
 
-/* A gate: host work that blocks its stream until opened. */
-static sem_t gate;
-static void wait_gate(void* p) {
-  (void)p;
-  sem_wait(&gate);
-}
-
 /* Each attribute describes the copies from its index to the next one's: a
  * page-locked source read during the call is read at the call, one read in
  * stream order when the stream reaches it. */
@@ -282,8 +274,7 @@ Test(copies, a_1d_batch_reads_a_source_at_the_call_where_its_attribute_says_so) 
   OK(cuMemAllocHost((void**)&src, 16));   /* pinned: otherwise copied at the call anyway */
   CUdeviceptr d;
   OK(cuMemAlloc(&d, 16));
-  sem_init(&gate, 0, 0);
-  OK(cuLaunchHostFunc(s, wait_gate, NULL));
+  drv_gate_close(s);
   for (int i = 0; i < 4; i++)
     src[i] = 10 + i;
   CUdeviceptr sp = (CUdeviceptr)(uintptr_t)src;
@@ -296,12 +287,11 @@ Test(copies, a_1d_batch_reads_a_source_at_the_call_where_its_attribute_says_so) 
   OK(cuMemcpyBatchAsync(dsts, srcs, sizes, 3, attr, at, 2, s));
   for (int i = 0; i < 4; i++)
     src[i] = 20 + i;
-  sem_post(&gate);
+  drv_gate_open();
   OK(cuStreamSynchronize(s));
   int out[4];
   OK(cuMemcpyDtoH(out, d, 16));
   cr_assert(out[0] == 10 && out[1] == 11 && out[2] == 22 && out[3] == 23,
             "copied %d %d %d %d", out[0], out[1], out[2], out[3]);
   OK(cuMemFreeHost(src));
-  sem_destroy(&gate);
 }

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "drv_setup.h"
 #include "simcu.h"
 
 /* Per-thread-default-stream entry points (declared by cuda.h only when the
@@ -56,8 +57,6 @@ SIMCU_KERNEL(k_copy) {
   }
 }
 
-#define OK(call) cr_assert_eq((call), CUDA_SUCCESS, "%s", #call)
-
 static CUmodule mod;
 static CUfunction f_muladd, f_copy, f_unbound;
 
@@ -89,12 +88,6 @@ static void launch_and_read(CUgraphExec x, CUstream s, CUdeviceptr a, void* h, s
   OK(cuMemcpyDtoH(h, a, n));
 }
 
-/* A gate: host work that blocks its stream until opened. */
-static sem_t gate;
-static void wait_gate(void* p) {
-  (void)p;
-  sem_wait(&gate);
-}
 
 TestSuite(sim, .init = setup);
 
@@ -136,17 +129,16 @@ Test(sim, unsynchronised_pinned_readback_is_stale) {
   CUstream s;
   CUdeviceptr a;
   int* h;
-  sem_init(&gate, 0, 0);
   OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   OK(cuMemAllocHost((void**)&h, 64 * sizeof(int)));
   OK(cuMemAlloc(&a, 64 * sizeof(int)));
   memset(h, 0, 64 * sizeof(int));
-  OK(cuLaunchHostFunc(s, wait_gate, NULL));
+  drv_gate_close(s);
   OK(cuMemsetD32Async(a, 7, 64, s));
   OK(cuMemcpyDtoHAsync(h, a, 64 * sizeof(int), s));
   cr_assert_eq(cuStreamQuery(s), CUDA_ERROR_NOT_READY);
   cr_assert_eq(h[0], 0, "the copy ran before the stream got to it");
-  sem_post(&gate);
+  drv_gate_open();
   OK(cuStreamSynchronize(s));
   cr_assert_eq(h[63], 7);
   OK(cuStreamQuery(s));
@@ -157,14 +149,13 @@ Test(sim, events_order_work_across_streams) {
   CUevent e;
   CUdeviceptr a, b;
   int h[10];
-  sem_init(&gate, 0, 0);
   OK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
   OK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
   OK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
   OK(cuMemAlloc(&a, sizeof(h)));
   OK(cuMemAlloc(&b, sizeof(h)));
   OK(cuMemsetD32(a, 0, 10));
-  OK(cuLaunchHostFunc(s1, wait_gate, NULL));
+  drv_gate_close(s1);
   OK(muladd(s1, a, 10, 1, 5));
   OK(cuEventRecord(e, s1));
   OK(cuStreamWaitEvent(s2, e, 0));
@@ -172,7 +163,7 @@ Test(sim, events_order_work_across_streams) {
   usleep(20000);   /* time enough for an s2 that did not wait to finish */
   cr_assert_eq(cuEventQuery(e), CUDA_ERROR_NOT_READY);
   cr_assert_eq(cuStreamQuery(s2), CUDA_ERROR_NOT_READY, "s2 did not wait for the event");
-  sem_post(&gate);
+  drv_gate_open();
   OK(cuStreamSynchronize(s2));
   OK(cuEventQuery(e));
   OK(cuMemcpyDtoH(h, b, sizeof(h)));
@@ -192,7 +183,6 @@ Test(sim, legacy_stream_waits_for_blocking_streams_only) {
   CUstream blocking, nonblocking;
   CUdeviceptr a, b;
   int h[4];
-  sem_init(&gate, 0, 0);
   OK(cuStreamCreate(&blocking, CU_STREAM_DEFAULT));
   OK(cuStreamCreate(&nonblocking, CU_STREAM_NON_BLOCKING));
   OK(cuMemAlloc(&a, sizeof(h)));
@@ -201,29 +191,29 @@ Test(sim, legacy_stream_waits_for_blocking_streams_only) {
   OK(cuMemsetD32(b, 0, 4));
 
   /* A non-blocking stream's pending work does not hold the legacy stream. */
-  OK(cuLaunchHostFunc(nonblocking, wait_gate, NULL));
+  drv_gate_close(nonblocking);
   OK(muladd(NULL, b, 4, 1, 9));
   cr_assert(query_until_ready(CU_STREAM_LEGACY), "legacy stream waited for a non-blocking stream");
-  sem_post(&gate);
+  drv_gate_open();
   OK(cuStreamSynchronize(nonblocking));
 
   /* A blocking stream's pending work does. */
-  OK(cuLaunchHostFunc(blocking, wait_gate, NULL));
+  drv_gate_close(blocking);
   OK(muladd(blocking, a, 4, 1, 3));
   OK(copyk(NULL, b, a, 4));
   usleep(20000);
   cr_assert_eq(cuStreamQuery(NULL), CUDA_ERROR_NOT_READY, "legacy op did not wait");
-  sem_post(&gate);
+  drv_gate_open();
   OK(cuStreamSynchronize(NULL));
   OK(cuMemcpyDtoH(h, b, sizeof(h)));
   cr_assert_eq(h[0], 3);
 
   /* And work queued on a blocking stream waits for earlier legacy work. */
-  OK(cuLaunchHostFunc(NULL, wait_gate, NULL));
+  drv_gate_close(NULL);
   OK(muladd(blocking, a, 4, 2, 0));
   usleep(20000);
   cr_assert_eq(cuStreamQuery(blocking), CUDA_ERROR_NOT_READY, "blocking stream ran ahead of legacy");
-  sem_post(&gate);
+  drv_gate_open();
   OK(cuStreamSynchronize(blocking));
   OK(cuMemcpyDtoH(h, a, sizeof(h)));
   cr_assert_eq(h[2], 6);
@@ -232,14 +222,14 @@ Test(sim, legacy_stream_waits_for_blocking_streams_only) {
 Test(sim, per_thread_stream_is_separate_from_legacy) {
   CUdeviceptr a;
   int h[2];
-  sem_init(&gate, 0, 0);
   OK(cuMemAlloc(&a, sizeof(h)));
   OK(cuMemsetD32(a, 1, 2));
-  OK(cuLaunchHostFunc_ptsz(NULL, wait_gate, NULL));   /* NULL means this thread's stream */
+  sem_init(drv_gate_sem(), 0, 0);
+  OK(cuLaunchHostFunc_ptsz(NULL, drv_gate_wait, NULL));   /* NULL means this thread's stream */
   OK(cuLaunchKernel_ptsz(f_muladd, 1, 1, 1, 32, 1, 1, 0, NULL,
                          (void*[]){&a, &(int){2}, &(int){5}, &(int){0}}, NULL));
   cr_assert_eq(cuStreamQuery(CU_STREAM_PER_THREAD), CUDA_ERROR_NOT_READY);
-  sem_post(&gate);
+  drv_gate_open();
   OK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
   OK(cuMemcpyDtoH(h, a, sizeof(h)));
   cr_assert_eq(h[1], 5);

@@ -8,7 +8,6 @@
  * is host-addressable, so results are read without a copy (which would fail). */
 #include <cuda.h>
 #include <criterion/criterion.h>
-#include <semaphore.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -33,16 +32,8 @@ SIMCU_KERNEL(k_mark) {
 }
 
 static CUfunction f_mark;
-static sem_t gate;
-
-static void wait_gate(void* p) {
-  (void)p;
-  sem_wait(&gate);
-}
-
 static void setup(void) {
   OK(sim_test_start(ptx, "k_mark", &f_mark, NULL));
-  sem_init(&gate, 0, 0);
 }
 
 TestSuite(sim_faults, .init = setup);
@@ -71,7 +62,7 @@ Test(sim_faults, an_eager_fault_is_sticky) {
   CUdeviceptr a = buf[0], b = buf[1], c = buf[2];
   OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   OK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
-  OK(cuLaunchHostFunc(s, wait_gate, NULL));
+  drv_gate_close(s);
   OK(mark(s, a, 4, 1, SIMCU_FAULT_ILLEGAL_ADDRESS));   /* the launch itself succeeds */
   OK(mark(s, b, 4, 0, 0));                            /* behind the fault on its stream */
   CUevent after;
@@ -79,7 +70,7 @@ Test(sim_faults, an_eager_fault_is_sticky) {
   OK(cuEventRecord(after, s));
   OK(cuStreamWaitEvent(other, after, 0));
   OK(mark(other, c, 4, 0, 0));                        /* another stream, after the fault */
-  sem_post(&gate);
+  drv_gate_open();
   cr_assert_eq(cuStreamSynchronize(s), CUDA_ERROR_ILLEGAL_ADDRESS);
   cr_assert_eq(cuStreamSynchronize(other), CUDA_ERROR_ILLEGAL_ADDRESS);
   cr_assert_eq(host(a)[0], 1, "blocks before the faulting one ran");
@@ -126,10 +117,10 @@ Test(sim_faults, a_fault_in_a_graph_node_is_sticky) {
   OK(mark(s, c, 2, 0, 0));
   OK(cuStreamEndCapture(s, &g));
   OK(cuGraphInstantiate(&x, g, 0));
-  OK(cuLaunchHostFunc(s, wait_gate, NULL));
+  drv_gate_close(s);
   OK(cuGraphLaunch(x, s));
   OK(mark(s, c, 4, 0, 0));   /* eager work after the graph */
-  sem_post(&gate);
+  drv_gate_open();
   cr_assert_eq(cuStreamSynchronize(s), CUDA_ERROR_LAUNCH_FAILED);
   cr_assert_eq(host(a)[0] + host(a)[1], 2, "the node before the fault ran");
   cr_assert_eq(host(b)[1], 0, "the faulting node stopped at its faulting block");
@@ -145,9 +136,9 @@ Test(sim_faults, the_first_fault_wins_and_other_codes_are_launch_failures) {
   CUdeviceptr a;
   OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   OK(cuMemAlloc(&a, 4 * sizeof(int)));
-  OK(cuLaunchHostFunc(s, wait_gate, NULL));
+  drv_gate_close(s);
   OK(mark(s, a, 1, 0, 12345));   /* not a device fault code */
   OK(mark(s, a, 1, 0, SIMCU_FAULT_ILLEGAL_ADDRESS));
-  sem_post(&gate);
+  drv_gate_open();
   cr_assert_eq(cuStreamSynchronize(s), CUDA_ERROR_LAUNCH_FAILED);
 }

@@ -6,7 +6,6 @@
 #include <cuda.h>
 #include <criterion/criterion.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,12 +30,6 @@ SIMCU_PARAMS(k_two, 8, 4);
 SIMCU_KERNEL(k_two) {
   (void)simcu_blk;
   *SIMCU_ARG(0, int*) = SIMCU_ARG(1, int);
-}
-
-static sem_t gate;
-static void wait_gate(void* p) {
-  (void)p;
-  sem_wait(&gate);
 }
 
 static void start(int reuse) {
@@ -73,12 +66,11 @@ Test(sim_reuse, a_stream_is_reused_only_once_its_work_is_done) {
   OK(cuEventCreate(&e, 0));
   /* While a destroyed stream's work is pending, its value is not handed out. */
   OK(cuStreamCreate(&s, 0));
-  sem_init(&gate, 0, 0);
-  OK(cuLaunchHostFunc(s, wait_gate, NULL));
+  drv_gate_close(s);
   OK(cuStreamDestroy(s));
   OK(cuStreamCreate(&t, 0));
   cr_assert_neq(t, s, "reused while its work was pending");
-  sem_post(&gate);
+  drv_gate_open();
   OK(cuCtxSynchronize());
   OK(cuStreamDestroy(t));
   CUstream u;
