@@ -137,10 +137,21 @@ static job_t* job_most_urgent(grape_gc_t* c, job_t* j, uint64_t start) {
   return best;
 }
 
+/* The earliest moment (the program's clock) at which job j may start: a
+ * build of estimated cost B once the process has run B / build_share. A run
+ * that ends while a build is in progress waits for it at exit (a build
+ * cannot be stopped halfway), so that wait is at most that share of the run
+ * however soon it ends. The estimate is the shim's first guess until a
+ * build has been measured. Under the lock. */
+static uint64_t build_gate(const grape_gc_t* c, const job_t* j) {
+  if (j->retire != NULL || c->cfg.build_share <= 0 || c->cfg.now == NULL)
+    return 0;
+  double ns = grape__gc_build_ns(c, j->seg->n) / c->cfg.build_share;
+  return c->t_start + (ns < 1e18 ? (uint64_t)ns : (uint64_t)1e18);
+}
+
 /* Queues job j for the builder thread, stamped now: in the order queued,
  * which the builder follows among jobs of the same urgency. */
-static uint64_t build_gate(const grape_gc_t* c, const job_t* j);
-
 static void job_queue(grape_gc_t* c, job_t* j) {
   j->t_queued = grape__gc_now(c);
   if (c->jobs_tail != NULL)
@@ -400,19 +411,6 @@ static void seg_hasten(grape_gc_t* c, const seg_t* seg, int urgency) {
   for (job_t* j = c->jobs; j != NULL; j = j->next)
     if (j->seg == seg && j->urgency > urgency && j->hastened[urgency] == 0)
       j->hastened[urgency] = now > 0 ? now : 1;
-}
-
-/* The earliest moment (the program's clock) at which job j may start: a
- * build of estimated cost B once the process has run B / build_share. A run
- * that ends while a build is in progress waits for it at exit (a build
- * cannot be stopped halfway), so that wait is at most that share of the run
- * however soon it ends. The estimate is the shim's first guess until a
- * build has been measured. Under the lock. */
-static uint64_t build_gate(const grape_gc_t* c, const job_t* j) {
-  if (j->retire != NULL || c->cfg.build_share <= 0 || c->cfg.now == NULL)
-    return 0;
-  double ns = grape__gc_build_ns(c, j->seg->n) / c->cfg.build_share;
-  return c->t_start + (ns < 1e18 ? (uint64_t)ns : (uint64_t)1e18);
 }
 
 /* The builder waits (under the lock) until the program's clock reaches
