@@ -163,13 +163,19 @@ static CUresult box_copy(side_t* src, side_t* dst, const box_t* b, CUstream h, i
 /* ---- 1-D copies ---- */
 
 /* A copy of n bytes; each side's memory type says what it must be (UNIFIED:
- * whatever the pointer is, as cuMemcpy[Async] takes it). */
-static CUresult copy1d(void* dst, CUmemorytype dt, const void* src, CUmemorytype st, size_t n,
-                       CUstream h, int async, int ptds) {
+ * whatever the pointer is, as cuMemcpy[Async] takes it); read_now as
+ * box_copy_read's. */
+static CUresult copy1d_read(void* dst, CUmemorytype dt, const void* src, CUmemorytype st,
+                            size_t n, CUstream h, int async, int read_now, int ptds) {
   side_t s = {st, src, (CUdeviceptr)(uintptr_t)src, 0, 0, 0, 0, 0, NULL, 0, 0, NULL};
   side_t d = {dt, dst, (CUdeviceptr)(uintptr_t)dst, 0, 0, 0, 0, 0, NULL, 0, 0, NULL};
   box_t b = {n, 1, 1};
-  return box_copy(&s, &d, &b, h, async, ptds);
+  return box_copy_read(&s, &d, &b, h, async, read_now, ptds);
+}
+
+static CUresult copy1d(void* dst, CUmemorytype dt, const void* src, CUmemorytype st, size_t n,
+                       CUstream h, int async, int ptds) {
+  return copy1d_read(dst, dt, src, st, n, h, async, 0, ptds);
 }
 
 #define P(x) ((void*)(uintptr_t)(x))
@@ -377,11 +383,9 @@ static CUresult batch1d(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, siz
   for (size_t i = 0, k = 0; r == CUDA_SUCCESS && i < count; i++) {
     while (k + 1 < nattrs && idxs[k + 1] <= i)
       k++;   /* attribute k describes copies idxs[k] .. idxs[k + 1] - 1 */
-    side_t src = {ANY, P(srcs[i]), srcs[i], 0, 0, 0, 0, 0, NULL, 0, 0, NULL};
-    side_t dst = {ANY, P(dsts[i]), dsts[i], 0, 0, 0, 0, 0, NULL, 0, 0, NULL};
-    box_t b = {sizes[i], 1, 1};
     int now = attrs[k].srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL;
-    if ((r = box_copy_read(&src, &dst, &b, h, 1, now, ptds)) != CUDA_SUCCESS)
+    if ((r = copy1d_read(P(dsts[i]), ANY, P(srcs[i]), ANY, sizes[i], h, 1, now, ptds)) !=
+        CUDA_SUCCESS)
       at = i;
   }
   if (r != CUDA_SUCCESS && fail != NULL)
