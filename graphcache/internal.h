@@ -245,9 +245,15 @@ struct grape_gc_s {
     uint64_t ops;               /* ops of the window so far */
     double saved, potential, cost;   /* the window's */
     double build_seen;          /* build_cost_ns when the window began */
+    uint64_t resume_at;         /* now() when the builds queued before the pause are estimated
+                                   done (0: none): the pause ends then */
+    uint64_t resumed_at;        /* now() when the last pause ended: a cycle that spans a pause
+                                   is no sample (verdict.c) */
     uint32_t losing;            /* consecutive losing windows */
     _Atomic double build_cost_ns;    /* builds the program's thread waited for, all run */
     _Atomic int stood_down;
+    _Atomic int pause;          /* grape_gc_pause_wanted's answer: set and cleared under the
+                                   lock, read by any thread */
     char why[256];
   } ledger;
   struct cost_meter_s {
@@ -309,6 +315,8 @@ static inline int grape__gc_builds_free(const grape_gc_t* c) {
 void grape__gc_ledger_account(grape_gc_t* c, const grape_region_t* r, const gkey_t* k,
                               int replayed, uint32_t segs, uint32_t updates);
 void grape__gc_ledger_build(grape_gc_t* c, double ns);
+/* The pauses' time so far into st (a pause under way counts up to now). */
+void grape__gc_ledger_paused(grape_gc_t* c, grape_gc_stats_t* st);
 
 /* The configured costs as the first estimates (grape_gc_create). */
 void grape__gc_costs_init(grape_gc_t* c);

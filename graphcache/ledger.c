@@ -15,13 +15,25 @@
  * program runs as without it from then on. Gains never go below zero here:
  * keys whose replays lose are the per-key verdicts' job (verdict.c); this
  * only asks whether the rest covers the shim's own time. A cost of 0 per op
- * (GRAPE_COSTS shim=0, or a clock that does not see it) never stands down. */
+ * (GRAPE_COSTS shim=0, or a clock that does not see it) never stands down.
+ *
+ * The budget: what graph mode has cost the program over the whole run (its
+ * own work and the builds waited for, less what replays saved) may reach
+ * config.budget_share of how long the process has run. Past it the caller
+ * pauses (records and holds nothing) until the process has run long enough
+ * that the same cost is half the budget, then records again. A run that ends
+ * before its replays pay, or whose replays never pay, therefore loses at most
+ * that share of its length, plus the one region that crossed the line; a run
+ * whose replays pay never pauses after they do. Warm-up is not credited here
+ * (the windows above credit it): a short run cannot tell a warm-up that will
+ * pay from one that will not. */
 #include "internal.h"
 
 #include <stdio.h>
 
 #define LEDGER_WINDOW 512   /* ops per judged window */
 #define LEDGER_LOSING 2     /* losing windows in a row before standing down */
+#define RESUME_SHARE 0.5  /* a pause ends once the cost is this share of the budget */
 
 /* What replaying r (of key k, after segs graph launches and updates node
  * updates) saved against running it eagerly, at least 0: the host time its
@@ -79,6 +91,75 @@ static void judge_window(grape_gc_t* c) {
   l->build_seen = builds;
 }
 
+/* What graph mode has cost the program so far, less what replays saved (ns;
+ * under the lock). */
+static double debt_ns(const grape_gc_t* c) {
+  const struct ledger_s* l = &c->ledger;
+  double builds = atomic_load_explicit(&l->build_cost_ns, memory_order_relaxed);
+  return c->st.ledger_cost_ns + (builds - l->build_seen) - c->st.ledger_saved_ns;
+}
+
+/* How long the process has run, on now()'s clock (0: no clock). */
+static double age_ns(const grape_gc_t* c) {
+  uint64_t now = c->cfg.now != NULL ? c->cfg.now() : 0;
+  return now > c->t_start ? (double)(now - c->t_start) : 0;
+}
+
+/* Builds set free by the user (GRAPE_COSTS=build=0,build_node=0: graphs at
+ * once, as tests that mean replay ask): no pause holds replays back either. */
+static int builds_forced(const grape_gc_t* c) {
+  return ((c->cfg.costs_fixed >> GRAPE_GC_COST_BUILD_NODE) & 1) && c->cfg.build_ns <= 0 &&
+         grape__gc_cost(c, GRAPE_GC_COST_BUILD_NODE) <= 0;
+}
+
+/* Pauses the caller when the run's cost is past its budget (under the lock;
+ * on the shim's cost per op as known so far, the guess until measured: a
+ * pause is undone, unlike standing down). */
+static void budget_check(grape_gc_t* c) {
+  struct ledger_s* l = &c->ledger;
+  if (c->cfg.budget_share <= 0 || grape__gc_cost(c, GRAPE_GC_COST_SHIM_OP) <= 0 ||
+      builds_forced(c) || atomic_load_explicit(&l->pause, memory_order_relaxed))
+    return;
+  double age = age_ns(c);
+  if (age <= 0 || debt_ns(c) <= c->cfg.budget_share * age)
+    return;
+  c->st.pauses++;
+  c->st.paused_since_ns = age;
+  uint64_t now = c->cfg.now();
+  l->resume_at = c->builds_until > now ? c->builds_until : 0;
+  atomic_store_explicit(&l->pause, 1, memory_order_relaxed);
+}
+
+int grape_gc_pause_wanted(grape_gc_t* c) {
+  return c != NULL && atomic_load_explicit(&c->ledger.pause, memory_order_relaxed);
+}
+
+int grape_gc_resume(grape_gc_t* c) {
+  if (!grape_gc_pause_wanted(c))
+    return 1;
+  pthread_mutex_lock(&c->lock);
+  double age = age_ns(c);
+  uint64_t at = c->ledger.resume_at;
+  int go = atomic_load_explicit(&c->ledger.pause, memory_order_relaxed) &&
+           ((at != 0 && c->cfg.now() >= at) || debt_ns(c) <= RESUME_SHARE * c->cfg.budget_share * age);
+  if (go) {
+        c->st.paused_ns += age - c->st.paused_since_ns;
+    c->st.paused_since_ns = 0;
+    c->ledger.resumed_at = c->cfg.now();
+    atomic_store_explicit(&c->ledger.pause, 0, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&c->lock);
+  return go;
+}
+
+void grape__gc_ledger_paused(grape_gc_t* c, grape_gc_stats_t* st) {
+  pthread_mutex_lock(&c->lock);
+  st->paused_ns = c->st.paused_ns;
+  if (c->st.paused_since_ns > 0)
+    st->paused_ns += age_ns(c) - c->st.paused_since_ns;
+  pthread_mutex_unlock(&c->lock);
+}
+
 void grape__gc_ledger_account(grape_gc_t* c, const grape_region_t* r, const gkey_t* k,
                               int replayed, uint32_t segs, uint32_t updates) {
   struct ledger_s* l = &c->ledger;
@@ -94,6 +175,7 @@ void grape__gc_ledger_account(grape_gc_t* c, const grape_region_t* r, const gkey
   l->ops += r->ops.n;
   if (l->ops >= LEDGER_WINDOW)
     judge_window(c);
+  budget_check(c);
 }
 
 void grape__gc_ledger_build(grape_gc_t* c, double ns) {

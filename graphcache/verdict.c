@@ -356,7 +356,9 @@ static void time_cycles(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
     r->timers.prev_key = NULL;   /* an untimed chunk breaks the chain */
     return;
   }
-  if (r->timers.prev_key != NULL && !r->timers.prev_skip && r->timers.t_first > r->timers.prev_t) {
+  /* (A cycle that spans a pause of graph mode (ledger.c) is no sample.) */
+  if (r->timers.prev_key != NULL && !r->timers.prev_skip && r->timers.t_first > r->timers.prev_t &&
+      r->timers.prev_t >= c->ledger.resumed_at) {
     gkey_t* pk = grape__gc_key_known(c, r->timers.prev_key);
     if (pk != NULL)
       note_cycle(c, pk, r->timers.prev_replayed, r->timers.t_first - r->timers.prev_t);

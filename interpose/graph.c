@@ -178,6 +178,7 @@ grape_gc_t* grape__gc(void) {
       .concurrency = (int)grape__option_get(grape_option_concurrency),
       .plan_host_share = (double)grape__option_get(grape_option_plan_host_pct) / 100.0,
       .build_share = (double)grape__option_get(grape_option_build_wait_pct) / 100.0,
+      .budget_share = (double)grape__option_get(grape_option_budget_pct) / 100.0,
     };
     costs_set(&cfg);
     grape__clock_init(graphs);
@@ -378,6 +379,11 @@ void grape__end_locked(grape_stream_t* s) {
     if (__builtin_expect(grape_gc_stood_down(c) != NULL, 0) &&
         __atomic_load_n(&grape__pass, __ATOMIC_RELAXED) == GRAPE_PASS_OFF)
       __atomic_store_n(&grape__pass, GRAPE_PASS_PENDING, __ATOMIC_RELAXED);
+    else if (__builtin_expect(grape_gc_pause_wanted(c), 0)) {
+      int off = GRAPE_PASS_OFF;
+      __atomic_compare_exchange_n(&grape__pass, &off, GRAPE_PASS_PAUSING, 0, __ATOMIC_RELAXED,
+                                  __ATOMIC_RELAXED);
+    }
   } else {
     s->region.cursor.node = c != NULL ? grape__hold_start(s) : NULL;
   }
@@ -557,6 +563,37 @@ void grape__stand_down(void) {
                  "(what it holds is submitted now)", stood_down_why);
   grape__flush_all();
   __atomic_store_n(&grape__pass, GRAPE_PASS_ON, __ATOMIC_RELAXED);
+}
+
+__thread unsigned grape__pause_tick __attribute__((tls_model("initial-exec")));
+
+void grape__pause(void) {
+  pthread_mutex_lock(&cache_lock);
+  int first = __atomic_load_n(&grape__pass, __ATOMIC_RELAXED) == GRAPE_PASS_PAUSING &&
+              __atomic_load_n(&graphs_on, __ATOMIC_RELAXED);
+  __atomic_store_n(&graphs_on, 0, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&cache_lock);
+  if (!first)
+    return;
+  grape_log_debug("graph mode pauses: what it has cost the program so far is past its budget "
+                  "(GRAPE_BUDGET_PCT); what it holds is submitted now");
+  grape__flush_all();
+  int pausing = GRAPE_PASS_PAUSING;
+  __atomic_compare_exchange_n(&grape__pass, &pausing, GRAPE_PASS_PAUSED, 0, __ATOMIC_RELAXED,
+                              __ATOMIC_RELAXED);
+}
+
+void grape__pause_end(void) {
+  if (cache == NULL || !grape_gc_resume(cache))
+    return;
+  pthread_mutex_lock(&cache_lock);
+  if (__atomic_load_n(&grape__pass, __ATOMIC_RELAXED) == GRAPE_PASS_PAUSED &&
+      stop_why[0] == '\0' && stood_down_why[0] == '\0') {
+    __atomic_store_n(&graphs_on, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&grape__pass, GRAPE_PASS_OFF, __ATOMIC_RELAXED);
+    grape_log_debug("graph mode records again: what it cost is within its budget");
+  }
+  pthread_mutex_unlock(&cache_lock);
 }
 
 const char* grape__stood_down(void) {

@@ -69,33 +69,47 @@ static inline __attribute__((always_inline)) uint64_t grape__shim_time_start(voi
 }
 void grape__shim_time_end(uint64_t t0);
 
-/* ---- Standing down ----
+/* ---- Standing down, and pausing ----
  * When graph mode's replays do not pay for the shim's own work (the cache's
  * ledger), it stands down: grape__pass goes to GRAPE_PASS_PENDING at the
  * region end that found it, and the calling thread's next launch or memop
  * (no lock held there) submits everything held and sets GRAPE_PASS_ON; from
- * then on launches and memops are only counted. Threads: PENDING stored
- * (relaxed) by the thread whose region end found the cache stood down, ON by
- * the one thread that stands down (under the cache's lock); loaded (relaxed)
- * by every launch and memop in graph mode. */
-enum { GRAPE_PASS_OFF = 0, GRAPE_PASS_PENDING, GRAPE_PASS_ON };
+ * then on launches and memops are only counted. A pause (the ledger's
+ * budget: what graph mode cost so far is past GRAPE_BUDGET_PCT of the run)
+ * goes the same way through GRAPE_PASS_PAUSING to GRAPE_PASS_PAUSED, and is
+ * undone: one passed op in 64 of each thread asks the cache whether it may
+ * end (grape__pause_end), and streams hold again from their next regions.
+ * Threads: PENDING and PAUSING stored by the thread whose region end found
+ * the cache's answer, ON and PAUSED by the one thread that stands down or
+ * pauses, OFF again by the one that ends a pause (those three under
+ * graph.c's cache lock); loaded (relaxed) by every launch and memop in
+ * graph mode. */
+enum { GRAPE_PASS_OFF = 0, GRAPE_PASS_PENDING, GRAPE_PASS_PAUSING, GRAPE_PASS_ON, GRAPE_PASS_PAUSED };
 extern int grape__pass;
 void grape__stand_down(void);
+void grape__pause(void);
+void grape__pause_end(void);
+extern __thread unsigned grape__pause_tick __attribute__((tls_model("initial-exec")));
 extern int grape__holding;   /* (below) */
-/* True when the op may skip the shim's recording: standing down is done and
- * nothing is held anywhere (a hold that raced the stand-down is submitted in
+/* True when the op may skip the shim's recording: standing down or a pause
+ * is done and nothing is held anywhere (a hold that raced it is submitted in
  * order first, the normal way). */
 static inline __attribute__((always_inline)) int grape__passed(void) {
-  return __builtin_expect(__atomic_load_n(&grape__pass, __ATOMIC_RELAXED) == GRAPE_PASS_ON, 0) &&
+  return __builtin_expect(__atomic_load_n(&grape__pass, __ATOMIC_RELAXED) >= GRAPE_PASS_ON, 0) &&
          __atomic_load_n(&grape__holding, __ATOMIC_RELAXED) == 0;
 }
-/* As grape__passed, doing a pending stand-down first (call with no lock held). */
+/* As grape__passed, doing a pending stand-down or pause first, or asking
+ * now and then whether a pause may end (call with no lock held). */
 static inline __attribute__((always_inline)) int grape__passing(void) {
   int p = __atomic_load_n(&grape__pass, __ATOMIC_RELAXED);
   if (__builtin_expect(p == GRAPE_PASS_OFF, 1))
     return 0;
   if (p == GRAPE_PASS_PENDING)
     grape__stand_down();
+  else if (p == GRAPE_PASS_PAUSING)
+    grape__pause();
+  else if (p == GRAPE_PASS_PAUSED && (++grape__pause_tick & 63) == 0)
+    grape__pause_end();
   return grape__passed();
 }
 const char* grape__stood_down(void);

@@ -724,9 +724,10 @@ char* grape__report_json(int sig) {
   put(&b, "},");
   /* Whether replays paid for the shim's own work (graphcache/ledger.c). */
   put(&b, "\"ledger\":{\"saved_ns\":%.0f,\"cost_ns\":%.0f,\"windows\":%llu,\"losing\":%llu,"
-          "\"stood_down_at_op\":%llu,\"stood_down\":",
+          "\"pauses\":%llu,\"paused_ns\":%.0f,\"stood_down_at_op\":%llu,\"stood_down\":",
       st.ledger_saved_ns, st.ledger_cost_ns, (unsigned long long)st.ledger_windows,
-      (unsigned long long)st.ledger_losing, (unsigned long long)st.stood_down_at_op);
+      (unsigned long long)st.ledger_losing, (unsigned long long)st.pauses, st.paused_ns,
+      (unsigned long long)st.stood_down_at_op);
   if (grape__stood_down() != NULL)
     grape__json_put_str(b.f, grape__stood_down());
   else
