@@ -34,6 +34,7 @@
 #define LEDGER_WINDOW 512   /* ops per judged window */
 #define LEDGER_LOSING 2     /* losing windows in a row before standing down */
 #define RESUME_SHARE 0.5  /* a pause ends once the cost is this share of the budget */
+#define DEAR_SHARE 0.2    /* the budget binds where the shim's work per op is this share of a launch */
 
 /* What replaying r (of key k, after segs graph launches and updates node
  * updates) saved against running it eagerly, at least 0: the host time its
@@ -94,9 +95,7 @@ static void judge_window(grape_gc_t* c) {
 /* What graph mode has cost the program so far, less what replays saved (ns;
  * under the lock). */
 static double debt_ns(const grape_gc_t* c) {
-  const struct ledger_s* l = &c->ledger;
-  double builds = atomic_load_explicit(&l->build_cost_ns, memory_order_relaxed);
-  return c->st.ledger_cost_ns + (builds - l->build_seen) - c->st.ledger_saved_ns;
+  return c->st.ledger_cost_ns - c->ledger.build_seen - c->st.ledger_saved_ns;
 }
 
 /* How long the process has run, on now()'s clock (0: no clock). */
@@ -117,7 +116,8 @@ static int builds_forced(const grape_gc_t* c) {
  * pause is undone, unlike standing down). */
 static void budget_check(grape_gc_t* c) {
   struct ledger_s* l = &c->ledger;
-  if (c->cfg.budget_share <= 0 || grape__gc_cost(c, GRAPE_GC_COST_SHIM_OP) <= 0 ||
+  double shim = grape__gc_cost(c, GRAPE_GC_COST_SHIM_OP);
+  if (c->cfg.budget_share <= 0 || shim <= 0 || shim < DEAR_SHARE * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH) ||
       builds_forced(c) || atomic_load_explicit(&l->pause, memory_order_relaxed))
     return;
   double age = age_ns(c);
@@ -125,6 +125,11 @@ static void budget_check(grape_gc_t* c) {
     return;
   c->st.pauses++;
   c->st.paused_since_ns = age;
+  /* The window ends with the pause and is judged as it stands: replays that
+   * lose while recording comes in short spells still stand graph mode down
+   * after two of them. */
+  if (l->ops > 0)
+    judge_window(c);
   uint64_t now = c->cfg.now();
   l->resume_at = c->builds_until > now ? c->builds_until : 0;
   atomic_store_explicit(&l->pause, 1, memory_order_relaxed);
@@ -143,7 +148,7 @@ int grape_gc_resume(grape_gc_t* c) {
   int go = atomic_load_explicit(&c->ledger.pause, memory_order_relaxed) &&
            ((at != 0 && c->cfg.now() >= at) || debt_ns(c) <= RESUME_SHARE * c->cfg.budget_share * age);
   if (go) {
-        c->st.paused_ns += age - c->st.paused_since_ns;
+          c->st.paused_ns += age - c->st.paused_since_ns;
     c->st.paused_since_ns = 0;
     c->ledger.resumed_at = c->cfg.now();
     atomic_store_explicit(&c->ledger.pause, 0, memory_order_relaxed);

@@ -147,6 +147,18 @@ static long option_at_least(grape_option_t o, long lo) {
   return v < lo ? lo : v;
 }
 
+/* The budget's share of the run (GRAPE_BUDGET_PCT), or none when the user
+ * asked for every path on record (a trace, a timeline, predicted times): a
+ * pause would leave the regions it passed out of them. */
+static double budget_share(void) {
+  const char* trace = grape__option_str(grape_option_trace);
+  const char* gpu = grape__option_str(grape_option_predict_gpu);
+  if ((trace != NULL && *trace != '\0') || (gpu != NULL && *gpu != '\0') ||
+      grape__option_get(grape_option_timeline))
+    return 0;
+  return (double)grape__option_get(grape_option_budget_pct) / 100.0;
+}
+
 grape_gc_t* grape__gc_peek(void) {
   return __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
 }
@@ -178,7 +190,7 @@ grape_gc_t* grape__gc(void) {
       .concurrency = (int)grape__option_get(grape_option_concurrency),
       .plan_host_share = (double)grape__option_get(grape_option_plan_host_pct) / 100.0,
       .build_share = (double)grape__option_get(grape_option_build_wait_pct) / 100.0,
-      .budget_share = (double)grape__option_get(grape_option_budget_pct) / 100.0,
+      .budget_share = budget_share(),
     };
     costs_set(&cfg);
     grape__clock_init(graphs);

@@ -56,13 +56,16 @@ static inline __attribute__((always_inline)) int grape__hold_ready(grape_stream_
 }
 
 /* ---- The shim's own host time per op, measured ----
- * One op in 32 a thread records or holds has that work timed (graph mode),
+ * A thread's first 64 ops it records or holds, then one in 32, have that work timed (graph mode),
  * on the clock replays are timed with (on the sim it sees grape__charge_op):
  * the cache weighs what replays save against it (graphcache/ledger.c). */
 extern __thread unsigned grape__shim_tick __attribute__((tls_model("initial-exec")));
 extern int grape__timed;
 static inline __attribute__((always_inline)) uint64_t grape__shim_time_start(void) {
-  if (__builtin_expect((++grape__shim_tick & 31) != 0, 1) ||
+  /* A thread's first 64 ops, then one in 32: the cost is known early, for
+   * the ledger's budget (graphcache/ledger.c). */
+  unsigned t = ++grape__shim_tick;
+  if ((__builtin_expect((t & 31) != 0, 1) && __builtin_expect(t > 64, 1)) ||
       !__atomic_load_n(&grape__timed, __ATOMIC_RELAXED))
     return 0;
   return grape__clock_ns();

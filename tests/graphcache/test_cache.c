@@ -995,6 +995,93 @@ Test(cache, a_run_that_ends_before_a_build_may_start_waits_for_none) {
   cr_expect_eq(builder_now, 0, "the builder's clock never moved");
 }
 
+/* The budget (ledger.c): what graph mode has cost the program, its own work
+ * per op (here 1 us) less what replays saved, may reach budget_share of how
+ * long the process has run (1%). Past it the cache asks the caller to pause;
+ * the pause ends once that cost is half the share of the run. Regions of 4
+ * ops whose keys never recur: nothing replays, nothing is saved. */
+static void issue_unique_regions(int n, uint64_t op_ns) {
+  static uint64_t next = 1000;
+  host_op_ns = op_ns;
+  for (int it = 0; it < n; it++, next += 4) {
+    pop_t step[4] = {{next, 4, 0}, {next + 1, 4, 0}, {next + 2, 4, 0}, {next + 3, 4, 0}};
+    issue_all(step, 4);
+  }
+}
+
+static grape_gc_config_t budget_config(void) {
+  grape_gc_config_t cfg = config();
+  cfg.now = fake_clock;
+  cfg.shim_op_ns = 1000;
+  cfg.budget_share = 0.01;
+  return cfg;
+}
+
+Test(cache, graph_mode_pauses_past_its_budget_and_resumes_once_the_run_has_caught_up) {
+  restart_with(budget_config());
+  issue_unique_regions(10, 200000);   /* 4 us of the shim's work per 800 us: 0.5% */
+  cr_expect_not(grape_gc_pause_wanted(cache), "within its budget");
+  /* Then 4 us per 40 us: after k more regions 40 + 4k us against 1% of
+   * 8000 + 40k us, past it at the 12th. */
+  issue_unique_regions(11, 10000);
+  cr_expect_not(grape_gc_pause_wanted(cache), "84 us against 84.4: not yet (at %lu ns)",
+                (unsigned long)fake_now);
+  issue_unique_regions(1, 10000);
+  cr_assert(grape_gc_pause_wanted(cache), "past its budget: pause");
+  cr_expect_eq(stats().pauses, 1);
+  /* 88 us may be half of 1% once the run has lasted 17.6 ms. */
+  fake_now = 17500000;
+  cr_expect_not(grape_gc_resume(cache), "17.5 ms: the pause goes on");
+  cr_expect(grape_gc_pause_wanted(cache));
+  uint64_t paused_at = 8480001;
+  fake_now = 17700000;
+  cr_expect(grape_gc_resume(cache), "17.7 ms: the pause ends");
+  cr_expect_not(grape_gc_pause_wanted(cache));
+  grape_gc_stats_t st = stats();
+  cr_expect_eq(st.pauses, 1);
+  cr_expect_eq((uint64_t)st.paused_ns, fake_now - paused_at, "paused from 8.48 ms to 17.7 ms (%.0f)",
+               st.paused_ns);
+  expect_device_ran_what_was_issued();
+}
+
+Test(cache, forced_builds_never_pause) {
+  /* GRAPE_COSTS=build=0,build_node=0: graphs at once, and no pause. */
+  grape_gc_config_t cfg = budget_config();
+  cfg.build_ns = cfg.build_node_ns = 0;
+  cfg.costs_fixed = 1u << GRAPE_GC_COST_BUILD_NODE;
+  restart_with(cfg);
+  issue_unique_regions(40, 10000);
+  cr_expect_not(grape_gc_pause_wanted(cache));
+  cr_expect_eq(stats().pauses, 0);
+}
+
+Test(cache, a_pause_ends_when_the_builds_queued_before_it_are_estimated_done) {
+  /* The key's build (estimated 40 us) is queued at its second sighting; the
+   * third sighting passes a budget of 0.1% and pauses, and the pause ends
+   * when that build is estimated done, not when the run has caught up. */
+  grape_gc_config_t cfg = budget_config();
+  cfg.build_ns = 0;
+  cfg.build_node_ns = 10000;
+  cfg.budget_share = 0.001;
+  start_builder(cfg);
+  build_cost_ns = 10000;
+  pop_t step[4] = {{1, 4, 3}, {2, 4, 3}, {3, 4, 3}, {4, 4, 3}};
+  host_op_ns = 2000000;   /* the first region: 4 us of the shim's work in 8 ms */
+  issue_all(step, 4);
+  host_op_ns = 1000;
+  issue_all(step, 4);     /* 8 us in 8.004 ms: within 8.004 */
+  cr_expect_not(grape_gc_pause_wanted(cache));
+  issue_all(step, 4);     /* 12 us in 8.008 ms: past it */
+  cr_assert(grape_gc_pause_wanted(cache), "paused at %lu ns", (unsigned long)fake_now);
+  uint64_t at = fake_now;
+  fake_now = at + 20000;
+  cr_expect_not(grape_gc_resume(cache), "the build is not estimated done yet");
+  fake_now = at + 50000;
+  cr_expect(grape_gc_resume(cache), "the build queued at 8.004 ms is estimated done at 8.044");
+  stop_builder();
+  expect_device_ran_what_was_issued();
+}
+
 /* The same on a GPU, where the builder does not follow the program's
  * clock (not deterministic): it waits in real time until the clock, which
  * every thread reads alike, reaches the build's moment. The program's clock
