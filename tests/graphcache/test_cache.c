@@ -1055,6 +1055,21 @@ Test(cache, forced_builds_never_pause) {
   cr_expect_eq(stats().pauses, 0);
 }
 
+Test(cache, a_shim_cheap_against_a_launch_never_pauses) {
+  /* 300 ns of the shim's work an op against 2000 for an eager launch: below
+   * a fifth, where warm-up's recording is cheap against what replays save. */
+  grape_gc_config_t cfg = budget_config();
+  cfg.shim_op_ns = 300;
+  restart_with(cfg);
+  issue_unique_regions(40, 1000);   /* 1.2 us of the shim's work per 4 us */
+  cr_expect_not(grape_gc_pause_wanted(cache));
+  /* Measured dearer (1000 ns a sample, a window of 8), it pauses. */
+  for (int i = 0; i < 8; i++)
+    grape_gc_cost_sample(cache, GRAPE_GC_COST_SHIM_OP, 1000, 1);
+  issue_unique_regions(1, 1000);
+  cr_expect(grape_gc_pause_wanted(cache));
+}
+
 Test(cache, a_pause_ends_when_the_builds_queued_before_it_are_estimated_done) {
   /* The key's build (estimated 40 us) is queued at its second sighting; the
    * third sighting passes a budget of 0.1% and pauses, and the pause ends

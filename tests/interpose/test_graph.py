@@ -389,6 +389,44 @@ def case_exit_wait(a):
         print(f"exit_wait: {wait} ns of {sim['sim_end_ns']}")
 
 
+def case_budget(a):
+    """Under the pessimistic profile the shim's own work per op (600 ns) is
+    half an eager launch (1300): a short run's replays cannot pay for the
+    recording. Graph mode pauses once what it cost passes its budget (1% of
+    the run), grape report says so, and the run ends within 2% of the run
+    without the shim; with the budget off (GRAPE_BUDGET_PCT=0) the same run
+    is slower. Results and counts stay exact."""
+    env = starved_env({"SIMCU_COSTS": "pessimistic", "GRAPE_BUILDER": "thread"})
+    base, _, sim0 = run(a, a.args, preload=False, env={"SIMCU_COSTS": "pessimistic"})
+    p, rep, sim = run(a, a.args, env=env)
+    off, rep_off, sim_off = run(a, a.args, env=dict(env, GRAPE_BUDGET_PCT="0"))
+    for name, q in (("graph", p), ("budget off", off)):
+        if q.stdout != base.stdout:
+            fail(f"{name}: output differs from the run without the shim:\n{base.stdout}", q)
+    led = rep["ledger"]
+    if led["pauses"] < 1 or led["paused_ns"] <= 0:
+        fail(f"graph mode did not pause: {led}", p)
+    if rep_off["ledger"]["pauses"] != 0:
+        fail(f"paused with the budget off: {rep_off['ledger']}", off)
+    if rep["launches"] != sim["kernels_executed"]:
+        fail(f"{rep['launches']} launches counted, the device ran {sim['kernels_executed']}", p)
+    t0, t1, t_off = sim0["sim_end_ns"], sim["sim_end_ns"], sim_off["sim_end_ns"]
+    print(f"budget: {t0} ns without the shim, {t1} with the budget ({led['pauses']} pauses, "
+          f"{led['paused_ns']} ns paused), {t_off} without it")
+    if t1 > 1.02 * t0:
+        fail(f"ended at {t1} ns, more than 2% after {t0} without the shim: {led}", p)
+    if not t_off > t1:
+        fail(f"the budget gained nothing: {t1} ns with it, {t_off} without", p)
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "grape.json"), "w") as f:
+            json.dump(rep, f)
+        s = subprocess.run([a.grape, "report", os.path.join(d, "grape.json")],
+                           capture_output=True, text=True, timeout=60)
+    line = f"graph mode paused {led['pauses']} time"
+    if s.returncode != 0 or line not in s.stdout:
+        fail(f"grape report does not say '{line}':\n{s.stdout}\n{s.stderr}")
+
+
 def starved_env(extra=None):
     """The shim's own choices: default costs and builder (not the harness's
     forced inline builds)."""
