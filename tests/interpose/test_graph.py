@@ -336,8 +336,10 @@ def case_lock_stall(a):
     for free ("stalls_program"), though the program's calls that wait for a
     build's lock are mostly syncs and launches of segments just built (never
     samples): one stalled launch of this run is all there is to see. The
-    output stays the same."""
-    env = starved_env({"GRAPE_BUILDER": "thread", "SIMCU_COSTS": "pessimistic"})
+    output stays the same. (The budget off: under pessimistic it would pause
+    recording before the builds whose stalls this looks for; case_budget.)"""
+    env = starved_env({"GRAPE_BUILDER": "thread", "SIMCU_COSTS": "pessimistic",
+                       "GRAPE_BUDGET_PCT": "0"})
     base, _, _ = run(a, a.args, preload=False, env={"SIMCU_COSTS": "pessimistic"})
     p, rep, sim = run(a, a.args, env=env)
     if p.stdout != base.stdout:
