@@ -254,7 +254,7 @@ struct grape_gc_s {
     _Atomic int stood_down;
     _Atomic int pause;          /* grape_gc_pause_wanted's answer: set and cleared under the
                                    lock, read by any thread */
-    char why[256];
+    char why[320];
   } ledger;
   struct cost_meter_s {
     pthread_mutex_t mu;

@@ -81,7 +81,8 @@ static void judge_window(grape_gc_t* c) {
   if (l->losing >= LEDGER_LOSING && !atomic_load_explicit(&l->stood_down, memory_order_relaxed)) {
     snprintf(l->why, sizeof l->why,
              "graph mode did not pay for its own work in this process: over the last %d windows of "
-             "%d ops its replays saved %.0f ns a window, and recording and holding ops "
+             "%d ops (fewer where a pause ended one) its replays saved %.0f ns a window, and "
+             "recording and holding ops "
              "(%.0f ns an op) and the builds the program waited for cost %.0f",
              LEDGER_LOSING, LEDGER_WINDOW, l->saved, grape__gc_cost(c, GRAPE_GC_COST_SHIM_OP), cost);
     c->st.stood_down_at_op = c->st.ops;
