@@ -886,4 +886,7 @@ void grape__graph_reset_child(void) {
   grape__holding = grape__holding_legacy = grape__holding_blocking = 0;
   grape__pending_error = 0;
   grape__pending_any = pending_global = 0;
+  /* A pause was the parent's ledger's (its cache is forgotten here). */
+  if (grape__pass == GRAPE_PASS_PAUSING || grape__pass == GRAPE_PASS_PAUSED)
+    grape__pass = GRAPE_PASS_OFF;
 }
