@@ -429,6 +429,34 @@ def case_budget(a):
         fail(f"grape report does not say '{line}':\n{s.stdout}\n{s.stderr}")
 
 
+def case_budget_resume(a):
+    """A pause ends (pessimistic, decode with 5 us of host work per op): the
+    builds queued before it are done, or the run has caught up, and graph
+    mode records and holds again from the streams' next regions; its graphs
+    then replay. The output and the kernels run are eager's."""
+    env = starved_env({"SIMCU_COSTS": "pessimistic", "SIMCU_HOST_NS": "5000",
+                       "GRAPE_BUILDER": "thread", "GRAPE_LOG": "debug"})
+    base, _, sim0 = run(a, a.args, preload=False, env={"SIMCU_COSTS": "pessimistic",
+                                                       "SIMCU_HOST_NS": "5000"})
+    p, rep, sim = run(a, a.args, env=env)
+    if p.stdout != base.stdout:
+        fail(f"output differs from the run without the shim:\n{base.stdout}", p)
+    if rep["launches"] != sim["kernels_executed"] or sim["kernels_executed"] != sim0["kernels_executed"]:
+        fail(f"{rep['launches']} launches counted, the device ran {sim['kernels_executed']}, "
+             f"eager {sim0['kernels_executed']}", p)
+    led = rep["ledger"]
+    paused = p.stderr.count("graph mode pauses:")
+    resumed = p.stderr.count("graph mode records again:")
+    print(f"budget_resume: {led['pauses']} pauses ({paused} said), {resumed} ended, "
+          f"{led['paused_ns']} of {sim['sim_end_ns']} ns paused, {rep['graph_hits']} hits")
+    if led["pauses"] < 1 or paused != led["pauses"]:
+        fail(f"want pauses, each said once: {led}", p)
+    if resumed < 1 or led["paused_ns"] >= sim["sim_end_ns"] // 2:
+        fail(f"the pauses did not end: {resumed} ended, {led}", p)
+    if rep["graph_hits"] == 0:
+        fail("nothing replayed after the pauses", p)
+
+
 def starved_env(extra=None):
     """The shim's own choices: default costs and builder (not the harness's
     forced inline builds)."""
