@@ -172,10 +172,10 @@ typedef struct grape_gc_config_s {
                                     length (segment.c; 0: no such wait) */
   uint64_t run_age_ns;           /* how long the process had run when the cache was made
                                     (0: the run counts from then) */
-  double budget_share;           /* the caller's own work and the builds it waited for, less
-                                    what replays saved, may reach this share of how long the
-                                    process has run; past it the caller pauses (ledger.c;
-                                    0: never) */
+  double budget_share;           /* where the caller's work per op is dear against a launch,
+                                    that work less what replays saved may reach this share of
+                                    how long the process has run; past it the caller pauses
+                                    (ledger.c; 0: never) */
 } grape_gc_config_t;
 
 /* The costs graph mode weighs (config launch_ns ... build_node_ns) that the
@@ -347,16 +347,17 @@ void grape_gc_stop(grape_gc_t* c);
  * caller should submit what it holds and record nothing more. Any thread. */
 const char* grape_gc_stood_down(grape_gc_t* c);
 
-/* Whether the caller should pause recording (ledger.c): what graph mode has
- * cost the program so far (its own work per op and the builds the program
- * waited for, less what replays saved) exceeds config.budget_share of how
- * long the process has run. The caller then submits what it holds and passes
- * ops straight to the driver, asking grape_gc_resume now and then. Any
- * thread, no lock. */
+/* Whether the caller should pause recording (ledger.c): where its work per op
+ * is dear against a launch, what graph mode has cost the program so far (that
+ * work, less what replays saved) exceeds config.budget_share of how long the
+ * process has run. The caller then submits what it holds and passes ops
+ * straight to the driver, asking grape_gc_resume now and then. Any thread,
+ * no lock. */
 int grape_gc_pause_wanted(grape_gc_t* c);
 /* Whether a pause may end: the process has run long enough that what graph
- * mode cost is within half its budget (the caller records again from its
- * streams' next regions). @return 1 when the pause ended. Any thread. */
+ * mode cost is within half its budget, or the builds queued before the pause
+ * are estimated done (the caller records again from its streams' next
+ * regions). @return 1 when the pause ended (or none was wanted). Any thread. */
 int grape_gc_resume(grape_gc_t* c);
 
 /* ---- What the report and the trace read ---- */
@@ -416,9 +417,8 @@ typedef struct grape_gc_stats_s {
   uint64_t ledger_windows, ledger_losing;   /* windows judged, of them losing */
   uint64_t stood_down_at_op;                /* the op count when it stood down (0: never) */
   uint64_t pauses;                          /* times recording paused on the budget */
-  double paused_ns;                         /* how long it stayed paused, on now()'s clock */
-  double paused_since_ns;                   /* the process's age when the pause now under
-                                               way began (0: none) */
+  double paused_ns;                         /* how long it stayed paused, on now()'s clock
+                                               (a pause under way up to now) */
 } grape_gc_stats_t;
 
 void grape_gc_stats(grape_gc_t* c, grape_gc_stats_t* st);

@@ -249,6 +249,7 @@ struct grape_gc_s {
                                    done (0: none): the pause ends then */
     uint64_t resumed_at;        /* now() when the last pause ended: a cycle that spans a pause
                                    is no sample (verdict.c) */
+    double paused_since;        /* the process's age when the pause under way began (0: none) */
     uint32_t losing;            /* consecutive losing windows */
     _Atomic double build_cost_ns;    /* builds the program's thread waited for, all run */
     _Atomic int stood_down;
@@ -315,8 +316,8 @@ static inline int grape__gc_builds_free(const grape_gc_t* c) {
 void grape__gc_ledger_account(grape_gc_t* c, const grape_region_t* r, const gkey_t* k,
                               int replayed, uint32_t segs, uint32_t updates);
 void grape__gc_ledger_build(grape_gc_t* c, double ns);
-/* The pauses' time so far into st (a pause under way counts up to now). */
-void grape__gc_ledger_paused(grape_gc_t* c, grape_gc_stats_t* st);
+/* Adds a pause under way, up to now, to st->paused_ns (under the lock). */
+void grape__gc_ledger_paused(const grape_gc_t* c, grape_gc_stats_t* st);
 
 /* The configured costs as the first estimates (grape_gc_create). */
 void grape__gc_costs_init(grape_gc_t* c);

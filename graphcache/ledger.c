@@ -17,16 +17,18 @@
  * only asks whether the rest covers the shim's own time. A cost of 0 per op
  * (GRAPE_COSTS shim=0, or a clock that does not see it) never stands down.
  *
- * The budget: what graph mode has cost the program over the whole run (its
- * own work and the builds waited for, less what replays saved) may reach
+ * The budget, where the caller's work per op is dear (DEAR_SHARE of an eager
+ * launch or more): what graph mode has cost the program over the whole run
+ * (the caller's own work, less what replays saved; builds already paid are
+ * left out, since their graphs may still repay them) may reach
  * config.budget_share of how long the process has run. Past it the caller
  * pauses (records and holds nothing) until the process has run long enough
- * that the same cost is half the budget, then records again. A run that ends
- * before its replays pay, or whose replays never pay, therefore loses at most
- * that share of its length, plus the one region that crossed the line; a run
- * whose replays pay never pauses after they do. Warm-up is not credited here
- * (the windows above credit it): a short run cannot tell a warm-up that will
- * pay from one that will not. */
+ * that the same cost is RESUME_SHARE of the budget, or the builds queued
+ * before the pause are estimated done, then records again. A run that ends
+ * before its replays pay, or whose replays never pay, therefore loses about
+ * that share of its length, plus the one region that crossed the line.
+ * Warm-up is not credited here (the windows above credit it): a short run
+ * cannot tell a warm-up that will pay from one that will not. */
 #include "internal.h"
 
 #include <stdio.h>
@@ -99,9 +101,13 @@ static double debt_ns(const grape_gc_t* c) {
   return c->st.ledger_cost_ns - c->ledger.build_seen - c->st.ledger_saved_ns;
 }
 
-/* How long the process has run, on now()'s clock (0: no clock). */
-static double age_ns(const grape_gc_t* c) {
-  uint64_t now = c->cfg.now != NULL ? c->cfg.now() : 0;
+/* now(), or 0 without a clock. */
+static uint64_t now_ns(const grape_gc_t* c) {
+  return c->cfg.now != NULL ? c->cfg.now() : 0;
+}
+
+/* How long the process had run at `now` (0: no clock). */
+static double age_at(const grape_gc_t* c, uint64_t now) {
   return now > c->t_start ? (double)(now - c->t_start) : 0;
 }
 
@@ -121,17 +127,17 @@ static void budget_check(grape_gc_t* c) {
   if (c->cfg.budget_share <= 0 || shim <= 0 || shim < DEAR_SHARE * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH) ||
       builds_forced(c) || atomic_load_explicit(&l->pause, memory_order_relaxed))
     return;
-  double age = age_ns(c);
+  uint64_t now = now_ns(c);
+  double age = age_at(c, now);
   if (age <= 0 || debt_ns(c) <= c->cfg.budget_share * age)
     return;
   c->st.pauses++;
-  c->st.paused_since_ns = age;
+  l->paused_since = age;
   /* The window ends with the pause and is judged as it stands: replays that
    * lose while recording comes in short spells still stand graph mode down
    * after two of them. */
   if (l->ops > 0)
     judge_window(c);
-  uint64_t now = c->cfg.now();
   l->resume_at = c->builds_until > now ? c->builds_until : 0;
   atomic_store_explicit(&l->pause, 1, memory_order_relaxed);
 }
@@ -144,26 +150,25 @@ int grape_gc_resume(grape_gc_t* c) {
   if (!grape_gc_pause_wanted(c))
     return 1;
   pthread_mutex_lock(&c->lock);
-  double age = age_ns(c);
-  uint64_t at = c->ledger.resume_at;
-  int go = atomic_load_explicit(&c->ledger.pause, memory_order_relaxed) &&
-           ((at != 0 && c->cfg.now() >= at) || debt_ns(c) <= RESUME_SHARE * c->cfg.budget_share * age);
+  struct ledger_s* l = &c->ledger;
+  uint64_t now = now_ns(c);
+  double age = age_at(c, now);
+  int go = atomic_load_explicit(&l->pause, memory_order_relaxed) &&
+           ((l->resume_at != 0 && now >= l->resume_at) ||
+            debt_ns(c) <= RESUME_SHARE * c->cfg.budget_share * age);
   if (go) {
-          c->st.paused_ns += age - c->st.paused_since_ns;
-    c->st.paused_since_ns = 0;
-    c->ledger.resumed_at = c->cfg.now();
-    atomic_store_explicit(&c->ledger.pause, 0, memory_order_relaxed);
+    c->st.paused_ns += age - l->paused_since;
+    l->paused_since = 0;
+    l->resumed_at = now;
+    atomic_store_explicit(&l->pause, 0, memory_order_relaxed);
   }
   pthread_mutex_unlock(&c->lock);
   return go;
 }
 
-void grape__gc_ledger_paused(grape_gc_t* c, grape_gc_stats_t* st) {
-  pthread_mutex_lock(&c->lock);
-  st->paused_ns = c->st.paused_ns;
-  if (c->st.paused_since_ns > 0)
-    st->paused_ns += age_ns(c) - c->st.paused_since_ns;
-  pthread_mutex_unlock(&c->lock);
+void grape__gc_ledger_paused(const grape_gc_t* c, grape_gc_stats_t* st) {
+  if (c->ledger.paused_since > 0)
+    st->paused_ns += age_at(c, now_ns(c)) - c->ledger.paused_since;
 }
 
 void grape__gc_ledger_account(grape_gc_t* c, const grape_region_t* r, const gkey_t* k,

@@ -21,9 +21,9 @@ static const char* const state_why[] = {
 void grape_gc_stats(grape_gc_t* c, grape_gc_stats_t* st) {
   pthread_mutex_lock(&c->lock);
   *st = c->st;
+  grape__gc_ledger_paused(c, st);
   pthread_mutex_unlock(&c->lock);
   st->builds_stall = atomic_load_explicit(&c->builds_stall, memory_order_relaxed);
-  grape__gc_ledger_paused(c, st);
   for (int k = 0; k < GRAPE_GC_COST__COUNT; k++) {
     st->cost_ns[k] = grape__gc_cost(c, k);
     pthread_mutex_lock(&c->meter[k].mu);

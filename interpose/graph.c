@@ -578,25 +578,35 @@ void grape__stand_down(void) {
 }
 
 __thread unsigned grape__pause_tick __attribute__((tls_model("initial-exec")));
+static int pause_flushing;   /* under cache_lock: a pause's submission of what is held is under way */
 
 void grape__pause(void) {
   pthread_mutex_lock(&cache_lock);
-  int first = __atomic_load_n(&grape__pass, __ATOMIC_RELAXED) == GRAPE_PASS_PAUSING &&
-              __atomic_load_n(&graphs_on, __ATOMIC_RELAXED);
-  __atomic_store_n(&graphs_on, 0, __ATOMIC_RELAXED);
+  int pausing = __atomic_load_n(&grape__pass, __ATOMIC_RELAXED) == GRAPE_PASS_PAUSING;
+  int first = pausing && !pause_flushing && __atomic_load_n(&graphs_on, __ATOMIC_RELAXED);
+  if (first) {
+    __atomic_store_n(&graphs_on, 0, __ATOMIC_RELAXED);
+    pause_flushing = 1;
+  } else if (pausing && !pause_flushing) {
+    /* Holding was off already (stopped for good, or dropped): nothing to
+     * submit, and no launch should come back here. */
+    __atomic_store_n(&grape__pass, GRAPE_PASS_PAUSED, __ATOMIC_RELAXED);
+  }
   pthread_mutex_unlock(&cache_lock);
   if (!first)
     return;
   grape_log_debug("graph mode pauses: what it has cost the program so far is past its budget "
                   "(GRAPE_BUDGET_PCT); what it holds is submitted now");
   grape__flush_all();
-  int pausing = GRAPE_PASS_PAUSING;
-  __atomic_compare_exchange_n(&grape__pass, &pausing, GRAPE_PASS_PAUSED, 0, __ATOMIC_RELAXED,
-                              __ATOMIC_RELAXED);
+  pthread_mutex_lock(&cache_lock);
+  __atomic_store_n(&grape__pass, GRAPE_PASS_PAUSED, __ATOMIC_RELAXED);
+  pause_flushing = 0;
+  pthread_mutex_unlock(&cache_lock);
 }
 
 void grape__pause_end(void) {
-  if (cache == NULL || !grape_gc_resume(cache))
+  grape_gc_t* c = grape__gc_peek();
+  if (c == NULL || !grape_gc_resume(c))
     return;
   pthread_mutex_lock(&cache_lock);
   if (__atomic_load_n(&grape__pass, __ATOMIC_RELAXED) == GRAPE_PASS_PAUSED &&
@@ -889,4 +899,5 @@ void grape__graph_reset_child(void) {
   /* A pause was the parent's ledger's (its cache is forgotten here). */
   if (grape__pass == GRAPE_PASS_PAUSING || grape__pass == GRAPE_PASS_PAUSED)
     grape__pass = GRAPE_PASS_OFF;
+  pause_flushing = 0;
 }

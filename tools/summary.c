@@ -863,8 +863,8 @@ void summary_print(const summary_t* s, const summary_opts_t* o) {
               o->prefix, num(s->rep[i], "pid"), num(led, "stood_down_at_op"), down->str);
     if (led != NULL && num(led, "pauses") > 0)
       fprintf(to, "%spid %.0f: graph mode paused %.0f time%s, %.3f ms in all: what it had cost "
-                  "the program (its own work per op and the builds waited for, less what replays "
-                  "saved) passed its budget, GRAPE_BUDGET_PCT of the run; meanwhile ops went "
+                  "the program (its own work per op, less what replays saved) passed its budget, "
+                  "GRAPE_BUDGET_PCT of the run; meanwhile ops went "
                   "straight to the driver\n",
               o->prefix, num(s->rep[i], "pid"), num(led, "pauses"),
               num(led, "pauses") == 1 ? "" : "s", num(led, "paused_ns") / 1e6);
