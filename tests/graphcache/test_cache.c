@@ -954,6 +954,15 @@ Test(cache, a_key_that_stopped_paying_for_its_updates_comes_back_with_an_executa
  * exit, which waits for a build in progress, slows a short run by at most
  * that share. Before then the key runs eagerly; a run that ends sooner
  * waits for no build at all. */
+/* A builder thread whose builds are estimated at 10 us a node (40 us for a
+ * 4-op key) and cost it 10 us each. */
+static void start_builder_10us(grape_gc_config_t cfg) {
+  cfg.build_ns = 0;
+  cfg.build_node_ns = 10000;
+  start_builder(cfg);
+  build_cost_ns = 10000;
+}
+
 static void issue_until(const pop_t* step, int n, uint64_t t) {
   while (fake_now < t)
     issue_all(step, n);
@@ -961,11 +970,8 @@ static void issue_until(const pop_t* step, int n, uint64_t t) {
 
 Test(cache, a_build_waits_until_the_run_has_lasted_its_cost_over_its_share) {
   grape_gc_config_t cfg = config();
-  cfg.build_ns = 0;
-  cfg.build_node_ns = 10000;   /* estimated: 40 us for the 4-op key */
   cfg.build_share = 0.1;
-  start_builder(cfg);
-  build_cost_ns = 10000;   /* an instantiation costs the builder 10 us */
+  start_builder_10us(cfg);
   host_op_ns = 1000;       /* the program: 1 us of its own work per op */
   pop_t step[4] = {{1, 4, 3}, {2, 4, 3}, {3, 4, 3}, {4, 4, 3}};
   issue_until(step, 4, 390000);
@@ -981,11 +987,8 @@ Test(cache, a_build_waits_until_the_run_has_lasted_its_cost_over_its_share) {
 
 Test(cache, a_run_that_ends_before_a_build_may_start_waits_for_none) {
   grape_gc_config_t cfg = config();
-  cfg.build_ns = 0;
-  cfg.build_node_ns = 10000;
   cfg.build_share = 0.1;
-  start_builder(cfg);
-  build_cost_ns = 10000;
+  start_builder_10us(cfg);
   host_op_ns = 1000;
   pop_t step[4] = {{1, 4, 3}, {2, 4, 3}, {3, 4, 3}, {4, 4, 3}};
   issue_until(step, 4, 100000);
@@ -1075,11 +1078,8 @@ Test(cache, a_pause_ends_when_the_builds_queued_before_it_are_estimated_done) {
    * third sighting passes a budget of 0.1% and pauses, and the pause ends
    * when that build is estimated done, not when the run has caught up. */
   grape_gc_config_t cfg = budget_config();
-  cfg.build_ns = 0;
-  cfg.build_node_ns = 10000;
   cfg.budget_share = 0.001;
-  start_builder(cfg);
-  build_cost_ns = 10000;
+  start_builder_10us(cfg);
   pop_t step[4] = {{1, 4, 3}, {2, 4, 3}, {3, 4, 3}, {4, 4, 3}};
   host_op_ns = 2000000;   /* the first region: 4 us of the shim's work in 8 ms */
   issue_all(step, 4);

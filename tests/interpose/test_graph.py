@@ -354,6 +354,17 @@ def case_lock_stall(a):
     print(f"lock_stall: {b}")
 
 
+def expect_report_says(a, rep, line):
+    """grape report, given the exit report rep, prints line."""
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "grape.json"), "w") as f:
+            json.dump(rep, f)
+        s = subprocess.run([a.grape, "report", os.path.join(d, "grape.json")],
+                           capture_output=True, text=True, timeout=60)
+    if s.returncode != 0 or line not in s.stdout:
+        fail(f"grape report does not say '{line}':\n{s.stdout}\n{s.stderr}")
+
+
 def case_exit_wait(a):
     """A short run whose exit waits for a build in progress (builds forced at
     the warm-up, on the builder thread, instantiating 200 us a node on the
@@ -381,13 +392,8 @@ def case_exit_wait(a):
         if wait <= 0 or abs(rest) > 2000:
             fail(f"exit_wait_ns {wait}: the run ended at {sim['sim_end_ns']} ns, the same run "
                  f"building nothing at {sim0['sim_end_ns']}", p)
-        with open(os.path.join(d, "grape.json"), "w") as f:
-            json.dump(rep, f)
-        s = subprocess.run([a.grape, "report", os.path.join(d, "grape.json")],
-                           capture_output=True, text=True, timeout=60)
-        line = f"the exit waited {wait / 1e6:.3f} ms for the graph builds in progress"
-        if s.returncode != 0 or line not in s.stdout:
-            fail(f"grape report does not say '{line}':\n{s.stdout}\n{s.stderr}")
+        expect_report_says(a, rep, f"the exit waited {wait / 1e6:.3f} ms for the graph builds "
+                                   "in progress")
         print(f"exit_wait: {wait} ns of {sim['sim_end_ns']}")
 
 
@@ -419,14 +425,7 @@ def case_budget(a):
         fail(f"ended at {t1} ns, more than 2% after {t0} without the shim: {led}", p)
     if not t_off > t1:
         fail(f"the budget gained nothing: {t1} ns with it, {t_off} without", p)
-    with tempfile.TemporaryDirectory() as d:
-        with open(os.path.join(d, "grape.json"), "w") as f:
-            json.dump(rep, f)
-        s = subprocess.run([a.grape, "report", os.path.join(d, "grape.json")],
-                           capture_output=True, text=True, timeout=60)
-    line = f"graph mode paused {led['pauses']} time"
-    if s.returncode != 0 or line not in s.stdout:
-        fail(f"grape report does not say '{line}':\n{s.stdout}\n{s.stderr}")
+    expect_report_says(a, rep, f"graph mode paused {led['pauses']} time")
 
 
 def case_budget_resume(a):
