@@ -128,6 +128,8 @@ struct grape_gc_key_s {
   double var_eager, var_graph;  /* their variances, moving averages */
   uint32_t n_eager, n_graph;    /* samples in them (n_graph: since the key last went live) */
   uint32_t slower;              /* consecutive "replays were slower" verdicts */
+  int slower_on_old_cuts;       /* K_SLOWER judged while its next cuts were being built:
+                                   live again, judged afresh, once they are (verdict.c) */
   uint32_t stray;               /* live: regions that replayed a prefix of its path and then
                                    left it, for a key judged not worth holding (verdict.c) */
   int warmed;                   /* built once already: later builds need no warmup */

@@ -189,9 +189,18 @@ static void try_install(grape_gc_t* c, gkey_t* k) {
   k->nsegs = (uint32_t)m;
   k->warmed = 1;
   k->credit_ns = 0;
-  /* First cuts go live; new cuts of a key that stopped paying or was
-   * measured slower waits for its re-check. */
-  if (k->state == K_BUILDING && grape__gc_make_live(c, k) != 0)
+  /* New cuts of a live key: its replays are judged from here on, by what
+   * the new cuts do (the old ones' replays measured cuts that are gone). */
+  if (k->state == K_LIVE) {
+    k->n_graph = 0;
+    k->cyc_graph = k->var_graph = 0;
+  }
+  /* First cuts go live, and so do the new cuts of a key measured slower on
+   * the cuts they replace; new cuts of a key that stopped paying, or was
+   * measured slower on the cuts it keeps, wait for its re-check. */
+  int trial = k->state == K_SLOWER && k->slower_on_old_cuts;
+  k->slower_on_old_cuts = 0;
+  if ((k->state == K_BUILDING || trial) && grape__gc_make_live(c, k) != 0)
     grape__gc_make_dead(k, K_WARM);
 }
 
@@ -335,7 +344,13 @@ static void note_cycle(grape_gc_t* c, gkey_t* k, int replayed, uint64_t ns) {
   double diff = k->cyc_graph - k->cyc_eager;
   double se = sqrt(k->var_graph / ng + k->var_eager / ne);
   if (diff > CYCLE_MARGIN * k->cyc_eager && diff > CYCLE_SIGMAS * se) {
+    /* Cuts that replace these are being built (a key's first cuts are a
+     * guess from eager runs, which its first timed replays correct): the
+     * verdict is on cuts that are going, and the new ones get their own
+     * trial as soon as they are ready, not `recheck` sightings later. */
+    int old_cuts = k->nstaged > 0;
     slower_for_now(c, k);
+    k->slower_on_old_cuts = old_cuts;
   } else if (k->n_graph == CYCLE_SAMPLES) {
     k->slower = 0;
   }

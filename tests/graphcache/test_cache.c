@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -143,6 +144,14 @@ static int f_update(void* self, void* exec, void* node, const grape_gc_op_t* op)
 static uint64_t dev_op_ns;
 static int timers_read, timers_live;
 
+/* When the fake device is done with what was submitted so far (it runs one
+ * op at a time, dev_op_ns each, in submission order): a sync that waits for
+ * it (issue_all_waiting) moves the program's clock there. */
+static uint64_t dev_free_at;
+static void dev_runs(uint64_t ops) {
+  dev_free_at = (dev_free_at > fake_now ? dev_free_at : fake_now) + ops * dev_op_ns;
+}
+
 typedef struct ftimer_s {
   uint64_t at[2];
   int recorded[2];
@@ -156,7 +165,7 @@ static int f_launch(void* self, void* exec, void* stream) {
   dev.launches++;
   fake_now += graph_launch_ns;
   fexec_t* e = exec;
-  uint64_t t = 0;
+  uint64_t t = 0, kernels = 0;
   for (int i = 0; i < e->n; i++) {
     if (e->ops[i].kind == 0) {
       ftimer_t* tm = e->ops[i].fn;
@@ -167,7 +176,9 @@ static int f_launch(void* self, void* exec, void* stream) {
     }
     run(&e->ops[i]);
     t += dev_op_ns;
+    kernels++;
   }
+  dev_runs(kernels);
   return 0;
 }
 static int f_timer_create(void* self, void** timer) {
@@ -208,6 +219,7 @@ static int f_submit(void* self, const grape_gc_op_t* op, void* stream) {
   fake_now += eager_op_ns;
   fop_t f = fop(op);
   run(&f);
+  dev_runs(1);
   return 0;
 }
 
@@ -277,6 +289,7 @@ static void issue(const pop_t* p) {
   run(&issued[nissued - 1]);
   eager_launches++;
   fake_now += eager_op_ns;
+  dev_runs(1);
   cr_assert_eq(grape__region_reserve(r, 8), 0);
   grape__region_push(r, &k, &d, fn, &params, 8);
 }
@@ -310,7 +323,7 @@ static void setup_with(grape_gc_config_t cfg) {
   nissued = eager_launches = 0;
   fake_now = 1;
   eager_op_ns = graph_launch_ns = host_op_ns = dev_op_ns = update_op_ns = 0;
-  builder_now = build_cost_ns = 0;
+  builder_now = build_cost_ns = dev_free_at = 0;
   builder_instantiates = timers_read = timers_live = 0;
   cache_timed = cfg.now != NULL;
   launch_error = 0;
@@ -1293,6 +1306,14 @@ static void issue_all_synced(const pop_t* ops, int n, uint64_t tail_ns) {
   grape_gc_synced(cache, &region);
 }
 
+/* A region whose stream sync waits until the fake device is done. */
+static void issue_all_waiting(const pop_t* ops, int n) {
+  issue_all(ops, n);
+  if (dev_free_at > fake_now)
+    fake_now = dev_free_at;
+  grape_gc_synced(cache, &region);
+}
+
 Test(cache, a_key_whose_syncs_show_a_busy_device_is_built_only_once_it_keeps_recurring) {
   grape_gc_config_t cfg = config();
   cfg.cuts = 1;
@@ -1334,6 +1355,53 @@ Test(cache, a_key_whose_syncs_show_an_idle_device_is_built_at_its_warm_up) {
   grape_gc_stats_t st = stats();
   cr_expect_eq(st.deferred, 0);
   cr_expect_gt(st.graph_hits, 5, "%lu hits", (unsigned long)st.graph_hits);
+}
+
+/* A key judged slower on cuts that are being replaced. Its first cuts come
+ * from its eager runs, on which the device kept up (0.5 us an op); from its
+ * first replays on, the device takes 3 us an op, so that the sync after a
+ * segment that ends the region waits for all of its device work. Its timed
+ * replays cut it again (more segments, launched while the host still
+ * issues), and the builder takes 150 us a build: the replays on the old cuts
+ * are judged slower before the new cuts are ready. */
+static grape_gc_stats_t run_slower_on_old_cuts(int steps, int* hits_at_verdict) {
+  grape_gc_config_t cfg = config();
+  cfg.cuts = 1;
+  cfg.recheck = 1000;   /* a re-check only after the run */
+  start_builder(cfg);
+  build_cost_ns = 150000;
+  host_op_ns = 5000;
+  eager_op_ns = 2000;
+  graph_launch_ns = 2500;
+  pop_t step[16];
+  for (int i = 0; i < 16; i++)
+    step[i] = (pop_t){(uint64_t)(i % 5 + 1), 4, 3};
+  *hits_at_verdict = -1;
+  for (int it = 0; it < steps; it++) {
+    dev_op_ns = it < 4 ? 500 : 3000;
+    issue_all_waiting(step, 16);
+    grape_gc_path_t top;
+    if (*hits_at_verdict < 0 && grape_gc_top(cache, &top, 1) == 1 &&
+        strstr(top.why, "measured slower") != NULL)
+      *hits_at_verdict = (int)stats().graph_hits;
+  }
+  stop_builder();
+  expect_device_ran_what_was_issued();
+  return stats();
+}
+
+Test(cache, a_key_judged_slower_on_cuts_being_replaced_is_tried_on_the_new_ones_once_built) {
+  int at_verdict;
+  grape_gc_stats_t st = run_slower_on_old_cuts(60, &at_verdict);
+  cr_expect_gt(st.recuts, 0, "cut again after its timed replays");
+  cr_expect_geq(at_verdict, 1, "judged slower on its first cuts");
+  cr_expect_geq(st.graph_hits, (uint64_t)at_verdict + 45,
+                "replayed on its new cuts from when they were built: %lu hits, %d at the verdict",
+                (unsigned long)st.graph_hits, at_verdict);
+  grape_gc_path_t top;
+  cr_assert_eq(grape_gc_top(cache, &top, 1), 1);
+  cr_expect_str_eq(top.why, "replayed as a graph");
+  cr_expect_gt(top.key_segments, 2);
 }
 
 Test(cache, without_host_time_a_key_stays_one_segment) {
