@@ -359,6 +359,7 @@ static void note_cycle(grape_gc_t* c, gkey_t* k, int replayed, uint64_t ns) {
 /* k is not held until `recheck` << verdicts more sightings. */
 static void slower_for_now(grape_gc_t* c, gkey_t* k) {
   grape__gc_make_dead(k, K_SLOWER);
+  k->slower_on_old_cuts = 0;
   k->recut_at = 0;   /* assessed again at its first replay when tried again */
   k->recheck_at = grape__backoff(k->seen, (uint64_t)c->cfg.recheck, &k->slower);
 }
