@@ -750,7 +750,10 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
   /* Far from every variant: another one, while there is room, keeps the
    * others for the parameter sets they hold (ping-pong buffers, batch
    * sizes). Inline, it is built once the updates of far replays have cost
-   * three builds (rent, then buy); by the builder, at once. */
+   * three builds (rent, then buy); by the builder, the first FREE_VARIANTS
+   * at once, and each further one once far replays have spent one build
+   * on updates: a builder's time is not free when it delays other keys'
+   * builds, or the exit that waits for a build in progress. */
   int far = d * 2 >= seg->n;
   if (d > 0 && gen == 0 && set_earns_graph(c, seg, r, r->cursor.sub, d, &set)) {
     far = 0;
@@ -761,8 +764,9 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
     int same = 0;   /* variants of the layout that replays */
     for (int i = 0; i < seg->nvar; i++)
       same += seg->var[i]->gen == gen;
-    if (same + seg->queued < c->cfg.variants &&
-        (grape__gc_builds_free(c) || seg->far_ns >= 3.0 * grape__gc_build_ns(c, seg->n))) {
+    int have = same + seg->queued;
+    double rent = !grape__gc_builds_free(c) ? 3.0 : have < FREE_VARIANTS ? 0.0 : 1.0;
+    if (have < c->cfg.variants && seg->far_ns >= rent * grape__gc_build_ns(c, seg->n)) {
       seg->far_ns = 0;
       seg_build_variant(c, seg, r, c->policy->layout(seg, gen), gen, 0, &e, &d);
     }

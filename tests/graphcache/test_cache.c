@@ -981,6 +981,54 @@ static void issue_until(const pop_t* step, int n, uint64_t t) {
     issue_all(step, n);
 }
 
+/* Four parameter sets in turn, each differing from the others in all 20
+ * nodes (beyond the segment size that gets an executable per recurring
+ * set). With a builder thread (builds estimated at 10 us a node, a node
+ * update at 1 us) the second variant is built at the first far replay; a
+ * third only once far replays have spent a build (200 us: ten replays of 20
+ * updates), and so on up to GRAPE_VARIANTS (4 here). */
+Test(cache, variants_beyond_the_second_are_bought_once_far_replays_have_spent_a_build) {
+  grape_gc_config_t cfg = config();
+  cfg.variants = 4;
+  start_builder_10us(cfg);
+  build_cost_ns = 200000;   /* measured: 10 us a node, 200 us a build */
+  update_op_ns = 1000;      /* measured: 1 us an update */
+  host_op_ns = 1000;
+  eager_op_ns = 2000;
+  graph_launch_ns = 2500;
+  int built_at[5] = {-1, -1, -1, -1, -1};
+  uint64_t far_updates_before_third = 0;
+  pop_t step[20];
+  for (int it = 0; it < 60; it++) {
+    uint32_t v = (uint32_t)(it % 4);
+    for (int i = 0; i < 20; i++)
+      step[i] = (pop_t){(uint64_t)(i % 7 + 1), 4, v * 100 + (uint32_t)i};
+    issue_all(step, 20);
+    grape_gc_stats_t st = stats();
+    for (uint64_t b = 1; b <= st.graphs_built && b <= 4; b++)
+      if (built_at[b] < 0)
+        built_at[b] = it;
+    if (built_at[3] < 0)
+      far_updates_before_third = st.node_updates;
+  }
+  uint64_t updates = stats().node_updates;
+  for (int it = 60; it < 68; it++) {
+    for (int i = 0; i < 20; i++)
+      step[i] = (pop_t){(uint64_t)(i % 7 + 1), 4, (uint32_t)(it % 4) * 100 + (uint32_t)i};
+    issue_all(step, 20);
+  }
+  stop_builder();
+  expect_device_ran_what_was_issued();
+  grape_gc_stats_t st = stats();
+  cr_expect_eq(st.node_updates, updates, "each set has its executable: no more updates");
+  cr_expect_eq(st.graphs_built, 4, "%lu built", (unsigned long)st.graphs_built);
+  cr_expect_lt(built_at[2], 16, "the second queued at the first far replay (ready at round %d)",
+               built_at[2]);
+  cr_expect_geq(far_updates_before_third, 200,
+                "the third once far replays had spent a build (%lu updates before it)",
+                (unsigned long)far_updates_before_third);
+}
+
 Test(cache, a_build_waits_until_the_run_has_lasted_its_cost_over_its_share) {
   grape_gc_config_t cfg = config();
   cfg.build_share = 0.1;
