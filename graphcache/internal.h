@@ -22,7 +22,8 @@
 #define MAX_VARIANTS 64     /* executables of a segment: cfg.variants, and those of its
                                recurring parameter sets (segment.c) */
 #define FREE_VARIANTS 2     /* variants of a segment a builder thread builds at the first far
-                               replay; further ones once far replays have spent a build */
+                               replay (further ones once far replays have spent a build); all
+                               that inline builds make */
 #define SET_MAX_OPS 16      /* segments small enough to keep an executable per recurring set */
 #define SET_SLOTS 64        /* parameter sets a segment remembers (a cycle that long recurs) */
 #define MAX_CUTS 16       /* segments a key is cut into, at most */

@@ -750,10 +750,11 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
   /* Far from every variant: another one, while there is room, keeps the
    * others for the parameter sets they hold (ping-pong buffers, batch
    * sizes). Inline, it is built once the updates of far replays have cost
-   * three builds (rent, then buy); by the builder, the first FREE_VARIANTS
-   * at once, and each further one once far replays have spent one build
-   * on updates: a builder's time is not free when it delays other keys'
-   * builds, or the exit that waits for a build in progress. */
+   * three builds (rent, then buy), up to FREE_VARIANTS (each stalls the
+   * program); by the builder, the first FREE_VARIANTS at once, and each
+   * further one once far replays have spent one build on updates: a
+   * builder's time is not free when it delays other keys' builds, or the
+   * exit that waits for a build in progress. */
   int far = d * 2 >= seg->n;
   if (d > 0 && gen == 0 && set_earns_graph(c, seg, r, r->cursor.sub, d, &set)) {
     far = 0;
@@ -764,9 +765,10 @@ int grape__gc_seg_launch(grape_gc_t* c, seg_t* seg, grape_region_t* r, void* str
     int same = 0;   /* variants of the layout that replays */
     for (int i = 0; i < seg->nvar; i++)
       same += seg->var[i]->gen == gen;
-    int have = same + seg->queued;
-    double rent = !grape__gc_builds_free(c) ? 3.0 : have < FREE_VARIANTS ? 0.0 : 1.0;
-    if (have < c->cfg.variants && seg->far_ns >= rent * grape__gc_build_ns(c, seg->n)) {
+    int have = same + seg->queued, free = grape__gc_builds_free(c);
+    int cap = free || c->cfg.variants < FREE_VARIANTS ? c->cfg.variants : FREE_VARIANTS;
+    double rent = !free ? 3.0 : have < FREE_VARIANTS ? 0.0 : 1.0;
+    if (have < cap && seg->far_ns >= rent * grape__gc_build_ns(c, seg->n)) {
       seg->far_ns = 0;
       seg_build_variant(c, seg, r, c->policy->layout(seg, gen), gen, 0, &e, &d);
     }
