@@ -101,11 +101,6 @@ static double debt_ns(const grape_gc_t* c) {
   return c->st.ledger_cost_ns - c->ledger.build_seen - c->st.ledger_saved_ns;
 }
 
-/* now(), or 0 without a clock. */
-static uint64_t now_ns(const grape_gc_t* c) {
-  return c->cfg.now != NULL ? c->cfg.now() : 0;
-}
-
 /* How long the process had run at `now` (0: no clock). */
 static double age_at(const grape_gc_t* c, uint64_t now) {
   return now > c->t_start ? (double)(now - c->t_start) : 0;
@@ -127,7 +122,7 @@ static void budget_check(grape_gc_t* c) {
   if (c->cfg.budget_share <= 0 || shim <= 0 || shim < DEAR_SHARE * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH) ||
       builds_forced(c) || atomic_load_explicit(&l->pause, memory_order_relaxed))
     return;
-  uint64_t now = now_ns(c);
+  uint64_t now = grape__gc_now(c);
   double age = age_at(c, now);
   if (age <= 0 || debt_ns(c) <= c->cfg.budget_share * age)
     return;
@@ -151,7 +146,7 @@ int grape_gc_resume(grape_gc_t* c) {
     return 1;
   pthread_mutex_lock(&c->lock);
   struct ledger_s* l = &c->ledger;
-  uint64_t now = now_ns(c);
+  uint64_t now = grape__gc_now(c);
   double age = age_at(c, now);
   int go = atomic_load_explicit(&l->pause, memory_order_relaxed) &&
            ((l->resume_at != 0 && now >= l->resume_at) ||
@@ -168,7 +163,7 @@ int grape_gc_resume(grape_gc_t* c) {
 
 void grape__gc_ledger_paused(const grape_gc_t* c, grape_gc_stats_t* st) {
   if (c->ledger.paused_since > 0)
-    st->paused_ns += age_at(c, now_ns(c)) - c->ledger.paused_since;
+    st->paused_ns += age_at(c, grape__gc_now(c)) - c->ledger.paused_since;
 }
 
 void grape__gc_ledger_account(grape_gc_t* c, const grape_region_t* r, const gkey_t* k,
