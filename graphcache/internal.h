@@ -132,7 +132,8 @@ struct grape_gc_key_s {
   uint32_t n_eager, n_graph;    /* samples in them (n_graph: since the key last went live) */
   uint32_t slower;              /* consecutive "replays were slower" verdicts */
   int slower_on_old_cuts;       /* K_SLOWER judged while its next cuts were being built:
-                                   live again, judged afresh, once they are (verdict.c) */
+                                   live again, judged afresh, once they are (verdict.c; set
+                                   with the verdict, read only in K_SLOWER) */
   uint32_t stray;               /* live: regions that replayed a prefix of its path and then
                                    left it, for a key judged not worth holding (verdict.c) */
   int warmed;                   /* built once already: later builds need no warmup */
@@ -347,6 +348,12 @@ static inline void* grape__gc_dup(const void* p, size_t n) {
 
 /* Makes k held and replayed / not (state). Under the lock. */
 int grape__gc_make_live(grape_gc_t* c, gkey_t* k);
+/* k's replays are judged from the next one on (it went live, or new cuts
+ * installed): its replayed cycles start over. */
+static inline void grape__gc_key_judge_afresh(gkey_t* k) {
+  k->n_graph = 0;
+  k->cyc_graph = k->var_graph = 0;
+}
 void grape__gc_make_dead(gkey_t* k, int state);
 
 /* The node of k's op list, created as needed. Under the lock. */

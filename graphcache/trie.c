@@ -61,10 +61,8 @@ int grape__gc_make_live(grape_gc_t* c, gkey_t* k) {
   __atomic_store_n(&k->node->term, k, __ATOMIC_RELEASE);
   trie_count(k->node, 1);
   k->state = K_LIVE;
-  k->slower_on_old_cuts = 0;
-  k->n_graph = 0;
   k->stray = 0;
-  k->cyc_graph = k->var_graph = 0;
+  grape__gc_key_judge_afresh(k);
   return 0;
 }
 

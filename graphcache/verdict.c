@@ -191,15 +191,12 @@ static void try_install(grape_gc_t* c, gkey_t* k) {
   k->credit_ns = 0;
   /* New cuts of a live key: its replays are judged from here on, by what
    * the new cuts do (the old ones' replays measured cuts that are gone). */
-  if (k->state == K_LIVE) {
-    k->n_graph = 0;
-    k->cyc_graph = k->var_graph = 0;
-  }
+  if (k->state == K_LIVE)
+    grape__gc_key_judge_afresh(k);
   /* First cuts go live, and so do the new cuts of a key measured slower on
    * the cuts they replace; new cuts of a key that stopped paying, or was
    * measured slower on the cuts it keeps, wait for its re-check. */
   int trial = k->state == K_SLOWER && k->slower_on_old_cuts;
-  k->slower_on_old_cuts = 0;
   if ((k->state == K_BUILDING || trial) && grape__gc_make_live(c, k) != 0)
     grape__gc_make_dead(k, K_WARM);
 }
