@@ -154,6 +154,15 @@ def device_kernels(reps):
                for k in r["device_times"]["kernels"])
 
 
+def run_env(extra):
+    """The caller's environment without the settings a case chooses itself, plus extra."""
+    e = dict(os.environ)
+    for k in ("GRAPE_MODE", "GRAPE_COSTS", "GRAPE_TRACE", "GRAPE_REPORT", "SIMCU_REPORT"):
+        e.pop(k, None)
+    e.update(extra or {})
+    return e
+
+
 class Run:
     def __init__(self, a, d):
         self.a, self.d, self.n = a, d, 0
@@ -162,10 +171,7 @@ class Run:
         """grape run ... -- python EXAMPLE ARGS; returns (process, reports, sim reports)."""
         self.n += 1
         rep = os.path.join(self.d, f"r{self.n}.%p.json")
-        e = dict(os.environ)
-        for k in ("GRAPE_MODE", "GRAPE_COSTS", "GRAPE_TRACE", "GRAPE_REPORT", "SIMCU_REPORT"):
-            e.pop(k, None)
-        e.update(env or {})
+        e = run_env(env)
         cmd = ([self.a.grape, "run", "--device", "sim", "--sim-kernels", "timed", "--report", rep]
                + list(mode_args) + list(extra) + ["--", self.a.python, "-W", "ignore",
                os.path.join(self.a.source, "examples", "python", self.a.example + ".py")]
@@ -257,10 +263,7 @@ def case_forced(a, run):
 def case_gain(a, run):
     if a.example != "decode":
         fail("the gain case is decode's")
-    e = dict(os.environ)
-    for k in ("GRAPE_MODE", "GRAPE_COSTS", "GRAPE_TRACE", "GRAPE_REPORT", "SIMCU_REPORT"):
-        e.pop(k, None)
-    e.update(SIMCU_HOST_NS="7000", SIMCU_TIME_ONLY="1")
+    e = run_env({"SIMCU_HOST_NS": "7000", "SIMCU_TIME_ONLY": "1"})
     cmd = ([a.grape, "run", "--compare", "--device", "sim", "--sim-kernels", "timed", "--",
             a.python, "-W", "ignore", os.path.join(a.source, "examples", "python", "decode.py"),
             "--max-steps", "200", "--min-len", "150"])
