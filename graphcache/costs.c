@@ -18,6 +18,8 @@
  * are then built only once eager runs have earned them, as inline. */
 #include "internal.h"
 
+#include <string.h>
+
 #include "util/moving_avg.h"
 
 /* A sample of a call on the program's thread (an eager launch, a graph
@@ -98,9 +100,49 @@ void grape_gc_cost_sample(grape_gc_t* c, grape_gc_cost_t k, double ns, uint32_t 
   pthread_mutex_unlock(&m->mu);
 }
 
-double grape__gc_build_ns(const grape_gc_t* c, uint32_t n) {
-  unsigned m = atomic_load_explicit(&((grape_gc_t*)c)->cost_measured, memory_order_relaxed);
-  int measured = (m >> GRAPE_GC_COST_BUILD_NODE) & 1;
-  /* Once measured, a build's fixed part is inside its per-node cost. */
-  return (measured ? 0 : c->cfg.build_ns) + (double)n * grape__gc_cost(c, GRAPE_GC_COST_BUILD_NODE);
+/* Once measured, a build's fixed part is inside its per-node cost. */
+static double build_ns_of(const grape_gc_t* c, uint32_t n, int measured, double per_node) {
+  return (measured ? 0 : c->cfg.build_ns) + (double)n * per_node;
+}
+
+void grape__gc_build_seen(grape_gc_t* c, uint64_t at) {
+  if (!((atomic_load_explicit(&c->cost_measured, memory_order_relaxed) >> GRAPE_GC_COST_BUILD_NODE) & 1))
+    return;   /* not sampled (a cost the user set) */
+  if (c->build_seen_n == BUILD_SEEN) {
+    memmove(c->build_seen, c->build_seen + 1, (BUILD_SEEN - 1) * sizeof(c->build_seen[0]));
+    c->build_seen_n--;
+  }
+  c->build_seen[c->build_seen_n++] = (struct build_seen_s){at, grape__gc_cost(c, GRAPE_GC_COST_BUILD_NODE)};
+}
+
+/* The estimate as of simulated moment t: the latest of the builds ended by
+ * then (they end in order: one builder). The builder runs at most one build
+ * past the program's clock, so BUILD_SEEN of them always reach back to t. */
+static double build_ns_seen_by(const grape_gc_t* c, uint32_t n, uint64_t t) {
+  for (uint32_t i = c->build_seen_n; i-- > 0;)
+    if (c->build_seen[i].at <= t)
+      return build_ns_of(c, n, 1, c->build_seen[i].per_node);
+  return build_ns_of(c, n, 0, c->cfg.build_node_ns);
+}
+
+double grape__gc_build_ns_builder(grape_gc_t* c, uint32_t n) {
+  if (c->cfg.deterministic && c->cfg.async_builds)
+    return build_ns_seen_by(c, n, grape__gc_now(c));
+  unsigned m = atomic_load_explicit(&c->cost_measured, memory_order_relaxed);
+  return build_ns_of(c, n, (m >> GRAPE_GC_COST_BUILD_NODE) & 1, grape__gc_cost(c, GRAPE_GC_COST_BUILD_NODE));
+}
+
+double grape__gc_build_ns(grape_gc_t* c, uint32_t n) {
+  if (c->cfg.deterministic && c->cfg.async_builds) {
+    /* The builds that may end by t have, before the estimate is read: the
+     * builder's next start is at least the one under way, or its last end. */
+    uint64_t t = grape__gc_now(c);
+    grape__gc_progress(c, t);
+    while (!c->stopping && (c->jobs != NULL || c->building) && grape__gc_builder_at_or_before(c, t) &&
+           (c->building ? c->building_from : c->builder_clock) < t) {
+      c->st.build_waits++;
+      pthread_cond_wait(&c->built, &c->lock);
+    }
+  }
+  return grape__gc_build_ns_builder(c, n);
 }

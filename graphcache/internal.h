@@ -25,6 +25,7 @@
                                replay (further ones once far replays have spent a build); all
                                that inline builds make */
 #define SET_MAX_OPS 16      /* segments small enough to keep an executable per recurring set */
+#define BUILD_SEEN 16       /* measured build costs kept by when they were known (costs.c) */
 #define SET_SLOTS 64        /* parameter sets a segment remembers (a cycle that long recurs) */
 #define MAX_CUTS 16       /* segments a key is cut into, at most */
 
@@ -226,6 +227,16 @@ struct grape_gc_s {
   uint64_t t_start;             /* the run's start on now()'s clock (config.build_share) */
   uint64_t builds_until;        /* when the builds queued so far are estimated done (wake) */
   uint64_t builder_wait_until;  /* the start the builder waits for (0: not waiting) */
+  uint64_t building_from;       /* the start of the build the builder has taken (building > 0) */
+  /* Deterministic mode: the build cost as the builds ended by `at`
+   * (simulated) measured it, oldest first, so that a program thread at
+   * simulated moment t weighs exactly the builds ended by t, however far the
+   * OS has run the builder (costs.c). Under the lock. */
+  struct build_seen_s {
+    uint64_t at;
+    double per_node;
+  } build_seen[BUILD_SEEN];
+  uint32_t build_seen_n;
   grape_gc_stats_t st;
   int noted_build, noted_launch;
   int graph_mode;               /* made with graphs on (grape_gc_stop turns them off at exit) */
@@ -298,8 +309,17 @@ static inline double grape__gc_replay_saving(const grape_gc_t* c, double nops, d
 }
 
 /* What building an executable of n ops costs the host: measured per node
- * once builds have been timed, else the configured fixed part and per node. */
-double grape__gc_build_ns(const grape_gc_t* c, uint32_t n);
+ * once builds have been timed, else the configured fixed part and per node.
+ * Deterministic mode: as measured by the builds ended by now in simulated
+ * time; on a program's thread it first waits (real time) for the builds the
+ * builder may yet end by then. Under the lock. */
+double grape__gc_build_ns(grape_gc_t* c, uint32_t n);
+/* The same on the builder thread, which never waits (its own builds are all
+ * done). */
+double grape__gc_build_ns_builder(grape_gc_t* c, uint32_t n);
+/* Deterministic mode, the builder: a build it ended at `at` (simulated) was
+ * sampled; the estimate now is known from `at` on. Under the lock. */
+void grape__gc_build_seen(grape_gc_t* c, uint64_t at);
 
 /* Deterministic mode: whether the builder may still end a build begun by
  * simulated time t, so a thread that needs it waits in real time: it is not

@@ -143,10 +143,11 @@ static job_t* job_most_urgent(grape_gc_t* c, job_t* j, uint64_t start) {
  * cannot be stopped halfway), so that wait is at most that share of the run
  * however soon it ends. The estimate is the shim's first guess until a
  * build has been measured. Under the lock. */
-static uint64_t build_gate(const grape_gc_t* c, const job_t* j) {
+static uint64_t build_gate(grape_gc_t* c, const job_t* j, int builder) {
   if (j->retire != NULL || c->cfg.build_share <= 0 || c->cfg.now == NULL)
     return 0;
-  double ns = grape__gc_build_ns(c, j->seg->n) / c->cfg.build_share;
+  double ns = (builder ? grape__gc_build_ns_builder(c, j->seg->n) : grape__gc_build_ns(c, j->seg->n)) /
+              c->cfg.build_share;
   return c->t_start + (ns < 1e18 ? (uint64_t)ns : (uint64_t)1e18);
 }
 
@@ -154,22 +155,23 @@ static uint64_t build_gate(const grape_gc_t* c, const job_t* j) {
  * which the builder follows among jobs of the same urgency. */
 static void job_queue(grape_gc_t* c, job_t* j) {
   j->t_queued = grape__gc_now(c);
-  if (c->jobs_tail != NULL)
-    c->jobs_tail->next = j;
-  else
-    c->jobs = j;
-  c->jobs_tail = j;
   /* When the builder is estimated done with it, behind the builds before it:
    * the program's launches until then are timed (a build holding the
    * driver's lock stalls them). Reckoned here, on the program's thread, so
    * that which launches are timed never depends on how the OS ran the
-   * builder. */
-  uint64_t from = j->t_queued, gate = build_gate(c, j);
+   * builder (and before j is queued: the estimate waits for the builds
+   * before it that may end by now, not for j). */
+  uint64_t from = j->t_queued, gate = build_gate(c, j, 0);
   if (gate > from)
     from = gate;
   if (c->builds_until > from)
     from = c->builds_until;
   double est = j->retire != NULL ? 0 : grape__gc_build_ns(c, j->seg->n);
+  if (c->jobs_tail != NULL)
+    c->jobs_tail->next = j;
+  else
+    c->jobs = j;
+  c->jobs_tail = j;
   c->builds_until = from + (est < 1e15 ? (uint64_t)est : (uint64_t)1e15);
   if (c->cfg.wake != NULL)
     c->cfg.wake(c->builds_until);
@@ -456,17 +458,18 @@ int grape_gc_build_pending(grape_gc_t* c) {
   c->building++;
   uint64_t start = j->t_queued > c->builder_clock ? j->t_queued : c->builder_clock;
   for (;;) {
-    uint64_t gate = build_gate(c, j);
+    uint64_t gate = build_gate(c, j, 1);
     if (gate > start)
       start = gate;
     builder_wait(c, start);
     job_t* best = job_most_urgent(c, j, start);
-    if (best == j || build_gate(c, best) <= start) {
+    if (best == j || build_gate(c, best, 1) <= start) {
       j = best;
       break;
     }
     j = best;   /* more urgent, and due later: waited for in its turn */
   }
+  c->building_from = start;
   int stopping = c->stopping;
   pthread_mutex_unlock(&c->lock);
   if (j->retire != NULL) {
@@ -484,7 +487,7 @@ int grape_gc_build_pending(grape_gc_t* c) {
     return 1;
   }
   exec_t* e = NULL;
-  int err = 0;
+  int err = 0, sampled = 0;
   if (!stopping) {
     if (c->drv.bind != NULL)
       c->drv.bind(c->drv.self, j->ctx);
@@ -496,13 +499,15 @@ int grape_gc_build_pending(grape_gc_t* c) {
       e->ready_at = grape__gc_now(c);
       e->gen = j->gen;
       e->pinned = j->pin;
-      if (t0 != 0)
+      if ((sampled = t0 != 0))
         grape_gc_cost_sample(c, GRAPE_GC_COST_BUILD_NODE, (double)(e->ready_at - t0), j->seg->n);
     }
   }
   pthread_mutex_lock(&c->lock);
   if (e != NULL)
     c->builder_clock = e->ready_at;
+  if (sampled && c->cfg.deterministic)
+    grape__gc_build_seen(c, e->ready_at);
   seg_t* seg = j->seg;
   seg->queued--;
   c->building--;
@@ -629,10 +634,19 @@ static int sets_allowed(const grape_gc_t* c, const seg_t* seg) {
   return c->cfg.variants >= 2 && seg->n <= SET_MAX_OPS;   /* (one executable a path asked for) */
 }
 
+/* Deterministic mode: the builds of seg that the builder may begin by now
+ * in simulated time have ended, however far the OS has run it; a build still
+ * queued then begins later. */
+static void seg_builds_settle(grape_gc_t* c, seg_t* seg) {
+  if (seg->queued > 0 && c->cfg.deterministic)
+    (void)grape__gc_seg_ready(c, seg);
+}
+
 static int set_earns_graph(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from,
                            uint32_t d, uint64_t* set) {
   if (!sets_allowed(c, seg) || seg->nvar >= MAX_VARIANTS)
     return 0;
+  seg_builds_settle(c, seg);
   if (seg->queued > 0)
     return 0;   /* one build of it at a time: the builder's first builds go first */
   /* Where the policy lays segments out, its layouts need the builder: a set
@@ -818,8 +832,7 @@ void grape__gc_submit_eager(grape_gc_t* c, const grape_region_t* r, uint32_t fro
  * progress decides nothing). */
 static exec_t* variant_now(grape_gc_t* c, seg_t* seg, const grape_region_t* r, uint32_t from,
                            uint32_t* d, uint64_t* set) {
-  if (seg->queued > 0 && c->cfg.deterministic)
-    (void)grape__gc_seg_ready(c, seg);
+  seg_builds_settle(c, seg);
   return best_variant(c, seg, r, from, 0, d, set);
 }
 

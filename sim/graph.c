@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- Graph and node objects ---- */
 
@@ -395,6 +396,10 @@ SIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* out, CUgraph g, uns
                                     CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH |
                                     CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY))
     return CUDA_ERROR_INVALID_VALUE;
+  /* Slower in real time only (simulated time is unchanged): a thread that
+   * instantiates falls behind the others, as a busy machine makes it. */
+  if (grape__sim.slow_instantiate_us > 0)
+    usleep((useconds_t)grape__sim.slow_instantiate_us);
   struct CUgraphExec_st* x = calloc(1, sizeof(*x));
   if (x == NULL)
     return CUDA_ERROR_OUT_OF_MEMORY;

@@ -496,6 +496,26 @@ def case_repeat(a):
             b.wait()
 
 
+def case_slow_builder(a):
+    """Simulated time does not depend on how far the OS has run the builder
+    thread: a run whose builder is slowed in real time (every instantiation
+    sleeps first, SIMCU_SLOW_INSTANTIATE_US; simulated time unchanged) ends
+    at the same simulated nanosecond, with the same graph hits, as one whose
+    builder keeps up. (A replay's choice to buy a variant once read whether
+    the builder had really ended a build, and the build cost it weighed took
+    in builds that had ended in real time but not yet in simulated time.)"""
+    env = starved_env({"GRAPE_BUILDER": "thread", "SIMCU_COSTS": "default", "SIMCU_HOST_NS": "2000"})
+    ends = {}
+    for how, extra in (("keeps up", {}), ("slowed", {"SIMCU_SLOW_INSTANTIATE_US": "3000"})):
+        p, rep, sim = run(a, a.args, env=dict(env, **extra))
+        b = rep["builder"]
+        if rep["graph_hits"] == 0 or b["built_on_thread"] == 0:
+            fail(f"{how}: no graph built on the builder thread and replayed: {b}", p)
+        ends[how] = (sim["sim_end_ns"], sim["sim_host_ns"], rep["graph_hits"], b["built_on_thread"])
+    if len(set(ends.values())) != 1:
+        fail(f"the builder's real-time speed changed the run (end, host ns, hits, builds): {ends}")
+
+
 def case_starved(a):
     """One CPU, taken by a busy loop: the builder cannot run beside the
     program, so graphs are built on the program's thread (GRAPE_BUILDER=auto
