@@ -87,12 +87,15 @@ typedef struct grape_region_cursor_s {
 } grape_region_cursor_t;
 
 /* Measured cycles (graph mode with a clock, verdict.c): when this chunk's
- * first op came (0: not timed), and the chunk before it: its key, whether
+ * first op came (0: not timed), and whether that op had already gone to the
+ * driver then (recorded after its submission: its launch is not in the
+ * chunk's span), and the chunk before it: its key, whether
  * it was replayed, when it started, and whether its cycle is to be ignored
  * (a graph was built in it), and when it ended if it ran eagerly (0: not,
  * or its wait was measured). */
 typedef struct grape_region_timers_s {
   uint64_t t_first;
+  int first_sent;
   const void* prev_key;
   uint64_t prev_t, prev_end;
   int prev_replayed, prev_skip;

@@ -207,7 +207,7 @@ int grape__hold_memop(const grape_memop_t* m) {
   grape__order_stream(s, key);
   if (s == NULL || !grape__may_hold(s))
     return 0;
-  if (grape__lock_room(s, sizeof(m->p)) != 0)
+  if (grape__lock_room(s, sizeof(m->p), 0) != 0)
     return 0;
   grape_region_t* r = &s->region;
   grape__hold_check_first(s);
@@ -252,7 +252,7 @@ void grape__on_memop(const grape_memop_t* m) {
 static void record_memop(const grape_memop_t* m) {
   grape__charge_op();
   grape_stream_t* s = grape__stream_of(grape__stream_key(m->stream, m->ptds));
-  if (s == NULL || grape__lock_room(s, sizeof(m->p)) != 0)
+  if (s == NULL || grape__lock_room(s, sizeof(m->p), 1) != 0)
     return;
   grape_op_key_t k;
   grape_op_dims_t d;

@@ -114,18 +114,22 @@ static inline __attribute__((always_inline)) void grape__record_op(grape_region_
 }
 
 /* Locks stream s with room for one more op of up to max_bytes parameters;
- * a region at its chunk length ends first. @return 0, or -ENOMEM (unlocked). */
+ * a region at its chunk length ends first. sent: the op has gone to the
+ * driver already (recorded after its submission), not held. @return 0, or
+ * -ENOMEM (unlocked). */
 int grape__room_slow(grape_stream_t* s, size_t max_bytes);
 static inline __attribute__((always_inline)) int
-grape__lock_room(grape_stream_t* s, size_t max_bytes) {
+grape__lock_room(grape_stream_t* s, size_t max_bytes, int sent) {
   spin_lock(&s->lock);
   grape_region_t* r = &s->region;
   if (__builtin_expect(r->ops.n >= r->ops.cap || r->ops.plen + max_bytes > r->ops.pcap ||
                            grape__chunk_done(s), 0) &&
       grape__room_slow(s, max_bytes) != 0)
     return -ENOMEM;
-  if (r->ops.n == 0 && __atomic_load_n(&grape__timed, __ATOMIC_RELAXED))
+  if (r->ops.n == 0 && __atomic_load_n(&grape__timed, __ATOMIC_RELAXED)) {
     r->timers.t_first = grape__clock_ns();   /* once per chunk: its cycle starts */
+    r->timers.first_sent = sent;
+  }
   return 0;
 }
 
@@ -309,7 +313,7 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
   int plain = !extra_form && l->attrs_bytes == 0 && f != NULL && f->nparams >= 0 &&
               l->params != NULL;
   size_t room = plain ? grape__room_for(f->param_bytes) : grape__launch_room(f, l, extra_form);
-  if (grape__lock_room(s, room) != 0)
+  if (grape__lock_room(s, room, 0) != 0)
     return 0;
   grape_region_t* r = &s->region;
   grape__hold_check_first(s);
@@ -394,7 +398,7 @@ static inline __attribute__((always_inline)) void grape__record_launch(grape_rou
     GRAPE_COUNT(param_unknown);
   size_t room = grape__launch_room(f, l, extra_form);
   grape_stream_t* s = grape__stream_of(grape__stream_key(l->stream, l->ptds));
-  if (s == NULL || grape__lock_room(s, room) != 0)
+  if (s == NULL || grape__lock_room(s, room, 1) != 0)
     return;
   grape_region_t* r = &s->region;
   int barrier = grape__launch_barrier(f, l);

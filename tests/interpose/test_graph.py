@@ -516,6 +516,29 @@ def case_slow_builder(a):
         fail(f"the builder's real-time speed changed the run (end, host ns, hits, builds): {ends}")
 
 
+def case_eager_span(a):
+    """A key is judged on its eager runs' host time: dynrnn's dense step
+    (step_dense, stats, copy to the host) at HOST_NS 2000 under `fair` keeps
+    the device idle between launches, so it is replayed at almost every
+    sighting once built. (An eager chunk's clock starts when its first op is
+    recorded, after that op went to the driver: counting that launch in its
+    span too left the program's own work out, the step looked device-bound,
+    and it ran eagerly in 456 of its 743 sightings.)"""
+    env = starved_env({"GRAPE_BUILDER": "thread", "SIMCU_COSTS": "fair", "SIMCU_HOST_NS": "2000"})
+    base, _, base_sim = run(a, a.args, preload=False, env={"SIMCU_COSTS": "fair", "SIMCU_HOST_NS": "2000"})
+    p, rep, sim = run(a, a.args, env=env)
+    if p.stdout != base.stdout:
+        fail(f"the run changed:\n{base.stdout}", p)
+    dense = [t for t in rep["top_paths"] if t["kernels"] == ["step_dense", "stats", "memcpy"]]
+    if not dense:
+        fail(f"no dense step among the paths: {rep['top_paths']}", p)
+    d = dense[0]
+    if d["hits"] < 0.9 * d["count"]:
+        fail(f"the dense step replayed at {d['hits']} of its {d['count']} sightings", p)
+    if sim["sim_end_ns"] >= base_sim["sim_end_ns"]:
+        fail(f"{sim['sim_end_ns']} ns in graph mode against {base_sim['sim_end_ns']} eager", p)
+
+
 def case_starved(a):
     """One CPU, taken by a busy loop: the builder cannot run beside the
     program, so graphs are built on the program's thread (GRAPE_BUILDER=auto
