@@ -361,38 +361,24 @@ static void slower_for_now(grape_gc_t* c, gkey_t* k) {
   k->recheck_at = grape__backoff(k->seen, (uint64_t)c->cfg.recheck, &k->slower);
 }
 
-/* When r's chunk began: as its first op came, before it went anywhere (0:
- * not timed). A held op is timed then; an eager one is recorded once the
- * driver has taken it, so its launch (as measured) is taken back. Eager and
- * replayed chunks then start alike, for the cycles between them and the
- * host time of each. */
-static uint64_t chunk_start(const grape_gc_t* c, const grape_region_t* r) {
-  uint64_t t = r->timers.t_first;
-  if (t == 0 || !r->timers.first_sent)
-    return t;
-  double l = grape__gc_cost(c, GRAPE_GC_COST_LAUNCH);
-  return l > 0 && (double)t > l + 1 ? t - (uint64_t)l : t;
-}
-
 /* The cycle of the chunk before r on its stream ends where r began. */
 static void time_cycles(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replayed) {
   if (c->cfg.now == NULL)
     return;
-  uint64_t start = chunk_start(c, r);
-  if (start == 0) {
+  if (r->timers.t_first == 0) {
     r->timers.prev_key = NULL;   /* an untimed chunk breaks the chain */
     return;
   }
   /* (A cycle that spans a pause of graph mode (ledger.c) is no sample.) */
-  if (r->timers.prev_key != NULL && !r->timers.prev_skip && start > r->timers.prev_t &&
+  if (r->timers.prev_key != NULL && !r->timers.prev_skip && r->timers.t_first > r->timers.prev_t &&
       r->timers.prev_t >= c->ledger.resumed_at) {
     gkey_t* pk = grape__gc_key_known(c, r->timers.prev_key);
     if (pk != NULL)
-      note_cycle(c, pk, r->timers.prev_replayed, start - r->timers.prev_t);
+      note_cycle(c, pk, r->timers.prev_replayed, r->timers.t_first - r->timers.prev_t);
   }
   r->timers.prev_key = k;
   r->timers.prev_replayed = replayed;
-  r->timers.prev_t = start;
+  r->timers.prev_t = r->timers.t_first;
   r->timers.prev_skip = 0;
 }
 
@@ -508,14 +494,17 @@ static void account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
     }
     return;
   }
-  uint64_t start = chunk_start(c, r);
-  if (start != 0 && t_end > start && !c->built_now && (r->cursor.graphed == 0 || k->host_eager_n == 0)) {
+  if (r->timers.t_first != 0 && t_end > r->timers.t_first && !c->built_now &&
+      (r->cursor.graphed == 0 || k->host_eager_n == 0)) {
     /* An eager sighting: the host's own time to issue it, its launches left
-     * out. One that replayed another key's first segments, then left them,
-     * stands in only while the key has no other (its span also holds what
-     * those replays waited for), its graph launches and updates left out. */
-    double h = (double)(t_end - start) -
-               (r->ops.n - r->cursor.graphed) * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH) -
+     * out (those after its clock started: a first op recorded once it had
+     * gone to the driver was launched before). One that replayed another
+     * key's first segments, then left them, stands in only while the key
+     * has no other (its span also holds what those replays waited for), its
+     * graph launches and updates left out. */
+    uint32_t launched = r->ops.n - r->cursor.graphed - (r->timers.first_sent && r->cursor.graphed == 0);
+    double h = (double)(t_end - r->timers.t_first) -
+               launched * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH) -
                segs * grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH) -
                updates * grape__gc_cost(c, GRAPE_GC_COST_UPDATE);
     grape__avg_add(&k->host_eager_ns, &k->host_eager_n, h > 0 ? h : 0, 8);

@@ -255,9 +255,6 @@ static fop_t issued[4096];   /* what the program issued, in order */
 static int nissued;
 static int eager_launches;   /* launches the program made itself (not held) */
 static int launch_error;     /* the last cut's driver error */
-/* As the shim does: an eager op is recorded once the driver has taken it, so
- * an eager chunk's clock starts after its first launch (first_sent). */
-static int clock_after_eager;
 
 static void issue(const pop_t* p) {
   grape_op_key_t k = {.kind = GRAPE_OP_KERNEL, .param_bytes = 8, .func = p->func};
@@ -267,10 +264,8 @@ static void issue(const pop_t* p) {
   grape_gc_op_t view = {GRAPE_OP_KERNEL, 0, fn, &d, &params, 8, 0};
   issued[nissued++] = fop(&view);
   fake_now += host_op_ns;   /* the program's own work before the op */
-  if (region.ops.n == 0 && cache_timed) {
+  if (region.ops.n == 0 && cache_timed)
     region.timers.t_first = fake_clock();   /* as the shim does at a chunk's first op */
-    region.timers.first_sent = 0;
-  }
   grape_region_t* r = &region;
   if (r->cursor.node != NULL) {
     const grape_gc_node_t* nx = grape_gc_step(r->cursor.node, &k);
@@ -295,10 +290,6 @@ static void issue(const pop_t* p) {
   eager_launches++;
   fake_now += eager_op_ns;
   dev_runs(1);
-  if (clock_after_eager && r->ops.n == 0 && cache_timed) {
-    r->timers.t_first = fake_clock();
-    r->timers.first_sent = 1;
-  }
   cr_assert_eq(grape__region_reserve(r, 8), 0);
   grape__region_push(r, &k, &d, fn, &params, 8);
 }
@@ -329,7 +320,7 @@ static void expect_device_ran_what_was_issued(void) {
 static void setup_with(grape_gc_config_t cfg) {
   memset(&dev, 0, sizeof(dev));
   memset(&region, 0, sizeof(region));
-  nissued = eager_launches = clock_after_eager = 0;
+  nissued = eager_launches = 0;
   fake_now = 1;
   eager_op_ns = graph_launch_ns = host_op_ns = dev_op_ns = update_op_ns = 0;
   builder_now = build_cost_ns = dev_free_at = 0;
@@ -595,35 +586,6 @@ Test(cache, replays_measured_slower_than_eager_runs_stop_and_are_tried_again_lat
 Test(cache, replays_measured_faster_stay) {
   run_timed(15, 40);   /* a replay: 15 ns; eager: 40 */
   cr_expect_eq(stats().graph_hits, 37);
-}
-
-/* A replayed chunk's clock starts before its first op went anywhere, an eager
- * one's (as the shim records it) after its first launch: the cycle of a
- * replay followed by an eager chunk spanned that launch too, and a key
- * whose replays gain less than a launch was measured slower. */
-Test(cache, a_replay_followed_by_an_eager_chunk_is_timed_from_the_same_moment) {
-  grape_gc_config_t cfg = config();
-  cfg.now = fake_clock;
-  cfg.recheck = 8;
-  cfg.warmup = 3;
-  restart_with(cfg);
-  clock_after_eager = 1;
-  host_op_ns = 1000;
-  eager_op_ns = 2000;      /* what the config says a launch costs */
-  graph_launch_ns = 3000;  /* a replay of [1 2] saves 1 us of the 6 it takes eagerly */
-  pop_t key[2] = {{1, 4, 3}, {2, 4, 3}};
-  pop_t other[1] = {{9, 4, 3}};   /* one op: never held (min_ops 2) */
-  for (int it = 0; it < 40; it++) {
-    issue_all(key, 2);
-    issue_all(other, 1);
-  }
-  expect_device_ran_what_was_issued();
-  grape_gc_stats_t st = stats();
-  cr_expect_geq(st.graph_hits, 35, "%lu hits", (unsigned long)st.graph_hits);
-  grape_gc_path_t top[2];
-  int n = grape_gc_top(cache, top, 2);
-  for (int i = 0; i < n; i++)
-    cr_expect_null(strstr(top[i].why, "slower"), "%s", top[i].why);
 }
 
 Test(cache, divergence_submits_the_held_ops_in_order) {
