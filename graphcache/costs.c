@@ -125,24 +125,9 @@ static double build_ns_seen_by(const grape_gc_t* c, uint32_t n, uint64_t t) {
   return build_ns_of(c, n, 0, c->cfg.build_node_ns);
 }
 
-double grape__gc_build_ns_builder(grape_gc_t* c, uint32_t n) {
+double grape__gc_build_ns_now(grape_gc_t* c, uint32_t n) {
   if (c->cfg.deterministic && c->cfg.async_builds)
     return build_ns_seen_by(c, n, grape__gc_now(c));
   unsigned m = atomic_load_explicit(&c->cost_measured, memory_order_relaxed);
   return build_ns_of(c, n, (m >> GRAPE_GC_COST_BUILD_NODE) & 1, grape__gc_cost(c, GRAPE_GC_COST_BUILD_NODE));
-}
-
-double grape__gc_build_ns(grape_gc_t* c, uint32_t n) {
-  if (c->cfg.deterministic && c->cfg.async_builds) {
-    /* The builds that may end by t have, before the estimate is read: the
-     * builder's next start is at least the one under way, or its last end. */
-    uint64_t t = grape__gc_now(c);
-    grape__gc_progress(c, t);
-    while (!c->stopping && (c->jobs != NULL || c->building) && grape__gc_builder_at_or_before(c, t) &&
-           (c->building ? c->building_from : c->builder_clock) < t) {
-      c->st.build_waits++;
-      pthread_cond_wait(&c->built, &c->lock);
-    }
-  }
-  return grape__gc_build_ns_builder(c, n);
 }

@@ -308,15 +308,16 @@ static inline double grape__gc_replay_saving(const grape_gc_t* c, double nops, d
          updates * grape__gc_cost(c, GRAPE_GC_COST_UPDATE);
 }
 
-/* What building an executable of n ops costs the host: measured per node
- * once builds have been timed, else the configured fixed part and per node.
- * Deterministic mode: as measured by the builds ended by now in simulated
- * time; on a program's thread it first waits (real time) for the builds the
- * builder may yet end by then. Under the lock. */
+/* What building an executable of n ops costs the host (costs.c): measured
+ * per node once builds have been timed, else the configured fixed part and
+ * per node; in deterministic mode as measured by the builds ended by now in
+ * simulated time. Under the lock. */
+double grape__gc_build_ns_now(grape_gc_t* c, uint32_t n);
+/* The same on a program's thread (segment.c): in deterministic mode it first
+ * waits (real time) for the builds the builder may yet end by now. The
+ * builder itself reads grape__gc_build_ns_now: its own builds are all done.
+ * Under the lock. */
 double grape__gc_build_ns(grape_gc_t* c, uint32_t n);
-/* The same on the builder thread, which never waits (its own builds are all
- * done). */
-double grape__gc_build_ns_builder(grape_gc_t* c, uint32_t n);
 /* Deterministic mode, the builder: a build it ended at `at` (simulated) was
  * sampled; the estimate now is known from `at` on. Under the lock. */
 void grape__gc_build_seen(grape_gc_t* c, uint64_t at);

@@ -146,7 +146,7 @@ static job_t* job_most_urgent(grape_gc_t* c, job_t* j, uint64_t start) {
 static uint64_t build_gate(grape_gc_t* c, const job_t* j, int builder) {
   if (j->retire != NULL || c->cfg.build_share <= 0 || c->cfg.now == NULL)
     return 0;
-  double ns = (builder ? grape__gc_build_ns_builder(c, j->seg->n) : grape__gc_build_ns(c, j->seg->n)) /
+  double ns = (builder ? grape__gc_build_ns_now(c, j->seg->n) : grape__gc_build_ns(c, j->seg->n)) /
               c->cfg.build_share;
   return c->t_start + (ns < 1e18 ? (uint64_t)ns : (uint64_t)1e18);
 }
@@ -532,6 +532,21 @@ int grape_gc_build_pending(grape_gc_t* c) {
     c->policy->layout_free(j->layout);
   free(j);
   return 1;
+}
+
+double grape__gc_build_ns(grape_gc_t* c, uint32_t n) {
+  if (c->cfg.deterministic && c->cfg.async_builds) {
+    /* The builds that may end by t have, before the estimate is read: the
+     * builder's next start is at least the one under way, or its last end. */
+    uint64_t t = grape__gc_now(c);
+    grape__gc_progress(c, t);
+    while (!c->stopping && (c->jobs != NULL || c->building) && grape__gc_builder_at_or_before(c, t) &&
+           (c->building ? c->building_from : c->builder_clock) < t) {
+      c->st.build_waits++;
+      pthread_cond_wait(&c->built, &c->lock);
+    }
+  }
+  return grape__gc_build_ns_now(c, n);
 }
 
 void grape__gc_progress(grape_gc_t* c, uint64_t t) {
