@@ -100,13 +100,19 @@ void grape_gc_cost_sample(grape_gc_t* c, grape_gc_cost_t k, double ns, uint32_t 
   pthread_mutex_unlock(&m->mu);
 }
 
+/* Whether builds have been timed (not so for a cost the user set). */
+static int build_measured(const grape_gc_t* c) {
+  return (atomic_load_explicit(&((grape_gc_t*)c)->cost_measured, memory_order_relaxed) >>
+          GRAPE_GC_COST_BUILD_NODE) & 1;
+}
+
 /* Once measured, a build's fixed part is inside its per-node cost. */
 static double build_ns_of(const grape_gc_t* c, uint32_t n, int measured, double per_node) {
   return (measured ? 0 : c->cfg.build_ns) + (double)n * per_node;
 }
 
 void grape__gc_build_seen(grape_gc_t* c, uint64_t at) {
-  if (!((atomic_load_explicit(&c->cost_measured, memory_order_relaxed) >> GRAPE_GC_COST_BUILD_NODE) & 1))
+  if (!build_measured(c))
     return;   /* not sampled (a cost the user set) */
   if (c->build_seen_n == BUILD_SEEN) {
     memmove(c->build_seen, c->build_seen + 1, (BUILD_SEEN - 1) * sizeof(c->build_seen[0]));
@@ -128,6 +134,5 @@ static double build_ns_seen_by(const grape_gc_t* c, uint32_t n, uint64_t t) {
 double grape__gc_build_ns_now(grape_gc_t* c, uint32_t n) {
   if (c->cfg.deterministic && c->cfg.async_builds)
     return build_ns_seen_by(c, n, grape__gc_now(c));
-  unsigned m = atomic_load_explicit(&c->cost_measured, memory_order_relaxed);
-  return build_ns_of(c, n, (m >> GRAPE_GC_COST_BUILD_NODE) & 1, grape__gc_cost(c, GRAPE_GC_COST_BUILD_NODE));
+  return build_ns_of(c, n, build_measured(c), grape__gc_cost(c, GRAPE_GC_COST_BUILD_NODE));
 }

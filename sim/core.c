@@ -46,7 +46,8 @@ SIM_EXPORT CUresult cuInit(unsigned int flags) {
     s = getenv("SIMCU_NO_REUSE");
     grape__sim.no_reuse = s != NULL && s[0] == '1';
     s = getenv("SIMCU_SLOW_INSTANTIATE_US");
-    grape__sim.slow_instantiate_us = s != NULL && atol(s) > 0 ? atol(s) : 0;
+    long us = s != NULL ? atol(s) : 0;
+    grape__sim.slow_instantiate_us = us > 0 ? us : 0;
     grape__sim.initialized = 1;
   }
   pthread_mutex_unlock(&grape__sim.lock);
