@@ -66,7 +66,7 @@ typedef struct grape_region_ops_s {
   uint32_t gen;
   /* In-place recording: a slot keeps its op after a clear, so a chunk that
    * repeats the last one finds each op already there and need not write it
-   * (grape__region_slot_again). Slots below `hw` hold an op of some earlier
+   * (grape__region_slot_held). Slots below `hw` hold an op of some earlier
    * chunk in these buffers; held_at[i] is the trie node op i was held at
    * (NULL: not held), for a launch checked against its function's limits
    * under `held_stamp` (the shim's count of limit changes). */
@@ -155,22 +155,30 @@ grape__region_push_placed(grape_region_t* r, const grape_op_key_t* key, const gr
 }
 
 /* The trie node at which the slot of the next op was held in an earlier
- * chunk when it holds exactly this op (key, dims, function, parameters at
- * the next offset, footprint tag 0), so that recording the op needs only its
- * parameter bytes written over the slot's (grape__region_take_slot); NULL
- * otherwise. Every reader of the ops then reads this op from the slot, as if
- * it had been pushed. */
+ * chunk when that op had function fn and its parameters at the next offset,
+ * with footprint tag 0; NULL otherwise. With grape__region_slot_same, the
+ * slot holds exactly the op about to be recorded, so recording it needs only
+ * its parameter bytes written over the slot's (grape__region_take_slot):
+ * every reader of the ops then reads it from the slot, as if it had been
+ * pushed. These checks come first because they need no parameter bytes. */
 static inline __attribute__((always_inline)) const struct grape_gc_node_s*
-grape__region_slot_again(const grape_region_t* r, const grape_op_key_t* key,
-                         const grape_op_dims_t* dims, const void* fn) {
+grape__region_slot_held(const grape_region_t* r, const void* fn) {
   const grape_region_ops_t* o = &r->ops;
   uint32_t i = o->n;
-  if (i >= o->hw)
+  if (i >= o->hw || o->fns[i] != fn || o->poff[i] != o->plen || o->grp[i] != 0)
     return NULL;
+  return o->held_at[i];
+}
+
+/* True when the next slot's op has this key and these dimensions. */
+static inline __attribute__((always_inline)) int
+grape__region_slot_same(const grape_region_t* r, const grape_op_key_t* key,
+                        const grape_op_dims_t* dims) {
+  const grape_region_ops_t* o = &r->ops;
   /* Word by word against the fields, so that a caller's key and dims stay
    * in registers (built from scalars, never stored to be compared). */
-  const uint8_t* sk = (const uint8_t*)&o->keys[i];
-  const uint8_t* sd = (const uint8_t*)&o->dims[i];
+  const uint8_t* sk = (const uint8_t*)&o->keys[o->n];
+  const uint8_t* sd = (const uint8_t*)&o->dims[o->n];
   uint64_t diff = (grape__word(sk, 0) ^ grape__pair32(key->kind, key->param_bytes)) |
                   (grape__word(sk, 1) ^ key->func) |
                   (grape__word(sk, 2) ^ grape__pair32(key->flags, key->attrs_bytes)) |
@@ -179,12 +187,10 @@ grape__region_slot_again(const grape_region_t* r, const grape_op_key_t* key,
                   (grape__word(sd, 1) ^ grape__pair32(dims->grid[2], dims->block[0])) |
                   (grape__word(sd, 2) ^ grape__pair32(dims->block[1], dims->block[2])) |
                   (grape__word(sd, 3) ^ grape__pair32(dims->shmem, dims->zero));
-  if (diff != 0 || o->fns[i] != fn || o->poff[i] != o->plen || o->grp[i] != 0)
-    return NULL;
-  return o->held_at[i];
+  return diff == 0;
 }
 
-/* Takes the next slot as it is (grape__region_slot_again), its n parameter
+/* Takes the next slot as it is (grape__region_slot_held), its n parameter
  * bytes written at grape__region_next_params(r). */
 static inline __attribute__((always_inline)) void grape__region_take_slot(grape_region_t* r,
                                                                           size_t n) {

@@ -31,6 +31,13 @@
 
 #define GRAPE_UNPAREN(...) __VA_ARGS__
 
+/* True when a launch hook tries the hit path first (launch.h,
+ * grape__hold_hit): graph mode, with the timeline off (a timeline records
+ * every call, which the full path does). */
+static inline __attribute__((always_inline)) int grape__hit_path_on(void) {
+  return grape__mode == GRAPE_MODE_GRAPH && !__builtin_expect(grape__timeline_on, 0);
+}
+
 /* An empty `before` or `on_success`. */
 #define GRAPE_NOTHING ((void)0)
 

@@ -93,6 +93,9 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernel(grape_
                                            unsigned bz, unsigned shm, CUstream s, void** params,
                                            void** extra) {
   (void)h;   /* the caller checked grape__active() */
+  if (grape__hit_path_on() && extra == NULL &&
+      grape__hold_hit(route, f, GRAPE_FN_FUNCTION, gx, gy, gz, bx, by, bz, shm, s, ptds, params))
+    return CUDA_SUCCESS;
   grape_launch_t l = {f, GRAPE_FN_FUNCTION, {gx, gy, gz}, {bx, by, bz}, shm, s, ptds,
                       params, extra, 0, NULL, 0};
   GRAPE_TL_START(tl_, h);
@@ -146,6 +149,12 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grap
   if (c == NULL)
     return real(c, f, params, extra);
   (void)h;
+  if (grape__hit_path_on() && extra == NULL &&
+      (c->attrs == NULL || c->numAttrs == 0) &&
+      grape__hold_hit(route, f, GRAPE_FN_FUNCTION, c->gridDimX, c->gridDimY, c->gridDimZ,
+                      c->blockDimX, c->blockDimY, c->blockDimZ, c->sharedMemBytes, c->hStream,
+                      ptds, params))
+    return CUDA_SUCCESS;
   grape_launch_t l = {f, GRAPE_FN_FUNCTION, {c->gridDimX, c->gridDimY, c->gridDimZ},
                       {c->blockDimX, c->blockDimY, c->blockDimZ}, c->sharedMemBytes,
                       c->hStream, ptds, params, extra, 0, c->attrs,

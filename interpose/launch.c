@@ -111,8 +111,8 @@ void grape__diverge(grape_stream_t* s, grape_gc_cause_t cause) {
 }
 
 const grape_gc_node_t* grape__hold_walk(grape_stream_t* s, grape_func_t* f,
-                                        const grape_launch_t* l, int extra_form, int plain,
-                                        uint8_t* dst, size_t room, uint32_t stamp, size_t* n) {
+                                        const grape_launch_t* l, int extra_form, uint8_t* dst,
+                                        size_t room, uint32_t stamp, size_t* n) {
   grape_region_t* r = &s->region;
   grape_op_dims_t d = {{l->grid[0], l->grid[1], l->grid[2]},
                        {l->block[0], l->block[1], l->block[2]}, l->shmem, 0};
@@ -124,13 +124,9 @@ const grape_gc_node_t* grape__hold_walk(grape_stream_t* s, grape_func_t* f,
     return NULL;
   }
   grape_op_key_t k;
-  if (plain) {
-    grape__launch_key(f, l, (uint32_t)*n, 0, &k);
-  } else {
-    *n = grape__launch_params(f, l, extra_form, dst, room);
-    grape__launch_key(f, l, (uint32_t)*n, extra_form ? GRAPE_SIG_EXTRA : 0, &k);
-    grape__launch_attrs(l, dst, *n, room, &k);
-  }
+  *n = grape__launch_params(f, l, extra_form, dst, room);
+  grape__launch_key(f, l, (uint32_t)*n, extra_form ? GRAPE_SIG_EXTRA : 0, &k);
+  grape__launch_attrs(l, dst, *n, room, &k);
   const grape_gc_node_t* nx = grape_gc_step(r->cursor.node, &k);
   if (nx == NULL) {
     grape__diverge(s, GRAPE_GC_DIVERGENCE);

@@ -277,15 +277,100 @@ int grape__barrier_begin(grape_stream_t* s, size_t room);
 void grape__barrier_end(grape_stream_t* s, int cooperative);
 
 /* The held launch that found no slot to take in place (grape__hold_launch,
- * s locked, its cursor on a path): checked, its parameters (unless plain:
- * already at dst) and key made, one step down the trie, recorded as held.
+ * s locked, its cursor on a path): checked, its parameters copied to dst
+ * and key made, one step down the trie, recorded as held.
  * Out of line, so that the in-place path keeps its registers.
  * @return the trie node it was held at (*n its parameter bytes), or NULL:
  * the region left its known path (grape__diverge) and the launch goes to the
  * driver. */
 const grape_gc_node_t* grape__hold_walk(grape_stream_t* s, grape_func_t* f,
-                                        const grape_launch_t* l, int extra_form, int plain,
-                                        uint8_t* dst, size_t room, uint32_t stamp, size_t* n);
+                                        const grape_launch_t* l, int extra_form, uint8_t* dst,
+                                        size_t room, uint32_t stamp, size_t* n);
+
+/* The slot the region's next op held in an earlier chunk, taken in place
+ * when launch (f, dimensions d) is that op again (s locked, its cursor on a
+ * path, f's layout known, kernelParams without attributes): held at a child
+ * of the cursor, checked against the same limits (stamp), with the same key,
+ * dimensions and function (a held slot's function is f->drv, never NULL).
+ * Its parameters are copied to dst (*n their bytes) once the checks that
+ * need none have passed. @return the trie node it was held at, or NULL: the
+ * slot is not taken (dst may hold the launch's parameters, *n then set). */
+static inline __attribute__((always_inline)) const grape_gc_node_t*
+grape__hold_in_place(grape_region_t* r, grape_func_t* f, void** params,
+                     const grape_op_dims_t* d, uint32_t stamp, uint8_t* dst, size_t* n) {
+  const grape_gc_node_t* nx = grape__region_slot_held(r, f->drv);
+  if (__builtin_expect(nx == NULL || nx->parent != r->cursor.node ||
+                           __atomic_load_n(&nx->live, __ATOMIC_RELAXED) == 0 ||
+                           r->ops.held_stamp != stamp || grape__call != NULL ||
+                           __atomic_load_n(&f->lim_state, __ATOMIC_ACQUIRE) != 1, 0))
+    return NULL;
+  *n = grape__func_copy_params(f, params, dst);
+  grape_op_key_t k;
+  k.kind = GRAPE_OP_KERNEL;
+  k.param_bytes = (uint32_t)*n;
+  k.func = f->id;
+  k.flags = f->drv_kernel ? GRAPE_SIG_CUKERNEL : 0;
+  k.attrs_bytes = 0;
+  k.attrs = 0;
+  if (__builtin_expect(!grape__region_slot_same(r, &k, d), 0))
+    return NULL;
+  grape__region_take_slot(r, *n);
+  return nx;
+}
+
+/* The hit path (graph mode): a launch on a stream whose chunk follows a
+ * known path, with kernelParams of a known layout and no attributes, that is
+ * the op its region held at the same slot in an earlier chunk. Anything else
+ * (a chunk's first held op, a chunk at its start or its length, an op whose
+ * work is timed, a capture, a pass, NVTX, debug logging, a barrier, a slot
+ * that differs) returns 0 having changed nothing but bytes past the region's
+ * parameters, and the launch takes grape__hold_launch, which decides the
+ * same way from the start. The hook calls it only with the timeline off.
+ * @return 1 when the launch was held. */
+static inline __attribute__((always_inline)) int
+grape__hold_hit(grape_route_t route, const void* fn, int kind, uint32_t gx, uint32_t gy,
+                uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz, uint32_t shm,
+                const void* stream, int ptds, void** params) {
+  if (__builtin_expect((__atomic_load_n(&grape__captures, __ATOMIC_RELAXED) |
+                        __atomic_load_n(&grape__pass, __ATOMIC_RELAXED) | grape__nvtx_on) != 0 ||
+                           params == NULL || grape__log_level() >= GRAPE_LOG_DEBUG, 0))
+    return 0;
+  unsigned t = grape__shim_tick + 1;   /* an op whose work is timed takes the full path */
+  if (__builtin_expect((t & 31) == 0 || t <= 64, 0))
+    return 0;
+  uintptr_t key = grape__stream_key(stream, ptds);
+  grape_stream_t* s = grape__stream_of(key);
+  if (__builtin_expect(s == NULL ||
+                           __atomic_load_n(&s->region.cursor.node, __ATOMIC_RELAXED) == NULL, 0))
+    return 0;
+  grape__order_stream(s, key);   /* the legacy stream's ordering, held or not */
+  grape_func_t* f = grape__func_get(fn, (grape_handle_kind_t)kind);
+  if (__builtin_expect(f == NULL || f->nparams < 0 || grape__func_collective(f) ||
+                           grape__alloc_shared_any(), 0))
+    return 0;
+  size_t room = grape__room_for(f->param_bytes);
+  spin_lock(&s->lock);
+  grape_region_t* r = &s->region;
+  if (__builtin_expect(r->ops.n == 0 || r->ops.n >= r->ops.cap ||
+                           r->ops.plen + room > r->ops.pcap || r->cursor.node == NULL ||
+                           r->cursor.held == 0 || grape__chunk_done(s), 0))
+    goto full;
+  grape_op_dims_t d = {{gx, gy, gz}, {bx, by, bz}, shm, 0};
+  size_t n;
+  const grape_gc_node_t* nx =
+      grape__hold_in_place(r, f, params, &d, __atomic_load_n(&grape__limits_epoch, __ATOMIC_RELAXED),
+                           grape__region_next_params(r), &n);
+  if (__builtin_expect(nx == NULL, 0))
+    goto full;
+  grape__shim_tick = t;
+  GRAPE_COUNT(launches[route]);
+  grape__charge_op();
+  grape__held_unlock(s, nx);
+  return 1;
+full:
+  spin_unlock(&s->lock);
+  return 0;
+}
 
 /* Tries to hold launch l (graph mode). @return 1 when it was held (recorded,
  * not submitted: the hook returns success), 0 when it goes to the driver. */
@@ -319,31 +404,17 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
   grape__hold_check_first(s);
   if (r->cursor.node != NULL) {
     const grape_gc_node_t* nx;
-    grape_op_key_t k;
     grape_op_dims_t d = {{l->grid[0], l->grid[1], l->grid[2]},
                          {l->block[0], l->block[1], l->block[2]}, l->shmem, 0};
     uint8_t* dst = grape__region_next_params(r);
-    size_t n;
+    size_t n = 0;
     uint32_t stamp = __atomic_load_n(&grape__limits_epoch, __ATOMIC_RELAXED);
-    /* The op this slot held in an earlier chunk, at a child of the cursor:
-     * it is the trie's next node, the launch was checked against the same
-     * limits, and only its parameter bytes are written over the slot's (a
-     * held slot's function is f->drv, never NULL, and a launch without
-     * attributes needs no attribute check). */
-    if (__builtin_expect(plain, 1)) {
-      n = grape__func_copy_params(f, l->params, dst);
-      grape__launch_key(f, l, (uint32_t)n, 0, &k);
-      if (__builtin_expect(r->ops.held_stamp == stamp && grape__call == NULL &&
-                               __atomic_load_n(&f->lim_state, __ATOMIC_ACQUIRE) == 1, 1)) {
-        nx = grape__region_slot_again(r, &k, &d, f->drv);
-        if (__builtin_expect(nx != NULL && nx->parent == r->cursor.node &&
-                                 __atomic_load_n(&nx->live, __ATOMIC_RELAXED) != 0, 1)) {
-          grape__region_take_slot(r, n);
-          goto held;
-        }
-      }
+    if (__builtin_expect(plain, 1)) {   /* a launch without attributes needs no attribute check */
+      nx = grape__hold_in_place(r, f, l->params, &d, stamp, dst, &n);
+      if (__builtin_expect(nx != NULL, 1))
+        goto held;
     }
-    nx = grape__hold_walk(s, f, l, extra_form, plain, dst, room, stamp, &n);
+    nx = grape__hold_walk(s, f, l, extra_form, dst, room, stamp, &n);
     if (nx == NULL)
       goto eager;
   held:

@@ -523,7 +523,7 @@ static void write_report(void) {
              "\"sim_host_ns\":%llu,\"sim_end_ns\":%llu,\"device_busy_ns\":%llu,"
              "\"lower_bound_ns\":%llu,\"lower_bound_host_ns\":%llu,"
              "\"lower_bound_device_ns\":%llu,\"lower_bound_stretches\":%llu,"
-             "\"helper_end_ns\":%llu}\n",
+             "\"helper_end_ns\":%llu,\"shim_ops\":%llu}\n",
           (unsigned long long)atomic_load(&grape__sim.kernels_executed),
           (unsigned long long)atomic_load(&grape__sim.graph_launches),
           (unsigned long long)atomic_load(&grape__sim.graph_kernel_nodes_executed),
@@ -531,7 +531,8 @@ static void write_report(void) {
           (unsigned long long)grape__sim_host_total(), (unsigned long long)grape__sim_end_ns(),
           (unsigned long long)b.device_busy_ns, (unsigned long long)b.lower_bound_ns,
           (unsigned long long)b.host_ns, (unsigned long long)b.device_ns,
-          (unsigned long long)b.stretches, (unsigned long long)grape__sim_helper_end_ns());
+          (unsigned long long)b.stretches, (unsigned long long)grape__sim_helper_end_ns(),
+          (unsigned long long)grape__sim_shim_ops());
   fclose(f);
 }
 

@@ -57,6 +57,7 @@ static _Thread_local uint64_t tls_call_start;   /* tls_host when the current ent
 static _Thread_local int tls_started;
 static _Thread_local int tls_helper;  /* host_handoff was called on this thread */
 static _Atomic uint64_t host_total;   /* every charge, all threads */
+static _Atomic uint64_t shim_ops;     /* SIMCU_WORK_SHIM_OP reports, all threads */
 static _Atomic uint64_t host_max;     /* the largest host clock reached (helpers apart) */
 static _Atomic uint64_t helper_max;   /* the largest helper clock reached */
 
@@ -395,6 +396,10 @@ uint64_t grape__sim_host_total(void) {
   return atomic_load(&host_total);
 }
 
+uint64_t grape__sim_shim_ops(void) {
+  return atomic_load(&shim_ops);
+}
+
 uint64_t grape__sim_helper_end_ns(void) {
   return atomic_load(&helper_max);
 }
@@ -415,8 +420,10 @@ uint64_t grape__sim_host_work(int kind) {
     ns = host_op_ns;
   else if (kind == SIMCU_WORK_RUNTIME)
     ns = grape__sim_costs[COST_RUNTIME];
-  else if (kind == SIMCU_WORK_SHIM_OP)
+  else if (kind == SIMCU_WORK_SHIM_OP) {
     ns = grape__sim_costs[COST_SHIM_OP];
+    atomic_fetch_add_explicit(&shim_ops, 1, memory_order_relaxed);
+  }
   else if (kind == SIMCU_WORK_SHIM_CHECK)
     ns = grape__sim_costs[COST_SHIM_CHECK];
   else if (kind == SIMCU_WORK_SHIM_TARGET)

@@ -396,6 +396,8 @@ void grape__sim_lock_held(uint64_t from, uint64_t until);
 void grape__sim_host_not_before(uint64_t t);    /* the current call may not begin before t */
 void grape__sim_charge_event_record(int sym, int timing);
 uint64_t grape__sim_host_total(void);
+/* Ops an interposer reported its own work for (SIMCU_WORK_SHIM_OP), all threads. */
+uint64_t grape__sim_shim_ops(void);
 /* The latest clock of a helper thread (host_handoff), 0 without one. */
 uint64_t grape__sim_helper_end_ns(void);
 uint64_t grape__sim_host_end_ns(void);   /* the latest host clock, helpers' included */

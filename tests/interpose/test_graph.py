@@ -397,6 +397,24 @@ def case_exit_wait(a):
         print(f"exit_wait: {wait} ns of {sim['sim_end_ns']}")
 
 
+def case_shim_ops(a):
+    """Graph mode charges the shim's own work once per op it records or
+    holds, by every path: the sim counts the charges (its report's
+    shim_ops), which match the ops the report counts (less the first
+    region's, recorded before the shim met the sim's clock) in a run where
+    most launches are replayed hits (launch.h, grape__hold_hit), and every
+    launch is counted once."""
+    p, rep, sim = run(a, a.args)
+    ops, charged, hits = rep["ops"], sim["shim_ops"], rep["graph_hits"]
+    print(f"{ops} ops, {charged} charged, {hits} graph hits")
+    if hits < 10:
+        fail(f"only {hits} graph hits: the hit path is not measured", p)
+    if not (ops - 16 <= charged <= ops):
+        fail(f"{charged} ops charged for {ops} recorded or held", p)
+    if rep["launches"] != sim["kernels_executed"]:
+        fail(f"{rep['launches']} launches counted, the device ran {sim['kernels_executed']}", p)
+
+
 def case_budget(a):
     """Under the pessimistic profile the shim's own work per op (600 ns) is
     half an eager launch (1300): a short run's replays cannot pay for the
