@@ -142,13 +142,16 @@ static job_t* job_most_urgent(grape_gc_t* c, job_t* j, uint64_t start) {
  * that ends while a build is in progress waits for it at exit (a build
  * cannot be stopped halfway), so that wait is at most that share of the run
  * however soon it ends. The estimate is the shim's first guess until a
- * build has been measured. Under the lock. */
-static uint64_t build_gate(grape_gc_t* c, const job_t* j, int builder) {
-  if (j->retire != NULL || c->cfg.build_share <= 0 || c->cfg.now == NULL)
+ * build has been measured (est: the estimate for j's build; build_gate on
+ * the builder thread reads it as of the builder's clock). Under the lock. */
+static uint64_t build_gate_for(const grape_gc_t* c, double est) {
+  if (c->cfg.build_share <= 0 || c->cfg.now == NULL)
     return 0;
-  double ns = (builder ? grape__gc_build_ns_now(c, j->seg->n) : grape__gc_build_ns(c, j->seg->n)) /
-              c->cfg.build_share;
+  double ns = est / c->cfg.build_share;
   return c->t_start + (ns < 1e18 ? (uint64_t)ns : (uint64_t)1e18);
+}
+static uint64_t build_gate(grape_gc_t* c, const job_t* j) {
+  return j->retire != NULL ? 0 : build_gate_for(c, grape__gc_build_ns_now(c, j->seg->n));
 }
 
 /* Queues job j for the builder thread, stamped now: in the order queued,
@@ -161,12 +164,12 @@ static void job_queue(grape_gc_t* c, job_t* j) {
    * that which launches are timed never depends on how the OS ran the
    * builder (and before j is queued: the estimate waits for the builds
    * before it that may end by now, not for j). */
-  uint64_t from = j->t_queued, gate = build_gate(c, j, 0);
+  double est = j->retire != NULL ? 0 : grape__gc_build_ns(c, j->seg->n);
+  uint64_t from = j->t_queued, gate = j->retire != NULL ? 0 : build_gate_for(c, est);
   if (gate > from)
     from = gate;
   if (c->builds_until > from)
     from = c->builds_until;
-  double est = j->retire != NULL ? 0 : grape__gc_build_ns(c, j->seg->n);
   if (c->jobs_tail != NULL)
     c->jobs_tail->next = j;
   else
@@ -458,12 +461,12 @@ int grape_gc_build_pending(grape_gc_t* c) {
   c->building++;
   uint64_t start = j->t_queued > c->builder_clock ? j->t_queued : c->builder_clock;
   for (;;) {
-    uint64_t gate = build_gate(c, j, 1);
+    uint64_t gate = build_gate(c, j);
     if (gate > start)
       start = gate;
     builder_wait(c, start);
     job_t* best = job_most_urgent(c, j, start);
-    if (best == j || build_gate(c, best, 1) <= start) {
+    if (best == j || build_gate(c, best) <= start) {
       j = best;
       break;
     }

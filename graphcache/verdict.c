@@ -498,11 +498,12 @@ static void account_key(grape_gc_t* c, grape_region_t* r, gkey_t* k, int replaye
       (r->cursor.graphed == 0 || k->host_eager_n == 0)) {
     /* An eager sighting: the host's own time to issue it, its launches left
      * out (those after its clock started: a first op recorded once it had
-     * gone to the driver was launched before). One that replayed another
+     * gone to the driver was launched before, and the rest of that chunk
+     * went to the driver too, none in graphs). One that replayed another
      * key's first segments, then left them, stands in only while the key
      * has no other (its span also holds what those replays waited for), its
      * graph launches and updates left out. */
-    uint32_t launched = r->ops.n - r->cursor.graphed - (r->timers.first_sent && r->cursor.graphed == 0);
+    uint32_t launched = r->ops.n - r->cursor.graphed - (r->timers.first_sent != 0);
     double h = (double)(t_end - r->timers.t_first) -
                launched * grape__gc_cost(c, GRAPE_GC_COST_LAUNCH) -
                segs * grape__gc_cost(c, GRAPE_GC_COST_GRAPH_LAUNCH) -
