@@ -30,7 +30,7 @@ typedef struct bufs_s {
   uint32_t* grp;
   uint8_t* params;
   grape_foot_t* foot;
-  const struct grape_gc_node_s** held_at;
+  grape_region_held_t* held;
   const grape_region_t* owner;   /* the region that gave them back */
   uint32_t hw;
   uint32_t cap;
@@ -52,7 +52,7 @@ void grape__region_release(grape_region_t* r) {
   grape__region_clear(r);
   if (r->ops.cap == 0 && r->ops.pcap == 0)
     return;
-  bufs_t b = {r->ops.keys, r->ops.dims, r->ops.fns, r->ops.poff, r->ops.grp, r->ops.params, r->ops.foot, r->ops.held_at, r, r->ops.hw, r->ops.cap, r->ops.pcap, r->ops.foot_cap};
+  bufs_t b = {r->ops.keys, r->ops.dims, r->ops.fns, r->ops.poff, r->ops.grp, r->ops.params, r->ops.foot, r->ops.held, r, r->ops.hw, r->ops.cap, r->ops.pcap, r->ops.foot_cap};
   pool_lock_take();
   int kept = npool < POOL;
   if (kept) { /* npool is stored atomically: grape__region_reserve peeks at it unlocked */
@@ -68,7 +68,7 @@ void grape__region_release(grape_region_t* r) {
     free(b.grp);
     free(b.params);
     free(b.foot);
-    free(b.held_at);
+    free(b.held);
   }
   r->ops.keys = NULL;
   r->ops.dims = NULL;
@@ -77,7 +77,7 @@ void grape__region_release(grape_region_t* r) {
   r->ops.grp = NULL;
   r->ops.params = NULL;
   r->ops.foot = NULL;
-  r->ops.held_at = NULL;
+  r->ops.held = NULL;
   r->ops.hw = 0;
   r->ops.cap = 0;
   r->ops.pcap = 0;
@@ -97,7 +97,7 @@ int grape__region_reserve(grape_region_t* r, size_t max_bytes) {
       r->ops.grp = b.grp;
       r->ops.params = b.params;
       r->ops.foot = b.foot;
-      r->ops.held_at = b.held_at;
+      r->ops.held = b.held;
       /* The region's own last buffers (the pool is a stack: a stream that
        * ends a chunk and starts the next gets them back) keep its slots. */
       r->ops.hw = b.owner == r ? b.hw : 0;
@@ -129,10 +129,10 @@ int grape__region_reserve(grape_region_t* r, size_t max_bytes) {
     if (g == NULL)
       return -ENOMEM;
     r->ops.grp = g;
-    void* h = grow(r->ops.held_at, ncap, sizeof(*r->ops.held_at));
+    void* h = grow(r->ops.held, ncap, sizeof(*r->ops.held));
     if (h == NULL)
       return -ENOMEM;
-    r->ops.held_at = h;
+    r->ops.held = h;
     r->ops.cap = ncap;   /* only once every array has the new size */
   }
   if (r->ops.plen + max_bytes > r->ops.pcap) {
@@ -168,7 +168,7 @@ uint32_t grape__region_add_foot(grape_region_t* r, const grape_foot_t* f) {
 
 void grape__region_held_restamp(grape_region_t* r, uint32_t stamp) {
   for (uint32_t i = 0; i < r->ops.hw; i++)
-    r->ops.held_at[i] = NULL;
+    r->ops.held[i].at = NULL;
   r->ops.held_stamp = stamp;
 }
 
@@ -180,6 +180,6 @@ void grape__region_free(grape_region_t* r) {
   free(r->ops.params);
   free(r->ops.grp);
   free(r->ops.foot);
-  free(r->ops.held_at);
+  free(r->ops.held);
   *r = (grape_region_t){0};
 }

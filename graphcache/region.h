@@ -67,12 +67,22 @@ typedef struct grape_region_ops_s {
   /* In-place recording: a slot keeps its op after a clear, so a chunk that
    * repeats the last one finds each op already there and need not write it
    * (grape__region_slot_held). Slots below `hw` hold an op of some earlier
-   * chunk in these buffers; held_at[i] is the trie node op i was held at
-   * (NULL: not held), for a launch checked against its function's limits
-   * under `held_stamp` (the shim's count of limit changes). */
-  const struct grape_gc_node_s** held_at;
+   * chunk in these buffers; held[i] says where op i was held, for a launch
+   * checked against its function's limits under `held_stamp` (the shim's
+   * count of limit changes, unloads and functions registered again). */
+  struct grape_region_held_s* held;
   uint32_t hw, held_stamp;
 } grape_region_ops_t;
+
+/* Where a slot's op was held: the trie node (NULL: not held), and the
+ * caller's handle and info of the function it launched (opaque here: the
+ * shim's in-place path reads the info of a launch of the same handle
+ * instead of looking the function up). */
+typedef struct grape_region_held_s {
+  const struct grape_gc_node_s* at;
+  const void* info;
+  const void* handle;
+} grape_region_held_t;
 
 /* Graph mode (graphcache/entry.c): while `node` is not NULL the ops so far
  * follow a known path: the first `sub` of them were launched as segments,
@@ -148,7 +158,7 @@ grape__region_push_placed(grape_region_t* r, const grape_op_key_t* key, const gr
   o->plen += n;
   o->n = i + 1;
   o->grp[i] = 0;
-  o->held_at[i] = NULL;
+  o->held[i].at = NULL;
   if (i >= o->hw)
     o->hw = i + 1;
   return i;
@@ -167,7 +177,16 @@ grape__region_slot_held(const grape_region_t* r, const void* fn) {
   uint32_t i = o->n;
   if (i >= o->hw || o->fns[i] != fn || o->poff[i] != o->plen || o->grp[i] != 0)
     return NULL;
-  return o->held_at[i];
+  return o->held[i].at;
+}
+
+/* The caller's info for the op the next slot held in an earlier chunk when
+ * that op was launched as handle (grape_region_held_t), else NULL. */
+static inline __attribute__((always_inline)) const void*
+grape__region_slot_info(const grape_region_t* r, const void* handle) {
+  const grape_region_ops_t* o = &r->ops;
+  uint32_t i = o->n;
+  return i < o->hw && o->held[i].at != NULL && o->held[i].handle == handle ? o->held[i].info : NULL;
 }
 
 /* True when the next slot's op has this key and these dimensions. */
@@ -198,15 +217,16 @@ static inline __attribute__((always_inline)) void grape__region_take_slot(grape_
   r->ops.n++;
 }
 
-/* Marks op i, just pushed, held at trie node at under stamp (held_at);
- * a new stamp forgets what the slots' earlier ops were held at. */
+/* Marks op i, just pushed, held at trie node at under stamp, launched as
+ * handle with the caller's info (grape_region_held_t); a new stamp forgets
+ * what the slots' earlier ops were held at. */
 void grape__region_held_restamp(grape_region_t* r, uint32_t stamp);
 static inline __attribute__((always_inline)) void
 grape__region_mark_held(grape_region_t* r, uint32_t i, const struct grape_gc_node_s* at,
-                        uint32_t stamp) {
+                        const void* info, const void* handle, uint32_t stamp) {
   if (__builtin_expect(r->ops.held_stamp != stamp, 0))
     grape__region_held_restamp(r, stamp);
-  r->ops.held_at[i] = at;
+  r->ops.held[i] = (grape_region_held_t){at, info, handle};
 }
 
 /* Appends one op, copying its n parameter bytes (params may be NULL when n

@@ -162,7 +162,7 @@ static void image_add_handle(const void* image, const void* h) {
   e->handles[e->n++] = h;
 }
 
-static void drop_thread_caches(void) {
+void grape__func_changed(void) {
   __atomic_add_fetch(&grape__func_generation, 1, __ATOMIC_RELAXED);
 }
 
@@ -186,7 +186,7 @@ void grape__func_register(const void* h, grape_handle_kind_t kind, const char* n
       if (f->handle == h)
         retire(f);
       f = n;
-      drop_thread_caches();
+      grape__func_changed();
     } else {
       free(n);
       f = cur;   /* what the slot holds now */
@@ -225,7 +225,7 @@ void grape__func_alias(const void* alias, grape_handle_kind_t kind, const void* 
   if (old != NULL && old != f) {
     if (old->handle == alias)
       retire(old);
-    drop_thread_caches();
+    grape__func_changed();
   }
 }
 
@@ -248,7 +248,7 @@ void grape__func_forget_image(const void* image) {
   /* The image itself stays registered (the trace writer names it at exit); a
    * new registration of its handle value replaces it (images.c). */
   pthread_mutex_unlock(&resolve_lock);
-  drop_thread_caches();
+  grape__func_changed();
 }
 
 void grape__func_image_drvs(const void* image, void*** out, size_t* n) {
@@ -536,7 +536,7 @@ void grape__func_reset(int free_memory) {
   by_image_cap = by_image_len = 0;
   retired = NULL;
   nretired = retired_cap = 0;
-  drop_thread_caches();
+  grape__func_changed();
   pthread_mutex_init(&init_lock, NULL);
   pthread_mutex_init(&resolve_lock, NULL);
   pthread_mutex_init(&retire_lock, NULL);

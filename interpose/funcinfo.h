@@ -73,9 +73,15 @@ typedef struct grape_func_s {
  * repeat a kernel), so a repeat costs a compare; a generation number drops the
  * cache when the table is reset (fork child, tests). */
 grape_func_t* grape__func_get_slow(const void* h, grape_handle_kind_t kind);
-/* Threads: bumped (relaxed) by any thread that replaces or retires an info, read (relaxed) by
- * every launch: a stale value only keeps a cached info one more launch, and infos are never freed. */
+/* The functions' generation: moves whenever an info is replaced or retired
+ * (a handle registered again, an image unloaded) or a function's limits are
+ * forgotten (an attribute change). The thread caches below, and the slots a
+ * launch was held in (launch.h, grape__hold_stamp), stand only while it holds.
+ * Threads: bumped (relaxed) by any thread that makes such a change, read (relaxed) by every
+ * launch: a stale value only keeps a cached info one more launch (a launch and such a change
+ * on another thread are unordered for the program too), and infos are never freed. */
 extern unsigned grape__func_generation;
+void grape__func_changed(void);
 /* Thread-local: the thread's own cache of its last info; no other thread touches them. */
 extern __thread const void* grape__func_cache_key __attribute__((tls_model("initial-exec")));
 extern __thread grape_func_t* grape__func_cache_info __attribute__((tls_model("initial-exec")));

@@ -706,10 +706,8 @@ int grape__launch_fits_slow(grape_func_t* f, const uint32_t grid[3], const uint3
   return st == 1 && grape__launch_fits(f, grid, block, shmem);
 }
 
-uint32_t grape__limits_epoch;
-
 void grape__limits_forget(const void* handle) {
-  __atomic_add_fetch(&grape__limits_epoch, 1, __ATOMIC_RELAXED);
+  grape__func_changed();
   grape_func_t* f = grape__func_peek(handle);
   if (f != NULL)
     __atomic_store_n(&f->lim_state, 0, __ATOMIC_RELEASE);
@@ -863,9 +861,8 @@ void grape__graphs_forget_image(const void* image) {
       grape_gc_drop_functions(c, fns, n);
     free(fns);
   }
-  grape__func_forget_image(image);
-  /* A function loaded later may reuse the handles at other limits. */
-  __atomic_add_fetch(&grape__limits_epoch, 1, __ATOMIC_RELAXED);
+  grape__func_forget_image(image);   /* (moves the functions' generation: a function
+                                        loaded later may reuse the handles at other limits) */
 }
 
 void grape__graph_exit(void) {

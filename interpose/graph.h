@@ -284,17 +284,10 @@ static inline int grape__launch_fits(grape_func_t* f, const uint32_t grid[3],
 }
 
 /* A function's attributes changed (cuFuncSetAttribute & co.): its limits are
- * asked again. */
+ * asked again, and the functions' generation moves (funcinfo.h), so that a
+ * launch found again in its region's slot (launch.h) is checked again. */
 void grape__limits_forget(const void* handle);
 
-/* How many times limits were forgotten (an attribute change, an image
- * unloaded): a launch found again in its region's
- * slot (launch.h) skips the limits check only when the slot's was made under
- * the same count. */
-/* Threads: added to (relaxed) by whichever thread changes an attribute, loaded (relaxed) by
- * every held launch; a held launch and an attribute change on another thread are unordered
- * for the program too. */
-extern uint32_t grape__limits_epoch;
 
 /* ---- Teardown ---- */
 

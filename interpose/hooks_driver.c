@@ -94,7 +94,7 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernel(grape_
                                            void** extra) {
   (void)h;   /* the caller checked grape__active() */
   if (grape__hit_path_on() && extra == NULL &&
-      grape__hold_hit(route, f, GRAPE_FN_FUNCTION, gx, gy, gz, bx, by, bz, shm, s, ptds, params))
+      grape__hold_hit(route, f, gx, gy, gz, bx, by, bz, shm, s, ptds, params))
     return CUDA_SUCCESS;
   grape_launch_t l = {f, GRAPE_FN_FUNCTION, {gx, gy, gz}, {bx, by, bz}, shm, s, ptds,
                       params, extra, 0, NULL, 0};
@@ -151,7 +151,7 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grap
   (void)h;
   if (grape__hit_path_on() && extra == NULL &&
       (c->attrs == NULL || c->numAttrs == 0) &&
-      grape__hold_hit(route, f, GRAPE_FN_FUNCTION, c->gridDimX, c->gridDimY, c->gridDimZ,
+      grape__hold_hit(route, f, c->gridDimX, c->gridDimY, c->gridDimZ,
                       c->blockDimX, c->blockDimY, c->blockDimZ, c->sharedMemBytes, c->hStream,
                       ptds, params))
     return CUDA_SUCCESS;

@@ -34,7 +34,7 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernel(g
                                                 cudaStream_t s) {
   (void)h;
   if (grape__hit_path_on() &&
-      grape__hold_hit(route, func, GRAPE_FN_RUNTIME, g.x, g.y, g.z, b.x, b.y, b.z, (uint32_t)shm,
+      grape__hold_hit(route, func, g.x, g.y, g.z, b.x, b.y, b.z, (uint32_t)shm,
                       s, ptds, args))
     return cudaSuccess;
   grape_launch_t l = {func, GRAPE_FN_RUNTIME, {g.x, g.y, g.z}, {b.x, b.y, b.z}, (uint32_t)shm,
@@ -67,7 +67,7 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernelEx
   if (c == NULL)
     return real(c, func, args);
   if (grape__hit_path_on() && (c->attrs == NULL || c->numAttrs == 0) &&
-      grape__hold_hit(route, func, GRAPE_FN_RUNTIME, c->gridDim.x, c->gridDim.y, c->gridDim.z,
+      grape__hold_hit(route, func, c->gridDim.x, c->gridDim.y, c->gridDim.z,
                       c->blockDim.x, c->blockDim.y, c->blockDim.z, (uint32_t)c->dynamicSmemBytes,
                       c->stream, ptds, args))
     return cudaSuccess;

@@ -133,7 +133,7 @@ const grape_gc_node_t* grape__hold_walk(grape_stream_t* s, grape_func_t* f,
     return NULL;
   }
   grape__record_op(r, &k, &d, f->drv, *n + k.attrs_bytes);
-  grape__region_mark_held(r, r->ops.n - 1, nx, stamp);
+  grape__region_mark_held(r, r->ops.n - 1, nx, f, l->fn, stamp);
   return nx;
 }
 

@@ -287,6 +287,13 @@ const grape_gc_node_t* grape__hold_walk(grape_stream_t* s, grape_func_t* f,
                                         const grape_launch_t* l, int extra_form, uint8_t* dst,
                                         size_t room, uint32_t stamp, size_t* n);
 
+/* The stamp held slots are marked with (grape__region_mark_held): the
+ * functions' generation (funcinfo.h), so that a slot's limits check and the
+ * info it was held with stand only while no function changed. */
+static inline __attribute__((always_inline)) uint32_t grape__hold_stamp(void) {
+  return __atomic_load_n(&grape__func_generation, __ATOMIC_RELAXED);
+}
+
 /* The slot the region's next op held in an earlier chunk, taken in place
  * when launch (f, dimensions d) is that op again (s locked, its cursor on a
  * path, f's layout known, kernelParams without attributes): held at a child
@@ -319,18 +326,19 @@ grape__hold_in_place(grape_region_t* r, grape_func_t* f, void** params,
 }
 
 /* The hit path (graph mode): a launch on a stream whose chunk follows a
- * known path, with kernelParams of a known layout and no attributes, that is
- * the op its region held at the same slot in an earlier chunk. Anything else
- * (a chunk's first held op, a chunk at its start or its length, an op whose
- * work is timed, a capture, a pass, NVTX, debug logging, a barrier, a slot
- * that differs) returns 0 having changed nothing but bytes past the region's
- * parameters, and the launch takes grape__hold_launch, which decides the
- * same way from the start. The hook calls it only with the timeline off.
- * @return 1 when the launch was held. */
+ * known path, with kernelParams and no attributes, that is the op its region
+ * held at the same slot in an earlier chunk. The function's info is the one
+ * the slot was held with for the same handle (no lookup): it is the info a
+ * lookup gives while the stamp holds (grape__hold_stamp). Anything else (a chunk's first held op, a chunk at its start or
+ * its length, an op whose work is timed, a capture, a pass, NVTX, debug
+ * logging, a barrier, a slot that differs) returns 0 having changed nothing
+ * but bytes past the region's parameters, and the launch takes
+ * grape__hold_launch, which decides the same way from the start. The hook
+ * calls it only with the timeline off. @return 1 when the launch was held. */
 static inline __attribute__((always_inline)) int
-grape__hold_hit(grape_route_t route, const void* fn, int kind, uint32_t gx, uint32_t gy,
-                uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz, uint32_t shm,
-                const void* stream, int ptds, void** params) {
+grape__hold_hit(grape_route_t route, const void* fn, uint32_t gx, uint32_t gy, uint32_t gz,
+                uint32_t bx, uint32_t by, uint32_t bz, uint32_t shm, const void* stream, int ptds,
+                void** params) {
   if (__builtin_expect((__atomic_load_n(&grape__captures, __ATOMIC_RELAXED) |
                         __atomic_load_n(&grape__pass, __ATOMIC_RELAXED) | grape__nvtx_on) != 0 ||
                            params == NULL || grape__log_level() >= GRAPE_LOG_DEBUG, 0))
@@ -344,22 +352,19 @@ grape__hold_hit(grape_route_t route, const void* fn, int kind, uint32_t gx, uint
                            __atomic_load_n(&s->region.cursor.node, __ATOMIC_RELAXED) == NULL, 0))
     return 0;
   grape__order_stream(s, key);   /* the legacy stream's ordering, held or not */
-  grape_func_t* f = grape__func_get(fn, (grape_handle_kind_t)kind);
-  if (__builtin_expect(f == NULL || f->nparams < 0 || grape__func_collective(f) ||
-                           grape__alloc_shared_any(), 0))
-    return 0;
-  size_t room = grape__room_for(f->param_bytes);
   spin_lock(&s->lock);
   grape_region_t* r = &s->region;
-  if (__builtin_expect(r->ops.n == 0 || r->ops.n >= r->ops.cap ||
-                           r->ops.plen + room > r->ops.pcap || r->cursor.node == NULL ||
-                           r->cursor.held == 0 || grape__chunk_done(s), 0))
+  uint32_t stamp = grape__hold_stamp();
+  grape_func_t* f = (grape_func_t*)grape__region_slot_info(r, fn);
+  if (__builtin_expect(r->ops.n == 0 || r->ops.n >= r->ops.cap || r->cursor.node == NULL ||
+                           r->cursor.held == 0 || r->ops.held_stamp != stamp || f == NULL ||
+                           f->nparams < 0 || grape__func_collective(f) || grape__alloc_shared_any() ||
+                           r->ops.plen + grape__room_for(f->param_bytes) > r->ops.pcap ||
+                           grape__chunk_done(s), 0))
     goto full;
   grape_op_dims_t d = {{gx, gy, gz}, {bx, by, bz}, shm, 0};
   size_t n;
-  const grape_gc_node_t* nx =
-      grape__hold_in_place(r, f, params, &d, __atomic_load_n(&grape__limits_epoch, __ATOMIC_RELAXED),
-                           grape__region_next_params(r), &n);
+  const grape_gc_node_t* nx = grape__hold_in_place(r, f, params, &d, stamp, grape__region_next_params(r), &n);
   if (__builtin_expect(nx == NULL, 0))
     goto full;
   grape__shim_tick = t;
@@ -408,7 +413,7 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
                          {l->block[0], l->block[1], l->block[2]}, l->shmem, 0};
     uint8_t* dst = grape__region_next_params(r);
     size_t n = 0;
-    uint32_t stamp = __atomic_load_n(&grape__limits_epoch, __ATOMIC_RELAXED);
+    uint32_t stamp = grape__hold_stamp();
     if (__builtin_expect(plain, 1)) {   /* a launch without attributes needs no attribute check */
       nx = grape__hold_in_place(r, f, l->params, &d, stamp, dst, &n);
       if (__builtin_expect(nx != NULL, 1))

@@ -1,7 +1,9 @@
 // Shim overhead per launch on the simulated device: N launches of a kernel with
 // P parameters through one route, timed, with the launch loop alone counted by
 // callgrind (CALLGRIND_START/STOP_INSTRUMENTATION; run with --instr-atstart=no).
-// usage: bench_launch runtime|driver N
+// `alternate` is the runtime route with two kernels launched in turn, as a
+// model's steps launch a different kernel each time.
+// usage: bench_launch runtime|driver|alternate N
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -17,9 +19,17 @@ __global__ void k8(float* a, int n, float b, float* c, int d, long long e, doubl
   if (threadIdx.x == 0 && n < 0)
     a[0] = b + c[0] + d + e + f + g[0];
 }
+__global__ void k8b(float* a, int n, float b, float* c, int d, long long e, double f, float* g) {
+  if (threadIdx.x == 1 && n < 0)
+    a[0] = b + c[0] + d + e + f + g[0];
+}
 
 extern "C" {
 SIMCU_KERNEL(_Z2k8PfifS_ixdS_) {
+  (void)simcu_blk;
+  (void)simcu_args;
+}
+SIMCU_KERNEL(_Z3k8bPfifS_ixdS_) {
   (void)simcu_blk;
   (void)simcu_args;
 }
@@ -37,7 +47,7 @@ static double now_ns() {
 int main(int argc, char** argv) {
   if (argc < 3)
     return 2;
-  int driver = strcmp(argv[1], "driver") == 0;
+  int driver = strcmp(argv[1], "driver") == 0, alternate = strcmp(argv[1], "alternate") == 0;
   long n = atol(argv[2]);
   float* a;
   if (cudaMalloc((void**)&a, 4096) != cudaSuccess)
@@ -56,8 +66,12 @@ int main(int argc, char** argv) {
     return 1;
   // Warm up past two GRAPE_CHUNK-sized regions (1024 ops by default): the first
   // launches resolve function info and grow the region buffers.
-  for (int i = 0; i < 2100; i++)
-    k8<<<1, 32>>>(a, ni, b, a, d, e, f, a);
+  for (int i = 0; i < 2100; i++) {
+    if (alternate && (i & 1))
+      k8b<<<1, 32>>>(a, ni, b, a, d, e, f, a);
+    else
+      k8<<<1, 32>>>(a, ni, b, a, d, e, f, a);
+  }
   if (cudaDeviceSynchronize() != cudaSuccess)
     return 1;
   double t0 = now_ns();
@@ -65,6 +79,9 @@ int main(int argc, char** argv) {
   if (driver) {
     for (long i = 0; i < n; i++)
       launch((CUfunction)k, 1, 1, 1, 32, 1, 1, 0, 0, args, NULL);
+  } else if (alternate) {
+    for (long i = 0; i < n; i++)
+      cudaLaunchKernel((i & 1) ? (const void*)k8b : (const void*)k8, dim3(1), dim3(32), args, 0, 0);
   } else {
     for (long i = 0; i < n; i++)
       cudaLaunchKernel((const void*)k8, dim3(1), dim3(32), args, 0, 0);

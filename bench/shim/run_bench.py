@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 CONFIGS = [("none", None), ("off", "off"), ("observe", "observe"), ("graph", "graph")]
-ROUTES = ["runtime", "driver"]
+ROUTES = ["runtime", "driver", "alternate"]   # alternate: two kernels in turn (runtime route)
 
 
 def env_for(a, mode):

@@ -9,6 +9,10 @@
  *              value bytes are garbage that changes every launch: one path
  *   funcattr   cuFuncSetAttribute lowers a function's dynamic shared memory
  *              limit after a launch that needed the higher one was issued
+ *   funclower  cuFuncSetAttribute lowers the limit below a launch that its
+ *              stream's region held in the same slot before: that launch
+ *              fails as it would eagerly (a held slot's limits check once
+ *              outlived an attribute change)
  *   memops     regions of memsets and copies only, no kernel (the trace once
  *              wrote their pointer words past its buffer)
  *
@@ -182,6 +186,37 @@ static int mode_funcattr(void) {
   return 0;
 }
 
+static int mode_funclower(void) {
+  CUmodule m;
+  CUfunction set, smem;
+  CK(cuModuleLoadData(&m, ptx));
+  CK(cuModuleGetFunction(&set, m, "k_set"));
+  CK(cuModuleGetFunction(&smem, m, "k_smem"));
+  CK(cuFuncSetAttribute(smem, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 60 * 1024));
+  int v = 0;
+  void* a_set[] = {&x, &v};
+  void* a_smem[] = {&y, &v};
+  for (int i = 0; i < 24; i++) {
+    v = i;
+    CK(cuLaunchKernel(set, 1, 1, 1, 1, 1, 1, 0, s, a_set, NULL));
+    CK(cuLaunchKernel(smem, 1, 1, 1, 1, 1, 1, 60 * 1024, s, a_smem, NULL));
+    CK(cuLaunchKernel(set, 1, 1, 1, 1, 1, 1, 0, s, a_set, NULL));
+    CK(cuStreamSynchronize(s));
+  }
+  CK(cuFuncSetAttribute(smem, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 50 * 1024));
+  v = 99;
+  CK(cuLaunchKernel(set, 1, 1, 1, 1, 1, 1, 0, s, a_set, NULL));
+  CUresult r = cuLaunchKernel(smem, 1, 1, 1, 1, 1, 1, 60 * 1024, s, a_smem, NULL);
+  CK(cuStreamSynchronize(s));
+  if (r == CUDA_SUCCESS || read_int(y) == 99) {
+    printf("funclower: a launch past the lowered limit returned %d and wrote %d\n", (int)r,
+           read_int(y));
+    return 1;
+  }
+  printf("funclower: the launch past the lowered limit returned %d\n", (int)r);
+  return 0;
+}
+
 static int mode_memops(void) {
   /* One kernel first (the report counts launches), then no more. */
   CUmodule m;
@@ -224,10 +259,12 @@ int main(int argc, char** argv) {
     rc = mode_attrpad();
   else if (!strcmp(mode, "funcattr"))
     rc = mode_funcattr();
+  else if (!strcmp(mode, "funclower"))
+    rc = mode_funclower();
   else if (!strcmp(mode, "memops"))
     rc = mode_memops();
   else {
-    fprintf(stderr, "usage: graph_drv_defects unload|memset|attrpad|funcattr|memops\n");
+    fprintf(stderr, "usage: graph_drv_defects unload|memset|attrpad|funcattr|funclower|memops\n");
     return 2;
   }
   if (rc == 0)

@@ -201,6 +201,10 @@ def case_drvd_funcattr(a):
     rule(a, "funcattr")
 
 
+def case_drvd_funclower(a):
+    rule(a, "funclower")
+
+
 def case_reset(a):
     rule(a, "reset")
 
