@@ -288,7 +288,6 @@ static inline int grape__launch_fits(grape_func_t* f, const uint32_t grid[3],
  * launch found again in its region's slot (launch.h) is checked again. */
 void grape__limits_forget(const void* handle);
 
-
 /* ---- Teardown ---- */
 
 /* Every executable graph goes (context destroy, device reset); what is held

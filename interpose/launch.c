@@ -125,7 +125,7 @@ const grape_gc_node_t* grape__hold_walk(grape_stream_t* s, grape_func_t* f,
   }
   grape_op_key_t k;
   *n = grape__launch_params(f, l, extra_form, dst, room);
-  grape__launch_key(f, l, (uint32_t)*n, extra_form ? GRAPE_SIG_EXTRA : 0, &k);
+  grape__launch_key(f, l->fn, (uint32_t)*n, extra_form ? GRAPE_SIG_EXTRA : 0, &k);
   grape__launch_attrs(l, dst, *n, room, &k);
   const grape_gc_node_t* nx = grape_gc_step(r->cursor.node, &k);
   if (nx == NULL) {

@@ -133,13 +133,14 @@ grape__lock_room(grape_stream_t* s, size_t max_bytes, int sent) {
   return 0;
 }
 
-/* The op key of a launch of f (the graph key's element). */
+/* The op key of a launch of f, handle fn (named by it when f is NULL; the
+ * graph key's element). */
 static inline __attribute__((always_inline)) void
-grape__launch_key(const grape_func_t* f, const grape_launch_t* l, uint32_t n, uint32_t flags,
+grape__launch_key(const grape_func_t* f, const void* fn, uint32_t n, uint32_t flags,
                   grape_op_key_t* k) {
   k->kind = GRAPE_OP_KERNEL;
   k->param_bytes = n;
-  k->func = f ? f->id : (uint64_t)(uintptr_t)l->fn;
+  k->func = f ? f->id : (uint64_t)(uintptr_t)fn;
   k->flags = flags | (f && f->drv_kernel ? GRAPE_SIG_CUKERNEL : 0);
   k->attrs_bytes = 0;
   k->attrs = 0;
@@ -313,12 +314,7 @@ grape__hold_in_place(grape_region_t* r, grape_func_t* f, void** params,
     return NULL;
   *n = grape__func_copy_params(f, params, dst);
   grape_op_key_t k;
-  k.kind = GRAPE_OP_KERNEL;
-  k.param_bytes = (uint32_t)*n;
-  k.func = f->id;
-  k.flags = f->drv_kernel ? GRAPE_SIG_CUKERNEL : 0;
-  k.attrs_bytes = 0;
-  k.attrs = 0;
+  grape__launch_key(f, f->handle, (uint32_t)*n, 0, &k);
   if (__builtin_expect(!grape__region_slot_same(r, &k, d), 0))
     return NULL;
   grape__region_take_slot(r, *n);
@@ -329,10 +325,11 @@ grape__hold_in_place(grape_region_t* r, grape_func_t* f, void** params,
  * known path, with kernelParams and no attributes, that is the op its region
  * held at the same slot in an earlier chunk. The function's info is the one
  * the slot was held with for the same handle (no lookup): it is the info a
- * lookup gives while the stamp holds (grape__hold_stamp). Anything else (a chunk's first held op, a chunk at its start or
- * its length, an op whose work is timed, a capture, a pass, NVTX, debug
- * logging, a barrier, a slot that differs) returns 0 having changed nothing
- * but bytes past the region's parameters, and the launch takes
+ * lookup gives while the stamp holds (grape__hold_stamp). Anything else (a
+ * chunk's first held op, a chunk at its start or its length, an op whose
+ * work is timed, a capture, a pass, NVTX, debug logging, a barrier, a slot
+ * that differs or was held as another handle) returns 0 having changed
+ * nothing but bytes past the region's parameters, and the launch takes
  * grape__hold_launch, which decides the same way from the start. The hook
  * calls it only with the timeline off. @return 1 when the launch was held. */
 static inline __attribute__((always_inline)) int
@@ -483,7 +480,7 @@ static inline __attribute__((always_inline)) void grape__record_launch(grape_rou
   uint8_t* dst = grape__region_next_params(r);
   size_t n = grape__launch_params(f, l, extra_form, dst, room);
   grape_op_key_t k;
-  grape__launch_key(f, l, (uint32_t)n, l->flags | (extra_form ? GRAPE_SIG_EXTRA : 0), &k);
+  grape__launch_key(f, l->fn, (uint32_t)n, l->flags | (extra_form ? GRAPE_SIG_EXTRA : 0), &k);
   if (__builtin_expect(grape__log_level() >= GRAPE_LOG_DEBUG, 0))
     grape__log_launch(route, f, l, dst, n);
   grape__launch_attrs(l, dst, n, room, &k);
