@@ -68,6 +68,17 @@ static int read_int(CUdeviceptr p) {
   return v;
 }
 
+/* Loads the module: k_set into *set and, unless other is NULL, the kernel
+ * named other_name into *other. @return the module. */
+static CUmodule load(CUfunction* set, const char* other_name, CUfunction* other) {
+  CUmodule m;
+  CK(cuModuleLoadData(&m, ptx));
+  CK(cuModuleGetFunction(set, m, "k_set"));
+  if (other != NULL)
+    CK(cuModuleGetFunction(other, m, other_name));
+  return m;
+}
+
 static void launch2(CUfunction set, CUfunction add, int v) {
   void* a_set[] = {&x, &v};
   void* a_add[] = {&y, &x};
@@ -79,11 +90,8 @@ static int mode_unload(void) {
   int want = 0;
   CK(cuMemsetD32(y, 0, 1));
   for (int round = 0; round < 3; round++) {
-    CUmodule m;
     CUfunction set, add;
-    CK(cuModuleLoadData(&m, ptx));
-    CK(cuModuleGetFunction(&set, m, "k_set"));
-    CK(cuModuleGetFunction(&add, m, "k_add"));
+    CUmodule m = load(&set, "k_add", &add);
     for (int i = 0; i < 10; i++) {
       launch2(set, add, i + 1);
       want += i + 1;
@@ -100,10 +108,8 @@ static int mode_unload(void) {
 }
 
 static int mode_memset(void) {
-  CUmodule m;
   CUfunction set;
-  CK(cuModuleLoadData(&m, ptx));
-  CK(cuModuleGetFunction(&set, m, "k_set"));
+  load(&set, NULL, NULL);
   for (int i = 0; i < 24; i++) {
     int v = i;
     void* a_set[] = {&x, &v};
@@ -128,11 +134,8 @@ static int mode_memset(void) {
 }
 
 static int mode_attrpad(void) {
-  CUmodule m;
   CUfunction set, add;
-  CK(cuModuleLoadData(&m, ptx));
-  CK(cuModuleGetFunction(&set, m, "k_set"));
-  CK(cuModuleGetFunction(&add, m, "k_add"));
+  load(&set, "k_add", &add);
   CK(cuMemsetD32(y, 0, 1));
   int want = 0;
   srand(7);
@@ -162,11 +165,8 @@ static int mode_attrpad(void) {
 }
 
 static int mode_funcattr(void) {
-  CUmodule m;
   CUfunction set, smem;
-  CK(cuModuleLoadData(&m, ptx));
-  CK(cuModuleGetFunction(&set, m, "k_set"));
-  CK(cuModuleGetFunction(&smem, m, "k_smem"));
+  load(&set, "k_smem", &smem);
   for (int i = 0; i < 24; i++) {
     CK(cuFuncSetAttribute(smem, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 60 * 1024));
     int v = i;
@@ -187,11 +187,8 @@ static int mode_funcattr(void) {
 }
 
 static int mode_funclower(void) {
-  CUmodule m;
   CUfunction set, smem;
-  CK(cuModuleLoadData(&m, ptx));
-  CK(cuModuleGetFunction(&set, m, "k_set"));
-  CK(cuModuleGetFunction(&smem, m, "k_smem"));
+  load(&set, "k_smem", &smem);
   CK(cuFuncSetAttribute(smem, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 60 * 1024));
   int v = 0;
   void* a_set[] = {&x, &v};
@@ -219,10 +216,8 @@ static int mode_funclower(void) {
 
 static int mode_memops(void) {
   /* One kernel first (the report counts launches), then no more. */
-  CUmodule m;
   CUfunction set;
-  CK(cuModuleLoadData(&m, ptx));
-  CK(cuModuleGetFunction(&set, m, "k_set"));
+  load(&set, NULL, NULL);
   int v = 0;
   void* a_set[] = {&x, &v};
   CK(cuLaunchKernel(set, 1, 1, 1, 1, 1, 1, 0, s, a_set, NULL));
