@@ -218,9 +218,9 @@ int grape__hold_memop(const grape_memop_t* m) {
       memcpy(grape__region_next_params(r), &m->p, sizeof(m->p));
       grape__record_op(r, &k, &d, NULL, sizeof(m->p));
       grape__charge_op();
-      grape__held_unlock(s, nx);
       if (t0 != 0)
-        grape__shim_time_end(t0);
+        grape__shim_time_end(t0);   /* before the cut it may reach (grape__hold_launch) */
+      grape__held_unlock(s, nx);
       return 1;
     }
     grape__diverge(s, GRAPE_GC_DIVERGENCE);

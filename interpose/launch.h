@@ -425,9 +425,11 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
     grape__charge_op();
     if (__builtin_expect(grape__log_level() >= GRAPE_LOG_DEBUG, 0))
       grape__log_launch(route, f, l, dst, n);
-    grape__held_unlock(s, nx);
+    /* Timed before the cut it may reach: the segment's launch is the
+     * graph launch's cost, timed on its own (segment.c). */
     if (__builtin_expect(t0 != 0, 0))
       grape__shim_time_end(t0);
+    grape__held_unlock(s, nx);
     return 1;
   }
 eager:
