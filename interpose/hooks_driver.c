@@ -93,13 +93,14 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernel(grape_
                                            unsigned bz, unsigned shm, CUstream s, void** params,
                                            void** extra) {
   (void)h;   /* the caller checked grape__active() */
+  grape_fast_t fa_ = {NULL, NULL};
   if (grape__hit_path_on() && extra == NULL &&
-      grape__hold_hit(route, f, gx, gy, gz, bx, by, bz, shm, s, ptds, params))
+      grape__hold_hit(route, f, GRAPE_FN_FUNCTION, gx, gy, gz, bx, by, bz, shm, s, ptds, params, &fa_) == GRAPE_FAST_HELD)
     return CUDA_SUCCESS;
   grape_launch_t l = {f, GRAPE_FN_FUNCTION, {gx, gy, gz}, {bx, by, bz}, shm, s, ptds,
                       params, extra, 0, NULL, 0};
   GRAPE_TL_START(tl_, h);
-  if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l)) {
+  if (grape__mode == GRAPE_MODE_GRAPH && fa_.s == NULL && grape__hold_launch(route, &l)) {
     if (GRAPE_TL_ON(tl_))
       grape__tl_launch_end(&tl_, &l, 1, 1);
     return CUDA_SUCCESS;
@@ -114,7 +115,7 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernel(grape_
   if (GRAPE_TL_ON(tl_))
     grape__tl_launch_end(&tl_, &l, r == CUDA_SUCCESS, 0);
   if (r == CUDA_SUCCESS)
-    grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
+    grape__launched(route, &fa_, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
   return GRAPE_SEEN(r);
 }
 
@@ -149,11 +150,12 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grap
   if (c == NULL)
     return real(c, f, params, extra);
   (void)h;
+  grape_fast_t fa_ = {NULL, NULL};
   if (grape__hit_path_on() && extra == NULL &&
       (c->attrs == NULL || c->numAttrs == 0) &&
-      grape__hold_hit(route, f, c->gridDimX, c->gridDimY, c->gridDimZ,
+      grape__hold_hit(route, f, GRAPE_FN_FUNCTION, c->gridDimX, c->gridDimY, c->gridDimZ,
                       c->blockDimX, c->blockDimY, c->blockDimZ, c->sharedMemBytes, c->hStream,
-                      ptds, params))
+                      ptds, params, &fa_) == GRAPE_FAST_HELD)
     return CUDA_SUCCESS;
   grape_launch_t l = {f, GRAPE_FN_FUNCTION, {c->gridDimX, c->gridDimY, c->gridDimZ},
                       {c->blockDimX, c->blockDimY, c->blockDimZ}, c->sharedMemBytes,
@@ -163,7 +165,7 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grap
     if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative)
       l.flags |= GRAPE_SIG_COOPERATIVE;
   GRAPE_TL_START(tl_, h);
-  if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l)) {
+  if (grape__mode == GRAPE_MODE_GRAPH && fa_.s == NULL && grape__hold_launch(route, &l)) {
     if (GRAPE_TL_ON(tl_))
       grape__tl_launch_end(&tl_, &l, 1, 1);
     return CUDA_SUCCESS;
@@ -178,7 +180,7 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grap
   if (GRAPE_TL_ON(tl_))
     grape__tl_launch_end(&tl_, &l, r == CUDA_SUCCESS, 0);
   if (r == CUDA_SUCCESS)
-    grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
+    grape__launched(route, &fa_, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
   return GRAPE_SEEN(r);
 }
 

@@ -33,14 +33,15 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernel(g
                                                 dim3 g, dim3 b, void** args, size_t shm,
                                                 cudaStream_t s) {
   (void)h;
+  grape_fast_t fa_ = {NULL, NULL};
   if (grape__hit_path_on() &&
-      grape__hold_hit(route, func, g.x, g.y, g.z, b.x, b.y, b.z, (uint32_t)shm,
-                      s, ptds, args))
+      grape__hold_hit(route, func, GRAPE_FN_RUNTIME, g.x, g.y, g.z, b.x, b.y, b.z, (uint32_t)shm,
+                      s, ptds, args, &fa_) == GRAPE_FAST_HELD)
     return cudaSuccess;
   grape_launch_t l = {func, GRAPE_FN_RUNTIME, {g.x, g.y, g.z}, {b.x, b.y, b.z}, (uint32_t)shm,
                       s, ptds, args, NULL, 0, NULL, 0};
   GRAPE_TL_START(tl_, h);
-  if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l)) {
+  if (grape__mode == GRAPE_MODE_GRAPH && fa_.s == NULL && grape__hold_launch(route, &l)) {
     if (GRAPE_TL_ON(tl_))
       grape__tl_launch_end(&tl_, &l, 1, 1);
     return cudaSuccess;
@@ -55,7 +56,7 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernel(g
   if (GRAPE_TL_ON(tl_))
     grape__tl_launch_end(&tl_, &l, r == cudaSuccess, 0);
   if (r == cudaSuccess)
-    grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
+    grape__launched(route, &fa_, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
   return GRAPE_SEEN(r);
 }
 
@@ -66,10 +67,11 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernelEx
   (void)h;
   if (c == NULL)
     return real(c, func, args);
+  grape_fast_t fa_ = {NULL, NULL};
   if (grape__hit_path_on() && (c->attrs == NULL || c->numAttrs == 0) &&
-      grape__hold_hit(route, func, c->gridDim.x, c->gridDim.y, c->gridDim.z,
+      grape__hold_hit(route, func, GRAPE_FN_RUNTIME, c->gridDim.x, c->gridDim.y, c->gridDim.z,
                       c->blockDim.x, c->blockDim.y, c->blockDim.z, (uint32_t)c->dynamicSmemBytes,
-                      c->stream, ptds, args))
+                      c->stream, ptds, args, &fa_) == GRAPE_FAST_HELD)
     return cudaSuccess;
   grape_launch_t l = {func, GRAPE_FN_RUNTIME, {c->gridDim.x, c->gridDim.y, c->gridDim.z},
                       {c->blockDim.x, c->blockDim.y, c->blockDim.z}, (uint32_t)c->dynamicSmemBytes,
@@ -79,7 +81,7 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernelEx
     if (c->attrs[i].id == cudaLaunchAttributeCooperative && c->attrs[i].val.cooperative)
       l.flags |= GRAPE_SIG_COOPERATIVE;
   GRAPE_TL_START(tl_, h);
-  if (grape__mode == GRAPE_MODE_GRAPH && grape__hold_launch(route, &l)) {
+  if (grape__mode == GRAPE_MODE_GRAPH && fa_.s == NULL && grape__hold_launch(route, &l)) {
     if (GRAPE_TL_ON(tl_))
       grape__tl_launch_end(&tl_, &l, 1, 1);
     return cudaSuccess;
@@ -94,7 +96,7 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernelEx
   if (GRAPE_TL_ON(tl_))
     grape__tl_launch_end(&tl_, &l, r == cudaSuccess, 0);
   if (r == cudaSuccess)
-    grape__on_launch(route, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
+    grape__launched(route, &fa_, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
   return GRAPE_SEEN(r);
 }
 

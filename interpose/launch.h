@@ -223,6 +223,14 @@ static inline __attribute__((always_inline)) int grape__launch_barrier(grape_fun
           grape__params_shared(f, l->params, l->extra));
 }
 
+/* True when a kernelParams launch of f (layout known) points into shared
+ * memory (collective.h): the barrier class's test of the fast paths, which
+ * need only look when such memory exists (pinned host buffers, say). */
+static inline __attribute__((always_inline)) int grape__launch_shared(const grape_func_t* f,
+                                                                      void** params) {
+  return __builtin_expect(grape__alloc_shared_any(), 0) && grape__params_shared(f, params, NULL);
+}
+
 /* ---- Graph mode: hold a launch ---- */
 
 /* Held ops reached a cut: the segment ending there is launched (s locked). */
@@ -321,6 +329,47 @@ grape__hold_in_place(grape_region_t* r, grape_func_t* f, void** params,
   return nx;
 }
 
+/* What the fast path found for a launch (grape__hold_hit). */
+enum { GRAPE_FAST_FULL = 0, GRAPE_FAST_HELD = 1, GRAPE_FAST_EAGER = 2 };
+typedef struct grape_fast_s {
+  grape_stream_t* s;   /* GRAPE_FAST_EAGER: the launch's stream and function */
+  grape_func_t* f;
+} grape_fast_t;
+
+/* The fast eager path: a launch with kernelParams on stream s (key its
+ * stream key) whose chunk left its known path (s's cursor NULL), in its
+ * middle: past its first op and not done (grape__chunk_done), so that the
+ * full path would not hold it and would record it after its submission
+ * (grape__hold_launch, grape__on_launch). Its function (handle fn of kind)
+ * must have a known layout, and the launch (kernelParams params) not be in
+ * the barrier class. @return
+ * GRAPE_FAST_EAGER (fa set: the launch goes to the driver, then
+ * grape__record_fast records it), or GRAPE_FAST_FULL. */
+static __attribute__((noinline, unused)) int
+grape__eager_fast(grape_stream_t* s, uintptr_t key, const void* fn, grape_handle_kind_t kind,
+                  void** params, unsigned t, grape_fast_t* fa) {
+  /* The full path ticks twice for such a launch (grape__hold_launch, then
+   * grape__on_launch): one whose record is timed takes it, so that the
+   * shim's time is sampled from the same ops. */
+  if (__builtin_expect(((t + 1) & 31) == 0 ||
+                           __atomic_load_n(&s->kind, __ATOMIC_RELAXED) == GRAPE_STREAM_UNKNOWN, 0))
+    return GRAPE_FAST_FULL;
+  grape_func_t* f = grape__func_get(fn, kind);
+  if (__builtin_expect(f == NULL || f->nparams < 0 || grape__func_collective(f) ||
+                           grape__launch_shared(f, params), 0))
+    return GRAPE_FAST_FULL;
+  spin_lock(&s->lock);
+  int mid = s->region.cursor.node == NULL && s->region.ops.n > 0 && !grape__chunk_done(s);
+  spin_unlock(&s->lock);
+  if (__builtin_expect(!mid, 0))
+    return GRAPE_FAST_FULL;
+  grape__order_stream(s, key);   /* the legacy stream's ordering, as the full path */
+  grape__shim_tick = t + 1;   /* the full path's two ticks (hold, record) */
+  fa->s = s;
+  fa->f = f;
+  return GRAPE_FAST_EAGER;
+}
+
 /* The hit path (graph mode): a launch on a stream whose chunk follows a
  * known path, with kernelParams and no attributes, that is the op its region
  * held at the same slot in an earlier chunk. The function's info is the one
@@ -330,24 +379,27 @@ grape__hold_in_place(grape_region_t* r, grape_func_t* f, void** params,
  * work is timed, a capture, a pass, NVTX, debug logging, a barrier, a slot
  * that differs or was held as another handle) returns 0 having changed
  * nothing but bytes past the region's parameters, and the launch takes
- * grape__hold_launch, which decides the same way from the start. The hook
- * calls it only with the timeline off. @return 1 when the launch was held. */
+ * grape__hold_launch, which decides the same way from the start; a chunk
+ * that left its path takes grape__eager_fast. The hook calls it only with
+ * the timeline off. @return GRAPE_FAST_HELD when the launch was held,
+ * GRAPE_FAST_EAGER (fa set) or GRAPE_FAST_FULL. */
 static inline __attribute__((always_inline)) int
-grape__hold_hit(grape_route_t route, const void* fn, uint32_t gx, uint32_t gy, uint32_t gz,
-                uint32_t bx, uint32_t by, uint32_t bz, uint32_t shm, const void* stream, int ptds,
-                void** params) {
+grape__hold_hit(grape_route_t route, const void* fn, grape_handle_kind_t kind, uint32_t gx,
+                uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz, uint32_t shm,
+                const void* stream, int ptds, void** params, grape_fast_t* fa) {
   if (__builtin_expect((__atomic_load_n(&grape__captures, __ATOMIC_RELAXED) |
                         __atomic_load_n(&grape__pass, __ATOMIC_RELAXED) | grape__nvtx_on) != 0 ||
                            params == NULL || grape__log_level() >= GRAPE_LOG_DEBUG, 0))
-    return 0;
+    return GRAPE_FAST_FULL;
   unsigned t = grape__shim_tick + 1;   /* an op whose work is timed takes the full path */
   if (__builtin_expect((t & 31) == 0 || t <= 64, 0))
-    return 0;
+    return GRAPE_FAST_FULL;
   uintptr_t key = grape__stream_key(stream, ptds);
   grape_stream_t* s = grape__stream_of(key);
-  if (__builtin_expect(s == NULL ||
-                           __atomic_load_n(&s->region.cursor.node, __ATOMIC_RELAXED) == NULL, 0))
-    return 0;
+  if (__builtin_expect(s == NULL, 0))
+    return GRAPE_FAST_FULL;
+  if (__builtin_expect(__atomic_load_n(&s->region.cursor.node, __ATOMIC_RELAXED) == NULL, 0))
+    return grape__eager_fast(s, key, fn, kind, params, t, fa);
   grape__order_stream(s, key);   /* the legacy stream's ordering, held or not */
   spin_lock(&s->lock);
   grape_region_t* r = &s->region;
@@ -355,7 +407,7 @@ grape__hold_hit(grape_route_t route, const void* fn, uint32_t gx, uint32_t gy, u
   grape_func_t* f = (grape_func_t*)grape__region_slot_info(r, fn);
   if (__builtin_expect(r->ops.n == 0 || r->ops.n >= r->ops.cap || r->cursor.node == NULL ||
                            r->cursor.held == 0 || r->ops.held_stamp != stamp || f == NULL ||
-                           f->nparams < 0 || grape__func_collective(f) || grape__alloc_shared_any() ||
+                           f->nparams < 0 || grape__func_collective(f) || grape__launch_shared(f, params) ||
                            r->ops.plen + grape__room_for(f->param_bytes) > r->ops.pcap ||
                            grape__chunk_done(s), 0))
     goto full;
@@ -368,10 +420,10 @@ grape__hold_hit(grape_route_t route, const void* fn, uint32_t gx, uint32_t gy, u
   GRAPE_COUNT(launches[route]);
   grape__charge_op();
   grape__held_unlock(s, nx);
-  return 1;
+  return GRAPE_FAST_HELD;
 full:
   spin_unlock(&s->lock);
-  return 0;
+  return GRAPE_FAST_FULL;
 }
 
 /* Tries to hold launch l (graph mode). @return 1 when it was held (recorded,
@@ -500,6 +552,49 @@ static inline __attribute__((always_inline)) void grape__record_launch(grape_rou
   if (__builtin_expect(barrier, 0))
     grape__barrier_end(s, (l->flags & GRAPE_SIG_COOPERATIVE) != 0);   /* never in a graph key */
   spin_unlock(&s->lock);
+}
+
+/* Records launch l, submitted after grape__eager_fast found it (fa), as
+ * grape__on_launch would: its chunk must still be in its middle, off its
+ * path, with room and nothing captured or passed; otherwise l takes
+ * grape__on_launch. */
+static inline __attribute__((always_inline)) void
+grape__record_fast(grape_route_t route, const grape_fast_t* fa, const grape_launch_t* l) {
+  grape_stream_t* s = fa->s;
+  grape_func_t* f = fa->f;
+  spin_lock(&s->lock);
+  grape_region_t* r = &s->region;
+  if (__builtin_expect(r->cursor.node != NULL || r->ops.n == 0 || r->ops.n >= r->ops.cap ||
+                           r->ops.plen + grape__room_for(f->param_bytes) > r->ops.pcap ||
+                           grape__chunk_done(s) ||
+                           (__atomic_load_n(&grape__captures, __ATOMIC_RELAXED) |
+                            __atomic_load_n(&grape__pass, __ATOMIC_RELAXED)) != 0, 0)) {
+    spin_unlock(&s->lock);
+    grape__on_launch(route, l);
+    return;
+  }
+  uint8_t* dst = grape__region_next_params(r);
+  size_t n = grape__func_copy_params(f, l->params, dst);
+  grape_op_key_t k;
+  grape__launch_key(f, l->fn, (uint32_t)n, 0, &k);
+  grape_op_dims_t d = {{l->grid[0], l->grid[1], l->grid[2]},
+                       {l->block[0], l->block[1], l->block[2]}, l->shmem, 0};
+  grape__record_op(r, &k, &d, f->drv, n);
+  spin_unlock(&s->lock);
+  GRAPE_COUNT(launches[route]);
+  GRAPE_COUNT(submissions);
+  grape__charge_op();
+}
+
+/* Records launch l after its submission succeeded: through the fast eager
+ * path when grape__hold_hit took it (fa->s set), grape__on_launch
+ * otherwise. */
+static inline __attribute__((always_inline)) void
+grape__launched(grape_route_t route, const grape_fast_t* fa, const grape_launch_t* l) {
+  if (fa->s != NULL)
+    grape__record_fast(route, fa, l);
+  else
+    grape__on_launch(route, l);
 }
 
 /* ---- Async memsets and device-to-device copies ---- */
