@@ -18,6 +18,11 @@
 //              at once with no sync (such a copy returns only once done)
 //   event      kernels on A, an event record, a wait on B, a kernel on B that reads
 //   legacy     held kernels on a blocking stream, then the legacy stream reads (and back)
+//   legacy_mid the same read from the middle of a legacy-stream chunk that left its
+//              known path (its launches recorded after they reach the driver)
+//   pinned_mid from the middle of a chunk that left its known path, a kernel whose
+//              parameter points into pinned memory: a barrier (collective.h), a
+//              region of its own (test_graph.py reads its path's count)
 //   hostfn     held kernels write managed memory that a host function then reads
 //   spin       a host thread spins on managed memory that a held kernel writes (pinned
 //              memory would make the kernel a barrier: collective.h)
@@ -76,6 +81,7 @@ extern "C" __global__ void put_shape(int v, int* out) {
     out[0] = v * 1000 + blockDim.x * 10 + dyn / 16;
 }
 extern "C" __global__ void fault(int* p) { p[-(1 << 30)] = 0; }
+extern "C" __global__ void pin_put(int* p, int v) { *p = v; }   // p: pinned host memory
 // Waits (up to about 3 s) for *flag == want; *out = 1 if it came, 0 if not.
 extern "C" __global__ void spin_until(volatile int* flag, int want, int* out) {
   long long t0 = clock64();
@@ -108,6 +114,9 @@ SIMCU_KERNEL(put_alt) {
 }
 SIMCU_KERNEL(put_shape) {
   *SIMCU_ARG(1, int*) = SIMCU_ARG(0, int) * 1000 + (int)simcu_blk->block.x * 10 + (int)(simcu_blk->shared_bytes / 16);
+}
+SIMCU_KERNEL(pin_put) {
+  *SIMCU_ARG(0, int*) = SIMCU_ARG(1, int);
 }
 SIMCU_KERNEL(fault) {
   (void)simcu_args;
@@ -232,6 +241,44 @@ static void mode_legacy(void) {
     CHECK(cudaMemcpy(h, y, sizeof(int), cudaMemcpyDeviceToHost));
     EXPECT(*h == 2 * i + 7, "blocking after legacy: step %d read %d, want %d", i, *h, 2 * i + 7);
   }
+}
+
+static void mode_legacy_mid(void) {
+  cudaStream_t s;
+  CHECK(cudaStreamCreate(&s));   // a blocking stream
+  int* z;
+  CHECK(cudaMalloc((void**)&z, sizeof(int)));
+  for (int i = 0; i < iters; i++) {
+    // One launch more each step: the legacy stream's chunk leaves the path
+    // the last step learnt, and the rest of it goes to the driver as it comes.
+    for (int j = 0; j <= i + 1; j++)
+      set_val<<<1, 1, 0, 0>>>(z, j);
+    // Held on s while the legacy chunk runs eagerly; the legacy stream's next
+    // kernel must run after them.
+    writes(s, x, x2, i, i);
+    copy_add<<<1, 1, 0, 0>>>(x2, y, 5);
+    CHECK(cudaStreamSynchronize(0));
+    CHECK(cudaMemcpy(h, y, sizeof(int), cudaMemcpyDeviceToHost));
+    EXPECT(*h == i + 5, "legacy mid-chunk after blocking: step %d read %d, want %d", i, *h, i + 5);
+    CHECK(cudaStreamSynchronize(s));
+  }
+  CHECK(cudaFree(z));
+}
+
+static void mode_pinned_mid(void) {
+  cudaStream_t b;
+  CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  int* z;
+  CHECK(cudaMalloc((void**)&z, sizeof(int)));
+  for (int i = 0; i < iters; i++) {
+    for (int j = 0; j <= i + 1; j++)   // one more each step: the chunk leaves its path
+      set_val<<<1, 1, 0, b>>>(z, j);
+    pin_put<<<1, 1, 0, b>>>(h, 100 + i);
+    CHECK(cudaStreamSynchronize(b));
+    EXPECT(*h == 100 + i, "pinned mid-chunk: step %d read %d, want %d", i, *h, 100 + i);
+  }
+  CHECK(cudaFree(z));
+  CHECK(cudaStreamDestroy(b));
 }
 
 static int host_seen[64];
@@ -566,6 +613,10 @@ int main(int argc, char** argv) {
     mode_event();
   else if (!strcmp(m, "legacy"))
     mode_legacy();
+  else if (!strcmp(m, "legacy_mid"))
+    mode_legacy_mid();
+  else if (!strcmp(m, "pinned_mid"))
+    mode_pinned_mid();
   else if (!strcmp(m, "hostfn"))
     mode_hostfn();
   else if (!strcmp(m, "spin"))

@@ -98,6 +98,25 @@ def case_legacy(a):
     rule(a, "legacy")
 
 
+def case_legacy_mid(a):
+    """The blocking stream's held work goes before a legacy-stream launch
+    that reaches the driver from the middle of its chunk (the fast eager
+    path, interpose/launch.h: grape__eager_fast) as from its start."""
+    rule(a, "legacy_mid")
+
+
+def case_pinned_mid(a):
+    """A kernel whose parameter points into pinned memory is a barrier
+    (collective.h) from the middle of a chunk that left its path too: a
+    region of its own at every step, never an op of the eager chunk it
+    follows (graph_rules.cu's 12 steps)."""
+    p, rep = rule(a, "pinned_mid", expect_hits=False)
+    alone = [q for q in rep["top_paths"] if q["kernels"] == ["pin_put"]]
+    if not alone or alone[0]["count"] != 12:
+        fail(f"pinned_mid: the pinned-memory kernel was not a region of its own at each of the "
+             f"12 steps: {[(q['kernels'], q['count']) for q in rep['top_paths']]}", p)
+
+
 def case_hostfn(a):
     rule(a, "hostfn")
 
