@@ -19,11 +19,15 @@ import subprocess
 import sys
 import tempfile
 
-CONFIGS = [("none", None), ("off", "off"), ("observe", "observe"), ("graph", "graph")]
+# (name, GRAPE_MODE, more GRAPE_ variables). "graph, eager": graph mode that
+# builds nothing, so every launch goes to the driver and is recorded (the
+# cost of an op graph mode only records: a warm-up, a path that never recurs).
+CONFIGS = [("none", None, {}), ("off", "off", {}), ("observe", "observe", {}),
+           ("graph, eager", "graph", {"GRAPE_WARMUP": "1000000000"}), ("graph", "graph", {})]
 ROUTES = ["runtime", "driver", "alternate"]   # alternate: two kernels in turn (runtime route)
 
 
-def env_for(a, mode):
+def env_for(a, mode, extra=None):
     env = dict(os.environ, SIMCU_SYNC="1")
     env["LD_LIBRARY_PATH"] = a.simdir + ":" + env.get("LD_LIBRARY_PATH", "")
     env.pop("LD_PRELOAD", None)
@@ -33,6 +37,7 @@ def env_for(a, mode):
         env["GRAPE_MODE"] = mode
         env["GRAPE_COSTS"] = "build=0,build_node=0"
         env["GRAPE_BUILDER"] = "inline"   # built at the warm-up: the loop measures hits
+        env.update(extra or {})
     return env
 
 
@@ -59,23 +64,23 @@ def self_cost_by_object(text):
     return cost
 
 
-def instructions(a, mode, route):
+def instructions(a, mode, extra, route):
     """(all instructions, the shim's own) per launch."""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "cg.out")
         subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no", "--compress-strings=yes",
                         "--compress-pos=no", "--callgrind-out-file=" + out, a.prog, route, str(a.n)],
-                       env=env_for(a, mode), check=True, capture_output=True)
+                       env=env_for(a, mode, extra), check=True, capture_output=True)
         text = open(out).read()
         m = re.search(r"^totals: (\d+)", text, re.M)
         own = sum(v for k, v in self_cost_by_object(text).items() if k.startswith("libgrape"))
         return int(m.group(1)) / a.n, own / a.n
 
 
-def nanoseconds(a, mode, route):
+def nanoseconds(a, mode, extra, route):
     vals = []
     for _ in range(a.runs):
-        p = subprocess.run([a.prog, route, str(a.timed_n)], env=env_for(a, mode), check=True,
+        p = subprocess.run([a.prog, route, str(a.timed_n)], env=env_for(a, mode, extra), check=True,
                            capture_output=True, text=True)
         vals.append(float(re.search(r"ns_per_launch ([\d.]+)", p.stdout).group(1)))
     return statistics.median(vals)
@@ -94,9 +99,9 @@ def main():
     print("|---|---|---|---|---|---|---|")
     for route in ROUTES:
         base_i = base_t = None
-        for name, mode in CONFIGS:
-            i, own = instructions(a, mode, route)
-            t = nanoseconds(a, mode, route)
+        for name, mode, extra in CONFIGS:
+            i, own = instructions(a, mode, extra, route)
+            t = nanoseconds(a, mode, extra, route)
             if base_i is None:
                 base_i, base_t = i, t
             print(f"| {route} | {name} | {i:.0f} | {i - base_i:+.0f} | {own:.0f} | {t:.0f} | "
