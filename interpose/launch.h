@@ -342,9 +342,10 @@ typedef struct grape_fast_s {
  * full path would not hold it and would record it after its submission
  * (grape__hold_launch, grape__on_launch). Its function (handle fn of kind)
  * must have a known layout, and the launch (kernelParams params) not be in
- * the barrier class. @return
- * GRAPE_FAST_EAGER (fa set: the launch goes to the driver, then
- * grape__record_fast records it), or GRAPE_FAST_FULL. */
+ * the barrier class. Out of line: inlined, it costs the hit path registers
+ * (docs/performance.md, ninth round). @return GRAPE_FAST_EAGER (fa set: the
+ * launch goes to the driver, then grape__record_fast records it), or
+ * GRAPE_FAST_FULL. */
 static __attribute__((noinline, unused)) int
 grape__eager_fast(grape_stream_t* s, uintptr_t key, const void* fn, grape_handle_kind_t kind,
                   void** params, unsigned t, grape_fast_t* fa) {
