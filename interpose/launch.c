@@ -114,8 +114,7 @@ const grape_gc_node_t* grape__hold_walk(grape_stream_t* s, grape_func_t* f,
                                         const grape_launch_t* l, int extra_form, uint8_t* dst,
                                         size_t room, uint32_t stamp, size_t* n) {
   grape_region_t* r = &s->region;
-  grape_op_dims_t d = {{l->grid[0], l->grid[1], l->grid[2]},
-                       {l->block[0], l->block[1], l->block[2]}, l->shmem, 0};
+  grape_op_dims_t d = grape__launch_dims(l);
   /* (A cooperative launch is a barrier: it never gets here.) */
   int eligible = f != NULL && f->drv != NULL && (extra_form || f->nparams >= 0) &&
                  grape__attrs_node_safe(l);

@@ -146,6 +146,13 @@ grape__launch_key(const grape_func_t* f, const void* fn, uint32_t n, uint32_t fl
   k->attrs = 0;
 }
 
+/* The dimensions of launch l, as an op records them. */
+static inline __attribute__((always_inline)) grape_op_dims_t
+grape__launch_dims(const grape_launch_t* l) {
+  return (grape_op_dims_t){{l->grid[0], l->grid[1], l->grid[2]},
+                           {l->block[0], l->block[1], l->block[2]}, l->shmem, 0};
+}
+
 /* True when every launch attribute of l is one a graph's kernel node carries
  * too (priority, cluster shape, memory-sync domain, L2 access policy), so the
  * launch can be held and replayed. */
@@ -223,12 +230,14 @@ static inline __attribute__((always_inline)) int grape__launch_barrier(grape_fun
           grape__params_shared(f, l->params, l->extra));
 }
 
-/* True when a kernelParams launch of f (layout known) points into shared
- * memory (collective.h): the barrier class's test of the fast paths, which
- * need only look when such memory exists (pinned host buffers, say). */
-static inline __attribute__((always_inline)) int grape__launch_shared(const grape_func_t* f,
-                                                                      void** params) {
-  return __builtin_expect(grape__alloc_shared_any(), 0) && grape__params_shared(f, params, NULL);
+/* True when the fast paths may take a kernelParams launch of f: its layout
+ * is known and it is not in the barrier class (grape__launch_barrier's test
+ * without a launch record; shared memory, collective.h, is looked for only
+ * when some exists: pinned host buffers, say). */
+static inline __attribute__((always_inline)) int grape__fast_form(grape_func_t* f,
+                                                                  void** params) {
+  return f != NULL && f->nparams >= 0 && !grape__func_collective(f) &&
+         !(__builtin_expect(grape__alloc_shared_any(), 0) && grape__params_shared(f, params, NULL));
 }
 
 /* ---- Graph mode: hold a launch ---- */
@@ -336,11 +345,18 @@ typedef struct grape_fast_s {
   grape_func_t* f;
 } grape_fast_t;
 
+/* True when s's chunk left its known path and is in its middle: past its
+ * first op and not done (grape__chunk_done), where the full path neither
+ * holds a launch nor ends the chunk before it (s locked). */
+static inline __attribute__((always_inline)) int grape__eager_mid(grape_stream_t* s) {
+  return s->region.cursor.node == NULL && s->region.ops.n > 0 && !grape__chunk_done(s);
+}
+
 /* The fast eager path: a launch with kernelParams on stream s (key its
  * stream key) whose chunk left its known path (s's cursor NULL), in its
- * middle: past its first op and not done (grape__chunk_done), so that the
- * full path would not hold it and would record it after its submission
- * (grape__hold_launch, grape__on_launch). Its function (handle fn of kind)
+ * middle (grape__eager_mid), so that the full path would not hold it and
+ * would record it after its submission (grape__hold_launch,
+ * grape__on_launch). Its function (handle fn of kind)
  * must have a known layout, and the launch (kernelParams params) not be in
  * the barrier class. Out of line: inlined, it costs the hit path registers
  * (docs/performance.md, ninth round). @return GRAPE_FAST_EAGER (fa set: the
@@ -356,11 +372,10 @@ grape__eager_fast(grape_stream_t* s, uintptr_t key, const void* fn, grape_handle
                            __atomic_load_n(&s->kind, __ATOMIC_RELAXED) == GRAPE_STREAM_UNKNOWN, 0))
     return GRAPE_FAST_FULL;
   grape_func_t* f = grape__func_get(fn, kind);
-  if (__builtin_expect(f == NULL || f->nparams < 0 || grape__func_collective(f) ||
-                           grape__launch_shared(f, params), 0))
+  if (__builtin_expect(!grape__fast_form(f, params), 0))
     return GRAPE_FAST_FULL;
   spin_lock(&s->lock);
-  int mid = s->region.cursor.node == NULL && s->region.ops.n > 0 && !grape__chunk_done(s);
+  int mid = grape__eager_mid(s);
   spin_unlock(&s->lock);
   if (__builtin_expect(!mid, 0))
     return GRAPE_FAST_FULL;
@@ -407,8 +422,8 @@ grape__hold_hit(grape_route_t route, const void* fn, grape_handle_kind_t kind, u
   uint32_t stamp = grape__hold_stamp();
   grape_func_t* f = (grape_func_t*)grape__region_slot_info(r, fn);
   if (__builtin_expect(r->ops.n == 0 || r->ops.n >= r->ops.cap || r->cursor.node == NULL ||
-                           r->cursor.held == 0 || r->ops.held_stamp != stamp || f == NULL ||
-                           f->nparams < 0 || grape__func_collective(f) || grape__launch_shared(f, params) ||
+                           r->cursor.held == 0 || r->ops.held_stamp != stamp ||
+                           !grape__fast_form(f, params) ||
                            r->ops.plen + grape__room_for(f->param_bytes) > r->ops.pcap ||
                            grape__chunk_done(s), 0))
     goto full;
@@ -459,8 +474,7 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
   grape__hold_check_first(s);
   if (r->cursor.node != NULL) {
     const grape_gc_node_t* nx;
-    grape_op_dims_t d = {{l->grid[0], l->grid[1], l->grid[2]},
-                         {l->block[0], l->block[1], l->block[2]}, l->shmem, 0};
+    grape_op_dims_t d = grape__launch_dims(l);
     uint8_t* dst = grape__region_next_params(r);
     size_t n = 0;
     uint32_t stamp = grape__hold_stamp();
@@ -539,8 +553,7 @@ static inline __attribute__((always_inline)) void grape__record_launch(grape_rou
   if (__builtin_expect(grape__log_level() >= GRAPE_LOG_DEBUG, 0))
     grape__log_launch(route, f, l, dst, n);
   grape__launch_attrs(l, dst, n, room, &k);
-  grape_op_dims_t d = {{l->grid[0], l->grid[1], l->grid[2]},
-                       {l->block[0], l->block[1], l->block[2]}, l->shmem, 0};
+  grape_op_dims_t d = grape__launch_dims(l);
   /* A graph node can carry it only with a known layout and attributes a
    * kernel node has too (a barrier, cooperative ones included, never:
    * grape__barrier_end). */
@@ -565,9 +578,8 @@ grape__record_fast(grape_route_t route, const grape_fast_t* fa, const grape_laun
   grape_func_t* f = fa->f;
   spin_lock(&s->lock);
   grape_region_t* r = &s->region;
-  if (__builtin_expect(r->cursor.node != NULL || r->ops.n == 0 || r->ops.n >= r->ops.cap ||
+  if (__builtin_expect(!grape__eager_mid(s) || r->ops.n >= r->ops.cap ||
                            r->ops.plen + grape__room_for(f->param_bytes) > r->ops.pcap ||
-                           grape__chunk_done(s) ||
                            (__atomic_load_n(&grape__captures, __ATOMIC_RELAXED) |
                             __atomic_load_n(&grape__pass, __ATOMIC_RELAXED)) != 0, 0)) {
     spin_unlock(&s->lock);
@@ -578,8 +590,7 @@ grape__record_fast(grape_route_t route, const grape_fast_t* fa, const grape_laun
   size_t n = grape__func_copy_params(f, l->params, dst);
   grape_op_key_t k;
   grape__launch_key(f, l->fn, (uint32_t)n, 0, &k);
-  grape_op_dims_t d = {{l->grid[0], l->grid[1], l->grid[2]},
-                       {l->block[0], l->block[1], l->block[2]}, l->shmem, 0};
+  grape_op_dims_t d = grape__launch_dims(l);
   grape__record_op(r, &k, &d, f->drv, n);
   spin_unlock(&s->lock);
   GRAPE_COUNT(launches[route]);
