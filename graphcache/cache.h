@@ -152,6 +152,9 @@ typedef struct grape_gc_config_s {
                                     start (config.build_share) */
   void (*handoff)(uint64_t t);   /* called on the builder's thread before a build that was
                                     queued at time t (now()); NULL: nothing */
+  void (*driver_work)(int on);   /* called on the builder's thread with 1 before, 0 after the
+                                    driver calls of a build or a retirement (bounded work that
+                                    may hold the driver's locks); NULL: nothing */
   void (*checked)(uint32_t ops); /* the cache re-checked ops' footprints before a plan's
                                     replay: where the shim's own work is charged to now()'s
                                     clock (the sim), charges it; NULL: now() sees it */

@@ -442,6 +442,12 @@ static void builder_wait(grape_gc_t* c, uint64_t start) {
   }
 }
 
+/* The builder's driver calls begin (on = 1) or end (cfg.driver_work). */
+static void driver_work(grape_gc_t* c, int on) {
+  if (c->cfg.driver_work != NULL)
+    c->cfg.driver_work(on);
+}
+
 /* A segment that is neither installed nor staged nor being built goes. */
 static void seg_maybe_free(grape_gc_t* c, seg_t* seg) {
   if (!seg->installed && seg->queued == 0 && seg->stagers == 0)
@@ -479,7 +485,9 @@ int grape_gc_build_pending(grape_gc_t* c) {
     /* At exit the driver frees it with its context (as every executable). */
     if (!stopping && c->cfg.handoff != NULL)
       c->cfg.handoff(start);
+    driver_work(c, 1);
     exec_free(&c->drv, j->retire, !stopping);
+    driver_work(c, 0);
     pthread_mutex_lock(&c->lock);
     if (!stopping)
       c->builder_clock = grape__gc_now(c);
@@ -492,12 +500,14 @@ int grape_gc_build_pending(grape_gc_t* c) {
   exec_t* e = NULL;
   int err = 0, sampled = 0;
   if (!stopping) {
+    driver_work(c, 1);
     if (c->drv.bind != NULL)
       c->drv.bind(c->drv.self, j->ctx);
     if (c->cfg.handoff != NULL)
       c->cfg.handoff(start);
     uint64_t t0 = grape__gc_now(c);
     e = exec_make(&c->drv, c->policy, &j->region, 0, j->seg->n, j->seg->timer, j->layout, &err);
+    driver_work(c, 0);
     if (e != NULL) {
       e->ready_at = grape__gc_now(c);
       e->gen = j->gen;

@@ -186,6 +186,7 @@ grape_gc_t* grape__gc(void) {
       .max_paths = option_at_least(grape_option_paths, 1),
       .wake = build_queued,
       .handoff = grape__sim_handoff,
+      .driver_work = grape__own_work,   /* a program thread may wait for its driver locks */
       .checked = plan_checked,
       .concurrency = (int)grape__option_get(grape_option_concurrency),
       .plan_host_share = (double)grape__option_get(grape_option_plan_host_pct) / 100.0,
@@ -753,13 +754,15 @@ static char thread_state(int tid, uint64_t* cpu_ns) {
 }
 
 /* Whether a holder that issued nothing since the last look is only waiting
- * for a CPU (the machine is busy): it runs on when it gets one, so flushing
- * would change what is submitted for no cause, and simulated time with it.
- * A holder that is blocked, gone, or spinning (its CPU time moved by half
- * the flush interval or more: waiting on memory the GPU would write) is not. */
-static int holder_descheduled(grape_stream_t* s, long us) {
-  uint64_t cpu = 0;
-  char st = thread_state(s->holder_tid, &cpu);
+ * for a CPU (the machine is busy), given its state st and CPU time cpu read
+ * just before (s locked): it runs on when it gets one, so flushing would
+ * change what is submitted for no cause, and simulated time with it. A
+ * holder that is blocked, gone, or spinning (its CPU time moved by half the
+ * flush interval or more since the previous look, which also found it idle:
+ * waiting on memory the GPU would write) is not. The first idle look only
+ * notes the CPU time: measured from an older look, the time a busy holder
+ * spent issuing ops counted as a spin. */
+static int holder_descheduled(grape_stream_t* s, char st, uint64_t cpu, long us) {
   uint64_t before = s->wd_cpu;
   s->wd_cpu = cpu;
   if (st != 'R')
@@ -767,10 +770,18 @@ static int holder_descheduled(grape_stream_t* s, long us) {
   return before == UINT64_MAX || cpu - before < (uint64_t)us * 500;
 }
 
+/* Whether s holds ops and got no new op since the last look (s locked). */
+static int holder_idle(const grape_stream_t* s) {
+  return s->on_hold_list && s->region.cursor.held > s->region.cursor.sub &&
+         s->region.ops.n == s->wd_nops && s->chunks == s->wd_chunks;
+}
+
 /* One look: streams that held ops and got no new op since the last look are
  * flushed, under the context their ops were issued in, unless their holder
  * is only waiting for a CPU or a thread is in the shim's own bounded work
- * (for at most 1000 looks in a row). */
+ * (for at most 1000 looks in a row). The holder's state is read with its
+ * stream unlocked: a holder that spun for the lock while the watchdog read
+ * /proc was taken for a spin. */
 static void watchdog_look(long us) {
   grape_stream_t* list[256];
   size_t n = holders(list, 256, -1);
@@ -778,15 +789,28 @@ static void watchdog_look(long us) {
     grape_stream_t* s = list[i];
     if (!spin_trylock(&s->lock))
       continue;   /* in use right now: not idle */
-    int idle = s->on_hold_list && s->region.cursor.held > s->region.cursor.sub &&
-               s->region.ops.n == s->wd_nops && s->chunks == s->wd_chunks;
-    if (!idle)
+    int idle = holder_idle(s), tid = s->holder_tid;
+    if (!idle) {
       s->wd_waits = 0;
-    else if (s->wd_waits < 1000 &&
-             (__atomic_load_n(&own_work, __ATOMIC_ACQUIRE) > 0 || holder_descheduled(s, us)))
-      s->wd_waits++;
-    else
-      grape__flush_held_locked(s, GRAPE_GC_WATCHDOG);
+      s->wd_cpu = UINT64_MAX;   /* a spin is judged from a look that found it idle */
+      s->wd_nops = s->region.ops.n;
+      s->wd_chunks = s->chunks;
+    }
+    spin_unlock(&s->lock);
+    if (!idle)
+      continue;
+    uint64_t cpu = 0;
+    int asked = __atomic_load_n(&own_work, __ATOMIC_ACQUIRE) == 0;
+    char st = asked ? thread_state(tid, &cpu) : 0;
+    if (!spin_trylock(&s->lock))
+      continue;
+    if (holder_idle(s) && s->holder_tid == tid) {
+      if (s->wd_waits < 1000 && (__atomic_load_n(&own_work, __ATOMIC_ACQUIRE) > 0 || !asked ||
+                                 holder_descheduled(s, st, cpu, us)))
+        s->wd_waits++;
+      else
+        grape__flush_held_locked(s, GRAPE_GC_WATCHDOG);
+    }
     s->wd_nops = s->region.ops.n;
     s->wd_chunks = s->chunks;
     spin_unlock(&s->lock);

@@ -222,11 +222,13 @@ void grape__cut_locked(grape_stream_t* s);
 /* Registers s, which started holding (s locked). */
 void grape__hold_begun(grape_stream_t* s);
 
-/* Brackets (on 1, then 0) the shim's own bounded work on a holding thread
- * (go's sampled numerics check: it waits only for its private stream's
- * work, never for held ops), during which the watchdog takes no holder for
- * a spin: flushing then changed what was submitted by how long the work
- * took in real time, and simulated time with it. */
+/* Brackets (on 1, then 0) the shim's own bounded work (go's sampled
+ * numerics check on a holding thread: it waits only for its private
+ * stream's work, never for held ops; the builder thread's driver calls, which
+ * a holder's own driver call may wait behind), during which the watchdog
+ * takes no holder for a spin or a wait: flushing then changed what was
+ * submitted by how long the work took in real time, and simulated time
+ * with it. */
 void grape__own_work(int on);
 
 /* ---- Errors met at flush time ---- */
