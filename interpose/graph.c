@@ -770,6 +770,15 @@ static int holder_descheduled(grape_stream_t* s, char st, uint64_t cpu, long us)
   return before == UINT64_MAX || cpu - before < (uint64_t)us * 500;
 }
 
+/* s issued ops since the last look, or holds none (s locked): its waits
+ * and CPU time start afresh, from this look. */
+static void holder_busy(grape_stream_t* s) {
+  s->wd_waits = 0;
+  s->wd_cpu = UINT64_MAX;   /* a spin is judged from a look that found it idle */
+  s->wd_nops = s->region.ops.n;
+  s->wd_chunks = s->chunks;
+}
+
 /* Whether s holds ops and got no new op since the last look (s locked). */
 static int holder_idle(const grape_stream_t* s) {
   return s->on_hold_list && s->region.cursor.held > s->region.cursor.sub &&
@@ -790,12 +799,8 @@ static void watchdog_look(long us) {
     if (!spin_trylock(&s->lock))
       continue;   /* in use right now: not idle */
     int idle = holder_idle(s), tid = s->holder_tid;
-    if (!idle) {
-      s->wd_waits = 0;
-      s->wd_cpu = UINT64_MAX;   /* a spin is judged from a look that found it idle */
-      s->wd_nops = s->region.ops.n;
-      s->wd_chunks = s->chunks;
-    }
+    if (!idle)
+      holder_busy(s);
     spin_unlock(&s->lock);
     if (!idle)
       continue;
@@ -810,9 +815,11 @@ static void watchdog_look(long us) {
         s->wd_waits++;
       else
         grape__flush_held_locked(s, GRAPE_GC_WATCHDOG);
+      s->wd_nops = s->region.ops.n;
+      s->wd_chunks = s->chunks;
+    } else {
+      holder_busy(s);   /* it issued ops between the two locks */
     }
-    s->wd_nops = s->region.ops.n;
-    s->wd_chunks = s->chunks;
     spin_unlock(&s->lock);
   }
 }
