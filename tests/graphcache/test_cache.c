@@ -93,11 +93,20 @@ static int f_add(void* self, void** node, void* graph, void* after, const grape_
   *node = &g->ops[g->n++];
   return 0;
 }
+/* The builder's driver work as config.driver_work brackets it: the depth
+ * now, and instantiations made outside it while a test watched. */
+static int driver_work_depth, driver_work_calls, instantiates_unbracketed;
+static void test_driver_work(int on) {
+  driver_work_depth += on ? 1 : -1;
+  driver_work_calls++;
+}
+
 static int f_instantiate(void* self, void** exec, void* graph) {
   (void)self;
   if (dev.fail_instantiate)
     return 999;
   dev.instantiates++;
+  instantiates_unbracketed += driver_work_depth != 1;
   if (on_builder) {
     builder_instantiates++;
     builder_now += build_cost_ns;
@@ -1253,6 +1262,32 @@ Test(cache, a_key_waiting_for_its_first_graph_is_built_before_another_key_s_vari
   uint64_t hits = stats().graph_hits;
   issue_all(b, 2);
   cr_expect_eq(stats().graph_hits, hits + 1, "the second key replays after one build");
+  grape_gc_stop(cache);
+  expect_device_ran_what_was_issued();
+}
+
+/* A program thread's driver call may wait behind the builder's driver
+ * locks: the builder's build is bracketed as its bounded work (the shim's
+ * watchdog then takes no holder for one waiting on the GPU), once on, once
+ * off, with the instantiation inside. */
+Test(cache, the_builder_brackets_its_driver_work) {
+  grape_gc_config_t cfg = config();
+  cfg.async_builds = 1;   /* a builder builds (this test calls it) */
+  cfg.driver_work = test_driver_work;
+  restart_with(cfg);
+  pop_t a[2] = {{1, 4, 0}, {2, 4, 1}};
+  issue_all(a, 2);
+  issue_all(a, 2);   /* the warm-up: its first build is queued */
+  driver_work_depth = driver_work_calls = instantiates_unbracketed = 0;
+  int before = dev.instantiates;
+  cr_assert_eq(grape_gc_build_pending(cache), 1, "one build");
+  cr_expect_eq(dev.instantiates, before + 1, "the build instantiated its graph");
+  cr_expect_eq(instantiates_unbracketed, 0, "the instantiation ran inside the bracket");
+  cr_expect_eq(driver_work_calls, 2, "one bracket: on, then off");
+  cr_expect_eq(driver_work_depth, 0, "the bracket is closed after the build");
+  issue_all(a, 2);
+  issue_all(a, 2);
+  cr_expect_eq(stats().graph_hits, 1, "the key replays its graph");
   grape_gc_stop(cache);
   expect_device_ran_what_was_issued();
 }
