@@ -518,11 +518,10 @@ def case_repeat(a):
     """Simulated time does not depend on how the OS ran the program's and the
     shim's threads: runs in each mode, with the shim's own builder and costs,
     on a machine kept busy by a spinning process per CPU, end at the same
-    simulated nanosecond (host and device). The watchdog looks every 50 us
-    (GRAPE_FLUSH_US=100), so that a flush that depends on how the OS ran the
-    threads shows, and these programs never wait on the GPU outside a CUDA
-    call, so graph mode's runs must have no held op submitted by it. (It
-    flushed held work of a program thread that was only waiting for a CPU;
+    simulated nanosecond (host and device). These programs never wait on the
+    GPU outside a CUDA call, so graph mode's runs must have no held op
+    submitted by the watchdog either. (It flushed held work of a program
+    thread that was only waiting for a CPU;
     of one whose CPU time it measured from a look long before, when the
     thread had been busy issuing ops; of one spinning for its stream's lock
     while the watchdog read /proc under it; and of one waiting in cudaMalloc
@@ -534,7 +533,7 @@ def case_repeat(a):
         for mode, runs in (("off", 2), ("observe", 2), ("graph", 4)):
             ends = set()
             for _ in range(runs):
-                p, rep, sim = run(a, a.args, mode=mode, env=starved_env({"GRAPE_FLUSH_US": "100"}))
+                p, rep, sim = run(a, a.args, mode=mode, env=starved_env())
                 flushed = (rep.get("held_ops_flushed_eager") or {}).get("watchdog", 0)
                 if flushed:
                     fail(f"{mode}: the watchdog submitted {flushed} held ops", p)
