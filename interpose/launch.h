@@ -221,23 +221,29 @@ grape__launch_params(const grape_func_t* f, const grape_launch_t* l, int extra_f
   return 0;
 }
 
+/* True when a launch of f with these arguments (kernelParams params or a
+ * buffer in extra) points into shared memory (collective.h), looked for only
+ * when some exists: pinned host buffers, say. */
+static inline __attribute__((always_inline)) int grape__args_shared(const grape_func_t* f,
+                                                                    void** params, void** extra) {
+  return __builtin_expect(grape__alloc_shared_any(), 0) && grape__params_shared(f, params, extra);
+}
+
 /* True when launch l of f is in the barrier class (collective.h): never
  * held, a region of its own, every stream's held work first. */
 static inline __attribute__((always_inline)) int grape__launch_barrier(grape_func_t* f,
                                                                        const grape_launch_t* l) {
   return (l->flags & GRAPE_SIG_COOPERATIVE) || (f != NULL && grape__func_collective(f)) ||
-         (__builtin_expect(grape__alloc_shared_any(), 0) &&
-          grape__params_shared(f, l->params, l->extra));
+         grape__args_shared(f, l->params, l->extra);
 }
 
 /* True when the fast paths may take a kernelParams launch of f: its layout
  * is known and it is not in the barrier class (grape__launch_barrier's test
- * without a launch record; shared memory, collective.h, is looked for only
- * when some exists: pinned host buffers, say). */
+ * without a launch record). */
 static inline __attribute__((always_inline)) int grape__fast_form(grape_func_t* f,
                                                                   void** params) {
   return f != NULL && f->nparams >= 0 && !grape__func_collective(f) &&
-         !(__builtin_expect(grape__alloc_shared_any(), 0) && grape__params_shared(f, params, NULL));
+         !grape__args_shared(f, params, NULL);
 }
 
 /* ---- Graph mode: hold a launch ---- */
