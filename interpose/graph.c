@@ -811,12 +811,12 @@ static void watchdog_look(long us) {
       continue;
     if (holder_idle(s) && s->holder_tid == tid) {
       if (s->wd_waits < 1000 && (__atomic_load_n(&own_work, __ATOMIC_ACQUIRE) > 0 || !asked ||
-                                 holder_descheduled(s, st, cpu, us)))
+                                 holder_descheduled(s, st, cpu, us))) {
         s->wd_waits++;
-      else
+      } else {
         grape__flush_held_locked(s, GRAPE_GC_WATCHDOG);
-      s->wd_nops = s->region.ops.n;
-      s->wd_chunks = s->chunks;
+        holder_busy(s);   /* it holds nothing now */
+      }
     } else {
       holder_busy(s);   /* it issued ops between the two locks */
     }

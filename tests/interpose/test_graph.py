@@ -521,11 +521,11 @@ def case_repeat(a):
     simulated nanosecond (host and device). These programs never wait on the
     GPU outside a CUDA call, so graph mode's runs must have no held op
     submitted by the watchdog either. (It flushed held work of a program
-    thread that was only waiting for a CPU;
-    of one whose CPU time it measured from a look long before, when the
-    thread had been busy issuing ops; of one spinning for its stream's lock
-    while the watchdog read /proc under it; and of one waiting in cudaMalloc
-    for the device's lock, which the builder thread's build held.)"""
+    thread that was only waiting for a CPU; of one whose CPU time it measured
+    from a look long before, when the thread had been busy issuing ops; of
+    one spinning for its stream's lock while the watchdog read /proc under
+    it; and of one waiting in cudaMalloc for the device's lock, which the
+    builder thread's build held.)"""
     busy = [subprocess.Popen([sys.executable, "-c",
                               "import time\nt = time.time()\nwhile time.time() - t < 120: pass"])
             for _ in range(len(os.sched_getaffinity(0)) + 1)]
