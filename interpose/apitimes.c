@@ -11,7 +11,7 @@ int grape__api_begin(int h, uint64_t* t0) {
     grape__interrupt_arm();   /* a CUDA call: from now on there is work to save */
     long n = __atomic_load_n(&c->api_seen[h], __ATOMIC_RELAXED);
     __atomic_store_n(&c->api_seen[h], n + 1, __ATOMIC_RELAXED);
-    if (n & __atomic_load_n(&grape__api_sample_mask, __ATOMIC_RELAXED))
+    if (n & grape__api_mask_at(n))
       return 0;
   }
   if (__atomic_load_n(&grape__capture_closed, __ATOMIC_RELAXED))

@@ -1,7 +1,8 @@
 /* Host time per API call (the report's "api_times"), taken by the hooks.
  *
  * DESIGN: one call in GRAPE_API_SAMPLE of each hooked symbol, per thread, is
- * timed around the whole hook (the shim's own work included, as the program
+ * timed (one in GRAPE_API_SAMPLE_LATE after its first GRAPE_API_SAMPLE_EARLY,
+ * state.h) around the whole hook (the shim's own work included, as the program
  * sees it) on the run's clock (clock.h): the simulated host clock on the sim,
  * else CLOCK_MONOTONIC through the vDSO (no syscall). The other calls pay a
  * counter and a branch. Every call is timed instead, as nsys does, when the
@@ -16,6 +17,13 @@
 
 #include "state.h"
 
+/* The sampling mask of a symbol's call numbered n on its thread (state.h). */
+static inline __attribute__((always_inline)) long grape__api_mask_at(long n) {
+  int early = __atomic_load_n(&grape__api_sample_mask, __ATOMIC_RELAXED);
+  int late = __atomic_load_n(&grape__api_sample_mask_late, __ATOMIC_RELAXED);
+  return n < GRAPE_API_SAMPLE_EARLY ? early : late;
+}
+
 /* Counts a call of row h. @return 1 when the call goes out of line
  * (grape__api_begin): one to time, or the thread's first (not counted yet).
  * No call on this path: the hook around it stays a jump without a frame. */
@@ -25,7 +33,7 @@ static inline __attribute__((always_inline)) int grape__api_sample(int h) {
     return 1;
   long n = __atomic_load_n(&c->api_seen[h], __ATOMIC_RELAXED);
   __atomic_store_n(&c->api_seen[h], n + 1, __ATOMIC_RELAXED);
-  return (n & __atomic_load_n(&grape__api_sample_mask, __ATOMIC_RELAXED)) == 0;
+  return (n & grape__api_mask_at(n)) == 0;
 }
 
 /* The out-of-line start of a call grape__api_sample sent here: counts a

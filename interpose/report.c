@@ -314,11 +314,16 @@ static void put_bound(buf_t* b, const char* name, double v) {
 }
 
 /* "api_times": each hooked symbol's calls and the host time of those timed
- * (one in GRAPE_API_SAMPLE, or every one: apitimes.h), on the run's clock. */
+ * (one in GRAPE_API_SAMPLE, one in GRAPE_API_SAMPLE_LATE after a symbol's
+ * first GRAPE_API_SAMPLE_EARLY calls on a thread, or every one: apitimes.h),
+ * on the run's clock. */
 static void put_api_times(buf_t* b, const grape_counters_t* cnt) {
-  put(b, "\"api_times\":{\"sampled_every\":%d,\"clock\":\"%s\",\"calls\":{",
+  put(b,
+      "\"api_times\":{\"sampled_every\":%d,\"sampled_every_later\":%d,"
+      "\"later_from_call\":%d,\"clock\":\"%s\",\"calls\":{",
       __atomic_load_n(&grape__api_sample_mask, __ATOMIC_RELAXED) + 1,
-      grape__clock_simulated() ? "simulated" : "monotonic");
+      __atomic_load_n(&grape__api_sample_mask_late, __ATOMIC_RELAXED) + 1,
+      GRAPE_API_SAMPLE_EARLY, grape__clock_simulated() ? "simulated" : "monotonic");
   int first = 1;
   for (int h = 0; h < GRAPE_HOOK_COUNT; h++) {
     if (cnt->api_seen[h] == 0)

@@ -82,8 +82,10 @@ static void do_init(void) {
     grape__timeline_init();
   grape__timeline_before_close(grape__graph_exit);   /* held work is recorded first */
   /* Statistics or a timeline asked for: every API call timed, not a sample. */
-  if (grape__option_get(grape_option_api_times) == 1 || grape__timeline_on)
+  if (grape__option_get(grape_option_api_times) == 1 || grape__timeline_on) {
     __atomic_store_n(&grape__api_sample_mask, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&grape__api_sample_mask_late, 0, __ATOMIC_RELAXED);
+  }
   __atomic_store_n(&grape__state, mode == GRAPE_MODE_OFF ? GRAPE_STATE_OFF : GRAPE_STATE_ON,
                    __ATOMIC_RELEASE);
 }

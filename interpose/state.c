@@ -14,6 +14,7 @@ int grape__mode = GRAPE_MODE_OBSERVE;
 __thread int grape__depth __attribute__((tls_model("initial-exec")));
 int grape__captures;
 int grape__api_sample_mask = GRAPE_API_SAMPLE - 1;
+int grape__api_sample_mask_late = GRAPE_API_SAMPLE_LATE - 1;
 
 /* ---- Per-thread counters ---- */
 

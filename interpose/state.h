@@ -81,12 +81,19 @@ static inline __attribute__((always_inline)) void grape__bump(long* c) {
 /* Adds one to this thread's counter `field` (e.g. launches[route]). */
 #define GRAPE_COUNT(field) grape__bump(&grape__counters_mine()->field)
 
-/* One call in GRAPE_API_SAMPLE of each hooked symbol is timed by default
- * (apitimes.h). A call is timed when its number & grape__api_sample_mask is
- * 0: GRAPE_API_SAMPLE - 1, or 0 (every call). Threads: set once at init,
+/* One call in GRAPE_API_SAMPLE of each hooked symbol and thread is timed by
+ * default (apitimes.h), and one in GRAPE_API_SAMPLE_LATE after its first
+ * GRAPE_API_SAMPLE_EARLY calls: a symbol called rarely keeps a sample every
+ * 16 calls, a launch called millions of times pays a timed call (~600
+ * instructions) once in 256. A call numbered n is timed when n & the mask
+ * of its stretch (grape__api_sample_mask, then grape__api_sample_mask_late)
+ * is 0; both are 0 when every call is timed. Threads: set once at init,
  * before any hook runs; read by every hook. */
 #define GRAPE_API_SAMPLE 16
+#define GRAPE_API_SAMPLE_EARLY 1024
+#define GRAPE_API_SAMPLE_LATE 256
 extern int grape__api_sample_mask;
+extern int grape__api_sample_mask_late;
 
 /* Every thread's counters added up into out (the report). */
 void grape__counters_sum(grape_counters_t* out);

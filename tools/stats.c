@@ -59,10 +59,11 @@ static int arow_by_time(const void* a, const void* b) {
 
 /* Every report's api_times added up, most host time first. @return the
  * clock's name ("simulated", "monotonic"; NULL when no report has times). */
-static const char* api_build(const summary_t* s, rows_t* t, double* every) {
+static const char* api_build(const summary_t* s, rows_t* t, double* every, double* later,
+                             double* from) {
   memset(t, 0, sizeof(*t));
   const char* clock = NULL;
-  *every = 0;
+  *every = *later = *from = 0;
   for (size_t i = 0; i < s->n; i++) {
     const grape_json_t* at = grape__json_get(s->rep[i], "api_times");
     const grape_json_t* calls = grape__json_get(at, "calls");
@@ -71,6 +72,10 @@ static const char* api_build(const summary_t* s, rows_t* t, double* every) {
     clock = grape__json_str(grape__json_get(at, "clock"));
     if (num(at, "sampled_every") > *every)   /* one sampled report makes the table sampled */
       *every = num(at, "sampled_every");
+    if (num(at, "sampled_every_later") > *later) {   /* reports before it have none */
+      *later = num(at, "sampled_every_later");
+      *from = num(at, "later_from_call");
+    }
     for (const grape_json_t* c = calls->child; c; c = c->next) {
       arow_t* r = arow(t, c->key);
       if (r == NULL)
@@ -93,8 +98,8 @@ static const char* api_build(const summary_t* s, rows_t* t, double* every) {
 
 static void api_print(const summary_t* s, FILE* to, const char* prefix) {
   rows_t t;
-  double every;
-  const char* clock = api_build(s, &t, &every);
+  double every, later, from;
+  const char* clock = api_build(s, &t, &every, &later, &from);
   if (t.n > 0) {
     double total = 0;
     for (size_t i = 0; i < t.n; i++)
@@ -102,6 +107,10 @@ static void api_print(const summary_t* s, FILE* to, const char* prefix) {
     if (every <= 1)
       fprintf(to, "%sCUDA API calls (%s host time, the shim's work included; every call timed):\n",
               prefix, clock);
+    else if (later > every && from > 0)
+      fprintf(to, "%sCUDA API calls (%s host time, the shim's work included; 1 call in %.0f timed, "
+                  "1 in %.0f after a symbol's first %.0f on a thread, totals estimated from them: "
+                  "GRAPE_API_TIMES=every times all):\n", prefix, clock, every, later, from);
     else
       fprintf(to, "%sCUDA API calls (%s host time, the shim's work included; 1 call in %.0f timed, "
                   "totals estimated from them: GRAPE_API_TIMES=every times all):\n", prefix, clock,
@@ -125,8 +134,8 @@ static void api_print(const summary_t* s, FILE* to, const char* prefix) {
 
 static int api_csv(const summary_t* s, FILE* to) {
   rows_t t;
-  double every;
-  const char* clock = api_build(s, &t, &every);
+  double every, later, from;
+  const char* clock = api_build(s, &t, &every, &later, &from);
   fprintf(to, "name,calls,timed,total_ms,avg_us,min_us,max_us,clock\n");
   for (size_t i = 0; i < t.n; i++) {
     const arow_t* r = &t.v[i];

@@ -196,15 +196,18 @@ def case_memtable(a):
 
 def case_api_every(a):
     """The API table times every call when statistics or a timeline are
-    asked for (grape run --stats, GRAPE_TIMELINE), and one in 16 otherwise."""
+    asked for (grape run --stats, GRAPE_TIMELINE), and one in 16 otherwise,
+    one in 256 after a symbol's first 1024 calls on a thread."""
     with tempfile.TemporaryDirectory() as tmp:
-        def api(args, **env):
+        def api(args, rounds=ROUNDS, **env):
             rep = os.path.join(tmp, f"r{len(os.listdir(tmp))}.json")   # a report is never overwritten
-            p = grape(a, ["run"] + args + ["--device", "sim", "--", a.prog, str(ROUNDS)], tmp,
+            p = grape(a, ["run"] + args + ["--device", "sim", "--", a.prog, str(rounds)], tmp,
                       GRAPE_REPORT=rep, **env)
             if p.returncode != 0:
                 fail(f"grape run {args}", p)
             at = json.load(open(rep))["api_times"]
+            api.last = at
+            api.rep = rep
             return at["sampled_every"], at["calls"]["cuLaunchKernel"], p
         every, k, p = api(["--stats"])
         if every != 1 or k["timed"] != k["calls"] or k["calls"] != KERNELS:
@@ -217,6 +220,18 @@ def case_api_every(a):
         every, k, _ = api([])
         if every != 16 or not 0 < k["timed"] < k["calls"]:
             fail(f"by default: sampled every {every}, cuLaunchKernel {k}: want one call in 16 timed")
+        # A long run: the launches past the 1024th are timed one in 256.
+        every, k, p = api([], rounds=400)
+        at = api.last
+        n = k["calls"]
+        want = len([i for i in range(n) if i % (16 if i < 1024 else 256) == 0])
+        if (at.get("sampled_every_later"), at.get("later_from_call")) != (256, 1024) or \
+                not want - 1 <= k["timed"] <= want:
+            fail(f"by default, {n} launches: {at.get('sampled_every_later')} after "
+                 f"{at.get('later_from_call')}, cuLaunchKernel {k}: want {want} timed")
+        p = grape(a, ["report", api.rep], tmp)
+        if "1 in 256 after a symbol's first 1024 on a thread" not in p.stdout + p.stderr:
+            fail("the API table must say how the calls were sampled", p)
         print(f"--stats and GRAPE_TIMELINE: {KERNELS} of {KERNELS} launches timed; by default {k['timed']}")
 
 
