@@ -486,8 +486,13 @@ static inline __attribute__((always_inline)) int grape__hold_launch(grape_route_
     uint32_t stamp = grape__hold_stamp();
     if (__builtin_expect(plain, 1)) {   /* a launch without attributes needs no attribute check */
       nx = grape__hold_in_place(r, f, l->params, &d, stamp, dst, &n);
-      if (__builtin_expect(nx != NULL, 1))
+      if (__builtin_expect(nx != NULL, 1)) {
+        /* The slot now names this launch's handle, so that the next chunk's
+         * launch of it takes the hit path (grape__hold_hit), which knows
+         * the slot's function only by the handle it was held as. */
+        grape__region_mark_held(r, r->ops.n - 1, nx, f, l->fn, stamp);
         goto held;
+      }
     }
     nx = grape__hold_walk(s, f, l, extra_form, dst, room, stamp, &n);
     if (nx == NULL)
