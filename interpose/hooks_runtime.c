@@ -28,13 +28,16 @@ void* grape__route_entry(grape_slot_t slot, const char* symbol, void* p, int ver
 
 /* ---- Launches ---- */
 
-/* A launch the hit path did not hold (fa_: what it found). Out of line, so
- * that the hit's frame holds only what the hit needs. */
-static __attribute__((noinline)) cudaError_t
-hook_cudaLaunchKernel_full(grape_route_t route, grape_hook_t h, int ptds, pfn_cudaLaunchKernel real,
-                           const void* func, dim3 g, dim3 b, void** args, size_t shm,
-                           cudaStream_t s, grape_fast_t fa_) {
+static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernel(grape_route_t route, grape_hook_t h, int ptds,
+                                                pfn_cudaLaunchKernel real, const void* func,
+                                                dim3 g, dim3 b, void** args, size_t shm,
+                                                cudaStream_t s) {
   (void)h;
+  grape_fast_t fa_ = {NULL, NULL};
+  if (grape__hit_path_on() &&
+      grape__hold_hit(route, func, GRAPE_FN_RUNTIME, g.x, g.y, g.z, b.x, b.y, b.z, (uint32_t)shm,
+                      s, ptds, args, &fa_) == GRAPE_FAST_HELD)
+    return cudaSuccess;
   grape_launch_t l = {func, GRAPE_FN_RUNTIME, {g.x, g.y, g.z}, {b.x, b.y, b.z}, (uint32_t)shm,
                       s, ptds, args, NULL, 0, NULL, 0};
   GRAPE_TL_START(tl_, h);
@@ -55,18 +58,6 @@ hook_cudaLaunchKernel_full(grape_route_t route, grape_hook_t h, int ptds, pfn_cu
   if (r == cudaSuccess)
     grape__launched(route, &fa_, &l);   /* calls no CUDA but first-time lookups, which guard themselves */
   return GRAPE_SEEN(r);
-}
-
-static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernel(grape_route_t route, grape_hook_t h, int ptds,
-                                                pfn_cudaLaunchKernel real, const void* func,
-                                                dim3 g, dim3 b, void** args, size_t shm,
-                                                cudaStream_t s) {
-  grape_fast_t fa_ = {NULL, NULL};
-  if (grape__hit_path_on() &&
-      grape__hold_hit(route, func, GRAPE_FN_RUNTIME, g.x, g.y, g.z, b.x, b.y, b.z, (uint32_t)shm,
-                      s, ptds, args, &fa_) == GRAPE_FAST_HELD)
-    return cudaSuccess;
-  return hook_cudaLaunchKernel_full(route, h, ptds, real, func, g, b, args, shm, s, fa_);
 }
 
 static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernelExC(grape_route_t route, grape_hook_t h, int ptds,
