@@ -547,19 +547,31 @@ int grape_gc_build_pending(grape_gc_t* c) {
   return 1;
 }
 
-double grape__gc_build_ns(grape_gc_t* c, uint32_t n) {
-  if (c->cfg.deterministic && c->cfg.async_builds) {
-    /* The builds that may end by t have, before the estimate is read: the
-     * builder's next start is at least the one under way, or its last end. */
-    uint64_t t = grape__gc_now(c);
-    grape__gc_progress(c, t);
-    while (!c->stopping && (c->jobs != NULL || c->building) && grape__gc_builder_at_or_before(c, t) &&
-           (c->building ? c->building_from : c->builder_clock) < t) {
-      c->st.build_waits++;
-      pthread_cond_wait(&c->built, &c->lock);
-    }
+/* Deterministic mode: waits in real time until every build the builder
+ * may begin by the program's clock now has ended (its next start is at
+ * least the one under way, or its last end), so that what the program does
+ * next is as if the builder had kept pace in simulated time. Under the lock. */
+static void builder_catch_up(grape_gc_t* c) {
+  if (!c->cfg.deterministic || !c->cfg.async_builds)
+    return;
+  uint64_t t = grape__gc_now(c);
+  grape__gc_progress(c, t);
+  while (!c->stopping && (c->jobs != NULL || c->building) && grape__gc_builder_at_or_before(c, t) &&
+         (c->building ? c->building_from : c->builder_clock) < t) {
+    c->st.build_waits++;
+    pthread_cond_wait(&c->built, &c->lock);
   }
+}
+
+double grape__gc_build_ns(grape_gc_t* c, uint32_t n) {
+  builder_catch_up(c);   /* the builds that may end by now have, before the estimate is read */
   return grape__gc_build_ns_now(c, n);
+}
+
+void grape_gc_settle(grape_gc_t* c) {
+  pthread_mutex_lock(&c->lock);
+  builder_catch_up(c);
+  pthread_mutex_unlock(&c->lock);
 }
 
 void grape__gc_progress(grape_gc_t* c, uint64_t t) {

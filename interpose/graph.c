@@ -882,9 +882,16 @@ void grape__graphs_drop(void) {
   grape__streams_each(stream_unclassify, NULL);
 }
 
+void grape__builds_settle(void) {
+  grape_gc_t* c = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
+  if (c != NULL && __atomic_load_n(&graphs_on, __ATOMIC_RELAXED))
+    grape_gc_settle(c);
+}
+
 void grape__graphs_forget_image(const void* image) {
   grape_gc_t* c = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
   if (c != NULL && __atomic_load_n(&graphs_on, __ATOMIC_RELAXED)) {
+    grape_gc_settle(c);   /* a build begun by now still finds its functions */
     void** fns;
     size_t n;
     grape__func_image_drvs(image, &fns, &n);

@@ -300,7 +300,8 @@ GRAPE_FREE_HOOK(CUresult, cuMemFreeAsync, (CUdeviceptr p, CUstream s), (p, s),
 GRAPE_FREE_HOOK(CUresult, cuMemFreeHost, (void* p), (p), grape__flush_all(), p)
 GRAPE_FREE_HOOK(CUresult, cuMemHostUnregister, (void* p), (p), grape__flush_all(), p)
 
-GRAPE_HOOK_DEF(CUresult, cuMemUnmap, (CUdeviceptr p, size_t n), (p, n), grape__flush_all(),
+GRAPE_HOOK_DEF(CUresult, cuMemUnmap, (CUdeviceptr p, size_t n), (p, n),
+               (grape__flush_all(), grape__builds_settle()),
                grape__alloc_remove_range((uint64_t)p, n))
 
 /* ---- Async memsets and device-to-device copies: ops of the region ---- */

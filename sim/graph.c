@@ -98,6 +98,10 @@ SIM_EXPORT CUresult cuGraphCreate(CUgraph* out, unsigned int flags) {
   SIM_TRY(grape__sim_check_init());
   if (out == NULL || flags != 0)
     return CUDA_ERROR_INVALID_VALUE;
+  /* Slower in real time only, as an instantiation can be: a thread that
+   * builds graphs falls behind before it adds their nodes. */
+  if (grape__sim.slow_graph_create_us > 0)
+    usleep((useconds_t)grape__sim.slow_graph_create_us);
   *out = grape__sim_graph_new();
   return *out != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }

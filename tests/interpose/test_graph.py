@@ -566,6 +566,29 @@ def case_slow_builder(a):
         fail(f"the builder's real-time speed changed the run (end, host ns, hits, builds): {ends}")
 
 
+def case_slow_free(a):
+    """Simulated time does not depend on how far the OS has run the builder
+    when the program frees memory a build names: a run whose builder adds
+    its graphs' nodes late in real time (every cuGraphCreate sleeps first,
+    SIMCU_SLOW_GRAPH_CREATE_US; simulated time unchanged) builds, replays
+    and ends as one whose builder keeps up, with no build failing. (A build
+    begun in simulated time before the program freed the pinned buffer its
+    copy node names ran, in real time, after the free, and failed: dynrnn's
+    run then built one graph instead of two.)"""
+    env = starved_env({"GRAPE_BUILDER": "thread", "SIMCU_COSTS": "default", "SIMCU_HOST_NS": "500"})
+    got = {}
+    for how, extra in (("keeps up", {}), ("slowed", {"SIMCU_SLOW_GRAPH_CREATE_US": "3000"})):
+        p, rep, sim = run(a, a.args, env=dict(env, **extra))
+        if rep["graphs_built"] == 0:
+            fail(f"{how}: no graph built: {rep['builder']}", p)
+        got[how] = (sim["sim_end_ns"], sim["sim_host_ns"], rep["graph_hits"], rep["graphs_built"],
+                    rep["graph_build_failures"])
+    if len(set(got.values())) != 1 or got["keeps up"][4] != 0:
+        fail(f"the builder's real-time speed changed the run (end, host ns, hits, builds, "
+             f"failures): {got}")
+    print(f"slow_free: {got['keeps up']}")
+
+
 def case_eager_span(a):
     """A key is judged on its eager runs' host time: dynrnn's dense step
     (step_dense, stats, copy to the host) at HOST_NS 2000 under `fair` keeps
