@@ -340,9 +340,10 @@ void grape_gc_drop_functions(grape_gc_t* c, void* const* fns, size_t n);
 
 /* The program is about to take away what a build may name (memory it
  * frees, a module it unloads). Deterministic mode: returns once every build
- * the builder may begin by the program's clock now has ended, so that a
- * build the OS ran late never finds that gone and fails, which would make
- * the run depend on how the OS ran the builder; else at once. Any thread. */
+ * the builder may begin by the program's last reported progress (a region's
+ * end, as grape_gc_stop counts) has ended, so that a build the OS ran late
+ * never finds that gone and fails, which would make the run depend on how
+ * the OS ran the builder; else at once. Any thread. */
 void grape_gc_settle(grape_gc_t* c);
 
 /* No graph is built or replayed from now on (process exit): regions are only

@@ -548,14 +548,12 @@ int grape_gc_build_pending(grape_gc_t* c) {
 }
 
 /* Deterministic mode: waits in real time until every build the builder
- * may begin by the program's clock now has ended (its next start is at
- * least the one under way, or its last end), so that what the program does
- * next is as if the builder had kept pace in simulated time. Under the lock. */
-static void builder_catch_up(grape_gc_t* c) {
+ * may begin by simulated time t has ended (its next start is at least the
+ * one under way, or its last end), so that what the program does next is as
+ * if the builder had kept pace in simulated time. Under the lock. */
+static void builder_catch_up(grape_gc_t* c, uint64_t t) {
   if (!c->cfg.deterministic || !c->cfg.async_builds)
     return;
-  uint64_t t = grape__gc_now(c);
-  grape__gc_progress(c, t);
   while (!c->stopping && (c->jobs != NULL || c->building) && grape__gc_builder_at_or_before(c, t) &&
          (c->building ? c->building_from : c->builder_clock) < t) {
     c->st.build_waits++;
@@ -564,13 +562,20 @@ static void builder_catch_up(grape_gc_t* c) {
 }
 
 double grape__gc_build_ns(grape_gc_t* c, uint32_t n) {
-  builder_catch_up(c);   /* the builds that may end by now have, before the estimate is read */
+  if (c->cfg.deterministic && c->cfg.async_builds) {
+    /* The builds that may end by now have, before the estimate is read. */
+    uint64_t t = grape__gc_now(c);
+    grape__gc_progress(c, t);
+    builder_catch_up(c, t);
+  }
   return grape__gc_build_ns_now(c, n);
 }
 
 void grape_gc_settle(grape_gc_t* c) {
   pthread_mutex_lock(&c->lock);
-  builder_catch_up(c);
+  /* The builds begun by the program's last report of its progress, as at
+   * exit (grape_gc_stop): a later one has not begun in simulated time. */
+  builder_catch_up(c, c->prog_now);
   pthread_mutex_unlock(&c->lock);
 }
 
