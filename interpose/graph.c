@@ -891,7 +891,7 @@ void grape__builds_settle(void) {
 void grape__graphs_forget_image(const void* image) {
   grape_gc_t* c = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
   if (c != NULL && __atomic_load_n(&graphs_on, __ATOMIC_RELAXED)) {
-    grape_gc_settle(c);   /* a build begun by now still finds its functions */
+    grape_gc_settle(c);   /* a build already begun still finds its functions */
     void** fns;
     size_t n;
     grape__func_image_drvs(image, &fns, &n);

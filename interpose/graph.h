@@ -309,10 +309,10 @@ const char* grape__graphs_stopped(void);
 void grape__graphs_forget_image(const void* image);
 
 /* The program is about to free memory (a free hook, before its real call):
- * on the sim, the builds the builder may begin by now end first, so that
- * none finds the memory its graph names gone (graphcache's
- * grape_gc_settle): whether a build ran must not depend on how late the OS
- * ran the builder. Any thread. */
+ * on the sim, the builds the builder may begin by the program's last
+ * reported progress end first, so that none finds the memory its graph
+ * names gone (graphcache's grape_gc_settle): whether a build ran must not
+ * depend on how late the OS ran the builder. Any thread. */
 void grape__builds_settle(void);
 
 /* Fork child: forgets the cache, the holding list and the watchdog. */

@@ -225,7 +225,7 @@ static inline void grape__image_unloaded(const void* image) {
  * the call). */
 #define GRAPE_ALLOC_HOOK(ret, base, params, args, flush, kind, ptr, size) \
   GRAPE_HOOK_DEF(ret, base, params, args, flush, grape__alloc_add((uintptr_t)(ptr), (size), kind))
-/* A free: the flush, then the builds begun by now end (grape__builds_settle). */
+/* A free: the flush, then the builds already begun end (grape__builds_settle). */
 #define GRAPE_FREE_HOOK(ret, base, params, args, flush, ptr)                              \
   GRAPE_HOOK_DEF(ret, base, params, args, (flush, grape__builds_settle()),               \
                  grape__alloc_freed((uintptr_t)(ptr)))
