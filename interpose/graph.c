@@ -333,6 +333,7 @@ void grape__hold_begun(grape_stream_t* s) {
   if (__builtin_expect(my_tid == 0, 0))
     my_tid = (int)syscall(SYS_gettid);
   s->holder_tid = my_tid;
+  s->holder_counters = grape__counters_mine();
   s->wd_cpu = UINT64_MAX;
   s->wd_waits = 0;
   hold_list_add(s);
@@ -787,10 +788,10 @@ static int holder_idle(const grape_stream_t* s) {
 
 /* One look: streams that held ops and got no new op since the last look are
  * flushed, under the context their ops were issued in, unless their holder
- * is only waiting for a CPU or a thread is in the shim's own bounded work
- * (for at most 1000 looks in a row). The holder's state is read with its
- * stream unlocked: a holder that spun for the lock while the watchdog read
- * /proc was taken for a spin. */
+ * is only waiting for a CPU, is in a driver call that cannot wait for stream
+ * work, or a thread is in the shim's own bounded work (for at most 1000 looks
+ * in a row). The holder's state is read with its stream unlocked: a holder
+ * that spun for the lock while the watchdog read /proc was taken for a spin. */
 static void watchdog_look(long us) {
   grape_stream_t* list[256];
   size_t n = holders(list, 256, -1);
@@ -799,6 +800,7 @@ static void watchdog_look(long us) {
     if (!spin_trylock(&s->lock))
       continue;   /* in use right now: not idle */
     int idle = holder_idle(s), tid = s->holder_tid;
+    const grape_counters_t* counters = s->holder_counters;
     if (!idle)
       holder_busy(s);
     spin_unlock(&s->lock);
@@ -807,11 +809,16 @@ static void watchdog_look(long us) {
     uint64_t cpu = 0;
     int asked = __atomic_load_n(&own_work, __ATOMIC_ACQUIRE) == 0;
     char st = asked ? thread_state(tid, &cpu) : 0;
+    /* A holder in a driver call that cannot wait returns by itself, however
+     * long the OS keeps it from the lock it waits for. */
+    int no_wait = asked && grape__thread_no_wait(counters, tid);
     if (!spin_trylock(&s->lock))
       continue;
     if (holder_idle(s) && s->holder_tid == tid) {
-      if (s->wd_waits < 1000 && (__atomic_load_n(&own_work, __ATOMIC_ACQUIRE) > 0 || !asked ||
-                                 holder_descheduled(s, st, cpu, us))) {
+      int bounded = __atomic_load_n(&own_work, __ATOMIC_ACQUIRE) > 0 || !asked || no_wait;
+      if (bounded)
+        s->wd_cpu = UINT64_MAX;   /* a spin is judged from a look outside such work */
+      if (s->wd_waits < 1000 && (bounded || holder_descheduled(s, st, cpu, us))) {
         s->wd_waits++;
       } else {
         grape__flush_held_locked(s, GRAPE_GC_WATCHDOG);

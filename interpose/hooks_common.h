@@ -49,7 +49,11 @@ static inline __attribute__((always_inline)) int grape__hit_path_on(void) {
  * (0 in both APIs), and returns the real result unchanged. `before` and
  * `on_success` are calls of functions on the row's parameters and ptds (1
  * when the entry is a per-thread-default-stream variant), or GRAPE_NOTHING. */
-#define GRAPE_HOOK_DEF(ret, base, params, args, before, on_success)                        \
+#define GRAPE_HOOK_DEF(ret, base, params, args, before, on_success) \
+  GRAPE_HOOK_DEF_AS(GRAPE_NO_REENTRY, ret, base, params, args, before, on_success)
+/* The same, the real call made through CALL (GRAPE_CALL_NO_WAIT for a call
+ * that cannot wait for stream work; state.h). */
+#define GRAPE_HOOK_DEF_AS(CALL, ret, base, params, args, before, on_success)               \
   static inline ret hook_##base(grape_route_t route, grape_hook_t h, int ptds,            \
                                 pfn_##base real, GRAPE_UNPAREN params) {                  \
     (void)route;                                                                          \
@@ -57,7 +61,7 @@ static inline __attribute__((always_inline)) int grape__hit_path_on(void) {
     GRAPE_COUNT(api_calls[h]);                                                            \
     before;                                                                               \
     ret r;                                                                                \
-    GRAPE_NO_REENTRY(r = real args);                                                      \
+    CALL(r = real args);                                                                  \
     if (r == 0)                                                                           \
       on_success;                                                                         \
     return GRAPE_SEEN(r);                                                                 \
@@ -86,6 +90,15 @@ static inline void grape__flush_stream_of(const void* s, int ptds) {
 #define GRAPE_BEFORE_WAIT_ALL GRAPE_BEFORE_SYNC_ALL
 #define GRAPE_BEFORE_WAIT_STREAM GRAPE_BEFORE_SYNC_STREAM
 #define GRAPE_BEFORE_REPORT GRAPE_BEFORE_PLAIN
+/* How the real call is made: PLAIN and REPORT calls cannot wait for stream
+ * work (api.txt puts every call that can among the SYNC and WAIT kinds), so
+ * the watchdog leaves their thread's held work alone while they run. */
+#define GRAPE_CALL_PLAIN GRAPE_CALL_NO_WAIT
+#define GRAPE_CALL_REPORT GRAPE_CALL_NO_WAIT
+#define GRAPE_CALL_SYNC_ALL GRAPE_NO_REENTRY
+#define GRAPE_CALL_SYNC_STREAM GRAPE_NO_REENTRY
+#define GRAPE_CALL_WAIT_ALL GRAPE_NO_REENTRY
+#define GRAPE_CALL_WAIT_STREAM GRAPE_NO_REENTRY
 /* After the real call: a stream sync that returned tells how long the device
  * ran on past the host (graph mode's first plans). */
 #define GRAPE_AFTER_PLAIN(ptds, stream, r) GRAPE_NOTHING
@@ -182,7 +195,7 @@ static inline void grape__image_unloaded(const void* image) {
     ret r;                                                                                 \
     if (GRAPE_TL_ON(tl_))                                                                  \
       grape__tl_dev_begin(&tl_, m.stream, m.ptds);                                         \
-    GRAPE_NO_REENTRY(r = real args);                                                       \
+    GRAPE_CALL_NO_WAIT(r = real args);                                                     \
     if (GRAPE_TL_ON(tl_))                                                                  \
       grape__tl_memop_end(&tl_, &m, r == 0, 0);                                            \
     if (r == 0)                                                                            \
@@ -223,8 +236,9 @@ static inline void grape__image_unloaded(const void* image) {
  * succeeded: [ptr, ptr + size) added as kind, or the allocation at ptr
  * removed (ptr and size: expressions of the row's parameters, evaluated after
  * the call). */
-#define GRAPE_ALLOC_HOOK(ret, base, params, args, flush, kind, ptr, size) \
-  GRAPE_HOOK_DEF(ret, base, params, args, flush, grape__alloc_add((uintptr_t)(ptr), (size), kind))
+#define GRAPE_ALLOC_HOOK(ret, base, params, args, flush, kind, ptr, size)              \
+  GRAPE_HOOK_DEF_AS(GRAPE_CALL_NO_WAIT, ret, base, params, args, flush,                 \
+                    grape__alloc_add((uintptr_t)(ptr), (size), kind))
 /* A free: the flush, then the builds already begun end (grape__builds_settle). */
 #define GRAPE_FREE_HOOK(ret, base, params, args, flush, ptr)                              \
   GRAPE_HOOK_DEF(ret, base, params, args, (flush, grape__builds_settle()),               \
@@ -248,7 +262,7 @@ static inline void grape__alloc_freed(uintptr_t p) {
     GRAPE_COUNT(api_calls[GRAPE_HOOK_##name]);                                           \
     GRAPE_BEFORE_##K(ptds, stream);                                                      \
     ret r;                                                                               \
-    GRAPE_NO_REENTRY(r = real args);                                                     \
+    GRAPE_CALL_##K(r = real args);                                                       \
     if (r == 0)                                                                          \
       on_ok;                                                                             \
     GRAPE_AFTER_##K(ptds, stream, r);                                                    \
@@ -348,7 +362,7 @@ static inline void grape__alloc_freed(uintptr_t p) {
     GRAPE_COUNT(api_calls[GRAPE_HOOK_##name]);                                               \
     GRAPE_BEFORE_##K(0, 0);                                                                  \
     ret r;                                                                                   \
-    GRAPE_NO_REENTRY(r = real());                                                            \
+    GRAPE_CALL_##K(r = real());                                                              \
     return GRAPE_RESULT_##K(r);                                                              \
   }
 #define GRAPE_GEN_BODY0_PLAIN(ret, name) GRAPE_GEN_BODY0_GENERIC(PLAIN, ret, name)

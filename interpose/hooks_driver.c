@@ -109,7 +109,7 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernel(grape_
   if (GRAPE_TL_ON(tl_))
     grape__tl_dev_begin(&tl_, l.stream, ptds);
   uint64_t t0_ = grape__launch_time_start();
-  GRAPE_NO_REENTRY(r = real(f, gx, gy, gz, bx, by, bz, shm, s, params, extra));
+  GRAPE_CALL_NO_WAIT(r = real(f, gx, gy, gz, bx, by, bz, shm, s, params, extra));
   if (t0_ != 0)
     grape__launch_time_end(t0_);
   if (GRAPE_TL_ON(tl_))
@@ -136,7 +136,7 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchCooperativeKe
   CUresult r;
   if (GRAPE_TL_ON(tl_))
     grape__tl_dev_begin(&tl_, l.stream, ptds);
-  GRAPE_NO_REENTRY(r = real(f, gx, gy, gz, bx, by, bz, shm, s, params));
+  GRAPE_CALL_NO_WAIT(r = real(f, gx, gy, gz, bx, by, bz, shm, s, params));
   if (GRAPE_TL_ON(tl_))
     grape__tl_launch_end(&tl_, &l, r == CUDA_SUCCESS, 0);
   if (r == CUDA_SUCCESS)
@@ -174,7 +174,7 @@ static inline __attribute__((always_inline)) CUresult hook_cuLaunchKernelEx(grap
   if (GRAPE_TL_ON(tl_))
     grape__tl_dev_begin(&tl_, l.stream, ptds);
   uint64_t t0_ = grape__launch_time_start();
-  GRAPE_NO_REENTRY(r = real(c, f, params, extra));
+  GRAPE_CALL_NO_WAIT(r = real(c, f, params, extra));
   if (t0_ != 0)
     grape__launch_time_end(t0_);
   if (GRAPE_TL_ON(tl_))

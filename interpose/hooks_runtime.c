@@ -50,7 +50,7 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernel(g
   if (GRAPE_TL_ON(tl_))
     grape__tl_dev_begin(&tl_, l.stream, ptds);
   uint64_t t0_ = grape__launch_time_start();
-  GRAPE_NO_REENTRY(r = real(func, g, b, args, shm, s));
+  GRAPE_CALL_NO_WAIT(r = real(func, g, b, args, shm, s));
   if (t0_ != 0)
     grape__launch_time_end(t0_);
   if (GRAPE_TL_ON(tl_))
@@ -90,7 +90,7 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchKernelEx
   if (GRAPE_TL_ON(tl_))
     grape__tl_dev_begin(&tl_, l.stream, ptds);
   uint64_t t0_ = grape__launch_time_start();
-  GRAPE_NO_REENTRY(r = real(c, func, args));
+  GRAPE_CALL_NO_WAIT(r = real(c, func, args));
   if (t0_ != 0)
     grape__launch_time_end(t0_);
   if (GRAPE_TL_ON(tl_))
@@ -114,7 +114,7 @@ static inline __attribute__((always_inline)) cudaError_t hook_cudaLaunchCooperat
   cudaError_t r;
   if (GRAPE_TL_ON(tl_))
     grape__tl_dev_begin(&tl_, l.stream, ptds);
-  GRAPE_NO_REENTRY(r = real(func, g, b, args, shm, s));
+  GRAPE_CALL_NO_WAIT(r = real(func, g, b, args, shm, s));
   if (GRAPE_TL_ON(tl_))
     grape__tl_launch_end(&tl_, &l, r == cudaSuccess, 0);
   if (r == cudaSuccess)

@@ -6,12 +6,15 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "real.h"
 
 int grape__state = GRAPE_STATE_UNINIT;
 int grape__mode = GRAPE_MODE_OBSERVE;
 __thread int grape__depth __attribute__((tls_model("initial-exec")));
+__thread int grape__no_wait __attribute__((tls_model("initial-exec")));
 int grape__captures;
 int grape__api_sample_mask = GRAPE_API_SAMPLE - 1;
 int grape__api_sample_mask_late = GRAPE_API_SAMPLE_LATE - 1;
@@ -52,6 +55,8 @@ static void counters_thread_exit(void* arg) {
   add_counts(&exited, c);
   memset(c, 0, offsetof(grape_counters_t, next));
   c->in_use = 0;
+  c->tid = 0;
+  c->no_wait = NULL;   /* this thread's variables go with it */
   pthread_mutex_unlock(&counters_lock);
   grape__counters_tls = NULL;
 }
@@ -70,14 +75,26 @@ grape_counters_t* grape__counters_slow(void) {
     c->next = counter_blocks;
     counter_blocks = c;
   }
-  if (c != NULL)
+  if (c != NULL) {
     c->in_use = 1;
+    c->tid = (int)syscall(SYS_gettid);
+    c->no_wait = &grape__no_wait;
+  }
   pthread_mutex_unlock(&counters_lock);
   if (c == NULL)
     return &shared_fallback;
   pthread_setspecific(counters_key, c);
   grape__counters_tls = c;
   return c;
+}
+
+int grape__thread_no_wait(const grape_counters_t* c, int tid) {
+  int in = 0;
+  pthread_mutex_lock(&counters_lock);
+  if (c != NULL && c->tid == tid && c->no_wait != NULL)
+    in = __atomic_load_n(c->no_wait, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&counters_lock);
+  return in;
 }
 
 void grape__counters_sum(grape_counters_t* out) {

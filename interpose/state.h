@@ -61,6 +61,12 @@ typedef struct grape_counters_s {
   /* Above: sums, added up by position. Below: merged by min and max. */
   struct grape_counters_s* next;      /* every block, in use or free */
   int in_use;
+  /* The owning thread's id (0: none, or the block shared when none could be
+   * made) and its grape__no_wait (NULL once it exited). Threads: set and
+   * cleared under the blocks' lock, which grape__thread_no_wait takes to
+   * read them: a block outlives its thread and passes to the next. */
+  int tid;
+  int* no_wait;
   long api_min_ns[GRAPE_HOOK_COUNT];  /* the shortest and longest timed call; */
   long api_max_ns[GRAPE_HOOK_COUNT];  /* valid where api_timed > 0 */
 } grape_counters_t;
@@ -77,6 +83,32 @@ static inline __attribute__((always_inline)) grape_counters_t* grape__counters_m
 static inline __attribute__((always_inline)) void grape__bump(long* c) {
   __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 }
+
+/* Thread-local: 1 while the thread is in a driver call that cannot wait for
+ * stream work (GRAPE_CALL_NO_WAIT). Threads: stored (relaxed) by its thread,
+ * loaded (relaxed) by the graph-mode watchdog through
+ * grape__thread_no_wait. */
+extern __thread int grape__no_wait __attribute__((tls_model("initial-exec")));
+
+/* Runs expr, a driver call that cannot wait for stream work (an allocation,
+ * the launch or memop of an op not held, a call api.txt classes as neither
+ * ordering nor observing stream work), with the re-entry guard raised and the
+ * thread marked as in such a call: the graph-mode watchdog leaves the
+ * thread's held work alone meanwhile (graph.c, watchdog_look), so that a call
+ * blocked in real time on a driver lock whose owner the OS has descheduled is
+ * not taken for a program stuck outside CUDA. Two stores: the thread's
+ * counters block publishes where the mark is. A call that may wait on the GPU
+ * (a sync, a synchronous copy, a free) uses GRAPE_NO_REENTRY. */
+#define GRAPE_CALL_NO_WAIT(expr)                                \
+  do {                                                          \
+    __atomic_store_n(&grape__no_wait, 1, __ATOMIC_RELAXED);     \
+    GRAPE_NO_REENTRY(expr);                                     \
+    __atomic_store_n(&grape__no_wait, 0, __ATOMIC_RELAXED);     \
+  } while (0)
+
+/* Whether the thread that owns block c, if it is thread tid, is in a driver
+ * call that cannot wait for stream work (any thread). */
+int grape__thread_no_wait(const grape_counters_t* c, int tid);
 
 /* Adds one to this thread's counter `field` (e.g. launches[route]). */
 #define GRAPE_COUNT(field) grape__bump(&grape__counters_mine()->field)

@@ -71,6 +71,8 @@ typedef struct grape_stream_s {
   uint64_t chunks;                    /* chunks ended (the watchdog tells them apart) */
   uint64_t wd_chunks;
   int holder_tid;                     /* the holding thread's id (the watchdog reads its state) */
+  struct grape_counters_s* holder_counters;   /* its counters block (where its mark of a
+                                                  driver call that cannot wait is; state.h) */
   uint64_t wd_cpu;                    /* its CPU time (ns) at the watchdog's last look */
   uint32_t wd_waits;                  /* looks it was left alone, its holder waiting for a CPU */
   /* The last two ops of the last chunk that ended full (no sync ended it),

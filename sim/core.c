@@ -51,6 +51,9 @@ SIM_EXPORT CUresult cuInit(unsigned int flags) {
     s = getenv("SIMCU_SLOW_GRAPH_CREATE_US");
     us = s != NULL ? atol(s) : 0;
     grape__sim.slow_graph_create_us = us > 0 ? us : 0;
+    s = getenv("SIMCU_SLOW_ALLOC_US");
+    us = s != NULL ? atol(s) : 0;
+    grape__sim.slow_alloc_us = us > 0 ? us : 0;
     grape__sim.initialized = 1;
   }
   pthread_mutex_unlock(&grape__sim.lock);

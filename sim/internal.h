@@ -366,6 +366,7 @@ typedef struct sim_state_s {
   int no_reuse;                  /* SIMCU_NO_REUSE=1: handle values are never handed out again */
   long slow_instantiate_us;      /* SIMCU_SLOW_INSTANTIATE_US: real time each instantiation sleeps */
   long slow_graph_create_us;     /* SIMCU_SLOW_GRAPH_CREATE_US: real time each cuGraphCreate sleeps */
+  long slow_alloc_us;            /* SIMCU_SLOW_ALLOC_US: real time each cuMemAlloc sleeps */
   struct CUstream_st* free_streams;
   struct CUevent_st* live_events;   /* events created and not destroyed */
   uint64_t retired_blocking_ns;  /* latest finish of reused blocking streams' earlier work */

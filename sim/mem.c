@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define ALIGN 256u
 
@@ -230,6 +231,8 @@ SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) {
     r = grape__sim_unsafe_call();
   if (r != CUDA_SUCCESS)
     return r;
+  if (grape__sim.slow_alloc_us > 0)   /* blocked in real time, as behind a lock */
+    usleep((useconds_t)grape__sim.slow_alloc_us);
   return dev_alloc(p, n, 0);
 }
 

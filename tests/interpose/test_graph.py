@@ -589,6 +589,29 @@ def case_slow_free(a):
     print(f"slow_free: {got['keeps up']}")
 
 
+def case_slow_alloc(a):
+    """A holder blocked in real time inside a driver call that cannot wait
+    for stream work (every cuMemAlloc sleeps first, SIMCU_SLOW_ALLOC_US, as
+    behind a driver lock whose owner the OS has descheduled) is not taken
+    for a program stuck outside CUDA: the watchdog submits none of its held
+    ops, and the run replays and ends as one whose allocations are quick.
+    (decode allocates between the launches of a step; with the watchdog
+    reading only /proc, a blocked allocation looked like a program waiting
+    on the GPU, and its held ops went to the driver one by one.)"""
+    got = {}
+    for how, extra in (("quick", {}), ("slowed", {"SIMCU_SLOW_ALLOC_US": "5000"})):
+        p, rep, sim = run(a, a.args, env=extra)
+        flushed = (rep.get("held_ops_flushed_eager") or {}).get("watchdog", 0)
+        if flushed:
+            fail(f"{how}: the watchdog submitted {flushed} held ops: {rep['held_ops_flushed_eager']}", p)
+        if rep["graph_hits"] == 0:
+            fail(f"{how}: no graph replayed", p)
+        got[how] = (sim["sim_end_ns"], sim["sim_host_ns"], rep["graph_hits"], rep["graphs_built"])
+    if len(set(got.values())) != 1:
+        fail(f"blocked allocations changed the run (end, host ns, hits, builds): {got}")
+    print(f"slow_alloc: {got['quick']}")
+
+
 def case_eager_span(a):
     """A key is judged on its eager runs' host time: dynrnn's dense step
     (step_dense, stats, copy to the host) at HOST_NS 2000 under `fair` keeps
