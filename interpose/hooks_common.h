@@ -90,11 +90,13 @@ static inline void grape__flush_stream_of(const void* s, int ptds) {
 #define GRAPE_BEFORE_WAIT_ALL GRAPE_BEFORE_SYNC_ALL
 #define GRAPE_BEFORE_WAIT_STREAM GRAPE_BEFORE_SYNC_STREAM
 #define GRAPE_BEFORE_REPORT GRAPE_BEFORE_PLAIN
-/* How the real call is made: PLAIN and REPORT calls cannot wait for stream
- * work (api.txt puts every call that can among the SYNC and WAIT kinds), so
- * the watchdog leaves their thread's held work alone while they run. */
+/* How the real call is made: a PLAIN call cannot wait for stream work, so
+ * the watchdog leaves its thread's held work alone while it runs. A REPORT
+ * call may wait (an event's synchronisation: the event's own stream was
+ * flushed when it was recorded, but its work may wait on work another
+ * stream still holds), as SYNC and WAIT calls may. */
 #define GRAPE_CALL_PLAIN GRAPE_CALL_NO_WAIT
-#define GRAPE_CALL_REPORT GRAPE_CALL_NO_WAIT
+#define GRAPE_CALL_REPORT GRAPE_NO_REENTRY
 #define GRAPE_CALL_SYNC_ALL GRAPE_NO_REENTRY
 #define GRAPE_CALL_SYNC_STREAM GRAPE_NO_REENTRY
 #define GRAPE_CALL_WAIT_ALL GRAPE_NO_REENTRY

@@ -28,6 +28,9 @@
 //              memory would make the kernel a barrier: collective.h)
 //   waitevent  held kernels on S set a flag that T's running kernel waits for;
 //              S then waits on T's event (the held work must go first)
+//   eventsync  held kernels on S set a flag that T's kernel waits for; the host
+//              then synchronises T's event (a call that waits on the GPU: the
+//              watchdog must still submit S's held work meanwhile)
 //   invalid    a known path whose next launch has an invalid configuration
 //   threads    4 threads, 2 streams each, events between them
 //   fork       held paths, then a forked child that exits, then more paths
@@ -316,6 +319,25 @@ static void mode_spin(void) {
     } while (*flag != i + 1);
     copy_add<<<1, 1, 0, s>>>(x, y, 0);
     CHECK(cudaStreamSynchronize(s));
+  }
+}
+
+static void mode_eventsync(void) {
+  cudaStream_t s, t;
+  cudaEvent_t e;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK(cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking));
+  CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  for (int i = 0; i < iters; i++) {
+    set_val<<<1, 1, 0, s>>>(x2, i);
+    set_val<<<1, 1, 0, s>>>(x, i + 1);         // the flag: held, S's path goes on below
+    spin_until<<<1, 1, 0, t>>>(x, i + 1, y);   // waits (up to about 3 s) for S's flag
+    CHECK(cudaEventRecord(e, t));             // T's work goes to the driver
+    CHECK(cudaEventSynchronize(e));           // no call that ends S's region: the watchdog's
+    copy_add<<<1, 1, 0, s>>>(y, x2, 0);
+    CHECK(cudaMemcpyAsync(h, x2, sizeof(int), cudaMemcpyDeviceToHost, s));
+    CHECK(cudaStreamSynchronize(s));
+    EXPECT(*h == 1, "eventsync: step %d: the waiting kernel never saw the flag", i);
   }
 }
 
@@ -623,6 +645,8 @@ int main(int argc, char** argv) {
     mode_spin();
   else if (!strcmp(m, "waitevent"))
     mode_waitevent();
+  else if (!strcmp(m, "eventsync"))
+    mode_eventsync();
   else if (!strcmp(m, "invalid"))
     mode_invalid();
   else if (!strcmp(m, "threads"))

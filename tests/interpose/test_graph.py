@@ -132,6 +132,17 @@ def case_spin(a):
         fail(f"spin: the watchdog flushed nothing: {rep}", p)
 
 
+def case_eventsync(a):
+    """A thread blocked in an event's synchronisation may wait on work it
+    holds on another stream: the watchdog still submits that work (the call
+    is never marked as one that cannot wait, interpose/state.h). With a look
+    every 5 ms, the bound of 1000 looks on a marked call (5 s) would outlast
+    the waiting kernel's 3 s and the step would fail."""
+    p, rep = rule(a, "eventsync", expect_hits=False, env={"GRAPE_FLUSH_US": "10000"})
+    if rep["held_ops_flushed_eager"].get("watchdog", 0) == 0:
+        fail(f"eventsync: the watchdog flushed nothing, so the rule was not exercised: {rep}", p)
+
+
 def case_invalid(a):
     """A launch outside its function's limits returns the error it returns
     without the shim, and the op held before it still runs."""
