@@ -91,14 +91,14 @@ static inline __attribute__((always_inline)) void grape__bump(long* c) {
 extern __thread int grape__no_wait __attribute__((tls_model("initial-exec")));
 
 /* Runs expr, a driver call that cannot wait for stream work (an allocation,
- * the launch or memop of an op not held, an instantiation), with the re-entry guard raised and the
- * thread marked as in such a call: the graph-mode watchdog leaves the
- * thread's held work alone meanwhile (graph.c, watchdog_look), so that a call
- * blocked in real time on a driver lock whose owner the OS has descheduled is
- * not taken for a program stuck outside CUDA. Two stores: the thread's
- * counters block publishes where the mark is. A call that may wait on the GPU
- * (a sync, an event's synchronisation, a synchronous copy, a free) uses
- * GRAPE_NO_REENTRY. */
+ * the launch or memop of an op not held, an instantiation), with the
+ * re-entry guard raised and the thread marked as in such a call: the
+ * graph-mode watchdog leaves the thread's held work alone meanwhile (graph.c,
+ * watchdog_look), so that a call blocked in real time on a driver lock whose
+ * owner the OS has descheduled is not taken for a program stuck outside
+ * CUDA. Two stores: the thread's counters block publishes where the mark is.
+ * A call that may wait on the GPU (a sync, an event's synchronisation, a
+ * synchronous copy, a free) uses GRAPE_NO_REENTRY. */
 #define GRAPE_CALL_NO_WAIT(expr)                                \
   do {                                                          \
     __atomic_store_n(&grape__no_wait, 1, __ATOMIC_RELAXED);     \
