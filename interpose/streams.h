@@ -74,7 +74,8 @@ typedef struct grape_stream_s {
   struct grape_counters_s* holder_counters;   /* its counters block (where its mark of a
                                                   driver call that cannot wait is; state.h) */
   uint64_t wd_cpu;                    /* its CPU time (ns) at the watchdog's last look */
-  uint32_t wd_waits;                  /* looks it was left alone, its holder waiting for a CPU */
+  uint32_t wd_waits;                  /* looks it was left alone, its holder waiting for a CPU
+                                         or in a driver call that cannot wait */
   /* The last two ops of the last chunk that ended full (no sync ended it),
    * and where the current chunk last passed the same two: launch.h,
    * grape__chunk_done, cuts a loop that never synchronises at one phase of

@@ -35,6 +35,14 @@
 
 /* ---- Initialisation ---- */
 
+/* A real-time sleep of the test knobs SIMCU_SLOW_*_US (us; 0 when unset or
+ * not positive). */
+static long env_sleep_us(const char* name) {
+  const char* s = getenv(name);
+  long us = s != NULL ? atol(s) : 0;
+  return us > 0 ? us : 0;
+}
+
 SIM_EXPORT CUresult cuInit(unsigned int flags) {
   SIM_COUNT(cuInit);
   if (flags != 0)
@@ -45,15 +53,9 @@ SIM_EXPORT CUresult cuInit(unsigned int flags) {
     grape__sim.sync_mode = s != NULL && s[0] == '1';
     s = getenv("SIMCU_NO_REUSE");
     grape__sim.no_reuse = s != NULL && s[0] == '1';
-    s = getenv("SIMCU_SLOW_INSTANTIATE_US");
-    long us = s != NULL ? atol(s) : 0;
-    grape__sim.slow_instantiate_us = us > 0 ? us : 0;
-    s = getenv("SIMCU_SLOW_GRAPH_CREATE_US");
-    us = s != NULL ? atol(s) : 0;
-    grape__sim.slow_graph_create_us = us > 0 ? us : 0;
-    s = getenv("SIMCU_SLOW_ALLOC_US");
-    us = s != NULL ? atol(s) : 0;
-    grape__sim.slow_alloc_us = us > 0 ? us : 0;
+    grape__sim.slow_instantiate_us = env_sleep_us("SIMCU_SLOW_INSTANTIATE_US");
+    grape__sim.slow_graph_create_us = env_sleep_us("SIMCU_SLOW_GRAPH_CREATE_US");
+    grape__sim.slow_alloc_us = env_sleep_us("SIMCU_SLOW_ALLOC_US");
     grape__sim.initialized = 1;
   }
   pthread_mutex_unlock(&grape__sim.lock);

@@ -322,18 +322,23 @@ static void mode_spin(void) {
   }
 }
 
+// Two non-blocking streams and an event without timing (eventsync, waitevent).
+static void two_streams_event(cudaStream_t* s, cudaStream_t* t, cudaEvent_t* e) {
+  CHECK(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+  CHECK(cudaStreamCreateWithFlags(t, cudaStreamNonBlocking));
+  CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
+}
+
 static void mode_eventsync(void) {
   cudaStream_t s, t;
   cudaEvent_t e;
-  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  CHECK(cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking));
-  CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  two_streams_event(&s, &t, &e);
   for (int i = 0; i < iters; i++) {
     set_val<<<1, 1, 0, s>>>(x2, i);
     set_val<<<1, 1, 0, s>>>(x, i + 1);         // the flag: held, S's path goes on below
     spin_until<<<1, 1, 0, t>>>(x, i + 1, y);   // waits (up to about 3 s) for S's flag
     CHECK(cudaEventRecord(e, t));             // T's work goes to the driver
-    CHECK(cudaEventSynchronize(e));           // no call that ends S's region: the watchdog's
+    CHECK(cudaEventSynchronize(e));           // ends no S region: the watchdog submits its flag
     copy_add<<<1, 1, 0, s>>>(y, x2, 0);
     CHECK(cudaMemcpyAsync(h, x2, sizeof(int), cudaMemcpyDeviceToHost, s));
     CHECK(cudaStreamSynchronize(s));
@@ -344,9 +349,7 @@ static void mode_eventsync(void) {
 static void mode_waitevent(void) {
   cudaStream_t s, t;
   cudaEvent_t e;
-  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  CHECK(cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking));
-  CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  two_streams_event(&s, &t, &e);
   for (int i = 0; i < iters; i++) {
     spin_until<<<1, 1, 0, t>>>(x, i + 1, y);   // runs at once: waits for s's flag
     CHECK(cudaEventRecord(e, t));
